@@ -1,0 +1,81 @@
+"""`Setup`: one n8n deployment shape, shared by the advisor, the renderer, the fleet and the bench driver.
+
+Pool math follows seed 000 ("Postgres connections for n8n workers"): main holds pool + 1 connections
+and each worker holds pool; peak `pg_stat_activity` matched (main pool + 1) + workers x pool in every
+run with the default pool of 2 (3 / 5 / 7 / 11 for regular / 1 / 2 / 4 workers).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from n8n_sizer.versions import N8N_VERSION
+
+Mode = Literal["regular", "queue"]
+Database = Literal["sqlite", "postgres"]
+
+DEFAULT_WORKER_CONCURRENCY = 10  # n8n's `worker --concurrency` default; seed 000 kept it (519/min, 0 errors)
+DEFAULT_RUNNER_CONCURRENCY = 5  # N8N_RUNNERS_MAX_CONCURRENCY in n8n's one-click template (seed 000)
+DEFAULT_DB_POOL_SIZE = 2  # DB_POSTGRESDB_POOL_SIZE default (seed 000)
+POSTGRES_DEFAULT_MAX_CONNECTIONS = 100
+# psql sessions, backups, monitoring: seed 000's formula leaves room for them ("headroom").
+CONNECTION_HEADROOM = 10
+DEFAULT_GRACEFUL_SHUTDOWN_S = 30  # N8N_GRACEFUL_SHUTDOWN_TIMEOUT default (seed 000, drill 6)
+
+
+class Setup(BaseModel):
+    """How n8n runs on one host. `workers` is 0 in regular mode."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Mode
+    workers: int = Field(0, ge=0, le=64)
+    concurrency: int = Field(DEFAULT_WORKER_CONCURRENCY, ge=1, le=1000)
+    runner_concurrency: int = Field(DEFAULT_RUNNER_CONCURRENCY, ge=1, le=1000)
+    production_limit: int | None = Field(None, ge=1)  # None: N8N_CONCURRENCY_PRODUCTION_LIMIT=-1 (off)
+    db: Database = "postgres"
+    db_pool_size: int = Field(DEFAULT_DB_POOL_SIZE, ge=1, le=500)
+    n8n_version: str = N8N_VERSION
+    longest_execution_s: int = Field(DEFAULT_GRACEFUL_SHUTDOWN_S, ge=1, le=86400)
+
+    @model_validator(mode="after")
+    def _mode_fits(self) -> "Setup":
+        if self.mode == "queue" and self.workers < 1:
+            raise ValueError("queue mode needs at least one worker (workers >= 1)")
+        if self.mode == "queue" and self.db != "postgres":
+            raise ValueError("queue mode needs Postgres (db=postgres); n8n does not support SQLite there")
+        if self.mode == "regular" and self.workers != 0:
+            raise ValueError("regular mode runs no workers (workers = 0); use mode=queue for workers")
+        return self
+
+    @property
+    def n8n_processes(self) -> int:
+        """n8n processes (main + workers); each has its own task runner."""
+        return 1 + self.workers
+
+    @property
+    def max_parallel_executions(self) -> int | None:
+        """Executions that may run at once, or None when regular mode has no limit."""
+        if self.mode == "queue":
+            per_worker = self.production_limit if self.production_limit is not None else self.concurrency
+            return self.workers * per_worker
+        return self.production_limit
+
+
+def postgres_connections(setup: Setup) -> int:
+    """Connections n8n opens: (main pool + 1) + workers x pool (seed 000's formula). SQLite opens none."""
+    if setup.db != "postgres":
+        return 0
+    return (setup.db_pool_size + 1) + setup.workers * setup.db_pool_size
+
+
+def required_max_connections(setup: Setup, headroom: int = CONNECTION_HEADROOM) -> int:
+    """The smallest Postgres `max_connections` that covers n8n's pools plus headroom for operators."""
+    return postgres_connections(setup) + headroom
+
+
+def recommended_max_connections(setup: Setup) -> int:
+    """Postgres' default of 100 unless the pools need more (then the requirement itself)."""
+    return max(POSTGRES_DEFAULT_MAX_CONNECTIONS, required_max_connections(setup))

@@ -1,0 +1,63 @@
+"""The typer app: each room's commands live in their own module here and only parse, call and format.
+
+`main()` runs the app so that every usage error, `InputError` or validation error becomes one line on
+stderr and exit code 2, with no traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+
+from n8n_sizer.cli import advise as _advise
+
+app = typer.Typer(
+    name="n8n-sizer",
+    help="Size, render, provision and benchmark self-hosted n8n from measurements.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+_advise.register(app)
+
+
+def _run(command: click.Command, prog_name: str, args: list[str] | None = None) -> None:
+    from pydantic import ValidationError
+
+    from n8n_sizer.errors import InputError
+
+    try:
+        rv = command.main(args=args, prog_name=prog_name, standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        print(f"{prog_name}: aborted", file=sys.stderr)
+        sys.exit(130)
+    except click.exceptions.UsageError as exc:
+        hint = f" (see `{prog_name} --help`)"
+        print(f"{prog_name}: {exc.format_message()}{hint}".replace("\n", " "), file=sys.stderr)
+        sys.exit(2)
+    except InputError as exc:
+        print(f"{prog_name}: {exc}".replace("\n", " "), file=sys.stderr)
+        sys.exit(2)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "input"
+        print(f"{prog_name}: invalid {where}: {first.get('msg')}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def main() -> None:
+    """Entry point of `n8n-sizer`."""
+    _run(typer.main.get_command(app), "n8n-sizer")
+
+
+def advise_main() -> None:
+    """Entry point of `advise`: the same as `n8n-sizer advise`."""
+    sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    _advise.register(sub)
+    _run(typer.main.get_command(sub), "advise")

