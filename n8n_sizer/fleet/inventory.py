@@ -1,0 +1,91 @@
+"""`Inventory`: the fleet as the bench driver sees it, read from `pulumi stack output --json inventory`.
+
+Shape (JSON):
+
+    {"stack": "single", "provider": "hetzner", "location": "hel1", "expires_at": "2026-12-01t10-00z",
+     "hosts": {"loadgen": {"name": "loadgen", "role": "loadgen", "provider": "hetzner", "size": "cx33",
+                           "vcpu": 4, "arch": "x86", "public_ip": "203.0.113.10", "private_ip": null,
+                           "ssh_user": "root", "setup": null},
+               "cx33-queue-2w": {..., "role": "target", "setup": {"mode": "queue", "workers": 2, ...}}}}
+
+`private_ip` is None on Hetzner (the fleet uses public addresses, filtered by the firewall) and the
+VPC address on GCP. `setup` is None for the load generator and the target's `Setup` otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from n8n_sizer.advisor.catalog import Arch, Provider
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.errors import InputError
+
+Role = Literal["target", "loadgen"]
+
+
+class InventoryHost(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    role: Role
+    provider: Provider
+    size: str
+    vcpu: int = Field(gt=0)
+    arch: Arch
+    public_ip: str
+    private_ip: str | None = None
+    ssh_user: str
+    setup: Setup | None = None
+
+    @model_validator(mode="after")
+    def _setup_for_targets(self) -> "InventoryHost":
+        if self.role == "target" and self.setup is None:
+            raise ValueError(f"target {self.name} has no setup")
+        if self.role == "loadgen" and self.setup is not None:
+            raise ValueError(f"load generator {self.name} must not carry a setup")
+        return self
+
+
+class Inventory(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stack: str
+    provider: Provider
+    location: str
+    expires_at: str
+    hosts: dict[str, InventoryHost] = Field(min_length=2)
+
+    @model_validator(mode="after")
+    def _one_loadgen(self) -> "Inventory":
+        for key, host in self.hosts.items():
+            if key != host.name:
+                raise ValueError(f"hosts[{key!r}] names itself {host.name!r}")
+        loadgens = [h for h in self.hosts.values() if h.role == "loadgen"]
+        if len(loadgens) != 1:
+            raise ValueError(f"an inventory has exactly one load generator, found {len(loadgens)}")
+        return self
+
+    def targets(self) -> list[InventoryHost]:
+        return [h for h in self.hosts.values() if h.role == "target"]
+
+    def loadgen(self) -> InventoryHost:
+        return next(h for h in self.hosts.values() if h.role == "loadgen")
+
+
+def load_inventory(text: str) -> Inventory:
+    """Parse the JSON of `pulumi stack output --json inventory`; InputError when it is not one."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"inventory is not JSON ({exc.msg} at line {exc.lineno}); pass the output of "
+                         "`pulumi stack output --json inventory`") from None
+    try:
+        return Inventory.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "top level"
+        raise InputError(f"inventory {where}: {first['msg'].removeprefix('Value error, ')}; pass the output "
+                         "of `pulumi stack output --json inventory` for a stack that is up") from None
