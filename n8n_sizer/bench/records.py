@@ -14,7 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ErrorClass = Literal["timeout", "reset", "refused", "non-2xx", "other"]
+# "dropped": not sent because the in-flight cap was reached (k6's dropped iterations); its sent_s is the
+# scheduled time and its status None.
+ErrorClass = Literal["timeout", "reset", "refused", "non-2xx", "dropped", "other"]
 
 
 class Sample(BaseModel):

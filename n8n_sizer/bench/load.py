@@ -1,0 +1,256 @@
+"""The built-in load driver: open model (constant arrival rate) and closed model (fixed concurrency).
+
+Open model: request i is due at start + i / rate, whatever the server does. The scheduler never waits for
+a response, so a slow server cannot slow the offered load (no coordinated omission), and latency is
+measured from the *scheduled* time. When `max_in_flight` requests are open, the due request is not sent
+and is recorded as `dropped` (k6 calls these dropped iterations): nothing is silently skipped.
+
+Every request becomes one `RequestRecord` handed to `sink` as it finishes (the results store appends and
+flushes it), with its failure class and the full error string. Nothing is caught and dropped.
+
+The HTTP client is a lean asyncio HTTP/1.1 keep-alive client (plain http only, POST of a fixed body):
+httpx's async client spends several times more CPU per request, which on 2 cores is the difference
+between holding 2,000 req/s and not (`benchmarks/load_driver.py` measures it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+from urllib.parse import urlsplit
+
+from n8n_sizer.bench.records import RequestRecord
+from n8n_sizer.errors import InputError
+
+BODY_SNIPPET_BYTES = 300
+# Node's http server closes idle keep-alive sockets after 5 s (server.keepAliveTimeout); reusing one just
+# before that races the server's close, so idle connections are retired earlier.
+IDLE_RETIRE_S = 4.0
+
+Sink = Callable[[RequestRecord], None]
+
+
+class RequestFailed(Exception):
+    def __init__(self, error_class: str, error: str, sent: float):
+        super().__init__(error)
+        self.error_class, self.error, self.sent = error_class, error, sent
+
+
+@dataclass
+class _Conn:
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    idle_since: float = 0.0
+
+
+@dataclass
+class HttpPost:
+    """POST `body` to `url` over pooled keep-alive connections."""
+
+    url: str
+    body: bytes
+    timeout_s: float = 120.0
+    content_type: str = "application/json"
+    _idle: list[_Conn] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise InputError(f"load URL {self.url!r} is not plain http://host[:port]/path; the built-in driver "
+                             f"speaks HTTP/1.1 without TLS (use k6 for https)")
+        self.host, self.port = parts.hostname, parts.port or 80
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._head = (f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: {self.content_type}\r\n"
+                      f"Content-Length: {len(self.body)}\r\nConnection: keep-alive\r\n\r\n").encode() + self.body
+
+    async def _connection(self) -> _Conn:
+        now = time.monotonic()
+        while self._idle:
+            conn = self._idle.pop()
+            if now - conn.idle_since < IDLE_RETIRE_S and not conn.reader.at_eof() and not conn.writer.is_closing():
+                return conn
+            conn.writer.close()
+        reader, writer = await asyncio.open_connection(self.host, self.port)
+        return _Conn(reader, writer)
+
+    async def post(self) -> tuple[int, bytes, float]:
+        """Returns (status, body, monotonic time the request was written). Raises `RequestFailed`."""
+        conn = None
+        sent = time.monotonic()
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                conn = await self._connection()
+                sent = time.monotonic()
+                conn.writer.write(self._head)
+                status, body, keep = await _read_response(conn.reader)
+        except TimeoutError:
+            _close(conn)
+            raise RequestFailed("timeout", f"no response within {self.timeout_s:g} s (client timeout)", sent) from None
+        except ConnectionRefusedError as exc:
+            raise RequestFailed("refused", f"{type(exc).__name__}: {exc}", sent) from None
+        except (ConnectionResetError, BrokenPipeError, asyncio.IncompleteReadError) as exc:
+            _close(conn)
+            what = str(exc) or "connection closed before a complete response"
+            raise RequestFailed("reset", f"{type(exc).__name__}: {what}", sent) from None
+        except (OSError, ValueError, asyncio.LimitOverrunError) as exc:
+            _close(conn)
+            raise RequestFailed("other", f"{type(exc).__name__}: {exc}", sent) from None
+        if keep:
+            conn.idle_since = time.monotonic()
+            self._idle.append(conn)
+        else:
+            _close(conn)
+        return status, body, sent
+
+    def close(self) -> None:
+        while self._idle:
+            self._idle.pop().writer.close()
+
+
+def _close(conn: _Conn | None) -> None:
+    if conn is not None:
+        conn.writer.close()
+
+
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/1."):
+        raise ValueError(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
+    status = int(parts[1])
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if ":" in line:
+            name, value = line.split(":", 1)
+            headers[name.strip().lower()] = value.strip()
+    keep = headers.get("connection", "").lower() != "close" and parts[0] == "HTTP/1.1"
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        chunks = []
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            if size == 0:
+                while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers
+                    pass
+                break
+            chunks.append((await reader.readexactly(size + 2))[:-2])
+        return status, b"".join(chunks), keep
+    if "content-length" in headers:
+        return status, await reader.readexactly(int(headers["content-length"])), keep
+    if status in (204, 304) or 100 <= status < 200:
+        return status, b"", keep
+    return status, await reader.read(), False  # body until the server closes
+
+
+class _Clock:
+    """Monotonic time for scheduling, converted to unix seconds for the records."""
+
+    def __init__(self) -> None:
+        self.offset = time.time() - time.monotonic()
+
+    def unix(self, mono: float) -> float:
+        return mono + self.offset
+
+
+@dataclass
+class StepOutcome:
+    """What a step did, for its summary: counts, the step's start and end (unix seconds)."""
+
+    step: str
+    started_s: float
+    finished_s: float
+    scheduled: int = 0
+    sent: int = 0
+    last_sent_s: float | None = None
+
+
+class _Recorder:
+    def __init__(self, step: str, target: str, seq_start: int, sink: Sink | None, clock: _Clock) -> None:
+        self.step, self.target, self.seq, self.sink, self.clock = step, target, seq_start, sink, clock
+
+    def next_seq(self) -> int:
+        seq = self.seq
+        self.seq += 1
+        return seq
+
+    async def fire(self, client: HttpPost, seq: int, due: float) -> None:
+        try:
+            status, body, sent = await client.post()
+        except RequestFailed as exc:
+            self.emit(seq, due, exc.sent, None, None, exc.error_class, exc.error)
+            return
+        now = time.monotonic()
+        if 200 <= status < 300:
+            self.emit(seq, due, sent, status, (now - due) * 1000.0)
+        else:
+            snippet = body[:BODY_SNIPPET_BYTES].decode("utf-8", "replace")
+            self.emit(seq, due, sent, status, (now - due) * 1000.0, "non-2xx", f"HTTP {status}", snippet)
+
+    def emit(self, seq, due, sent, status, latency_ms, error_class=None, error=None, snippet=None) -> None:
+        if self.sink is None:
+            return
+        self.sink(RequestRecord(seq=seq, step=self.step, target=self.target, scheduled_s=self.clock.unix(due),
+                                sent_s=self.clock.unix(sent), status=status, latency_ms=latency_ms,
+                                error_class=error_class, error=error, body_snippet=snippet))
+
+
+async def run_open(client: HttpPost, *, rate_per_s: float, duration_s: float, max_in_flight: int, step: str,
+                   target: str, seq_start: int = 0, sink: Sink | None = None,
+                   should_stop: Callable[[], bool] | None = None) -> StepOutcome:
+    """Offer `rate_per_s` for `duration_s` (open model). `should_stop` is polled to abort a step early."""
+    if rate_per_s <= 0 or duration_s <= 0:
+        raise InputError(f"rate {rate_per_s} req/s for {duration_s} s: both must be > 0; try --rates 5,20,50")
+    clock = _Clock()
+    rec = _Recorder(step, target, seq_start, sink, clock)
+    total = max(1, round(rate_per_s * duration_s))
+    interval = 1.0 / rate_per_s
+    tasks: set[asyncio.Task] = set()
+    start = time.monotonic() + 0.01
+    out = StepOutcome(step=step, started_s=clock.unix(start), finished_s=0.0)
+    for i in range(total):
+        due = start + i * interval
+        delay = due - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if should_stop is not None and i % 64 == 0 and should_stop():
+            break
+        seq = rec.next_seq()
+        out.scheduled += 1
+        if len(tasks) >= max_in_flight:
+            rec.emit(seq, due, due, None, None, "dropped",
+                     f"not sent: {max_in_flight} requests already in flight (max in flight)")
+            continue
+        task = asyncio.create_task(rec.fire(client, seq, due))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+        out.sent += 1
+        out.last_sent_s = clock.unix(time.monotonic())
+    if tasks:
+        await asyncio.gather(*tasks)
+    out.finished_s = clock.unix(time.monotonic())
+    return out
+
+
+async def run_closed(client: HttpPost, *, concurrency: int, duration_s: float, step: str, target: str,
+                     seq_start: int = 0, sink: Sink | None = None,
+                     should_stop: Callable[[], bool] | None = None) -> StepOutcome:
+    """`concurrency` users, each sending its next request when the previous one answered (seed 002's ab)."""
+    clock = _Clock()
+    rec = _Recorder(step, target, seq_start, sink, clock)
+    start = time.monotonic()
+    deadline = start + duration_s
+    out = StepOutcome(step=step, started_s=clock.unix(start), finished_s=0.0)
+
+    async def user() -> None:
+        while time.monotonic() < deadline and not (should_stop is not None and should_stop()):
+            seq = rec.next_seq()
+            out.scheduled += 1
+            out.sent += 1
+            await rec.fire(client, seq, time.monotonic())
+            out.last_sent_s = clock.unix(time.monotonic())
+
+    await asyncio.gather(*(user() for _ in range(concurrency)))
+    out.finished_s = clock.unix(time.monotonic())
+    return out
