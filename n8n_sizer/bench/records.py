@@ -56,8 +56,10 @@ class Ledger(BaseModel):
     fired: int = Field(ge=0)
     accepted: int = Field(ge=0)
     refused: int = Field(ge=0)
-    accepted_then_lost: int | None  # None when executions could not be counted
+    accepted_then_lost: int | None  # None when executions could not be counted; raw (may be negative)
     executions_stored: int | None
+    executions_succeeded: int | None = None  # stored executions with status success (accepted is matched to these)
+    not_sent: int = Field(0, ge=0)  # kept back by the in-flight cap (error class "dropped"), not in `fired`
 
 
 class RunManifest(BaseModel):

@@ -1,0 +1,107 @@
+"""Load plans: constant-arrival-rate steps (open model) and a closed-concurrency sweep.
+
+Defaults are seed 000's method (5, 20 and 50 req/s for 3 minutes each, 120 s client timeout, at most
+1,000 requests in flight) and seed 002's sweep (1, 10, 25 and 50 concurrent, after a 200-request warm-up).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from n8n_sizer.errors import InputError
+
+DEFAULT_RATES_PER_S = (5.0, 20.0, 50.0)  # seed 000, "Load"
+DEFAULT_STEP_S = 180.0  # seed 000: 3 minutes per rate
+DEFAULT_TIMEOUT_S = 120.0  # seed 000: 120 s client timeout
+DEFAULT_MAX_IN_FLIGHT = 1000  # seed 000: at most 1,000 requests in flight
+DEFAULT_SWEEP = (1, 10, 25, 50)  # seed 002: concurrent requests
+DEFAULT_WARMUP_REQUESTS = 200  # seed 002 and notes/real-n8n.md: 200-request warm-up, excluded from results
+DEFAULT_DRAIN_S = 60.0  # after the last step, how long stored executions may take to catch up
+
+
+class RateStep(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["rate"] = "rate"
+    rate_per_s: float = Field(gt=0, le=100_000)
+    duration_s: float = Field(gt=0)
+
+    @property
+    def name(self) -> str:
+        return f"rate-{self.rate_per_s:g}"
+
+
+class ConcurrencyStep(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["concurrency"] = "concurrency"
+    users: int = Field(ge=1, le=10_000)
+    duration_s: float = Field(gt=0)
+
+    @property
+    def name(self) -> str:
+        return f"c-{self.users}"
+
+
+Step = Annotated[Union[RateStep, ConcurrencyStep], Field(discriminator="kind")]
+
+
+class LoadPlan(BaseModel):
+    """What to offer each target, in order. Warm-up requests are sent first and never recorded."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    steps: tuple[Step, ...]
+    timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0)
+    max_in_flight: int = Field(DEFAULT_MAX_IN_FLIGHT, ge=1)
+    warmup_requests: int = Field(DEFAULT_WARMUP_REQUESTS, ge=0)
+    drain_s: float = Field(DEFAULT_DRAIN_S, ge=0)
+
+    def step_names(self) -> list[str]:
+        return [s.name for s in self.steps]
+
+    @property
+    def duration_s(self) -> float:
+        return sum(s.duration_s for s in self.steps)
+
+
+def parse_rates(text: str) -> tuple[float, ...]:
+    """`"5,20,50"` -> (5.0, 20.0, 50.0); an empty string -> (). Bad input names the flag."""
+    return tuple(_parse_list(text, "--rates", float, "5,20,50"))
+
+
+def parse_sweep(text: str) -> tuple[int, ...]:
+    return tuple(_parse_list(text, "--concurrency-sweep", int, "1,10,25,50"))
+
+
+def _parse_list(text: str, flag: str, kind, example: str) -> list:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    values = []
+    for item in items:
+        try:
+            value = kind(item)
+        except ValueError:
+            raise InputError(f"{flag} {text!r}: {item!r} is not a number; try {flag} {example}") from None
+        if value <= 0:
+            raise InputError(f"{flag} {text!r}: every value must be > 0; try {flag} {example}")
+        values.append(value)
+    if len(set(values)) != len(values):
+        raise InputError(f"{flag} {text!r} repeats a value; each step needs its own; try {flag} {example}")
+    return values
+
+
+def build_plan(rates: tuple[float, ...] = DEFAULT_RATES_PER_S, step_s: float = DEFAULT_STEP_S,
+               sweep: tuple[int, ...] = (), timeout_s: float = DEFAULT_TIMEOUT_S,
+               max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, warmup_requests: int = DEFAULT_WARMUP_REQUESTS,
+               drain_s: float = DEFAULT_DRAIN_S) -> LoadPlan:
+    """Rate steps first, then the concurrency sweep, each `step_s` long."""
+    if step_s <= 0:
+        raise InputError(f"--step-seconds {step_s:g} must be > 0; try --step-seconds 180")
+    if not rates and not sweep:
+        raise InputError("nothing to run: --rates and --concurrency-sweep are both empty; try --rates 5,20,50")
+    steps: list = [RateStep(rate_per_s=r, duration_s=step_s) for r in rates]
+    steps += [ConcurrencyStep(users=c, duration_s=step_s) for c in sweep]
+    return LoadPlan(steps=tuple(steps), timeout_s=timeout_s, max_in_flight=max_in_flight,
+                    warmup_requests=warmup_requests, drain_s=drain_s)
