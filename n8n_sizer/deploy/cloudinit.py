@@ -1,0 +1,45 @@
+"""cloud-init user data that boots a rendered stack on a fresh Ubuntu 24.04 VM.
+
+The fleet (issue 4) passes `render_bundle(...).cloud_init` as each VM's user_data; the bench driver
+waits for `READY_MARKER` over SSH (or gives up early when `FAILED_MARKER` appears).
+"""
+
+from __future__ import annotations
+
+from jinja2 import Environment
+
+from n8n_sizer.errors import InputError
+
+STACK_DIR = "/opt/n8n"
+MARKER_DIR = "/var/lib/n8n-sizer"
+READY_MARKER = f"{MARKER_DIR}/ready"
+FAILED_MARKER = f"{MARKER_DIR}/failed"
+# Hetzner Cloud rejects user_data above 32 KiB (its API limit for `user_data`).
+USER_DATA_LIMIT_BYTES = 32 * 1024
+# Image pulls on a fresh VM plus n8n's first-start migrations (about 11 s locally, notes/real-n8n.md)
+# fit well inside this; healthchecks retry for up to 300 s on main.
+WAIT_TIMEOUT_S = 900
+
+
+def render_cloud_init(env: Environment, *, compose: str, env_text: str, summary: str,
+                      benchmark_host: bool, workers: int) -> str:
+    """Render `#cloud-config` user data; refuse with the size when it exceeds Hetzner's limit."""
+    text = env.get_template("cloud-init.yaml.j2").render(
+        compose=compose,
+        env=env_text,
+        summary=summary,
+        benchmark_host=benchmark_host,
+        stack_dir=STACK_DIR,
+        marker_dir=MARKER_DIR,
+        ready_marker=READY_MARKER,
+        failed_marker=FAILED_MARKER,
+        wait_timeout_s=WAIT_TIMEOUT_S,
+    )
+    size = len(text.encode("utf-8"))
+    if size > USER_DATA_LIMIT_BYTES:
+        hint = f"try fewer --workers than {workers}" if workers > 1 else "shorten the kept .env entries"
+        raise InputError(
+            f"cloud-init user data would be {size:,} bytes, over Hetzner's user_data limit of "
+            f"{USER_DATA_LIMIT_BYTES:,} bytes (32 KiB); {hint}, or deploy docker-compose.yml yourself"
+        )
+    return text

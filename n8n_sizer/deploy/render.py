@@ -1,0 +1,237 @@
+"""Render a `Setup` into docker-compose.yml, .env and cloud-init user data.
+
+`render_bundle` is pure (text in, text out) so the fleet can use it as user data and tests can compare
+it with golden files; `write_bundle` is the I/O edge that keeps an existing .env's secrets.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal, Mapping
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from pydantic import BaseModel, ConfigDict
+
+from n8n_sizer import versions
+from n8n_sizer.advisor.setup import (
+    CONNECTION_HEADROOM,
+    DEFAULT_GRACEFUL_SHUTDOWN_S,
+    Setup,
+    postgres_connections,
+    recommended_max_connections,
+    required_max_connections,
+)
+from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
+from n8n_sizer.deploy.secrets import (
+    ENV_NAMES,
+    StackSecrets,
+    generate_secrets,
+    merge_secrets,
+    parse_env_text,
+    write_private,
+)
+from n8n_sizer.errors import InputError
+
+Profile = Literal["bench", "production"]
+TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+# n8n's own timeout must exceed the longest execution (seed 000, drill 6: 50 s runs were cut at 30 s),
+# and Docker's stop_grace_period must exceed n8n's, or Docker kills n8n before it finishes waiting.
+SHUTDOWN_MARGIN_S = 15
+VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")
+DOMAIN_RE = re.compile(r"^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$")
+URL_RE = re.compile(r"^https?://[^\s$'\"#]+$")
+BENCH_PUBLIC_URL = "http://localhost:5678/"
+COMPOSE_FILE, ENV_FILE, CLOUD_INIT_FILE = "docker-compose.yml", ".env", "cloud-init.yaml"
+
+
+class Bundle(BaseModel):
+    """The three rendered files, as text."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    compose: str
+    env: str
+    cloud_init: str
+
+
+def template_env() -> Environment:
+    return Environment(
+        loader=FileSystemLoader(str(TEMPLATES_DIR)),
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,  # YAML and dotenv, not HTML
+    )
+
+
+def shutdown_timeouts(setup: Setup) -> tuple[int, int]:
+    """(N8N_GRACEFUL_SHUTDOWN_TIMEOUT, stop_grace_period) in seconds, each above the one before."""
+    n8n_s = max(DEFAULT_GRACEFUL_SHUTDOWN_S, setup.longest_execution_s + SHUTDOWN_MARGIN_S)
+    return n8n_s, n8n_s + SHUTDOWN_MARGIN_S
+
+
+def pool_arithmetic(setup: Setup) -> str:
+    """Seed 000's formula written out with this setup's numbers, e.g. `(pool 2 + 1) + 2 workers x 2 + 10 headroom = 17`."""
+    pool = setup.db_pool_size
+    parts = f"(pool {pool} + 1)"
+    if setup.workers:
+        parts += f" + {setup.workers} workers x {pool}"
+    return f"{parts} + {CONNECTION_HEADROOM} headroom = {required_max_connections(setup)}"
+
+
+def describe(setup: Setup, profile: str) -> str:
+    """One line echoing the inputs the stack was rendered from."""
+    if setup.mode == "queue":
+        shape = f"queue mode, {setup.workers} workers x --concurrency {setup.concurrency}"
+    else:
+        shape = "regular mode"
+    limit = f", production limit {setup.production_limit}" if setup.production_limit is not None else ""
+    db = f"Postgres pool {setup.db_pool_size}" if setup.db == "postgres" else "SQLite"
+    return (f"{shape}{limit}, runner limit {setup.runner_concurrency}, {db}, n8n {setup.n8n_version}, "
+            f"longest execution {setup.longest_execution_s} s, profile {profile}")
+
+
+def _validate(setup: Setup, profile: str, domain: str | None, public_url: str | None,
+              max_connections: int | None) -> int:
+    """Refuse inputs that would render a broken stack; return Postgres' max_connections."""
+    if not VERSION_RE.match(setup.n8n_version):
+        raise InputError(f"--n8n-version {setup.n8n_version!r} is not an exact MAJOR.MINOR.PATCH version "
+                         f"(images must be pinned); try --n8n-version {versions.N8N_VERSION}")
+    if profile not in ("bench", "production"):
+        raise InputError(f"--profile {profile!r} is unknown; try --profile bench or --profile production")
+    if profile == "production" and not domain:
+        raise InputError("--profile production needs --domain (Caddy gets its TLS certificate for it); "
+                         "try --domain n8n.example.com")
+    if domain and profile != "production":
+        raise InputError(f"--domain {domain} only applies to --profile production; add --profile production")
+    if domain and not DOMAIN_RE.match(domain):
+        raise InputError(f"--domain {domain!r} is not a DNS name; try --domain n8n.example.com")
+    if public_url is not None and not URL_RE.match(public_url):
+        raise InputError(f"--public-url {public_url!r} must be an http:// or https:// URL without spaces, "
+                         "quotes, '#' or '$'; try --public-url https://n8n.example.com/")
+    if setup.mode == "queue" and setup.production_limit is not None \
+            and setup.production_limit != setup.concurrency:
+        raise InputError(
+            f"--production-limit {setup.production_limit} would override --concurrency "
+            f"{setup.concurrency} on every worker in queue mode (it is per worker, seed 000); drop "
+            f"--production-limit or set it to {setup.concurrency}")
+    if setup.db != "postgres":
+        if max_connections is not None:
+            raise InputError("--max-connections applies to Postgres only; drop it or use --db postgres")
+        return 0
+    if max_connections is None:
+        return recommended_max_connections(setup)
+    if max_connections < required_max_connections(setup):
+        raise InputError(
+            f"--max-connections {max_connections} is below what n8n's pools need: "
+            f"{pool_arithmetic(setup)}; try --max-connections {required_max_connections(setup)} "
+            f"or a smaller --pool")
+    return max_connections
+
+
+def render_bundle(setup: Setup, secrets: StackSecrets, *, profile: str = "bench",
+                  domain: str | None = None, public_url: str | None = None,
+                  benchmark_host: bool = True, max_connections: int | None = None,
+                  extra_env: Mapping[str, str] | None = None) -> Bundle:
+    """Render compose, .env and cloud-init for `setup`. Pure: no file I/O.
+
+    Raises `InputError` for inputs that would make a broken stack: a `max_connections` below the pools'
+    need (the message has the arithmetic), cloud-init over 32 KiB (the message has the size), an
+    unpinned version, a production profile without a domain.
+    """
+    max_conn = _validate(setup, profile, domain, public_url, max_connections)
+    env = template_env()
+    summary = describe(setup, profile)
+    shutdown_s, stop_grace_s = shutdown_timeouts(setup)
+    repo = versions.N8N_IMAGE.rsplit(":", 1)[0]
+    runners_repo = versions.RUNNERS_IMAGE.rsplit(":", 1)[0]
+    compose = env.get_template("compose.yml.j2").render(
+        setup=setup,
+        summary=summary,
+        profile=profile,
+        domain=domain or "",
+        queue=setup.mode == "queue",
+        postgres=setup.db == "postgres",
+        images={
+            "n8n": f"{repo}:{setup.n8n_version}",
+            "runners": f"{runners_repo}:{setup.n8n_version}",  # runners share n8n's version
+            "postgres": versions.POSTGRES_IMAGE,
+            "redis": versions.REDIS_IMAGE,
+            "caddy": versions.CADDY_IMAGE,
+        },
+        shutdown_s=shutdown_s,
+        stop_grace_s=stop_grace_s,
+        max_connections=max_conn,
+        pool_arithmetic=pool_arithmetic(setup) if setup.db == "postgres" else "",
+    )
+    if public_url is None:
+        public_url = f"https://{domain}/" if profile == "production" else BENCH_PUBLIC_URL
+    env_text = env.get_template("env.j2").render(secrets=secrets, public_url=public_url,
+                                                 extra_env=dict(extra_env or {}))
+    cloud_init = render_cloud_init(env, compose=compose, env_text=env_text, summary=summary,
+                                   benchmark_host=benchmark_host, workers=setup.workers)
+    return Bundle(compose=compose, env=env_text, cloud_init=cloud_init)
+
+
+def _prepare_out_dir(out_dir: Path) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"--out {out_dir} is a file, not a folder; try --out {out_dir.parent / 'n8n-stack'}")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / f".n8n-sizer-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"--out {out_dir} is not writable ({exc.strerror or exc}); "
+                         "try a folder you own, e.g. --out ./n8n-stack") from None
+
+
+def write_bundle(setup: Setup, out_dir: Path, *, profile: str = "bench", domain: str | None = None,
+                 public_url: str | None = None, max_connections: int | None = None) -> list[str]:
+    """Write docker-compose.yml, .env (0600) and cloud-init.yaml (0600: it embeds .env) into `out_dir`.
+
+    Every secret of an existing .env is kept, and so are its other variables; a new secret is generated
+    only where none exists. Returns messages for the user, which never contain a secret.
+    """
+    out_dir = Path(out_dir)
+    _prepare_out_dir(out_dir)
+    env_path = out_dir / ENV_FILE
+    existing: dict[str, str] = {}
+    if env_path.exists():
+        try:
+            existing = parse_env_text(env_path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"--out {out_dir}: cannot read the existing .env ({exc}); it is never "
+                             "overwritten unread: fix its permissions or render elsewhere") from None
+    secrets, kept = merge_secrets(existing, generate_secrets())
+    if public_url is None and profile != "production" and existing.get("N8N_PUBLIC_URL"):
+        public_url = existing["N8N_PUBLIC_URL"]
+    extra = {k: v for k, v in existing.items() if k not in ENV_NAMES.values() and k != "N8N_PUBLIC_URL"}
+    bundle = render_bundle(setup, secrets, profile=profile, domain=domain, public_url=public_url,
+                           benchmark_host=profile == "bench", max_connections=max_connections,
+                           extra_env=extra)
+    try:
+        (out_dir / COMPOSE_FILE).write_text(bundle.compose, encoding="utf-8")
+        write_private(env_path, bundle.env)
+        write_private(out_dir / CLOUD_INIT_FILE, bundle.cloud_init)
+    except OSError as exc:
+        raise InputError(f"--out {out_dir}: writing failed ({exc.strerror or exc}); try another folder") from None
+    messages = [f"wrote {out_dir / COMPOSE_FILE} ({describe(setup, profile)})"]
+    if kept:
+        messages.append(f"kept {len(kept)} existing secret(s) in {env_path}: {', '.join(kept)} "
+                        "(rotating N8N_ENCRYPTION_KEY would break every stored credential)")
+    new = [n for n in ENV_NAMES.values() if n not in kept]
+    if new:
+        messages.append(f"wrote {env_path} (mode 0600) with new secret(s): {', '.join(new)}")
+    elif kept:
+        messages.append(f"wrote {env_path} (mode 0600), no new secrets")
+    if extra:
+        messages.append(f"kept {len(extra)} other variable(s) of the previous .env: {', '.join(sorted(extra))}")
+    size = len(bundle.cloud_init.encode("utf-8"))
+    messages.append(f"wrote {out_dir / CLOUD_INIT_FILE} (mode 0600, {size:,} of {USER_DATA_LIMIT_BYTES:,} "
+                    "bytes of Hetzner's user_data limit)")
+    if setup.db == "postgres":
+        chosen = max_connections if max_connections is not None else recommended_max_connections(setup)
+        messages.append(f"Postgres max_connections {chosen}; n8n's pools need {postgres_connections(setup)} "
+                        f"+ {CONNECTION_HEADROOM} headroom")
+    return messages
