@@ -218,3 +218,6 @@ def test_split_batch_cut_short():
     parts = split_batch("@@n8n-sizer-probe begin a\n1 2 3\n@@n8n-sizer-probe end a 0\n@@n8n-sizer-probe begin b\npartial")
     assert parts["a"].exit_code == 0 and parts["a"].text == "1 2 3\n"
     assert parts["b"].exit_code is None and parts["b"].text == "partial"
+    # /proc/PID/task/*/children ends without a newline: the end marker lands on the same line
+    parts = split_batch("@@n8n-sizer-probe begin c\n10053 @@n8n-sizer-probe end c 0\n")
+    assert parts["c"].exit_code == 0 and parse_children(parts["c"].text) == [10053]

@@ -64,6 +64,10 @@ def split_batch(text: str) -> dict[str, ProbeOutput]:
     current: str | None = None
     lines: list[str] = []
     for line in text.splitlines():
+        end_at = line.find(_MARK + " end ")
+        if end_at > 0:  # output without a final newline: the end marker shares its last line
+            lines.append(line[:end_at])
+            line = line[end_at:]
         if line.startswith(_MARK + " begin "):
             if current is not None:  # previous probe never printed its end marker
                 outputs[current] = ProbeOutput(current, None, "\n".join(lines))
