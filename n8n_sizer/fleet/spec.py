@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from n8n_sizer.advisor.catalog import ServerSize, UnknownSize, find_size
-from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.advisor.setup import Setup, required_max_connections
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.locations import GCP_ZONE_RE, HETZNER_EU_ONLY_PREFIXES, HETZNER_LOCATIONS
 
@@ -77,6 +77,22 @@ class HostSpec(_Strict):
 
 class TargetSpec(HostSpec):
     setup: Setup
+    # Postgres `max_connections` on the target; None: the renderer's default (100, or what the pools need).
+    max_connections: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _pools_fit(self) -> "TargetSpec":
+        if self.max_connections is None:
+            return self
+        if self.setup.db != "postgres":
+            raise _KeyError("max_connections", "applies to Postgres only; remove it or set setup.db: postgres")
+        need = required_max_connections(self.setup)
+        if self.max_connections < need:
+            from n8n_sizer.deploy.render import pool_arithmetic
+
+            raise _KeyError("max_connections", f"{self.max_connections} is below what n8n's pools need: "
+                            f"{pool_arithmetic(self.setup)}; set it to {need} or lower setup.db_pool_size")
+        return self
 
 
 class LoadGenSpec(HostSpec):
@@ -213,9 +229,10 @@ def parse_fleet_config(values: Mapping[str, Any], *, stack: str) -> FleetSpec:
     except ValidationError as exc:
         first = exc.errors()[0]
         cause = first.get("ctx", {}).get("error")
-        if isinstance(cause, _KeyError):
-            raise InputError(f"{NAMESPACE}:{cause.key}: {cause.message}") from None
         key = _key_of(tuple(first["loc"]))
+        if isinstance(cause, _KeyError):
+            where = f"{key}.{cause.key}" if key else cause.key
+            raise InputError(f"{NAMESPACE}:{where}: {cause.message}") from None
         if key == "stack":
             raise InputError(f"stack name: {first['msg'].removeprefix('Value error, ')}") from None
         msg = first["msg"].removeprefix("Value error, ")

@@ -1,0 +1,138 @@
+"""The Pulumi program's body: stack config -> FleetSpec -> provider components -> outputs.
+
+`__main__.py` calls `fleet_spec_from_pulumi()` and `build_fleet()`; tests call the same two with
+Pulumi mocks. Cloud-init for each target comes from the deploy room (`render_bundle(...).cloud_init`)
+with secrets generated at `pulumi up` time; it reaches the providers as a Pulumi secret only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+import pulumi
+
+from n8n_sizer.errors import InputError
+from n8n_sizer.fleet.inventory import Inventory
+from n8n_sizer.fleet.labels import expires_at
+from n8n_sizer.fleet.spec import NAMESPACE, FleetSpec, TargetSpec, parse_fleet_config
+
+USER_DATA_LIMIT_BYTES = 32 * 1024  # Hetzner's user_data limit; GCP's metadata value limit is larger
+_OBJECT_KEYS = ("loadgen", "targets", "ttl_hours")
+
+# The load generator only needs Docker to run the pinned k6 image; the apt timers are off for the same
+# reason as on targets (seed 004: an unattended package refresh made a 56 s request).
+LOADGEN_CLOUD_INIT = """#cloud-config
+package_update: true
+packages: [docker.io]
+runcmd:
+  - [systemctl, disable, --now, apt-daily.timer, apt-daily-upgrade.timer, unattended-upgrades.service]
+  - [systemctl, enable, --now, docker]
+  - [touch, /var/lib/n8n-sizer-loadgen-ready]
+"""
+
+RenderUserData = Callable[[TargetSpec], str]
+
+
+def render_target_cloud_init(target: TargetSpec) -> str:
+    """The deploy room's `#cloud-config` for one target, with freshly generated secrets."""
+    from n8n_sizer.deploy.render import render_bundle
+    from n8n_sizer.deploy.secrets import generate_secrets
+
+    return render_bundle(target.setup, generate_secrets(), profile="bench", benchmark_host=True,
+                         max_connections=target.max_connections).cloud_init
+
+
+def fleet_spec_from_pulumi() -> FleetSpec:
+    """Read every `n8n-sizer:*` key of the running stack into one FleetSpec (InputError on a bad one)."""
+    from pulumi.runtime import config as runtime_config
+
+    prefix = f"{NAMESPACE}:"
+    keys = {k for k in (runtime_config.CONFIG.get() | (runtime_config.get_config_env() or {}))
+            if k.startswith(prefix)}
+    values: dict[str, Any] = {}
+    for key in sorted(keys):
+        raw = runtime_config.get_config(key)
+        short = key[len(prefix):]
+        if short in _OBJECT_KEYS and isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError:
+                raise InputError(f"{key} is not valid JSON/YAML structure; see stacks/Pulumi.single.yaml") from None
+        values[short] = raw
+    return parse_fleet_config(values, stack=pulumi.get_stack())
+
+
+def render_user_data(spec: FleetSpec, render: RenderUserData) -> dict[str, str]:
+    """Cloud-init per target name; a refusal from the renderer names the target's config key."""
+    out = {}
+    for i, target in enumerate(spec.targets):
+        key = f"{NAMESPACE}:targets[{i}].setup"
+        try:
+            text = render(target)
+        except InputError as exc:
+            raise InputError(f"{key}: {exc}") from None
+        size = len(text.encode("utf-8"))
+        if size >= USER_DATA_LIMIT_BYTES:
+            raise InputError(f"{key}: its cloud-init is {size} bytes, over the 32 KiB user_data limit; "
+                             "use fewer workers or report it as a bug in the deploy templates")
+        out[target.name] = text
+    return out
+
+
+@dataclass
+class Fleet:
+    spec: FleetSpec
+    expires_at: str
+    inventory: pulumi.Output[dict[str, Any]]
+    ssh_private_key: pulumi.Output[str] | None
+    component: pulumi.ComponentResource
+
+
+def build_fleet(spec: FleetSpec, *, now: datetime | None = None,
+                render: RenderUserData = render_target_cloud_init) -> Fleet:
+    """Create the fleet's resources for `spec` and return its outputs (inventory, generated SSH key)."""
+    now = now or datetime.now(timezone.utc)
+    expires = expires_at(now, spec.ttl_hours)
+    user_data = render_user_data(spec, render)
+    private_key: pulumi.Output[str] | None = None
+    if spec.ssh_public_key is not None:
+        public_key: pulumi.Input[str] = spec.ssh_public_key
+    else:
+        import pulumi_tls as tls
+
+        key = tls.PrivateKey("ssh", algorithm="ED25519")
+        public_key = key.public_key_openssh
+        private_key = pulumi.Output.secret(key.private_key_openssh)
+    if spec.provider == "hetzner":
+        from n8n_sizer.fleet import hetzner as provider
+        component = provider.HetznerFleet(spec.stack, spec=spec, public_key=public_key, user_data=user_data,
+                                          loadgen_user_data=LOADGEN_CLOUD_INIT, expires=expires)
+    else:
+        from n8n_sizer.fleet import gcp as provider  # type: ignore[no-redef]
+        component = provider.GcpFleet(spec.stack, spec=spec, public_key=public_key, user_data=user_data,
+                                      loadgen_user_data=LOADGEN_CLOUD_INIT, expires=expires)
+    addresses = component.addresses()
+    names = list(addresses)
+    flat = [ip for n in names for ip in addresses[n]]
+
+    def to_inventory(ips: list[str | None]) -> dict[str, Any]:
+        hosts = {}
+        for i, name in enumerate(names):
+            host = next(h for h in spec.hosts if h.name == name)
+            server = spec.server_of(host)
+            setup = getattr(host, "setup", None)
+            hosts[name] = {"name": name, "role": "loadgen" if host is spec.loadgen else "target",
+                           "provider": spec.provider, "size": server.size, "vcpu": server.vcpu,
+                           "arch": server.arch, "public_ip": ips[2 * i], "private_ip": ips[2 * i + 1],
+                           "ssh_user": provider.SSH_USER,
+                           "setup": setup.model_dump(mode="json") if setup is not None else None}
+        inventory = Inventory(stack=spec.stack, provider=spec.provider, location=spec.location,
+                              expires_at=expires, hosts=hosts)
+        return inventory.model_dump(mode="json")
+
+    inventory = pulumi.Output.all(*flat).apply(to_inventory)
+    return Fleet(spec=spec, expires_at=expires, inventory=inventory, ssh_private_key=private_key,
+                 component=component)
