@@ -1,0 +1,195 @@
+"""The capacity model: operational laws over fitted CPU demands per execution.
+
+Every execution costs CPU in the process that receives the webhook (main), in the process that runs it
+(main in regular mode, a worker in queue mode), in its task runner (Code nodes) and in Postgres. A Node.js
+process is one event loop, so no single process can use more than one core. By the utilisation law
+(U = X * D), throughput X on a host with V cores is bounded by
+
+    X <= V / D_total                 (all cores busy)
+    X <= 1 / D_p  for each process p (one core busy: main, each worker, each runner)
+    X <= slots / R(X)                (Little's law: at most `slots` executions in flight, each for R seconds)
+
+and the model predicts the smallest of these bounds (a soft minimum, so the knee where two bounds meet is
+rounded as measured systems are). The demands are fitted from the embedded measurements (see `fit.py`);
+this module only evaluates them.
+
+Demands are seconds of CPU per execution on the reference host; a host class multiplies them by its speed
+factor (and ARM by `arm_factor`). Queue mode multiplies n8n's overhead by `queue_factor` (Bull/Redis, the
+hand-off between main and a worker, the worker re-reading the workflow), and splits it between main
+(`main_share_queue`) and the worker (`worker_share_queue`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from n8n_sizer.advisor.profiles import WorkflowProfile
+from n8n_sizer.advisor.setup import Setup
+
+# Sharpness of the soft minimum: (sum b_i^-k)^(-1/k). With k = 20, two equal bounds give 0.966 of either;
+# one bound 30% above the other changes the result by < 0.1%.
+SOFTMIN_K = 20.0
+# Squared coefficient of variation of service times for the latency approximation (Kingman / Sakasegawa):
+# n8n executions of one workflow are close to deterministic; 0.5 leaves room for GC pauses and DB writes.
+SERVICE_CV2 = 0.5
+# ln(20): the 95th percentile of an exponential wait is ln(20) = 3.0 times its mean.
+P95_OF_EXPONENTIAL = math.log(20.0)
+
+
+@dataclass(frozen=True)
+class HostShape:
+    """What the model needs to know of a host: sustained cores, architecture, and whose speed it has."""
+
+    vcpu: float
+    arch: str
+    host_class: str
+
+
+@dataclass(frozen=True)
+class Demands:
+    """CPU seconds per execution on this host, by role, and the time an execution waits without CPU."""
+
+    total_s: float
+    main_s: float
+    worker_s: float  # per execution, in the worker that runs it (0 in regular mode)
+    runner_s: float  # per execution, in the task runner (the Code nodes)
+    path_s: float  # CPU on one execution's critical path (main + worker + runner)
+    wait_s: float
+
+
+@dataclass(frozen=True)
+class Bound:
+    name: str  # cpu | main | workers | runners | slots
+    per_s: float
+    why: str
+
+
+def softmin(values: list[float], k: float = SOFTMIN_K) -> float:
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return math.inf
+    lo = min(finite)
+    return lo * sum((lo / v) ** k for v in finite) ** (-1.0 / k)
+
+
+def sakasegawa_wait_factor(rho: float, servers: float) -> float:
+    """Mean queueing delay in units of service time for an M/M/c queue (Sakasegawa's approximation).
+
+    Wq / S ~= rho^(sqrt(2(c+1)) - 1) / (c (1 - rho)). Exact for c = 1 (rho / (1 - rho)).
+    """
+    if rho >= 1.0:
+        return math.inf
+    if rho <= 0.0:
+        return 0.0
+    c = max(servers, 1.0)
+    return rho ** (math.sqrt(2.0 * (c + 1.0)) - 1.0) / (c * (1.0 - rho))
+
+
+class CapacityModel:
+    """Fitted parameters plus the laws above. Methods are named after the questions they answer."""
+
+    def __init__(self, params: dict[str, float], reference_class: str):
+        self.params = dict(params)
+        self.reference_class = reference_class
+
+    # --- demands -------------------------------------------------------------------------------
+    def host_factor(self, host: HostShape) -> float:
+        """CPU time multiplier of a host relative to the reference host class."""
+        speed = 1.0 if host.host_class == self.reference_class else self.params.get(f"speed:{host.host_class}", 1.0)
+        return speed * (self.params["arm_factor"] if host.arch == "arm" else 1.0)
+
+    def overhead_s(self, profile: WorkflowProfile) -> float:
+        return self.params[f"overhead:{profile.overhead_key}"]
+
+    def demands(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> Demands:
+        h = self.host_factor(host)
+        runner = profile.code_cpu_s * self.params["runner_factor"] * h
+        overhead = self.overhead_s(profile) * h
+        if setup.mode == "regular":
+            main = self.params["main_share_regular"] * overhead
+            return Demands(total_s=overhead + runner, main_s=main, worker_s=0.0, runner_s=runner,
+                           path_s=main + runner, wait_s=profile.wait_s)
+        q_overhead = overhead * self.params["queue_factor"]
+        main = self.params["main_share_queue"] * q_overhead
+        worker = self.params["worker_share_queue"] * q_overhead
+        return Demands(total_s=q_overhead + runner, main_s=main, worker_s=worker, runner_s=runner,
+                       path_s=main + worker + runner, wait_s=profile.wait_s)
+
+    # --- bounds --------------------------------------------------------------------------------
+    def residence_s(self, d: Demands, host: HostShape, throughput_per_s: float) -> float:
+        """Time one execution is in flight at a given throughput: its wait, its CPU path, and the CPU queue."""
+        rho = throughput_per_s * d.total_s / host.vcpu
+        stretch = 1.0 + sakasegawa_wait_factor(rho, host.vcpu)
+        return d.wait_s + d.path_s * stretch
+
+    def slots(self, setup: Setup) -> int | None:
+        """Executions allowed in flight at once: workers x concurrency, or the production limit."""
+        return setup.max_parallel_executions
+
+    def bounds(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> list[Bound]:
+        d = self.demands(profile, setup, host)
+        out = [Bound("cpu", host.vcpu / d.total_s, f"{host.vcpu:g} vCPU / {d.total_s * 1000:.0f} ms CPU per execution")]
+        out.append(Bound("main", 1.0 / d.main_s, f"main's event loop: {d.main_s * 1000:.0f} ms per execution"))
+        if setup.mode == "queue":
+            out.append(Bound("workers", setup.workers / d.worker_s,
+                             f"{setup.workers} worker event loop(s) x 1 core / {d.worker_s * 1000:.0f} ms"))
+        if d.runner_s > 0:
+            runners = setup.workers if setup.mode == "queue" else 1
+            out.append(Bound("runners", runners / d.runner_s,
+                             f"{runners} task runner(s) x 1 core / {d.runner_s * 1000:.0f} ms of Code node CPU"))
+        slots = self.slots(setup)
+        if slots is not None:
+            ceiling = min(b.per_s for b in out)
+            out.append(Bound("slots", self._little_bound(d, host, slots, ceiling),
+                             f"{slots} execution slots / residence time (Little's law)"))
+        return sorted(out, key=lambda b: b.per_s)
+
+    def _little_bound(self, d: Demands, host: HostShape, slots: int, ceiling: float) -> float:
+        """Largest X with X <= slots / R(X), by bisection (R grows with X as the cores fill)."""
+        if slots / self.residence_s(d, host, ceiling * 0.999999) >= ceiling:
+            return math.inf  # the slots never bind before another bound does
+        lo, hi = 0.0, ceiling
+        for _ in range(60):
+            mid = (lo + hi) / 2.0
+            if mid * self.residence_s(d, host, mid) <= slots:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    # --- questions -----------------------------------------------------------------------------
+    def throughput_at(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> float:
+        """Executions per second the setup sustains on the host (the soft minimum of the bounds)."""
+        return softmin([b.per_s for b in self.bounds(profile, setup, host)])
+
+    def binding_bound(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> Bound:
+        return self.bounds(profile, setup, host)[0]
+
+    def cpu_utilisation_at(self, profile: WorkflowProfile, setup: Setup, host: HostShape, rate_per_s: float) -> float:
+        """Share of the host's cores the stack keeps busy at a rate (0..1, may exceed 1 past capacity)."""
+        return rate_per_s * self.demands(profile, setup, host).total_s / host.vcpu
+
+    def p95_ms_at(self, profile: WorkflowProfile, setup: Setup, host: HostShape, rate_per_s: float,
+                  arrival_cv2: float = 1.0) -> float:
+        """Approximate server-side p95 at an offered rate below capacity (Kingman-style G/G/c).
+
+        p95 ~= wait + CPU path + ln(20) x mean queueing delay at the binding resource, the delay being
+        Sakasegawa's M/M/c factor scaled by (ca^2 + cs^2) / 2. `arrival_cv2` is 1 for independent senders
+        (Poisson) and 0 for a constant-rate load generator such as k6's constant-arrival-rate.
+        """
+        capacity = self.throughput_at(profile, setup, host)
+        d = self.demands(profile, setup, host)
+        rho = rate_per_s / capacity
+        if rho >= 1.0:
+            return math.inf
+        bound = self.binding_bound(profile, setup, host)
+        servers = {"cpu": host.vcpu, "workers": setup.workers, "runners": setup.workers if setup.mode == "queue" else 1}.get(bound.name, 1)
+        service = servers / capacity  # one server's time per execution at the binding resource
+        wq = sakasegawa_wait_factor(rho, servers) * (arrival_cv2 + SERVICE_CV2) / 2.0 * service
+        return 1000.0 * (d.wait_s + d.path_s + P95_OF_EXPONENTIAL * wq)
+
+    def in_flight_at(self, profile: WorkflowProfile, setup: Setup, host: HostShape, rate_per_s: float) -> float:
+        """Mean executions in flight at a rate (Little's law: N = X x R)."""
+        d = self.demands(profile, setup, host)
+        return rate_per_s * self.residence_s(d, host, rate_per_s)

@@ -1,0 +1,179 @@
+"""Fit the capacity model's demands to measurements, with uncertainty.
+
+Least squares on log throughput (errors are relative, as the seeds' repeat-run spread is), over the
+parameters in log space with bounds, so every demand and factor stays positive. Parameters that no
+measurement pins down are held by weak priors, each with its source; the data override them where they
+speak. The user's own bench results (sources under `results/`) weigh USER_WEIGHT times an embedded
+point, and their host becomes the reference host, so their data come first where the two disagree.
+
+Uncertainty: the covariance of the log parameters from the Jacobian at the optimum (data rows scaled by
+the residual standard deviation, prior rows in their own units), plus the residual noise for a new
+observation, gives a 90% interval on every prediction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from n8n_sizer.advisor.capacity import CapacityModel, HostShape
+from n8n_sizer.advisor.measurements import Measurement
+from n8n_sizer.advisor.points import CapacityPoint, Excluded, select_capacity_points
+from n8n_sizer.advisor.profiles import BUILTIN, WorkflowProfile, user_profile
+from n8n_sizer.advisor.setup import Setup
+
+USER_WEIGHT = 3.0
+EMBEDDED_REFERENCE_CLASS = "seed-002"  # Hetzner CX/CAX, seed 002: the catalog's own servers
+Z90 = 1.6449  # two-sided 90% normal quantile
+# Seed 000: "cells moved by up to 25%" between repeat runs; read as +-2 sigma, the noise floor is ~11% (log).
+NOISE_FLOOR = math.log(1.25) / 2.0
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    lo: float
+    hi: float
+    prior: float
+    prior_sd_log: float
+    why: str
+
+
+BASE_SPECS: tuple[ParamSpec, ...] = (
+    ParamSpec("main_share_regular", 0.02, 1.0, 0.3, 1.0,
+              "share of n8n's overhead in main's event loop, regular mode; weak prior, fitted from the 8 vCPU plateau (seed 002)"),
+    ParamSpec("queue_factor", 1.0, 4.0, 1.2, 0.5,
+              "queue-mode overhead relative to regular; notes/real-n8n.md measured 28.9/s regular vs 24.5/s queue"),
+    ParamSpec("main_share_queue", 0.02, 1.0, 0.15, 0.7,
+              "main's share in queue mode; notes/real-n8n.md: main ~12 ms vs worker ~60 ms per execution"),
+    ParamSpec("worker_share_queue", 0.05, 1.0, 0.6, 0.7,
+              "a worker's share in queue mode; notes/real-n8n.md: worker ~60 ms per execution"),
+    ParamSpec("runner_factor", 0.5, 2.0, 1.0, 0.3,
+              "runner CPU per ms of Code node CPU; seed 000 measured the Code node at 187 ms warm"),
+    ParamSpec("arm_factor", 0.5, 3.0, 1.0, 1.0,
+              "ARM (Ampere) CPU time relative to x86; seed 002 CAX vs CX"),
+)
+
+
+def _overhead_spec(key: str) -> ParamSpec:
+    return ParamSpec(f"overhead:{key}", 0.003, 5.0, 0.1, 3.0,
+                     f"n8n's CPU per execution of the {key} workflow outside Code nodes (all processes)")
+
+
+def _speed_spec(host_class: str) -> ParamSpec:
+    # Seed 000's host (4 shared x86 vCPU) sells the same kind of slice as Hetzner CX: prior 1.0, tight.
+    sd = 0.3 if host_class == "seed-000" else 1.0
+    return ParamSpec(f"speed:{host_class}", 0.1, 10.0, 1.0, sd, f"CPU time on {host_class} hosts relative to the reference host")
+
+
+def setup_of(m: Measurement) -> Setup:
+    s = m.setup
+    kwargs: dict = {"mode": s.mode, "workers": s.workers, "db": s.db, "production_limit": s.production_limit}
+    for name in ("concurrency", "runner_concurrency", "db_pool_size"):
+        value = getattr(s, name)
+        if value is not None:
+            kwargs[name] = value
+    return Setup(**kwargs)
+
+
+def host_of(m: Measurement) -> HostShape:
+    return HostShape(vcpu=float(m.hardware.vcpu), arch=m.hardware.arch, host_class=m.hardware.host_class)
+
+
+def profile_of(m: Measurement) -> WorkflowProfile:
+    return BUILTIN.get(m.workflow) or user_profile(m.workflow)
+
+
+def is_user_point(m: Measurement) -> bool:
+    return m.source.startswith("results/")
+
+
+@dataclass
+class FittedModel:
+    """A CapacityModel with the evidence and covariance it came from."""
+
+    model: CapacityModel
+    specs: list[ParamSpec]
+    log_cov: np.ndarray
+    resid_sd_log: float
+    points: list[CapacityPoint]
+    excluded: list[Excluded]
+    residuals: dict[str, float] = field(default_factory=dict)  # point id -> log error (pred/meas)
+
+    @property
+    def params(self) -> dict[str, float]:
+        return self.model.params
+
+    def throughput_interval(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> tuple[float, float, float]:
+        """(low, mid, high) executions per second, a 90% interval."""
+        mid = self.model.throughput_at(profile, setup, host)
+        grad = np.zeros(len(self.specs))
+        base = dict(self.model.params)
+        for i, spec in enumerate(self.specs):
+            step = 1e-4
+            bumped = dict(base)
+            bumped[spec.name] = base[spec.name] * math.exp(step)
+            other = CapacityModel(bumped, self.model.reference_class).throughput_at(profile, setup, host)
+            grad[i] = (math.log(other) - math.log(mid)) / step
+        var = float(grad @ self.log_cov @ grad) + self.resid_sd_log ** 2
+        half = Z90 * math.sqrt(max(var, 0.0))
+        return mid * math.exp(-half), mid, mid * math.exp(half)
+
+
+class TooFewPoints(ValueError):
+    pass
+
+
+def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
+                 leave_out: str | None = None) -> FittedModel:
+    """Fit demands to every capacity point (but `leave_out`, for leave-one-out validation)."""
+    from scipy.optimize import least_squares  # imported here: only fitting needs scipy
+
+    workflows = set(BUILTIN) | {m.workflow for m in measurements if is_user_point(m)}
+    points, excluded = select_capacity_points(measurements, workflows)
+    if leave_out is not None:
+        points = [p for p in points if p.measurement.id != leave_out]
+    if not points:
+        raise TooFewPoints("no capacity measurements to fit: run `n8n-sizer bench` with rates above what the "
+                           "setup can answer (e.g. --rates 5,20,50) so at least one step saturates")
+    user_classes = sorted({p.measurement.hardware.host_class for p in points if is_user_point(p.measurement)})
+    reference = user_classes[0] if user_classes else EMBEDDED_REFERENCE_CLASS
+    overhead_keys = sorted({profile_of(p.measurement).overhead_key for p in points} | {"light", "code-heavy"})
+    classes = sorted({p.measurement.hardware.host_class for p in points} - {reference})
+    specs = list(BASE_SPECS) + [_overhead_spec(k) for k in overhead_keys] + [_speed_spec(c) for c in classes]
+    lo = np.log([s.lo for s in specs])
+    hi = np.log([s.hi for s in specs])
+    prior = np.log([s.prior for s in specs])
+    prior_sd = np.array([s.prior_sd_log for s in specs])
+    weights = np.array([USER_WEIGHT if is_user_point(p.measurement) else 1.0 for p in points])
+    measured = np.log([p.throughput_per_s for p in points])
+    shapes = [(profile_of(p.measurement), setup_of(p.measurement), host_of(p.measurement)) for p in points]
+
+    def model_for(z: np.ndarray) -> CapacityModel:
+        return CapacityModel({s.name: float(math.exp(v)) for s, v in zip(specs, z)}, reference)
+
+    def data_residuals(z: np.ndarray) -> np.ndarray:
+        model = model_for(z)
+        pred = np.log([model.throughput_at(*shape) for shape in shapes])
+        return (pred - measured) * weights
+
+    def residuals(z: np.ndarray) -> np.ndarray:
+        # Data rows in units of the expected run-to-run noise, so priors and data weigh as they should.
+        return np.concatenate([data_residuals(z) / NOISE_FLOOR, (z - prior) / prior_sd])
+
+    z0 = np.clip(prior, lo + 1e-9, hi - 1e-9)
+    result = least_squares(residuals, z0, bounds=(lo, hi), method="trf", x_scale=1.0, xtol=1e-10, ftol=1e-10)
+    z = result.x
+    data_res = data_residuals(z)
+    n = len(points)
+    dof = max(1, n - len(BASE_SPECS))
+    resid_sd = max(math.sqrt(float(np.sum(data_res ** 2)) / dof), NOISE_FLOOR)
+    jac_data = result.jac[:n] * NOISE_FLOOR  # back to log units
+    fisher = jac_data.T @ jac_data / resid_sd ** 2 + result.jac[n:].T @ result.jac[n:]
+    log_cov = np.linalg.pinv(fisher)
+    model = model_for(z)
+    return FittedModel(model=model, specs=specs, log_cov=log_cov, resid_sd_log=resid_sd, points=points,
+                       excluded=excluded,
+                       residuals={p.measurement.id: float(r / w) for p, r, w in zip(points, data_res, weights)})

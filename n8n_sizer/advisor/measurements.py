@@ -1,0 +1,128 @@
+"""Embedded measurements: every figure the seeds published, one row per measurement, with provenance.
+
+The data file is `n8n_sizer/data/measurements.json`. Values are exactly as published (units in field
+names: `answered_per_min`, `p95_ms`, `peak_ram_mb` where the source wrote MB/GB, `..._mib` where it
+wrote MiB). A figure the source did not publish is absent (None), never 0.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Hardware(_Frozen):
+    provider: str
+    size: str | None
+    vcpu: float = Field(gt=0)
+    arch: Literal["x86", "arm"]
+    ram_mib: int | None
+    shared_core: bool = False
+    # Measurements on one class of host share one CPU speed factor in the fit.
+    host_class: str
+
+
+class MeasuredSetup(_Frozen):
+    mode: Literal["regular", "queue"]
+    workers: int = 0
+    concurrency: int | None = None
+    runner_concurrency: int | None = None
+    production_limit: int | None = None
+    db: Literal["sqlite", "postgres"] = "postgres"
+    db_pool_size: int | None = None
+
+
+class Load(_Frozen):
+    kind: Literal["open", "closed", "idle", "set", "single"]
+    offered_rps: float | None = None
+    concurrency: int | None = None
+    duration_s: float | None = None
+    client_timeout_s: float | None = None
+    max_in_flight: int | None = None
+    generator: str | None = None
+    note: str | None = None
+
+
+class Results(_Frozen):
+    answered_per_min: float | None = None
+    executions_per_s: float | None = None
+    errors: int | None = None
+    errors_by_type: dict[str, int] | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+    peak_ram_mb: float | None = None
+    idle_ram_mb: float | None = None
+    main_ram_mb: list[float] | None = None
+    editor_p95_ms: list[float] | None = None
+    pg_connections_peak: int | None = None
+    pg_connections_max_seen: int | None = None
+    redis_used_mb: list[float] | None = None
+    cpu_cores_used: list[float] | None = None
+    code_cpu_ms: float | None = None
+    execution_kb: list[float] | None = None
+    n8n_idle_ram_mib: list[float] | None = None
+    n8n_peak_ram_mib: list[float] | None = None
+    postgres_idle_ram_mib: list[float] | None = None
+    sysbench_single_thread_events_per_s: float | None = None
+    sysbench_all_threads_events_per_s: float | None = None
+    worker_cpu_ms: float | None = None
+    main_cpu_ms: float | None = None
+    fired: int | None = None
+    accepted: int | None = None
+    refused: int | None = None
+    accepted_then_lost: int | None = None
+    undelivered: int | None = None
+    requests: int | None = None
+    worst_ms: float | None = None
+    cpu_user_pct: float | None = None
+    cpu_iowait_pct: float | None = None
+    cpu_idle_pct: float | None = None
+    dirty_kb: float | None = None
+
+    @property
+    def throughput_per_s(self) -> float | None:
+        """Executions per second, from whichever of the two the source published."""
+        if self.executions_per_s is not None:
+            return self.executions_per_s
+        if self.answered_per_min is not None:
+            return self.answered_per_min / 60.0
+        return None
+
+
+class Measurement(_Frozen):
+    id: str
+    source: str  # file under shared/ (seeds/..., notes/...) or results/<run-id> for the user's runs
+    table: str
+    n8n_version: str | None
+    hardware: Hardware
+    workflow: str  # light | code-heavy | webhook-http | a user's workflow name
+    setup: MeasuredSetup
+    load: Load
+    results: Results
+    note: str | None = None
+
+
+class MeasurementSet(_Frozen):
+    schema_: int = Field(alias="schema")
+    about: str
+    measurements: tuple[Measurement, ...]
+
+
+@lru_cache(maxsize=1)
+def load_embedded() -> tuple[Measurement, ...]:
+    """The measurements shipped in the package."""
+    text = resources.files("n8n_sizer").joinpath("data/measurements.json").read_text(encoding="utf-8")
+    return MeasurementSet.model_validate(json.loads(text)).measurements
+
+
+def by_id(measurements: tuple[Measurement, ...] | list[Measurement]) -> dict[str, Measurement]:
+    return {m.id: m for m in measurements}

@@ -1,0 +1,72 @@
+"""One small pure function per recommended setting, PGTune style, each with its reason.
+
+The in-flight figures come from Little's law (N = X x R) on the capacity model; BURST_FACTOR leaves room
+for arrivals that bunch up, so a setting sized for the mean does not cap a burst.
+"""
+
+from __future__ import annotations
+
+import math
+
+from n8n_sizer.advisor.capacity import CapacityModel, HostShape
+from n8n_sizer.advisor.profiles import WorkflowProfile
+from n8n_sizer.advisor.setup import (DEFAULT_DB_POOL_SIZE, DEFAULT_RUNNER_CONCURRENCY, DEFAULT_WORKER_CONCURRENCY,
+                                     Setup)
+
+BURST_FACTOR = 1.5
+# Regular mode's production limit: seed 000 ran 10 and kept main at 674 MB with the editor at 0.42 s.
+MIN_PRODUCTION_LIMIT = 10
+
+
+def worker_concurrency(model: CapacityModel, profile: WorkflowProfile, host: HostShape, workers: int,
+                       rate_per_s: float) -> int:
+    """`worker --concurrency`: Little's in-flight per worker x burst factor, never below n8n's default of 10.
+
+    Below the default nothing is saved (concurrency only caps), and seed 000 measured the cost of going
+    lower: 2 workers at 5 answered 426/min with 238 errors at 50 req/s, against 519/min with none at 10.
+    """
+    probe = Setup(mode="queue", workers=workers, concurrency=1000)
+    in_flight = model.in_flight_at(profile, probe, host, rate_per_s) / workers
+    return max(DEFAULT_WORKER_CONCURRENCY, math.ceil(BURST_FACTOR * in_flight))
+
+
+def production_limit(model: CapacityModel, profile: WorkflowProfile, host: HostShape, rate_per_s: float) -> int:
+    """N8N_CONCURRENCY_PRODUCTION_LIMIT in regular mode: executions in flight at the rate x burst factor.
+
+    It bounds main's memory when a burst outruns the host (seed 000: 6.9 GB without it), at the cost of a
+    FIFO wait inside main; sized from Little's law so it does not queue what the host could run.
+    """
+    probe = Setup(mode="regular")
+    in_flight = model.in_flight_at(profile, probe, host, rate_per_s)
+    return max(MIN_PRODUCTION_LIMIT, math.ceil(BURST_FACTOR * in_flight))
+
+
+def runner_concurrency(model: CapacityModel, profile: WorkflowProfile, setup: Setup, host: HostShape,
+                       rate_per_s: float) -> int:
+    """N8N_RUNNERS_MAX_CONCURRENCY: Code tasks one runner holds at once, at least the template's 5.
+
+    Seed 000 found 10/5, 10/10 and 20/20 (worker/runner) within noise of each other on CPU-bound work, so
+    more than Little's figure buys nothing; the runner is one event loop either way.
+    """
+    d = model.demands(profile, setup, host)
+    runners = setup.workers if setup.mode == "queue" else 1
+    if d.runner_s <= 0:
+        return DEFAULT_RUNNER_CONCURRENCY
+    in_runner = rate_per_s / runners * d.runner_s * (model.residence_s(d, host, rate_per_s) - d.wait_s) / d.path_s
+    return max(DEFAULT_RUNNER_CONCURRENCY, math.ceil(BURST_FACTOR * in_runner))
+
+
+def db_pool_size() -> int:
+    """DB_POSTGRESDB_POOL_SIZE: n8n's default of 2.
+
+    Seed 000: with 2, connections stayed at (pool + 1) + workers x pool in every run (3/5/7/11); raising it
+    to 10 on 4 workers took Postgres to 44 connections and removed errors in one run but not the repeat.
+    """
+    return DEFAULT_DB_POOL_SIZE
+
+
+REDIS_SETTINGS = (
+    "--appendonly yes --appendfsync everysec  (seed 000: 20 of 20 waiting jobs survived a SIGKILL; without AOF all 20 crashed)",
+    "--maxmemory-policy noeviction  (Bull keeps jobs in ordinary keys; an evicting policy can delete them silently)",
+    "--requirepass <generated>  (every n8n process gets it as QUEUE_BULL_REDIS_PASSWORD)",
+)

@@ -1,0 +1,79 @@
+"""Leave-one-out accuracy: refit without each capacity point, predict it, compare.
+
+Only capacity points take part (see `points.py` for which measurements are capacity points and why the
+others are not); the report lists the excluded ones with their reasons.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from n8n_sizer.advisor.fit import fit_capacity, host_of, profile_of, setup_of
+from n8n_sizer.advisor.measurements import Measurement
+from n8n_sizer.advisor.points import Excluded
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    id: str
+    workflow: str
+    setup: str
+    host: str
+    measured_per_s: float
+    predicted_per_s: float
+    low_per_s: float
+    high_per_s: float
+
+    @property
+    def error_pct(self) -> float:
+        return 100.0 * (self.predicted_per_s - self.measured_per_s) / self.measured_per_s
+
+    @property
+    def inside_interval(self) -> bool:
+        return self.low_per_s <= self.measured_per_s <= self.high_per_s
+
+
+@dataclass(frozen=True)
+class Validation:
+    points: list[HeldOut]
+    excluded: list[Excluded]
+
+    @property
+    def median_abs_pct_error(self) -> float:
+        return statistics.median(abs(p.error_pct) for p in self.points)
+
+    @property
+    def max_abs_pct_error(self) -> float:
+        return max(abs(p.error_pct) for p in self.points)
+
+    @property
+    def interval_coverage(self) -> float:
+        return sum(p.inside_interval for p in self.points) / len(self.points)
+
+
+def describe_setup(m: Measurement) -> str:
+    s = m.setup
+    if s.mode == "regular":
+        text = "regular" + (f", limit {s.production_limit}" if s.production_limit else "") + f", {s.db}"
+    else:
+        text = f"queue, {s.workers} worker(s)"
+        if s.concurrency is not None:
+            text += f", --concurrency {s.concurrency}"
+        if s.runner_concurrency is not None:
+            text += f", runner {s.runner_concurrency}"
+    return text
+
+
+def leave_one_out(measurements: list[Measurement] | tuple[Measurement, ...]) -> Validation:
+    full = fit_capacity(measurements)
+    held: list[HeldOut] = []
+    for point in full.points:
+        m = point.measurement
+        fitted = fit_capacity(measurements, leave_out=m.id)
+        low, mid, high = fitted.throughput_interval(profile_of(m), setup_of(m), host_of(m))
+        hw = m.hardware
+        held.append(HeldOut(id=m.id, workflow=m.workflow, setup=describe_setup(m),
+                            host=f"{hw.size or hw.provider} ({hw.vcpu:g} vCPU {hw.arch})",
+                            measured_per_s=point.throughput_per_s, predicted_per_s=mid, low_per_s=low, high_per_s=high))
+    return Validation(points=held, excluded=full.excluded)
