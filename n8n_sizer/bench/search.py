@@ -1,0 +1,116 @@
+"""`--find-max`: the highest constant arrival rate that stays within the error budget and the p95 target.
+
+PerfKitBenchmarker style: measure at the bounds, then bisect. Each step is a full constant-rate run
+(long enough to reach steady state: the caller's `measure` decides its duration), and every step's
+outcome is kept as evidence, so the answer can be checked against what was actually measured.
+
+The search assumes "passes" is monotonic in rate (a server that fails at r fails above r). Seed 000's
+repeat runs moved by up to 25%, so by default the found rate is measured once more; a confirmation that
+fails is reported (`confirmed=False`), not hidden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from n8n_sizer.errors import InputError
+
+
+class StepOutcome(BaseModel):
+    """What one constant-rate step measured."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rate_per_s: float = Field(gt=0)
+    fired: int = Field(ge=0)
+    errors: int = Field(ge=0)  # any failure: non-2xx, timeout, reset, refused
+    p95_ms: float | None  # None when nothing was answered
+    answered_per_s: float | None = None
+
+
+class SearchStep(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    outcome: StepOutcome
+    passed: bool
+    reason: str  # why it passed or failed, in words
+
+
+class SearchResult(BaseModel):
+    """The highest passing rate measured (None if even `low` failed), and every step as evidence."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_rate_per_s: float | None
+    first_failing_rate_per_s: float | None  # the lowest rate measured to fail, None if none failed
+    p95_target_ms: float
+    error_budget: float  # a fraction of fired requests
+    tolerance_per_s: float
+    at_upper_bound: bool  # `high` itself passed: the true maximum may be higher
+    confirmed: bool | None  # the found rate passed again when re-measured; None when not re-measured
+    steps: list[SearchStep]
+
+
+def judge(outcome: StepOutcome, *, p95_ms: float, error_budget: float) -> SearchStep:
+    """Pass when errors / fired <= budget and p95 <= target."""
+    allowed = error_budget * outcome.fired
+    if outcome.fired == 0:
+        return SearchStep(outcome=outcome, passed=False, reason="no request was fired")
+    if outcome.errors > allowed:
+        return SearchStep(outcome=outcome, passed=False,
+                          reason=f"{outcome.errors} errors of {outcome.fired} (budget {allowed:.0f})")
+    if outcome.p95_ms is None or outcome.p95_ms > p95_ms:
+        seen = "no answer" if outcome.p95_ms is None else f"{outcome.p95_ms:,.0f} ms"
+        return SearchStep(outcome=outcome, passed=False, reason=f"p95 {seen} > {p95_ms:,.0f} ms target")
+    return SearchStep(outcome=outcome, passed=True,
+                      reason=f"{outcome.errors} errors, p95 {outcome.p95_ms:,.0f} ms <= {p95_ms:,.0f} ms")
+
+
+def find_max_rate(measure: Callable[[float], StepOutcome], low: float, high: float, *, p95_ms: float,
+                  error_budget: float = 0.0, tolerance: float = 1.0, max_steps: int = 12,
+                  confirm: bool = True) -> SearchResult:
+    """Binary search of the highest constant rate (req/s) in [low, high] that passes `judge`.
+
+    `measure(rate)` runs one constant-rate step and returns its outcome. Stops when the bracket is
+    narrower than `tolerance` req/s or after `max_steps` measurements; with `confirm`, the found rate is
+    then measured once more (one extra step).
+    """
+    if not 0 < low < high:
+        raise InputError(f"rate bounds must satisfy 0 < low < high, got low={low:g} high={high:g}; try --rates 1,50")
+    if p95_ms <= 0:
+        raise InputError(f"--p95-ms must be > 0, got {p95_ms:g}; try --p95-ms 2000")
+    if not 0 <= error_budget < 1:
+        raise InputError(f"--error-budget is a fraction of requests in [0, 1), got {error_budget:g}; try 0 or 0.001")
+    if tolerance <= 0:
+        raise InputError(f"--tolerance must be > 0 req/s, got {tolerance:g}; try 1")
+    if max_steps < 2:
+        raise InputError(f"max_steps must be >= 2, got {max_steps}")
+
+    steps: list[SearchStep] = []
+
+    def run(rate: float) -> bool:
+        step = judge(measure(rate), p95_ms=p95_ms, error_budget=error_budget)
+        steps.append(step)
+        return step.passed
+
+    good: float | None = None
+    bad: float | None = None
+    if not run(low):
+        bad = low
+    elif run(high):
+        good = high
+    else:
+        good, bad = low, high
+        while bad - good > tolerance and len(steps) < max_steps:
+            mid = (good + bad) / 2
+            if run(mid):
+                good = mid
+            else:
+                bad = mid
+    confirmed = run(good) if confirm and good is not None else None
+    failed = sorted(s.outcome.rate_per_s for s in steps if not s.passed)
+    return SearchResult(max_rate_per_s=good, first_failing_rate_per_s=failed[0] if failed else None,
+                        p95_target_ms=p95_ms, error_budget=error_budget, tolerance_per_s=tolerance,
+                        at_upper_bound=good == high, confirmed=confirmed, steps=steps)
