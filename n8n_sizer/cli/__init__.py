@@ -12,6 +12,7 @@ import click
 import typer
 
 from n8n_sizer.cli import advise as _advise
+from n8n_sizer.cli import render as _render
 
 app = typer.Typer(
     name="n8n-sizer",
@@ -22,6 +23,7 @@ app = typer.Typer(
 )
 
 _advise.register(app)
+_render.register(app)
 
 
 def _run(command: click.Command, prog_name: str, args: list[str] | None = None) -> None:

@@ -1,0 +1,149 @@
+"""`render` and `check`: parse flags, call n8n_sizer.deploy, print one line per file or rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+RENDER_HELP = """Write docker-compose.yml, .env (0600) and cloud-init.yaml for an n8n stack.
+
+Example: n8n-sizer render --mode queue --workers 2 --out ./n8n-stack
+
+An existing .env in --out keeps every secret (N8N_ENCRYPTION_KEY is never rotated).
+"""
+
+CHECK_HELP = """Lint a Docker Compose file against the n8n queue-mode checklist; exit 1 if a rule fails.
+
+Example: n8n-sizer check docker-compose.yml --env .env --vcpu 4
+"""
+
+# Setup fields -> the flag that set them, so a validation error names the flag.
+_FLAGS = {"mode": "--mode", "workers": "--workers", "concurrency": "--concurrency",
+          "runner_concurrency": "--runner-concurrency", "production_limit": "--production-limit",
+          "db": "--db", "db_pool_size": "--pool", "n8n_version": "--n8n-version",
+          "longest_execution_s": "--longest-execution-s"}
+
+
+def register(app: typer.Typer) -> None:
+    app.command("render", help=RENDER_HELP)(render)
+    app.command("check", help=CHECK_HELP)(check)
+
+
+def build_setup(**fields: object):
+    """A `Setup` from flag values; a bad combination becomes an `InputError` naming the flag."""
+    from pydantic import ValidationError
+
+    from n8n_sizer.advisor.setup import Setup
+    from n8n_sizer.errors import InputError
+
+    if fields["mode"] == "queue" and fields["workers"] < 1:
+        raise InputError(f"--workers {fields['workers']}: queue mode needs at least one worker; try --workers 2")
+    if fields["mode"] == "regular" and fields["workers"]:
+        raise InputError(f"--workers {fields['workers']}: regular mode runs no workers; drop --workers or use --mode queue")
+    if fields["mode"] == "queue" and fields["db"] != "postgres":
+        raise InputError("--db sqlite: queue mode needs Postgres; try --db postgres")
+    try:
+        return Setup(**{k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first.get("loc") else "input"
+        flag = _FLAGS.get(field, field)
+        raise InputError(f"{flag} {fields.get(field)!r}: {first['msg']}; see `n8n-sizer render --help`") from None
+
+
+def render(
+    mode: str = typer.Option("queue", "--mode", help="regular or queue."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Queue-mode workers (default 2 in queue mode, 0 in regular)."),
+    concurrency: int = typer.Option(10, "--concurrency", min=1, help="Executions per worker (worker --concurrency)."),
+    runner_concurrency: int = typer.Option(5, "--runner-concurrency", min=1, help="N8N_RUNNERS_MAX_CONCURRENCY per runner."),
+    pool: int = typer.Option(2, "--pool", min=1, help="DB_POSTGRESDB_POOL_SIZE per n8n process."),
+    production_limit: Optional[int] = typer.Option(None, "--production-limit", min=1, help="N8N_CONCURRENCY_PRODUCTION_LIMIT."),
+    db: str = typer.Option("postgres", "--db", help="postgres or sqlite (sqlite: regular mode only)."),
+    n8n_version: Optional[str] = typer.Option(None, "--n8n-version", help="Exact n8n version for n8n and runners images."),
+    longest_execution_s: int = typer.Option(30, "--longest-execution-s", min=1, help="Longest workflow run; shutdown timeouts go above it."),
+    max_connections: Optional[int] = typer.Option(None, "--max-connections", min=1, help="Postgres max_connections (default: 100 or what the pools need)."),
+    profile: str = typer.Option("bench", "--profile", help="bench (plain HTTP on 5678) or production (Caddy TLS for --domain)."),
+    domain: Optional[str] = typer.Option(None, "--domain", help="Public DNS name for --profile production."),
+    public_url: Optional[str] = typer.Option(None, "--public-url", help="URL n8n shows for webhooks (default from --domain, else http://localhost:5678/)."),
+    out: Path = typer.Option(..., "--out", help="Folder to write into (created if missing)."),
+) -> None:
+    from n8n_sizer.deploy.render import write_bundle
+    from n8n_sizer.errors import InputError
+
+    if mode not in ("regular", "queue"):
+        raise InputError(f"--mode {mode!r} is unknown; try --mode queue or --mode regular")
+    if db not in ("postgres", "sqlite"):
+        raise InputError(f"--db {db!r} is unknown; try --db postgres or --db sqlite")
+    if workers is None:
+        workers = 2 if mode == "queue" else 0
+    setup = build_setup(mode=mode, workers=workers, concurrency=concurrency, runner_concurrency=runner_concurrency,
+                        production_limit=production_limit, db=db, db_pool_size=pool, n8n_version=n8n_version,
+                        longest_execution_s=longest_execution_s)
+    for line in write_bundle(setup, out, profile=profile, domain=domain, public_url=public_url,
+                             max_connections=max_connections):
+        typer.echo(line)
+
+
+def _read_env(path: Path, flag: str) -> dict[str, str]:
+    from n8n_sizer.deploy.secrets import parse_env_text
+    from n8n_sizer.errors import InputError
+
+    try:
+        return parse_env_text(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{flag} {path}: cannot read it ({getattr(exc, 'strerror', None) or exc}); "
+                         "pass a readable file") from None
+
+
+def _env_files(text: str, base: Path) -> dict[str, dict[str, str]]:
+    """Read every `env_file:` the compose file names, relative to its folder, as Compose does."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return {}
+    found: dict[str, dict[str, str]] = {}
+    services = doc.get("services") if isinstance(doc, dict) else None
+    for spec in (services or {}).values():
+        entries = (spec or {}).get("env_file") or []
+        for entry in [entries] if isinstance(entries, (str, dict)) else entries:
+            rel = entry.get("path", "") if isinstance(entry, dict) else str(entry)
+            path = base / rel
+            if rel and path.is_file():
+                found[rel] = _read_env(path, "env_file")
+    return found
+
+
+def check(
+    file: Path = typer.Argument(..., help="The docker-compose.yml to lint."),
+    env: Optional[Path] = typer.Option(None, "--env", help="A .env file to resolve ${VAR} references from."),
+    vcpu: Optional[int] = typer.Option(None, "--vcpu", min=1, help="vCPUs of the server, to judge the worker count."),
+    longest_execution_s: Optional[int] = typer.Option(None, "--longest-execution-s", min=1, help="Longest workflow run, to judge shutdown timeouts."),
+    json_out: bool = typer.Option(False, "--json", help="Print a JSON list of rule results."),
+) -> int:
+    import json
+
+    from n8n_sizer.deploy.check import check_compose
+    from n8n_sizer.errors import InputError
+
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"FILE {file}: cannot read it ({getattr(exc, 'strerror', None) or exc}); "
+                         "pass the path of a compose file") from None
+    values = _read_env(env, "--env") if env is not None else {}
+    results = check_compose(text, values, vcpu, longest_execution_s=longest_execution_s,
+                            env_files=_env_files(text, file.parent))
+    failed = sum(r.status == "fail" for r in results)
+    if json_out:
+        typer.echo(json.dumps([r.model_dump() for r in results], indent=2))
+    else:
+        for r in results:
+            line = f"{r.status.upper():4}  {r.rule:18}  {r.message}"
+            typer.echo(line + (f"\n      fix: {r.fix}" if r.fix else ""))
+        passed = sum(r.status == "pass" for r in results)
+        typer.echo(f"{passed} passed, {failed} failed, {len(results) - passed - failed} not applicable")
+    return 1 if failed else 0
