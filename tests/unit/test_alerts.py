@@ -1,0 +1,87 @@
+"""Seed 000's alerts on synthetic series shaped like its runs (regular mode's pinned runner, a rising
+backlog at 20 req/s, 4 workers' 503s) and on healthy ones."""
+
+from __future__ import annotations
+
+from n8n_sizer.bench.alerts import database_not_ready, evaluate_alerts, queue_waiting_rising, runner_cpu_pinned, sustained
+from n8n_sizer.bench.records import RequestRecord, Sample
+
+H = {"host": "cx33"}
+
+
+def s(metric, value, t, **labels):
+    return Sample(metric=metric, value=value, unit="x", labels={**H, **labels}, time_s=float(t))
+
+
+def waiting(values_by_second):
+    return [s("n8n_scaling_mode_queue_jobs_waiting", v, t) for t, v in values_by_second]
+
+
+def test_queue_rising_for_five_minutes_fires():
+    backlog = waiting((t, 1 + t * 3) for t in range(0, 400, 20))  # climbing toward ~1,000 as in seed 000
+    alert = queue_waiting_rising(backlog)
+    assert alert.status == "fired" and alert.first_s == 0 and "rose from 1 to" in alert.summary
+
+
+def test_queue_that_drains_is_quiet():
+    drains = waiting((t, 500 if t % 120 < 60 else 0) for t in range(0, 900, 10))  # spikes, back to 0
+    assert queue_waiting_rising(drains).status == "quiet"
+    flat_high = waiting((t, 20) for t in range(0, 900, 10))  # busy but not rising (workers full)
+    assert queue_waiting_rising(flat_high).status == "quiet"
+
+
+def test_queue_short_run_or_regular_mode_is_not_evaluated():
+    assert queue_waiting_rising(waiting((t, t) for t in range(1, 180))).status == "not evaluated"
+    assert queue_waiting_rising([]).status == "not evaluated"
+    bull = [s("bull_jobs", 1 + t, t, state="waiting") for t in range(0, 400, 10)]  # Redis LLEN works too
+    assert queue_waiting_rising(bull).status == "fired"
+
+
+def _cpu_run(runner_cores, idle_cores, seconds=420, cpus=4):
+    out = [s("host_cpus", cpus, 0)]
+    for t in range(seconds):
+        out.append(s("process_cpu_cores", runner_cores, t, process="main-runner"))
+        out.append(s("process_cpu_cores", 0.3, t, process="main"))
+        out.append(s("host_cpu_cores", idle_cores, t, state="idle"))
+    return out
+
+
+def test_runner_pinned_with_idle_cores_fires():
+    alert = runner_cpu_pinned(_cpu_run(runner_cores=0.99, idle_cores=2.6))  # seed 000's regular mode
+    assert alert.status == "fired" and "main-runner" in alert.summary and "2.6 of 4" in alert.summary
+
+
+def test_runner_busy_but_server_full_is_quiet():
+    assert runner_cpu_pinned(_cpu_run(runner_cores=0.99, idle_cores=0.3)).status == "quiet"  # add cores, not workers
+    assert runner_cpu_pinned(_cpu_run(runner_cores=0.6, idle_cores=2.0)).status == "quiet"
+    assert runner_cpu_pinned(_cpu_run(0.99, 2.6, seconds=200)).status == "not evaluated"
+    assert runner_cpu_pinned([s("host_cpus", 4, 0)]).status == "not evaluated"
+
+
+def test_runner_dip_resets_the_window():
+    run = [x for x in _cpu_run(0.99, 2.6) if not (x.metric == "process_cpu_cores" and x.time_s == 200)]
+    run.append(s("process_cpu_cores", 0.2, 200, process="main-runner"))
+    assert runner_cpu_pinned(run).status == "quiet"  # 0-199 and 201-419 are each under 5 min
+
+
+def test_sustained_breaks_on_gaps():
+    series = [(float(t), 1.0) for t in range(0, 200)] + [(float(t), 1.0) for t in range(260, 400)]
+    assert sustained(series, lambda v: v > 0.5, 300) is None
+    assert sustained(series, lambda v: v > 0.5, 100) == (0.0, 100.0)
+
+
+def req(seq, status, body=None):
+    return RequestRecord(seq=seq, step="rate-50", target="cx33", scheduled_s=1000.0 + seq, sent_s=1000.0 + seq,
+                         status=status, latency_ms=40.0, error_class=None if status == 200 else "non-2xx", body_snippet=body)
+
+
+def test_database_not_ready_any_503_with_that_body():
+    body = '{"code":503,"message":"Database is not ready!"}'
+    alert = database_not_ready([req(0, 200), req(1, 503, body), req(5, 503, body), req(6, 503, "Service Unavailable")])
+    assert alert.status == "fired" and alert.first_s == 1001 and alert.summary.startswith("2 requests over 4 s")
+    assert database_not_ready([req(0, 200), req(1, 500, "Error in workflow")]).status == "quiet"
+
+
+def test_evaluate_all_three():
+    alerts = evaluate_alerts(_cpu_run(0.99, 2.6), [req(0, 200)])
+    assert [a.status for a in alerts] == ["not evaluated", "fired", "quiet"]
