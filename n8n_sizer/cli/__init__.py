@@ -13,6 +13,7 @@ import typer
 
 from n8n_sizer.cli import advise as _advise
 from n8n_sizer.cli import render as _render
+from n8n_sizer.cli import fleet as _fleet
 
 app = typer.Typer(
     name="n8n-sizer",
@@ -24,6 +25,7 @@ app = typer.Typer(
 
 _advise.register(app)
 _render.register(app)
+_fleet.register(app)
 
 
 def _run(command: click.Command, prog_name: str, args: list[str] | None = None) -> None:

@@ -1,0 +1,183 @@
+"""Teardown (one stack) and reap (everything expired): leave no billable resource behind.
+
+`teardown_stack` runs `pulumi destroy --yes --stack NAME`, then asks the provider APIs for anything
+still labelled with the stack and deletes it: after a clean destroy it finds 0. `reap` deletes every
+fleet resource whose `expires-at` has passed, the safety net for a run that was killed before any
+`finally` could tear it down. Both are idempotent: a resource already gone counts as gone, not failed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from n8n_sizer.errors import InputError
+from n8n_sizer.fleet.api import CloudResource, Outcome
+from n8n_sizer.fleet.labels import PROJECT_LABEL, decode_expires_at, expiring_selector, stack_selector
+from n8n_sizer.fleet.spec import NAMESPACE, read_stack_config, stack_file
+from n8n_sizer.fleet.sweep_gcp import GcpSweeper
+from n8n_sizer.fleet.sweep_hetzner import HetznerSweeper
+from n8n_sizer.fleet.sweep_gcp import TOKEN_ENV as GCP_TOKEN_ENV
+from n8n_sizer.fleet.sweep_hetzner import TOKEN_ENV as HCLOUD_TOKEN_ENV
+
+DESTROY_TIMEOUT_S = 1800
+
+
+class Sweeper(Protocol):
+    provider: str
+
+    def close(self) -> None: ...
+
+
+class DestroyResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ran: bool
+    ok: bool
+    message: str
+
+
+class SweepReport(BaseModel):
+    """What one teardown or reap found and did, per resource."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    what: str
+    destroy: DestroyResult | None = None
+    outcomes: tuple[Outcome, ...] = ()
+
+    @property
+    def found(self) -> int:
+        return len(self.outcomes)
+
+    def count(self, action: str) -> int:
+        return sum(1 for o in self.outcomes if o.action == action)
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.action == "failed"]
+
+
+def run_pulumi_destroy(stack: str, project_dir: Path, pulumi_bin: str = "pulumi") -> DestroyResult:
+    """`pulumi destroy --yes --stack NAME` in the project folder; its output goes to the terminal."""
+    exe = shutil.which(pulumi_bin)
+    if exe is None:
+        return DestroyResult(ran=False, ok=False, message=f"the pulumi CLI ({pulumi_bin}) is not on PATH; install "
+                             "it (https://www.pulumi.com/docs/install/) and run teardown again; sweeping the "
+                             "provider APIs anyway")
+    try:
+        proc = subprocess.run([exe, "destroy", "--yes", "--stack", stack], cwd=project_dir,
+                              timeout=DESTROY_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return DestroyResult(ran=True, ok=False, message=f"pulumi destroy did not finish in {DESTROY_TIMEOUT_S} s")
+    if proc.returncode != 0:
+        return DestroyResult(ran=True, ok=False, message=f"pulumi destroy --stack {stack} exited {proc.returncode}")
+    return DestroyResult(ran=True, ok=True, message=f"pulumi destroy --stack {stack}: done")
+
+
+def _stack_provider_and_project(stack: str, stacks_dir: Path) -> tuple[str | None, str | None]:
+    path = stack_file(stack, stacks_dir)
+    if not path.exists():
+        return None, None
+    config = read_stack_config(path)
+    provider = config.get(f"{NAMESPACE}:provider")
+    project = config.get("gcp:project")
+    return (provider if isinstance(provider, str) else None, project if isinstance(project, str) else None)
+
+
+def open_sweepers(providers: list[str] | None, gcp_project: str | None = None) -> list[HetznerSweeper | GcpSweeper]:
+    """Sweepers for `providers`; None: every provider whose credentials are in the environment."""
+    import os
+
+    if providers is None:
+        providers = [p for p, env in (("hetzner", HCLOUD_TOKEN_ENV), ("gcp", GCP_TOKEN_ENV)) if os.environ.get(env)]
+        if not providers:
+            raise InputError(f"no provider credentials: export {HCLOUD_TOKEN_ENV} (Hetzner) and/or "
+                             f"{GCP_TOKEN_ENV} (GCP) so the sweep can ask the provider APIs")
+    return [HetznerSweeper() if p == "hetzner" else GcpSweeper(project=gcp_project) for p in providers]
+
+
+def sweep_stack(stack: str, sweepers: list) -> tuple[Outcome, ...]:
+    """Delete everything labelled with `stack` on every provider; the outcomes, one per resource."""
+    outcomes: list[Outcome] = []
+    for sweeper in sweepers:
+        if isinstance(sweeper, HetznerSweeper):
+            selector = stack_selector(stack)
+            outcomes += sweeper.delete_all(sweeper.find(selector), selector)
+        else:
+            found = sweeper.instances({"project": PROJECT_LABEL, "stack": stack})
+            # Names share a prefix with longer stack names (`single` vs `single-2`): match the label.
+            found += [r for r in sweeper.named(f"n8n-sizer-{stack}-") if r.labels.get("stack") == stack]
+            outcomes += sweeper.delete_all(found)
+    return tuple(outcomes)
+
+
+def teardown_stack(stack: str, *, stacks_dir: Path = Path("stacks"), destroy: Callable[[str, Path], DestroyResult]
+                   = run_pulumi_destroy, sweepers: list | None = None) -> SweepReport:
+    """Destroy the stack with Pulumi, then sweep the provider APIs for anything left with its labels."""
+    provider, gcp_project = _stack_provider_and_project(stack, stacks_dir)
+    result = destroy(stack, stacks_dir.resolve().parent)
+    own = sweepers is None
+    if own:
+        sweepers = open_sweepers([provider] if provider else None, gcp_project)
+    try:
+        outcomes = sweep_stack(stack, sweepers)
+    finally:
+        if own:
+            for s in sweepers:
+                s.close()
+    return SweepReport(what=f"stack {stack}", destroy=result, outcomes=outcomes)
+
+
+def _expired(res: CloudResource, now: datetime) -> bool | None:
+    """True/False when `expires-at` parses; None when the label is missing or malformed."""
+    moment = decode_expires_at(res.labels.get("expires-at", ""))
+    return None if moment is None else moment <= now
+
+
+def reap(*, now: datetime | None = None, dry_run: bool = False, sweepers: list) -> SweepReport:
+    """Delete (or, dry run, list) every fleet resource whose `expires-at` has passed."""
+    now = now or datetime.now(timezone.utc)
+    outcomes: list[Outcome] = []
+    for sweeper in sweepers:
+        if isinstance(sweeper, HetznerSweeper):
+            selector = expiring_selector()
+            candidates = sweeper.find(selector)
+        else:
+            selector = ""
+            instances = sweeper.instances({"project": PROJECT_LABEL})
+            # A network's description keeps the first `up`'s expiry; a stack whose instances live on
+            # (a later `up` extended them) keeps its network too.
+            live = {r.labels.get("stack") for r in instances if _expired(r, now) is False}
+            named = [r for r in sweeper.named("n8n-sizer-") if r.labels.get("project") == PROJECT_LABEL]
+            candidates = instances + [r for r in named if r.labels.get("stack") not in live]
+        doomed = []
+        for res in candidates:
+            state = _expired(res, now)
+            if state is None:
+                outcomes.append(Outcome(resource=res, action="kept", detail="expires-at missing or unreadable"))
+            elif state:
+                doomed.append(res)
+        if dry_run:
+            outcomes += [Outcome(resource=r, action="would-delete") for r in doomed]
+        elif isinstance(sweeper, HetznerSweeper):
+            outcomes += sweeper.delete_all(doomed, selector)
+        else:
+            outcomes += sweeper.delete_all(doomed)
+    return SweepReport(what="expired resources", outcomes=tuple(outcomes))
+
+
+def format_report(report: SweepReport) -> list[str]:
+    """Lines for the terminal: one per resource, then a summary."""
+    lines = [f"{o.action:13} {o.resource.describe()}" + (f": {o.detail}" if o.detail else "")
+             for o in report.outcomes]
+    lines.append(f"{report.what}: found {report.found} "
+                 f"({report.count('deleted')} deleted, {report.count('already-gone')} already gone, "
+                 f"{report.count('would-delete')} would be deleted, {report.count('kept')} kept, "
+                 f"{len(report.failed)} failed)")
+    return lines

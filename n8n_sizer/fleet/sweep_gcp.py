@@ -1,0 +1,131 @@
+"""Find and delete the fleet's GCP resources through the Compute Engine REST API (v1).
+
+Token: `GOOGLE_OAUTH_ACCESS_TOKEN` (e.g. `$(gcloud auth print-access-token)`; pulumi-gcp reads the
+same variable). Project: `GOOGLE_PROJECT` / `GOOGLE_CLOUD_PROJECT`, or `gcp:project` in the stack file.
+
+Endpoints: `GET projects/P/aggregated/instances?filter=labels.K="V"` (pages through `nextPageToken`),
+`DELETE projects/P/zones/Z/instances/N`; `GET projects/P/global/firewalls`, `.../aggregated/subnetworks`,
+`.../global/networks` and their DELETEs. Deletes return an Operation; the sweep waits on it
+(`POST .../operations/OP/wait`) because a subnetwork cannot go while an instance uses it, nor a network
+while it has subnetworks or firewall rules. Firewalls, subnetworks and networks take no labels: the
+fleet names them `n8n-sizer-<stack>-*` and writes the labels into their description.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Any, Callable
+
+from n8n_sizer.errors import InputError
+from n8n_sizer.fleet.api import CloudResource, Outcome, ProviderApiError, RetryingClient
+
+URL_ENV = "N8N_SIZER_GCP_COMPUTE_URL"
+DEFAULT_URL = "https://compute.googleapis.com/compute/v1"
+TOKEN_ENV = "GOOGLE_OAUTH_ACCESS_TOKEN"
+PROJECT_ENVS = ("GOOGLE_PROJECT", "GOOGLE_CLOUD_PROJECT")
+NAME_PREFIX = "n8n-sizer-"
+_DESCRIPTION_LABEL = re.compile(r"([a-z][a-z0-9_-]*)=([a-z0-9_-]+)")
+OPERATION_WAITS = 10  # each `wait` call returns after at most 2 minutes
+
+
+def description_labels(description: str | None) -> dict[str, str]:
+    """Labels written as `key=value` words into a description (see fleet/gcp.py)."""
+    return dict(_DESCRIPTION_LABEL.findall(description or ""))
+
+
+class GcpSweeper:
+    """List and delete the fleet's instances, firewall rules, subnetworks and networks in one project."""
+
+    provider = "gcp"
+
+    def __init__(self, project: str | None = None, token: str | None = None, base_url: str | None = None, *,
+                 sleep: Callable[[float], None] = time.sleep, backoff_s: float = 0.5, attempts: int = 6) -> None:
+        token = token or os.environ.get(TOKEN_ENV)
+        if not token:
+            raise InputError(f"{TOKEN_ENV} is not set; export {TOKEN_ENV}=$(gcloud auth print-access-token)")
+        project = project or next((os.environ[e] for e in PROJECT_ENVS if os.environ.get(e)), None)
+        if not project:
+            raise InputError("no GCP project: set gcp:project in the stack file or export GOOGLE_PROJECT=<project id>")
+        self.project = project
+        self.client = RetryingClient(base_url or os.environ.get(URL_ENV) or DEFAULT_URL,
+                                     {"Authorization": f"Bearer {token}"}, name="GCP Compute API",
+                                     hint=f"check {TOKEN_ENV} (it expires after an hour) and the project",
+                                     sleep=sleep, backoff_s=backoff_s, attempts=attempts)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _pages(self, path: str, params: dict[str, str]) -> list[dict[str, Any]]:
+        bodies, token = [], None
+        while True:
+            query = dict(params, **({"pageToken": token} if token else {}))
+            body = self.client.request("GET", f"/projects/{self.project}/{path}", params=query) or {}
+            bodies.append(body)
+            token = body.get("nextPageToken")
+            if not token:
+                return bodies
+
+    def _aggregated(self, kind: str, params: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
+        out = []
+        for body in self._pages(f"aggregated/{kind}", params):
+            for scope, group in (body.get("items") or {}).items():
+                out += [(scope, item) for item in group.get(kind, [])]
+        return out
+
+    def instances(self, labels: dict[str, str]) -> list[CloudResource]:
+        """Instances whose labels include `labels` (filtered by the API, checked again here)."""
+        clauses = [f'(labels.{k} = "{v}")' for k, v in labels.items()]
+        found = []
+        for scope, item in self._aggregated("instances", {"filter": " AND ".join(clauses)}):
+            item_labels = item.get("labels") or {}
+            if all(item_labels.get(k) == v for k, v in labels.items()):
+                found.append(CloudResource(provider="gcp", kind="instances", id=str(item.get("id", item["name"])),
+                                           name=item["name"], labels=item_labels, scope=scope))
+        return found
+
+    def named(self, prefix: str) -> list[CloudResource]:
+        """Firewalls, subnetworks and networks named `prefix*`, in deletion order."""
+        name_filter = {"filter": f'name eq "{prefix}.*"'}  # names are [a-z0-9-]: no regex escaping needed
+        found = [CloudResource(provider="gcp", kind="firewalls", id=str(i.get("id", i["name"])), name=i["name"],
+                               labels=description_labels(i.get("description")), scope="global")
+                 for body in self._pages("global/firewalls", name_filter) for i in body.get("items", [])]
+        found += [CloudResource(provider="gcp", kind="subnetworks", id=str(i.get("id", i["name"])), name=i["name"],
+                                labels=description_labels(i.get("description")), scope=scope)
+                  for scope, i in self._aggregated("subnetworks", name_filter)]
+        found += [CloudResource(provider="gcp", kind="networks", id=str(i.get("id", i["name"])), name=i["name"],
+                                labels=description_labels(i.get("description")), scope="global")
+                  for body in self._pages("global/networks", name_filter) for i in body.get("items", [])]
+        return [r for r in found if r.name.startswith(prefix)]
+
+    def _wait(self, operation: dict[str, Any], scope: str) -> str | None:
+        """Wait for a delete's Operation; its error message, or None when it succeeded."""
+        for _ in range(OPERATION_WAITS):
+            if operation.get("status") == "DONE":
+                errors = ((operation.get("error") or {}).get("errors") or [])
+                return "; ".join(str(e.get("message", e)) for e in errors) or None
+            path = f"/projects/{self.project}/{scope}/operations/{operation['name']}/wait"
+            operation = self.client.request("POST", path) or {}
+        return f"operation {operation.get('name')} did not finish"
+
+    def _delete(self, res: CloudResource) -> Outcome:
+        path = f"/projects/{self.project}/{res.scope}/{res.kind}/{res.name}"
+        try:
+            operation = self.client.request("DELETE", path, ok_missing=True)
+        except ProviderApiError as exc:
+            return Outcome(resource=res, action="failed", detail=str(exc))
+        if operation is None:
+            return Outcome(resource=res, action="already-gone")
+        try:
+            error = self._wait(operation, res.scope or "global")
+        except ProviderApiError as exc:
+            error = str(exc)
+        if error:
+            return Outcome(resource=res, action="failed", detail=f"GCP DELETE {res.kind}/{res.name}: {error}")
+        return Outcome(resource=res, action="deleted")
+
+    def delete_all(self, resources: list[CloudResource]) -> list[Outcome]:
+        """Delete in dependency order: instances, firewalls, subnetworks, networks."""
+        order = {"instances": 0, "firewalls": 1, "subnetworks": 2, "networks": 3}
+        return [self._delete(r) for r in sorted(resources, key=lambda r: order[r.kind])]

@@ -1,0 +1,95 @@
+"""Find and delete labelled Hetzner Cloud resources through its REST API (token: `HCLOUD_TOKEN`).
+
+Endpoints (docs.hetzner.cloud): `GET /servers|/firewalls|/ssh_keys?label_selector=...&page=N&per_page=50`
+(pages followed through `meta.pagination.next_page`), `DELETE /<kind>/<id>`. A firewall still applied
+to a server refuses deletion (422 `resource_in_use`), so servers go first and the sweep waits until
+they are gone before it deletes firewalls and SSH keys.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable
+
+from n8n_sizer.errors import InputError
+from n8n_sizer.fleet.api import CloudResource, Outcome, ProviderApiError, RetryingClient
+
+URL_ENV = "N8N_SIZER_HCLOUD_URL"
+DEFAULT_URL = "https://api.hetzner.cloud/v1"
+TOKEN_ENV = "HCLOUD_TOKEN"
+KINDS = ("servers", "firewalls", "ssh_keys")  # deletion order
+PER_PAGE = 50
+SERVER_GONE_TIMEOUT_S = 180.0  # a Hetzner server delete action takes seconds; give it minutes
+
+
+class HetznerSweeper:
+    """List and delete labelled servers, firewalls and SSH keys of one Hetzner project."""
+
+    provider = "hetzner"
+
+    def __init__(self, token: str | None = None, base_url: str | None = None, *,
+                 sleep: Callable[[float], None] = time.sleep, backoff_s: float = 0.5, attempts: int = 6,
+                 gone_timeout_s: float = SERVER_GONE_TIMEOUT_S) -> None:
+        token = token or os.environ.get(TOKEN_ENV)
+        if not token:
+            raise InputError(f"{TOKEN_ENV} is not set; export {TOKEN_ENV}=<API token of the Hetzner project> "
+                             "(Console > Security > API tokens, read & write)")
+        self.sleep, self.gone_timeout_s = sleep, gone_timeout_s
+        self.client = RetryingClient(base_url or os.environ.get(URL_ENV) or DEFAULT_URL,
+                                     {"Authorization": f"Bearer {token}"}, name="Hetzner API",
+                                     hint=f"check {TOKEN_ENV} (a read & write token of the right project)",
+                                     sleep=sleep, backoff_s=backoff_s, attempts=attempts)
+
+    def close(self) -> None:
+        self.client.close()
+
+    def list(self, kind: str, label_selector: str) -> list[CloudResource]:
+        """Every `kind` matching the selector, all pages."""
+        found: list[CloudResource] = []
+        page: int | None = 1
+        while page is not None:
+            body = self.client.request("GET", f"/{kind}", params={"label_selector": label_selector,
+                                                                  "page": page, "per_page": PER_PAGE}) or {}
+            for item in body.get(kind, []):
+                found.append(CloudResource(provider="hetzner", kind=kind, id=str(item["id"]),
+                                           name=str(item.get("name", item["id"])),
+                                           labels={str(k): str(v) for k, v in (item.get("labels") or {}).items()}))
+            page = ((body.get("meta") or {}).get("pagination") or {}).get("next_page")
+        return found
+
+    def find(self, label_selector: str) -> list[CloudResource]:
+        """Everything the selector matches, in deletion order (servers first)."""
+        return [r for kind in KINDS for r in self.list(kind, label_selector)]
+
+    def _delete(self, res: CloudResource) -> Outcome:
+        for attempt in range(self.client.attempts):
+            try:
+                gone = self.client.request("DELETE", f"/{res.kind}/{res.id}", ok_missing=True) is None
+            except ProviderApiError as exc:
+                if exc.code == "resource_in_use" and attempt < self.client.attempts - 1:
+                    self.sleep(min(self.client.backoff_s * 2 ** attempt, 30.0))
+                    continue
+                return Outcome(resource=res, action="failed", detail=str(exc))
+            return Outcome(resource=res, action="already-gone" if gone else "deleted")
+        raise AssertionError("unreachable")
+
+    def _wait_gone(self, servers: list[CloudResource], label_selector: str) -> None:
+        """Servers are deleted by an asynchronous action: wait until the list no longer has them."""
+        ids = {s.id for s in servers}
+        deadline = time.monotonic() + self.gone_timeout_s
+        delay = self.client.backoff_s
+        while ids & {s.id for s in self.list("servers", label_selector)}:
+            if time.monotonic() > deadline:
+                return  # firewall deletes then fail with resource_in_use and are reported as such
+            self.sleep(delay)
+            delay = min(delay * 2, 10.0)
+
+    def delete_all(self, resources: list[CloudResource], label_selector: str) -> list[Outcome]:
+        """Delete `resources` (from `find`), servers first; one failure does not stop the others."""
+        servers = [r for r in resources if r.kind == "servers"]
+        outcomes = [self._delete(r) for r in servers]
+        if any(o.action == "deleted" for o in outcomes):
+            self._wait_gone([o.resource for o in outcomes if o.action == "deleted"], label_selector)
+        outcomes += [self._delete(r) for r in resources if r.kind != "servers"]
+        return outcomes
