@@ -164,7 +164,12 @@ class CapacityModel:
         return softmin([b.per_s for b in self.bounds(profile, setup, host)])
 
     def binding_bound(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> Bound:
-        return self.bounds(profile, setup, host)[0]
+        """The resource that limits throughput. Little's bound always sits a little under the resource whose
+        queue it rides on, so when it is within 10% of the next bound, that next resource is the one to name."""
+        ordered = self.bounds(profile, setup, host)
+        if ordered[0].name == "slots" and len(ordered) > 1 and ordered[1].per_s <= 1.1 * ordered[0].per_s:
+            return ordered[1]
+        return ordered[0]
 
     def cpu_utilisation_at(self, profile: WorkflowProfile, setup: Setup, host: HostShape, rate_per_s: float) -> float:
         """Share of the host's cores the stack keeps busy at a rate (0..1, may exceed 1 past capacity)."""

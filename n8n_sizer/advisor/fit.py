@@ -177,3 +177,21 @@ def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
     return FittedModel(model=model, specs=specs, log_cov=log_cov, resid_sd_log=resid_sd, points=points,
                        excluded=excluded,
                        residuals={p.measurement.id: float(r / w) for p, r, w in zip(points, data_res, weights)})
+
+
+def fitted_to_dict(fitted: FittedModel, measurements_sha256: str) -> dict:
+    """The fitted state to ship with the package, so `advise` starts without refitting (see engine.py)."""
+    return {"measurements_sha256": measurements_sha256, "reference_class": fitted.model.reference_class,
+            "params": fitted.params, "spec_names": [s.name for s in fitted.specs],
+            "log_cov": fitted.log_cov.tolist(), "resid_sd_log": fitted.resid_sd_log, "residuals": fitted.residuals}
+
+
+def fitted_from_dict(data: dict, measurements: list[Measurement] | tuple[Measurement, ...]) -> FittedModel:
+    """Rebuild a FittedModel from `fitted_to_dict` output and the same measurements it was fitted on."""
+    points, excluded = select_capacity_points(measurements, set(BUILTIN))
+    known = {s.name: s for s in BASE_SPECS}
+    specs = [known.get(n) or (_overhead_spec(n.split(":", 1)[1]) if n.startswith("overhead:")
+                              else _speed_spec(n.split(":", 1)[1])) for n in data["spec_names"]]
+    return FittedModel(model=CapacityModel(data["params"], data["reference_class"]), specs=specs,
+                       log_cov=np.array(data["log_cov"]), resid_sd_log=data["resid_sd_log"], points=points,
+                       excluded=excluded, residuals=data["residuals"])

@@ -14,12 +14,15 @@ def register(app: typer.Typer) -> None:
 
 ADVISE_HELP = """Recommend mode, workers, concurrency, pools and a server size for a webhook rate.
 
-Example: advise --rps 40 --vcpu 4
+Works on the measurements embedded in the package; --results refits on your own bench runs.
+
+Examples: advise --rps 40 --vcpu 4 | advise --rps 5 --vcpu 4 --workload code-heavy --json |
+advise --rps 20 --provider hetzner | advise --validate
 """
 
 
 def advise(
-    rps: float = typer.Option(..., "--rps", help="Sustained webhook rate to carry, requests per second (> 0)."),
+    rps: Optional[float] = typer.Option(None, "--rps", help="Sustained webhook rate to carry, requests per second (> 0)."),
     vcpu: Optional[int] = typer.Option(None, "--vcpu", help="vCPUs of your server; omit to get the cheapest size that fits."),
     arch: str = typer.Option("x86", "--arch", help="CPU architecture: x86 or arm."),
     provider: Optional[str] = typer.Option(None, "--provider", help="Limit server sizes to hetzner or gcp."),
@@ -32,8 +35,8 @@ def advise(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of the report."),
     compose: Optional[Path] = typer.Option(None, "--compose", help="Also render the recommended stack into this folder."),
 ) -> None:
-    from n8n_sizer.advisor.report import run_advise
+    from n8n_sizer.cli.advise_view import run_advise
 
-    run_advise(rps=rps, vcpu=vcpu, arch=arch, provider=provider, workload=workload, cpu_ms=cpu_ms,
+    return run_advise(rps=rps, vcpu=vcpu, arch=arch, provider=provider, workload=workload, cpu_ms=cpu_ms,
                wait_ms=wait_ms, p95_ms=p95_ms, results=results, validate=validate, json_out=json_out,
                compose=compose)
