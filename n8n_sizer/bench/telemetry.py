@@ -15,7 +15,6 @@ in its own thread, because under overload that call took 21 to 41 s and must not
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -71,15 +70,21 @@ def read_tick(outputs: Mapping[str, tuple[int | None, str]], probes: Sequence[Pr
 
 class Sampler:
     """Samples `probes` (plus CPU/RSS of `processes` and their runner children) on `host` every
-    `interval_s` into `samples_path` until `stop()`. Use as a context manager."""
+    `interval_s` into `sink` until `stop()`. Use as a context manager.
 
-    def __init__(self, host: Host, samples_path: Path, probes: Sequence[Probe] = (), *,
+    `sink` is a samples.jsonl path or a callable taking a batch of samples (`RunStore.append_samples`).
+    `editor_check` performs one editor call (raises on failure); the sampler times it.
+    """
+
+    def __init__(self, host: Host, sink: Path | Callable[[Sequence[Sample]], None], probes: Sequence[Probe] = (), *,
                  processes: Mapping[str, int] | None = None, labels: Mapping[str, str] | None = None,
                  interval_s: float = 1.0, timeout_s: float = 5.0,
                  editor_check: Callable[[], None] | None = None, editor_every_s: float = 5.0,
                  clock: Callable[[], float] = time.time) -> None:
         self.host = host
-        self.samples_path = Path(samples_path)
+        # a path (samples.jsonl) or a callable such as `RunStore.append_samples`
+        self._sink = sink if callable(sink) else (lambda samples, _p=Path(sink): append_samples(_p, samples))
+        self._sink_dir = None if callable(sink) else Path(sink).parent
         self.probes = list(probes)
         self.processes = dict(processes or {})
         self.labels = {"host": host.name, **(labels or {})}
@@ -137,7 +142,7 @@ class Sampler:
     def _write(self, samples: Sequence[Sample]) -> None:
         with self._lock:
             self.errors += sum(1 for s in samples if s.metric == ERROR_METRIC)
-            append_samples(self.samples_path, samples)
+            self._sink(samples)
 
     def check_editor(self) -> Sample:
         """Time one editor call (`editor_check`), write and return the sample (or the error sample)."""
@@ -163,7 +168,8 @@ class Sampler:
             self._stop.wait(next_at - now)
 
     def start(self) -> Sampler:
-        self.samples_path.parent.mkdir(parents=True, exist_ok=True)
+        if self._sink_dir is not None:
+            self._sink_dir.mkdir(parents=True, exist_ok=True)
         loops = [(self.interval_s, self.tick)]
         if self.editor_check is not None:
             loops.append((self.editor_every_s, self.check_editor))
@@ -194,24 +200,3 @@ def http_editor_check(client, workflow_id: str) -> Callable[[], None]:
         client.get(f"/rest/workflows/{workflow_id}").raise_for_status()
 
     return check
-
-
-def read_samples(path: Path) -> list[Sample]:
-    """All samples of a samples.jsonl. A torn LAST line (a crash mid-write) is skipped; a bad line
-    anywhere else is an error naming the file and line, never silently dropped."""
-    from n8n_sizer.errors import InputError
-
-    path = Path(path)
-    if not path.exists():
-        return []
-    lines = path.read_text().splitlines()
-    out = []
-    for n, line in enumerate(lines, 1):
-        try:
-            out.append(Sample.model_validate(json.loads(line)))
-        except (json.JSONDecodeError, ValueError) as exc:
-            if n == len(lines):
-                break
-            raise InputError(f"{path}:{n} is not a sample record ({type(exc).__name__}); "
-                             f"try removing that line or re-running the benchmark") from None
-    return out

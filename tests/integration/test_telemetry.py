@@ -17,9 +17,14 @@ from n8n_sizer.bench.hosts import LocalHost
 from n8n_sizer.bench.probes import Probe
 from n8n_sizer.bench.probes.host import host_probes, parse_loadavg
 from n8n_sizer.bench.probes.services import BULL_WAIT_KEY, redis_probes
-from n8n_sizer.bench.telemetry import EDITOR_METRIC, ERROR_METRIC, Sampler, read_samples
+from n8n_sizer.bench.records import Sample
+from n8n_sizer.bench.telemetry import EDITOR_METRIC, ERROR_METRIC, Sampler
 
 pytestmark = pytest.mark.integration
+
+
+def read_samples(path: Path) -> list[Sample]:
+    return [Sample.model_validate_json(line) for line in path.read_text().splitlines()]
 
 
 def _free_port() -> int:
@@ -102,7 +107,8 @@ def test_sampler_writes_rates_queue_depth_errors_and_editor(tmp_path, redis_port
 def test_sampler_keeps_going_when_a_process_exits(tmp_path):
     proc = subprocess.Popen(["sleep", "30"])
     path = tmp_path / "samples.jsonl"
-    sampler = Sampler(LocalHost(), path, [], processes={"worker-1": proc.pid})
+    batches: list[list[Sample]] = []
+    sampler = Sampler(LocalHost(), batches.append, [], processes={"worker-1": proc.pid})
     try:
         sampler.tick()
         proc.kill()
@@ -115,4 +121,5 @@ def test_sampler_keeps_going_when_a_process_exits(tmp_path):
     errors = [s for s in after if s.metric == ERROR_METRIC]
     assert [s.labels["probe"] for s in errors] == ["process-worker-1", "children-worker-1"]
     # first tick: RSS only (a CPU rate needs two readings); second: the two errors, nothing dropped
-    assert [s.metric for s in read_samples(path)] == ["process_rss_mib", ERROR_METRIC, ERROR_METRIC]
+    assert [[s.metric for s in b] for b in batches] == [["process_rss_mib"], [ERROR_METRIC, ERROR_METRIC]]
+    assert not path.exists()  # a callable sink gets everything, no file is written behind its back
