@@ -27,6 +27,7 @@ from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.ram import RamModel
 from n8n_sizer.advisor.setup import Setup, postgres_connections, recommended_max_connections
 from n8n_sizer.advisor.usl import UslModel
+from n8n_sizer.advisor.validate import describe_setup
 from n8n_sizer.errors import InputError
 
 COMFORT_UTILISATION = 0.7  # a 1.4x burst still fits; seed 000 alerts at 85% of the server's CPU
@@ -328,10 +329,9 @@ class Advisor:
             errors = m.results.errors or 0
             relevant = not carries or (m.load.offered_rps or 0.0) <= 1.5 * rate
             if errors and relevant and self._same_measured(m, profile, setup, host) and m.setup.workers >= setup.workers:
-                label = "this setup" if m.setup.workers == setup.workers else f"{m.setup.workers} workers"
                 if m.setup.mode == "regular" and m.setup.production_limit != setup.production_limit:
                     continue
-                out.append(f"measured with {label} on {host.vcpu:g} vCPU: {errors} errors at {m.load.offered_rps:g} req/s "
-                           f"({m.id})")
+                out.append(f"measured {describe_setup(m)} on {host.vcpu:g} vCPU: {errors} errors at "
+                           f"{m.load.offered_rps:g} req/s ({m.id})")
         return out
 

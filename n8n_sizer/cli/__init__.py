@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
+# typer >= 0.26 vendors click as typer._click (and no longer installs click): its exceptions are these.
+from typer._click import exceptions as _click_errors
 
 from n8n_sizer.cli import advise as _advise
 from n8n_sizer.cli import render as _render
@@ -28,19 +29,19 @@ _render.register(app)
 _fleet.register(app)
 
 
-def _run(command: click.Command, prog_name: str, args: list[str] | None = None) -> None:
+def _run(command, prog_name: str, args: list[str] | None = None) -> None:
     from pydantic import ValidationError
 
     from n8n_sizer.errors import InputError
 
     try:
         rv = command.main(args=args, prog_name=prog_name, standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+    except (typer.Abort, KeyboardInterrupt):
         print(f"{prog_name}: aborted", file=sys.stderr)
         sys.exit(130)
-    except click.exceptions.UsageError as exc:
+    except _click_errors.UsageError as exc:
         hint = f" (see `{prog_name} --help`)"
         print(f"{prog_name}: {exc.format_message()}{hint}".replace("\n", " "), file=sys.stderr)
         sys.exit(2)

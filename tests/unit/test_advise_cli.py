@@ -1,0 +1,105 @@
+"""`advise` through its real entry points: output, JSON shape, bad input, --validate, --results."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from n8n_sizer.bench.records import RunManifest, Sample
+from n8n_sizer.bench.results import RunStore
+
+ADVISE = [sys.executable, "-c", "from n8n_sizer.cli import advise_main; advise_main()"]
+SIZER = [sys.executable, "-c", "from n8n_sizer.cli import main; main()"]
+
+
+def run(args, base=ADVISE):
+    return subprocess.run(base + args, capture_output=True, text=True, timeout=120)
+
+
+def test_human_output_echoes_inputs_and_names_every_setting():
+    p = run(["--rps", "20", "--vcpu", "4", "--workload", "code-heavy"])
+    assert p.returncode == 0, p.stderr
+    for text in ("20 req/s, 4 vCPU x86, workload code-heavy", "worker --concurrency", "N8N_RUNNERS_MAX_CONCURRENCY",
+                 "DB_POSTGRESDB_POOL_SIZE", "appendonly", "noeviction", "90% interval", "evidence:", "next: n8n-sizer render"):
+        assert text in p.stdout, text
+
+
+def test_n8n_sizer_advise_is_the_same_command():
+    a = run(["--rps", "5", "--vcpu", "4", "--json"])
+    b = run(["advise", "--rps", "5", "--vcpu", "4", "--json"], base=SIZER)
+    assert a.returncode == b.returncode == 0
+    assert json.loads(a.stdout) == json.loads(b.stdout)
+
+
+def test_json_shape():
+    p = run(["--rps", "40", "--vcpu", "4", "--json"])
+    data = json.loads(p.stdout)
+    for key in ("mode", "workers", "concurrency", "runner_concurrency", "production_limit", "db_pool_size",
+                "postgres_connections", "capacity_per_s", "headroom", "feasible", "server", "warnings", "evidence"):
+        assert key in data, key
+    assert set(data["capacity_per_s"]) == {"low", "mid", "high"}
+    assert {"provider", "size", "vcpu", "monthly_eur"} <= set(data["server"])
+    assert data["feasible"] is False and data["evidence"]
+
+
+@pytest.mark.parametrize("args, names", [
+    (["--rps", "0"], "--rps"), (["--rps", "-3"], "--rps"), (["--rps", "5", "--vcpu", "0"], "--vcpu"),
+    (["--rps", "5", "--workload", "heavy"], "light, code-heavy"), (["--rps", "5", "--provider", "aws"], "hetzner, gcp"),
+    (["--rps", "5", "--arch", "risc"], "x86, arm"), (["--rps", "abc"], "--rps"), ([], "--rps"),
+    (["--rps", "5", "--results", "/nonexistent/results"], "--results"),
+])
+def test_bad_input_is_one_line_exit_2(args, names):
+    p = run(args)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and names in lines[0] and "Traceback" not in p.stderr
+
+
+def test_results_folder_without_runs_is_a_clear_error(tmp_path):
+    p = run(["--rps", "5", "--results", str(tmp_path)])
+    assert p.returncode == 2 and "no bench runs" in p.stderr and "n8n-sizer bench" in p.stderr
+
+
+def test_validate_json_reports_leave_one_out():
+    p = run(["--validate", "--json"])
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["median_abs_pct_error"] <= 10 and data["max_abs_pct_error"] <= 25
+    assert len(data["points"]) >= 15 and all("error_pct" in pt for pt in data["points"])
+    assert any("latency" in e["reason"] for e in data["excluded"])
+
+
+def _write_run(out: Path, answered_per_min: float) -> None:
+    """A finished bench run as `n8n-sizer bench` writes it: a light workflow saturated on a 2-vCPU host."""
+    manifest = RunManifest(run_id="20261130T000000Z-abc123", created_s=time.time(), workflow="light",
+                           hosts={"local": {"setup": {"mode": "regular", "workers": 0, "db": "postgres"},
+                                            "facts": {"vcpu": 2, "cpu_model": "Test CPU", "arch": "x86_64", "ram_mib": 4096},
+                                            "n8n_version": "2.41.1"}})
+    store = RunStore.create(out, manifest)
+    for step, rate in (("rate-40", 40.0), ("rate-60", 60.0)):
+        labels = {"target": "local", "step": step, "source": "load"}
+        store.append_samples([
+            Sample(metric="offered_rate", value=rate, unit="req/s", labels=labels, time_s=1.0),
+            Sample(metric="answered_per_min", value=answered_per_min, unit="req/min", labels=labels, time_s=1.0),
+            Sample(metric="step_duration", value=60.0, unit="s", labels=labels, time_s=1.0),
+            Sample(metric="errors", value=0, unit="count", labels={**labels, "class": "timeout"}, time_s=1.0),
+            Sample(metric="errors", value=500, unit="count", labels={**labels, "class": "dropped"}, time_s=1.0),
+        ])
+    store.close()
+
+
+def test_results_refit_makes_the_users_host_the_reference_and_says_what_changed(tmp_path):
+    _write_run(tmp_path, answered_per_min=1800.0)  # 30/s on 2 vCPU: twice seed 002's CX23
+    p = run(["--rps", "20", "--vcpu", "2", "--results", str(tmp_path), "--json"])
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    changes = data["changes"]
+    assert changes["reference_host"]["after"] == "user:Test CPU"
+    light = changes["params"]["overhead:light"]
+    assert light["after"] < 0.8 * light["before"]  # the user's host does the light workflow in less CPU
+    assert 24 <= data["capacity_per_s"]["mid"] <= 36
+    human = run(["--rps", "20", "--vcpu", "2", "--results", str(tmp_path)])
+    assert "what your results changed" in human.stdout and "overhead:light" in human.stdout

@@ -1,0 +1,161 @@
+"""The model: fit quality, the shipped fit, guards, and the seeds' findings coming out of the model."""
+
+import json
+import math
+from importlib import resources
+
+import pytest
+
+from n8n_sizer.advisor.capacity import HostShape
+from n8n_sizer.advisor.engine import build_advisor, embedded_sha256
+from n8n_sizer.advisor.fit import TooFewPoints, fit_capacity
+from n8n_sizer.advisor.measurements import load_embedded
+from n8n_sizer.advisor.profiles import CODE_HEAVY, LIGHT, profile_for
+from n8n_sizer.advisor.recommend import Request
+from n8n_sizer.advisor.setup import Setup, postgres_connections
+from n8n_sizer.advisor.usl import TooFewPointsForUsl, UslModel, fit_usl
+from n8n_sizer.advisor.validate import leave_one_out
+from n8n_sizer.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    return fit_capacity(load_embedded())
+
+
+@pytest.fixture(scope="module")
+def advisor():
+    return build_advisor()
+
+
+HOST4 = HostShape(vcpu=4.0, arch="x86", host_class="seed-000")
+
+
+def test_fit_reproduces_every_capacity_point_within_ten_percent(fitted):
+    assert len(fitted.points) >= 15
+    for pid, log_err in fitted.residuals.items():
+        assert abs(math.exp(log_err) - 1.0) < 0.10, pid
+
+
+def test_shipped_fit_equals_a_fresh_fit(fitted):
+    shipped = json.loads(resources.files("n8n_sizer").joinpath("data/fitted.json").read_text())
+    assert shipped["measurements_sha256"] == embedded_sha256(), "run scripts/refit_embedded.py"
+    for name, value in fitted.params.items():
+        assert shipped["params"][name] == pytest.approx(value, rel=1e-4), name
+
+
+def test_capacity_points_exclude_latency_and_failure_points_with_reasons(fitted):
+    reasons = {e.measurement.id: e.reason for e in fitted.excluded}
+    assert "latency point" in reasons["s000-queue-2w-r5"]
+    assert "errors" in reasons["s000-queue-4w-r50"]
+    assert "legacy" in reasons["notes-regular-postgres-legacy-engine-c25"]
+    assert "s000-queue-2w-r50" in {p.measurement.id for p in fitted.points}
+
+
+def test_fit_refuses_without_capacity_points():
+    rows = [m for m in load_embedded() if m.load.kind in ("idle", "set")]
+    with pytest.raises(TooFewPoints, match="n8n-sizer bench"):
+        fit_capacity(rows)
+
+
+def test_usl_refuses_too_few_worker_counts_and_says_which_run_supplies_more():
+    with pytest.raises(TooFewPointsForUsl, match=r"needs 4.*--workers 3"):
+        fit_usl([(1, 5.2), (2, 8.6), (4, 9.3)], what="code-heavy", how_to_get_more="run --workers 3")
+
+
+def test_usl_fit_recovers_known_coefficients():
+    truth = UslModel(lambda_per_s=5.0, sigma=0.05, kappa=0.02)
+    pts = [(n, truth.throughput_at(n)) for n in (1, 2, 3, 4, 6, 8)]
+    fit = fit_usl(pts, what="x", how_to_get_more="-")
+    assert fit.sigma == pytest.approx(0.05, abs=0.01) and fit.kappa == pytest.approx(0.02, abs=0.005)
+    assert fit.max_useful_concurrency() == pytest.approx(math.sqrt(0.95 / 0.02), rel=0.1)
+
+
+def test_utilisation_law_two_to_four_doubles_four_to_eight_flattens(fitted):
+    m = fitted.model
+    regular = Setup(mode="regular")
+    x = {v: m.throughput_at(LIGHT, regular, HostShape(v, "x86", "seed-002")) for v in (2.0, 4.0, 8.0)}
+    assert x[4.0] / x[2.0] > 1.8
+    assert x[8.0] / x[4.0] < 1.3
+    assert m.binding_bound(LIGHT, regular, HostShape(8.0, "x86", "seed-002")).name == "main"
+
+
+def test_code_heavy_5_rps_on_4_vcpu_stays_in_regular_mode(advisor):
+    rec = advisor.recommend(Request(rps=5, vcpu=4, profile=CODE_HEAVY))
+    assert rec.mode in ("regular", "regular-limit") and rec.workers == 0 and rec.feasible
+    assert rec.redis == []
+    assert rec.ram_idle_mb < advisor.ram.idle_mb(Setup(mode="queue", workers=2))
+
+
+@pytest.mark.parametrize("rps", [20, 50])
+def test_code_heavy_20_to_50_rps_on_4_vcpu_is_queue_2_workers_and_not_sustainable(advisor, rps):
+    rec = advisor.recommend(Request(rps=rps, vcpu=4, profile=CODE_HEAVY))
+    assert (rec.mode, rec.workers, rec.concurrency) == ("queue", 2, 10)
+    assert not rec.feasible
+    assert 7.5 <= rec.capacity_per_s.mid <= 10.0  # seed 000: 8.7/s (519/min)
+    assert any("More cores, not more workers" in w for w in rec.warnings)
+
+
+def test_four_workers_on_4_vcpu_add_no_capacity_and_their_errors_are_shown(advisor, fitted):
+    m = fitted.model
+    two = m.throughput_at(CODE_HEAVY, Setup(mode="queue", workers=2), HOST4)
+    four = m.throughput_at(CODE_HEAVY, Setup(mode="queue", workers=4), HOST4)
+    low_two, _, _ = fitted.throughput_interval(CODE_HEAVY, Setup(mode="queue", workers=2), HOST4)
+    assert four < two * (two / low_two)  # within the model's own uncertainty of two workers
+    rec = advisor.recommend(Request(rps=50, vcpu=4, profile=CODE_HEAVY))
+    assert rec.workers != 4
+    assert any("s000-queue-4w-r50" in w for w in rec.warnings)
+
+
+def test_concurrency_5_costs_throughput_and_is_never_recommended(advisor, fitted):
+    m = fitted.model
+    c5 = m.throughput_at(CODE_HEAVY, Setup(mode="queue", workers=2, concurrency=5), HOST4)
+    c10 = m.throughput_at(CODE_HEAVY, Setup(mode="queue", workers=2, concurrency=10), HOST4)
+    assert c5 < c10
+    for rps in (2, 8, 20, 50):
+        rec = advisor.recommend(Request(rps=rps, vcpu=4, profile=CODE_HEAVY))
+        assert rec.concurrency is None or rec.concurrency >= 10
+
+
+def test_light_40_rps_on_4_vcpu_is_beyond_regular_mode_and_names_what_carries_it(advisor):
+    rec = advisor.recommend(Request(rps=40, vcpu=4, profile=LIGHT))
+    assert not rec.feasible
+    assert 27 <= rec.capacity_per_s.mid <= 37  # seed 002: CX33 peaked at 31.93/s
+    assert any("would carry it" in w and "cx43" in w for w in rec.warnings)
+
+
+def test_without_vcpu_the_cheapest_size_with_headroom_is_chosen(advisor):
+    rec = advisor.recommend(Request(rps=10, profile=LIGHT, provider="hetzner"))
+    assert rec.server.size == "cx23" and rec.feasible and rec.headroom > 0.3
+    rec = advisor.recommend(Request(rps=20, profile=LIGHT, provider="hetzner", arch="arm"))
+    assert rec.server.size == "cax21"
+
+
+def test_intervals_bracket_the_prediction_and_extrapolation_is_flagged(advisor):
+    rec = advisor.recommend(Request(rps=3, vcpu=2, profile=profile_for("light", cpu_ms=50, wait_ms=200)))
+    assert rec.capacity_per_s.low < rec.capacity_per_s.mid < rec.capacity_per_s.high
+    assert rec.extrapolated and any("extrapolated" in w for w in rec.warnings)
+
+
+def test_shared_core_size_uses_its_baseline_and_says_so(advisor):
+    rec = advisor.recommend(Request(rps=0.2, profile=LIGHT, provider="gcp"))
+    assert rec.server.size == "e2-micro" and rec.feasible
+    assert any("shared-core" in w for w in rec.warnings)
+
+
+def test_pool_math_matches_seed_000_connections():
+    assert [postgres_connections(Setup(mode="queue", workers=w)) for w in (1, 2, 4)] == [5, 7, 11]
+    assert postgres_connections(Setup(mode="regular")) == 3
+    assert postgres_connections(Setup(mode="regular", db="sqlite")) == 0
+
+
+def test_custom_profile_rejects_negative_cpu():
+    with pytest.raises(InputError, match="--cpu-ms"):
+        profile_for("light", cpu_ms=-1)
+
+
+def test_leave_one_out_meets_the_accuracy_target():
+    v = leave_one_out(load_embedded())
+    assert v.median_abs_pct_error <= 10.0
+    assert v.max_abs_pct_error <= 25.0
+    assert len(v.points) >= 15 and v.interval_coverage >= 0.8
