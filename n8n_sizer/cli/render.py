@@ -53,17 +53,28 @@ def build_setup(**fields: object):
         raise InputError(f"{flag} {fields.get(field)!r}: {first['msg']}; see `n8n-sizer render --help`") from None
 
 
+def _at_least_one(**values: int | None) -> None:
+    """Flags that must be >= 1. (Checked here: typer's own `min=` raises an exception type that the
+    CLI's one-line error handler does not catch in typer 0.29.)"""
+    from n8n_sizer.errors import InputError
+
+    for name, value in values.items():
+        if value is not None and value < 1:
+            flag = _FLAGS.get(name, "--" + name.replace("_", "-"))
+            raise InputError(f"{flag} {value} must be >= 1; see `n8n-sizer render --help` for its default")
+
+
 def render(
     mode: str = typer.Option("queue", "--mode", help="regular or queue."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Queue-mode workers (default 2 in queue mode, 0 in regular)."),
-    concurrency: int = typer.Option(10, "--concurrency", min=1, help="Executions per worker (worker --concurrency)."),
-    runner_concurrency: int = typer.Option(5, "--runner-concurrency", min=1, help="N8N_RUNNERS_MAX_CONCURRENCY per runner."),
-    pool: int = typer.Option(2, "--pool", min=1, help="DB_POSTGRESDB_POOL_SIZE per n8n process."),
-    production_limit: Optional[int] = typer.Option(None, "--production-limit", min=1, help="N8N_CONCURRENCY_PRODUCTION_LIMIT."),
+    concurrency: int = typer.Option(10, "--concurrency", help="Executions per worker (worker --concurrency)."),
+    runner_concurrency: int = typer.Option(5, "--runner-concurrency", help="N8N_RUNNERS_MAX_CONCURRENCY per runner."),
+    pool: int = typer.Option(2, "--pool", help="DB_POSTGRESDB_POOL_SIZE per n8n process."),
+    production_limit: Optional[int] = typer.Option(None, "--production-limit", help="N8N_CONCURRENCY_PRODUCTION_LIMIT."),
     db: str = typer.Option("postgres", "--db", help="postgres or sqlite (sqlite: regular mode only)."),
     n8n_version: Optional[str] = typer.Option(None, "--n8n-version", help="Exact n8n version for n8n and runners images."),
-    longest_execution_s: int = typer.Option(30, "--longest-execution-s", min=1, help="Longest workflow run; shutdown timeouts go above it."),
-    max_connections: Optional[int] = typer.Option(None, "--max-connections", min=1, help="Postgres max_connections (default: 100 or what the pools need)."),
+    longest_execution_s: int = typer.Option(30, "--longest-execution-s", help="Longest workflow run; shutdown timeouts go above it."),
+    max_connections: Optional[int] = typer.Option(None, "--max-connections", help="Postgres max_connections (default: 100 or what the pools need)."),
     profile: str = typer.Option("bench", "--profile", help="bench (plain HTTP on 5678) or production (Caddy TLS for --domain)."),
     domain: Optional[str] = typer.Option(None, "--domain", help="Public DNS name for --profile production."),
     public_url: Optional[str] = typer.Option(None, "--public-url", help="URL n8n shows for webhooks (default from --domain, else http://localhost:5678/)."),
@@ -72,6 +83,9 @@ def render(
     from n8n_sizer.deploy.render import write_bundle
     from n8n_sizer.errors import InputError
 
+    _at_least_one(concurrency=concurrency, runner_concurrency=runner_concurrency, pool=pool,
+                  production_limit=production_limit, longest_execution_s=longest_execution_s,
+                  max_connections=max_connections)
     if mode not in ("regular", "queue"):
         raise InputError(f"--mode {mode!r} is unknown; try --mode queue or --mode regular")
     if db not in ("postgres", "sqlite"):
@@ -120,14 +134,18 @@ def _env_files(text: str, base: Path) -> dict[str, dict[str, str]]:
 def check(
     file: Path = typer.Argument(..., help="The docker-compose.yml to lint."),
     env: Optional[Path] = typer.Option(None, "--env", help="A .env file to resolve ${VAR} references from."),
-    vcpu: Optional[int] = typer.Option(None, "--vcpu", min=1, help="vCPUs of the server, to judge the worker count."),
-    longest_execution_s: Optional[int] = typer.Option(None, "--longest-execution-s", min=1, help="Longest workflow run, to judge shutdown timeouts."),
+    vcpu: Optional[int] = typer.Option(None, "--vcpu", help="vCPUs of the server, to judge the worker count."),
+    longest_execution_s: Optional[int] = typer.Option(None, "--longest-execution-s", help="Longest workflow run, to judge shutdown timeouts."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON list of rule results."),
 ) -> int:
     import json
 
     from n8n_sizer.deploy.check import check_compose
     from n8n_sizer.errors import InputError
+
+    for flag, value in (("--vcpu", vcpu), ("--longest-execution-s", longest_execution_s)):
+        if value is not None and value < 1:
+            raise InputError(f"{flag} {value} must be >= 1; try {flag} 4")
 
     try:
         text = file.read_text(encoding="utf-8")

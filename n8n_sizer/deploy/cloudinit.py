@@ -6,6 +6,9 @@ waits for `READY_MARKER` over SSH (or gives up early when `FAILED_MARKER` appear
 
 from __future__ import annotations
 
+import base64
+import gzip
+
 from jinja2 import Environment
 
 from n8n_sizer.errors import InputError
@@ -21,25 +24,28 @@ USER_DATA_LIMIT_BYTES = 32 * 1024
 WAIT_TIMEOUT_S = 900
 
 
+def gzip_b64(text: str) -> str:
+    """cloud-init's `encoding: gz+b64`; mtime=0 keeps the output deterministic."""
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), mtime=0)).decode("ascii")
+
+
 def render_cloud_init(env: Environment, *, compose: str, env_text: str, summary: str,
                       benchmark_host: bool, workers: int) -> str:
-    """Render `#cloud-config` user data; refuse with the size when it exceeds Hetzner's limit."""
-    text = env.get_template("cloud-init.yaml.j2").render(
-        compose=compose,
-        env=env_text,
-        summary=summary,
-        benchmark_host=benchmark_host,
-        stack_dir=STACK_DIR,
-        marker_dir=MARKER_DIR,
-        ready_marker=READY_MARKER,
-        failed_marker=FAILED_MARKER,
-        wait_timeout_s=WAIT_TIMEOUT_S,
-    )
-    size = len(text.encode("utf-8"))
-    if size > USER_DATA_LIMIT_BYTES:
-        hint = f"try fewer --workers than {workers}" if workers > 1 else "shorten the kept .env entries"
-        raise InputError(
-            f"cloud-init user data would be {size:,} bytes, over Hetzner's user_data limit of "
-            f"{USER_DATA_LIMIT_BYTES:,} bytes (32 KiB); {hint}, or deploy docker-compose.yml yourself"
+    """Render `#cloud-config` user data, readable when it fits in Hetzner's 32 KiB, else with the files
+    gzip+base64 encoded; refuse with the size when even that does not fit."""
+    env.filters.setdefault("gzip_b64", gzip_b64)
+    template = env.get_template("cloud-init.yaml.j2")
+    for compressed in (False, True):
+        text = template.render(
+            compose=compose, env=env_text, summary=summary, benchmark_host=benchmark_host,
+            compressed=compressed, stack_dir=STACK_DIR, marker_dir=MARKER_DIR,
+            ready_marker=READY_MARKER, failed_marker=FAILED_MARKER, wait_timeout_s=WAIT_TIMEOUT_S,
         )
-    return text
+        size = len(text.encode("utf-8"))
+        if size <= USER_DATA_LIMIT_BYTES:
+            return text
+    hint = f"try fewer --workers than {workers}" if workers > 1 else "shorten the kept .env entries"
+    raise InputError(
+        f"cloud-init user data would be {size:,} bytes even gzip-compressed, over Hetzner's user_data "
+        f"limit of {USER_DATA_LIMIT_BYTES:,} bytes (32 KiB); {hint}, or deploy docker-compose.yml yourself"
+    )

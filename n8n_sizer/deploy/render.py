@@ -194,7 +194,6 @@ def write_bundle(setup: Setup, out_dir: Path, *, profile: str = "bench", domain:
     only where none exists. Returns messages for the user, which never contain a secret.
     """
     out_dir = Path(out_dir)
-    _prepare_out_dir(out_dir)
     env_path = out_dir / ENV_FILE
     existing: dict[str, str] = {}
     if env_path.exists():
@@ -207,9 +206,11 @@ def write_bundle(setup: Setup, out_dir: Path, *, profile: str = "bench", domain:
     if public_url is None and profile != "production" and existing.get("N8N_PUBLIC_URL"):
         public_url = existing["N8N_PUBLIC_URL"]
     extra = {k: v for k, v in existing.items() if k not in ENV_NAMES.values() and k != "N8N_PUBLIC_URL"}
+    # Render first: a refused setup leaves no folder and no file behind.
     bundle = render_bundle(setup, secrets, profile=profile, domain=domain, public_url=public_url,
                            benchmark_host=profile == "bench", max_connections=max_connections,
                            extra_env=extra)
+    _prepare_out_dir(out_dir)
     try:
         (out_dir / COMPOSE_FILE).write_text(bundle.compose, encoding="utf-8")
         write_private(env_path, bundle.env)
