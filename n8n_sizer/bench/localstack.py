@@ -15,17 +15,16 @@ Process control is deliberately small and general, for the drills: `signal(name,
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
 import signal as signals
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from n8n_sizer.advisor.setup import Setup, recommended_max_connections
@@ -77,13 +76,6 @@ def _unique_ports(count: int) -> list[int]:
         if port not in found:
             found.append(port)
     return found
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=5).status_code == 200
-    except httpx.HTTPError:  # refused while it boots, or a slow answer under load: ask again
-        return False
 
 
 class LocalStack:
@@ -250,7 +242,7 @@ class LocalStack:
             services.wait_redis(proc, self.secrets.redis_password, timeout)
         else:
             url = self.health_url(name)
-            services.wait_until(proc, lambda: _http_ok(url), timeout, f"ready at {url}")
+            services.wait_until(proc, lambda: services.http_ok(url), timeout, f"ready at {url}")
         seconds = time.monotonic() - self._spawned_at.get(name, time.monotonic())
         self.start_seconds[name] = round(seconds, 2)
         self._write_state()
@@ -279,7 +271,8 @@ class LocalStack:
     # --- state file ----------------------------------------------------------------------------
 
     def state(self) -> StackState:
-        return StackState(setup=self.setup, options=self.options, stack_dir=self.stack_dir,
+        shown = self.options.model_copy(update={"extra_env": {key: "(in secrets file)" for key in self.options.extra_env}})
+        return StackState(setup=self.setup, options=shown, stack_dir=self.stack_dir,
                           main_url=self.main_url, install=self._install,
                           ports=self.ports, redis_port=self.redis_port, postgres_port=self.postgres_port,
                           processes=self.processes, secrets_path=self.stack_dir / SECRETS_FILE,
@@ -292,9 +285,11 @@ class LocalStack:
         if not path.is_file():
             raise InputError(f"--state {stack_dir}: no {STATE_FILE} there; start a stack with `up --state {stack_dir}`")
         state = StackState.model_validate_json(path.read_text())
-        stack = cls(state.setup, state.options, state.stack_dir, state.install)
+        secrets_ = StackSecrets.model_validate_json(state.secrets_path.read_text())
+        options = state.options.model_copy(update={"extra_env": secrets_.extra_env})
+        stack = cls(state.setup, options, state.stack_dir, state.install)
         stack._own_dir = False
-        stack._secrets = StackSecrets.model_validate_json(state.secrets_path.read_text())
+        stack._secrets = secrets_
         stack.ports, stack.redis_port, stack.postgres_port = dict(state.ports), state.redis_port, state.postgres_port
         stack.processes, stack.start_seconds = dict(state.processes), dict(state.start_seconds)
         return stack
@@ -327,7 +322,8 @@ class LocalStack:
         (self.stack_dir / "logs").mkdir(exist_ok=True)
         self._secrets = StackSecrets(encryption_key=secrets.token_hex(24),
                                      postgres_password=secrets.token_urlsafe(24),
-                                     redis_password=secrets.token_urlsafe(24))
+                                     redis_password=secrets.token_urlsafe(24),
+                                     extra_env=dict(self.options.extra_env))
         secrets_path = self.stack_dir / SECRETS_FILE
         fd = os.open(secrets_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as out:
@@ -371,3 +367,9 @@ class LocalStack:
         tmp = self.stack_dir / (STATE_FILE + ".tmp")
         tmp.write_text(self.state().model_dump_json(indent=2) + "\n")
         tmp.replace(self.stack_dir / STATE_FILE)
+
+
+if __name__ == "__main__":  # python -m n8n_sizer.bench.localstack up|down|status|... (see localstack_cli)
+    from n8n_sizer.bench.localstack_cli import main
+
+    sys.exit(main())

@@ -53,6 +53,8 @@ class StackSecrets(BaseModel):
     encryption_key: str
     postgres_password: str
     redis_password: str
+    # StackOptions.extra_env: it may carry a secret (a key, a token), so state.json shows only its keys.
+    extra_env: dict[str, str] = {}
 
 
 class N8nPorts(BaseModel):

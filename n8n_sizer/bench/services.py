@@ -158,6 +158,16 @@ def stop_process(proc: RunningProcess, timeout_s: float) -> None:
         popen.wait(timeout=5)
 
 
+def http_ok(url: str) -> bool:
+    """True when `url` answers 200; False while it refuses or is slow (it is asked again)."""
+    import httpx  # only the n8n checks need it
+
+    try:
+        return httpx.get(url, timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def log_tail(log_path: Path, lines: int = 20) -> str:
     try:
         return "\n".join(log_path.read_text(errors="replace").splitlines()[-lines:])

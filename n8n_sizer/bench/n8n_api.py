@@ -1,0 +1,278 @@
+"""Set n8n up and read it back over HTTP (httpx): owner, login, API key, workflows, executions.
+
+Checked against n8n 2.41.1 started by `LocalStack`:
+- `POST /rest/owner/setup` {email, firstName, lastName, password} answers the user and sets the cookie;
+- `POST /rest/login` {emailOrLdapLoginId, password} sets the `n8n-auth` cookie (needs N8N_SECURE_COOKIE=false
+  over plain HTTP);
+- `GET /rest/api-keys/scopes` lists the owner role's scopes; `POST /rest/api-keys` {label, scopes,
+  expiresAt: null} answers `data.rawApiKey`, sent as header `X-N8N-API-KEY` to `/api/v1/...`;
+- `GET /api/v1/executions?workflowId=ID&limit=N&cursor=C` pages with `nextCursor`.
+Every failure names the method, URL, status and the start of the body.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections import Counter
+from importlib import resources
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from n8n_sizer.errors import InputError
+
+WORKFLOW_TEMPLATES = ("light", "code-heavy", "long-wait", "binary-read")
+# The public API's largest page (n8n caps `limit` at 250).
+PAGE_LIMIT = 250
+# Fields the public API accepts on create; an exported workflow carries more (id, active, meta, ...).
+WORKFLOW_CREATE_FIELDS = ("name", "nodes", "connections", "settings", "staticData")
+
+
+class N8nApiError(RuntimeError):
+    """An n8n HTTP call failed: the message says method, URL, status and a body snippet."""
+
+    def __init__(self, method: str, url: str, status: int | None, body: str) -> None:
+        self.method, self.url, self.status, self.body = method, url, status, body
+        shown = "no answer" if status is None else f"HTTP {status}"
+        super().__init__(f"{method} {url}: {shown}: {body[:300]}")
+
+
+class OwnerLogin(BaseModel):
+    """The owner account the bench creates; the password never leaves this object in clear."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    email: str
+    password: SecretStr
+    first_name: str = "Bench"
+    last_name: str = "Owner"
+
+    @classmethod
+    def generate(cls, email: str = "bench-owner@n8n-sizer.invalid") -> "OwnerLogin":
+        # n8n's rule: 8+ characters with a number and an uppercase letter.
+        return cls(email=email, password=SecretStr(f"Nz9-{secrets.token_urlsafe(18)}"))
+
+
+class ExecutionCounts(BaseModel):
+    """Executions n8n stored for one workflow, by status (success, error, crashed, running, waiting, ...)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    workflow_id: str
+    total: int
+    by_status: dict[str, int]
+
+
+class N8nClient:
+    """One n8n instance: a cookie session for /rest and an API key for /api/v1."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = 30.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s)
+
+    def __enter__(self) -> "N8nClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    @property
+    def api_key(self) -> str:
+        if self._api_key is None:
+            raise N8nApiError("GET", f"{self.base_url}/api/v1", None, "no API key yet; call create_api_key first")
+        return self._api_key
+
+    # --- plumbing ------------------------------------------------------------------------------
+
+    def _call(self, method: str, path: str, *, public: bool = False, expect: tuple[int, ...] = (200,),
+              **kwargs: Any) -> httpx.Response:
+        headers = kwargs.pop("headers", {})
+        if public:
+            headers["X-N8N-API-KEY"] = self.api_key
+        url = f"{self.base_url}{path}"
+        try:
+            response = self._http.request(method, path, headers=headers, **kwargs)
+        except httpx.HTTPError as exc:
+            raise N8nApiError(method, url, None, f"{type(exc).__name__}: {exc}") from exc
+        if response.status_code not in expect:
+            raise N8nApiError(method, url, response.status_code, response.text)
+        return response
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._call(method, path, **kwargs)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise N8nApiError(method, f"{self.base_url}{path}", response.status_code,
+                              f"not JSON: {response.text}") from exc
+
+    # --- readiness and accounts ----------------------------------------------------------------
+
+    def wait_ready(self, timeout_s: float = 120.0) -> float:
+        """Poll `/healthz/readiness` until 200 (database connected and migrated); seconds waited."""
+        started = time.monotonic()
+        last = "no answer yet"
+        while time.monotonic() - started < timeout_s:
+            try:
+                response = self._http.get("/healthz/readiness", timeout=5)
+                if response.status_code == 200:
+                    return time.monotonic() - started
+                last = f"HTTP {response.status_code}: {response.text[:200]}"
+            except httpx.HTTPError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            time.sleep(0.25)
+        raise N8nApiError("GET", f"{self.base_url}/healthz/readiness", None,
+                          f"not ready after {timeout_s:.0f} s; last: {last}")
+
+    def setup_owner(self, owner: OwnerLogin) -> dict[str, Any]:
+        """Create the instance owner (only possible once per instance)."""
+        body = {"email": owner.email, "firstName": owner.first_name, "lastName": owner.last_name,
+                "password": owner.password.get_secret_value()}
+        return self._json("POST", "/rest/owner/setup", json=body)["data"]
+
+    def login(self, owner: OwnerLogin) -> None:
+        """Log in; the `n8n-auth` cookie is kept for /rest calls."""
+        self._call("POST", "/rest/login",
+                   json={"emailOrLdapLoginId": owner.email, "password": owner.password.get_secret_value()})
+        if "n8n-auth" not in self._http.cookies:
+            raise N8nApiError("POST", f"{self.base_url}/rest/login", 200,
+                              "no n8n-auth cookie in the answer; over plain HTTP n8n needs N8N_SECURE_COOKIE=false")
+
+    def api_key_scopes(self) -> list[str]:
+        return list(self._json("GET", "/rest/api-keys/scopes")["data"])
+
+    def create_api_key(self, label: str = "n8n-sizer", scopes: list[str] | None = None) -> str:
+        """An API key with `scopes` (default: every scope the logged-in role may grant); kept for /api/v1."""
+        chosen = scopes if scopes is not None else self.api_key_scopes()
+        data = self._json("POST", "/rest/api-keys", json={"label": label, "scopes": chosen, "expiresAt": None})["data"]
+        self._api_key = data["rawApiKey"]
+        return self._api_key
+
+    # --- workflows -----------------------------------------------------------------------------
+
+    def create_workflow(self, workflow: dict[str, Any]) -> dict[str, Any]:
+        """Create through the public API; only the fields it accepts are sent. Returns n8n's workflow."""
+        body = {key: workflow[key] for key in WORKFLOW_CREATE_FIELDS if key in workflow}
+        body.setdefault("settings", {})
+        return self._json("POST", "/api/v1/workflows", public=True, json=body)
+
+    def activate_workflow(self, workflow_id: str) -> dict[str, Any]:
+        """Activate (2.x also calls it publish): its production webhooks start answering."""
+        return self._json("POST", f"/api/v1/workflows/{workflow_id}/activate", public=True)
+
+    def wait_webhook_registered(self, path: str, http_method: str = "POST", timeout_s: float = 30.0) -> float:
+        """Wait until main routes `path` (activation registers webhooks shortly after it answers).
+
+        Probes with another HTTP method, so nothing executes: 2.41.1 answers 404 "This webhook is not
+        registered for GET requests" once the path exists, and "The requested webhook ... is not
+        registered" before. Returns seconds waited.
+        """
+        probe = "GET" if http_method.upper() != "GET" else "PATCH"
+        url = f"{self.base_url}/{path.lstrip('/')}"
+        started = time.monotonic()
+        last = ""
+        while time.monotonic() - started < timeout_s:
+            try:
+                response = self._http.request(probe, url, timeout=5)
+                last = response.text
+                if "is not registered for" in last or response.status_code not in (404, 500):
+                    return time.monotonic() - started
+            except httpx.HTTPError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            time.sleep(0.1)
+        raise N8nApiError(probe, url, 404, f"webhook still not registered after {timeout_s:.0f} s: {last}")
+
+    def get_workflow_editor(self, workflow_id: str) -> float:
+        """What the editor loads when a user opens the workflow (`GET /rest/workflows/:id`, cookie); ms taken."""
+        started = time.perf_counter()
+        self._call("GET", f"/rest/workflows/{workflow_id}")
+        return (time.perf_counter() - started) * 1000.0
+
+    # --- executions ----------------------------------------------------------------------------
+
+    def list_executions(self, workflow_id: str, status: str | None = None) -> list[dict[str, Any]]:
+        """Every execution stored for the workflow (without their data), following `nextCursor`."""
+        params: dict[str, Any] = {"workflowId": workflow_id, "limit": PAGE_LIMIT}
+        if status is not None:
+            params["status"] = status
+        found: list[dict[str, Any]] = []
+        while True:
+            page = self._json("GET", "/api/v1/executions", public=True, params=params)
+            found.extend(page["data"])
+            cursor = page.get("nextCursor")
+            if not cursor or not page["data"]:
+                return found
+            params["cursor"] = cursor
+
+    def count_executions(self, workflow_id: str) -> ExecutionCounts:
+        executions = self.list_executions(workflow_id)
+        by_status = Counter(str(item.get("status")) for item in executions)
+        return ExecutionCounts(workflow_id=workflow_id, total=len(executions), by_status=dict(by_status))
+
+    def execution_status(self, execution_id: str) -> str:
+        """One execution's status: new, running, waiting, success, error, crashed, canceled, unknown."""
+        return str(self._json("GET", f"/api/v1/executions/{execution_id}", public=True)["status"])
+
+
+class N8nSession(BaseModel):
+    """An instance that is set up: where it is, its owner and the API key (both secret)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str
+    owner: OwnerLogin
+    api_key: SecretStr
+
+    def client(self, timeout_s: float = 30.0) -> N8nClient:
+        """A client with the API key; call `login` on it for /rest calls that need the cookie."""
+        return N8nClient(self.base_url, self.api_key.get_secret_value(), timeout_s)
+
+
+def set_up_instance(base_url: str, owner: OwnerLogin | None = None, ready_timeout_s: float = 120.0) -> N8nSession:
+    """Wait for readiness, create the owner, log in and create an API key with the role's scopes."""
+    owner = owner or OwnerLogin.generate()
+    with N8nClient(base_url) as client:
+        client.wait_ready(ready_timeout_s)
+        client.setup_owner(owner)
+        client.login(owner)
+        key = client.create_api_key()
+    return N8nSession(base_url=base_url, owner=owner, api_key=SecretStr(key))
+
+
+# --- workflow files ----------------------------------------------------------------------------
+
+def load_workflow(name_or_path: str) -> dict[str, Any]:
+    """A packaged template (light, code-heavy, long-wait, binary-read) or a workflow JSON file."""
+    if name_or_path in WORKFLOW_TEMPLATES:
+        text = resources.files("n8n_sizer").joinpath("templates", "workflows", f"{name_or_path}.json").read_text()
+        return json.loads(text)
+    try:
+        with open(name_or_path) as handle:
+            workflow = json.load(handle)
+    except FileNotFoundError:
+        raise InputError(f"--workflow {name_or_path}: no such file; try one of {', '.join(WORKFLOW_TEMPLATES)} "
+                         f"or a path to an exported workflow JSON") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--workflow {name_or_path}: not valid JSON ({exc.msg} at line {exc.lineno}); "
+                         f"export the workflow from n8n's editor (Download)") from None
+    if not isinstance(workflow, dict) or not isinstance(workflow.get("nodes"), list):
+        raise InputError(f"--workflow {name_or_path}: no `nodes` list; export the workflow from n8n's editor")
+    return workflow
+
+
+def webhook_path(workflow: dict[str, Any]) -> str:
+    """The production path of the workflow's first Webhook node (`/webhook/<path>`)."""
+    for node in workflow.get("nodes", []):
+        if node.get("type") == "n8n-nodes-base.webhook" and not node.get("disabled"):
+            path = node.get("parameters", {}).get("path") or node.get("webhookId")
+            if path:
+                return f"/webhook/{str(path).strip('/')}"
+    raise InputError(f"workflow {workflow.get('name', '(unnamed)')!r} has no enabled Webhook node with a path; "
+                     f"the bench calls a workflow through its webhook: add a Webhook trigger node")
