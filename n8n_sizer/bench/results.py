@@ -173,9 +173,10 @@ def _pct(values: list[float], q: float) -> float | None:
 
 
 def summarize_step(records: list[RequestRecord], outcome: StepOutcome, target: str, offered: str,
-                   offered_value: float) -> list[Sample]:
+                   offered_value: float, step_s: float | None = None) -> list[Sample]:
     """Load samples for one step: achieved rate, answered per minute, p50/p95/p99 of 2xx, errors by class.
 
+    Answered per minute is per minute of load (the step's length), as seed 000 counts it.
     Achieved rate is requests sent over the step's sending window (first scheduled to last sent), so a
     driver that fell behind its schedule shows it. Latencies are of answered (2xx) requests, from their
     scheduled time; failures are counted per class, never folded into latency.
@@ -185,6 +186,7 @@ def summarize_step(records: list[RequestRecord], outcome: StepOutcome, target: s
     ok = [r.latency_ms for r in records if r.status is not None and 200 <= r.status < 300]
     sent = [r for r in records if r.error_class != "dropped"]
     duration = max(outcome.finished_s - outcome.started_s, 1e-9)
+    load_s = step_s if step_s is not None else duration  # seed 000: answered per minute *of load*
     window = None
     if sent and outcome.last_sent_s is not None:
         first = min(r.scheduled_s for r in records)
@@ -194,7 +196,7 @@ def summarize_step(records: list[RequestRecord], outcome: StepOutcome, target: s
                unit="req/s" if offered == "rate" else "users", labels=labels, time_s=t),
         Sample(metric="requests", value=len(records), unit="count", labels=labels, time_s=t),
         Sample(metric="answered", value=len(ok), unit="count", labels=labels, time_s=t),
-        Sample(metric="answered_per_min", value=len(ok) * 60.0 / duration, unit="req/min", labels=labels, time_s=t),
+        Sample(metric="answered_per_min", value=len(ok) * 60.0 / load_s, unit="req/min", labels=labels, time_s=t),
         Sample(metric="step_duration", value=duration, unit="s", labels=labels, time_s=t),
     ]
     if window and window > 0:

@@ -8,9 +8,7 @@ warm-up executions never mix into the ledger's execution count of the measured w
 from __future__ import annotations
 
 import copy
-import json
 import uuid
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +41,8 @@ class BenchWorkflow(BaseModel):
 
 
 def _webhook_nodes(definition: dict[str, Any]) -> list[dict[str, Any]]:
-    return [n for n in definition.get("nodes", []) if isinstance(n, dict) and n.get("type") == WEBHOOK_TYPE]
+    return [n for n in definition.get("nodes", [])
+            if isinstance(n, dict) and n.get("type") == WEBHOOK_TYPE and not n.get("disabled")]
 
 
 def _with_path(definition: dict[str, Any], path: str, name: str) -> dict[str, Any]:
@@ -64,22 +63,11 @@ def public_api_body(definition: dict[str, Any]) -> dict[str, Any]:
 def load_workflow(spec: str, body_file: Path | None = None, run_tag: str | None = None) -> BenchWorkflow:
     """`spec` is `light`, `code-heavy` or a path to a workflow JSON file. `run_tag` makes the webhook path
     unique per run (targets keep their workflows between runs on a long-lived stack)."""
-    if spec in BUILT_IN:
-        text = resources.files("n8n_sizer").joinpath("templates", "workflows", f"{spec}.json").read_text()
-        source, name = f"built-in workflow {spec}", spec
-    else:
-        path = Path(spec)
-        if not path.is_file():
-            raise InputError(f"--workflow {spec}: no such file and not a built-in workflow; try --workflow light, "
-                             f"--workflow code-heavy or a JSON export of your workflow")
-        text, source, name = path.read_text(), f"--workflow {spec}", path.stem
-    try:
-        definition = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{source} is not JSON ({exc.msg} at line {exc.lineno}); export it from n8n "
-                         f"(Download) and pass that file") from None
-    if not isinstance(definition, dict) or not isinstance(definition.get("nodes"), list):
-        raise InputError(f"{source} has no `nodes` list; export the workflow from n8n (Download) and pass that file")
+    from n8n_sizer.bench.n8n_api import load_workflow as read_workflow  # part A's reader (templates or file)
+
+    source = f"built-in workflow {spec}" if spec in BUILT_IN else f"--workflow {spec}"
+    name = spec if spec in BUILT_IN else Path(spec).stem
+    definition = read_workflow(spec)
     hooks = _webhook_nodes(definition)
     if not hooks:
         raise InputError(f"{source} has no Webhook node, so there is nothing to send load to; add a Webhook "

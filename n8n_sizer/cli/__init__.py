@@ -15,6 +15,8 @@ from typer._click import exceptions as _click_errors
 from n8n_sizer.cli import advise as _advise
 from n8n_sizer.cli import render as _render
 from n8n_sizer.cli import fleet as _fleet
+from n8n_sizer.cli import bench as _bench
+from n8n_sizer.cli import report as _report
 
 app = typer.Typer(
     name="n8n-sizer",
@@ -27,6 +29,8 @@ app = typer.Typer(
 _advise.register(app)
 _render.register(app)
 _fleet.register(app)
+_bench.register(app)
+_report.register(app)
 
 
 def _run(command, prog_name: str, args: list[str] | None = None) -> None:

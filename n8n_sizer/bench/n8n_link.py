@@ -1,0 +1,95 @@
+"""The bench's use of part A's n8n API client: set a target's n8n up once, count its executions later.
+
+The owner login and API key are written to `<run>/secrets/<target>.json` (mode 0600, never printed), so a
+resumed run, a new process, can count executions on the same instance.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from n8n_sizer.bench.n8n_api import N8nApiError, N8nSession, OwnerLogin, set_up_instance
+from n8n_sizer.bench.hosts import HostError
+from n8n_sizer.bench.workflow import BenchWorkflow, public_api_body
+
+FINISHED = ("success", "error", "crashed", "canceled")
+
+
+class TargetLink(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    n8n_version: str | None
+    workflow_id: str
+    warmup_workflow_id: str
+    webhook_path: str
+    warmup_webhook_path: str
+
+
+class Counts(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stored: int
+    succeeded: int
+    finished: int
+    by_status: dict[str, int]
+
+
+def _save_session(path: Path, session: N8nSession) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # 0600 from the first byte, never overwritten
+    with os.fdopen(fd, "w") as f:
+        json.dump({"base_url": session.base_url, "email": session.owner.email,
+                   "password": session.owner.password.get_secret_value(),
+                   "api_key": session.api_key.get_secret_value()}, f)
+
+
+def _load_session(path: Path, base_url: str) -> N8nSession:
+    data = json.loads(path.read_text())
+    owner = OwnerLogin(email=data["email"], password=SecretStr(data["password"]))
+    return N8nSession(base_url=base_url, owner=owner, api_key=SecretStr(data["api_key"]))
+
+
+def _version(base_url: str) -> str | None:
+    try:
+        return httpx.get(f"{base_url}/rest/settings", timeout=10).json()["data"]["versionCli"]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return None  # recorded as unknown, never guessed
+
+
+def setup_target(base_url: str, workflow: BenchWorkflow, secrets_path: Path, target: str = "target") -> TargetLink:
+    """Owner, login, API key (or the saved ones), then the measured workflow and its warm-up copy, active."""
+    try:
+        if secrets_path.is_file():
+            session = _load_session(secrets_path, base_url)
+        else:
+            session = set_up_instance(base_url)
+            _save_session(secrets_path, session)
+        warm = workflow.copy_for("warmup")
+        ids = {}
+        with session.client() as client:
+            for key, flow in (("measured", workflow), ("warmup", warm)):
+                created = client.create_workflow(public_api_body(flow.definition))
+                client.activate_workflow(created["id"])
+                client.wait_webhook_registered(f"webhook/{flow.webhook_path}", flow.method)
+                ids[key] = str(created["id"])
+    except N8nApiError as exc:
+        raise HostError(f"{target}: setting n8n up failed: {exc}".replace("\n", " ")) from None
+    return TargetLink(n8n_version=_version(base_url), workflow_id=ids["measured"], warmup_workflow_id=ids["warmup"],
+                      webhook_path=workflow.webhook_path, warmup_webhook_path=warm.webhook_path)
+
+
+def count_executions(base_url: str, workflow_id: str, secrets_path: Path, target: str = "target") -> Counts:
+    session = _load_session(secrets_path, base_url)
+    try:
+        with session.client(timeout_s=60) as client:
+            counts = client.count_executions(workflow_id)
+    except N8nApiError as exc:
+        raise HostError(f"{target}: counting executions failed: {exc}".replace("\n", " ")) from None
+    by = counts.by_status
+    return Counts(stored=counts.total, succeeded=by.get("success", 0),
+                  finished=sum(by.get(s, 0) for s in FINISHED), by_status=by)

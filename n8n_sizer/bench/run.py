@@ -1,0 +1,327 @@
+"""A bench run: every target in its own thread, each through the same stages.
+
+Per target: bring up or wait for the stack (cloud-init marker + health on fleet hosts; part A's
+`localstack` over SSH on a loopback test host; in-process for `--local`); record host facts; set n8n up
+over its REST API (owner, login, API key, the measured workflow and a warm-up copy on its own webhook path);
+warm up (not recorded); run each step not yet finished; wait for the drain window; count the executions
+n8n stored for the measured workflow and write the ledger.
+
+What a run learns is written as it goes (records, samples, run.json), so a failure keeps everything so far.
+A dropped SSH connection stops that target's step (the load already sent completes and is recorded), keeps
+the stack running, and `--resume` picks up at the first unfinished step. Secrets (owner password, API key)
+go to `<run>/secrets/<target>.json`, mode 0600, never into run.json.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import sys
+import threading
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from ipaddress import ip_address
+from typing import Callable, Literal
+
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.bench import n8n_link
+from n8n_sizer.bench.facts import host_facts
+from n8n_sizer.bench.hosts import ConnectionLost, Host, HostError, SshHost
+from n8n_sizer.bench.ledger import build_ledger
+from n8n_sizer.bench.load import HttpPost, run_closed, run_open
+from n8n_sizer.bench.plan import ConcurrencyStep, LoadPlan, RateStep
+from n8n_sizer.bench.records import Ledger
+from n8n_sizer.bench.results import RunStore, summarize_step
+from n8n_sizer.bench.workflow import BenchWorkflow
+from n8n_sizer.errors import InputError
+
+StackKind = Literal["local", "localstack-ssh", "compose"]
+PING_EVERY_S = 2.0  # how often a step checks that the SSH connection to its target is still there
+WARMUP_CONCURRENCY = 4
+N8N_PORT = 5678  # the rendered compose stack publishes main on 5678 (templates/compose.yml.j2)
+
+Progress = Callable[[str, str, float], None]  # (target, what it is doing, fraction of the plan done)
+
+
+@dataclass
+class Target:
+    name: str
+    setup: Setup
+    kind: StackKind
+    host: Host
+    loadgen: Host | None = None  # where k6 runs (compose targets)
+    load_address: str | None = None  # the target's address as the load generator sees it
+    stack_options: dict = field(default_factory=dict)  # LocalStack options for local kinds
+
+
+def stack_kind_for(public_ip: str) -> StackKind:
+    """A fleet host runs the compose stack cloud-init started; a loopback host (the test sshd) has no
+    cloud-init, so the stack is started on it over SSH with `localstack`."""
+    try:
+        return "localstack-ssh" if ip_address(public_ip).is_loopback else "compose"
+    except ValueError:
+        return "compose"
+
+
+@dataclass
+class BenchJob:
+    store: RunStore
+    plan: LoadPlan
+    workflow: BenchWorkflow
+    targets: list[Target]
+    progress: Progress | None = None
+
+
+def run_bench(job: BenchJob) -> dict[str, Ledger]:
+    """Run every target in parallel; raise the first target's error after all have stopped."""
+    errors: dict[str, BaseException] = {}
+
+    def one(target: Target) -> None:
+        try:
+            _TargetRun(job, target).run()
+        except BaseException as exc:  # re-raised below, after every thread stopped
+            errors[target.name] = exc
+
+    threads = [threading.Thread(target=one, args=(t,), name=f"bench-{t.name}") for t in job.targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    job.store.close()
+    if errors:
+        name, exc = next(iter(errors.items()))
+        if isinstance(exc, InputError):
+            more = f" ({len(errors) - 1} more target(s) failed)" if len(errors) > 1 else ""
+            raise type(exc)(f"{exc}{more}") from None
+        raise exc
+    job.store.update_manifest(finished_s=time.time())
+    return dict(job.store.manifest.ledgers)
+
+
+class _TargetRun:
+    def __init__(self, job: BenchJob, target: Target) -> None:
+        self.job, self.t, self.store = job, target, job.store
+        self.lost = threading.Event()
+
+    def info(self) -> dict:
+        return dict(self.store.manifest.hosts.get(self.t.name, {}))
+
+    def save_info(self, **changes) -> None:
+        hosts = dict(self.store.manifest.hosts)
+        hosts[self.t.name] = {**hosts.get(self.t.name, {}), **changes}
+        self.store.update_manifest(hosts=hosts)
+
+    def say(self, what: str, done_s: float = 0.0) -> None:
+        if self.job.progress is not None:
+            self.job.progress(self.t.name, what, min(1.0, done_s / max(self.job.plan.duration_s, 1e-9)))
+
+    def run(self) -> None:
+        with ExitStack() as stack:
+            try:
+                main_url = self.start_stack(stack)
+                self.work(main_url)
+            except ConnectionLost:
+                stack.pop_all()  # keep the stack running for --resume
+                raise
+        self.t.host.close()
+
+    def start_stack(self, stack: ExitStack) -> str:
+        info, t = self.info(), self.t
+        if "facts" not in info:
+            self.say("host facts")
+            self.save_info(kind=t.kind, setup=t.setup.model_dump(mode="json"),
+                           facts=host_facts(t.host).model_dump(mode="json"))
+        if t.kind == "local":
+            from n8n_sizer.bench.localstack import LocalStack, StackOptions
+
+            self.say("starting n8n")
+            local = LocalStack(t.setup, StackOptions(**t.stack_options))
+            stack.callback(local.stop)
+            local.start()
+            return local.main_url
+        if t.kind == "localstack-ssh":
+            return self._localstack_over_ssh(stack, info)
+        return self._compose(stack)
+
+    def _localstack_over_ssh(self, stack: ExitStack, info: dict) -> str:
+        state_dir = info.get("stack_dir") or f"/tmp/n8n-sizer-{self.store.run_id}-{self.t.name}"
+        base = f"{shlex.quote(sys.executable)} -m n8n_sizer.bench.localstack"
+        state = shlex.quote(state_dir)
+        stack.callback(lambda: self.t.host.run(f"{base} down --state {state}", timeout_s=180, check=False))
+        if "stack_dir" in info:  # --resume: the stack kept running while the connection was down
+            self.say("attaching to n8n")
+            return _state_main_url(self.t.host.run(f"{base} status --state {state}", timeout_s=60).stdout,
+                                   self.t.name)
+        self.save_info(stack_dir=state_dir)
+        self.say("starting n8n over SSH")
+        s = self.t.setup
+        out = self.t.host.run(f"{base} up --state {state} --mode {s.mode} --workers {s.workers} --db {s.db}",
+                              timeout_s=900).stdout
+        return _state_main_url(out, self.t.name)
+
+    def _compose(self, stack: ExitStack) -> str:
+        from n8n_sizer.deploy.cloudinit import FAILED_MARKER, READY_MARKER, WAIT_TIMEOUT_S
+
+        self.say("waiting for cloud-init")
+        host = self.t.host
+        wait = (f"for i in $(seq 1 {int(WAIT_TIMEOUT_S) + 300}); do test -f {READY_MARKER} && exit 0; "
+                f"test -f {FAILED_MARKER} && {{ cat {FAILED_MARKER} >&2; exit 3; }}; sleep 1; done; "
+                f"echo 'no {READY_MARKER} yet' >&2; exit 4")
+        host.run(wait, timeout_s=WAIT_TIMEOUT_S + 360)
+        host.run(f"curl -fsS --retry 30 --retry-delay 2 --retry-all-errors -o /dev/null "
+                 f"http://127.0.0.1:{N8N_PORT}/healthz/readiness", timeout_s=120)
+        if not isinstance(host, SshHost):
+            return f"http://127.0.0.1:{N8N_PORT}"
+        local_port = stack.enter_context(host.tunnel(N8N_PORT))
+        return f"http://127.0.0.1:{local_port}"
+
+    # --- n8n, load, ledger ------------------------------------------------------------------------------
+
+    def work(self, main_url: str) -> None:
+        info = self.info()
+        secrets_path = self.store.folder / "secrets" / f"{self.t.name}.json"
+        if "workflow_id" not in info:
+            self.say("setting n8n up")
+            link = n8n_link.setup_target(main_url, self.job.workflow, secrets_path, self.t.name)
+            self.save_info(n8n_version=link.n8n_version, workflow_id=link.workflow_id,
+                           warmup_workflow_id=link.warmup_workflow_id, webhook_path=link.webhook_path,
+                           warmup_webhook_path=link.warmup_webhook_path)
+            info = self.info()
+        wf_url = f"{main_url}/webhook/{info['webhook_path']}"
+        warm_url = f"{main_url}/webhook/{info['warmup_webhook_path']}"
+        plan = self.job.plan
+        if plan.warmup_requests:
+            self.say("warm-up")
+            self._warmup(warm_url)
+        finished = set(self.store.finished_steps(self.t.name))
+        elapsed = sum(s.duration_s for s in plan.steps if s.name in finished)
+        for step in plan.steps:
+            if step.name in finished:
+                continue
+            self.say(step.name, elapsed)
+            self._step(step, wf_url, elapsed)
+            elapsed += step.duration_s
+        self.say("drain", plan.duration_s)
+        self._ledger(main_url, info["workflow_id"], secrets_path)
+        self.say("done", plan.duration_s)
+
+    def _warmup(self, url: str) -> None:
+        plan = self.job.plan
+        client = HttpPost(url, self.job.workflow.body, timeout_s=plan.timeout_s)
+        per_user = -(-plan.warmup_requests // WARMUP_CONCURRENCY)
+        outcome = asyncio.run(_closed_count(client, WARMUP_CONCURRENCY, per_user))
+        if outcome == 0:
+            raise HostError(f"{self.t.name}: no warm-up request to {url} was answered 2xx; "
+                            f"check the workflow runs in n8n (its log) before loading it")
+
+    def _step(self, step, url: str, elapsed: float) -> None:
+        plan, name = self.job.plan, self.t.name
+        seq_start = self.store.next_seq(name)
+        self.store.mark_step(name, step.name, "running", seq_start=seq_start)
+        if self.t.kind == "compose" and self.t.loadgen is not None:
+            return self._k6_step(step, seq_start)
+        client = HttpPost(url, self.job.workflow.body, timeout_s=plan.timeout_s)
+        watcher = threading.Thread(target=self._watch, args=(step,), daemon=True)
+        self._step_done = threading.Event()
+        watcher.start()
+        try:
+            if isinstance(step, RateStep):
+                outcome = asyncio.run(run_open(client, rate_per_s=step.rate_per_s, duration_s=step.duration_s,
+                                               max_in_flight=plan.max_in_flight, step=step.name, target=name,
+                                               seq_start=seq_start, sink=self.store.append_request,
+                                               should_stop=self.lost.is_set))
+            else:
+                outcome = asyncio.run(run_closed(client, concurrency=step.users, duration_s=step.duration_s,
+                                                 step=step.name, target=name, seq_start=seq_start,
+                                                 sink=self.store.append_request, should_stop=self.lost.is_set))
+        finally:
+            self._step_done.set()
+            watcher.join()
+        seq_end = seq_start + outcome.scheduled
+        if self.lost.is_set():
+            self.store.mark_step(name, step.name, "interrupted", seq_end=seq_end)
+            raise self._lost_error
+        records = [r for r in self.store.read_requests() if r.target == name and seq_start <= r.seq < seq_end]
+        kind, value = ("rate", step.rate_per_s) if isinstance(step, RateStep) else ("concurrency", float(step.users))
+        self.store.append_samples(summarize_step(records, outcome, name, kind, value, step.duration_s))
+        self.store.mark_step(name, step.name, "done", seq_end=seq_end, started_s=outcome.started_s,
+                             finished_s=outcome.finished_s)
+
+    def _k6_step(self, step, seq_start: int) -> None:
+        from n8n_sizer.bench.k6 import run_k6_step
+
+        name, info = self.t.name, self.info()
+        url = f"http://{self.t.load_address}:{N8N_PORT}/webhook/{info['webhook_path']}"
+        records, outcome = run_k6_step(self.t.loadgen, step, url, self.job.workflow.body, self.job.plan, name,
+                                       self.store.run_id, seq_start)
+        for record in records:
+            self.store.append_request(record)
+        kind, value = ("rate", step.rate_per_s) if isinstance(step, RateStep) else ("concurrency", float(step.users))
+        self.store.append_samples(summarize_step(records, outcome, name, kind, value, step.duration_s))
+        seq_end = max((r.seq for r in records), default=seq_start - 1) + 1
+        self.store.mark_step(name, step.name, "done", seq_end=seq_end, started_s=outcome.started_s,
+                             finished_s=outcome.finished_s)
+
+    def _watch(self, step) -> None:
+        started = time.monotonic()
+        while not self._step_done.wait(PING_EVERY_S):
+            try:
+                self.t.host.ping(timeout_s=10)
+            except ConnectionLost as exc:
+                self._lost_error = exc
+                self.lost.set()
+                return
+            done = min(time.monotonic() - started, step.duration_s)
+            finished = sum(s.duration_s for s in self.job.plan.steps if s.name in self.store.finished_steps(self.t.name))
+            self.say(step.name, finished + done)
+
+    def _ledger(self, main_url: str, workflow_id: str, secrets_path) -> None:
+        name = self.t.name
+        records = [r for r in self.store.read_requests() if r.target == name]
+        accepted = sum(1 for r in records if r.status is not None and 200 <= r.status < 300)
+        deadline = time.monotonic() + self.job.plan.drain_s
+        while True:
+            counts = n8n_link.count_executions(main_url, workflow_id, secrets_path, name)
+            if counts.finished >= accepted or time.monotonic() >= deadline:
+                break
+            time.sleep(min(2.0, max(0.1, deadline - time.monotonic())))
+        self.save_info(executions_by_status=counts.by_status)
+        ledger = build_ledger(records, counts.stored, counts.succeeded)
+        ledgers = dict(self.store.manifest.ledgers)
+        ledgers[name] = ledger
+        self.store.update_manifest(ledgers=ledgers)
+
+
+async def _closed_count(client: HttpPost, users: int, per_user: int) -> int:
+    """Warm-up: `users` loops of `per_user` requests each, nothing recorded; returns how many were 2xx."""
+    from n8n_sizer.bench.load import RequestFailed
+
+    ok = 0
+
+    async def user() -> None:
+        nonlocal ok
+        for _ in range(per_user):
+            try:
+                status, _, _ = await client.post()
+            except RequestFailed:
+                continue  # warm-up failures are not results; the first step records its own
+            ok += 200 <= status < 300
+
+    await asyncio.gather(*(user() for _ in range(users)))
+    client.close()
+    return ok
+
+
+def _state_main_url(text: str, target: str) -> str:
+    """main_url from the JSON state `localstack up|status` prints (its last JSON object)."""
+    start = text.find("{")
+    try:
+        state = json.loads(text[start:]) if start >= 0 else None
+    except json.JSONDecodeError:
+        state = None
+    if not isinstance(state, dict) or "main_url" not in state:
+        raise HostError(f"{target}: `localstack` printed no state with main_url: {' '.join(text.split())[-300:]}")
+    return state["main_url"]

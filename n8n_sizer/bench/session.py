@@ -1,0 +1,171 @@
+"""`n8n-sizer bench` as a library call: parse the request into targets, a plan and a run folder, run it,
+and resume it. The CLI only parses flags, calls `start_bench` / `resume_bench` and formats the summary.
+
+Everything a resume needs is in run.json's `spec` (the inventory, the plan, the workflow and its body,
+the SSH key path, never a key or a password), so `--resume RUN` takes no other flag.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.bench.hosts import HostError, LocalHost, SshHost
+from n8n_sizer.bench.plan import LoadPlan
+from n8n_sizer.bench.records import Ledger, RunManifest
+from n8n_sizer.bench.results import RunStore, new_run_id
+from n8n_sizer.bench.run import BenchJob, Progress, Target, run_bench, stack_kind_for
+from n8n_sizer.bench.workflow import BenchWorkflow, load_workflow
+from n8n_sizer.errors import InputError
+from n8n_sizer import versions
+
+
+class BenchRequest(BaseModel):
+    """What the user asked for, as stored in run.json's `spec`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: Literal["local", "inventory", "stack"]
+    stack: str | None = None
+    inventory: dict | None = None  # the inventory JSON (addresses and setups; no secrets)
+    local_setup: Setup | None = None
+    pin_cpus: int | None = None
+    plan: LoadPlan
+    workflow: str
+    ssh_key: str | None = None
+    ssh_port: int = 22
+
+
+class BenchSummary(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    folder: str
+    ledgers: dict[str, Ledger]
+
+
+def read_stack_inventory(stack: str) -> dict:
+    """`pulumi stack output --json inventory --stack NAME`, parsed; one-line errors when it cannot be read."""
+    if shutil.which("pulumi") is None:
+        raise InputError(f"--stack {stack}: the pulumi CLI is not installed here; install it "
+                         f"(https://www.pulumi.com/docs/install/) or pass --inventory FILE")
+    try:
+        res = subprocess.run(["pulumi", "stack", "output", "--json", "inventory", "--stack", stack],
+                             capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        raise InputError(f"--stack {stack}: `pulumi stack output` did not answer within 120 s; "
+                         f"try again or pass --inventory FILE") from None
+    if res.returncode != 0:
+        tail = " ".join(res.stderr.split())[-300:]
+        raise InputError(f"--stack {stack}: `pulumi stack output --json inventory` failed ({tail}); "
+                         f"check the stack name with `pulumi stack ls` and that `pulumi up` finished")
+    return _inventory_dict(res.stdout, f"--stack {stack}")
+
+
+def read_inventory_file(path: Path) -> dict:
+    if not path.is_file():
+        raise InputError(f"--inventory {path}: no such file; save one with "
+                         f"`pulumi stack output --json inventory > {path}`")
+    return _inventory_dict(path.read_text(), f"--inventory {path}")
+
+
+def _inventory_dict(text: str, source: str) -> dict:
+    from n8n_sizer.fleet.inventory import load_inventory
+
+    try:
+        inventory = load_inventory(text)
+    except InputError as exc:
+        raise InputError(f"{source}: {exc}") from None
+    if not inventory.targets():
+        raise InputError(f"{source}: the inventory lists no target host; add targets to the stack and `pulumi up`")
+    return json.loads(text)
+
+
+def build_targets(req: BenchRequest) -> list[Target]:
+    if req.source == "local":
+        setup = req.local_setup or Setup(mode="regular")
+        options = {"pin_cpus": req.pin_cpus} if req.pin_cpus else {}
+        return [Target(name="local", setup=setup, kind="local", host=LocalHost(), stack_options=options)]
+    from n8n_sizer.fleet.inventory import Inventory
+
+    inventory = Inventory.model_validate(req.inventory)
+    key = Path(req.ssh_key) if req.ssh_key else None
+    lg = inventory.loadgen()
+    loadgen = SshHost(lg.name, lg.public_ip, lg.ssh_user, key_file=key, port=req.ssh_port)
+    targets = []
+    for host in inventory.targets():
+        targets.append(Target(
+            name=host.name, setup=host.setup, kind=stack_kind_for(host.public_ip),
+            host=SshHost(host.name, host.public_ip, host.ssh_user, key_file=key, port=req.ssh_port),
+            loadgen=loadgen, load_address=host.private_ip or host.public_ip))
+    return targets
+
+
+def _check_targets_reachable(targets: list[Target]) -> None:
+    """Fail fast, before a run folder exists, when a host cannot be reached or refuses the key."""
+    for t in targets:
+        t.host.run("true", timeout_s=30)
+
+
+def start_bench(req: BenchRequest, out_dir: Path, progress: Progress | None = None,
+                workflow_body: Path | None = None) -> BenchSummary:
+    run_id = new_run_id()
+    flow = load_workflow(req.workflow, workflow_body, run_tag=run_id.rsplit("-", 1)[-1])
+    targets = build_targets(req)
+    _check_targets_reachable(targets)
+    manifest = RunManifest(run_id=run_id, created_s=time.time(), spec=_spec(req, flow),
+                           setup={t.name: t.setup.model_dump(mode="json") for t in targets},
+                           workflow=flow.name, versions=_versions())
+    store = RunStore.create(out_dir, manifest)
+    return _run(store, req, flow, targets, progress)
+
+
+def resume_bench(run: str, out_dir: Path, progress: Progress | None = None) -> BenchSummary:
+    store = RunStore.open(run, out_dir)
+    if store.manifest.finished_s is not None:
+        raise InputError(f"--resume {run}: that run finished at {time.ctime(store.manifest.finished_s)}; "
+                         f"nothing left to run (start a new one)")
+    spec = dict(store.manifest.spec)
+    flow = BenchWorkflow.model_validate({**spec.pop("workflow_resolved"), "body": spec.pop("body").encode()})
+    req = BenchRequest.model_validate(spec)
+    return _run(store, req, flow, build_targets(req), progress)
+
+
+def _run(store: RunStore, req: BenchRequest, flow: BenchWorkflow, targets: list[Target],
+         progress: Progress | None) -> BenchSummary:
+    try:
+        ledgers = run_bench(BenchJob(store=store, plan=req.plan, workflow=flow, targets=targets, progress=progress))
+    except InputError as exc:
+        msg = str(exc).replace("--resume RUN", f"--resume {store.run_id}")
+        if f"--resume {store.run_id}" not in msg:
+            msg += f" (results so far kept in {store.folder})"
+        raise type(exc)(msg) from None
+    finally:
+        for t in targets:
+            t.host.close()
+            if t.loadgen is not None:
+                t.loadgen.close()
+    return BenchSummary(run_id=store.run_id, folder=str(store.folder), ledgers=ledgers)
+
+
+def _spec(req: BenchRequest, flow: BenchWorkflow) -> dict:
+    spec = req.model_dump(mode="json")
+    spec["workflow_resolved"] = flow.model_dump(mode="json", exclude={"body"})
+    spec["body"] = flow.body.decode("utf-8")
+    return spec
+
+
+def _versions() -> dict[str, str]:
+    return {name.lower(): value for name, value in vars(versions).items()
+            if name.isupper() and isinstance(value, str)}
+
+
+__all__ = ["BenchRequest", "BenchSummary", "HostError", "read_inventory_file", "read_stack_inventory",
+           "resume_bench", "start_bench"]

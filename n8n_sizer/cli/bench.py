@@ -1,0 +1,61 @@
+"""`bench`: parse flags, call `n8n_sizer.bench.session`, show progress and the summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bench", help=BENCH_HELP)(bench)
+
+
+BENCH_HELP = """Benchmark real n8n: constant-rate steps, every request recorded, executions counted (ledger).
+
+Examples:
+  n8n-sizer bench --local --mode queue --workers 1 --rates 2 --step-seconds 10 --warmup 10
+  n8n-sizer bench --stack single --ssh-key ~/.ssh/n8n-sizer
+  n8n-sizer bench --resume 20261130T151500Z-1a2b3c
+"""
+
+
+def bench(
+    stack: Optional[str] = typer.Option(None, "--stack", help="Pulumi stack whose `inventory` output lists the hosts."),
+    inventory: Optional[Path] = typer.Option(None, "--inventory", help="Inventory JSON (pulumi stack output --json inventory)."),
+    local: bool = typer.Option(False, "--local", help="Start n8n on this machine and load it from here."),
+    mode: str = typer.Option("regular", "--mode", help="--local: regular or queue."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="--local: queue-mode workers (default 1 in queue mode)."),
+    db: Optional[str] = typer.Option(None, "--db", help="--local: postgres (default) or sqlite (regular mode only)."),
+    cpus: Optional[int] = typer.Option(None, "--cpus", help="--local: pin the stack to this many cores (taskset)."),
+    workflow: str = typer.Option("light", "--workflow", help="light, code-heavy or a workflow JSON file."),
+    body: Optional[Path] = typer.Option(None, "--body", help="JSON request body for your own --workflow FILE."),
+    rates: str = typer.Option("5,20,50", "--rates", help="Constant arrival rates, req/s, one step each (seed 000)."),
+    step_seconds: float = typer.Option(180.0, "--step-seconds", help="Seconds per step."),
+    sweep: str = typer.Option("", "--concurrency-sweep", help="Closed-model steps after the rates, e.g. 1,10,25,50 (seed 002)."),
+    warmup: int = typer.Option(200, "--warmup", help="Warm-up requests before the steps (not recorded)."),
+    timeout_s: float = typer.Option(120.0, "--timeout", help="Client timeout per request, seconds."),
+    max_in_flight: int = typer.Option(1000, "--max-in-flight", help="Open requests at most; more are recorded as dropped."),
+    drain_s: float = typer.Option(60.0, "--drain-seconds", help="How long stored executions may catch up after the load."),
+    ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help="Private key for the fleet's hosts."),
+    ssh_port: int = typer.Option(22, "--ssh-port", help="SSH port of the fleet's hosts."),
+    out: Path = typer.Option(Path("results"), "--out", help="Folder that holds run folders."),
+    json_out: bool = typer.Option(False, "--json", help="Print run id, run folder and ledgers as one JSON object."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="Continue an unfinished run (its id or folder)."),
+) -> None:
+    from n8n_sizer.bench.clifmt import bench_progress, print_summary
+    from n8n_sizer.bench.session import resume_bench, start_bench
+
+    with bench_progress(enabled=not json_out) as progress:
+        if resume is not None:
+            summary = resume_bench(resume, out, progress)
+        else:
+            from n8n_sizer.bench.clifmt import make_request
+
+            req = make_request(stack=stack, inventory=inventory, local=local, mode=mode, workers=workers, db=db,
+                               cpus=cpus, workflow=workflow, rates=rates, step_seconds=step_seconds, sweep=sweep,
+                               warmup=warmup, timeout_s=timeout_s, max_in_flight=max_in_flight, drain_s=drain_s,
+                               ssh_key=ssh_key, ssh_port=ssh_port)
+            summary = start_bench(req, out, progress, workflow_body=body)
+    print_summary(summary, json_out)
