@@ -16,8 +16,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from n8n_sizer.advisor.capacity import CapacityModel, HostShape
 from n8n_sizer.advisor.measurements import Measurement
 from n8n_sizer.advisor.points import CapacityPoint, Excluded, select_capacity_points
@@ -96,7 +94,7 @@ class FittedModel:
 
     model: CapacityModel
     specs: list[ParamSpec]
-    log_cov: np.ndarray
+    log_cov: list[list[float]]  # plain lists: predictions need no numpy, so `advise` starts fast
     resid_sd_log: float
     points: list[CapacityPoint]
     excluded: list[Excluded]
@@ -109,7 +107,7 @@ class FittedModel:
     def throughput_interval(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> tuple[float, float, float]:
         """(low, mid, high) executions per second, a 90% interval."""
         mid = self.model.throughput_at(profile, setup, host)
-        grad = np.zeros(len(self.specs))
+        grad = [0.0] * len(self.specs)
         base = dict(self.model.params)
         for i, spec in enumerate(self.specs):
             step = 1e-4
@@ -117,7 +115,9 @@ class FittedModel:
             bumped[spec.name] = base[spec.name] * math.exp(step)
             other = CapacityModel(bumped, self.model.reference_class).throughput_at(profile, setup, host)
             grad[i] = (math.log(other) - math.log(mid)) / step
-        var = float(grad @ self.log_cov @ grad) + self.resid_sd_log ** 2
+        cov = self.log_cov
+        var = sum(grad[i] * cov[i][j] * grad[j] for i in range(len(grad)) for j in range(len(grad)))
+        var += self.resid_sd_log ** 2
         half = Z90 * math.sqrt(max(var, 0.0))
         return mid * math.exp(-half), mid, mid * math.exp(half)
 
@@ -129,7 +129,8 @@ class TooFewPoints(ValueError):
 def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
                  leave_out: str | None = None) -> FittedModel:
     """Fit demands to every capacity point (but `leave_out`, for leave-one-out validation)."""
-    from scipy.optimize import least_squares  # imported here: only fitting needs scipy
+    import numpy as np  # imported here: only fitting needs numpy and scipy
+    from scipy.optimize import least_squares
 
     workflows = set(BUILTIN) | {m.workflow for m in measurements if is_user_point(m)}
     points, excluded = select_capacity_points(measurements, workflows)
@@ -172,7 +173,7 @@ def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
     resid_sd = max(math.sqrt(float(np.sum(data_res ** 2)) / dof), NOISE_FLOOR)
     jac_data = result.jac[:n] * NOISE_FLOOR  # back to log units
     fisher = jac_data.T @ jac_data / resid_sd ** 2 + result.jac[n:].T @ result.jac[n:]
-    log_cov = np.linalg.pinv(fisher)
+    log_cov = np.linalg.pinv(fisher).tolist()
     model = model_for(z)
     return FittedModel(model=model, specs=specs, log_cov=log_cov, resid_sd_log=resid_sd, points=points,
                        excluded=excluded,
@@ -183,7 +184,7 @@ def fitted_to_dict(fitted: FittedModel, measurements_sha256: str) -> dict:
     """The fitted state to ship with the package, so `advise` starts without refitting (see engine.py)."""
     return {"measurements_sha256": measurements_sha256, "reference_class": fitted.model.reference_class,
             "params": fitted.params, "spec_names": [s.name for s in fitted.specs],
-            "log_cov": fitted.log_cov.tolist(), "resid_sd_log": fitted.resid_sd_log, "residuals": fitted.residuals}
+            "log_cov": fitted.log_cov, "resid_sd_log": fitted.resid_sd_log, "residuals": fitted.residuals}
 
 
 def fitted_from_dict(data: dict, measurements: list[Measurement] | tuple[Measurement, ...]) -> FittedModel:
@@ -193,5 +194,5 @@ def fitted_from_dict(data: dict, measurements: list[Measurement] | tuple[Measure
     specs = [known.get(n) or (_overhead_spec(n.split(":", 1)[1]) if n.startswith("overhead:")
                               else _speed_spec(n.split(":", 1)[1])) for n in data["spec_names"]]
     return FittedModel(model=CapacityModel(data["params"], data["reference_class"]), specs=specs,
-                       log_cov=np.array(data["log_cov"]), resid_sd_log=data["resid_sd_log"], points=points,
+                       log_cov=data["log_cov"], resid_sd_log=data["resid_sd_log"], points=points,
                        excluded=excluded, residuals=data["residuals"])

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from n8n_sizer.advisor.measurements import Measurement
 from n8n_sizer.advisor.setup import Setup
 
@@ -39,10 +37,13 @@ class RamModel:
 
 
 def _line(points: list[tuple[int, float]]) -> tuple[float, float]:
-    x = np.array([p[0] for p in points], dtype=float)
-    y = np.array([p[1] for p in points], dtype=float)
-    slope, intercept = np.polyfit(x, y, 1)
-    return float(intercept), float(slope)
+    """Ordinary least squares y = a + b x (intercept, slope)."""
+    n = len(points)
+    mx = sum(p[0] for p in points) / n
+    my = sum(p[1] for p in points) / n
+    sxx = sum((p[0] - mx) ** 2 for p in points)
+    slope = sum((p[0] - mx) * (p[1] - my) for p in points) / sxx
+    return my - slope * mx, slope
 
 
 def fit_ram(measurements: list[Measurement] | tuple[Measurement, ...]) -> RamModel:
