@@ -48,6 +48,7 @@ class Load(_Frozen):
     client_timeout_s: float | None = None
     max_in_flight: int | None = None
     generator: str | None = None
+    network_rtt_ms: float | None = None  # round trip between load generator and server, inside every latency
     note: str | None = None
 
 

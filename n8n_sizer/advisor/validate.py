@@ -35,9 +35,23 @@ class HeldOut:
 
 
 @dataclass(frozen=True)
+class LatencyCheck:
+    id: str
+    setup: str
+    offered_per_s: float
+    measured_p95_ms: float
+    predicted_p95_ms: float
+
+    @property
+    def error_pct(self) -> float:
+        return 100.0 * (self.predicted_p95_ms - self.measured_p95_ms) / self.measured_p95_ms
+
+
+@dataclass(frozen=True)
 class Validation:
     points: list[HeldOut]
     excluded: list[Excluded]
+    latency: list[LatencyCheck]
 
     @property
     def median_abs_pct_error(self) -> float:
@@ -74,6 +88,23 @@ def leave_one_out(measurements: list[Measurement] | tuple[Measurement, ...]) -> 
         low, mid, high = fitted.throughput_interval(profile_of(m), setup_of(m), host_of(m))
         hw = m.hardware
         held.append(HeldOut(id=m.id, workflow=m.workflow, setup=describe_setup(m),
-                            host=f"{hw.size or hw.provider} ({hw.vcpu:g} vCPU {hw.arch})",
+                            host=f"{hw.provider}{' ' + hw.size if hw.provider == 'hetzner' else ''} {hw.vcpu:g} vCPU {hw.arch}",
                             measured_per_s=point.throughput_per_s, predicted_per_s=mid, low_per_s=low, high_per_s=high))
-    return Validation(points=held, excluded=full.excluded)
+    return Validation(points=held, excluded=full.excluded, latency=latency_checks(full, measurements))
+
+
+def latency_checks(fitted, measurements) -> list[LatencyCheck]:
+    """p95 predicted for open-load points below capacity (constant arrival rate, so ca^2 = 0), plus the
+    network round trip the source reported; not part of the accuracy targets, which are about capacity."""
+    out = []
+    for m in measurements:
+        r, load = m.results, m.load
+        if load.kind != "open" or r.p95_ms is None or load.network_rtt_ms is None or load.offered_rps is None:
+            continue
+        profile, setup, host = profile_of(m), setup_of(m), host_of(m)
+        if load.offered_rps >= fitted.model.throughput_at(profile, setup, host):
+            continue
+        pred = fitted.model.p95_ms_at(profile, setup, host, load.offered_rps, arrival_cv2=0.0) + load.network_rtt_ms
+        out.append(LatencyCheck(id=m.id, setup=describe_setup(m), offered_per_s=load.offered_rps,
+                                measured_p95_ms=r.p95_ms, predicted_p95_ms=pred))
+    return out
