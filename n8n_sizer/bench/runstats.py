@@ -70,13 +70,13 @@ def peak_stack_ram_mib(samples: Iterable[Sample]) -> float | None:
 
 
 def step_windows(records: Iterable[RequestRecord]) -> dict[str, tuple[float, float]]:
-    """Each load step's time span from its requests' schedule (first scheduled to last answered)."""
+    """Each load step's span from its requests' schedule: first scheduled to last scheduled (+ one
+    interarrival for a rate step), i.e. while load was offered, not the answers' tail."""
     spans: dict[str, tuple[float, float]] = {}
     for r in records:
-        end = r.scheduled_s + (r.latency_ms or 0) / 1000
-        lo, hi = spans.get(r.step, (r.scheduled_s, end))
-        spans[r.step] = (min(lo, r.scheduled_s), max(hi, end))
-    return spans
+        lo, hi = spans.get(r.step, (r.scheduled_s, r.scheduled_s))
+        spans[r.step] = (min(lo, r.scheduled_s), max(hi, r.scheduled_s))
+    return {step: (lo, hi + (1 / rate if (rate := step_rate(step)) else 0.0)) for step, (lo, hi) in spans.items()}
 
 
 def step_rate(step: str) -> float | None:

@@ -1,0 +1,32 @@
+"""`report`: run folders in, one Markdown report with PNG plots out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report", help=REPORT_HELP)(report)
+
+
+REPORT_HELP = """Write a Markdown report with PNG plots for one or more bench, soak, find-max or drill runs.
+
+Example: n8n-sizer report results/20261130T151500Z-1a2b3c --out report/
+"""
+
+
+def report(
+    runs: List[Path] = typer.Argument(..., help="Run folders (results/<run-id>) to report on, one or more."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for report.md and the PNGs (default: <first run>/report)."),
+    no_plots: bool = typer.Option(False, "--no-plots", help="Markdown only, no PNG plots."),
+) -> None:
+    from n8n_sizer.bench.report import build_report
+
+    out_dir = out if out is not None else Path(runs[0]) / "report"
+    result = build_report(runs, out_dir, plots=not no_plots)
+    typer.echo(f"report: {result.markdown}")
+    for image in result.images:
+        typer.echo(f"plot:   {image}")
