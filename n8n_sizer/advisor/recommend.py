@@ -170,17 +170,24 @@ class Advisor:
         limited = self._candidate(profile, host, "regular-limit", 0, rate)
         if self._carries(limited, rate, p95_target):
             return limited, True
-        max_workers = max(2, 2 * math.ceil(host.vcpu))
-        queue = [self._candidate(profile, host, "queue", w, rate) for w in range(1, max_workers + 1)]
+        queue, best_queue = self._queue_options(profile, host, rate, p95_target)
         carrying = [c for c in queue if self._carries(c, rate, p95_target)]
         comfortable = [c for c in carrying if rate <= COMFORT_UTILISATION * c.mid]
         if comfortable or carrying:
             return (comfortable or carrying)[0], True
-        everything = [regular, limited] + queue
-        best = max(everything, key=lambda c: c.mid)
+        if best_queue.mid >= max(regular.mid, limited.mid):
+            return best_queue, False
+        return max((regular, limited), key=lambda c: c.mid), False
+
+    def _queue_options(self, profile: WorkflowProfile, host: HostShape, rate: float,
+                       p95_target: float | None) -> tuple[list[_Candidate], _Candidate]:
+        """Queue candidates with 1..2V workers, and the one with the most capacity that does not add a
+        worker the model cannot tell apart from noise (mid below the best candidate's interval low end)."""
+        max_workers = max(2, 2 * math.ceil(host.vcpu))
+        queue = [self._candidate(profile, host, "queue", w, rate) for w in range(1, max_workers + 1)]
+        best = max(queue, key=lambda c: c.mid)
         low, _, _ = self.fitted.throughput_interval(profile, best.setup, host)
-        enough = [c for c in queue if c.mid >= low] if best.mode == "queue" else [best]
-        return enough[0], False
+        return queue, next(c for c in queue if c.mid >= low)
 
     # --- the answer ----------------------------------------------------------------------------
     def recommend(self, req: Request) -> Recommendation:
@@ -235,6 +242,13 @@ class Advisor:
         if carries and req.rps > low:
             warnings.append(f"the low end of the capacity interval ({low:.1f}/s) is below {req.rps:g}/s: "
                             "measure your workflow (`n8n-sizer bench`) before relying on it")
+        if choice.mode != "queue" and choice.bound.split(":")[0] in ("main", "runners"):
+            util = self.model.cpu_utilisation_at(profile, setup, host, min(req.rps, mid))
+            if util < 0.6:
+                _, alt = self._queue_options(profile, host, req.rps, req.p95_ms)
+                warnings.append(f"one process is the ceiling ({choice.bound.split(':')[0]}) while the cores are only "
+                                f"~{util:.0%} busy: seed 000's signal for queue mode, where {alt.setup.workers} workers "
+                                f"would carry about {alt.mid:.1f}/s on this host")
         if server.shared_core:
             warnings.append(f"{server.size} is shared-core (burstable): sustained capacity uses its {host.vcpu:g} "
                             "vCPU baseline; bursts above it spend CPU credits")
