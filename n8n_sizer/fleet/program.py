@@ -22,6 +22,7 @@ from n8n_sizer.fleet.spec import NAMESPACE, FleetSpec, TargetSpec, parse_fleet_c
 USER_DATA_LIMIT_BYTES = 32 * 1024  # Hetzner's user_data limit; GCP's metadata value limit is larger
 _OBJECT_KEYS = ("loadgen", "targets", "ttl_hours")
 
+LOADGEN_READY_MARKER = "/var/lib/n8n-sizer-loadgen-ready"  # the bench driver waits for this file
 # The load generator only needs Docker to run the pinned k6 image; the apt timers are off for the same
 # reason as on targets (seed 004: an unattended package refresh made a 56 s request).
 LOADGEN_CLOUD_INIT = """#cloud-config
@@ -30,8 +31,8 @@ packages: [docker.io]
 runcmd:
   - [systemctl, disable, --now, apt-daily.timer, apt-daily-upgrade.timer, unattended-upgrades.service]
   - [systemctl, enable, --now, docker]
-  - [touch, /var/lib/n8n-sizer-loadgen-ready]
-"""
+  - [touch, {marker}]
+""".format(marker=LOADGEN_READY_MARKER)
 
 RenderUserData = Callable[[TargetSpec], str]
 

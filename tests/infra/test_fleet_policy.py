@@ -163,3 +163,17 @@ def test_each_bad_stack_file_stops_the_program_with_its_message(path):
         run_main(stack_name(path), read_stack_config(path))
     assert expected in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_the_load_generator_cloud_init_passes_debians_schema(tmp_path):
+    import shutil
+    import subprocess
+
+    tool = shutil.which("cloud-init")
+    if tool is None:
+        pytest.fail("Debian's cloud-init is not installed (scripts/test.sh installs it)")
+    path = tmp_path / "user-data.yaml"
+    path.write_text(LOADGEN_CLOUD_INIT)
+    proc = subprocess.run([tool, "schema", "--config-file", str(path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "/var/lib/n8n-sizer-loadgen-ready" in LOADGEN_CLOUD_INIT  # bench/k6.py waits for it
