@@ -1,0 +1,52 @@
+"""What a `check` rule returns, and the small helpers every rule uses."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from n8n_sizer.deploy.composefile import Service
+
+Status = Literal["pass", "fail", "n/a"]
+
+
+class RuleResult(BaseModel):
+    """One checklist rule's verdict; `fix` is set for a failure."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rule: str
+    status: Status
+    message: str
+    fix: str | None = None
+
+
+class CheckContext(BaseModel):
+    """What the user told `check` about the host and the workflows."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    vcpu: int | None
+    longest_execution_s: int | None
+
+
+def ok(rule: str, message: str) -> RuleResult:
+    return RuleResult(rule=rule, status="pass", message=message)
+
+
+def na(rule: str, message: str) -> RuleResult:
+    return RuleResult(rule=rule, status="n/a", message=message)
+
+
+def fail(rule: str, message: str, fix: str) -> RuleResult:
+    return RuleResult(rule=rule, status="fail", message=message, fix=fix)
+
+
+def names(services: list[Service]) -> str:
+    return ", ".join(s.name for s in services)
+
+
+def as_int(text: str | None) -> int | None:
+    return int(text) if text is not None and re.fullmatch(r"-?\d+", text.strip()) else None
