@@ -65,7 +65,7 @@ def _at_least_one(**values: int | None) -> None:
 
 
 def render(
-    mode: str = typer.Option("queue", "--mode", help="regular or queue."),
+    mode: str = typer.Option(..., "--mode", help="regular or queue."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Queue-mode workers (default 2 in queue mode, 0 in regular)."),
     concurrency: int = typer.Option(10, "--concurrency", help="Executions per worker (worker --concurrency)."),
     runner_concurrency: int = typer.Option(5, "--runner-concurrency", help="N8N_RUNNERS_MAX_CONCURRENCY per runner."),

@@ -60,7 +60,8 @@ def test_check_json() -> None:
     (["render", "--mode", "regular", "--n8n-version", "latest"], "--n8n-version"),
     (["render", "--mode", "sideways"], "--mode"),
     (["render", "--mode", "queue", "--pool", "10", "--workers", "4", "--max-connections", "20"], "= 61"),
-    (["render", "--profile", "production"], "--domain"),
+    (["render", "--mode", "regular", "--profile", "production"], "--domain"),
+    (["render", "--workers", "2"], "--mode"),
     (["check", "/nonexistent/compose.yml"], "FILE"),
     (["check", str(DATA / "good-queue.yml"), "--vcpu", "0"], "--vcpu"),
 ])

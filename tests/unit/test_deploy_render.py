@@ -121,6 +121,32 @@ def test_check_passes_every_rendered_stack(case: str) -> None:
     assert sum(r.status == "pass" for r in results) >= 8
 
 
+# More shapes, not kept as golden files: they must still validate and pass `check`.
+MORE: list[tuple[Setup, dict]] = [
+    (Setup(mode="regular", db="sqlite"), {"profile": "production", "domain": "n8n.example.com"}),
+    (Setup(mode="regular", db="postgres", db_pool_size=5, longest_execution_s=900), {}),
+    (Setup(mode="queue", workers=3, concurrency=20, production_limit=20, runner_concurrency=10), {}),
+    (Setup(mode="queue", workers=8, db_pool_size=20), {"public_url": "http://203.0.113.7:5678/"}),
+    (Setup(mode="queue", workers=64), {}),  # compressed cloud-init
+]
+
+
+def test_more_shapes_validate_and_pass_check(tmp_path: Path) -> None:
+    tool = Path(sys.executable).parent / "check-jsonschema"
+    paths = []
+    for i, (setup, kwargs) in enumerate(MORE):
+        bundle = render_bundle(setup, FAKE, **kwargs)
+        results = check_compose(bundle.compose, parse_env_text(bundle.env), vcpu=2 * max(1, setup.workers),
+                                longest_execution_s=setup.longest_execution_s)
+        assert [(r.rule, r.message) for r in results if r.status == "fail"] == [], (setup, kwargs)
+        path = tmp_path / f"more-{i}.yml"
+        path.write_text(bundle.compose)
+        paths.append(str(path))
+    proc = subprocess.run([str(tool), "--builtin-schema", "vendor.compose-spec", *paths],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_queue_stack_follows_seed_000() -> None:
     bundle = _bundle("queue-2-workers")
     services = yaml.safe_load(bundle.compose)["services"]
