@@ -23,7 +23,8 @@ from pathlib import Path
 
 from n8n_sizer.bench.hosts import Host
 from n8n_sizer.bench.probes import Probe, ProbeParseError, batch_command, split_batch
-from n8n_sizer.bench.probes.host import parse_children, process_probe
+from n8n_sizer.bench.probes.host import host_probes, parse_children, process_probe, process_tree_probe
+from n8n_sizer.bench.probes.services import n8n_metrics_probe, postgres_probe, redis_probes
 from n8n_sizer.bench.probes.rates import counters_to_rates, is_counter
 from n8n_sizer.bench.records import Sample
 
@@ -77,7 +78,8 @@ class Sampler:
     """
 
     def __init__(self, host: Host, sink: Path | Callable[[Sequence[Sample]], None], probes: Sequence[Probe] = (), *,
-                 processes: Mapping[str, int] | None = None, labels: Mapping[str, str] | None = None,
+                 processes: Mapping[str, int] | None = None, trees: Mapping[str, int] | None = None,
+                 labels: Mapping[str, str] | None = None,
                  interval_s: float = 1.0, timeout_s: float = 5.0,
                  editor_check: Callable[[], None] | None = None, editor_every_s: float = 5.0,
                  clock: Callable[[], float] = time.time) -> None:
@@ -86,7 +88,8 @@ class Sampler:
         self._sink = sink if callable(sink) else (lambda samples, _p=Path(sink): append_samples(_p, samples))
         self._sink_dir = None if callable(sink) else Path(sink).parent
         self.probes = list(probes)
-        self.processes = dict(processes or {})
+        self.processes = dict(processes or {})  # n8n processes: each also gets its runner child sampled
+        self.trees = dict(trees or {})  # summed with all children (Postgres and its backends)
         self.labels = {"host": host.name, **(labels or {})}
         self.interval_s = interval_s
         self.timeout_s = timeout_s
@@ -105,6 +108,8 @@ class Sampler:
         probes = list(self.probes)
         for name, pid in {**self.processes, **self._children}.items():
             probes.append(process_probe(name, pid))
+        for name, pid in self.trees.items():
+            probes.append(process_tree_probe(name, pid))
         for name, pid in self.processes.items():
             probes.append(Probe(f"children-{name}", f"cat /proc/{int(pid)}/task/*/children", lambda t, s, l: []))
         return probes
@@ -200,3 +205,33 @@ def http_editor_check(client, workflow_id: str) -> Callable[[], None]:
         client.get(f"/rest/workflows/{workflow_id}").raise_for_status()
 
     return check
+
+
+def local_stack_telemetry(stack, *, n8n_metrics: bool = False) -> dict:
+    """Sampler arguments for part A's `LocalStack`: host probes, Redis and Bull (queue mode), Postgres
+    connections (over its private socket, trust auth), and which PIDs to follow.
+
+    Returns {"probes": [...], "processes": {...}, "trees": {...}} for `Sampler(host, sink, **that)`.
+    `n8n_metrics` adds main's /metrics queue gauges: start main with N8N_METRICS=true and
+    N8N_METRICS_INCLUDE_QUEUE_METRICS=true, or every tick records an error sample.
+    """
+    probes = host_probes()
+    processes = {name: p.pid for name, p in stack.processes.items() if name not in ("postgres", "redis")}
+    trees = {name: p.pid for name, p in stack.processes.items() if name in ("postgres", "redis")}
+    if stack.uses_redis and stack.redis_port:
+        # redis-cli reads the password from this 0600 file at run time: it never sits in a command line
+        secret = Path(stack.stack_dir) / "redis-probe.secret"
+        if not secret.exists():
+            fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(stack.secrets.redis_password)
+        probes += redis_probes(stack.redis_port, password_file=str(secret))
+    if stack.uses_postgres and stack.postgres_port:
+        from n8n_sizer.bench.n8n_env import POSTGRES_DATABASE, POSTGRES_USER
+
+        socket_dir = Path(stack.stack_dir) / "postgres" / "data"  # LocalStack's unix_socket_directories
+        probes.append(postgres_probe(stack.postgres_port, host=str(socket_dir), user=POSTGRES_USER,
+                                     database=POSTGRES_DATABASE))
+    if n8n_metrics:
+        probes.append(n8n_metrics_probe(stack.main_url))
+    return {"probes": probes, "processes": processes, "trees": trees}

@@ -83,8 +83,10 @@ def test_sampler_writes_rates_queue_depth_errors_and_editor(tmp_path, redis_port
     assert sampler.ticks >= 3
 
     runner = [s for s in samples if s.metric == "process_cpu_cores" and s.labels["process"] == "main-runner"]
-    assert runner and max(s.value for s in runner) > 0.5  # the child burns most of a core
-    assert all(s.value < 0.2 for s in samples if s.metric == "process_cpu_cores" and s.labels["process"] == "main")
+    # the child burns what the 2 shared cores give it (other tests run alongside); the parent only waits
+    assert runner and max(s.value for s in runner) > 0.1
+    parent = [s.value for s in samples if s.metric == "process_cpu_cores" and s.labels["process"] == "main"]
+    assert parent and max(parent) < 0.05
 
     assert metrics["host_cpu_pct"] >= 8 * 2  # every state, from the second tick on
     iowait = [s for s in samples if s.metric == "host_cpu_pct" and s.labels["state"] == "iowait"]

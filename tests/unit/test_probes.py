@@ -221,3 +221,21 @@ def test_split_batch_cut_short():
     # /proc/PID/task/*/children ends without a newline: the end marker lands on the same line
     parts = split_batch("@@n8n-sizer-probe begin c\n10053 @@n8n-sizer-probe end c 0\n")
     assert parts["c"].exit_code == 0 and parse_children(parts["c"].text) == [10053]
+
+
+def test_process_tree_sums_postgres_and_backends():
+    from n8n_sizer.bench.probes.host import parse_process_tree
+
+    text = read("proc_tree_postgres.txt")
+    samples = parse_process_tree(text, 1.0, L)
+    sections = text.split("== ")[1:]
+    pss = sum(int(line.split()[1]) for line in text.splitlines() if line.startswith("Pss:"))
+    assert by(samples, "process_rss_mib").value == pytest.approx(pss / 1024)
+    assert by(samples, "process_tree_size").value == len(sections) >= 5  # postmaster, its helpers, 4 clients
+    root = sections[0].splitlines()[1]
+    rest = root[root.rfind(")") + 1 :].split()
+    assert by(samples, "process_cpu_seconds_total").value >= sum(int(v) for v in rest[11:15]) / 100
+    # a child gone between listing and reading leaves an empty section, not an error
+    assert by(parse_process_tree(text + "== 99999\n", 1.0, L), "process_tree_size").value == len(sections)
+    with pytest.raises(ProbeParseError):
+        parse_process_tree("== 99999\n", 1.0, L)

@@ -142,6 +142,42 @@ def parse_children(text: str) -> list[int]:
     return [int(tok) for tok in text.split() if tok.isdigit()]
 
 
+def parse_process_tree(text: str, time_s: float, labels: Mapping[str, str], *, ticks_per_s: int = TICKS_PER_S) -> list[Sample]:
+    """`process_tree_probe` output -> CPU seconds and PSS of a process and its children, summed.
+
+    For Postgres: one backend per connection, short-lived ones included through the parent's cutime and
+    cstime (time of children it has waited for). Memory is PSS (proportional set size, smaps_rollup),
+    so shared buffers are not counted once per backend as RSS would.
+    """
+    sections = [sec for sec in text.split("== ")[1:]]
+    if not sections or ")" not in sections[0]:
+        raise ProbeParseError(f"no /proc/PID/stat for the tree's root: {text.strip()[:80]!r}")
+    cpu_ticks, pss_kib, count = 0, 0, 0
+    for index, sec in enumerate(sections):
+        stat_line = next((line for line in sec.splitlines() if ")" in line), None)
+        if stat_line is None:
+            continue  # a child that exited between listing and reading
+        rest = stat_line[stat_line.rfind(")") + 1 :].split()
+        cpu_ticks += int(rest[11]) + int(rest[12]) + (int(rest[13]) + int(rest[14]) if index == 0 else 0)
+        pss = re.search(r"^Pss:\s+(\d+)\s+kB", sec, re.M)
+        pss_kib += int(pss.group(1)) if pss else 0
+        count += 1
+    return [
+        sample("process_cpu_seconds_total", cpu_ticks / ticks_per_s, "s", time_s, labels),
+        sample("process_rss_mib", pss_kib / 1024, "MiB", time_s, labels, memory="pss"),
+        sample("process_tree_size", count, "processes", time_s, labels),
+    ]
+
+
+def process_tree_probe(process: str, pid: int) -> Probe:
+    """CPU and PSS of a process with all its children (Postgres and its backends)."""
+    pid = int(pid)
+    cmd = (f"for p in {pid} $(cat /proc/{pid}/task/*/children 2>/dev/null); do echo \"== $p\"; "
+           f"cat /proc/$p/stat 2>/dev/null; grep '^Pss:' /proc/$p/smaps_rollup 2>/dev/null; done; "
+           f"test -e /proc/{pid}/stat")
+    return Probe(f"tree-{process}", cmd, parse_process_tree, labels={"process": process, "pid": str(pid)})
+
+
 def host_probes() -> list[Probe]:
     """The host-wide probes every target gets."""
     return [

@@ -49,14 +49,20 @@ def parse_bull_queue(text: str, time_s: float, labels: Mapping[str, str]) -> lis
     ]
 
 
-def _redis_cli(port: int, host: str, password_env: str | None, prefix: str) -> str:
-    auth = f'REDISCLI_AUTH="${password_env}" ' if password_env else ""
+def _redis_cli(port: int, host: str, password_env: str | None, password_file: str | None, prefix: str) -> str:
+    auth = ""
+    if password_env:
+        auth = f'REDISCLI_AUTH="${password_env}" '
+    elif password_file:  # read at run time on the host: the password never sits in the command line
+        auth = f'REDISCLI_AUTH="$(cat {shlex.quote(password_file)} 2>/dev/null)" '
     return f"{prefix}{auth}redis-cli -h {shlex.quote(host)} -p {int(port)}"
 
 
-def redis_probes(port: int = 6379, host: str = "127.0.0.1", *, password_env: str | None = None, prefix: str = "") -> list[Probe]:
-    """Redis INFO and Bull queue depth. `prefix` runs redis-cli elsewhere, e.g. `docker exec n8n-redis `."""
-    cli = _redis_cli(port, host, password_env, prefix)
+def redis_probes(port: int = 6379, host: str = "127.0.0.1", *, password_env: str | None = None,
+                 password_file: str | None = None, prefix: str = "") -> list[Probe]:
+    """Redis INFO and Bull queue depth. `prefix` runs redis-cli elsewhere, e.g. `docker exec n8n-redis `.
+    The password comes from an environment variable on the host or a file holding only the password."""
+    cli = _redis_cli(port, host, password_env, password_file, prefix)
     return [
         Probe("redis_info", f"{cli} INFO", parse_redis_info),
         Probe("bull_queue", f"{cli} LLEN {BULL_WAIT_KEY} && {cli} LLEN {BULL_ACTIVE_KEY}", parse_bull_queue),

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from n8n_sizer.bench.probes.host import process_probe
+from n8n_sizer.bench.probes.host import process_probe, process_tree_probe
 from n8n_sizer.bench.probes.services import BULL_ACTIVE_KEY, BULL_WAIT_KEY, postgres_probe, redis_probes
 
 HERE = Path(__file__).parent
@@ -81,7 +81,7 @@ def capture_redis(tmp: Path) -> None:
             time.sleep(0.1)
         # Seven jobs waiting and two active, pushed the way Bull 4 does (job ids into lists).
         sh(f"redis-cli -p {port} LPUSH {BULL_WAIT_KEY} 11 12 13 14 15 16 17 && redis-cli -p {port} LPUSH {BULL_ACTIVE_KEY} 9 10")
-        info, queue = redis_probes(port)
+        info, queue = redis_probes(port, password_file=str(tmp / "no-such-password-file"))
         save("redis_info.txt", sh(info.command))
         save("redis_llen.txt", sh(queue.command))
         save("proc_pid_redis.txt", sh(process_probe("redis", proc.pid).command))
@@ -118,6 +118,7 @@ def capture_postgres(tmp: Path) -> None:
                                             start_new_session=True))
         time.sleep(1.0)
         save("pg_activity.txt", sh(postgres_probe(port).command))
+        save("proc_tree_postgres.txt", sh(process_tree_probe("postgres", proc.pid).command))
     finally:
         for c in clients:
             os.killpg(c.pid, 9)  # each client's own session group, started here
