@@ -11,10 +11,12 @@ fails is reported (`confirmed=False`), not hidden.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from n8n_sizer.bench.records import RequestRecord
+from n8n_sizer.bench.runstats import answered_latencies, percentile
 from n8n_sizer.errors import InputError
 
 
@@ -51,6 +53,19 @@ class SearchResult(BaseModel):
     at_upper_bound: bool  # `high` itself passed: the true maximum may be higher
     confirmed: bool | None  # the found rate passed again when re-measured; None when not re-measured
     steps: list[SearchStep]
+
+
+def step_outcome(rate_per_s: float, records: Sequence[RequestRecord], duration_s: float | None = None) -> StepOutcome:
+    """One step's records -> its outcome. Every request without a 2xx counts as an error, "dropped" ones
+    (not sent: the in-flight cap was full) included: a rate the client could not even offer is not
+    sustainable. p95 is over answered requests."""
+    lat = answered_latencies(records)
+    span = duration_s
+    if span is None and records:
+        times = [r.scheduled_s for r in records]
+        span = max(times) - min(times) + 1 / rate_per_s
+    return StepOutcome(rate_per_s=rate_per_s, fired=len(records), errors=len(records) - len(lat),
+                       p95_ms=percentile(lat, 95), answered_per_s=len(lat) / span if span else None)
 
 
 def judge(outcome: StepOutcome, *, p95_ms: float, error_budget: float) -> SearchStep:

@@ -88,3 +88,18 @@ def test_judge_reasons():
 def test_bad_input_names_the_flag(kw, flag):
     with pytest.raises(InputError, match=flag):
         find_max_rate(server(10), **kw)
+
+
+def test_step_outcome_from_records_counts_dropped_as_errors():
+    from n8n_sizer.bench.records import RequestRecord
+    from n8n_sizer.bench.search import step_outcome
+
+    def rec(i, status, latency, cls=None):
+        return RequestRecord(seq=i, step="rate-10", target="local", scheduled_s=100 + i / 10, sent_s=100 + i / 10,
+                             status=status, latency_ms=latency, error_class=cls)
+
+    records = [rec(i, 200, 100.0 + i) for i in range(18)] + [rec(18, None, None, "dropped"), rec(19, 503, 5.0, "non-2xx")]
+    out = step_outcome(10, records)
+    assert out.fired == 20 and out.errors == 2 and out.answered_per_s == pytest.approx(18 / 2.0)
+    assert out.p95_ms == pytest.approx(100 + 17 * 0.95 + 0.0, abs=0.5)
+    assert not judge(out, p95_ms=1000, error_budget=0.05).passed and judge(out, p95_ms=1000, error_budget=0.1).passed
