@@ -8,6 +8,7 @@ which architecture's image a server was given.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import runpy
 from dataclasses import dataclass, field
@@ -75,8 +76,19 @@ def config_strings(config: dict[str, Any]) -> dict[str, str]:
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
 
 
+def _ensure_event_loop() -> None:
+    """Pulumi's runtime needs a current event loop; a test that ran `asyncio.run` earlier unset it."""
+    try:
+        loop = asyncio.get_event_loop()
+    except RuntimeError:
+        loop = None
+    if loop is None or loop.is_closed():
+        asyncio.set_event_loop(asyncio.new_event_loop())
+
+
 def run_program(stack: str, config: dict[str, Any], body: Callable[[], Any]) -> FleetMocks:
     """Run `body` as a Pulumi program of `stack` with `config`, under fresh mocks; return the mocks."""
+    _ensure_event_loop()
     mocks = FleetMocks()
     pulumi.runtime.set_mocks(mocks, project="n8n-sizer", stack=stack, preview=False)
     pulumi.runtime.set_all_config(config_strings(config))
