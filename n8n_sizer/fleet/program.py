@@ -20,7 +20,7 @@ from n8n_sizer.fleet.labels import expires_at
 from n8n_sizer.fleet.spec import NAMESPACE, FleetSpec, TargetSpec, parse_fleet_config
 
 USER_DATA_LIMIT_BYTES = 32 * 1024  # Hetzner's user_data limit; GCP's metadata value limit is larger
-_OBJECT_KEYS = ("loadgen", "targets", "ttl_hours")
+_OBJECT_KEYS = ("loadgen", "targets")  # structured values reach the program as JSON text
 
 LOADGEN_READY_MARKER = "/var/lib/n8n-sizer-loadgen-ready"  # the bench driver waits for this file
 # The load generator only needs Docker to run the pinned k6 image; the apt timers are off for the same
@@ -61,7 +61,7 @@ def fleet_spec_from_pulumi() -> FleetSpec:
             try:
                 raw = json.loads(raw)
             except json.JSONDecodeError:
-                raise InputError(f"{key} is not valid JSON/YAML structure; see stacks/Pulumi.single.yaml") from None
+                raise InputError(f"{key} is not a list/mapping; write it as in stacks/Pulumi.single.yaml") from None
         values[short] = raw
     return parse_fleet_config(values, stack=pulumi.get_stack())
 
