@@ -239,3 +239,14 @@ def test_process_tree_sums_postgres_and_backends():
     assert by(parse_process_tree(text + "== 99999\n", 1.0, L), "process_tree_size").value == len(sections)
     with pytest.raises(ProbeParseError):
         parse_process_tree("== 99999\n", 1.0, L)
+
+
+def test_n8n_metrics_real_capture_from_queue_mode():
+    # captured by capture_n8n.py from n8n 2.41.1 main, queue mode, after 20 webhooks ran on the worker
+    text = read("n8n_metrics_real_queue.txt")
+    samples = parse_n8n_metrics(text, 1.0, L)
+    assert {s.metric for s in samples} == {"n8n_scaling_mode_queue_jobs_waiting", "n8n_scaling_mode_queue_jobs_active",
+                                          "n8n_scaling_mode_queue_jobs_completed", "n8n_scaling_mode_queue_jobs_failed"}
+    assert by(samples, "n8n_scaling_mode_queue_jobs_completed").value == 20
+    assert by(samples, "n8n_scaling_mode_queue_jobs_waiting").value == 0
+    assert parse_prometheus(text)['n8n_version_info{version="v2.41.1",major="2",minor="41",patch="1"}'] == 1
