@@ -34,6 +34,7 @@ class Registered:
     typ: str
     name: str
     inputs: dict[str, Any]
+    id: str = ""
 
 
 @dataclass
@@ -43,7 +44,7 @@ class FleetMocks(pulumi.runtime.Mocks):
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         n = len(self.resources) + 1
-        self.resources.append(Registered(args.typ, args.name, dict(args.inputs)))
+        self.resources.append(Registered(args.typ, args.name, dict(args.inputs), str(1000 + n)))
         outputs = dict(args.inputs)
         if args.typ == "hcloud:index/server:Server":
             outputs["ipv4_address"] = f"198.51.100.{n}"

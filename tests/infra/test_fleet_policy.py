@@ -102,6 +102,21 @@ def test_no_port_is_open_to_the_world_and_only_22_and_5678_are_open(built):
             assert nets == {ipaddress.ip_network(f"{ip}/32") for ip in ips}
 
 
+def test_the_load_generator_exposes_ssh_only_and_targets_get_the_n8n_rule(built):
+    mocks, _, _ = built
+    hetzner_fw = {r.id: {rule["port"] for rule in r.inputs["rules"]} for r in mocks.of_type("hcloud:index/firewall:Firewall")}
+    for res in mocks.of_type("hcloud:index/server:Server"):
+        [fw_id] = [str(int(i)) for i in res.inputs["firewallIds"]]  # attached at creation
+        expected = {"22"} if res.inputs["labels"]["role"] == "loadgen" else {"22", "5678"}
+        assert hetzner_fw[fw_id] == expected, res.name
+    gcp_rules = mocks.of_type("gcp:compute/firewall:Firewall")
+    for res in mocks.of_type("gcp:compute/instance:Instance"):
+        tags = set(res.inputs["tags"])
+        ports = {p for rule in gcp_rules if tags & set(rule.inputs["targetTags"])
+                 for allow in rule.inputs["allows"] for p in allow["ports"]}
+        assert ports == ({"22"} if res.inputs["labels"]["role"] == "loadgen" else {"22", "5678"}), res.name
+
+
 def test_user_data_is_the_rendered_cloud_init_kept_secret_and_under_32_kib(built):
     mocks, rendered, inventory = built
     assert set(rendered) == {n for n, h in inventory["hosts"].items() if h["role"] == "target"}
