@@ -50,8 +50,9 @@ def make_request(*, stack, inventory, local, mode, workers, db, cpus, workflow, 
 
 @contextmanager
 def bench_progress(enabled: bool) -> Iterator[Progress | None]:
-    """A rich progress bar per target on stderr: what it does and how much of the plan has run."""
-    if not enabled:
+    """A rich progress bar per target on stderr, on a terminal only (so stderr in logs and pipes carries
+    nothing but errors): what each target does and how much of the plan has run."""
+    if not enabled or not sys.stderr.isatty():
         yield None
         return
     from rich.console import Console

@@ -28,6 +28,7 @@ BODY_SNIPPET_BYTES = 300
 # Node's http server closes idle keep-alive sockets after 5 s (server.keepAliveTimeout); reusing one just
 # before that races the server's close, so idle connections are retired earlier.
 IDLE_RETIRE_S = 4.0
+STOP_POLL_S = 0.25  # how often a step asks whether to stop early (e.g. its target's SSH connection dropped)
 
 Sink = Callable[[RequestRecord], None]
 
@@ -208,14 +209,17 @@ async def run_open(client: HttpPost, *, rate_per_s: float, duration_s: float, ma
     interval = 1.0 / rate_per_s
     tasks: set[asyncio.Task] = set()
     start = time.monotonic() + 0.01
+    next_check = start
     out = StepOutcome(step=step, started_s=clock.unix(start), finished_s=0.0)
     for i in range(total):
         due = start + i * interval
         delay = due - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
-        if should_stop is not None and i % 64 == 0 and should_stop():
-            break
+        if should_stop is not None and time.monotonic() >= next_check:
+            if should_stop():
+                break
+            next_check = time.monotonic() + STOP_POLL_S
         seq = rec.next_seq()
         out.scheduled += 1
         if len(tasks) >= max_in_flight:

@@ -150,7 +150,7 @@ class _TargetRun:
         state_dir = info.get("stack_dir") or f"/tmp/n8n-sizer-{self.store.run_id}-{self.t.name}"
         base = f"{shlex.quote(sys.executable)} -m n8n_sizer.bench.localstack"
         state = shlex.quote(state_dir)
-        stack.callback(lambda: self.t.host.run(f"{base} down --state {state}", timeout_s=180, check=False))
+        stack.callback(lambda: self.t.host.run(f"{base} down --state {state}", timeout_s=180))
         if "stack_dir" in info:  # --resume: the stack kept running while the connection was down
             self.say("attaching to n8n")
             return _state_main_url(self.t.host.run(f"{base} status --state {state}", timeout_s=60).stdout,
@@ -158,8 +158,10 @@ class _TargetRun:
         self.save_info(stack_dir=state_dir)
         self.say("starting n8n over SSH")
         s = self.t.setup
-        out = self.t.host.run(f"{base} up --state {state} --mode {s.mode} --workers {s.workers} --db {s.db}",
-                              timeout_s=900).stdout
+        limit = f" --production-limit {s.production_limit}" if s.production_limit is not None else ""
+        args = (f"--mode {s.mode} --workers {max(s.workers, 1)} --db {s.db} --concurrency {s.concurrency} "
+                f"--runner-concurrency {s.runner_concurrency} --db-pool-size {s.db_pool_size}{limit}")
+        out = self.t.host.run(f"{base} up --state {state} {args}", timeout_s=900).stdout
         return _state_main_url(out, self.t.name)
 
     def _compose(self, stack: ExitStack) -> str:
