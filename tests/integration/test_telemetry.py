@@ -125,3 +125,37 @@ def test_sampler_keeps_going_when_a_process_exits(tmp_path):
     # first tick: RSS only (a CPU rate needs two readings); second: the two errors, nothing dropped
     assert [[s.metric for s in b] for b in batches] == [["process_rss_mib"], [ERROR_METRIC, ERROR_METRIC]]
     assert not path.exists()  # a callable sink gets everything, no file is written behind its back
+
+
+def test_sampler_on_the_real_queue_stack(queue_stack, tmp_path):
+    """Real n8n (main + 1 worker), Postgres and Redis: every probe answers, the worker and its runner show
+    CPU while webhooks run, Postgres holds n8n's pool connections, the editor call is timed."""
+    import httpx
+
+    from n8n_sizer.bench.telemetry import local_stack_telemetry
+
+    workflow_id, url = queue_stack.deploy("light")
+    path = tmp_path / "samples.jsonl"
+    with queue_stack.client(login=True) as editor:
+        sampler = Sampler(LocalHost(), path, **local_stack_telemetry(queue_stack.stack), labels={"target": "local"},
+                          editor_check=lambda: editor.get_workflow_editor(workflow_id), editor_every_s=2.0)
+        with sampler, httpx.Client(timeout=60) as http:
+            until = time.monotonic() + 6
+            sent = 0
+            while time.monotonic() < until:
+                http.post(url, json={"number": sent}).raise_for_status()
+                sent += 1
+    samples = read_samples(path)
+    errors = [s.labels for s in samples if s.metric == ERROR_METRIC]
+    assert errors == [] and sent >= 5
+
+    def values(metric, **labels):
+        return [s.value for s in samples if s.metric == metric and all(s.labels.get(k) == v for k, v in labels.items())]
+
+    assert values("process_cpu_cores", process="worker-1") and max(values("process_cpu_cores", process="worker-1")) > 0.02
+    processes = {s.labels["process"] for s in samples if s.metric == "process_rss_mib"}
+    assert {"main", "worker-1", "postgres", "redis"} <= processes
+    assert 150 < max(values("process_rss_mib", process="main")) < 3000  # n8n main idles at ~730 MB (notes)
+    assert max(values("postgres_connections", state="all")) >= 3  # seed 000: main's pool + 1, plus the worker's
+    assert values("bull_jobs", state="waiting") and values("redis_used_memory_mib")
+    assert len(values(EDITOR_METRIC)) >= 2 and all(0 < v < 10_000 for v in values(EDITOR_METRIC))
