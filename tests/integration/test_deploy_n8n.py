@@ -1,0 +1,54 @@
+"""The rendered n8n environment on real n8n 2.41.1 (npm, run natively by the bench room's LocalStack
+with Debian's Postgres and Redis): every variable the compose file gives main and its workers is
+accepted, none is reported invalid or deprecated, and the queue metrics it turns on are served.
+
+Only what cannot be the same outside Docker is left to the local stack: hosts, ports, secrets, and the
+runner mode (the npm package has no external-runner launcher, notes/real-n8n.md). Every process gets
+main's variables, a superset of the workers' (they share the `x-n8n-env` anchor).
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+
+import pytest
+
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.bench.localstack import LocalStack, StackOptions
+from n8n_sizer.deploy.composefile import load_compose
+from n8n_sizer.deploy.render import render_bundle
+from n8n_sizer.deploy.secrets import generate_secrets, parse_env_text
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+LOCAL_ONLY = {
+    "DB_POSTGRESDB_HOST", "DB_POSTGRESDB_PORT", "DB_POSTGRESDB_PASSWORD",
+    "QUEUE_BULL_REDIS_HOST", "QUEUE_BULL_REDIS_PORT", "QUEUE_BULL_REDIS_PASSWORD",
+    "N8N_ENCRYPTION_KEY", "N8N_RUNNERS_MODE", "N8N_RUNNERS_BROKER_LISTEN_ADDRESS", "N8N_RUNNERS_BROKER_PORT",
+    "N8N_RUNNERS_AUTH_TOKEN", "N8N_EDITOR_BASE_URL", "N8N_WEBHOOK_URL",
+}
+
+
+def _deprecated(log: str) -> set[str]:
+    """Variable names in n8n's 'There are deprecations ...' list (lines ` - NAME -> advice`)."""
+    return set(re.findall(r"^ - ([A-Z0-9_]+) ->", log, flags=re.MULTILINE))
+
+
+def test_rendered_queue_env_runs_on_real_n8n() -> None:
+    setup = Setup(mode="queue", workers=1)
+    bundle = render_bundle(setup, generate_secrets())
+    services = {s.name: s for s in load_compose(bundle.compose, parse_env_text(bundle.env)).services}
+    rendered = {k: v for k, v in services["n8n-main"].env.items() if k not in LOCAL_ONLY}
+    assert {"DB_TYPE", "EXECUTIONS_MODE", "N8N_METRICS_INCLUDE_QUEUE_METRICS", "N8N_GRACEFUL_SHUTDOWN_TIMEOUT",
+            "N8N_DEFAULT_BINARY_DATA_MODE", "EXECUTIONS_DATA_PRUNE_MAX_COUNT"} <= set(rendered)
+    with LocalStack(setup, StackOptions(extra_env=rendered)) as stack:
+        with urllib.request.urlopen(f"{stack.main_url}/metrics", timeout=30) as response:
+            metrics = response.read().decode()
+        logs = {name: stack.log_path(name).read_text() for name in ("main", "worker-1")}
+    assert re.search(r"^n8n_scaling_mode_queue_jobs_waiting \d+", metrics, flags=re.MULTILINE)
+    for name, log in logs.items():
+        assert "Invalid value for" not in log, f"{name}: {log[-2000:]}"
+        assert "Falling back to default" not in log, f"{name}: {log[-2000:]}"
+        assert not (_deprecated(log) & set(rendered)), f"{name} deprecates rendered variables: {_deprecated(log)}"
+    assert f"Concurrency: {setup.concurrency}" in logs["worker-1"]
