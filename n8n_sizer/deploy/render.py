@@ -51,8 +51,13 @@ class Bundle(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     compose: str
-    env: str
-    cloud_init: str
+    env: str  # holds the secrets
+    cloud_init: str  # embeds env
+
+    def __repr__(self) -> str:  # keep the secrets out of logs and tracebacks
+        return f"Bundle(compose=<{len(self.compose)} chars>, env=<hidden>, cloud_init=<{len(self.cloud_init)} chars>)"
+
+    __str__ = __repr__
 
 
 def template_env() -> Environment:

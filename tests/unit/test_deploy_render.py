@@ -267,3 +267,6 @@ def test_generated_secrets_are_fresh_hex_and_hidden() -> None:
     assert first.encryption_key != second.encryption_key
     assert first.postgres_password != first.redis_password != first.runners_auth_token
     assert first.encryption_key not in repr(first) and first.encryption_key not in str(first)
+    bundle = render_bundle(Setup(mode="regular"), first)
+    assert first.encryption_key in bundle.env
+    assert first.encryption_key not in repr(bundle) and first.encryption_key not in str(bundle)
