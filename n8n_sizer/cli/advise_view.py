@@ -70,7 +70,11 @@ def _changes(before, after, req) -> dict:
         prior = before.model.params.get(name)
         if prior is None or abs(value - prior) > 1e-3 * max(abs(prior), 1e-9):
             params[name] = {"before": prior, "after": value}
+    user_points = [p.measurement.id for p in after.fitted.points if p.measurement.source.startswith("results/")]
+    user_excluded = [{"id": e.measurement.id, "reason": e.reason} for e in after.fitted.excluded
+                     if e.measurement.source.startswith("results/")]
     return {"reference_host": {"before": before.model.reference_class, "after": after.model.reference_class},
+            "user_points": user_points, "user_excluded": user_excluded,
             "params": params,
             "recommendation": {"before": {"mode": old.mode, "workers": old.workers, "capacity_per_s": old.capacity_per_s.mid},
                                "after": {"mode": new.mode, "workers": new.workers, "capacity_per_s": new.capacity_per_s.mid}}}
@@ -143,6 +147,13 @@ def _print_recommendation(rec, changes, written, compose, refitted) -> None:
     out.print()
     out.print(table)
     if changes:
+        out.print(f"\nyour results: {len(changes['user_points'])} capacity point(s) used "
+                  f"({', '.join(changes['user_points']) or 'none'})")
+        for e in changes["user_excluded"]:
+            out.print(f"  not used: {e['id']}: {e['reason']}")
+        if not changes["user_points"]:
+            out.print("  nothing to refit on: add a step that saturates without failing, e.g. "
+                      "`n8n-sizer bench --local --concurrency-sweep 10,25` (closed load, no timeouts)")
         out.print("\nwhat your results changed:")
         for name, v in changes["params"].items():
             before = "new" if v["before"] is None else f"{v['before']:.4g}"
