@@ -54,9 +54,13 @@ def _load_session(path: Path, base_url: str) -> N8nSession:
     return N8nSession(base_url=base_url, owner=owner, api_key=SecretStr(data["api_key"]))
 
 
-def _version(base_url: str) -> str | None:
+def _version(session: N8nSession) -> str | None:
+    """n8n's own version (`versionCli`), which 2.x shows only in the logged-in settings."""
+    login = {"emailOrLdapLoginId": session.owner.email, "password": session.owner.password.get_secret_value()}
     try:
-        return httpx.get(f"{base_url}/rest/settings", timeout=10).json()["data"]["versionCli"]
+        with httpx.Client(base_url=session.base_url, timeout=10) as http:
+            http.post("/rest/login", json=login).raise_for_status()
+            return http.get("/rest/settings").json()["data"]["versionCli"]
     except (httpx.HTTPError, ValueError, KeyError, TypeError):
         return None  # recorded as unknown, never guessed
 
@@ -79,7 +83,7 @@ def setup_target(base_url: str, workflow: BenchWorkflow, secrets_path: Path, tar
                 ids[key] = str(created["id"])
     except N8nApiError as exc:
         raise HostError(f"{target}: setting n8n up failed: {exc}".replace("\n", " ")) from None
-    return TargetLink(n8n_version=_version(base_url), workflow_id=ids["measured"], warmup_workflow_id=ids["warmup"],
+    return TargetLink(n8n_version=_version(session), workflow_id=ids["measured"], warmup_workflow_id=ids["warmup"],
                       webhook_path=workflow.webhook_path, warmup_webhook_path=warm.webhook_path)
 
 
@@ -93,3 +97,16 @@ def count_executions(base_url: str, workflow_id: str, secrets_path: Path, target
     by = counts.by_status
     return Counts(stored=counts.total, succeeded=by.get("success", 0),
                   finished=sum(by.get(s, 0) for s in FINISHED), by_status=by)
+
+
+def editor_client(base_url: str, secrets_path: Path) -> httpx.Client:
+    """An httpx client logged in as the owner (cookie), for the editor-responsiveness probe."""
+    session = _load_session(secrets_path, base_url)
+    http = httpx.Client(base_url=base_url, timeout=60)
+    login = {"emailOrLdapLoginId": session.owner.email, "password": session.owner.password.get_secret_value()}
+    try:
+        http.post("/rest/login", json=login).raise_for_status()
+    except httpx.HTTPError as exc:
+        http.close()
+        raise HostError(f"logging in to {base_url} for the editor probe failed: {exc}") from None
+    return http

@@ -24,6 +24,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from ipaddress import ip_address
+from pathlib import Path
 from typing import Callable, Literal
 
 from n8n_sizer.advisor.setup import Setup
@@ -105,6 +106,8 @@ class _TargetRun:
     def __init__(self, job: BenchJob, target: Target) -> None:
         self.job, self.t, self.store = job, target, job.store
         self.lost = threading.Event()
+        self.local_stack = None  # LocalStack for telemetry (kind "local")
+        self.state_dir: str | None = None  # localstack state folder (kind "localstack-ssh")
 
     def info(self) -> dict:
         return dict(self.store.manifest.hosts.get(self.t.name, {}))
@@ -141,6 +144,7 @@ class _TargetRun:
             local = LocalStack(t.setup, StackOptions(**t.stack_options))
             stack.callback(local.stop)
             local.start()
+            self.local_stack = local
             return local.main_url
         if t.kind == "localstack-ssh":
             return self._localstack_over_ssh(stack, info)
@@ -151,12 +155,14 @@ class _TargetRun:
         base = f"{shlex.quote(sys.executable)} -m n8n_sizer.bench.localstack"
         state = shlex.quote(state_dir)
         stack.callback(lambda: self.t.host.run(f"{base} down --state {state}", timeout_s=180))
+        self.state_dir = state_dir
         if "stack_dir" in info:  # --resume: the stack kept running while the connection was down
             self.say("attaching to n8n")
             return _state_main_url(self.t.host.run(f"{base} status --state {state}", timeout_s=60).stdout,
                                    self.t.name)
         self.save_info(stack_dir=state_dir)
         self.say("starting n8n over SSH")
+        self.state_dir = state_dir
         s = self.t.setup
         limit = f" --production-limit {s.production_limit}" if s.production_limit is not None else ""
         args = (f"--mode {s.mode} --workers {max(s.workers, 1)} --db {s.db} --concurrency {s.concurrency} "
@@ -195,20 +201,39 @@ class _TargetRun:
         wf_url = f"{main_url}/webhook/{info['webhook_path']}"
         warm_url = f"{main_url}/webhook/{info['warmup_webhook_path']}"
         plan = self.job.plan
-        if plan.warmup_requests:
-            self.say("warm-up")
-            self._warmup(warm_url)
-        finished = set(self.store.finished_steps(self.t.name))
-        elapsed = sum(s.duration_s for s in plan.steps if s.name in finished)
-        for step in plan.steps:
-            if step.name in finished:
-                continue
-            self.say(step.name, elapsed)
-            self._step(step, wf_url, elapsed)
-            elapsed += step.duration_s
-        self.say("drain", plan.duration_s)
-        self._ledger(main_url, info["workflow_id"], secrets_path)
+        with ExitStack() as telemetry:  # sampled from warm-up to the ledger, stopped on any exit
+            self._telemetry(telemetry, main_url, info, secrets_path)
+            if plan.warmup_requests:
+                self.say("warm-up")
+                self._warmup(warm_url)
+            finished = set(self.store.finished_steps(self.t.name))
+            elapsed = sum(s.duration_s for s in plan.steps if s.name in finished)
+            for step in plan.steps:
+                if step.name in finished:
+                    continue
+                self.say(step.name, elapsed)
+                self._step(step, wf_url, elapsed)
+                elapsed += step.duration_s
+            self.say("drain", plan.duration_s)
+            self._ledger(main_url, info["workflow_id"], secrets_path)
         self.say("done", plan.duration_s)
+
+    def _telemetry(self, telemetry: ExitStack, main_url: str, info: dict, secrets_path) -> None:
+        """Part C's sampler every second: host, processes (and their runners), Redis, Postgres, editor.
+        Wired for stacks started by `localstack` (local or over SSH on this machine); not yet for the
+        fleet's compose stacks (their docker/cgroup probes need a compose-aware process map)."""
+        if self.t.kind == "compose":
+            return
+        from n8n_sizer.bench.localstack import LocalStack
+        from n8n_sizer.bench.telemetry import Sampler, http_editor_check, local_stack_telemetry
+
+        local = self.local_stack or LocalStack.attach(Path(self.state_dir))
+        editor = n8n_link.editor_client(main_url, secrets_path)
+        telemetry.callback(editor.close)
+        sampler = Sampler(self.t.host, self.store.append_samples, labels={"target": self.t.name},
+                          editor_check=http_editor_check(editor, info["workflow_id"]), **local_stack_telemetry(local))
+        sampler.start()
+        telemetry.callback(sampler.stop)
 
     def _warmup(self, url: str) -> None:
         plan = self.job.plan
