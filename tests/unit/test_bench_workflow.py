@@ -1,0 +1,33 @@
+"""Workflow loading (webhook path per run, warm-up copy) and host facts parsing on captured output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from n8n_sizer.bench.facts import parse_facts
+from n8n_sizer.bench.run import stack_kind_for
+from n8n_sizer.bench.workflow import load_workflow, public_api_body
+
+DATA = Path(__file__).parent.parent / "data"
+
+
+def test_builtin_workflows_get_a_run_path_and_a_warmup_copy():
+    flow = load_workflow("code-heavy", run_tag="ab12cd")
+    assert flow.webhook_path == "n8n-sizer-code-heavy-ab12cd" and flow.method == "POST"
+    assert flow.body == b'{"number": 21}'
+    warm = flow.copy_for("warmup")
+    hook = lambda f: next(n for n in f.definition["nodes"] if n["type"] == "n8n-nodes-base.webhook")  # noqa: E731
+    assert hook(warm)["parameters"]["path"] == "n8n-sizer-code-heavy-ab12cd-warmup"
+    assert hook(warm)["webhookId"] != hook(flow)["webhookId"]
+    assert set(public_api_body(flow.definition)) == {"name", "nodes", "connections", "settings"}
+
+
+def test_facts_parse_captured_output_and_keep_missing_as_none():
+    facts = parse_facts((DATA / "bench_facts_debian12.txt").read_text())
+    assert facts.vcpu == 2 and facts.arch == "x86_64" and facts.ram_mib > 1000 and facts.os.startswith("Debian")
+    empty = parse_facts("vcpu=\ncpu_model=\nmem_kib=\n")
+    assert empty.vcpu is None and empty.cpu_model is None and empty.ram_mib is None
+
+
+def test_stack_kind_by_address():
+    assert stack_kind_for("127.0.0.1") == "localstack-ssh" and stack_kind_for("203.0.113.7") == "compose"
