@@ -194,6 +194,9 @@ class LocalStack:
                 except ServiceError as exc:
                     errors.append(str(exc))
         if self._own_dir and not errors:
+            pg_link = self.stack_dir / "postgres"
+            if pg_link.is_symlink():  # Postgres' data outside the folder (see _init_postgres)
+                shutil.rmtree(pg_link.resolve(), ignore_errors=True)
             shutil.rmtree(self.stack_dir, ignore_errors=True)
         if errors:
             raise ServiceError("; ".join(errors))
@@ -298,7 +301,8 @@ class LocalStack:
 
     @property
     def _pg_data(self) -> Path:
-        return self.stack_dir / "postgres" / "data"
+        # Resolved: Postgres (its own user) must not walk through a private parent by the link's path.
+        return (self.stack_dir / "postgres").resolve() / "data"
 
     @property
     def _redis_dir(self) -> Path:
@@ -341,6 +345,17 @@ class LocalStack:
             self.redis_port = None
 
     def _init_postgres(self) -> None:
+        # As root, Postgres runs as Debian's `postgres` user, which must pass through every parent folder;
+        # a private parent (pytest's tmp_path is 0700) forces the data into a folder of its own in /tmp,
+        # linked from the stack folder so `attach` finds it.
+        pg_root = self.stack_dir / "postgres"
+        if os.geteuid() == 0 and not all(parent.stat().st_mode & 0o001 for parent in self.stack_dir.resolve().parents):
+            outside = Path(tempfile.mkdtemp(prefix="n8n-sizer-pg-"))
+            outside.chmod(0o711)
+            pg_root.symlink_to(outside)
+        else:
+            pg_root.mkdir()
+            pg_root.chmod(0o711)
         services.init_postgres(self._pg_data, POSTGRES_USER, self.secrets.postgres_password)
 
     def _write_redis_config(self, persistence: str) -> None:

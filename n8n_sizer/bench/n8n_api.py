@@ -12,6 +12,7 @@ Every failure names the method, URL, status and the start of the body.
 
 from __future__ import annotations
 
+import copy
 import json
 import secrets
 import time
@@ -148,8 +149,13 @@ class N8nClient:
     def api_key_scopes(self) -> list[str]:
         return list(self._json("GET", "/rest/api-keys/scopes")["data"])
 
-    def create_api_key(self, label: str = "n8n-sizer", scopes: list[str] | None = None) -> str:
-        """An API key with `scopes` (default: every scope the logged-in role may grant); kept for /api/v1."""
+    def create_api_key(self, label: str | None = None, scopes: list[str] | None = None) -> str:
+        """An API key with `scopes` (default: every scope the logged-in role may grant); kept for /api/v1.
+
+        Labels are unique per user in 2.41.1 (a second "n8n-sizer" answers HTTP 500), so the default
+        label carries a random suffix.
+        """
+        label = label or f"n8n-sizer-{secrets.token_hex(4)}"
         chosen = scopes if scopes is not None else self.api_key_scopes()
         data = self._json("POST", "/rest/api-keys", json={"label": label, "scopes": chosen, "expiresAt": None})["data"]
         self._api_key = data["rawApiKey"]
@@ -212,9 +218,16 @@ class N8nClient:
             params["cursor"] = cursor
 
     def count_executions(self, workflow_id: str) -> ExecutionCounts:
-        executions = self.list_executions(workflow_id)
-        by_status = Counter(str(item.get("status")) for item in executions)
-        return ExecutionCounts(workflow_id=workflow_id, total=len(executions), by_status=dict(by_status))
+        """Every stored execution of the workflow by status, running ones included.
+
+        Without a status filter 2.41.1 leaves out the executions main is running right now
+        (`excludeRunning`), so running ones are asked for separately; the later answer wins for an
+        execution that finished in between.
+        """
+        status_by_id = {str(item["id"]): str(item.get("status")) for item in self.list_executions(workflow_id, "running")}
+        status_by_id.update({str(item["id"]): str(item.get("status")) for item in self.list_executions(workflow_id)})
+        by_status = Counter(status_by_id.values())
+        return ExecutionCounts(workflow_id=workflow_id, total=len(status_by_id), by_status=dict(sorted(by_status.items())))
 
     def execution_status(self, execution_id: str) -> str:
         """One execution's status: new, running, waiting, success, error, crashed, canceled, unknown."""
@@ -276,3 +289,25 @@ def webhook_path(workflow: dict[str, Any]) -> str:
                 return f"/webhook/{str(path).strip('/')}"
     raise InputError(f"workflow {workflow.get('name', '(unnamed)')!r} has no enabled Webhook node with a path; "
                      f"the bench calls a workflow through its webhook: add a Webhook trigger node")
+
+
+def with_webhook_path(workflow: dict[str, Any], path: str) -> dict[str, Any]:
+    """A copy whose first Webhook node listens on `path`: two active workflows cannot share one path."""
+    changed = copy.deepcopy(workflow)
+    for node in changed.get("nodes", []):
+        if node.get("type") == "n8n-nodes-base.webhook" and not node.get("disabled"):
+            node.setdefault("parameters", {})["path"] = path.strip("/")
+            return changed
+    raise InputError(f"workflow {workflow.get('name', '(unnamed)')!r} has no enabled Webhook node; "
+                     f"add a Webhook trigger node")
+
+
+def deploy_workflow(client: N8nClient, workflow: dict[str, Any], timeout_s: float = 30.0) -> tuple[str, str]:
+    """Create, activate and wait until its webhook routes; returns (workflow id, webhook path)."""
+    created = client.create_workflow(workflow)
+    client.activate_workflow(created["id"])
+    path = webhook_path(workflow)
+    method = next(str(n["parameters"].get("httpMethod", "GET")) for n in workflow["nodes"]
+                  if n.get("type") == "n8n-nodes-base.webhook" and not n.get("disabled"))
+    client.wait_webhook_registered(path, method, timeout_s)
+    return str(created["id"]), path

@@ -211,7 +211,7 @@ def _service_user() -> str | None:
 def init_postgres(data_dir: Path, superuser: str, password: str) -> None:
     """A fresh cluster in `data_dir`, password (scram) authentication on TCP, trust on its private socket."""
     user = _service_user()
-    data_dir.mkdir(parents=True, mode=0o700)
+    data_dir.mkdir(mode=0o700)
     pwfile = data_dir.parent / "pg-pwfile"
     pwfile.write_text(password + "\n")
     pwfile.chmod(0o600)

@@ -1,0 +1,144 @@
+"""Real n8n (npm), Debian's Postgres and Redis started natively by `LocalStack`, set up over HTTP.
+
+- regular (SQLite) and queue (1 worker, Postgres, Redis): a workflow is created and activated, N webhook
+  calls answer 200 with the computed result, and n8n stored exactly as many successful executions;
+- the queue stack's worker runs the code-heavy workflow (Code loop -> Wait -> Set);
+- `python -m n8n_sizer.bench.localstack up` starts a detached stack (own sessions, alive after `up` exits),
+  `status`, `signal`, `start-process` and `down` work, and after `down` none of its PIDs runs;
+- a start that fails half way stops what it had started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.bench import services
+from n8n_sizer.bench.localstack import LocalStack, StackOptions
+from n8n_sizer.bench.n8n_api import ExecutionCounts, N8nApiError, N8nClient
+from n8n_sizer.bench.services import ServiceError
+
+pytestmark = pytest.mark.integration
+
+LOCALSTACK = [sys.executable, "-m", "n8n_sizer.bench.localstack"]
+
+
+def wait_counts(client: N8nClient, workflow_id: str, expected: int, timeout_s: float = 60) -> ExecutionCounts:
+    """Executions are written as they finish: wait until `expected` are stored and none still runs."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        counts = client.count_executions(workflow_id)
+        settled = counts.total >= expected and not {"new", "running"} & counts.by_status.keys()
+        if settled or time.monotonic() > deadline:
+            return counts
+        time.sleep(0.5)
+
+
+def call_light(url: str, n: int) -> list[httpx.Response]:
+    with httpx.Client(timeout=60) as http, ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(lambda i: http.post(url, json={"number": i}), range(n)))
+
+
+@pytest.mark.parametrize("fixture_name", ["regular_stack", "queue_stack"])
+def test_light_workflow_every_200_is_a_stored_execution(fixture_name, request):
+    running = request.getfixturevalue(fixture_name)
+    workflow_id, url = running.deploy("light")
+    responses = call_light(url, 20)
+    assert [r.status_code for r in responses] == [200] * 20, [r.text[:200] for r in responses if r.status_code != 200]
+    assert [r.json()["doubled"] for r in responses] == [2 * i for i in range(20)]
+    with running.client() as client:
+        counts = wait_counts(client, workflow_id, 20)
+    assert counts.total == 20 and counts.by_status == {"success": 20}
+
+
+def test_queue_worker_runs_code_heavy(queue_stack):
+    workflow_id, url = queue_stack.deploy("code-heavy")
+    with httpx.Client(timeout=60) as http:
+        answers = [http.post(url, json={}) for _ in range(2)]
+    assert [a.status_code for a in answers] == [200, 200]
+    # Code loop (~0.19 s CPU) -> Wait 0.5 s -> Set: the Set node's field arrives with the loop's result.
+    assert all(a.json()["done"] is True and a.json()["x"] == 929045 for a in answers)
+    with queue_stack.client() as client:
+        assert wait_counts(client, workflow_id, 2).by_status == {"success": 2}
+    # The worker executed them, not main: its log names the jobs.
+    assert "Worker started execution" in queue_stack.stack.log_tail("worker-1", 200)
+
+
+def test_api_errors_name_url_status_and_body(regular_stack):
+    with regular_stack.client(login=True) as client:
+        with pytest.raises(N8nApiError) as caught:
+            client.setup_owner(regular_stack.session.owner)  # the owner exists already
+        assert caught.value.status == 400
+        assert f"POST {regular_stack.main_url}/rest/owner/setup: HTTP 400" in str(caught.value)
+        assert "owner" in str(caught.value).lower()
+        assert client.get_workflow_editor(regular_stack.deploy("light")[0]) > 0
+
+
+def test_detached_up_signal_restart_down(tmp_path):
+    state = tmp_path / "stack"
+    # `up` in its own session stands for an SSH session that ends right after the command.
+    up = subprocess.run([*LOCALSTACK, "up", "--mode", "queue", "--workers", "1", "--state", str(state)],
+                        capture_output=True, text=True, timeout=300, start_new_session=True)
+    try:
+        assert up.returncode == 0, up.stderr[-2000:]
+        printed = json.loads(up.stdout)
+        secrets_file = json.loads((state / "secrets.json").read_text())
+        assert secrets_file["redis_password"] not in up.stdout and secrets_file["encryption_key"] not in up.stdout
+        assert oct((state / "secrets.json").stat().st_mode & 0o777) == "0o600"
+        procs = printed["processes"]
+        assert set(procs) == {"postgres", "redis", "main", "worker-1"}
+        for proc in procs.values():  # alive after `up` exited, each the leader of its own session
+            assert services.process_start_ticks(proc["pid"]) == proc["start_ticks"]
+            assert os.getsid(proc["pid"]) == proc["pid"]
+        assert httpx.get(printed["main_url"] + "/healthz/readiness").status_code == 200
+        status = subprocess.run([*LOCALSTACK, "status", "--state", str(state)], capture_output=True, text=True, timeout=60)
+        assert status.returncode == 0 and json.loads(status.stdout)["healthy"] == {"main": True, "worker-1": True}
+
+        killed = subprocess.run([*LOCALSTACK, "signal", "--state", str(state), "--process", "worker-1"],
+                                capture_output=True, text=True, timeout=60)
+        assert json.loads(killed.stdout)["sent"] is True
+        status = subprocess.run([*LOCALSTACK, "status", "--state", str(state)], capture_output=True, text=True, timeout=60)
+        assert status.returncode == 1 and json.loads(status.stdout)["running"]["worker-1"] is False
+        again = subprocess.run([*LOCALSTACK, "start-process", "--state", str(state), "--process", "worker-1"],
+                               capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0, again.stderr[-2000:]
+        new_worker = json.loads(again.stdout)["pid"]
+        assert new_worker != procs["worker-1"]["pid"]
+        runner_groups = [procs["main"]["pid"], new_worker]
+        assert all(len(services.group_pids(pid)) >= 2 for pid in runner_groups)  # n8n + its JS task runner
+    finally:
+        down = subprocess.run([*LOCALSTACK, "down", "--state", str(state)], capture_output=True, text=True, timeout=300)
+    assert down.returncode == 0, down.stderr[-2000:]
+    final = json.loads((state / "state.json").read_text())["processes"]
+    for proc in final.values():
+        assert services.process_start_ticks(proc["pid"]) != proc["start_ticks"], f"{proc['name']} still runs"
+        assert services.group_pids(proc["pid"]) == [], f"{proc['name']}'s children still run"
+    assert "worker-1" in final and final["worker-1"]["pid"] == new_worker
+    if (state / "postgres").is_symlink():  # data kept by `down` outside the private tmp_path
+        shutil.rmtree((state / "postgres").resolve())
+
+
+def test_failed_start_stops_what_had_started(n8n_install):
+    # Main's task broker gets a port this test holds: main dies at start, after Postgres came up.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        options = StackOptions(extra_env={"N8N_RUNNERS_BROKER_PORT": str(taken.getsockname()[1])})
+        stack = LocalStack(Setup(mode="regular"), options, install=n8n_install)
+        with pytest.raises(ServiceError) as caught:
+            stack.start()
+    assert "main exited before ready" in str(caught.value)
+    assert "already in use" in str(caught.value)  # the log tail explains why
+    assert set(stack.processes) == {"postgres", "main"}
+    for proc in stack.processes.values():
+        assert not services.is_running(proc) and services.group_pids(proc.pid) == []
