@@ -35,22 +35,27 @@ def _deprecated(log: str) -> set[str]:
     return set(re.findall(r"^ - ([A-Z0-9_]+) ->", log, flags=re.MULTILINE))
 
 
-def test_rendered_queue_env_runs_on_real_n8n() -> None:
-    setup = Setup(mode="queue", workers=1)
-    bundle = render_bundle(setup, generate_secrets())
+@pytest.mark.parametrize("setup, kwargs", [
+    (Setup(mode="queue", workers=1), {}),
+    (Setup(mode="regular", db="sqlite", production_limit=10), {"profile": "production", "domain": "n8n.example.com"}),
+], ids=["queue-bench", "regular-production"])
+def test_rendered_env_runs_on_real_n8n(setup: Setup, kwargs: dict) -> None:
+    bundle = render_bundle(setup, generate_secrets(), **kwargs)
     services = {s.name: s for s in load_compose(bundle.compose, parse_env_text(bundle.env)).services}
     rendered = {k: v for k, v in services["n8n-main"].env.items() if k not in LOCAL_ONLY}
-    assert {"DB_TYPE", "EXECUTIONS_MODE", "N8N_METRICS_INCLUDE_QUEUE_METRICS", "N8N_GRACEFUL_SHUTDOWN_TIMEOUT",
-            "N8N_DEFAULT_BINARY_DATA_MODE", "EXECUTIONS_DATA_PRUNE_MAX_COUNT"} <= set(rendered)
+    assert {"DB_TYPE", "EXECUTIONS_MODE", "N8N_METRICS", "N8N_GRACEFUL_SHUTDOWN_TIMEOUT",
+            "EXECUTIONS_DATA_PRUNE_MAX_COUNT"} <= set(rendered)
     with LocalStack(setup, StackOptions(extra_env=rendered)) as stack:
         with urllib.request.urlopen(f"{stack.main_url}/metrics", timeout=30) as response:
             metrics = response.read().decode()
-        logs = {name: stack.log_path(name).read_text() for name in ("main", "worker-1")}
-    assert re.search(r"^n8n_scaling_mode_queue_jobs_waiting \d+", metrics, flags=re.MULTILINE)
+        logs = {name: stack.log_path(name).read_text() for name in ("main", *stack.worker_names)}
+    assert re.search(r"^n8n_version_info", metrics, flags=re.MULTILINE)
+    if setup.mode == "queue":
+        assert re.search(r"^n8n_scaling_mode_queue_jobs_waiting \d+", metrics, flags=re.MULTILINE)
+        assert f"Concurrency: {setup.concurrency}" in logs["worker-1"]
     for name, log in logs.items():
         # 2.41.1 logs "Invalid value for X - ... Falling back to default value." for a bad enum and
         # "Invalid number value for X: ..." for a bad number (both seen with deliberately bad values).
         assert not re.search(r"Invalid (?:\w+ )?value for", log), f"{name}: {log[-2000:]}"
         assert "Falling back to default" not in log, f"{name}: {log[-2000:]}"
         assert not (_deprecated(log) & set(rendered)), f"{name} deprecates rendered variables: {_deprecated(log)}"
-    assert f"Concurrency: {setup.concurrency}" in logs["worker-1"]
