@@ -6,6 +6,7 @@ it with golden files; `write_bundle` is the I/O edge that keeps an existing .env
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Literal, Mapping
@@ -216,13 +217,21 @@ def write_bundle(setup: Setup, out_dir: Path, *, profile: str = "bench", domain:
                            benchmark_host=profile == "bench", max_connections=max_connections,
                            extra_env=extra)
     _prepare_out_dir(out_dir)
+    compose_path = out_dir / COMPOSE_FILE
+    saved = None
     try:
-        (out_dir / COMPOSE_FILE).write_text(bundle.compose, encoding="utf-8")
+        # A compose file that differs from the new one may carry the user's own edits: keep it beside.
+        if compose_path.is_file() and compose_path.read_text(encoding="utf-8") != bundle.compose:
+            saved = compose_path.with_name(COMPOSE_FILE + ".previous")
+            os.replace(compose_path, saved)
+        compose_path.write_text(bundle.compose, encoding="utf-8")
         write_private(env_path, bundle.env)
         write_private(out_dir / CLOUD_INIT_FILE, bundle.cloud_init)
     except OSError as exc:
         raise InputError(f"--out {out_dir}: writing failed ({exc.strerror or exc}); try another folder") from None
-    messages = [f"wrote {out_dir / COMPOSE_FILE} ({describe(setup, profile)})"]
+    messages = [f"wrote {compose_path} ({describe(setup, profile)})"]
+    if saved is not None:
+        messages.append(f"the previous {COMPOSE_FILE} differed: kept as {saved}")
     if kept:
         messages.append(f"kept {len(kept)} existing secret(s) in {env_path}: {', '.join(kept)} "
                         "(rotating N8N_ENCRYPTION_KEY would break every stored credential)")

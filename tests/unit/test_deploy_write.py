@@ -98,3 +98,16 @@ def test_merge_keeps_present_and_fills_missing() -> None:
 def test_parse_env_text_handles_quotes_comments_and_export() -> None:
     parsed = parse_env_text('# c\nexport A=1\nB="two words"\nC=\'x\'\nD=plain # note\n\nnot a line\nE=a=b\n')
     assert parsed == {"A": "1", "B": "two words", "C": "x", "D": "plain", "E": "a=b"}
+
+
+def test_a_changed_compose_file_is_kept_beside(tmp_path: Path) -> None:
+    write_bundle(QUEUE, tmp_path)
+    again = write_bundle(QUEUE, tmp_path)
+    assert not (tmp_path / "docker-compose.yml.previous").exists()  # same content: nothing to keep
+    assert not any("previous" in line for line in again)
+    edited = (tmp_path / "docker-compose.yml").read_text() + "# my own edit\n"
+    (tmp_path / "docker-compose.yml").write_text(edited)
+    messages = write_bundle(Setup(mode="queue", workers=3), tmp_path)
+    assert (tmp_path / "docker-compose.yml.previous").read_text() == edited
+    assert "n8n-worker-3" in (tmp_path / "docker-compose.yml").read_text()
+    assert any("kept as" in line and "docker-compose.yml.previous" in line for line in messages)
