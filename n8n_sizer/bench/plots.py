@@ -147,6 +147,11 @@ def plot_run_target(run: RunData, target: str, out_dir: Path) -> list[Path]:
             ax.text(0.5, 0.5, "no samples", transform=ax.transAxes, ha="center", va="center", color="grey")
 
     lines(axes[0], cpu, _process_name, "CPU (cores)")
+    busy = _host_busy(samples)
+    if busy:  # everything the host ran, the load generator and neighbours included
+        axes[0].plot([t - t0 for t, _ in busy], [v for _, v in busy], color="black", linestyle="--", linewidth=1.2,
+                     label="host, all processes")
+        axes[0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     cpus = [s.value for s in select(samples, "host_cpus")]
     if cpus:
         axes[0].axhline(1.0, color="black", linestyle=":", linewidth=1)
@@ -164,7 +169,7 @@ def plot_run_target(run: RunData, target: str, out_dir: Path) -> list[Path]:
           "jobs")
     axes[3].set_title("Queue depth (n8n /metrics or Redis LLEN)" if queue or bull else "Queue depth (regular mode: no queue)",
                       fontsize=10, loc="left")
-    axes[3].set_xlabel("time since the first load step started (s)")
+    axes[3].set_xlabel("time since the first sample or step (s)")
     fig.suptitle(f"{setup_label(run.setup(target))} on {host_label(target, run.facts(target))}: CPU, RAM, iowait, queue\n"
                  f"run {run.manifest.run_id}; shaded bands are load steps", fontsize=11)
     fig.tight_layout()
@@ -179,3 +184,12 @@ def _group(rows, label_of) -> dict[str, list]:
     for s in rows:
         groups[label_of(s)].append(s)
     return groups
+
+
+def _host_busy(samples) -> list[tuple[float, float]]:
+    """(time, cores busy) of the whole host: every CPU state but idle and iowait, per tick."""
+    ticks: dict[float, float] = defaultdict(float)
+    for s in select(samples, "host_cpu_cores"):
+        if s.labels.get("state") not in ("idle", "iowait"):
+            ticks[s.time_s] += s.value
+    return sorted(ticks.items())

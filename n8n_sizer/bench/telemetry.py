@@ -138,7 +138,7 @@ class Sampler:
         self._update_children(outputs)
         parsed = read_tick(outputs, probes, at, self.labels)
         counters = [s for s in parsed if is_counter(s)]
-        samples = [s for s in parsed if not is_counter(s)] + counters_to_rates(self._counters, counters)
+        samples = [s for s in parsed if not is_counter(s)] + counters_to_rates(self._counters, parsed)
         self._counters = counters
         self.ticks += 1
         self._write(samples)

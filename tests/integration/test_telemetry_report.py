@@ -27,3 +27,52 @@ def test_report_with_plots_writes_readable_pngs(runs, tmp_path):
         assert f"]({p.name})" in result.markdown.read_text()
 
 
+
+
+def test_report_from_a_real_local_queue_run(queue_stack, tmp_path):
+    """A small real run: part B's open-model driver against real n8n (queue, 1 worker), this sampler on
+    the stack's processes, the ledger from n8n's stored executions, then the report and its plots."""
+    import asyncio
+    import time
+
+    from n8n_sizer.bench.facts import host_facts
+    from n8n_sizer.bench.hosts import LocalHost
+    from n8n_sizer.bench.ledger import build_ledger
+    from n8n_sizer.bench.load import HttpPost, run_open
+    from n8n_sizer.bench.records import RunManifest
+    from n8n_sizer.bench.results import RunStore, new_run_id
+    from n8n_sizer.bench.telemetry import Sampler, local_stack_telemetry
+
+    stack = queue_stack.stack
+    workflow_id, url = queue_stack.deploy("light")
+    setup = stack.setup.model_dump(mode="json")
+    host = LocalHost()
+    manifest = RunManifest(run_id=new_run_id(), kind="bench", created_s=time.time(), setup=setup, workflow="light",
+                           hosts={"local": {"setup": setup, "facts": host_facts(host).model_dump(mode="json")}})
+    store = RunStore.create(tmp_path / "results", manifest)
+    with queue_stack.client(login=True) as editor:
+        sampler = Sampler(host, store.append_samples, **local_stack_telemetry(stack), labels={"target": "local"},
+                          editor_check=lambda: editor.get_workflow_editor(workflow_id), editor_every_s=2.0)
+        with sampler:
+            time.sleep(2)  # idle before the load, as seed 000's runs
+            for rate in (2, 6):
+                step = f"rate-{rate}"
+                client = HttpPost(url, b'{"number": 21}', timeout_s=60)
+                out = asyncio.run(run_open(client, rate_per_s=rate, duration_s=8, max_in_flight=200, step=step,
+                                           target="local", seq_start=store.next_seq("local"), sink=store.append_request))
+                store.mark_step("local", step, "done", started_s=out.started_s, finished_s=out.finished_s)
+            time.sleep(2)
+    with queue_stack.client() as api:
+        counts = api.count_executions(workflow_id)
+    ledger = build_ledger(store.read_requests(), counts.total, counts.by_status.get("success"))
+    store.update_manifest(ledgers={"local": ledger}, finished_s=time.time())
+    store.close()
+
+    result = build_report([store.folder], tmp_path / "report")
+    text = result.markdown.read_text()
+    assert ledger.fired == 16 + 48 and ledger.accepted == ledger.fired and ledger.accepted_then_lost == 0
+    row2 = next(line for line in text.splitlines() if "| rate-2 |" in line)
+    assert "| 16 | 120 | 0 |" in row2  # 16 fired, 2 req/s = 120 answered/min, no error
+    assert "n/a" not in row2.split("|")[-3]  # peak stack RAM measured
+    assert {p.name.split("_")[0] for p in result.images} == {"answered", "latency", "timeseries"}
+    assert "### Alerts" in text and "| local | 3" not in text

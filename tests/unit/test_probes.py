@@ -65,8 +65,13 @@ def test_proc_stat_rates_give_cores_and_shares():
     assert sum(s.value for s in pct) == pytest.approx(100.0)
     cores = [s for s in rates if s.metric == "host_cpu_cores"]
     cpus = by(b, "host_cpus").value
-    assert 0 < sum(s.value for s in cores) <= cpus * 1.3  # ~wall time x CPUs (jiffies vs our clock)
+    # with host_cpus in the reading, the kernel's clock is the time base: the states add up to the CPUs
+    assert sum(s.value for s in cores) == pytest.approx(cpus)
     assert busy_cores(rates) >= 0.5  # the busy loop shows up
+    # without it, the readings' own timestamps (1.2 s apart here) are used
+    no_cpus = [s for s in b if s.metric != "host_cpus"]
+    elapsed = sum(s.value for s in b if s.metric == "host_cpu_seconds_total") - sum(s.value for s in a if s.metric == "host_cpu_seconds_total")
+    assert sum(s.value for s in counters_to_rates(a, no_cpus) if s.metric == "host_cpu_cores") == pytest.approx(elapsed / 1.2)
 
 
 def test_rates_skip_counter_resets_and_unmatched():

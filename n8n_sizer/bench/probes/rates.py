@@ -30,14 +30,37 @@ def is_counter(s: Sample) -> bool:
     return s.metric in RATE_OF
 
 
+def _kernel_dt(before: dict, current: Sequence[Sample]) -> float | None:
+    """Seconds between two readings by the kernel's own clock: all-CPU jiffies elapsed / online CPUs.
+
+    Our timestamps are when the probe command returned, which jitters by tens of ms on a busy host (a fork,
+    an SSH round trip); dividing kernel counters by that jitter gave 2.6 "cores" on a 2-core machine.
+    """
+    cpus = next((s.value for s in current if s.metric == "host_cpus"), None)
+    if not cpus:
+        return None
+    total = 0.0
+    for s in current:
+        if s.metric == "host_cpu_seconds_total":
+            old = before.get(_key(s))
+            if old is None:
+                return None
+            total += s.value - old.value
+    return total / cpus if total > 0 else None
+
+
 def counters_to_rates(previous: Iterable[Sample], current: Iterable[Sample]) -> list[Sample]:
     """Rates for every counter present in both readings, stamped at the current reading's time.
 
-    A counter that went backwards (the process restarted, a PID was reused) gives no rate for that
-    interval rather than a negative one. `host_cpu_seconds_total{state}` also yields `host_cpu_pct{state}`,
-    each state's share of all CPU time in the interval (sar's %user, %iowait, %idle).
+    `current` may hold non-counter samples too: `host_cpus` there lets every rate use the kernel's clock
+    (see `_kernel_dt`) instead of the readings' timestamps. A counter that went backwards (the process
+    restarted, a PID was reused) gives no rate for that interval rather than a negative one.
+    `host_cpu_seconds_total{state}` also yields `host_cpu_pct{state}`, each state's share of all CPU
+    time in the interval (sar's %user, %iowait, %idle).
     """
+    current = list(current)
     before = {_key(s): s for s in previous if is_counter(s)}
+    kernel_dt = _kernel_dt(before, current)
     out: list[Sample] = []
     cpu_deltas: dict[tuple[tuple[str, str], ...], list[tuple[Sample, float]]] = {}
     for s in current:
@@ -46,7 +69,7 @@ def counters_to_rates(previous: Iterable[Sample], current: Iterable[Sample]) -> 
         old = before.get(_key(s))
         if old is None:
             continue
-        dt, delta = s.time_s - old.time_s, s.value - old.value
+        dt, delta = kernel_dt or (s.time_s - old.time_s), s.value - old.value
         if dt <= 0 or delta < 0:
             continue
         metric, unit, factor = RATE_OF[s.metric]
