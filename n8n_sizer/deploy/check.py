@@ -97,16 +97,19 @@ def _redis_rule(rule: str, flag: str, wanted: str, default: str, why: str) -> Ca
         redis = cf.by_role("redis")
         if not redis:
             return na(rule, "Redis is not in this file; set it there")
-        wrong = []
+        wrong, implicit = [], []
         for service in redis:
             value = _redis_arg(service, flag)
             if value is None and any(t.endswith(".conf") for t in service.command):
                 return na(rule, f"{service.name} reads a config file check cannot see; make sure it has {flag} {wanted}")
+            if value is None:
+                implicit.append(service.name)
             if (value or default) != wanted:
-                wrong.append(f"{service.name} {flag} {value or default}")
+                wrong.append(f"{service.name} {flag} {value or default}" + (" (Redis' default)" if value is None else ""))
         if wrong:
             return fail(rule, f"{', '.join(wrong)}: {why}", f"start Redis with {flag} {wanted}")
-        return ok(rule, f"{flag} {wanted} on {names(redis)}")
+        note = f" (Redis' default on {', '.join(implicit)}; seed 000 sets it explicitly)" if implicit else ""
+        return ok(rule, f"{flag} {wanted} on {names(redis)}{note}")
 
     check.__name__ = f"rule_{rule.replace('-', '_')}"
     return check
@@ -186,6 +189,7 @@ RULES: dict[str, Callable[[ComposeFile, CheckContext], RuleResult]] = {
     "start-order": rule_start_order,
     "runner-per-process": n8n.rule_runner_per_process,
     "runner-healthcheck": n8n.rule_runner_healthcheck,
+    "runner-version": n8n.rule_runner_version,
     "redis-noeviction": rule_redis_noeviction,
     "redis-appendonly": rule_redis_appendonly,
     "postgres-pool": rule_postgres_pool,

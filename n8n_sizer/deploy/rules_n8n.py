@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from n8n_sizer.advisor.setup import DEFAULT_GRACEFUL_SHUTDOWN_S, DEFAULT_WORKER_CONCURRENCY
-from n8n_sizer.deploy.composefile import ComposeFile, Service
+from n8n_sizer.deploy.composefile import ComposeFile, Service, image_base
 from n8n_sizer.deploy.rule import CheckContext, RuleResult, as_int, fail, na, names, ok
 
 DOCKER_DEFAULT_STOP_GRACE_S = 10.0  # Docker's default stop timeout before SIGKILL
@@ -87,6 +87,19 @@ def rule_runner_healthcheck(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
                     "and fail the stack (seed 000, field note 2)",
                     'add healthcheck: test: ["CMD-SHELL", "wget -qO- http://127.0.0.1:5680/healthz"]')
     return ok("runner-healthcheck", f"healthcheck on {len(runners)} runners")
+
+
+def rule_runner_version(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
+    runners = [r for r in cf.by_role("runner") if r.image]
+    n8n_images = [s for s in cf.n8n if s.image]
+    if not runners or not n8n_images:
+        return na("runner-version", "no runner image or no n8n image")
+    tags = {s.name: image_base(s.image)[1] for s in (*n8n_images, *runners)}
+    if len(set(tags.values())) > 1:
+        listed = ", ".join(f"{name} {tag or 'latest'}" for name, tag in tags.items())
+        return fail("runner-version", f"n8n and runner images differ: {listed}",
+                    "use one version for n8nio/n8n and n8nio/runners (they are released together)")
+    return ok("runner-version", f"n8n and {len(runners)} runners on {next(iter(tags.values()))}")
 
 
 def _concurrency(worker: Service) -> int:
