@@ -261,6 +261,17 @@ def test_cloud_init_boots_the_stack() -> None:
     assert "bootcmd" not in production  # production hosts keep their security updates
 
 
+def test_boot_scripts_parse_with_the_real_shell() -> None:
+    bench = yaml.safe_load(_bundle("queue-2-workers").cloud_init)
+    up_sh = next(f["content"] for f in bench["write_files"] if f["path"] == "/opt/n8n/up.sh")
+    scripts = [up_sh, *(cmd[2] for cmd in bench["bootcmd"])]
+    for script in scripts:
+        proc = subprocess.run(["sh", "-n"], input=script, capture_output=True, text=True, timeout=10)
+        assert proc.returncode == 0, proc.stderr
+    broken = subprocess.run(["sh", "-n"], input=up_sh.replace("fi\n", "\n"), capture_output=True, text=True, timeout=10)
+    assert broken.returncode != 0  # the syntax check does catch a broken script
+
+
 def test_generated_secrets_are_fresh_hex_and_hidden() -> None:
     first, second = generate_secrets(), generate_secrets()
     assert len(first.encryption_key) == 64 and int(first.encryption_key, 16) >= 0
