@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterator
 
 from n8n_sizer.bench.ledger import format_ledger
-from n8n_sizer.bench.plan import build_plan, parse_rates, parse_sweep
+from n8n_sizer.bench.plan import FindMax, build_plan, parse_duration, parse_rates, parse_sweep
 from n8n_sizer.bench.results import RunStore
 from n8n_sizer.bench.run import Progress
 from n8n_sizer.bench.session import BenchRequest, BenchSummary, read_inventory_file, read_stack_inventory
@@ -18,13 +18,32 @@ from n8n_sizer.errors import InputError
 
 
 def make_request(*, stack, inventory, local, mode, workers, db, cpus, workflow, rates, step_seconds, sweep,
-                 warmup, timeout_s, max_in_flight, drain_s, ssh_key, ssh_port) -> BenchRequest:
+                 warmup, timeout_s, max_in_flight, drain_s, ssh_key, ssh_port, find_max=False, p95_ms=2000.0,
+                 error_budget=0.0, tolerance=1.0, soak=None, rate=None) -> BenchRequest:
     chosen = [name for name, on in (("--stack", stack), ("--inventory", inventory), ("--local", local)) if on]
     if len(chosen) != 1:
         raise InputError("say where to run: exactly one of --stack NAME, --inventory FILE or --local"
                          + (f" (got {' and '.join(chosen)})" if chosen else ""))
+    search = None
+    if find_max and soak is not None:
+        raise InputError("--find-max and --soak are separate runs; choose one")
+    if find_max:
+        bounds = parse_rates(rates)
+        if len(bounds) != 2 or sweep:
+            raise InputError(f"--find-max searches between two rates: --rates LOW,HIGH (got --rates {rates}"
+                             f"{' and a sweep' if sweep else ''}); try --rates 5,60")
+        search = FindMax(low_per_s=min(bounds), high_per_s=max(bounds), p95_ms=p95_ms, error_budget=error_budget,
+                         tolerance_per_s=tolerance, step_s=step_seconds)
+        rates, sweep = ",".join(f"{b:g}" for b in sorted(bounds)), ""
+    if soak is not None:
+        if rate is None or sweep:
+            raise InputError("--soak holds one steady rate: add --rate R (e.g. --rate 0.2) and no --concurrency-sweep")
+        rates, step_seconds = f"{rate:g}", parse_duration(soak)
+    elif rate is not None:
+        raise InputError("--rate goes with --soak DURATION; for steps use --rates 5,20,50")
     plan = build_plan(parse_rates(rates), step_seconds, parse_sweep(sweep), timeout_s=timeout_s,
                       max_in_flight=max_in_flight, warmup_requests=warmup, drain_s=drain_s)
+    mode_fields = {"find_max": search, "soak": soak is not None}
     if ssh_key is not None and not ssh_key.is_file():
         raise InputError(f"--ssh-key {ssh_key}: no such file; pass the private key the fleet was created with")
     if local:
@@ -40,12 +59,14 @@ def make_request(*, stack, inventory, local, mode, workers, db, cpus, workflow, 
         if mode == "queue" and db == "sqlite":
             raise InputError("--db sqlite: queue mode needs Postgres; drop --db or use --mode regular")
         setup = Setup(mode=mode, workers=n, db=db or "postgres")
-        return BenchRequest(source="local", local_setup=setup, pin_cpus=cpus, plan=plan, workflow=workflow)
+        return BenchRequest(source="local", local_setup=setup, pin_cpus=cpus, plan=plan, workflow=workflow,
+                            **mode_fields)
     if stack:
         return BenchRequest(source="stack", stack=stack, inventory=read_stack_inventory(stack), plan=plan,
-                            workflow=workflow, ssh_key=str(ssh_key) if ssh_key else None, ssh_port=ssh_port)
+                            workflow=workflow, ssh_key=str(ssh_key) if ssh_key else None, ssh_port=ssh_port,
+                            **mode_fields)
     return BenchRequest(source="inventory", inventory=read_inventory_file(inventory), plan=plan, workflow=workflow,
-                        ssh_key=str(ssh_key) if ssh_key else None, ssh_port=ssh_port)
+                        ssh_key=str(ssh_key) if ssh_key else None, ssh_port=ssh_port, **mode_fields)
 
 
 @contextmanager
@@ -110,4 +131,25 @@ def print_summary(summary: BenchSummary, json_out: bool) -> None:
               f"{r.get('answered_per_min', 0):>12.0f} {ms('latency_p50')} {ms('latency_p95')} {ms('latency_p99')}  {errors}")
     for name, ledger in summary.ledgers.items():
         print(format_ledger(name, ledger))
+    for name, result in store.manifest.extra.get("find_max", {}).items():
+        print(format_find_max(name, result))
+    for name, buckets in store.manifest.extra.get("soak", {}).items():
+        from n8n_sizer.bench.soak import SoakBucket, render_soak_table
+
+        print(f"soak {name} (30-minute buckets, seed 004)")
+        print(render_soak_table([SoakBucket.model_validate(b) for b in buckets]))
     sys.stdout.flush()
+
+
+def format_find_max(name: str, result: dict) -> str:
+    """The search's answer and every measurement it rests on."""
+    best = result["max_rate_per_s"]
+    head = (f"find-max {name}: " + (f"{best:g} req/s" if best is not None else "no rate passed") +
+            f" (p95 <= {result['p95_target_ms']:g} ms, error budget {result['error_budget']:g})")
+    if result.get("at_upper_bound"):
+        head += "; the upper bound passed: the maximum may be higher"
+    if result.get("confirmed") is False:
+        head += "; NOT confirmed when measured again"
+    rows = [f"  {s['outcome']['rate_per_s']:>8g} req/s  {'pass' if s['passed'] else 'fail'}  {s['reason']}"
+            for s in result["steps"]]
+    return "\n".join([head, *rows])

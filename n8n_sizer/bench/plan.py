@@ -27,10 +27,11 @@ class RateStep(BaseModel):
     kind: Literal["rate"] = "rate"
     rate_per_s: float = Field(gt=0, le=100_000)
     duration_s: float = Field(gt=0)
+    label: str | None = None  # a name of its own, e.g. "max3-17.5" for the third --find-max measurement
 
     @property
     def name(self) -> str:
-        return f"rate-{self.rate_per_s:g}"
+        return self.label or f"rate-{self.rate_per_s:g}"
 
 
 class ConcurrencyStep(BaseModel):
@@ -105,3 +106,33 @@ def build_plan(rates: tuple[float, ...] = DEFAULT_RATES_PER_S, step_s: float = D
     steps += [ConcurrencyStep(users=c, duration_s=step_s) for c in sweep]
     return LoadPlan(steps=tuple(steps), timeout_s=timeout_s, max_in_flight=max_in_flight,
                     warmup_requests=warmup_requests, drain_s=drain_s)
+
+
+class FindMax(BaseModel):
+    """`--find-max`: bisect the highest constant rate in [low, high] within the error budget and p95 target."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    low_per_s: float = Field(gt=0)
+    high_per_s: float = Field(gt=0)
+    p95_ms: float = Field(gt=0)
+    error_budget: float = Field(0.0, ge=0, lt=1)
+    tolerance_per_s: float = Field(1.0, gt=0)
+    step_s: float = Field(gt=0)
+
+
+def parse_duration(text: str, flag: str = "--soak") -> float:
+    """`"4h"`, `"30m"`, `"90s"`, `"1h30m"` or plain seconds -> seconds."""
+    import re
+
+    raw = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", raw):
+        seconds = float(raw)
+    else:
+        parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", raw)
+        if not parts or "".join(n + u for n, u in parts) != raw:
+            raise InputError(f"{flag} {text!r} is not a duration; try {flag} 4h, {flag} 30m or {flag} 90s")
+        seconds = sum(float(n) * {"h": 3600, "m": 60, "s": 1}[u] for n, u in parts)
+    if seconds <= 0:
+        raise InputError(f"{flag} {text!r} must be longer than 0; try {flag} 4h")
+    return seconds

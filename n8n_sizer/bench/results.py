@@ -130,6 +130,14 @@ class RunStore:
             self.manifest = self.manifest.model_copy(update={"extra": extra})
         self.save_manifest()
 
+    def put_extra(self, section: str, target: str, value) -> None:
+        """run.json `extra[section][target] = value` (e.g. a find-max result), under the store's lock."""
+        with self._lock:
+            extra = json.loads(json.dumps(self.manifest.extra))
+            extra.setdefault(section, {})[target] = value
+            self.manifest = self.manifest.model_copy(update={"extra": extra})
+        self.save_manifest()
+
     def next_seq(self, target: str) -> int:
         seqs = [r.seq for r in self.read_requests() if r.target == target]
         return max(seqs) + 1 if seqs else 0

@@ -33,7 +33,7 @@ from n8n_sizer.bench.facts import host_facts
 from n8n_sizer.bench.hosts import ConnectionLost, Host, HostError, SshHost
 from n8n_sizer.bench.ledger import build_ledger
 from n8n_sizer.bench.load import HttpPost, run_closed, run_open
-from n8n_sizer.bench.plan import ConcurrencyStep, LoadPlan, RateStep
+from n8n_sizer.bench.plan import FindMax, LoadPlan, RateStep
 from n8n_sizer.bench.records import Ledger
 from n8n_sizer.bench.results import RunStore, summarize_step
 from n8n_sizer.bench.workflow import BenchWorkflow
@@ -74,6 +74,7 @@ class BenchJob:
     workflow: BenchWorkflow
     targets: list[Target]
     progress: Progress | None = None
+    find_max: FindMax | None = None  # instead of the plan's steps: search the highest sustainable rate
 
 
 def run_bench(job: BenchJob) -> dict[str, Ledger]:
@@ -206,9 +207,11 @@ class _TargetRun:
             if plan.warmup_requests:
                 self.say("warm-up")
                 self._warmup(warm_url)
+            if self.job.find_max is not None:
+                self._find_max(self.job.find_max, wf_url)
             finished = set(self.store.finished_steps(self.t.name))
             elapsed = sum(s.duration_s for s in plan.steps if s.name in finished)
-            for step in plan.steps:
+            for step in plan.steps if self.job.find_max is None else ():
                 if step.name in finished:
                     continue
                 self.say(step.name, elapsed)
@@ -217,6 +220,24 @@ class _TargetRun:
             self.say("drain", plan.duration_s)
             self._ledger(main_url, info["workflow_id"], secrets_path)
         self.say("done", plan.duration_s)
+
+    def _find_max(self, spec: FindMax, url: str) -> None:
+        """Part C's bisection (`search.find_max_rate`), each measurement a full recorded rate step."""
+        from n8n_sizer.bench.search import find_max_rate, step_outcome
+
+        name, done = self.t.name, []
+
+        def measure(rate: float):
+            step = RateStep(rate_per_s=round(rate, 3), duration_s=spec.step_s, label=f"max{len(done) + 1}-{rate:.3g}")
+            self.say(step.name, 0.0)
+            self._step(step, url, 0.0)
+            done.append(step.name)
+            records = [r for r in self.store.read_requests() if r.target == name and r.step == step.name]
+            return step_outcome(step.rate_per_s, records, spec.step_s)
+
+        result = find_max_rate(measure, spec.low_per_s, spec.high_per_s, p95_ms=spec.p95_ms,
+                               error_budget=spec.error_budget, tolerance=spec.tolerance_per_s)
+        self.store.put_extra("find_max", name, result.model_dump(mode="json"))
 
     def _telemetry(self, telemetry: ExitStack, main_url: str, info: dict, secrets_path) -> None:
         """Part C's sampler every second: host, processes (and their runners), Redis, Postgres, editor.

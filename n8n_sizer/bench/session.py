@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.bench.hosts import HostError, LocalHost, SshHost
-from n8n_sizer.bench.plan import LoadPlan
+from n8n_sizer.bench.plan import FindMax, LoadPlan
 from n8n_sizer.bench.records import Ledger, RunManifest
 from n8n_sizer.bench.results import RunStore, new_run_id
 from n8n_sizer.bench.run import BenchJob, Progress, Target, run_bench, stack_kind_for
@@ -41,6 +41,8 @@ class BenchRequest(BaseModel):
     workflow: str
     ssh_key: str | None = None
     ssh_port: int = 22
+    find_max: FindMax | None = None  # --find-max: search instead of the plan's steps
+    soak: bool = False  # --soak: the plan is one long step; the summary adds seed 004's 30-minute buckets
 
 
 class BenchSummary(BaseModel):
@@ -120,7 +122,8 @@ def start_bench(req: BenchRequest, out_dir: Path, progress: Progress | None = No
     flow = load_workflow(req.workflow, workflow_body, run_tag=run_id.rsplit("-", 1)[-1])
     targets = build_targets(req)
     _check_targets_reachable(targets)
-    manifest = RunManifest(run_id=run_id, created_s=time.time(), spec=_spec(req, flow),
+    kind = "find-max" if req.find_max is not None else ("soak" if req.soak else "bench")
+    manifest = RunManifest(run_id=run_id, kind=kind, created_s=time.time(), spec=_spec(req, flow),
                            setup={t.name: t.setup.model_dump(mode="json") for t in targets},
                            workflow=flow.name, versions=_versions())
     store = RunStore.create(out_dir, manifest)
@@ -132,6 +135,9 @@ def resume_bench(run: str, out_dir: Path, progress: Progress | None = None) -> B
     if store.manifest.finished_s is not None:
         raise InputError(f"--resume {run}: that run finished at {time.ctime(store.manifest.finished_s)}; "
                          f"nothing left to run (start a new one)")
+    if store.manifest.kind == "find-max":
+        raise InputError(f"--resume {run}: a --find-max search cannot be resumed (its next rate depends on "
+                         f"every step before); start the search again")
     spec = dict(store.manifest.spec)
     flow = BenchWorkflow.model_validate({**spec.pop("workflow_resolved"), "body": spec.pop("body").encode()})
     req = BenchRequest.model_validate(spec)
@@ -141,7 +147,10 @@ def resume_bench(run: str, out_dir: Path, progress: Progress | None = None) -> B
 def _run(store: RunStore, req: BenchRequest, flow: BenchWorkflow, targets: list[Target],
          progress: Progress | None) -> BenchSummary:
     try:
-        ledgers = run_bench(BenchJob(store=store, plan=req.plan, workflow=flow, targets=targets, progress=progress))
+        ledgers = run_bench(BenchJob(store=store, plan=req.plan, workflow=flow, targets=targets, progress=progress,
+                                     find_max=req.find_max))
+        if req.soak:
+            _soak_tables(store)
     except InputError as exc:
         msg = str(exc).replace("--resume RUN", f"--resume {store.run_id}")
         if f"--resume {store.run_id}" not in msg:
@@ -153,6 +162,17 @@ def _run(store: RunStore, req: BenchRequest, flow: BenchWorkflow, targets: list[
             if t.loadgen is not None:
                 t.loadgen.close()
     return BenchSummary(run_id=store.run_id, folder=str(store.folder), ledgers=ledgers)
+
+
+def _soak_tables(store: RunStore) -> None:
+    """Seed 004's 30-minute buckets per target (part C's `soak_table`), kept in run.json `extra.soak`."""
+    from n8n_sizer.bench.soak import soak_table
+
+    requests, samples = store.read_requests(), store.read_samples()
+    for target in store.manifest.hosts:
+        mine = [s for s in samples if s.labels.get("target") == target]
+        buckets = soak_table([r for r in requests if r.target == target], mine)
+        store.put_extra("soak", target, [b.model_dump(mode="json") for b in buckets])
 
 
 def _spec(req: BenchRequest, flow: BenchWorkflow) -> dict:

@@ -18,6 +18,8 @@ Examples:
   n8n-sizer bench --local --mode queue --workers 1 --rates 2 --step-seconds 10 --warmup 10
   n8n-sizer bench --stack single --ssh-key ~/.ssh/n8n-sizer
   n8n-sizer bench --resume 20261130T151500Z-1a2b3c
+  n8n-sizer bench --local --find-max --rates 5,60 --step-seconds 60 --p95-ms 2000
+  n8n-sizer bench --local --soak 4h --rate 0.2
 """
 
 
@@ -43,6 +45,12 @@ def bench(
     out: Path = typer.Option(Path("results"), "--out", help="Folder that holds run folders."),
     json_out: bool = typer.Option(False, "--json", help="Print run id, run folder and ledgers as one JSON object."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue an unfinished run (its id or folder)."),
+    find_max: bool = typer.Option(False, "--find-max", help="Bisect the highest rate within --p95-ms and the error budget; --rates LOW,HIGH are the bounds."),
+    p95_ms: float = typer.Option(2000.0, "--p95-ms", help="--find-max: p95 latency target, ms."),
+    error_budget: float = typer.Option(0.0, "--error-budget", help="--find-max: failed fraction of requests allowed."),
+    tolerance: float = typer.Option(1.0, "--tolerance", help="--find-max: stop when the bracket is this narrow, req/s."),
+    soak: Optional[str] = typer.Option(None, "--soak", help="Soak: one steady --rate for this long (4h, 30m), 30-minute buckets (seed 004)."),
+    rate: Optional[float] = typer.Option(None, "--rate", help="--soak: the steady rate, req/s."),
 ) -> None:
     from n8n_sizer.bench.clifmt import bench_progress, print_summary
     from n8n_sizer.bench.session import resume_bench, start_bench
@@ -56,6 +64,7 @@ def bench(
             req = make_request(stack=stack, inventory=inventory, local=local, mode=mode, workers=workers, db=db,
                                cpus=cpus, workflow=workflow, rates=rates, step_seconds=step_seconds, sweep=sweep,
                                warmup=warmup, timeout_s=timeout_s, max_in_flight=max_in_flight, drain_s=drain_s,
-                               ssh_key=ssh_key, ssh_port=ssh_port)
+                               ssh_key=ssh_key, ssh_port=ssh_port, find_max=find_max, p95_ms=p95_ms,
+                               error_budget=error_budget, tolerance=tolerance, soak=soak, rate=rate)
             summary = start_bench(req, out, progress, workflow_body=body)
     print_summary(summary, json_out)

@@ -86,3 +86,18 @@ def test_resume_of_an_unknown_or_finished_run(capsys, tmp_path):
     (run / "run.json").write_text(json.dumps({"run_id": "r1", "created_s": 1.0, "finished_s": 2.0}))
     one_line_exit_2(["--resume", "r1", "--out", str(tmp_path)], capsys, "nothing left to run")
     assert json.loads((run / "run.json").read_text())["finished_s"] == 2.0  # untouched
+
+
+def test_find_max_and_soak_flags(capsys):
+    one_line_exit_2(["--local", "--find-max", "--rates", "5,20,50"], capsys, "--rates LOW,HIGH")
+    one_line_exit_2(["--local", "--find-max", "--soak", "1h", "--rate", "1"], capsys, "choose one")
+    one_line_exit_2(["--local", "--soak", "1h"], capsys, "add --rate R")
+    one_line_exit_2(["--local", "--soak", "soon", "--rate", "1"], capsys, "not a duration")
+    one_line_exit_2(["--local", "--rate", "3"], capsys, "--rate goes with --soak")
+
+
+def test_find_max_run_cannot_be_resumed(capsys, tmp_path):
+    run = tmp_path / "r2"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"run_id": "r2", "kind": "find-max", "created_s": 1.0}))
+    one_line_exit_2(["--resume", "r2", "--out", str(tmp_path)], capsys, "cannot be resumed")

@@ -89,3 +89,13 @@ def test_step_summary_counts_classes_and_percentiles():
     assert samples[("errors", "reset")] == 1 and samples[("errors", "timeout")] == 0
     assert samples[("latency_p50", None)] == pytest.approx(50.5) and samples[("latency_p99", None)] == pytest.approx(99.01)
     assert samples[("achieved_rate", None)] == pytest.approx(5.0, rel=0.01)
+
+
+def test_durations_and_step_labels():
+    from n8n_sizer.bench.plan import RateStep, parse_duration
+
+    assert parse_duration("4h") == 14400 and parse_duration("1h30m") == 5400 and parse_duration("90") == 90
+    for bad in ("4x", "h", "0s", "1h 30m"):
+        with pytest.raises(InputError, match="--soak"):
+            parse_duration(bad)
+    assert RateStep(rate_per_s=17.5, duration_s=60, label="max3-17.5").name == "max3-17.5"
