@@ -230,6 +230,16 @@ class SshHost:
             local_port = s.getsockname()[1]
         with conn.forward_local(local_port=local_port, remote_port=remote_port, remote_host="127.0.0.1",
                                 local_host="127.0.0.1"):
+            deadline = time.monotonic() + 10  # Fabric binds the listener in its own thread, a moment later
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", local_port), timeout=1).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise HostError(f"{self.name}: the SSH tunnel to port {remote_port} did not open "
+                                        f"on 127.0.0.1:{local_port} within 10 s") from None
+                    time.sleep(0.05)
             yield local_port
 
     def ping(self, timeout_s: float = 10.0) -> None:

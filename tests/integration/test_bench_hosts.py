@@ -75,3 +75,34 @@ def test_local_host(tmp_path):
         host.run("echo bad thing >&2; exit 4", timeout_s=5)
     with pytest.raises(HostError, match="timed out"):
         host.run("sleep 20", timeout_s=0.5)
+
+
+def test_ssh_tunnel_reaches_a_port_on_the_host(sshd):  # noqa: F811
+    import http.server
+    import threading
+    import urllib.request
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"through the tunnel"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    host = _host(sshd)
+    try:
+        with host.tunnel(server.server_address[1]) as local_port:
+            assert local_port != server.server_address[1]
+            with urllib.request.urlopen(f"http://127.0.0.1:{local_port}/", timeout=10) as resp:
+                assert resp.read() == b"through the tunnel"
+    finally:
+        host.close()
+        server.shutdown()
+        server.server_close()
