@@ -60,6 +60,9 @@ class RunData:
 
 
 def load_run(run: str | Path) -> RunData:
+    if not (Path(run) / "run.json").is_file():
+        raise InputError(f"{run} is not a run folder (no run.json in it); try one of the folders in results/ "
+                         f"that `n8n-sizer bench` wrote")
     store = RunStore.open(Path(run))
     return RunData(store.folder, store.manifest, store.read_requests(), store.read_samples())
 
