@@ -2,8 +2,9 @@
 
 Starts a trivial HTTP/1.1 keep-alive server (asyncio.Protocol, answers 200 `{}`) in its own process on a
 free port of 127.0.0.1, then:
-  1. offers 100 .. 2,000 req/s for a few seconds each and prints achieved/target rate (target >= 0.99),
-     the send lag (sent - scheduled) p99 and the latency p50;
+  1. offers 100 .. 2,000 req/s for a few seconds each, recording every request to a requests.jsonl as a
+     real run does, and prints achieved/target rate (target >= 0.99), the send lag (sent - scheduled) p99
+     and the latency p50;
   2. runs Debian's `hey` (closed model, `-c C -q Q`, keep-alive) at the same rate and prints its p50 next to
      the driver's p50 at that rate: the difference is the driver's overhead.
 
@@ -70,11 +71,27 @@ def _pct(values: list[float], q: float) -> float:
 async def _drive(url: str, rate: float, seconds: float):
     from n8n_sizer.bench.load import HttpPost, run_open
 
+    import tempfile
+    import time as _time
+    from pathlib import Path
+
+    from n8n_sizer.bench.records import RunManifest
+    from n8n_sizer.bench.results import RunStore
+
     records = []
-    client = HttpPost(url, b'{"n":1}', timeout_s=30)
-    out = await run_open(client, rate_per_s=rate, duration_s=seconds, max_in_flight=1000, step="b", target="b",
-                         sink=records.append)
-    client.close()
+    # The sink a real run uses: each record serialised and appended (flushed) to requests.jsonl.
+    with tempfile.TemporaryDirectory() as tmp:
+        store = RunStore.create(Path(tmp), RunManifest(run_id="bench", created_s=_time.time()))
+
+        def sink(record):
+            store.append_request(record)
+            records.append(record)
+
+        client = HttpPost(url, b'{"n":1}', timeout_s=30)
+        out = await run_open(client, rate_per_s=rate, duration_s=seconds, max_in_flight=1000, step="b", target="b",
+                             sink=sink)
+        client.close()
+        store.close()
     return out, records
 
 
