@@ -105,7 +105,7 @@ class Sampler:
         self._lock = threading.Lock()
 
     def _tick_probes(self) -> list[Probe]:
-        probes = list(self.probes)
+        probes = [p for p in self.probes if self.ticks % max(1, p.every) == 0]
         for name, pid in {**self.processes, **self._children}.items():
             probes.append(process_probe(name, pid))
         for name, pid in self.trees.items():

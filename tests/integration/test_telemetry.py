@@ -159,3 +159,16 @@ def test_sampler_on_the_real_queue_stack(queue_stack, tmp_path):
     assert max(values("postgres_connections", state="all")) >= 3  # seed 000: main's pool + 1, plus the worker's
     assert values("bull_jobs", state="waiting") and values("redis_used_memory_mib")
     assert len(values(EDITOR_METRIC)) >= 2 and all(0 < v < 10_000 for v in values(EDITOR_METRIC))
+
+
+def test_sampler_runs_slow_probes_every_nth_tick(tmp_path):
+    from dataclasses import replace
+
+    batches: list[list[Sample]] = []
+    load = Probe("loadavg", "cat /proc/loadavg", parse_loadavg)
+    sampler = Sampler(LocalHost(), batches.append, [load, replace(load, name="loadavg-slow", every=3)],
+                      labels={"probe_set": "t"})
+    for _ in range(6):
+        sampler.tick()
+    per_tick = [sum(1 for s in b if s.metric == "host_load_avg") for b in batches]
+    assert per_tick == [6, 3, 3, 6, 3, 3]  # 3 windows per probe; the slow one on ticks 0 and 3

@@ -255,3 +255,16 @@ def test_n8n_metrics_real_capture_from_queue_mode():
     assert by(samples, "n8n_scaling_mode_queue_jobs_completed").value == 20
     assert by(samples, "n8n_scaling_mode_queue_jobs_waiting").value == 0
     assert parse_prometheus(text)['n8n_version_info{version="v2.41.1",major="2",minor="41",patch="1"}'] == 1
+
+
+def test_compose_stack_probes_shape():
+    from n8n_sizer.bench.probes.containers import compose_stack_probes
+
+    queue = {p.name: p for p in compose_stack_probes(queue=True, postgres=True)}
+    assert set(queue) == {"proc_stat", "loadavg", "meminfo", "diskstats", "cgroup", "redis_info", "bull_queue",
+                          "pg_activity", "n8n_metrics"}
+    assert queue["redis_info"].every == 2 and queue["cgroup"].every == 1
+    assert "com.docker.compose.service=n8n-redis" in queue["bull_queue"].command
+    assert "REDIS_PASSWORD" not in queue["redis_info"].command  # the container's REDISCLI_AUTH is used
+    regular = {p.name for p in compose_stack_probes(queue=False, postgres=False, metrics=False)}
+    assert regular == {"proc_stat", "loadavg", "meminfo", "diskstats", "cgroup"}

@@ -31,6 +31,7 @@ class Probe:
     command: str
     parse: Parser
     labels: Mapping[str, str] | None = None  # stamped on every sample of this probe (process, container)
+    every: int = 1  # run on every n-th sampler tick (probes that are costlier than a `cat`)
 
     def samples(self, text: str, time_s: float, labels: Mapping[str, str]) -> list[Sample]:
         return self.parse(text, time_s, {**labels, **(self.labels or {})})

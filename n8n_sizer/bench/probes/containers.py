@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 
 from n8n_sizer.bench.probes import Probe, ProbeParseError, sample
 from n8n_sizer.bench.records import Sample
@@ -38,16 +39,18 @@ def parse_memory_current(text: str, time_s: float, labels: Mapping[str, str]) ->
 
 
 def cgroup_command(cgroup_root: str = "/sys/fs/cgroup") -> str:
-    """Every running container's cpu.stat and memory.current, one section per container name.
+    """Every running container's cpu.stat and memory.current, one section per container.
 
-    Docker with the systemd cgroup driver (Debian/Ubuntu default on cgroup v2) puts a container in
-    `system.slice/docker-<full id>.scope`.
+    One `docker ps` per tick (no `docker inspect` per container). A container is named by its Compose
+    service (`n8n-main`, `n8n-worker-1`, `n8n-runner-main`...) when it has one, else by its name. Docker's
+    systemd cgroup driver (Debian/Ubuntu default on cgroup v2) puts it in `system.slice/docker-<id>.scope`,
+    the cgroupfs driver in `docker/<id>`.
     """
+    fmt = '{{.ID}} {{.Names}} {{.Label "com.docker.compose.service"}}'
     return (
-        "for id in $(docker ps -q --no-trunc); do "
-        "name=$(docker inspect -f '{{.Name}}' \"$id\"); "
-        f"d={cgroup_root}/system.slice/docker-$id.scope; "
-        f"echo \"{_SECTION}${{name#/}}\"; cat \"$d/cpu.stat\"; echo '-- memory.current'; cat \"$d/memory.current\"; "
+        f"docker ps --no-trunc --format '{fmt}' | while read -r id name service; do "
+        f'd={cgroup_root}/system.slice/docker-$id.scope; [ -d "$d" ] || d={cgroup_root}/docker/$id; '
+        f'echo "{_SECTION}${{service:-$name}}"; cat "$d/cpu.stat"; echo \'-- memory.current\'; cat "$d/memory.current"; '
         "done"
     )
 
@@ -101,3 +104,28 @@ def container_probes(cgroup_root: str = "/sys/fs/cgroup") -> list[Probe]:
 
 def docker_stats_probe() -> Probe:
     return Probe("docker_stats", "docker stats --no-stream --format '{{json .}}'", parse_docker_stats)
+
+
+def _in_service(service: str) -> str:
+    """`docker exec` into the running container of a Compose service (whatever its project prefix)."""
+    return f'docker exec $(docker ps -q -f label=com.docker.compose.service={service} | head -n1) '
+
+
+def compose_stack_probes(*, queue: bool, postgres: bool, main_url: str = "http://127.0.0.1:5678",
+                         metrics: bool = True) -> list[Probe]:
+    """Probes for a host running the rendered Compose stack (templates/compose.yml.j2): host, cgroups,
+    Redis and Bull inside `n8n-redis` (its REDISCLI_AUTH env holds the password), pg_stat_activity inside
+    `n8n-postgres` over its local socket, and main's /metrics (the stack turns queue metrics on)."""
+    from n8n_sizer.bench.probes.host import host_probes
+    from n8n_sizer.bench.probes.services import n8n_metrics_probe, postgres_probe, redis_probes
+
+    # Every `docker exec` forks the Docker CLI and asks the engine on the measured host itself, so the
+    # in-container probes run every 2nd tick; the cgroup counters (plain files) every tick.
+    probes = host_probes() + container_probes()
+    if queue:
+        probes += [replace(p, every=2) for p in redis_probes(prefix=_in_service("n8n-redis"))]
+    if postgres or queue:
+        probes.append(replace(postgres_probe(host="/var/run/postgresql", prefix=_in_service("n8n-postgres")), every=2))
+    if metrics:
+        probes.append(n8n_metrics_probe(main_url))
+    return probes
