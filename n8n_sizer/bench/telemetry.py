@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from n8n_sizer.bench.hosts import Host
-from n8n_sizer.bench.probes import Probe, ProbeParseError, batch_command, split_batch
+from n8n_sizer.bench.probes import Probe, batch_command, split_batch
 from n8n_sizer.bench.probes.host import host_probes, parse_children, process_probe, process_tree_probe
 from n8n_sizer.bench.probes.services import n8n_metrics_probe, postgres_probe, redis_probes
 from n8n_sizer.bench.probes.rates import counters_to_rates, is_counter
@@ -64,7 +64,7 @@ def read_tick(outputs: Mapping[str, tuple[int | None, str]], probes: Sequence[Pr
             continue
         try:
             out += probe.samples(text, time_s, labels)
-        except (ProbeParseError, ValueError, IndexError, KeyError) as exc:
+        except Exception as exc:  # ProbeParseError, or a parser meeting output it never saw: kept, not fatal
             out.append(error_sample(probe.name, f"{type(exc).__name__}: {exc}", time_s, labels, code))
     return out
 
@@ -165,7 +165,10 @@ class Sampler:
     def _loop(self, every_s: float, action: Callable[[], object]) -> None:
         next_at = time.monotonic()
         while not self._stop.is_set():
-            action()
+            try:
+                action()
+            except Exception as exc:  # never let one bad tick end the sampling thread; say what happened
+                self._write([error_sample("sampler", f"{type(exc).__name__}: {exc}", self.clock(), self.labels)])
             next_at += every_s
             now = time.monotonic()
             if next_at < now:  # overran: skip the missed slots instead of bursting to catch up

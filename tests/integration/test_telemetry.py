@@ -172,3 +172,18 @@ def test_sampler_runs_slow_probes_every_nth_tick(tmp_path):
         sampler.tick()
     per_tick = [sum(1 for s in b if s.metric == "host_load_avg") for b in batches]
     assert per_tick == [6, 3, 3, 6, 3, 3]  # 3 windows per probe; the slow one on ticks 0 and 3
+
+
+def test_a_parser_bug_is_an_error_sample_not_a_dead_sampler(tmp_path):
+    def buggy(text, time_s, labels):
+        raise TypeError("parser bug")
+
+    batches: list[list[Sample]] = []
+    sampler = Sampler(LocalHost(), batches.append, [Probe("buggy", "cat /proc/loadavg", buggy),
+                                                    Probe("loadavg", "cat /proc/loadavg", parse_loadavg)])
+    with sampler:
+        time.sleep(1.5)
+    assert sampler.ticks >= 2
+    first = batches[0]
+    assert [s.labels["error"] for s in first if s.metric == ERROR_METRIC] == ["TypeError: parser bug"]
+    assert any(s.metric == "host_load_avg" for s in first)
