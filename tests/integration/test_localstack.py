@@ -3,7 +3,8 @@
 - regular (SQLite) and queue (1 worker, Postgres, Redis): a workflow is created and activated, N webhook
   calls answer 200 with the computed result, and n8n stored exactly as many successful executions;
 - the queue stack's worker runs the code-heavy workflow (Code loop -> Wait -> Set);
-- `python -m n8n_sizer.bench.localstack up` starts a detached stack (own sessions, alive after `up` exits),
+- `python -m n8n_sizer.bench.localstack up` starts a detached stack (own sessions, alive after `up` exits,
+  pinned with `--cpus 1`),
   `status`, `signal`, `start-process` and `down` work, and after `down` none of its PIDs runs;
 - a start that fails half way stops what it had started.
 """
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import pytest
@@ -87,7 +89,7 @@ def test_api_errors_name_url_status_and_body(regular_stack):
 def test_detached_up_signal_restart_down(tmp_path):
     state = tmp_path / "stack"
     # `up` in its own session stands for an SSH session that ends right after the command.
-    up = subprocess.run([*LOCALSTACK, "up", "--mode", "queue", "--workers", "1", "--state", str(state)],
+    up = subprocess.run([*LOCALSTACK, "up", "--mode", "queue", "--workers", "1", "--cpus", "1", "--state", str(state)],
                         capture_output=True, text=True, timeout=300, start_new_session=True)
     try:
         assert up.returncode == 0, up.stderr[-2000:]
@@ -100,6 +102,8 @@ def test_detached_up_signal_restart_down(tmp_path):
         for proc in procs.values():  # alive after `up` exited, each the leader of its own session
             assert services.process_start_ticks(proc["pid"]) == proc["start_ticks"]
             assert os.getsid(proc["pid"]) == proc["pid"]
+            for pid in services.group_pids(proc["pid"]):  # --cpus 1: taskset onto core 0, children included
+                assert "Cpus_allowed_list:\t0\n" in Path(f"/proc/{pid}/status").read_text()
         assert httpx.get(printed["main_url"] + "/healthz/readiness").status_code == 200
         status = subprocess.run([*LOCALSTACK, "status", "--state", str(state)], capture_output=True, text=True, timeout=60)
         assert status.returncode == 0 and json.loads(status.stdout)["healthy"] == {"main": True, "worker-1": True}
