@@ -3,7 +3,6 @@ unit tests), and later from real local runs."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
