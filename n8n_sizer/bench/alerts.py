@@ -4,7 +4,8 @@ Seed 000, "The 3 numbers to alert on":
   - n8n_scaling_mode_queue_jobs_waiting above 0 and rising for 5 minutes (healthy runs drained to 0,
     overloaded runs climbed to about 1,000);
   - runner CPU above 90% of one core for 5 minutes while the other cores idle (regular mode's runner at
-    100% of one core with 3 of 4 cores idle);
+    100% of one core with 3 of 4 cores idle), or, in queue mode, the whole server above 85% (2 workers ran
+    at 3.5 of 4 cores without errors; 4 workers at 3.6 began failing);
   - any 503 {"message":"Database is not ready!"} from main (4 workers overloading 4 vCPU; 3 s during a
     Postgres restart).
 Each rule says whether it fired, when first, and the evidence; a rule that could not be evaluated
@@ -23,6 +24,7 @@ from n8n_sizer.bench.runstats import per_label, select
 
 WINDOW_S = 300.0  # seed 000: "for 5 minutes"
 RUNNER_PINNED_CORES = 0.9  # seed 000: "above 90% of one core"
+SERVER_BUSY_SHARE = 0.85  # seed 000: "the whole server above 85% (queue mode)"
 MAX_GAP_S = 30.0  # a hole in the samples longer than this breaks a "sustained" stretch
 DB_NOT_READY = "Database is not ready"
 
@@ -121,6 +123,32 @@ def runner_cpu_pinned(samples: Iterable[Sample], window_s: float = WINDOW_S, pin
     return Alert(rule=rule, status="quiet", first_s=None, summary=f"runner CPU peaked at {peak:.2f} cores")
 
 
+def server_cpu_high(samples: Iterable[Sample], window_s: float = WINDOW_S, share: float = SERVER_BUSY_SHARE) -> Alert:
+    """All CPUs of the host busy (everything but idle and iowait) above `share` for `window_s`."""
+    rule = f"whole server CPU above {share:.0%} for {window_s / 60:g} min"
+    samples = list(samples)
+    cpus = {s.labels.get("host"): s.value for s in select(samples, "host_cpus")}
+    busy: dict[tuple[str | None, float], float] = {}
+    for s in select(samples, "host_cpu_cores"):
+        if s.labels.get("state") not in ("idle", "iowait"):
+            busy[(s.labels.get("host"), s.time_s)] = busy.get((s.labels.get("host"), s.time_s), 0.0) + s.value
+    if not busy or not cpus:
+        return Alert(rule=rule, status="not evaluated", first_s=None, summary="no host CPU samples")
+    longest = 0.0
+    for host, n in cpus.items():
+        series = sorted((t, v / n) for (h, t), v in busy.items() if h == host)
+        longest = max(longest, _span(series))
+        hit = sustained(series, lambda v: v > share, window_s)
+        if hit is not None:
+            peak = max(v for t, v in series if hit[0] <= t <= hit[1])
+            return Alert(rule=rule, status="fired", first_s=hit[0],
+                         summary=f"{host}: above {share:.0%} of {n:.0f} cores for {(hit[1] - hit[0]) / 60:.1f} min (peak {peak:.0%})")
+    if longest < window_s:
+        return Alert(rule=rule, status="not evaluated", first_s=None,
+                     summary=f"host CPU samples span {longest:.0f} s, shorter than the {window_s:.0f} s window")
+    return Alert(rule=rule, status="quiet", first_s=None, summary=f"peak {max(busy.values()) / max(cpus.values()):.0%} of the CPUs")
+
+
 def database_not_ready(requests: Iterable[RequestRecord]) -> Alert:
     """Any HTTP 503 whose body says "Database is not ready"."""
     rule = 'any 503 "Database is not ready!"'
@@ -134,5 +162,6 @@ def database_not_ready(requests: Iterable[RequestRecord]) -> Alert:
 
 
 def evaluate_alerts(samples: Sequence[Sample], requests: Sequence[RequestRecord]) -> list[Alert]:
-    """Seed 000's three alerts on one run."""
-    return [queue_waiting_rising(samples), runner_cpu_pinned(samples), database_not_ready(requests)]
+    """Seed 000's three alerts on one run (its CPU alert in both forms: runner pinned, server full)."""
+    return [queue_waiting_rising(samples), runner_cpu_pinned(samples), server_cpu_high(samples),
+            database_not_ready(requests)]

@@ -3,7 +3,9 @@ backlog at 20 req/s, 4 workers' 503s) and on healthy ones."""
 
 from __future__ import annotations
 
-from n8n_sizer.bench.alerts import database_not_ready, evaluate_alerts, queue_waiting_rising, runner_cpu_pinned, sustained
+from n8n_sizer.bench.alerts import (
+    database_not_ready, evaluate_alerts, queue_waiting_rising, runner_cpu_pinned, server_cpu_high, sustained,
+)
 from n8n_sizer.bench.records import RequestRecord, Sample
 
 H = {"host": "cx33"}
@@ -82,6 +84,25 @@ def test_database_not_ready_any_503_with_that_body():
     assert database_not_ready([req(0, 200), req(1, 500, "Error in workflow")]).status == "quiet"
 
 
-def test_evaluate_all_three():
+def _server_run(busy_cores, seconds=420, cpus=4):
+    out = [s("host_cpus", cpus, 0)]
+    for t in range(seconds):
+        out.append(s("host_cpu_cores", busy_cores * 0.8, t, state="user"))
+        out.append(s("host_cpu_cores", busy_cores * 0.2, t, state="system"))
+        out.append(s("host_cpu_cores", 0.1, t, state="iowait"))
+        out.append(s("host_cpu_cores", cpus - busy_cores - 0.1, t, state="idle"))
+    return out
+
+
+def test_server_cpu_high_queue_mode_form():
+    assert server_cpu_high(_server_run(3.6)).status == "fired"  # 4 workers on 4 vCPU: 90%, errors began
+    fired = server_cpu_high(_server_run(3.6))
+    assert "above 85% of 4 cores" in fired.summary and "peak 90%" in fired.summary
+    assert server_cpu_high(_server_run(3.2)).status == "quiet"  # 2 workers at 80%: no errors in seed 000
+    assert server_cpu_high(_server_run(3.6, seconds=100)).status == "not evaluated"
+    assert server_cpu_high([]).status == "not evaluated"
+
+
+def test_evaluate_all():
     alerts = evaluate_alerts(_cpu_run(0.99, 2.6), [req(0, 200)])
-    assert [a.status for a in alerts] == ["not evaluated", "fired", "quiet"]
+    assert [a.status for a in alerts] == ["not evaluated", "fired", "not evaluated", "quiet"]
