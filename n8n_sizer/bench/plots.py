@@ -80,13 +80,19 @@ def plot_latency_by_step(rows: Sequence[StepRow], path: Path) -> Path | None:
         values = [getattr(r, f"{q}_ms") or 0 for r in rows]
         bars = ax.bar([x + (i - 1) * width for x in range(len(rows))], values, width, label=q, color=colour)
         for bar, v in zip(bars, values):
-            text = f"{v / 1000:.1f}s" if v >= 1000 else f"{v:.0f}"
+            text = f"{v / 1000:.1f} s" if v >= 1000 else f"{v:.0f} ms"
             ax.annotate(text, (bar.get_x() + bar.get_width() / 2, v), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([f"{r.step}\n{r.answered_per_min:,.0f}/min" for r in rows], fontsize=9)
     ax.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    # plain "200 ms" / "2 s" ticks at 1-2-5 steps instead of matplotlib's 2x10^2
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g} s" if v >= 1000 else f"{v:g} ms"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("load step (answered per minute)")
-    ax.set_ylabel("latency, answered requests (ms, log scale)")
+    ax.set_ylabel("latency of answered requests (log scale)")
     ax.set_title(f"Latency percentiles per step\n{rows[0].setup} on {rows[0].host}", fontsize=11)
     ax.grid(True, axis="y", alpha=0.3, which="both")
     ax.legend(fontsize=8)
