@@ -89,6 +89,7 @@ class StepRow(BaseModel):
     p99_ms: float | None
     peak_stack_ram_mib: float | None
     editor_p95_ms: float | None
+    editor_failed: int = 0  # editor calls that failed or timed out in the step (not in the p95)
 
 
 def setup_label(setup: dict) -> str:
@@ -135,13 +136,14 @@ def step_rows(run: RunData) -> list[StepRow]:
             kinds = Counter(k for r in sent if (k := error_kind(r)) is not None)
             window = within(telemetry, start, end)
             editor = [s.value for s in select(window, "editor_get_workflow_ms")]
+            editor_failed = len(select(window, "probe_error", probe="editor"))
             rows.append(StepRow(
                 run_id=run.manifest.run_id, target=target, setup=setup_label(run.setup(target)),
                 host=host_label(target, run.facts(target)), step=step, offered_rate_per_s=rate, duration_s=duration,
                 fired=len(sent), answered=len(lat), answered_per_min=len(lat) * 60 / duration, errors=dict(kinds),
                 not_sent=len(reqs) - len(sent), p50_ms=percentile(lat, 50), p95_ms=percentile(lat, 95),
                 p99_ms=percentile(lat, 99), peak_stack_ram_mib=peak_stack_ram_mib(window),
-                editor_p95_ms=percentile(editor, 95)))
+                editor_p95_ms=percentile(editor, 95), editor_failed=editor_failed))
     return rows
 
 
@@ -173,7 +175,7 @@ def render_step_table(rows: Sequence[StepRow]) -> str:
         not_sent = f" (+{r.not_sent:,} not sent)" if r.not_sent else ""
         lines.append(f"| {r.setup} | {r.host} | {r.step} | {r.fired:,}{not_sent} | {r.answered_per_min:,.0f} | {_errors(r)} "
                      f"| {_ms(r.p50_ms)} | {_ms(r.p95_ms)} | {_ms(r.p99_ms)} | {_mib(r.peak_stack_ram_mib)} "
-                     f"| {_ms(r.editor_p95_ms)} |")
+                     f"| {_ms(r.editor_p95_ms)}{f' ({r.editor_failed:,} failed)' if r.editor_failed else ''} |")
     return head + "\n".join(lines) + "\n"
 
 

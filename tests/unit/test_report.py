@@ -65,7 +65,10 @@ def _samples(host: str, queue: bool, rates=(5, 20, 50), step_s=STEP_S) -> list[S
                 out.append(Sample(metric="process_cpu_cores", value=cores, unit="cores", labels=pl, time_s=t))
                 out.append(Sample(metric="process_rss_mib", value=rss, unit="MiB", labels=pl, time_s=t))
             out.append(Sample(metric="host_cpu_pct", value=1.5 + (sec % 5), unit="%", labels={**lab, "state": "iowait"}, time_s=t))
-            if sec % 5 == 0:
+            if sec % 5 == 0 and not queue and rate == 50 and sec % 10 == 0:  # regular at 50 req/s: the editor call times out
+                out.append(Sample(metric="probe_error", value=1, unit="count", time_s=t,
+                                  labels={**lab, "probe": "editor", "exit_code": "none", "error": "ReadTimeout: timed out"}))
+            elif sec % 5 == 0:
                 out.append(Sample(metric="editor_get_workflow_ms", value=40 + rate * (300 if not queue else 4), unit="ms", labels=lab, time_s=t))
     return out
 
@@ -118,6 +121,7 @@ def test_step_rows_match_the_synthetic_servers(runs):
     assert _row(queue, "rate-20").p95_ms < _row(regular, "rate-20").p95_ms  # more capacity, shorter backlog
     assert high.peak_stack_ram_mib > _row(regular, "rate-5").peak_stack_ram_mib  # main's backlog grows its RSS
     assert _row(regular, "rate-20").editor_p95_ms > 10 * _row(queue, "rate-20").editor_p95_ms
+    assert high.editor_failed == STEP_S // 10 and _row(queue, "rate-50").editor_failed == 0
 
 
 def test_markdown_report_has_tables_ledger_alerts_and_extra_sections(runs, tmp_path):
@@ -128,6 +132,7 @@ def test_markdown_report_has_tables_ledger_alerts_and_extra_sections(runs, tmp_p
     assert "| regular, postgres | cx33 (4 vCPU, 7.7 GiB) | rate-5 | 200 | 300 | 0 |" in text
     assert re.search(r"\| queue, 2 workers \(c=10\) \| cx33-q .*\| rate-50 \|", text)
     assert "286 503" in text  # errors by type
+    assert "15.0 s (4 failed) |" in text  # editor p95 and the editor calls that timed out
     assert "### Ledger" in text and "| cx33 | 3,000 |" in text
     assert 'any 503 "Database is not ready!" | **fired**' in text
     assert text.rstrip().endswith("queue, 2 workers for 20 req/s.")
