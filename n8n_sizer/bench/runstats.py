@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -80,10 +81,7 @@ def step_windows(records: Iterable[RequestRecord]) -> dict[str, tuple[float, flo
 
 
 def step_rate(step: str) -> float | None:
-    """The offered rate of a constant-arrival step named "rate-20" (or "rate-2.5"), else None."""
-    if step.startswith("rate-"):
-        try:
-            return float(step[5:])
-        except ValueError:
-            return None
-    return None
+    """The offered rate of a constant-arrival step named "rate-20", "rate-2.5" or "rate-20-confirm"
+    (a find-max re-run), else None."""
+    m = re.fullmatch(r"rate-(\d+(?:\.\d+)?)(?:-.*)?", step)
+    return float(m.group(1)) if m else None

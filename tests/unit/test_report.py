@@ -163,3 +163,10 @@ def test_setup_labels():
     assert setup_label({"mode": "queue", "workers": 1}) == "queue, 1 worker"
     assert setup_label({"mode": "regular", "db": "postgres", "production_limit": 10}) == "regular, postgres, limit 10"
     assert setup_label({}) == "unknown setup"
+
+
+def test_step_rate_names():
+    from n8n_sizer.bench.runstats import step_rate
+
+    assert [step_rate(n) for n in ("rate-20", "rate-2.5", "rate-20-confirm", "c-10", "soak-0.2", "rate-x")] == \
+        [20.0, 2.5, 20.0, None, None, None]
