@@ -86,7 +86,7 @@ class LocalStack:
         self.setup = setup
         self.options = options or StackOptions()
         if self.options.pin_cpus is not None and self.options.pin_cpus > (os.cpu_count() or 1):
-            raise InputError(f"pin_cpus={self.options.pin_cpus} exceeds this machine's {os.cpu_count()} cores; "
+            raise InputError(f"--cpus {self.options.pin_cpus} (pin_cpus) exceeds this machine's {os.cpu_count()} cores; "
                              f"try --cpus {os.cpu_count()}")
         self._own_dir = stack_dir is None
         self.stack_dir = Path(stack_dir) if stack_dir else Path(tempfile.mkdtemp(prefix="n8n-sizer-stack-"))

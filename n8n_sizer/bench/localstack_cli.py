@@ -52,7 +52,8 @@ def _up(args: argparse.Namespace) -> int:
                                extra_env=_env_pairs(args.env), start_timeout_s=args.start_timeout)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise InputError(f"--{'-'.join(str(p) for p in first['loc']) or 'setup'}: {first['msg']}") from None
+        flag = "--" + "-".join(str(p) for p in first["loc"]).replace("_", "-") if first["loc"] else "--mode/--workers/--db"
+        raise InputError(f"{flag}: {first['msg'].removeprefix('Value error, ')}") from None
     stack = LocalStack(setup, options, stack_dir=args.state).start()
     print(json.dumps(_state_json(stack), indent=2))
     return 0

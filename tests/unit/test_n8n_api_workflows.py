@@ -108,3 +108,20 @@ def test_stop_takes_the_whole_group_and_a_reused_pid_is_never_hit(tmp_path):
     # The same PID with another start time is another process: nothing is sent.
     other = proc.model_copy(update={"pid": os.getpid(), "start_ticks": 1})
     assert services.signal_process(other, signal.SIGTERM) is False
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["up", "--mode", "queue", "--workers", "0"], "--mode/--workers/--db: queue mode needs at least one worker"),
+    (["up", "--concurrency", "0"], "--concurrency: Input should be greater than or equal to 1"),
+    (["up", "--cpus", "4096"], "--cpus 4096 (pin_cpus) exceeds this machine's"),
+    (["up", "--env", "NOEQUALS"], "--env 'NOEQUALS' is not KEY=VALUE"),
+    (["status"], "no state.json there; start a stack with `up --state"),
+])
+def test_localstack_cli_bad_input_is_one_line_exit_2(args, message, tmp_path, capsys):
+    from n8n_sizer.bench.localstack_cli import main
+
+    state = tmp_path / "stack"
+    assert main([*args, "--state", str(state)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not state.exists()  # nothing was started or written
