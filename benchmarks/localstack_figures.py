@@ -72,7 +72,8 @@ def time_requests(url: str, body: dict, n: int) -> tuple[float, list[float]]:
 def measure(setup: Setup, label: str, requests: int, idle_s: float) -> None:
     print(f"\n{label}")
     started = time.monotonic()
-    with LocalStack(setup) as stack:
+    stack = LocalStack(setup).start()
+    try:
         print(f"  stack ready in {time.monotonic() - started:.1f} s; per process (s to ready): "
               f"{json.dumps(stack.start_seconds)}")
         print("  RSS right after ready:")
@@ -87,6 +88,10 @@ def measure(setup: Setup, label: str, requests: int, idle_s: float) -> None:
                 first, rest = time_requests(stack.main_url + path, body, requests)
                 print(f"  {template:10s} first {first:6.0f} ms, then median {statistics.median(rest):6.0f} ms "
                       f"(min {min(rest):.0f}, max {max(rest):.0f}, n={len(rest)}, sequential, keep-alive)")
+    finally:
+        stopping = time.monotonic()
+        stack.stop()
+        print(f"  stop: {time.monotonic() - stopping:.1f} s")
 
 
 def main() -> None:
