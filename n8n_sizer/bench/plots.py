@@ -142,9 +142,8 @@ def plot_run_target(run: RunData, target: str, out_dir: Path) -> list[Path]:
                          bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
 
     def lines(ax, rows, label_of, unit_label):
-        for name, group in sorted(_group(rows, label_of).items()):
-            group.sort(key=lambda s: s.time_s)
-            ax.plot([s.time_s - t0 for s in group], [s.value for s in group], linewidth=1.4, label=name)
+        for name, points in _top_series(_group(rows, label_of)):
+            ax.plot([t - t0 for t, _ in points], [v for _, v in points], linewidth=1.4, label=name)
         ax.set_ylabel(unit_label)
         ax.grid(True, alpha=0.3)
         if rows:
@@ -199,3 +198,21 @@ def _host_busy(samples) -> list[tuple[float, float]]:
         if s.labels.get("state") not in ("idle", "iowait"):
             ticks[s.time_s] += s.value
     return sorted(ticks.items())
+
+
+MAX_LINES = 9  # more lines than this in one panel cannot be told apart; the smallest are summed
+
+
+def _top_series(groups: dict[str, list]) -> list[tuple[str, list[tuple[float, float]]]]:
+    """Each group's (time, value) series; beyond MAX_LINES, the groups with the lowest mean are summed
+    per tick into one "N others" line (so a fleet host with many containers stays readable)."""
+    series = {name: sorted((s.time_s, s.value) for s in rows) for name, rows in groups.items()}
+    ranked = sorted(series, key=lambda n: -sum(v for _, v in series[n]) / max(1, len(series[n])))
+    if len(ranked) <= MAX_LINES:
+        return sorted(series.items())
+    keep, rest = ranked[: MAX_LINES - 1], ranked[MAX_LINES - 1 :]
+    summed: dict[float, float] = defaultdict(float)
+    for name in rest:
+        for t, v in series[name]:
+            summed[t] += v
+    return sorted((n, series[n]) for n in keep) + [(f"{len(rest)} others, summed", sorted(summed.items()))]

@@ -170,3 +170,14 @@ def test_step_rate_names():
 
     assert [step_rate(n) for n in ("rate-20", "rate-2.5", "rate-20-confirm", "c-10", "soak-0.2", "rate-x")] == \
         [20.0, 2.5, 20.0, None, None, None]
+
+
+def test_plot_series_beyond_nine_are_summed():
+    from n8n_sizer.bench.plots import _top_series
+
+    groups = {f"p{i}": [Sample(metric="m", value=float(i), unit="x", time_s=float(t)) for t in range(3)] for i in range(12)}
+    out = dict(_top_series(groups))
+    assert len(out) == 9 and "p11" in out and "p4" in out and "p3" not in out  # the 8 busiest kept
+    assert out["4 others, summed"] == [(0.0, 6.0), (1.0, 6.0), (2.0, 6.0)]  # p0 + p1 + p2 + p3
+    assert dict(_top_series({k: groups[k] for k in ("p1", "p2")})) == {"p1": [(t, 1.0) for t in (0.0, 1.0, 2.0)],
+                                                                     "p2": [(t, 2.0) for t in (0.0, 1.0, 2.0)]}
