@@ -102,8 +102,42 @@ def plot_latency_by_step(rows: Sequence[StepRow], path: Path) -> Path | None:
     return path
 
 
+def plot_throughput_vs_concurrency(rows: Sequence[StepRow], path: Path) -> Path | None:
+    """Closed-model sweep (seed 002: 1/10/25/50 users): answered per second and p50 against users."""
+    closed = [r for r in rows if r.concurrency is not None]
+    if not closed:
+        return None
+    plt = _pyplot()
+    fig, (ax, ax_lat) = plt.subplots(1, 2, figsize=(11, 4.5))
+    series: dict[str, list[StepRow]] = defaultdict(list)
+    for r in closed:
+        series[f"{r.setup} on {r.host}"].append(r)
+    for label, group in sorted(series.items()):
+        group.sort(key=lambda r: r.concurrency)
+        users = [r.concurrency for r in group]
+        ax.plot(users, [r.answered_per_min / 60 for r in group], marker="o", linewidth=2, label=label)
+        ax_lat.plot(users, [r.p50_ms or float("nan") for r in group], marker="o", linewidth=2, label=label)
+    ax.set_xlabel("concurrent users (closed model)")
+    ax.set_ylabel("answered, HTTP 2xx (requests/s)")
+    ax.set_ylim(bottom=0)
+    ax.set_title("Throughput vs concurrency", fontsize=10)
+    ax_lat.set_xlabel("concurrent users (closed model)")
+    ax_lat.set_ylabel("p50 latency (ms)")
+    ax_lat.set_ylim(bottom=0)
+    ax_lat.set_title("Median latency vs concurrency", fontsize=10)
+    for a in (ax, ax_lat):
+        a.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.suptitle(f"Concurrency sweep on {', '.join(sorted({r.host for r in closed}))}", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    plt.close(fig)
+    return path
+
+
 def plot_rows(rows: Sequence[StepRow], out_dir: Path) -> list[Path]:
-    made = [plot_answered_vs_offered(rows, out_dir / "answered_vs_offered.png")]
+    made = [plot_answered_vs_offered(rows, out_dir / "answered_vs_offered.png"),
+            plot_throughput_vs_concurrency(rows, out_dir / "throughput_vs_concurrency.png")]
     groups: dict[tuple[str, str], list[StepRow]] = defaultdict(list)
     for r in rows:
         groups[(r.run_id, r.target)].append(r)

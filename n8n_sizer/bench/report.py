@@ -22,7 +22,8 @@ from n8n_sizer.bench.alerts import evaluate_alerts
 from n8n_sizer.bench.records import RequestRecord, RunManifest, Sample
 from n8n_sizer.bench.results import RunStore
 from n8n_sizer.bench.runstats import (
-    answered_latencies, error_kind, peak_stack_ram_mib, percentile, select, step_rate, step_windows, within,
+    answered_latencies, error_kind, peak_stack_ram_mib, percentile, select, step_concurrency, step_rate,
+    step_windows, within,
 )
 from n8n_sizer.errors import InputError
 
@@ -78,6 +79,7 @@ class StepRow(BaseModel):
     host: str
     step: str
     offered_rate_per_s: float | None
+    concurrency: int | None = None  # users of a closed-model step (seed 002's sweep)
     duration_s: float
     fired: int
     answered: int
@@ -139,7 +141,8 @@ def step_rows(run: RunData) -> list[StepRow]:
             editor_failed = len(select(window, "probe_error", probe="editor"))
             rows.append(StepRow(
                 run_id=run.manifest.run_id, target=target, setup=setup_label(run.setup(target)),
-                host=host_label(target, run.facts(target)), step=step, offered_rate_per_s=rate, duration_s=duration,
+                host=host_label(target, run.facts(target)), step=step, offered_rate_per_s=rate,
+                concurrency=step_concurrency(step), duration_s=duration,
                 fired=len(sent), answered=len(lat), answered_per_min=len(lat) * 60 / duration, errors=dict(kinds),
                 not_sent=len(reqs) - len(sent), p50_ms=percentile(lat, 50), p95_ms=percentile(lat, 95),
                 p99_ms=percentile(lat, 99), peak_stack_ram_mib=peak_stack_ram_mib(window),

@@ -85,3 +85,9 @@ def step_rate(step: str) -> float | None:
     (a find-max re-run), else None."""
     m = re.fullmatch(r"rate-(\d+(?:\.\d+)?)(?:-.*)?", step)
     return float(m.group(1)) if m else None
+
+
+def step_concurrency(step: str) -> int | None:
+    """The users of a closed-model step named "c-10" (seed 002's sweep), else None."""
+    m = re.fullmatch(r"c-(\d+)(?:-.*)?", step)
+    return int(m.group(1)) if m else None

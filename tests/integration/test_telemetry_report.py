@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from n8n_sizer.bench.report import build_report
-from tests.unit.test_report import runs  # noqa: F401  (the synthetic run folders fixture)
+from tests.unit.test_report import REGULAR, closed_sweep_requests, runs, write_run  # noqa: F401  (runs: fixture)
 
 pytestmark = pytest.mark.integration
 
@@ -18,6 +18,9 @@ def test_report_with_plots_writes_readable_pngs(runs, tmp_path):
     assert names == sorted(["answered_vs_offered.png", "latency_20261130t150000z-aaaaaa_cx33.png",
                             "latency_20261130t160000z-bbbbbb_cx33-q.png", "timeseries_20261130t150000z-aaaaaa_cx33.png",
                             "timeseries_20261130t160000z-bbbbbb_cx33-q.png"])
+    sweep = write_run(tmp_path / "results", "sweep", "bench", REGULAR, "cx23", closed_sweep_requests(), [])
+    result = build_report([*runs, sweep], tmp_path / "report")
+    assert "throughput_vs_concurrency.png" in {p.name for p in result.images}
     for p in result.images:
         head = p.read_bytes()[:24]
         assert head[:8] == b"\x89PNG\r\n\x1a\n"

@@ -181,3 +181,27 @@ def test_plot_series_beyond_nine_are_summed():
     assert out["4 others, summed"] == [(0.0, 6.0), (1.0, 6.0), (2.0, 6.0)]  # p0 + p1 + p2 + p3
     assert dict(_top_series({k: groups[k] for k in ("p1", "p2")})) == {"p1": [(t, 1.0) for t in (0.0, 1.0, 2.0)],
                                                                      "p2": [(t, 2.0) for t in (0.0, 1.0, 2.0)]}
+
+
+def closed_sweep_requests(target: str = "cx23", step_s: float = 10.0) -> list[RequestRecord]:
+    """Seed 002's CX23 sweep shape: ~15 executions/s at most, median = users / throughput."""
+    out, seq, t = [], 0, T0
+    for users in (1, 10, 25, 50):
+        throughput = min(users / 0.104, 15.0)
+        latency = users / throughput * 1000
+        for i in range(int(throughput * step_s)):
+            sched = t + i / throughput
+            out.append(RequestRecord(seq=seq, step=f"c-{users}", target=target, scheduled_s=sched, sent_s=sched,
+                                     status=200, latency_ms=latency))
+            seq += 1
+        t += step_s + latency / 1000
+    return out
+
+
+def test_closed_sweep_rows(tmp_path):
+    folder = write_run(tmp_path / "results", "sweep", "bench", REGULAR, "cx23", closed_sweep_requests(), [])
+    rows = {r.step: r for r in step_rows(load_run(folder))}
+    assert [rows[s].concurrency for s in ("c-1", "c-10", "c-25", "c-50")] == [1, 10, 25, 50]
+    assert all(r.offered_rate_per_s is None for r in rows.values())
+    assert rows["c-50"].p50_ms == pytest.approx(50 / 15 * 1000)
+    assert rows["c-10"].answered_per_min == pytest.approx(15 * 60, rel=0.12)
