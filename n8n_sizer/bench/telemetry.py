@@ -90,7 +90,7 @@ class Sampler:
         self.probes = list(probes)
         self.processes = dict(processes or {})  # n8n processes: each also gets its runner child sampled
         self.trees = dict(trees or {})  # summed with all children (Postgres and its backends)
-        self.labels = {"host": host.name, **(labels or {})}
+        self.labels = {"host": host.name, "source": "telemetry", **(labels or {})}  # load samples say "load"
         self.interval_s = interval_s
         self.timeout_s = timeout_s
         self.editor_check = editor_check

@@ -103,7 +103,7 @@ def test_sampler_writes_rates_queue_depth_errors_and_editor(tmp_path, redis_port
     assert {s.labels["probe"] for s in errors} == {"broken", "editor"}
     editor_ms = [s.value for s in samples if s.metric == EDITOR_METRIC]
     assert editor_ms and all(40 <= v < 1000 for v in editor_ms)
-    assert all(s.labels["host"] == "local" and s.labels["run"] == "t" for s in samples)
+    assert all(s.labels["host"] == "local" and s.labels["run"] == "t" and s.labels["source"] == "telemetry" for s in samples)
 
 
 def test_sampler_keeps_going_when_a_process_exits(tmp_path):
