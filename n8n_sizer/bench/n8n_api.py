@@ -203,9 +203,10 @@ class N8nClient:
 
     # --- executions ----------------------------------------------------------------------------
 
-    def list_executions(self, workflow_id: str, status: str | None = None) -> list[dict[str, Any]]:
+    def list_executions(self, workflow_id: str, status: str | None = None,
+                        page_size: int = PAGE_LIMIT) -> list[dict[str, Any]]:
         """Every execution stored for the workflow (without their data), following `nextCursor`."""
-        params: dict[str, Any] = {"workflowId": workflow_id, "limit": PAGE_LIMIT}
+        params: dict[str, Any] = {"workflowId": workflow_id, "limit": page_size}
         if status is not None:
             params["status"] = status
         found: list[dict[str, Any]] = []
@@ -217,15 +218,17 @@ class N8nClient:
                 return found
             params["cursor"] = cursor
 
-    def count_executions(self, workflow_id: str) -> ExecutionCounts:
+    def count_executions(self, workflow_id: str, page_size: int = PAGE_LIMIT) -> ExecutionCounts:
         """Every stored execution of the workflow by status, running ones included.
 
         Without a status filter 2.41.1 leaves out the executions main is running right now
         (`excludeRunning`), so running ones are asked for separately; the later answer wins for an
         execution that finished in between.
         """
-        status_by_id = {str(item["id"]): str(item.get("status")) for item in self.list_executions(workflow_id, "running")}
-        status_by_id.update({str(item["id"]): str(item.get("status")) for item in self.list_executions(workflow_id)})
+        running = self.list_executions(workflow_id, "running", page_size)
+        status_by_id = {str(item["id"]): str(item.get("status")) for item in running}
+        finished = self.list_executions(workflow_id, None, page_size)
+        status_by_id.update({str(item["id"]): str(item.get("status")) for item in finished})
         by_status = Counter(status_by_id.values())
         return ExecutionCounts(workflow_id=workflow_id, total=len(status_by_id), by_status=dict(sorted(by_status.items())))
 

@@ -61,6 +61,10 @@ def test_light_workflow_every_200_is_a_stored_execution(fixture_name, request):
     with running.client() as client:
         counts = wait_counts(client, workflow_id, 20)
     assert counts.total == 20 and counts.by_status == {"success": 20}
+    with running.client() as client:  # pages of 7 (3 pages, `nextCursor` followed) give the same answer
+        executions = client.list_executions(workflow_id, page_size=7)
+        assert len({e["id"] for e in executions}) == 20 and client.count_executions(workflow_id, page_size=7) == counts
+        assert client.execution_status(executions[0]["id"]) == "success"
 
 
 def test_queue_worker_runs_code_heavy(queue_stack):
