@@ -6,7 +6,7 @@
 - `python -m n8n_sizer.bench.localstack up` starts a detached stack (own sessions, alive after `up` exits,
   pinned with `--cpus 1`),
   `status`, `signal`, `start-process` and `down` work, and after `down` none of its PIDs runs;
-- a start that fails half way stops what it had started.
+- a start that fails half way (or is interrupted by Ctrl-C) stops what it had started.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -150,3 +151,31 @@ def test_failed_start_stops_what_had_started(n8n_install):
     assert set(stack.processes) == {"postgres", "main"}
     for proc in stack.processes.values():
         assert not services.is_running(proc) and services.group_pids(proc.pid) == []
+
+
+def test_ctrl_c_during_start_stops_what_had_started(tmp_path, n8n_install):
+    state = tmp_path / "stack"
+    script = ("import sys; from pathlib import Path; from n8n_sizer.advisor.setup import Setup; "
+              "from n8n_sizer.bench.localstack import LocalStack; "
+              "LocalStack(Setup(mode='queue', workers=1), stack_dir=Path(sys.argv[1])).start(); print('started')")
+    owner = subprocess.Popen([sys.executable, "-c", script, str(state)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # Ctrl-C once main was spawned, while it is still starting
+            if (state / "state.json").exists() and "main" in json.loads((state / "state.json").read_text())["processes"]:
+                break
+            time.sleep(0.05)
+        os.kill(owner.pid, signal.SIGINT)
+        out, err = owner.communicate(timeout=120)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+    assert "KeyboardInterrupt" in err and "started" not in out
+    processes = json.loads((state / "state.json").read_text())["processes"]
+    assert {"postgres", "redis", "main"} <= set(processes)
+    for proc in processes.values():
+        assert services.process_start_ticks(proc["pid"]) != proc["start_ticks"], f"{proc['name']} still runs"
+        assert services.group_pids(proc["pid"]) == []
+    if (state / "postgres").is_symlink():
+        shutil.rmtree((state / "postgres").resolve())
