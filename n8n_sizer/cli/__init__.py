@@ -17,6 +17,7 @@ from n8n_sizer.cli import render as _render
 from n8n_sizer.cli import fleet as _fleet
 from n8n_sizer.cli import bench as _bench
 from n8n_sizer.cli import report as _report
+from n8n_sizer.cli import drill as _drill
 
 app = typer.Typer(
     name="n8n-sizer",
@@ -31,6 +32,7 @@ _render.register(app)
 _fleet.register(app)
 _bench.register(app)
 _report.register(app)
+_drill.register(app)
 
 
 def _run(command, prog_name: str, args: list[str] | None = None) -> None:

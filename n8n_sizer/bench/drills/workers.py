@@ -1,0 +1,168 @@
+"""Drills that break a worker: SIGKILL mid-execution (1), another encryption key (2), a normal stop (6)."""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from n8n_sizer.bench.drills.common import (
+    FINAL_STATUSES, DrillContext, DrillFailed, DrillOutcome, check, counts, iso_seconds, wait_for,
+)
+
+# Seed 000, "Failure drills", 1. Kill a worker mid-execution (n8n 2.40.7, four 50 s Wait executions).
+KILL_EXPECTED = {
+    "outcome": "the 4 running executions turned to error about 70 s after SIGKILL",
+    "retry": "not retried on the other worker",
+    "other": "the other worker kept serving new executions",
+    "log": "main logged 'job stalled more than maxStalledCount (execution 2)'",
+}
+# Seed 000, "Failure drills", 2. Worker with a different encryption key.
+WRONG_KEY_EXPECTED = {
+    "start": "the worker refused to start",
+    "message": ("Error: Deployment key 'signing.hmac' cannot be read with this instance encryption key / "
+                "Worker exiting due to an error (a settings file with the old key: 'Mismatching encryption keys')"),
+    "other": "the other worker ran all 8 test executions, all success",
+}
+LIGHT_AFTER_KILL = 5  # new executions sent after the kill: does the other worker keep serving?
+WRONG_KEY_PATTERN = r"(?i)encryption key|Mismatching|signing\.hmac|exiting due to an error"
+
+
+def _new_ids(ctx: DrillContext, template: str, before: set[str]) -> dict[str, str]:
+    return {i: s for i, s in ctx.executions(template).items() if i not in before}
+
+
+def kill_worker(ctx: DrillContext, executions: int = 4, wait_s: int = 30, settle_timeout_s: float = 180.0) -> DrillOutcome:
+    """SIGKILL worker-1 while it runs `executions` Wait executions; worker-2 stays up and must keep serving.
+
+    worker-2 is stopped while the executions are handed out, so they all land on worker-1, and started
+    again before the kill.
+    """
+    stack = ctx.stack
+    if len(stack.worker_names) < 2:
+        raise DrillFailed("kill-worker needs a queue stack with 2 workers (the other worker must keep serving)")
+    before = set(ctx.executions("long-wait"))
+    ctx.workflow_id("light")
+    marks = {name: ctx.mark(name) for name in ("main", "worker-1", "worker-2")}
+    try:
+        stack.stop_worker(2, timeout_s=30)
+        for _ in range(executions):
+            status, body = ctx.post("long-wait", {"seconds": wait_s}, timeout_s=15)
+            if status != 200:
+                raise DrillFailed(f"long-wait webhook answered {status}: {body}")
+        running = wait_for(lambda: (lambda s: s if len(s) == executions and set(s.values()) == {"running"} else None)(
+            _new_ids(ctx, "long-wait", before)), 30, f"{executions} executions running on worker-1")
+        stack.start_worker(2)
+        killed_at, killed_wall = time.monotonic(), time.time()
+        stack.kill_worker(1)
+        stack.stop_process("worker-1", timeout_s=5)  # reaps it; the group is already gone
+        served = []
+        for _ in range(LIGHT_AFTER_KILL):
+            served.append(ctx.post("light", {"number": 2}, timeout_s=20)[0])
+            time.sleep(1.0)
+
+        def all_final() -> dict[str, dict] | None:
+            items = {i: item for i, item in ctx.execution_items("long-wait").items() if i in running}
+            return items if all(item.get("status") in FINAL_STATUSES for item in items.values()) else None
+
+        items = wait_for(all_final, settle_timeout_s - (time.monotonic() - killed_at),
+                         "the killed worker's executions reach a final status", poll_s=1.0)
+        final = {i: str(item.get("status")) for i, item in items.items()}
+        # n8n's own stop time, so the figure does not depend on how often this loop polls
+        final_at = {i: stopped - killed_wall for i, item in items.items()
+                    if (stopped := iso_seconds(item.get("stoppedAt"))) is not None}
+    finally:
+        ctx.restore()
+    retried = [i for i in running if marks["worker-2"].find(rf"Worker started execution {i}\b")]
+    stalled_lines = marks["main"].find(r"stalled|too many times")
+    by_status = counts(final)
+    errored = by_status.get("error", 0)
+    slowest = max(final_at.values()) if final_at else None
+    timings = {"first_marked_after_kill_s": round(min(final_at.values()), 1) if final_at else -1.0,
+               "last_marked_after_kill_s": round(slowest, 1) if slowest is not None else -1.0}
+    ok_served = sum(1 for s in served if s == 200)
+    settings = {k: v for k, v in stack.options.extra_env.items() if k.startswith("QUEUE_WORKER_")}
+    timing_note = (f" (Bull lock {settings['QUEUE_WORKER_LOCK_DURATION']} ms, stalled check every "
+                   f"{settings.get('QUEUE_WORKER_STALLED_INTERVAL', '30000')} ms; seed 000: n8n's 60 s / 30 s)"
+                   if "QUEUE_WORKER_LOCK_DURATION" in settings else "")
+    when = f"{timings['first_marked_after_kill_s']:.0f}-{timings['last_marked_after_kill_s']:.0f} s" if final_at else "never"
+    checks = [
+        check(f"{errored} of {executions} running executions turned to error {when} after SIGKILL{timing_note}; "
+              f"statuses: {by_status}", KILL_EXPECTED["outcome"], errored == executions,
+              f"only {errored} of {executions} ended as error" if errored != executions else ""),
+        check(f"{len(retried)} of {executions} were started again on worker-2", KILL_EXPECTED["retry"], not retried,
+              f"executions {retried} were retried on worker-2"),
+        check(f"worker-2 answered {ok_served} of {len(served)} new light executions (1 s apart, right after the kill) "
+              f"with 200 (statuses {served}; None = no answer within 20 s)",
+              KILL_EXPECTED["other"], ok_served == len(served),
+              f"{len(served) - ok_served} right after the kill got no answer: their execution stalled too"),
+        check(f"main logged: {stalled_lines[-1] if stalled_lines else '(no stalled-job line)'}", KILL_EXPECTED["log"],
+              bool(stalled_lines), "main did not log a stalled job"),
+    ]
+    return DrillOutcome(
+        drill="kill-worker", checks=checks,
+        observed={"executions": executions, "wait_s": wait_s, "statuses": by_status, "retried_on_worker_2": retried,
+                  "light_statuses_after_kill": served, "marked_after_kill_s": {k: round(v, 1) for k, v in final_at.items()}},
+        timings_s=timings,
+        log_lines={"main": stalled_lines, "worker-2": marks["worker-2"].find(r"Worker (started|finished) execution")},
+        settings=settings)
+
+
+def wrong_key(ctx: DrillContext, timeout_s: float = 90.0) -> DrillOutcome:
+    """Start worker-2 with another N8N_ENCRYPTION_KEY, twice: with a fresh user folder (a container without a
+    volume, as in seed 000) and with its own folder (whose settings file holds the stack's key)."""
+    stack = ctx.stack
+    if len(stack.worker_names) < 2:
+        raise DrillFailed("wrong-key needs a queue stack with 2 workers (worker-2 gets the wrong key)")
+    other_key = secrets.token_hex(32)
+    fresh = Path(tempfile.mkdtemp(prefix="n8n-sizer-wrong-key-"))
+    results: dict[str, dict] = {}
+    try:
+        stack.stop_worker(2, timeout_s=30)
+        for variant, overrides in (("fresh folder", {"N8N_USER_FOLDER": str(fresh)}), ("own folder", {})):
+            mark = ctx.mark("worker-2")
+            started = time.monotonic()
+            stack.start_worker(2, env_overrides={"N8N_ENCRYPTION_KEY": other_key, **overrides}, wait=False)
+            health = stack.health_url("worker-2")
+
+            def ended_or_ready() -> str | None:
+                if not stack.is_running("worker-2"):
+                    return "exited"
+                try:
+                    return "ready" if httpx.get(health, timeout=2).status_code == 200 else None
+                except httpx.HTTPError:
+                    return None
+
+            state = wait_for(ended_or_ready, timeout_s, "worker-2 with the wrong key exits or becomes ready")
+            results[variant] = {"state": state, "after_s": round(time.monotonic() - started, 1),
+                                "lines": mark.find(WRONG_KEY_PATTERN)}
+            stack.stop_process("worker-2", timeout_s=10)
+        served = [ctx.post("light", {"number": n}, timeout_s=30)[0] for n in range(3)]
+    finally:
+        if stack.is_running("worker-2"):
+            stack.stop_process("worker-2", timeout_s=10)
+        shutil.rmtree(fresh, ignore_errors=True)
+        ctx.restore()  # worker-2 again with the stack's own key
+    checks = []
+    for variant, res in results.items():
+        refused = res["state"] == "exited"
+        specific = [line for line in res["lines"] if "signing.hmac" in line or "Mismatching" in line]
+        message = (specific or res["lines"] or ["(no encryption-key line in its log)"])[0]
+        checks.append(check(f"{variant}: worker-2 {'exited' if refused else 'became READY'} after {res['after_s']} s; "
+                            f"log: {message}", f"{WRONG_KEY_EXPECTED['start']}: {WRONG_KEY_EXPECTED['message']}",
+                            refused and bool(res["lines"]),
+                            "it started with the wrong key" if not refused else "no key error in its log"))
+    ok = sum(1 for s in served if s == 200)
+    checks.append(check(f"worker-1 answered {ok} of {len(served)} light executions with 200 meanwhile",
+                        WRONG_KEY_EXPECTED["other"], ok == len(served), "the other worker did not serve them all"))
+    return DrillOutcome(
+        drill="wrong-key", checks=checks,
+        observed={variant: {"state": r["state"], "after_s": r["after_s"]} for variant, r in results.items()}
+        | {"light_statuses": served},
+        timings_s={f"{variant} exit_s": r["after_s"] for variant, r in results.items()},
+        log_lines={f"worker-2 ({variant})": r["lines"] for variant, r in results.items()},
+        settings={})
