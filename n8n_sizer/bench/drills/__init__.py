@@ -18,6 +18,7 @@ from typing import Any
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.bench.drills.common import DrillContext, DrillFailed, DrillOutcome
+from n8n_sizer.bench.drills.stores import postgres_restart, redis_restart
 from n8n_sizer.bench.drills.workers import kill_worker, wrong_key
 from n8n_sizer.bench.localstack import LocalStack, StackOptions
 from n8n_sizer.bench.n8n_api import set_up_instance
@@ -29,6 +30,8 @@ from n8n_sizer.versions import N8N_VERSION
 DRILLS: dict[str, Callable[..., DrillOutcome]] = {
     "kill-worker": kill_worker,
     "wrong-key": wrong_key,
+    "redis-restart": redis_restart,
+    "postgres-restart": postgres_restart,
 }
 
 # Bull's stalled-job timing, shortened so kill-worker ends in well under a minute instead of seed 000's
