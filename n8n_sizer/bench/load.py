@@ -29,6 +29,7 @@ BODY_SNIPPET_BYTES = 300
 # before that races the server's close, so idle connections are retired earlier.
 IDLE_RETIRE_S = 4.0
 STOP_POLL_S = 0.25  # how often a step asks whether to stop early (e.g. its target's SSH connection dropped)
+ABORT_GRACE_S = 2.0  # after Ctrl-C, how long requests in flight may still answer before they are cancelled
 
 Sink = Callable[[RequestRecord], None]
 
@@ -182,6 +183,10 @@ class _Recorder:
         except RequestFailed as exc:
             self.emit(seq, due, exc.sent, None, None, exc.error_class, exc.error)
             return
+        except asyncio.CancelledError:  # the run was stopped (Ctrl-C): still one record for this request
+            self.emit(seq, due, due, None, None, "other",
+                      "cancelled before a response: the run was stopped (Ctrl-C); it may have reached the server")
+            return
         now = time.monotonic()
         if 200 <= status < 300:
             self.emit(seq, due, sent, status, (now - due) * 1000.0)
@@ -199,8 +204,10 @@ class _Recorder:
 
 async def run_open(client: HttpPost, *, rate_per_s: float, duration_s: float, max_in_flight: int, step: str,
                    target: str, seq_start: int = 0, sink: Sink | None = None,
-                   should_stop: Callable[[], bool] | None = None) -> StepOutcome:
-    """Offer `rate_per_s` for `duration_s` (open model). `should_stop` is polled to abort a step early."""
+                   should_stop: Callable[[], bool] | None = None,
+                   abort: Callable[[], bool] | None = None, abort_grace_s: float = ABORT_GRACE_S) -> StepOutcome:
+    """Offer `rate_per_s` for `duration_s` (open model). `should_stop` is polled to end a step early (the
+    requests in flight still complete); `abort` also cancels them after a short grace (Ctrl-C)."""
     if rate_per_s <= 0 or duration_s <= 0:
         raise InputError(f"rate {rate_per_s} req/s for {duration_s} s: both must be > 0; try --rates 5,20,50")
     clock = _Clock()
@@ -231,15 +238,31 @@ async def run_open(client: HttpPost, *, rate_per_s: float, duration_s: float, ma
         task.add_done_callback(tasks.discard)
         out.sent += 1
         out.last_sent_s = clock.unix(time.monotonic())
-    if tasks:
-        await asyncio.gather(*tasks)
+    await _finish(tasks, abort, abort_grace_s)
     out.finished_s = clock.unix(time.monotonic())
     return out
 
 
+async def _finish(tasks: set[asyncio.Task], abort: Callable[[], bool] | None, grace_s: float = ABORT_GRACE_S) -> None:
+    """Wait for the requests in flight; after an abort (Ctrl-C) give them ABORT_GRACE_S, then cancel the
+    rest (each cancelled request is still recorded, as class "other")."""
+    if not tasks:
+        return
+    pending = set(tasks)
+    while pending:
+        _, pending = await asyncio.wait(pending, timeout=STOP_POLL_S)
+        if pending and abort is not None and abort():
+            _, pending = await asyncio.wait(pending, timeout=grace_s)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            return
+
+
 async def run_closed(client: HttpPost, *, concurrency: int, duration_s: float, step: str, target: str,
                      seq_start: int = 0, sink: Sink | None = None,
-                     should_stop: Callable[[], bool] | None = None) -> StepOutcome:
+                     should_stop: Callable[[], bool] | None = None,
+                     abort: Callable[[], bool] | None = None) -> StepOutcome:
     """`concurrency` users, each sending its next request when the previous one answered (seed 002's ab)."""
     clock = _Clock()
     rec = _Recorder(step, target, seq_start, sink, clock)
@@ -255,6 +278,6 @@ async def run_closed(client: HttpPost, *, concurrency: int, duration_s: float, s
             await rec.fire(client, seq, time.monotonic())
             out.last_sent_s = clock.unix(time.monotonic())
 
-    await asyncio.gather(*(user() for _ in range(concurrency)))
+    await _finish({asyncio.create_task(user()) for _ in range(concurrency)}, abort)
     out.finished_s = clock.unix(time.monotonic())
     return out

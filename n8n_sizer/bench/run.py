@@ -21,7 +21,7 @@ import shlex
 import sys
 import threading
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from ipaddress import ip_address
 from pathlib import Path
@@ -75,21 +75,44 @@ class BenchJob:
     targets: list[Target]
     progress: Progress | None = None
     find_max: FindMax | None = None  # instead of the plan's steps: search the highest sustainable rate
+    stop: threading.Event = field(default_factory=threading.Event)  # set on Ctrl-C: every target winds down
 
 
 def run_bench(job: BenchJob) -> dict[str, Ledger]:
     """Run every target in parallel; raise the first target's error after all have stopped."""
     errors: dict[str, BaseException] = {}
+    lock, remaining, all_done = threading.Lock(), [len(job.targets)], threading.Event()
+    if not job.targets:
+        all_done.set()
 
     def one(target: Target) -> None:
         try:
             _TargetRun(job, target).run()
         except BaseException as exc:  # re-raised below, after every thread stopped
             errors[target.name] = exc
+        finally:
+            with lock:
+                remaining[0] -= 1
+                if remaining[0] == 0:
+                    all_done.set()
 
     threads = [threading.Thread(target=one, args=(t,), name=f"bench-{t.name}") for t in job.targets]
     for t in threads:
         t.start()
+    # Wait on an Event, not Thread.join: a join interrupted by Ctrl-C can mark a live thread as stopped
+    # (CPython 3.11), and the run would exit under its targets' feet.
+    try:
+        with _sigterm_as_interrupt():
+            while not all_done.wait(0.5):
+                pass
+    except KeyboardInterrupt:
+        job.stop.set()  # steps end, requests in flight get a short grace, stacks this run started stop
+        while not all_done.wait(0.5):
+            pass
+        job.store.close()
+        other = [f"{name}: {exc}" for name, exc in errors.items() if "stopped by Ctrl-C" not in str(exc)]
+        raise InputError("interrupted (Ctrl-C or SIGTERM); the stacks this run started were stopped"
+                         + (f"; also: {other[0]}" if other else "")) from None
     for t in threads:
         t.join()
     job.store.close()
@@ -103,10 +126,31 @@ def run_bench(job: BenchJob) -> dict[str, Ledger]:
     return dict(job.store.manifest.ledgers)
 
 
+@contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM (a CI timeout, `kill`) winds the run down like Ctrl-C, so the stacks it started are stopped."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 class _TargetRun:
     def __init__(self, job: BenchJob, target: Target) -> None:
         self.job, self.t, self.store = job, target, job.store
         self.lost = threading.Event()
+        self._lost_error: ConnectionLost | None = None
+        self._step_done = threading.Event()
         self.local_stack = None  # LocalStack for telemetry (kind "local")
         self.state_dir: str | None = None  # localstack state folder (kind "localstack-ssh")
 
@@ -123,6 +167,8 @@ class _TargetRun:
             self.job.progress(self.t.name, what, min(1.0, done_s / max(self.job.plan.duration_s, 1e-9)))
 
     def run(self) -> None:
+        if self.info().get("done"):  # --resume: this target had finished (and stopped its stack)
+            return
         with ExitStack() as stack:
             try:
                 main_url = self.start_stack(stack)
@@ -130,6 +176,7 @@ class _TargetRun:
             except ConnectionLost:
                 stack.pop_all()  # keep the stack running for --resume
                 raise
+        self.save_info(done=True)
         self.t.host.close()
 
     def start_stack(self, stack: ExitStack) -> str:
@@ -146,6 +193,7 @@ class _TargetRun:
             stack.callback(local.stop)
             local.start()
             self.local_stack = local
+            self.save_info(stack_dir=str(local.stack_dir), pids={n: p.pid for n, p in local.processes.items()})
             return local.main_url
         if t.kind == "localstack-ssh":
             return self._localstack_over_ssh(stack, info)
@@ -280,23 +328,29 @@ class _TargetRun:
                 outcome = asyncio.run(run_open(client, rate_per_s=step.rate_per_s, duration_s=step.duration_s,
                                                max_in_flight=plan.max_in_flight, step=step.name, target=name,
                                                seq_start=seq_start, sink=self.store.append_request,
-                                               should_stop=self.lost.is_set))
+                                               should_stop=self._should_stop, abort=self.job.stop.is_set))
             else:
                 outcome = asyncio.run(run_closed(client, concurrency=step.users, duration_s=step.duration_s,
                                                  step=step.name, target=name, seq_start=seq_start,
-                                                 sink=self.store.append_request, should_stop=self.lost.is_set))
+                                                 sink=self.store.append_request, should_stop=self._should_stop,
+                                                 abort=self.job.stop.is_set))
         finally:
             self._step_done.set()
             watcher.join()
         seq_end = seq_start + outcome.scheduled
-        if self.lost.is_set():
+        if self.lost.is_set() or self.job.stop.is_set():
             self.store.mark_step(name, step.name, "interrupted", seq_end=seq_end)
-            raise self._lost_error
+            if self.lost.is_set():
+                raise self._lost_error
+            raise InputError(f"{name}: stopped by Ctrl-C during {step.name}")
         records = [r for r in self.store.read_requests() if r.target == name and seq_start <= r.seq < seq_end]
         kind, value = ("rate", step.rate_per_s) if isinstance(step, RateStep) else ("concurrency", float(step.users))
         self.store.append_samples(summarize_step(records, outcome, name, kind, value, step.duration_s))
         self.store.mark_step(name, step.name, "done", seq_end=seq_end, started_s=outcome.started_s,
                              finished_s=outcome.finished_s)
+
+    def _should_stop(self) -> bool:
+        return self.lost.is_set() or self.job.stop.is_set()
 
     def _k6_step(self, step, seq_start: int) -> None:
         from n8n_sizer.bench.k6 import run_k6_step
@@ -333,7 +387,7 @@ class _TargetRun:
         deadline = time.monotonic() + self.job.plan.drain_s
         while True:
             counts = n8n_link.count_executions(main_url, workflow_id, secrets_path, name)
-            if counts.finished >= accepted or time.monotonic() >= deadline:
+            if counts.finished >= accepted or time.monotonic() >= deadline or self.job.stop.is_set():
                 break
             time.sleep(min(2.0, max(0.1, deadline - time.monotonic())))
         self.save_info(executions_by_status=counts.by_status)

@@ -138,6 +138,9 @@ def resume_bench(run: str, out_dir: Path, progress: Progress | None = None) -> B
     if store.manifest.kind == "find-max":
         raise InputError(f"--resume {run}: a --find-max search cannot be resumed (its next rate depends on "
                          f"every step before); start the search again")
+    if store.manifest.spec.get("source") == "local":
+        raise InputError(f"--resume {run}: a --local run stops its stack when it ends (n8n and its database go "
+                         f"with it), so it cannot be resumed; start a new run")
     spec = dict(store.manifest.spec)
     flow = BenchWorkflow.model_validate({**spec.pop("workflow_resolved"), "body": spec.pop("body").encode()})
     req = BenchRequest.model_validate(spec)
