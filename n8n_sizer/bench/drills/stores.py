@@ -168,13 +168,16 @@ def _load_thread(url: str, rate_per_s: float, duration_s: float, records: list[R
         if sink is not None:
             sink(record)
 
-    def run() -> None:
+    async def offer() -> None:
         client = HttpPost(url, json.dumps({"number": 21}).encode(), timeout_s=30.0)
         try:
-            asyncio.run(run_open(client, rate_per_s=rate_per_s, duration_s=duration_s, max_in_flight=200,
-                                 step=f"rate-{rate_per_s:g}", target="local", sink=collect))
+            await run_open(client, rate_per_s=rate_per_s, duration_s=duration_s, max_in_flight=200,
+                           step=f"rate-{rate_per_s:g}", target="local", sink=collect)
         finally:
-            client.close()
+            client.close()  # inside the loop: its connections close before the loop does
+
+    def run() -> None:
+        asyncio.run(offer())
 
     thread = threading.Thread(target=run, name="drill-load", daemon=True)
     thread.start()
