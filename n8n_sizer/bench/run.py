@@ -15,34 +15,28 @@ go to `<run>/secrets/<target>.json`, mode 0600, never into run.json.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import shlex
-import sys
 import threading
 import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from ipaddress import ip_address
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Callable
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.bench import n8n_link
 from n8n_sizer.bench.facts import host_facts
-from n8n_sizer.bench.hosts import ConnectionLost, Host, HostError, SshHost
+from n8n_sizer.bench.hosts import ConnectionLost, Host, HostError
 from n8n_sizer.bench.ledger import build_ledger
 from n8n_sizer.bench.load import HttpPost, run_closed, run_open
 from n8n_sizer.bench.plan import FindMax, LoadPlan, RateStep
 from n8n_sizer.bench.records import Ledger
 from n8n_sizer.bench.results import RunStore, summarize_step
+from n8n_sizer.bench.stackup import N8N_PORT, StackKind, localstack_over_ssh, wait_compose_stack
 from n8n_sizer.bench.workflow import BenchWorkflow
 from n8n_sizer.errors import InputError
 
-StackKind = Literal["local", "localstack-ssh", "compose"]
 PING_EVERY_S = 2.0  # how often a step checks that the SSH connection to its target is still there
 WARMUP_CONCURRENCY = 4
-N8N_PORT = 5678  # the rendered compose stack publishes main on 5678 (templates/compose.yml.j2)
 
 Progress = Callable[[str, str, float], None]  # (target, what it is doing, fraction of the plan done)
 
@@ -56,15 +50,6 @@ class Target:
     loadgen: Host | None = None  # where k6 runs (compose targets)
     load_address: str | None = None  # the target's address as the load generator sees it
     stack_options: dict = field(default_factory=dict)  # LocalStack options for local kinds
-
-
-def stack_kind_for(public_ip: str) -> StackKind:
-    """A fleet host runs the compose stack cloud-init started; a loopback host (the test sshd) has no
-    cloud-init, so the stack is started on it over SSH with `localstack`."""
-    try:
-        return "localstack-ssh" if ip_address(public_ip).is_loopback else "compose"
-    except ValueError:
-        return "compose"
 
 
 @dataclass
@@ -196,44 +181,13 @@ class _TargetRun:
             self.save_info(stack_dir=str(local.stack_dir), pids={n: p.pid for n, p in local.processes.items()})
             return local.main_url
         if t.kind == "localstack-ssh":
-            return self._localstack_over_ssh(stack, info)
-        return self._compose(stack)
-
-    def _localstack_over_ssh(self, stack: ExitStack, info: dict) -> str:
-        state_dir = info.get("stack_dir") or f"/tmp/n8n-sizer-{self.store.run_id}-{self.t.name}"
-        base = f"{shlex.quote(sys.executable)} -m n8n_sizer.bench.localstack"
-        state = shlex.quote(state_dir)
-        stack.callback(lambda: self.t.host.run(f"{base} down --state {state}", timeout_s=180))
-        self.state_dir = state_dir
-        if "stack_dir" in info:  # --resume: the stack kept running while the connection was down
-            self.say("attaching to n8n")
-            return _state_main_url(self.t.host.run(f"{base} status --state {state}", timeout_s=60).stdout,
-                                   self.t.name)
-        self.save_info(stack_dir=state_dir)
-        self.say("starting n8n over SSH")
-        self.state_dir = state_dir
-        s = self.t.setup
-        limit = f" --production-limit {s.production_limit}" if s.production_limit is not None else ""
-        args = (f"--mode {s.mode} --workers {max(s.workers, 1)} --db {s.db} --concurrency {s.concurrency} "
-                f"--runner-concurrency {s.runner_concurrency} --db-pool-size {s.db_pool_size}{limit}")
-        out = self.t.host.run(f"{base} up --state {state} {args}", timeout_s=900).stdout
-        return _state_main_url(out, self.t.name)
-
-    def _compose(self, stack: ExitStack) -> str:
-        from n8n_sizer.deploy.cloudinit import FAILED_MARKER, READY_MARKER, WAIT_TIMEOUT_S
-
+            self.state_dir = info.get("stack_dir") or f"/tmp/n8n-sizer-{self.store.run_id}-{t.name}"
+            attach = "stack_dir" in info  # --resume: the stack kept running while the connection was down
+            self.save_info(stack_dir=self.state_dir)
+            self.say("attaching to n8n" if attach else "starting n8n over SSH")
+            return localstack_over_ssh(t.host, t.name, self.state_dir, t.setup, stack, attach)
         self.say("waiting for cloud-init")
-        host = self.t.host
-        wait = (f"for i in $(seq 1 {int(WAIT_TIMEOUT_S) + 300}); do test -f {READY_MARKER} && exit 0; "
-                f"test -f {FAILED_MARKER} && {{ cat {FAILED_MARKER} >&2; exit 3; }}; sleep 1; done; "
-                f"echo 'no {READY_MARKER} yet' >&2; exit 4")
-        host.run(wait, timeout_s=WAIT_TIMEOUT_S + 360)
-        host.run(f"curl -fsS --retry 30 --retry-delay 2 --retry-all-errors -o /dev/null "
-                 f"http://127.0.0.1:{N8N_PORT}/healthz/readiness", timeout_s=120)
-        if not isinstance(host, SshHost):
-            return f"http://127.0.0.1:{N8N_PORT}"
-        local_port = stack.enter_context(host.tunnel(N8N_PORT))
-        return f"http://127.0.0.1:{local_port}"
+        return wait_compose_stack(t.host, stack)
 
     # --- n8n, load, ledger ------------------------------------------------------------------------------
 
@@ -415,15 +369,3 @@ async def _closed_count(client: HttpPost, users: int, per_user: int) -> int:
     await asyncio.gather(*(user() for _ in range(users)))
     client.close()
     return ok
-
-
-def _state_main_url(text: str, target: str) -> str:
-    """main_url from the JSON state `localstack up|status` prints (its last JSON object)."""
-    start = text.find("{")
-    try:
-        state = json.loads(text[start:]) if start >= 0 else None
-    except json.JSONDecodeError:
-        state = None
-    if not isinstance(state, dict) or "main_url" not in state:
-        raise HostError(f"{target}: `localstack` printed no state with main_url: {' '.join(text.split())[-300:]}")
-    return state["main_url"]

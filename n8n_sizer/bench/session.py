@@ -21,7 +21,8 @@ from n8n_sizer.bench.hosts import HostError, LocalHost, SshHost
 from n8n_sizer.bench.plan import FindMax, LoadPlan
 from n8n_sizer.bench.records import Ledger, RunManifest
 from n8n_sizer.bench.results import RunStore, new_run_id
-from n8n_sizer.bench.run import BenchJob, Progress, Target, run_bench, stack_kind_for
+from n8n_sizer.bench.run import BenchJob, Progress, Target, run_bench
+from n8n_sizer.bench.stackup import stack_kind_for
 from n8n_sizer.bench.workflow import BenchWorkflow, load_workflow
 from n8n_sizer.errors import InputError
 from n8n_sizer import versions

@@ -12,7 +12,6 @@ from n8n_sizer.errors import InputError
 
 
 async def _handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    state = writer.get_extra_info("server_state")
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")

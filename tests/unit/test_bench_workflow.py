@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from n8n_sizer.bench.facts import parse_facts
-from n8n_sizer.bench.run import stack_kind_for
+from n8n_sizer.bench.stackup import stack_kind_for
 from n8n_sizer.bench.workflow import load_workflow, public_api_body
 
 DATA = Path(__file__).parent.parent / "data"
@@ -31,3 +31,18 @@ def test_facts_parse_captured_output_and_keep_missing_as_none():
 
 def test_stack_kind_by_address():
     assert stack_kind_for("127.0.0.1") == "localstack-ssh" and stack_kind_for("203.0.113.7") == "compose"
+
+
+def test_localstack_commands_and_state_parsing():
+    import pytest
+
+    from n8n_sizer.advisor.setup import Setup
+    from n8n_sizer.bench.hosts import HostError
+    from n8n_sizer.bench.stackup import localstack_up_args, parse_state_main_url
+
+    args = localstack_up_args(Setup(mode="queue", workers=2, production_limit=5))
+    assert "--mode queue --workers 2 --db postgres" in args and args.endswith("--production-limit 5")
+    assert "--production-limit" not in localstack_up_args(Setup(mode="regular"))
+    assert parse_state_main_url('log line\n{"main_url": "http://127.0.0.1:4567", "x": 1}\n', "t") == "http://127.0.0.1:4567"
+    with pytest.raises(HostError, match="t1: `localstack` printed no state"):
+        parse_state_main_url("Traceback: boom", "t1")
