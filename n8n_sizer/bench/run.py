@@ -259,13 +259,15 @@ class _TargetRun:
         telemetry.callback(sampler.stop)
 
     def _warmup(self, url: str) -> None:
+        """Warm-up requests are not results, but what happened to them is kept in run.json (`warmups`)."""
         plan = self.job.plan
         client = HttpPost(url, self.job.workflow.body, timeout_s=plan.timeout_s)
         per_user = -(-plan.warmup_requests // WARMUP_CONCURRENCY)
-        outcome = asyncio.run(_closed_count(client, WARMUP_CONCURRENCY, per_user))
-        if outcome == 0:
-            raise HostError(f"{self.t.name}: no warm-up request to {url} was answered 2xx; "
-                            f"check the workflow runs in n8n (its log) before loading it")
+        summary = asyncio.run(_closed_count(client, WARMUP_CONCURRENCY, per_user))
+        self.save_info(warmups=[*self.info().get("warmups", []), summary])
+        if summary["ok"] == 0:
+            raise HostError(f"{self.t.name}: no warm-up request to {url} was answered 2xx (first failure: "
+                            f"{summary['first_error']}); check that the workflow runs in n8n (its log)")
 
     def _step(self, step, url: str, elapsed: float) -> None:
         plan, name = self.job.plan, self.t.name
@@ -351,21 +353,30 @@ class _TargetRun:
         self.store.update_manifest(ledgers=ledgers)
 
 
-async def _closed_count(client: HttpPost, users: int, per_user: int) -> int:
-    """Warm-up: `users` loops of `per_user` requests each, nothing recorded; returns how many were 2xx."""
+async def _closed_count(client: HttpPost, users: int, per_user: int) -> dict:
+    """Warm-up: `users` loops of `per_user` requests each; returns counts (sent, ok, per failure class) and
+    the first failure's full error string."""
     from n8n_sizer.bench.load import RequestFailed
 
-    ok = 0
+    summary: dict = {"sent": 0, "ok": 0, "errors": {}, "first_error": None}
+
+    def failed(cls: str, error: str) -> None:
+        summary["errors"][cls] = summary["errors"].get(cls, 0) + 1
+        summary["first_error"] = summary["first_error"] or error
 
     async def user() -> None:
-        nonlocal ok
         for _ in range(per_user):
+            summary["sent"] += 1
             try:
-                status, _, _ = await client.post()
-            except RequestFailed:
-                continue  # warm-up failures are not results; the first step records its own
-            ok += 200 <= status < 300
+                status, body, _ = await client.post()
+            except RequestFailed as exc:
+                failed(exc.error_class, exc.error)
+                continue
+            if 200 <= status < 300:
+                summary["ok"] += 1
+            else:
+                failed("non-2xx", f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}")
 
     await asyncio.gather(*(user() for _ in range(users)))
     client.close()
-    return ok
+    return summary

@@ -141,21 +141,28 @@ def test_queue_one_worker_every_200_has_an_execution(sshd, tmp_path):  # noqa: F
     inv = tmp_path / "inventory.json"
     inv.write_text(json.dumps(inventory(sshd, {"t-queue": {"mode": "queue", "workers": 1}})))
     out = tmp_path / "results"
-    res = bench(["--inventory", str(inv), "--rates", "3", "--step-seconds", "10", "--warmup", "10",
-                 "--drain-seconds", "30", "--out", str(out)], sshd)
+    res = bench(["--inventory", str(inv), "--rates", "3", "--step-seconds", "8", "--concurrency-sweep", "2",
+                 "--warmup", "10", "--drain-seconds", "30", "--out", str(out)], sshd)
     folder = next(out.iterdir(), None)
     try:
         assert res.returncode == 0, (res.stdout, res.stderr)
-        assert "ledger t-queue" in res.stdout and "rate-3" in res.stdout
+        assert "ledger t-queue" in res.stdout and "rate-3" in res.stdout and "c-2" in res.stdout
         manifest, requests, samples = read_run(folder)
         state_dir = manifest.hosts["t-queue"]["stack_dir"]
-        assert len(requests) == 30 and all(r.status == 200 for r in requests)
+        rate = [r for r in requests if r.step == "rate-3"]
+        closed = [r for r in requests if r.step == "c-2"]
+        assert len(rate) == 24 and len(closed) >= 4 and all(r.status == 200 for r in requests)
+        assert all(r.sent_s - r.scheduled_s < 0.05 for r in closed)  # closed model: sent when due
         ledger = manifest.ledgers["t-queue"]
-        assert (ledger.fired, ledger.accepted, ledger.refused) == (30, 30, 0)
-        assert ledger.executions_succeeded == 30 and ledger.accepted_then_lost == 0
+        n = len(requests)
+        assert (ledger.fired, ledger.accepted, ledger.refused) == (n, n, 0)
+        assert ledger.executions_succeeded == n and ledger.accepted_then_lost == 0
+        assert manifest.hosts["t-queue"]["warmups"] == [{"sent": 12, "ok": 12, "errors": {}, "first_error": None}]
         assert manifest.setup["t-queue"]["mode"] == "queue" and manifest.versions["n8n_version"]
         by = {s.metric: s.value for s in samples if s.labels.get("step") == "rate-3" and s.metric != "errors"}
-        assert by["answered"] == 30 and by["latency_p50"] > 0
+        assert by["answered"] == 24 and by["latency_p50"] > 0
+        assert {s.labels["step"] for s in samples if s.metric == "concurrency"} == {"c-2"}
+        assert any(s.metric == "process_rss_mib" and s.labels.get("target") == "t-queue" for s in samples)
         assert not (folder / "secrets" / "t-queue.json").stat().st_mode & 0o077
         assert not _pids_alive(state_dir)
     finally:
