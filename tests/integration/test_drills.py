@@ -8,7 +8,9 @@ docs/sections/drills.md), recorded in results/<run-id>/run.json:
 - wrong-key: worker-2 with another key exits, with 'signing.hmac' (fresh folder) / 'Mismatching encryption
   keys' (its own folder) in its log;
 - redis-restart: AOF 20 waiting -> 20 after the SIGKILL, all 20 success; no persistence 20 -> 0, all crashed;
-- postgres-restart: a few requests fail with 503 "Database is not ready!", everything recovers on its own.
+- postgres-restart: a few requests fail with 503 "Database is not ready!", everything recovers on its own;
+- graceful-shutdown: SIGTERM with a 12 s N8N_GRACEFUL_SHUTDOWN_TIMEOUT: the 5 s executions finish, the 30 s
+  ones end as error, the worker exits after ~the timeout, well before the 40 s grace period.
 """
 
 from __future__ import annotations
@@ -121,3 +123,15 @@ def test_postgres_restart(ctx: DrillContext, out: Path) -> None:
     table = render_drill(load_run(store.folder))
     assert "| observation | seed 000 expected | verdict |" in table
     assert "Database is not ready!" in table
+
+
+def test_graceful_shutdown(ctx: DrillContext, out: Path) -> None:
+    extra = _extra(run_drill("graceful-shutdown", ctx, out))
+    observed = extra["observed"]
+    assert observed["short"] == {"success": 2}  # shorter than N8N_GRACEFUL_SHUTDOWN_TIMEOUT: finished
+    assert observed["long"] == {"error": 2}  # longer: cut off and marked error, as in seed 000
+    # n8n's timeout (12 s) decided, not the 40 s grace period: the worker exited on its own soon after it
+    assert observed["shutdown_timeout_s"] <= observed["stop_s"] < observed["grace_s"]
+    assert any("Waiting for" in line for line in extra["log_lines"]["worker-1"])
+    assert extra["verdict"] == "matches", extra["checks"]
+    _assert_whole(ctx)

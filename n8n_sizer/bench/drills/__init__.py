@@ -19,7 +19,7 @@ from typing import Any
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.bench.drills.common import DrillContext, DrillFailed, DrillOutcome
 from n8n_sizer.bench.drills.stores import postgres_restart, redis_restart
-from n8n_sizer.bench.drills.workers import kill_worker, wrong_key
+from n8n_sizer.bench.drills.workers import graceful_shutdown, kill_worker, wrong_key
 from n8n_sizer.bench.localstack import LocalStack, StackOptions
 from n8n_sizer.bench.n8n_api import set_up_instance
 from n8n_sizer.bench.records import RunManifest
@@ -32,6 +32,7 @@ DRILLS: dict[str, Callable[..., DrillOutcome]] = {
     "wrong-key": wrong_key,
     "redis-restart": redis_restart,
     "postgres-restart": postgres_restart,
+    "graceful-shutdown": graceful_shutdown,
 }
 
 # Bull's stalled-job timing, shortened so kill-worker ends in well under a minute instead of seed 000's

@@ -166,3 +166,77 @@ def wrong_key(ctx: DrillContext, timeout_s: float = 90.0) -> DrillOutcome:
         timings_s={f"{variant} exit_s": r["after_s"] for variant, r in results.items()},
         log_lines={f"worker-2 ({variant})": r["lines"] for variant, r in results.items()},
         settings={})
+
+
+# Seed 000, "Failure drills", 6: docker stop (SIGTERM, stop_grace_period 60 s) of a worker running two 20 s
+# and two 50 s executions, with N8N_GRACEFUL_SHUTDOWN_TIMEOUT at its default of 30 s.
+GRACEFUL_EXPECTED = {
+    "short": "the 2 executions shorter than the timeout (20 s of 30 s) finished",
+    "long": "the 2 longer ones (50 s) were cut off and marked error",
+    "exit": "n8n's N8N_GRACEFUL_SHUTDOWN_TIMEOUT (30 s) decided, not Docker's 60 s grace period",
+}
+
+
+def graceful_shutdown(ctx: DrillContext, shutdown_timeout_s: int = 12, short_s: int = 5, long_s: int = 30,
+                      grace_s: float = 40.0, settle_timeout_s: float = 120.0) -> DrillOutcome:
+    """SIGTERM worker-1 (as `docker stop` does, SIGKILL after `grace_s`) while it runs 2 executions shorter
+    and 2 longer than its N8N_GRACEFUL_SHUTDOWN_TIMEOUT (scaled down from seed 000's 20 s / 50 s / 30 s)."""
+    stack = ctx.stack
+    if not short_s < shutdown_timeout_s < long_s < grace_s:
+        raise DrillFailed("graceful-shutdown needs short < shutdown timeout < long < grace period")
+    before = set(ctx.executions("long-wait"))
+    overridden = False
+    try:
+        if len(stack.worker_names) > 1:
+            stack.stop_worker(2, timeout_s=30)
+        stack.stop_worker(1, timeout_s=30)
+        overridden = True
+        stack.start_worker(1, env_overrides={"N8N_GRACEFUL_SHUTDOWN_TIMEOUT": str(shutdown_timeout_s)})
+        mark = ctx.mark("worker-1")
+        lengths: dict[str, int] = {}
+        for seconds in (short_s, short_s, long_s, long_s):
+            status, body = ctx.post("long-wait", {"seconds": seconds}, timeout_s=15)
+            if status != 200:
+                raise DrillFailed(f"long-wait webhook answered {status}: {body}")
+            wait_for(lambda: set(_new_ids(ctx, "long-wait", before)) - set(lengths), 15, "the execution is stored")
+            new = set(_new_ids(ctx, "long-wait", before)) - set(lengths)
+            lengths.update({ex_id: seconds for ex_id in new})
+        wait_for(lambda: (lambda s: len(s) == 4 and set(s.values()) == {"running"})(_new_ids(ctx, "long-wait", before)),
+                 30, "4 executions running on worker-1")
+        time.sleep(1.0)
+        started = time.monotonic()
+        stack.stop_process("worker-1", timeout_s=grace_s)  # SIGTERM, then SIGKILL after grace_s
+        stop_s = round(time.monotonic() - started, 1)
+        overridden = False
+        ctx.restore()  # both workers back (with the stack's own settings): anything re-queued can run
+
+        def settled() -> dict[str, str] | None:
+            now = {i: s for i, s in _new_ids(ctx, "long-wait", before).items() if i in lengths}
+            return now if all(s in FINAL_STATUSES for s in now.values()) else None
+
+        final = wait_for(settled, settle_timeout_s, "the 4 executions reach a final status", poll_s=1.0)
+    finally:
+        if overridden and stack.is_running("worker-1"):  # failed midway: worker-1 still has the short timeout
+            stack.stop_process("worker-1", timeout_s=grace_s)
+        ctx.restore()
+    short = {i: final[i] for i, s in lengths.items() if s == short_s}
+    long = {i: final[i] for i, s in lengths.items() if s == long_s}
+    lines = mark.find(r"Received SIGTERM|Stopping worker|Waiting for|shut ?down|Worker (started|finished)", 12)
+    killed = stop_s >= grace_s - 0.5
+    return DrillOutcome(
+        drill="graceful-shutdown",
+        checks=[
+            check(f"{sum(s == 'success' for s in short.values())} of {len(short)} {short_s} s executions finished: "
+                  f"{counts(short)}", GRACEFUL_EXPECTED["short"], set(short.values()) == {"success"},
+                  "an execution shorter than the timeout did not finish"),
+            check(f"{long_s} s executions: {counts(long)}", GRACEFUL_EXPECTED["long"],
+                  set(long.values()) == {"error"}, f"they ended as {counts(long)}, not error"),
+            check(f"worker-1 exited {stop_s} s after SIGTERM "
+                  f"({'SIGKILLed at the grace period' if killed else 'on its own'}; timeout {shutdown_timeout_s} s, "
+                  f"grace {grace_s:.0f} s)", GRACEFUL_EXPECTED["exit"], not killed and stop_s < grace_s,
+                  "the worker outlived the grace period and was SIGKILLed"),
+        ],
+        observed={"shutdown_timeout_s": shutdown_timeout_s, "short_s": short_s, "long_s": long_s, "grace_s": grace_s,
+                  "short": counts(short), "long": counts(long), "stop_s": stop_s},
+        timings_s={"stop_s": stop_s}, log_lines={"worker-1": lines},
+        settings={"N8N_GRACEFUL_SHUTDOWN_TIMEOUT": str(shutdown_timeout_s), "grace_period_s": f"{grace_s:g}"})
