@@ -23,50 +23,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from n8n_sizer.advisor.setup import Setup, recommended_max_connections
 from n8n_sizer.bench import services
 from n8n_sizer.bench.install_n8n import N8nInstall, install_n8n
 from n8n_sizer.bench.n8n_env import POSTGRES_DATABASE, POSTGRES_USER, N8nPorts, StackSecrets, n8n_argv, n8n_env
 from n8n_sizer.bench.services import RunningProcess, ServiceError
+from n8n_sizer.bench.stack_state import SECRETS_FILE, STATE_FILE, StackOptions, StackState
+
+__all__ = ["LocalStack", "StackOptions", "StackState", "STATE_FILE", "SECRETS_FILE"]
 from n8n_sizer.errors import InputError
 
-STATE_FILE = "state.json"
-SECRETS_FILE = "secrets.json"
-
-
-class StackOptions(BaseModel):
-    """How to run the stack on this machine, beyond the `Setup` it stands for."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    redis_persistence: Literal["aof", "none"] = "aof"  # seed 000: AOF everysec; "none" for drill 3
-    pin_cpus: int | None = Field(None, ge=1)  # taskset every process onto cores 0..K-1 to stand for K vCPU
-    extra_env: dict[str, str] = {}  # added to every n8n process' environment
-    start_timeout_s: float = 180.0  # 2 shared cores, first start migrates an empty database (~11 s alone)
-    stop_timeout_s: float | None = None  # None: Setup.longest_execution_s + 10 (n8n's graceful shutdown)
-    n8n_log_level: Literal["error", "warn", "info", "debug"] = "info"
-
-
-class StackState(BaseModel):
-    """What `state.json` holds: no secret, only where the secrets file is."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    setup: Setup
-    options: StackOptions
-    stack_dir: Path
-    main_url: str
-    install: N8nInstall
-    ports: dict[str, N8nPorts]  # per n8n process
-    redis_port: int | None
-    postgres_port: int | None
-    processes: dict[str, RunningProcess]
-    secrets_path: Path
-    start_seconds: dict[str, float]  # seconds from spawn to ready, per process (last start)
+PORT_RETRIES = 2
+# How Postgres, Redis and n8n (HTTP server, task broker) report a port that is taken.
+PORT_TAKEN_SIGNS = ("already in use", "EADDRINUSE")
 
 
 def _unique_ports(count: int) -> list[int]:
@@ -165,16 +135,16 @@ class LocalStack:
             self._prepare()
             if self.uses_postgres:
                 self._init_postgres()
-                self.start_process("postgres")
+                self._ready_on_free_ports("postgres")
                 services.create_database(self._pg_data, self.postgres_port, POSTGRES_USER, POSTGRES_DATABASE)
             if self.uses_redis:
                 self._write_redis_config(self.options.redis_persistence)
-                self.start_process("redis")
-            self.start_process("main")
+                self._ready_on_free_ports("redis")
+            self._ready_on_free_ports("main")
             for name in self.worker_names:  # spawn all workers, then wait for them together
                 self.start_process(name, wait=False)
             for name in self.worker_names:
-                self.wait_ready(name)
+                self._ready_on_free_ports(name, spawned=True)
         except BaseException:  # also KeyboardInterrupt: never leave half a stack running
             try:
                 self.stop()
@@ -343,6 +313,38 @@ class LocalStack:
             self.postgres_port = None
         if not self.uses_redis:
             self.redis_port = None
+
+    def _ready_on_free_ports(self, name: str, spawned: bool = False) -> None:
+        """Start `name` and wait for it; if a port picked in `_prepare` was taken before the process bound
+        it (n8n binds its HTTP port only after migrations, and every outgoing connection on this machine
+        takes an ephemeral port from the same range), pick new ports and try again."""
+        for attempt in range(PORT_RETRIES + 1):
+            try:
+                if not spawned:
+                    self.start_process(name, wait=False)
+                self.wait_ready(name)
+                return
+            except ServiceError as exc:
+                if attempt == PORT_RETRIES or not any(sign in str(exc) for sign in PORT_TAKEN_SIGNS):
+                    raise
+                self.stop_process(name, timeout_s=5)
+                self._repick_ports(name)
+                spawned = False
+
+    def _repick_ports(self, name: str) -> None:
+        taken = {self.postgres_port, self.redis_port} | {p for ports in self.ports.values()
+                                                          for p in (ports.http, ports.broker, ports.health)}
+        fresh = [p for p in _unique_ports(len(taken) + 2) if p not in taken][:2]
+        if name == "postgres":
+            self.postgres_port = fresh[0]
+        elif name == "redis":
+            self.redis_port = fresh[0]
+            self._write_redis_config(self.options.redis_persistence)
+        elif name == "main":  # workers are spawned after main: they take main's new HTTP port with them
+            self.ports = {n: p.model_copy(update={"http": fresh[0]}) for n, p in self.ports.items()}
+            self.ports["main"] = self.ports["main"].model_copy(update={"broker": fresh[1]})
+        else:
+            self.ports[name] = self.ports[name].model_copy(update={"broker": fresh[0], "health": fresh[1]})
 
     def _init_postgres(self) -> None:
         # As root, Postgres runs as Debian's `postgres` user, which must pass through every parent folder;

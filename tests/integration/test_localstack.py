@@ -6,7 +6,8 @@
 - `python -m n8n_sizer.bench.localstack up` starts a detached stack (own sessions, alive after `up` exits,
   pinned with `--cpus 1`),
   `status`, `signal`, `start-process` and `down` work, and after `down` none of its PIDs runs;
-- a start that fails half way (or is interrupted by Ctrl-C) stops what it had started.
+- a start that fails half way (or is interrupted by Ctrl-C) stops what it had started;
+- a port taken between choosing it and binding it is chosen anew.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import httpx
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.bench import services
+from n8n_sizer.bench import localstack, services
 from n8n_sizer.bench.localstack import LocalStack, StackOptions
 from n8n_sizer.bench.n8n_api import ExecutionCounts, N8nApiError, N8nClient
 from n8n_sizer.bench.services import ServiceError
@@ -138,19 +139,44 @@ def test_detached_up_signal_restart_down(tmp_path):
 
 
 def test_failed_start_stops_what_had_started(n8n_install):
-    # Main's task broker gets a port this test holds: main dies at start, after Postgres came up.
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        options = StackOptions(extra_env={"N8N_RUNNERS_BROKER_PORT": str(taken.getsockname()[1])})
-        stack = LocalStack(Setup(mode="regular"), options, install=n8n_install)
-        with pytest.raises(ServiceError) as caught:
-            stack.start()
+    # An unknown module name makes main exit at start, after Postgres came up.
+    options = StackOptions(extra_env={"N8N_DISABLED_MODULES": "no-such-module"})
+    stack = LocalStack(Setup(mode="regular"), options, install=n8n_install)
+    with pytest.raises(ServiceError) as caught:
+        stack.start()
     assert "main exited before ready" in str(caught.value)
-    assert "already in use" in str(caught.value)  # the log tail explains why
+    assert "no-such-module" in str(caught.value)  # the log tail says why
     assert set(stack.processes) == {"postgres", "main"}
     for proc in stack.processes.values():
         assert not services.is_running(proc) and services.group_pids(proc.pid) == []
+
+
+def test_ports_taken_before_binding_are_chosen_anew(n8n_install, monkeypatch):
+    # Steer the first choice of ports onto ports this test holds, as another test run or an outgoing
+    # connection's ephemeral port would: Postgres and n8n really fail to bind and get new ports.
+    held: list[socket.socket] = []
+    choose = localstack._unique_ports
+
+    def first_choice_taken(count: int) -> list[int]:
+        ports = choose(count)
+        if not held:
+            for port in ports:
+                sock = socket.socket()
+                sock.bind(("127.0.0.1", port))
+                sock.listen()
+                held.append(sock)
+        return ports
+
+    monkeypatch.setattr(localstack, "_unique_ports", first_choice_taken)
+    try:
+        with LocalStack(Setup(mode="regular"), install=n8n_install) as stack:
+            taken = {sock.getsockname()[1] for sock in held}
+            assert stack.postgres_port not in taken and stack.ports["main"].http not in taken
+            assert httpx.get(stack.health_url("main")).status_code == 200
+            assert "already in use" in stack.log_path("main").read_text()
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def test_ctrl_c_during_start_stops_what_had_started(tmp_path, n8n_install):
