@@ -27,7 +27,7 @@ class RateStep(BaseModel):
     kind: Literal["rate"] = "rate"
     rate_per_s: float = Field(gt=0, le=100_000)
     duration_s: float = Field(gt=0)
-    label: str | None = None  # a name of its own, e.g. "max3-17.5" for the third --find-max measurement
+    label: str | None = None  # a name of its own, e.g. "rate-17.5-max3" for the third --find-max measurement
 
     @property
     def name(self) -> str:

@@ -230,7 +230,9 @@ class _TargetRun:
         name, done = self.t.name, []
 
         def measure(rate: float):
-            step = RateStep(rate_per_s=round(rate, 3), duration_s=spec.step_s, label=f"max{len(done) + 1}-{rate:.3g}")
+            rounded = round(rate, 3)
+            # "rate-<r>-max<n>": part C's reports read the offered rate from the name (runstats.step_rate)
+            step = RateStep(rate_per_s=rounded, duration_s=spec.step_s, label=f"rate-{rounded:g}-max{len(done) + 1}")
             self.say(step.name, 0.0)
             self._step(step, url, 0.0)
             done.append(step.name)

@@ -98,4 +98,7 @@ def test_durations_and_step_labels():
     for bad in ("4x", "h", "0s", "1h 30m"):
         with pytest.raises(InputError, match="--soak"):
             parse_duration(bad)
-    assert RateStep(rate_per_s=17.5, duration_s=60, label="max3-17.5").name == "max3-17.5"
+    assert RateStep(rate_per_s=17.5, duration_s=60, label="rate-17.5-max3").name == "rate-17.5-max3"
+    from n8n_sizer.bench.runstats import step_rate
+
+    assert step_rate("rate-17.5-max3") == 17.5  # part C's reports read the rate back from the name
