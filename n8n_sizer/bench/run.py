@@ -244,19 +244,23 @@ class _TargetRun:
         self.store.put_extra("find_max", name, result.model_dump(mode="json"))
 
     def _telemetry(self, telemetry: ExitStack, main_url: str, info: dict, secrets_path) -> None:
-        """Part C's sampler every second: host, processes (and their runners), Redis, Postgres, editor.
-        Wired for stacks started by `localstack` (local or over SSH on this machine); not yet for the
-        fleet's compose stacks (their docker/cgroup probes need a compose-aware process map)."""
-        if self.t.kind == "compose":
-            return
-        from n8n_sizer.bench.localstack import LocalStack
+        """Part C's sampler every second: host, processes or containers, Redis and Bull, Postgres, n8n's
+        /metrics (compose stacks), and the editor's own call timed every 5 s."""
         from n8n_sizer.bench.telemetry import Sampler, http_editor_check, local_stack_telemetry
 
-        local = self.local_stack or LocalStack.attach(Path(self.state_dir))
+        if self.t.kind == "compose":
+            from n8n_sizer.bench.probes.containers import compose_stack_probes
+
+            setup = self.t.setup
+            what = {"probes": compose_stack_probes(queue=setup.mode == "queue", postgres=setup.db == "postgres")}
+        else:
+            from n8n_sizer.bench.localstack import LocalStack
+
+            what = local_stack_telemetry(self.local_stack or LocalStack.attach(Path(self.state_dir)))
         editor = n8n_link.editor_client(main_url, secrets_path)
         telemetry.callback(editor.close)
         sampler = Sampler(self.t.host, self.store.append_samples, labels={"target": self.t.name},
-                          editor_check=http_editor_check(editor, info["workflow_id"]), **local_stack_telemetry(local))
+                          editor_check=http_editor_check(editor, info["workflow_id"]), **what)
         sampler.start()
         telemetry.callback(sampler.stop)
 
