@@ -126,7 +126,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 class SshHost:
-    """A machine over SSH via Fabric (paramiko). Keys only; no passwords, no agent, no ~/.ssh/config."""
+    """A machine over SSH via Fabric (paramiko). Keys only (no passwords), no ~/.ssh/config."""
 
     def __init__(self, name: str, address: str, user: str, key_file: Path | None = None, port: int = 22,
                  connect_timeout_s: float = 15.0) -> None:
@@ -153,7 +153,8 @@ class SshHost:
 
         if self.key_file is not None and not self.key_file.is_file():
             raise HostError(f"{self.name}: SSH key {self.key_file} does not exist; try --ssh-key FILE")
-        connect_kwargs = {"look_for_keys": self.key_file is None, "allow_agent": False,
+        # With --ssh-key only that key is offered; without it, the usual ~/.ssh keys and the agent.
+        connect_kwargs = {"look_for_keys": self.key_file is None, "allow_agent": self.key_file is None,
                           "banner_timeout": self.connect_timeout_s, "auth_timeout": self.connect_timeout_s}
         if self.key_file is not None:
             connect_kwargs["key_filename"] = [str(self.key_file)]
