@@ -163,10 +163,15 @@ class LocalStack:
                     self.stop_process(name)
                 except ServiceError as exc:
                     errors.append(str(exc))
+        pg_link = self.stack_dir / "postgres"
+        if not errors and pg_link.is_symlink():  # Postgres' data outside the folder (see _init_postgres)
+            outside = pg_link.resolve()
+            if self._own_dir:
+                shutil.rmtree(outside, ignore_errors=True)
+            else:  # a folder the caller keeps: bring the data home, leave nothing behind in /tmp
+                pg_link.unlink()
+                shutil.move(outside, pg_link)
         if self._own_dir and not errors:
-            pg_link = self.stack_dir / "postgres"
-            if pg_link.is_symlink():  # Postgres' data outside the folder (see _init_postgres)
-                shutil.rmtree(pg_link.resolve(), ignore_errors=True)
             shutil.rmtree(self.stack_dir, ignore_errors=True)
         if errors:
             raise ServiceError("; ".join(errors))
