@@ -228,9 +228,18 @@ def render_drill(run: RunData) -> str:
 
 
 def render_search(run: RunData) -> str:
-    search = run.manifest.extra.get("search")
-    if not search:
-        return "No search result recorded in run.json (`extra.search`).\n"
+    """Find-max results: run.json `extra.find_max[target]` (as `bench --find-max` writes them), or a
+    single `extra.search`."""
+    found_by_target = dict(run.manifest.extra.get("find_max") or {})
+    if not found_by_target and run.manifest.extra.get("search"):
+        found_by_target = {"": run.manifest.extra["search"]}
+    if not found_by_target:
+        return "No search result recorded in run.json (`extra.find_max`).\n"
+    return "\n".join((f"#### {target}\n\n" if target else "") + _render_one_search(result)
+                     for target, result in found_by_target.items())
+
+
+def _render_one_search(search: dict) -> str:
     from n8n_sizer.bench.search import SearchResult
 
     res = SearchResult.model_validate(search)

@@ -146,15 +146,18 @@ def test_drill_find_max_and_soak_runs_render(tmp_path):
             {"observation": "0 crashed", "expected": "all 20 ran, success", "verdict": "as seed 000"}]})
     search = find_max_rate(lambda r: StepOutcome(rate_per_s=r, fired=int(r * 60), errors=0 if r <= 8 else 5, p95_ms=900),
                            1, 16, p95_ms=2000, tolerance=1)
+    # as `bench --find-max` writes it: extra.find_max[target] = SearchResult (RunStore.put_extra)
     fm = write_run(out, "fm-1", "find-max", QUEUE, "local", _requests("local", 8.65, rates=(8,), step_s=20), [],
-                   extra={"search": search.model_dump()})
+                   extra={"find_max": {"local": search.model_dump(mode="json")}})
     soak_reqs = [RequestRecord(seq=i, step="soak-0.2", target="local", scheduled_s=T0 + 5 * i, sent_s=T0 + 5 * i,
                                status=200, latency_ms=600.0 + (56_000 if i == 400 else 0)) for i in range(720)]
     soak = write_run(out, "soak-1", "soak", REGULAR, "local", soak_reqs, [])
     text = build_report([drill, fm, soak], tmp_path / "r", plots=False).markdown.read_text()
     assert "| 20 of 20 waiting jobs after the restart | AOF kept all 20 | as seed 000 |" in text
     assert re.search(r"Highest rate within p95 <= 2,000 ms and errors <= 0\.00%: \*\*7\.\d+ req/s\*\*", text)
-    assert "| 1 | 1 | 60 | 0 | 900 ms | pass" in text
+    assert "| 1 | 1 | 60 | 0 | 900 ms | pass" in text and "#### local" in text
+    single = write_run(out, "fm-2", "find-max", QUEUE, "local", [], [], extra={"search": search.model_dump()})
+    assert "**7." in build_report([single], tmp_path / "r2", plots=False).markdown.read_text()
     assert "### Soak buckets, local" in text and "56,600" in text
 
 
