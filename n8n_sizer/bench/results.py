@@ -104,11 +104,18 @@ class RunStore:
         for s in samples:
             self._append(SAMPLES, s.model_dump_json())
 
+    # The file is read under the lock (appends are flushed inside it, so no half line from another target's
+    # thread) and parsed outside it (so a long parse never holds up a load driver's appends).
+    def _snapshot(self, name: str) -> str | None:
+        with self._lock:
+            path = self.folder / name
+            return path.read_text(encoding="utf-8") if path.is_file() else None
+
     def read_requests(self) -> list[RequestRecord]:
-        return _read_jsonl(self.folder / REQUESTS, RequestRecord)
+        return _parse_jsonl(self._snapshot(REQUESTS), self.folder / REQUESTS, RequestRecord)
 
     def read_samples(self) -> list[Sample]:
-        return _read_jsonl(self.folder / SAMPLES, Sample)
+        return _parse_jsonl(self._snapshot(SAMPLES), self.folder / SAMPLES, Sample)
 
     def close(self) -> None:
         with self._lock:
@@ -154,12 +161,12 @@ def _end_partial_line(path: Path) -> None:
                 f.write(b"\n")
 
 
-def _read_jsonl(path: Path, model):
+def _parse_jsonl(text: str | None, path: Path, model):
     """Every record in the file. A line cut short by a crash is skipped; any other bad line is an error."""
-    if not path.is_file():
+    if text is None:
         return []
     out = []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = text.splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
