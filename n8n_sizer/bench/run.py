@@ -29,7 +29,7 @@ from n8n_sizer.bench.hosts import ConnectionLost, Host, HostError
 from n8n_sizer.bench.ledger import build_ledger
 from n8n_sizer.bench.load import HttpPost, run_closed, run_open
 from n8n_sizer.bench.plan import FindMax, LoadPlan, RateStep
-from n8n_sizer.bench.records import Ledger
+from n8n_sizer.bench.records import Ledger, Sample
 from n8n_sizer.bench.results import RunStore, summarize_step
 from n8n_sizer.bench.stackup import N8N_PORT, StackKind, localstack_over_ssh, wait_compose_stack
 from n8n_sizer.bench.workflow import BenchWorkflow
@@ -338,6 +338,10 @@ class _TargetRun:
                 self._lost_error = exc
                 self.lost.set()
                 return
+            except HostError as exc:  # a slow answer (the host is busy) is kept as a sample, not fatal
+                self.store.append_samples([Sample(metric="ssh_ping_error", value=1.0, unit="count", time_s=time.time(),
+                                                  labels={"target": self.t.name, "step": step.name,
+                                                          "error": str(exc)[-300:]})])
             done = min(time.monotonic() - started, step.duration_s)
             finished = sum(s.duration_s for s in self.job.plan.steps if s.name in self.store.finished_steps(self.t.name))
             self.say(step.name, finished + done)
