@@ -174,9 +174,14 @@ class _TargetRun:
             from n8n_sizer.bench.localstack import LocalStack, StackOptions
 
             self.say("starting n8n")
+            from n8n_sizer.bench.services import ServiceError
+
             local = LocalStack(t.setup, StackOptions(**t.stack_options))
             stack.callback(local.stop)
-            local.start()
+            try:
+                local.start()
+            except ServiceError as exc:  # it quotes the service's log: one line, not a traceback
+                raise HostError(f"{t.name}: the local stack did not start: {' '.join(str(exc).split())[:600]}") from None
             self.local_stack = local
             self.save_info(stack_dir=str(local.stack_dir), pids={n: p.pid for n, p in local.processes.items()})
             return local.main_url
