@@ -14,7 +14,8 @@ def register(app: typer.Typer) -> None:
 
 DRILL_HELP = """Break a local queue-mode stack one of seed 000's ways, observe, and record the outcome next to the seed's.
 
-Drills: kill-worker, wrong-key, redis-restart, postgres-restart, graceful-shutdown.
+Drills: kill-worker, wrong-key, redis-restart, postgres-restart, binary-filesystem, graceful-shutdown,
+redis-blip.
 --local starts Postgres, Redis (AOF), n8n main and 2 workers on this machine, runs the drill, restores
 what it broke and stops everything it started. The outcome goes to OUT/<run-id>/run.json (kind drill);
 `n8n-sizer report OUT/<run-id>` renders it as a table.
@@ -26,7 +27,8 @@ Examples:
 
 
 def drill(
-    name: str = typer.Argument(..., help="kill-worker, wrong-key, redis-restart, postgres-restart or graceful-shutdown."),
+    name: str = typer.Argument(..., help="kill-worker, wrong-key, redis-restart, postgres-restart, binary-filesystem, "
+                                                 "graceful-shutdown or redis-blip."),
     local: bool = typer.Option(False, "--local", help="Start the stack on this machine (the only target so far)."),
     persistence: str = typer.Option("both", "--persistence", help="redis-restart: aof, none or both."),
     seed_timing: bool = typer.Option(False, "--seed-timing", help="kill-worker: keep n8n's Bull timings "

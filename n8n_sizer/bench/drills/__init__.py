@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.bench.drills.binary import binary_filesystem
+from n8n_sizer.bench.drills.blip import redis_blip
 from n8n_sizer.bench.drills.common import DrillContext, DrillFailed, DrillOutcome
 from n8n_sizer.bench.drills.stores import postgres_restart, redis_restart
 from n8n_sizer.bench.drills.workers import graceful_shutdown, kill_worker, wrong_key
@@ -33,6 +35,8 @@ DRILLS: dict[str, Callable[..., DrillOutcome]] = {
     "redis-restart": redis_restart,
     "postgres-restart": postgres_restart,
     "graceful-shutdown": graceful_shutdown,
+    "binary-filesystem": binary_filesystem,
+    "redis-blip": redis_blip,
 }
 
 # Bull's stalled-job timing, shortened so kill-worker ends in well under a minute instead of seed 000's
