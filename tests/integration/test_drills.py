@@ -10,7 +10,10 @@ docs/sections/drills.md), recorded in results/<run-id>/run.json:
 - redis-restart: AOF 20 waiting -> 20 after the SIGKILL, all 20 success; no persistence 20 -> 0, all crashed;
 - postgres-restart: a few requests fail with 503 "Database is not ready!", everything recovers on its own;
 - graceful-shutdown: SIGTERM with a 12 s N8N_GRACEFUL_SHUTDOWN_TIMEOUT: the 5 s executions finish, the 30 s
-  ones end as error, the worker exits after ~the timeout, well before the 40 s grace period.
+  ones end as error, the worker exits after ~the timeout, well before the 40 s grace period;
+- binary-filesystem: filesystem mode without a shared folder -> HTTP 500 "Error in workflow"; default -> 300,000 bytes;
+- redis-blip (beyond the seed): Redis SIGSTOPped 8 s, then every client connection killed: both workers
+  take jobs again on their own (20 of 20 Wait executions succeed, each worker took some).
 """
 
 from __future__ import annotations
@@ -134,4 +137,28 @@ def test_graceful_shutdown(ctx: DrillContext, out: Path) -> None:
     assert observed["shutdown_timeout_s"] <= observed["stop_s"] < observed["grace_s"]
     assert any("Waiting for" in line for line in extra["log_lines"]["worker-1"])
     assert extra["verdict"] == "matches", extra["checks"]
+    _assert_whole(ctx)
+
+
+def test_binary_filesystem(ctx: DrillContext, out: Path) -> None:
+    extra = _extra(run_drill("binary-filesystem", ctx, out))
+    observed = extra["observed"]
+    # main and worker-1 each have their own folder: the worker cannot read what main stored
+    assert observed["filesystem"]["status"] == 500
+    assert observed["filesystem"]["body"] == '{"message":"Error in workflow"}'
+    assert any("binary_data" in line for line in extra["log_lines"]["worker-1 (filesystem)"])
+    # n8n's default in queue mode (database): the worker read every byte
+    assert observed["database"]["status"] == 200 and observed["database"]["bytes_read"] == 300_000
+    assert extra["verdict"] == "matches", extra["checks"]
+    _assert_whole(ctx)
+
+
+def test_redis_blip(ctx: DrillContext, out: Path) -> None:
+    extra = _extra(run_drill("redis-blip", ctx, out))
+    for kind in ("pause", "drop"):
+        observed = extra["observed"][kind]
+        assert observed["executions"] == {"success": 20}, observed
+        assert all(observed["taken_per_worker"].values()), observed  # both workers took jobs again
+        assert all(observed["alive_after"].values()), observed
+    assert any("Recovered Redis connection" in line for line in extra["log_lines"]["worker-1 (drop)"])
     _assert_whole(ctx)
