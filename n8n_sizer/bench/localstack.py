@@ -272,6 +272,11 @@ class LocalStack:
         stack.processes, stack.start_seconds = dict(state.processes), dict(state.start_seconds)
         return stack
 
+    @property
+    def postgres_socket_dir(self) -> Path:
+        """Where Postgres puts its unix socket (trust auth for the superuser): the data folder."""
+        return self._pg_data
+
     # --- internals -----------------------------------------------------------------------------
 
     @property

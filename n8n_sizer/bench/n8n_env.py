@@ -125,6 +125,9 @@ def n8n_env(setup: Setup, *, role: str, ports: N8nPorts, user_folder: Path, secr
             "QUEUE_BULL_REDIS_PORT": str(redis_port),
             "QUEUE_BULL_REDIS_PASSWORD": secrets.redis_password,
         })
+        if role == "main":
+            # As the rendered compose stacks do: main's /metrics carries the Bull queue gauges (seed 000).
+            env.update({"N8N_METRICS": "true", "N8N_METRICS_INCLUDE_QUEUE_METRICS": "true"})
         if role == "worker":
             if ports.health is None:
                 raise ValueError("a worker needs its own QUEUE_HEALTH_CHECK_PORT")

@@ -261,7 +261,8 @@ class _TargetRun:
         else:
             from n8n_sizer.bench.localstack import LocalStack
 
-            what = local_stack_telemetry(self.local_stack or LocalStack.attach(Path(self.state_dir)))
+            what = local_stack_telemetry(self.local_stack or LocalStack.attach(Path(self.state_dir)),
+                                         n8n_metrics=self.t.setup.mode == "queue")
         editor = n8n_link.editor_client(main_url, secrets_path)
         telemetry.callback(editor.close)
         sampler = Sampler(self.t.host, self.store.append_samples, labels={"target": self.t.name},

@@ -215,8 +215,8 @@ def local_stack_telemetry(stack, *, n8n_metrics: bool = False) -> dict:
     connections (over its private socket, trust auth), and which PIDs to follow.
 
     Returns {"probes": [...], "processes": {...}, "trees": {...}} for `Sampler(host, sink, **that)`.
-    `n8n_metrics` adds main's /metrics queue gauges: start main with N8N_METRICS=true and
-    N8N_METRICS_INCLUDE_QUEUE_METRICS=true, or every tick records an error sample.
+    `n8n_metrics` adds main's /metrics queue gauges (LocalStack starts main with N8N_METRICS=true and,
+    in queue mode, N8N_METRICS_INCLUDE_QUEUE_METRICS=true).
     """
     probes = host_probes()
     processes = {name: p.pid for name, p in stack.processes.items() if name not in ("postgres", "redis")}
@@ -232,8 +232,7 @@ def local_stack_telemetry(stack, *, n8n_metrics: bool = False) -> dict:
     if stack.uses_postgres and stack.postgres_port:
         from n8n_sizer.bench.n8n_env import POSTGRES_DATABASE, POSTGRES_USER
 
-        socket_dir = Path(stack.stack_dir) / "postgres" / "data"  # LocalStack's unix_socket_directories
-        probes.append(postgres_probe(stack.postgres_port, host=str(socket_dir), user=POSTGRES_USER,
+        probes.append(postgres_probe(stack.postgres_port, host=str(stack.postgres_socket_dir), user=POSTGRES_USER,
                                      database=POSTGRES_DATABASE))
     if n8n_metrics:
         probes.append(n8n_metrics_probe(stack.main_url))
