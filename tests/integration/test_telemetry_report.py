@@ -53,7 +53,8 @@ def test_report_from_a_real_local_queue_run(queue_stack, tmp_path):
                            hosts={"local": {"setup": setup, "facts": host_facts(host).model_dump(mode="json")}})
     store = RunStore.create(tmp_path / "results", manifest)
     with queue_stack.client(login=True) as editor:
-        sampler = Sampler(host, store.append_samples, **local_stack_telemetry(stack), labels={"target": "local"},
+        sampler = Sampler(host, store.append_samples, **local_stack_telemetry(stack, n8n_metrics=True),
+                          labels={"target": "local"},
                           editor_check=lambda: editor.get_workflow_editor(workflow_id), editor_every_s=2.0)
         with sampler:
             time.sleep(2)  # idle before the load, as seed 000's runs
@@ -84,4 +85,7 @@ def test_report_from_a_real_local_queue_run(queue_stack, tmp_path):
         assert row[6].strip().split(" ")[0] == str(errors)
         assert row[10].strip().endswith(("GB", "MB"))  # peak stack RAM measured
     assert {p.name.split("_")[0] for p in result.images} == {"answered", "latency", "timeseries"}
+    # main's /metrics queue gauges, sampled from the real queue stack (seed 000's first alert reads them)
+    gauges = {s.metric for s in store.read_samples() if s.labels.get("source") == "telemetry"}
+    assert any("queue_jobs_waiting" in m or "jobs_waiting" in m for m in gauges), sorted(gauges)
     assert "### Alerts" in text and "| local | 3" not in text
