@@ -99,7 +99,9 @@ def test_stop_takes_the_whole_group_and_a_reused_pid_is_never_hit(tmp_path):
     # A shell that ignores SIGTERM and has a child: the leader gets SIGKILL after the timeout, the child too.
     script = "trap '' TERM; sleep 30 & wait"
     proc = services.spawn("stubborn", ["sh", "-c", script], {"PATH": "/usr/bin:/bin"}, tmp_path / "s.log", 0)
-    time.sleep(0.2)
+    deadline = time.monotonic() + 10  # the shell forks its child when the machine gets to it
+    while len(services.group_pids(proc.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert services.is_running(proc) and len(services.group_pids(proc.pid)) == 2
     started = time.monotonic()
     services.stop_process(proc, timeout_s=0.3)
