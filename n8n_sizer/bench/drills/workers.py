@@ -87,9 +87,13 @@ def kill_worker(ctx: DrillContext, executions: int = 4, wait_s: int = 30, settle
                "last_marked_after_kill_s": round(slowest, 1) if slowest is not None else -1.0}
     ok_served = sum(1 for s in served if s == 200)
     settings = {k: v for k, v in stack.options.extra_env.items() if k.startswith("QUEUE_WORKER_")}
+    # n8n 2.41.1: Bull's lock expiry + stalled check, then main re-reads the execution for up to 30 s
+    # (MAX_STALLED_COUNT_GRACE_WINDOW_MS, workflow-runner.js) before it marks it error.
     timing_note = (f" (Bull lock {settings['QUEUE_WORKER_LOCK_DURATION']} ms, stalled check every "
-                   f"{settings.get('QUEUE_WORKER_STALLED_INTERVAL', '30000')} ms; seed 000: n8n's 60 s / 30 s)"
-                   if "QUEUE_WORKER_LOCK_DURATION" in settings else "")
+                   f"{settings.get('QUEUE_WORKER_STALLED_INTERVAL', '30000')} ms, then main's 30 s stalled-job "
+                   f"grace window; seed 000 ran n8n's 60 s / 30 s)"
+                   if "QUEUE_WORKER_LOCK_DURATION" in settings else " (n8n's Bull timings: 60 s lock, 30 s check, "
+                   "then main's 30 s stalled-job grace window)")
     when = f"{timings['first_marked_after_kill_s']:.0f}-{timings['last_marked_after_kill_s']:.0f} s" if final_at else "never"
     checks = [
         check(f"{errored} of {executions} running executions turned to error {when} after SIGKILL{timing_note}; "
