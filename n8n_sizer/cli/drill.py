@@ -12,7 +12,7 @@ def register(app: typer.Typer) -> None:
     app.command("drill", help=DRILL_HELP)(drill)
 
 
-DRILL_HELP = """Break a local queue-mode stack one of seed 000's ways, observe, and record the outcome next to the seed's.
+DRILL_HELP = """Break a local queue stack one of seed 000's ways; record the outcome next to the seed's.
 
 Drills: kill-worker, wrong-key, redis-restart, postgres-restart, binary-filesystem, graceful-shutdown,
 redis-blip.

@@ -119,7 +119,8 @@ def test_counts_and_timestamps() -> None:
 @pytest.mark.parametrize("args, message", [
     (["drill", "kill-everything", "--local"], "drill 'kill-everything' is unknown; try one of kill-worker"),
     (["drill", "kill-worker"], "no target given; try --local"),
-    (["drill", "redis-restart", "--local", "--persistence", "rdb"], "--persistence rdb: unknown; try aof, none or both"),
+    (["drill", "redis-restart", "--local", "--persistence", "rdb"],
+     "--persistence rdb: unknown; try aof, none or both"),
 ])
 def test_cli_bad_input_is_one_line_and_exit_2(args: list[str], message: str, capsys: pytest.CaptureFixture) -> None:
     import typer

@@ -30,8 +30,9 @@ def _restart_with(ctx: DrillContext, names: list[str], env: dict[str, str]) -> N
 
 def _upload(ctx: DrillContext) -> tuple[int | None, str, float]:
     started = time.monotonic()
-    status, body = ctx.post("binary-read", content=bytes(range(256)) * (UPLOAD_BYTES // 256) + b"\0" * (UPLOAD_BYTES % 256),
-                            headers={"content-type": "application/octet-stream"}, timeout_s=60)
+    upload = (bytes(range(256)) * (UPLOAD_BYTES // 256 + 1))[:UPLOAD_BYTES]
+    status, body = ctx.post("binary-read", content=upload, headers={"content-type": "application/octet-stream"},
+                            timeout_s=60)
     return status, body, round(time.monotonic() - started, 2)
 
 
@@ -56,7 +57,7 @@ def binary_filesystem(ctx: DrillContext) -> DrillOutcome:
         results["database"] = {"status": status, "body": body, "took_s": took}
     finally:
         ctx.restore()
-    path_lines = marks["filesystem"].find(r"filePath|binary_data|ENOENT|no such file", 4) if "filesystem" in marks else []
+    path_lines = marks["filesystem"].find(r"filePath|binary_data|ENOENT|no such file", 4)
     fs, db = results["filesystem"], results["database"]
     try:
         read = json.loads(db["body"]).get("bytes")

@@ -15,7 +15,9 @@ import re
 import signal
 import time
 
-from n8n_sizer.bench.drills.common import FINAL_STATUSES, DrillContext, DrillFailed, DrillOutcome, check, counts, wait_for
+from n8n_sizer.bench.drills.common import (
+    FINAL_STATUSES, DrillContext, DrillFailed, DrillOutcome, check, counts, wait_for,
+)
 
 BLIP_EXPECTED = ("not in seed 000; users report workers that silently stop taking jobs after Redis drops: "
                  "expected here, every worker takes jobs again on its own")
@@ -63,14 +65,15 @@ def redis_blip(ctx: DrillContext, pause_s: float = 8.0, jobs: int = 20, wait_s: 
             timings[f"{kind}_jobs_done_s"] = round(time.monotonic() - sent_at, 1)
             taken = {name: len(marks[name].find(r"Worker started execution", 1000)) for name in workers}
             by_status = counts(final)
+            answers = counts({str(i): str(s) for i, s in enumerate(statuses)})
             ok = by_status.get("success", 0) == jobs and all(taken.values()) and all(alive.values())
             checks.append(check(
-                f"{kind} ({timings[f'{kind}_unreachable_s']} s): webhooks {counts({str(i): str(s) for i, s in enumerate(statuses)})}, "
+                f"{kind} ({timings[f'{kind}_unreachable_s']} s): webhooks {answers}, "
                 f"executions {by_status} within {timings[f'{kind}_jobs_done_s']} s; jobs taken per worker {taken}; "
                 f"processes alive {alive}", BLIP_EXPECTED, ok,
                 "not every worker took jobs again" if not all(taken.values()) else
                 "a process exited" if not all(alive.values()) else "not every execution succeeded"))
-            observed[kind] = {"webhook_statuses": counts({str(i): str(s) for i, s in enumerate(statuses)}), "executions": by_status, "taken_per_worker": taken,
+            observed[kind] = {"webhook_statuses": answers, "executions": by_status, "taken_per_worker": taken,
                               "alive_after": alive}
             log_lines |= {f"{name} ({kind})": [line for line in marks[name].find(LOG_PATTERN, 4)
                                                if not re.search(r"Worker (started|finished)", line)]

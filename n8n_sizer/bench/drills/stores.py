@@ -24,8 +24,8 @@ from n8n_sizer.errors import InputError
 REDIS_EXPECTED = {
     "aof": {"before": 20, "after": 20, "outcome": "AOF (appendonly yes, appendfsync everysec): 20 waiting before the "
                                                   "kill, 20 after the restart, all 20 ran, success"},
-    "none": {"before": 20, "after": 0, "outcome": "no persistence (appendonly no, save ''): 20 waiting before the kill, "
-                                                   "0 after the restart, all 20 marked crashed"},
+    "none": {"before": 20, "after": 0, "outcome": "no persistence (appendonly no, save ''): 20 waiting before the "
+                                                   "kill, 0 after the restart, all 20 marked crashed"},
 }
 REDIS_MAIN_EXPECTED = ("main logged 'Lost Redis connection. Trying to reconnect in 1s...' and, with Redis away 10 s, "
                        "exited; restart: unless-stopped brought it back")

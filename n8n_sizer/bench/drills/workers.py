@@ -36,7 +36,8 @@ def _new_ids(ctx: DrillContext, template: str, before: set[str]) -> dict[str, st
     return {i: s for i, s in ctx.executions(template).items() if i not in before}
 
 
-def kill_worker(ctx: DrillContext, executions: int = 4, wait_s: int = 30, settle_timeout_s: float = 180.0) -> DrillOutcome:
+def kill_worker(ctx: DrillContext, executions: int = 4, wait_s: int = 30,
+                settle_timeout_s: float = 180.0) -> DrillOutcome:
     """SIGKILL worker-1 while it runs `executions` Wait executions; worker-2 stays up and must keep serving.
 
     worker-2 is stopped while the executions are handed out, so they all land on worker-1, and started
@@ -94,7 +95,8 @@ def kill_worker(ctx: DrillContext, executions: int = 4, wait_s: int = 30, settle
                    f"grace window; seed 000 ran n8n's 60 s / 30 s)"
                    if "QUEUE_WORKER_LOCK_DURATION" in settings else " (n8n's Bull timings: 60 s lock, 30 s check, "
                    "then main's 30 s stalled-job grace window)")
-    when = f"{timings['first_marked_after_kill_s']:.0f}-{timings['last_marked_after_kill_s']:.0f} s" if final_at else "never"
+    when = (f"{timings['first_marked_after_kill_s']:.0f}-{timings['last_marked_after_kill_s']:.0f} s"
+            if final_at else "never")
     checks = [
         check(f"{errored} of {executions} running executions turned to error {when} after SIGKILL{timing_note}; "
               f"statuses: {by_status}", KILL_EXPECTED["outcome"], errored == executions,
@@ -111,7 +113,8 @@ def kill_worker(ctx: DrillContext, executions: int = 4, wait_s: int = 30, settle
     return DrillOutcome(
         drill="kill-worker", checks=checks,
         observed={"executions": executions, "wait_s": wait_s, "statuses": by_status, "retried_on_worker_2": retried,
-                  "light_statuses_after_kill": served, "marked_after_kill_s": {k: round(v, 1) for k, v in final_at.items()}},
+                  "light_statuses_after_kill": served,
+                  "marked_after_kill_s": {k: round(v, 1) for k, v in final_at.items()}},
         timings_s=timings,
         log_lines={"main": stalled_lines, "worker-2": marks["worker-2"].find(r"Worker (started|finished) execution")},
         settings=settings)
