@@ -114,7 +114,8 @@ def test_postgres_restart(ctx: DrillContext, out: Path) -> None:
     requests = [RequestRecord.model_validate_json(line)
                 for line in (store.folder / "requests.jsonl").read_text().splitlines()]
     assert len(requests) == observed["requests"] == 120  # 4 req/s for 30 s, each recorded
-    assert observed["failed"] <= 12, observed
+    # only what was sent while main was not ready failed (seed 000: 8 of 361 at 4 req/s, main ready in 3 s)
+    assert observed["failed"] <= round((extra["timings_s"]["main_ready_s"] + 2) * 4), observed
     # what fails is main's 503 "Database is not ready!" (seed 000: 7 of its 8 failures)
     assert set(observed["failed_by_kind"]) <= {"503", "500"}, observed
     assert all("Database is not ready!" in text for text in observed["failed_bodies"] if text.startswith("503"))

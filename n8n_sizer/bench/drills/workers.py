@@ -16,7 +16,8 @@ from n8n_sizer.bench.drills.common import (
 
 # Seed 000, "Failure drills", 1. Kill a worker mid-execution (n8n 2.40.7, four 50 s Wait executions).
 KILL_EXPECTED = {
-    "outcome": "the 4 running executions turned to error about 70 s after SIGKILL",
+    "outcome": "the 4 running executions turned to error (about 70 s after SIGKILL)",
+    "timing": "about 70 s from SIGKILL to error, with n8n's default Bull timings (60 s lock, 30 s stalled check)",
     "retry": "not retried on the other worker",
     "other": "the other worker kept serving new executions",
     "log": "main logged 'job stalled more than maxStalledCount (execution 2)'",
@@ -110,6 +111,10 @@ def kill_worker(ctx: DrillContext, executions: int = 4, wait_s: int = 30,
         check(f"main logged: {stalled_lines[-1] if stalled_lines else '(no stalled-job line)'}", KILL_EXPECTED["log"],
               bool(stalled_lines), "main did not log a stalled job"),
     ]
+    if "QUEUE_WORKER_LOCK_DURATION" not in settings and final_at:  # n8n's own timings: comparable with the seed
+        checks.append(check(f"{when} from SIGKILL to error with n8n 2.41.1's default Bull timings",
+                            KILL_EXPECTED["timing"], abs(timings["last_marked_after_kill_s"] - 70) <= 20,
+                            "n8n 2.41.1's main waits a further 30 s (stalled-job grace window) before it marks them"))
     return DrillOutcome(
         drill="kill-worker", checks=checks,
         observed={"executions": executions, "wait_s": wait_s, "statuses": by_status, "retried_on_worker_2": retried,
