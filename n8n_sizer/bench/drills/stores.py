@@ -12,7 +12,7 @@ from collections import Counter
 import httpx
 
 from n8n_sizer.bench.drills.common import (
-    FINAL_STATUSES, DrillContext, DrillFailed, DrillOutcome, check, counts, wait_for,
+    FINAL_STATUSES, DrillCheck, DrillContext, DrillFailed, DrillOutcome, check, counts, wait_for,
 )
 from n8n_sizer.bench.load import HttpPost, run_open
 from n8n_sizer.bench.n8n_api import load_workflow, webhook_path
@@ -38,6 +38,15 @@ POSTGRES_EXPECTED = {
 }
 # Bull's queue lists (LLEN); with no worker every queued execution waits in "wait".
 WAIT = "wait"
+
+
+def redis_outcome_matches(persistence: str, jobs: int, waiting_before: int, waiting_after: int,
+                          by_status: dict[str, int]) -> bool:
+    """Seed 000's table: AOF keeps every waiting job and all run; without persistence none survives and
+    every execution ends crashed."""
+    if persistence == "aof":
+        return waiting_before == waiting_after == jobs and by_status == {"success": jobs}
+    return waiting_before == jobs and waiting_after == 0 and by_status == {"crashed": jobs}
 
 
 def _switch_redis(ctx: DrillContext, persistence: str) -> None:
@@ -134,10 +143,7 @@ def _redis_restart_once(ctx: DrillContext, persistence: str, jobs: int, settle_s
     by_status = counts(final)
     expected = REDIS_EXPECTED[persistence]
     lost_lines = main_mark.find(r"Lost Redis connection|Unable to connect to Redis|queue recovery")
-    if persistence == "aof":
-        ok = waiting_after == waiting_before == jobs and by_status.get("success", 0) == jobs
-    else:
-        ok = waiting_before == jobs and waiting_after == 0 and by_status.get("crashed", 0) == jobs
+    ok = redis_outcome_matches(persistence, jobs, waiting_before, waiting_after, by_status)
     how = ("main exited and was started again" if main_restarted else
            f"main survived the {timings['redis_restart_s']} s outage")
     if recovery_restart:
@@ -234,14 +240,27 @@ def postgres_restart(ctx: DrillContext, rate_per_s: float = 4.0, duration_s: flo
     finally:
         load.join(duration_s + 60)
         ctx.restore()
+    log_lines = {name: marks[name].find(r"terminating connection|Database connection recovered|pool client error|"
+                                        r"Database is not ready|ECONNREFUSED", 6) for name in names}
+    checks, failures = judge_postgres_restart(records, restart_wall, timings, recovered, names, rate_per_s)
+    return DrillOutcome(
+        drill="postgres-restart", checks=checks,
+        observed={"rate_per_s": rate_per_s, "duration_s": duration_s, "requests": len(records), **failures,
+                  "recovered_logged_after_s": recovered},
+        timings_s=timings, log_lines=log_lines, settings={})
+
+
+def judge_postgres_restart(records: list[RequestRecord], restart_wall_s: float, timings: dict[str, float],
+                           recovered: dict[str, float], names: list[str],
+                           rate_per_s: float) -> tuple[list[DrillCheck], dict]:
+    """Checks against seed 000 from the load's records: failures only while main was not ready, answered
+    503/500 (not timeouts), none later; every n8n process logged its recovery."""
     failed = [r for r in records if error_kind(r) is not None]
     kinds = Counter(error_kind(r) for r in failed)
     bodies = Counter(_failure_text(r) for r in failed)
-    late = [r for r in failed if r.scheduled_s > restart_wall + timings["main_ready_s"] + 5]
-    after = restart_wall + timings["main_ready_s"]
-    answered_after = sum(1 for r in records if r.scheduled_s > after and error_kind(r) is None)
-    log_lines = {name: marks[name].find(r"terminating connection|Database connection recovered|pool client error|"
-                                        r"Database is not ready|ECONNREFUSED", 6) for name in names}
+    ready_at = restart_wall_s + timings["main_ready_s"]
+    late = [r for r in failed if r.scheduled_s > ready_at + 5]
+    answered_after = sum(1 for r in records if r.scheduled_s > ready_at and error_kind(r) is None)
     # only requests that arrive while main is not ready may fail: its outage at the offered rate, +1 s each side
     outage_budget = round((timings["main_ready_s"] + 2.0) * rate_per_s)
     detail = ", ".join(f"{n} x {k}" for k, n in kinds.most_common()) or "none"
@@ -259,8 +278,4 @@ def postgres_restart(ctx: DrillContext, rate_per_s: float = 4.0, duration_s: flo
               set(recovered) == set(names),
               f"not logged by {sorted(set(names) - set(recovered))}"),
     ]
-    return DrillOutcome(
-        drill="postgres-restart", checks=checks,
-        observed={"rate_per_s": rate_per_s, "duration_s": duration_s, "requests": len(records), "failed": len(failed),
-                  "failed_by_kind": dict(kinds), "failed_bodies": dict(bodies), "recovered_logged_after_s": recovered},
-        timings_s=timings, log_lines=log_lines, settings={})
+    return checks, {"failed": len(failed), "failed_by_kind": dict(kinds), "failed_bodies": dict(bodies)}
