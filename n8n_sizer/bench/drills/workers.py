@@ -42,7 +42,7 @@ def kill_worker(ctx: DrillContext, executions: int = 4, wait_s: int = 30,
     """SIGKILL worker-1 while it runs `executions` Wait executions; worker-2 stays up and must keep serving.
 
     worker-2 is stopped while the executions are handed out, so they all land on worker-1, and started
-    again before the kill.
+    again as worker-1 is killed.
     """
     stack = ctx.stack
     if len(stack.worker_names) < 2:
@@ -58,10 +58,12 @@ def kill_worker(ctx: DrillContext, executions: int = 4, wait_s: int = 30,
                 raise DrillFailed(f"long-wait webhook answered {status}: {body}")
         running = wait_for(lambda: (lambda s: s if len(s) == executions and set(s.values()) == {"running"} else None)(
             _new_ids(ctx, "long-wait", before)), 30, f"{executions} executions running on worker-1")
-        stack.start_worker(2)
+        # kill at once, while worker-2 boots: the Wait executions must still be running on worker-1
+        stack.start_worker(2, wait=False)
         killed_at, killed_wall = time.monotonic(), time.time()
         stack.kill_worker(1)
         stack.stop_process("worker-1", timeout_s=5)  # reaps it; the group is already gone
+        stack.wait_ready("worker-2")
         served = []
         for _ in range(LIGHT_AFTER_KILL):
             served.append(ctx.post("light", {"number": 2}, timeout_s=20)[0])
