@@ -210,12 +210,18 @@ def render_alerts(run: RunData) -> str:
 def render_drill(run: RunData) -> str:
     """A drill: `extra.checks` = [{observation, expected, verdict}], else `extra.outcome` as key/value rows."""
     extra = run.manifest.extra
-    lines = [f"Drill `{extra.get('drill', run.manifest.run_id)}`.", "",
+
+    def cell(value) -> str:  # observations quote log lines, which may hold a pipe
+        return str(value).replace("|", "\\|").replace("\n", " ")
+
+    verdict = f" Verdict: **{extra['verdict']}**." if extra.get("verdict") else ""
+    lines = [f"Drill `{extra.get('drill', run.manifest.run_id)}`.{verdict}", "",
              "| observation | seed 000 expected | verdict |", "|---|---|---|"]
     checks = extra.get("checks")
     if isinstance(checks, list) and checks:
         for c in checks:
-            lines.append(f"| {c.get('observation', 'n/a')} | {c.get('expected', 'n/a')} | {c.get('verdict', 'n/a')} |")
+            lines.append(f"| {cell(c.get('observation', 'n/a'))} | {cell(c.get('expected', 'n/a'))} "
+                         f"| {cell(c.get('verdict', 'n/a'))} |")
     else:
         outcome = extra.get("outcome") or {}
         expected = extra.get("expected") or {}

@@ -143,7 +143,8 @@ def test_drill_find_max_and_soak_runs_render(tmp_path):
     drill = write_run(out, "drill-1", "drill", QUEUE, "local", [], [], extra={
         "drill": "redis-restart", "checks": [
             {"observation": "20 of 20 waiting jobs after the restart", "expected": "AOF kept all 20", "verdict": "as seed 000"},
-            {"observation": "0 crashed", "expected": "all 20 ran, success", "verdict": "as seed 000"}]})
+            {"observation": "0 crashed", "expected": "all 20 ran, success", "verdict": "as seed 000"},
+            {"observation": "log: a | b", "expected": "n/a", "verdict": "matches"}], "verdict": "matches"})
     search = find_max_rate(lambda r: StepOutcome(rate_per_s=r, fired=int(r * 60), errors=0 if r <= 8 else 5, p95_ms=900),
                            1, 16, p95_ms=2000, tolerance=1)
     # as `bench --find-max` writes it: extra.find_max[target] = SearchResult (RunStore.put_extra)
@@ -154,6 +155,7 @@ def test_drill_find_max_and_soak_runs_render(tmp_path):
     soak = write_run(out, "soak-1", "soak", REGULAR, "local", soak_reqs, [])
     text = build_report([drill, fm, soak], tmp_path / "r", plots=False).markdown.read_text()
     assert "| 20 of 20 waiting jobs after the restart | AOF kept all 20 | as seed 000 |" in text
+    assert "| log: a \\| b | n/a | matches |" in text and "Verdict: **matches**" in text  # a pipe stays in its cell
     assert re.search(r"Highest rate within p95 <= 2,000 ms and errors <= 0\.00%: \*\*7\.\d+ req/s\*\*", text)
     assert "| 1 | 1 | 60 | 0 | 900 ms | pass" in text and "#### local" in text
     single = write_run(out, "fm-2", "find-max", QUEUE, "local", [], [], extra={"search": search.model_dump()})
