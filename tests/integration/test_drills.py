@@ -3,7 +3,7 @@
 One queue stack (Postgres, Redis AOF, main, 2 workers, Bull's stall timing shortened to 10 s lock / 5 s
 check) serves the whole module; each drill restores what it broke, which the next drill relies on and
 `test_stack_whole_after_each_drill` checks. What is asserted is what this machine shows (see
-docs/sections/drills.md), recorded in results/<run-id>/run.json:
+the README, "Failure drills"), recorded in results/<run-id>/run.json:
 - kill-worker: the 4 running executions end as error, none is retried on worker-2, worker-2 keeps serving;
 - wrong-key: worker-2 with another key exits, with 'signing.hmac' (fresh folder) / 'Mismatching encryption
   keys' (its own folder) in its log;
