@@ -7,30 +7,39 @@ refused             fired and not accepted: non-2xx, timeout, reset, refused (lo
 accepted_then_lost  accepted minus the successful executions n8n stored for the workflow during the load
                     (silent loss). Reported raw: a negative number means n8n stored more successful
                     executions than it acknowledged (e.g. a timed-out request that still ran).
+lost_seqs           the accepted requests themselves whose execution is not stored as successful, matched
+                    one by one by the execution id the bench workflows return; None when an accepted
+                    answer carried no id (a workflow of your own that does not return `executionId`).
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Collection, Iterable
 
 from n8n_sizer.bench.records import Ledger, RequestRecord
 
 
 def build_ledger(records: Iterable[RequestRecord], executions_stored: int | None,
-                 executions_succeeded: int | None) -> Ledger:
-    """The ledger of one target from its request records and the executions counted after the drain."""
-    fired = accepted = not_sent = 0
+                 executions_succeeded: int | None, success_ids: Collection[str] | None = None) -> Ledger:
+    """The ledger of one target from its request records and the executions counted after the drain;
+    `success_ids` (the stored successful executions) lets it name each accepted request that was lost."""
+    fired = not_sent = 0
+    accepted: list[RequestRecord] = []
     for rec in records:
         if rec.error_class == "dropped":
             not_sent += 1
             continue
         fired += 1
         if rec.status is not None and 200 <= rec.status < 300:
-            accepted += 1
-    lost = None if executions_succeeded is None else accepted - executions_succeeded
-    return Ledger(fired=fired, accepted=accepted, refused=fired - accepted, accepted_then_lost=lost,
+            accepted.append(rec)
+    lost = None if executions_succeeded is None else len(accepted) - executions_succeeded
+    lost_seqs = None
+    if success_ids is not None and all(r.execution_id is not None for r in accepted):
+        stored = set(success_ids)
+        lost_seqs = [r.seq for r in accepted if r.execution_id not in stored]
+    return Ledger(fired=fired, accepted=len(accepted), refused=fired - len(accepted), accepted_then_lost=lost,
                   executions_stored=executions_stored, executions_succeeded=executions_succeeded,
-                  not_sent=not_sent)
+                  not_sent=not_sent, lost_seqs=lost_seqs)
 
 
 def format_ledger(name: str, ledger: Ledger) -> str:
@@ -41,6 +50,8 @@ def format_ledger(name: str, ledger: Ledger) -> str:
     rows = [("fired", num(ledger.fired), ""), ("accepted", num(ledger.accepted), "(2xx)"),
             ("refused", num(ledger.refused), "(loud, client errored)"),
             ("accepted then lost", num(ledger.accepted_then_lost), "(silent)"),
+            ("  matched one by one", "n/a" if ledger.lost_seqs is None else f"{len(ledger.lost_seqs):,}",
+             "(accepted, no stored execution with its id)"),
             ("executions stored", num(ledger.executions_stored), ""),
             ("  of them successful", num(ledger.executions_succeeded), ""),
             ("not sent (in-flight cap)", num(ledger.not_sent), "")]

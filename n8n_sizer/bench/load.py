@@ -16,6 +16,7 @@ between holding 2,000 req/s and not (`benchmarks/load_driver.py` measures it).
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -25,6 +26,21 @@ from n8n_sizer.bench.records import RequestRecord
 from n8n_sizer.errors import InputError
 
 BODY_SNIPPET_BYTES = 300
+EXECUTION_ID_MAX_BODY = 65536  # larger answers are not parsed for their execution id
+
+
+def execution_id_of(body: bytes) -> str | None:
+    """`executionId` from a JSON answer (object, or a list whose first item has it), else None."""
+    if b'"executionId"' not in body or len(body) > EXECUTION_ID_MAX_BODY:
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(data, list) and data:
+        data = data[0]
+    value = data.get("executionId") if isinstance(data, dict) else None
+    return None if value is None else str(value)
 # Node's http server closes idle keep-alive sockets after 5 s (server.keepAliveTimeout); reusing one just
 # before that races the server's close, so idle connections are retired earlier.
 IDLE_RETIRE_S = 4.0
@@ -189,17 +205,19 @@ class _Recorder:
             return
         now = time.monotonic()
         if 200 <= status < 300:
-            self.emit(seq, due, sent, status, (now - due) * 1000.0)
+            self.emit(seq, due, sent, status, (now - due) * 1000.0, execution_id=execution_id_of(body))
         else:
             snippet = body[:BODY_SNIPPET_BYTES].decode("utf-8", "replace")
             self.emit(seq, due, sent, status, (now - due) * 1000.0, "non-2xx", f"HTTP {status}", snippet)
 
-    def emit(self, seq, due, sent, status, latency_ms, error_class=None, error=None, snippet=None) -> None:
+    def emit(self, seq, due, sent, status, latency_ms, error_class=None, error=None, snippet=None,
+             execution_id=None) -> None:
         if self.sink is None:
             return
         self.sink(RequestRecord(seq=seq, step=self.step, target=self.target, scheduled_s=self.clock.unix(due),
                                 sent_s=self.clock.unix(sent), status=status, latency_ms=latency_ms,
-                                error_class=error_class, error=error, body_snippet=snippet))
+                                error_class=error_class, error=error, body_snippet=snippet,
+                                execution_id=execution_id))
 
 
 async def run_open(client: HttpPost, *, rate_per_s: float, duration_s: float, max_in_flight: int, step: str,

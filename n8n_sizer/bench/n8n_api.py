@@ -65,6 +65,7 @@ class ExecutionCounts(BaseModel):
     workflow_id: str
     total: int
     by_status: dict[str, int]
+    success_ids: tuple[str, ...] = ()  # ids of the successful executions, to match requests one by one
 
 
 class N8nClient:
@@ -230,7 +231,9 @@ class N8nClient:
         finished = self.list_executions(workflow_id, None, page_size)
         status_by_id.update({str(item["id"]): str(item.get("status")) for item in finished})
         by_status = Counter(status_by_id.values())
-        return ExecutionCounts(workflow_id=workflow_id, total=len(status_by_id), by_status=dict(sorted(by_status.items())))
+        success = tuple(sorted(i for i, status in status_by_id.items() if status == "success"))
+        return ExecutionCounts(workflow_id=workflow_id, total=len(status_by_id),
+                               by_status=dict(sorted(by_status.items())), success_ids=success)
 
     def execution_status(self, execution_id: str) -> str:
         """One execution's status: new, running, waiting, success, error, crashed, canceled, unknown."""

@@ -37,6 +37,7 @@ class Counts(BaseModel):
     succeeded: int
     finished: int
     by_status: dict[str, int]
+    success_ids: tuple[str, ...] = ()
 
 
 def _save_session(path: Path, session: N8nSession) -> None:
@@ -96,7 +97,7 @@ def count_executions(base_url: str, workflow_id: str, secrets_path: Path, target
         raise HostError(f"{target}: counting executions failed: {exc}".replace("\n", " ")) from None
     by = counts.by_status
     return Counts(stored=counts.total, succeeded=by.get("success", 0),
-                  finished=sum(by.get(s, 0) for s in FINISHED), by_status=by)
+                  finished=sum(by.get(s, 0) for s in FINISHED), by_status=by, success_ids=counts.success_ids)
 
 
 def editor_client(base_url: str, secrets_path: Path) -> httpx.Client:

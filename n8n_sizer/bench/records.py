@@ -46,6 +46,9 @@ class RequestRecord(BaseModel):
     error_class: ErrorClass | None = None
     error: str | None = None  # the full error string for a failure
     body_snippet: str | None = None  # first bytes of a non-2xx body
+    # The execution n8n answered for (the bench workflows return `executionId`), to match every accepted
+    # request to a stored execution one by one; None when the workflow does not return it.
+    execution_id: str | None = None
 
 
 class Ledger(BaseModel):
@@ -60,6 +63,9 @@ class Ledger(BaseModel):
     executions_stored: int | None
     executions_succeeded: int | None = None  # stored executions with status success (accepted is matched to these)
     not_sent: int = Field(0, ge=0)  # kept back by the in-flight cap (error class "dropped"), not in `fired`
+    # Accepted requests whose execution is not among the stored successful ones, matched by execution id;
+    # None when not every accepted answer carried its execution id (then only the counts above are known).
+    lost_seqs: list[int] | None = None
 
 
 class RunManifest(BaseModel):

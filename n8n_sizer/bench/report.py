@@ -192,7 +192,15 @@ def render_ledger(run: RunData) -> str:
 
     lines = [f"| {t} | {l.fired:,} | {l.accepted:,} | {l.refused:,} | {n(l.accepted_then_lost)} | {n(l.executions_stored)} "
              f"| {l.not_sent:,} |" for t, l in run.manifest.ledgers.items()]
-    return head + "\n".join(lines) + "\n"
+    notes = []
+    for t, l in run.manifest.ledgers.items():
+        if l.lost_seqs is None:
+            notes.append(f"- {t}: accepted requests not matched one by one (the workflow does not return `executionId`).")
+        else:
+            shown = ", ".join(str(s) for s in l.lost_seqs[:20]) + (" ..." if len(l.lost_seqs) > 20 else "")
+            notes.append(f"- {t}: every accepted request matched to its stored execution by id: "
+                         f"{len(l.lost_seqs)} without one{f' (seq {shown})' if l.lost_seqs else ''}.")
+    return head + "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n"
 
 
 def render_alerts(run: RunData) -> str:
@@ -309,7 +317,9 @@ def build_report(runs: Sequence[str | Path], out_dir: Path, *, extra_sections: S
             from n8n_sizer.bench.soak import render_soak_table, soak_table
 
             for target in d.targets():
-                table = soak_table([r for r in d.requests if r.target == target], d.samples_of(target))
+                ledger = d.manifest.ledgers.get(target)
+                table = soak_table([r for r in d.requests if r.target == target], d.samples_of(target),
+                                   lost_seqs=None if ledger is None else ledger.lost_seqs)
                 parts.append(f"### Soak buckets, {target}\n\n" + render_soak_table(table))
         parts.append("### Ledger\n\n" + render_ledger(d))
         parts.append("### Alerts\n\n" + render_alerts(d))

@@ -363,7 +363,7 @@ class _TargetRun:
                 break
             time.sleep(min(2.0, max(0.1, deadline - time.monotonic())))
         self.save_info(executions_by_status=counts.by_status)
-        ledger = build_ledger(records, counts.stored, counts.succeeded)
+        ledger = build_ledger(records, counts.stored, counts.succeeded, counts.success_ids)
         ledgers = dict(self.store.manifest.ledgers)
         ledgers[name] = ledger
         self.store.update_manifest(ledgers=ledgers)

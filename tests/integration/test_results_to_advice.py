@@ -31,6 +31,10 @@ def run_dir(tmp_path_factory) -> Path:
     ledger = summary["ledgers"]["local"]
     assert ledger["accepted"] > 0 and ledger["accepted_then_lost"] == 0
     assert ledger["executions_stored"] == ledger["fired"]
+    # the light workflow answers with its execution id: every accepted request matched one by one
+    assert ledger["lost_seqs"] == []
+    records = [json.loads(line) for line in (Path(summary["folder"]) / "requests.jsonl").read_text().splitlines()]
+    assert all(r["execution_id"] for r in records if r["status"] == 200)
     return Path(summary["folder"])
 
 

@@ -102,3 +102,24 @@ def test_durations_and_step_labels():
     from n8n_sizer.bench.runstats import step_rate
 
     assert step_rate("rate-17.5-max3") == 17.5  # part C's reports read the rate back from the name
+
+
+def test_ledger_matches_accepted_requests_to_stored_executions_by_id():
+    ok = [rec(i).model_copy(update={"execution_id": str(100 + i)}) for i in range(4)]
+    records = ok + [rec(4, status=500, cls="non-2xx")]
+    ledger = build_ledger(records, executions_stored=5, executions_succeeded=3, success_ids={"100", "101", "103", "999"})
+    assert ledger.lost_seqs == [2]  # answered 200, but execution 102 was never stored as successful
+    assert ledger.accepted_then_lost == 1
+    # one accepted answer without an id (a user's own workflow): no one-by-one claim, only the counts
+    partial = records + [rec(5)]
+    assert build_ledger(partial, 6, 4, {"100", "101", "103"}).lost_seqs is None
+    assert build_ledger(records, 5, 3).lost_seqs is None
+
+
+def test_execution_id_is_read_from_n8n_answers():
+    from n8n_sizer.bench.load import execution_id_of
+
+    assert execution_id_of(b'{"doubled": 42, "executionId": "1234"}') == "1234"
+    assert execution_id_of(b'[{"done": true, "executionId": 77}]') == "77"
+    assert execution_id_of(b'{"doubled": 42}') is None
+    assert execution_id_of(b'not json "executionId"') is None
