@@ -35,15 +35,26 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
     from n8n_sizer.advisor.recommend import Request
 
     _check_inputs(rps, vcpu, arch, provider, p95_ms, validate)
-    profile = profile_for(workload, cpu_ms, wait_ms)
     extra = None
     if results is not None:
         from n8n_sizer.bench.fit_input import load_results
 
         extra = load_results(results)
+    user_workflows = sorted({m.workflow for m in extra or ()} - {"light", "code-heavy"})
+    if workload in user_workflows and cpu_ms is None and wait_ms is None:
+        profile = None  # the user's own workflow, measured in their results: its own fitted demand
+    else:
+        profile = profile_for(workload, cpu_ms, wait_ms)
     if validate:
         return _print_validation(extra, json_out)
     advisor = build_advisor(extra)
+    if profile is None:
+        from n8n_sizer.advisor.profiles import user_profile
+
+        profile = user_profile(workload)
+        if f"overhead:{profile.overhead_key}" not in advisor.model.params:
+            raise InputError(f"--workload {workload}: your results hold no capacity point for it; run "
+                             f"`n8n-sizer bench --workflow FILE --concurrency-sweep 10,25` so a step saturates")
     req = Request(rps=rps, vcpu=vcpu, arch=arch, provider=provider, profile=profile, p95_ms=p95_ms)
     rec = advisor.recommend(req)
     changes = _changes(build_advisor(None), advisor, req) if extra else None
@@ -61,9 +72,8 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
 
 
 def _changes(before, after, req) -> dict:
-    from n8n_sizer.advisor.recommend import Request
-
-    old = before.recommend(Request(**{**req.model_dump(), "profile": req.profile}))
+    known_before = f"overhead:{req.profile.overhead_key}" in before.model.params
+    old = before.recommend(req) if known_before else None  # a workflow only your results measured is new
     new = after.recommend(req)
     params = {}
     for name, value in after.model.params.items():
@@ -76,7 +86,8 @@ def _changes(before, after, req) -> dict:
     return {"reference_host": {"before": before.model.reference_class, "after": after.model.reference_class},
             "user_points": user_points, "user_excluded": user_excluded,
             "params": params,
-            "recommendation": {"before": {"mode": old.mode, "workers": old.workers, "capacity_per_s": old.capacity_per_s.mid},
+            "recommendation": {"before": None if old is None else
+                               {"mode": old.mode, "workers": old.workers, "capacity_per_s": old.capacity_per_s.mid},
                                "after": {"mode": new.mode, "workers": new.workers, "capacity_per_s": new.capacity_per_s.mid}}}
 
 
@@ -159,8 +170,9 @@ def _print_recommendation(rec, changes, written, compose, refitted) -> None:
             before = "new" if v["before"] is None else f"{v['before']:.4g}"
             out.print(f"  {name:28s} {before} -> {v['after']:.4g}")
         b, a = changes["recommendation"]["before"], changes["recommendation"]["after"]
-        out.print(f"  recommendation: {b['mode']} {b['workers']}w {b['capacity_per_s']:.1f}/s -> "
-                  f"{a['mode']} {a['workers']}w {a['capacity_per_s']:.1f}/s")
+        was = "none (a workflow only your results measured)" if b is None else \
+            f"{b['mode']} {b['workers']}w {b['capacity_per_s']:.1f}/s"
+        out.print(f"  recommendation: {was} -> {a['mode']} {a['workers']}w {a['capacity_per_s']:.1f}/s")
     if rec.notes:
         out.print("\nmodel notes:")
         for n in rec.notes:

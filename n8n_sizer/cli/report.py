@@ -14,6 +14,8 @@ def register(app: typer.Typer) -> None:
 
 REPORT_HELP = """Write a Markdown report with PNG plots for one or more bench, soak, find-max or drill runs.
 
+It ends with what the advisor recommends for the rates tested, refitted on these runs.
+
 Example: n8n-sizer report results/20261130T151500Z-1a2b3c --out report/
 """
 
@@ -24,9 +26,10 @@ def report(
     no_plots: bool = typer.Option(False, "--no-plots", help="Markdown only, no PNG plots."),
 ) -> None:
     from n8n_sizer.bench.report import build_report
+    from n8n_sizer.bench.report_advice import advice_section
 
     out_dir = out if out is not None else Path(runs[0]) / "report"
-    result = build_report(runs, out_dir, plots=not no_plots)
+    result = build_report(runs, out_dir, plots=not no_plots, extra_sections=[advice_section(runs)])
     typer.echo(f"report: {result.markdown}")
     for image in result.images:
         typer.echo(f"plot:   {image}")

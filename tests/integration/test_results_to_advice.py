@@ -43,6 +43,7 @@ def test_report_has_tables_and_plots(run_dir, tmp_path):
     assert p.returncode == 0, p.stderr
     text = (tmp_path / "report.md").read_text()
     assert "answered/min" in text and "Ledger" in text
+    assert text.rstrip().splitlines()[-1].startswith("| light |")  # ends with the refitted advice per rate
     pngs = sorted(tmp_path.glob("*.png"))
     assert pngs and all(png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for png in pngs)
 

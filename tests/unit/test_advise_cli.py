@@ -72,9 +72,9 @@ def test_validate_json_reports_leave_one_out():
     assert any("latency" in e["reason"] for e in data["excluded"])
 
 
-def _write_run(out: Path, answered_per_min: float) -> None:
+def _write_run(out: Path, answered_per_min: float, workflow: str = "light") -> None:
     """A finished bench run as `n8n-sizer bench` writes it: a light workflow saturated on a 2-vCPU host."""
-    manifest = RunManifest(run_id="20261130T000000Z-abc123", created_s=time.time(), workflow="light",
+    manifest = RunManifest(run_id="20261130T000000Z-abc123", created_s=time.time(), workflow=workflow,
                            hosts={"local": {"setup": {"mode": "regular", "workers": 0, "db": "postgres"},
                                             "facts": {"vcpu": 2, "cpu_model": "Test CPU", "arch": "x86_64", "ram_mib": 4096},
                                             "n8n_version": "2.41.1"}})
@@ -103,3 +103,15 @@ def test_results_refit_makes_the_users_host_the_reference_and_says_what_changed(
     assert 24 <= data["capacity_per_s"]["mid"] <= 36
     human = run(["--rps", "20", "--vcpu", "2", "--results", str(tmp_path)])
     assert "what your results changed" in human.stdout and "overhead:light" in human.stdout
+
+
+def test_results_of_your_own_workflow_are_advised_on_its_own_demand(tmp_path):
+    _write_run(tmp_path, answered_per_min=600.0, workflow="/home/me/orders.json")
+    p = run(["--rps", "5", "--vcpu", "2", "--workload", "orders", "--results", str(tmp_path), "--json"])
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["request"]["workload"] == "orders"
+    assert "overhead:orders" in data["changes"]["params"]
+    assert 7 <= data["capacity_per_s"]["mid"] <= 13  # 10/s measured on this 2-vCPU host
+    p = run(["--rps", "5", "--workload", "invoices", "--results", str(tmp_path)])
+    assert p.returncode == 2 and "light, code-heavy" in p.stderr
