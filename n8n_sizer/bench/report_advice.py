@@ -14,12 +14,14 @@ from n8n_sizer.advisor.engine import build_advisor
 from n8n_sizer.advisor.profiles import BUILTIN, LIGHT, user_profile
 from n8n_sizer.advisor.recommend import Request
 from n8n_sizer.bench.fit_input import measurements_from_run
+from n8n_sizer.bench.results import RUN_JSON
 
 TITLE = "## What the advisor now recommends"
 
 
 def advice_section(run_dirs: Sequence[str | Path]) -> str:
-    rows = [m for d in run_dirs for m in measurements_from_run(Path(d))]
+    # a folder that is not a run is the report's to refuse, with its own message
+    rows = [m for d in run_dirs if (Path(d) / RUN_JSON).is_file() for m in measurements_from_run(Path(d))]
     if not rows:
         return f"{TITLE}\n\nThese runs hold no finished load steps with host facts, so there is nothing to refit on.\n"
     advisor = build_advisor(rows)
