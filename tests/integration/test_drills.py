@@ -57,7 +57,8 @@ def _extra(store) -> dict:
 def _assert_whole(ctx: DrillContext) -> None:
     running = {name: ctx.stack.is_running(name) for name in ctx.stack.processes}
     assert all(running.values()), f"a drill left part of the stack down: {running}"
-    assert ctx.post("light", {"number": 5}, timeout_s=60) == (200, '{"doubled":10}')
+    status, body = ctx.post("light", {"number": 5}, timeout_s=60)
+    assert status == 200 and json.loads(body)["doubled"] == 10
     assert ctx.redis("CONFIG", "GET", "appendonly") == ["appendonly", "yes"]
 
 
