@@ -117,12 +117,21 @@ def test_postgres_restart(ctx: DrillContext, out: Path) -> None:
     assert len(requests) == observed["requests"] == 120  # 4 req/s for 30 s, each recorded
     # only what was sent while main was not ready failed (seed 000: 8 of 361 at 4 req/s, main ready in 3 s)
     assert observed["failed"] <= round((extra["timings_s"]["main_ready_s"] + 2) * 4), observed
-    # what fails is main's 503 "Database is not ready!" (seed 000: 7 of its 8 failures)
-    assert set(observed["failed_by_kind"]) <= {"503", "500"}, observed
+    # what fails is main's 503 "Database is not ready!" (seed 000: 7 of its 8 failures, and one 500)
+    kinds = observed["failed_by_kind"]
+    assert set(kinds) <= {"503", "500", "timeout"} and kinds.get("503", 0) >= 1, observed
     assert all("Database is not ready!" in text for text in observed["failed_bodies"] if text.startswith("503"))
     assert extra["timings_s"]["main_ready_s"] < 15
     assert set(observed["recovered_logged_after_s"]) == {"main", "worker-1", "worker-2"}
-    assert extra["verdict"] == "matches", extra["checks"]
+    # Now and then (1 run in 3 here) a request sent during the restart gets no answer at all and runs into the
+    # client timeout: the seed saw none, so the drill records that check as "differs". Every other check matches.
+    if "timeout" in kinds:
+        timed_out = [r for r in requests if r.error_class == "timeout"]
+        ready_at = min(r.scheduled_s for r in requests) + 8 + extra["timings_s"]["main_ready_s"]  # restart_after_s=8
+        assert len(timed_out) <= 2 and all(r.scheduled_s <= ready_at + 3 for r in timed_out), observed
+        assert extra["verdict"] == "differs" and [c["matches"] for c in extra["checks"]] == [False, True, True]
+    else:
+        assert extra["verdict"] == "matches", extra["checks"]
     _assert_whole(ctx)
     # the report renders the drill as (observation, expectation, verdict) rows from run.json
     table = render_drill(load_run(store.folder))
