@@ -156,7 +156,8 @@ def wrong_key(ctx: DrillContext, timeout_s: float = 90.0) -> DrillOutcome:
             results[variant] = {"state": state, "after_s": round(time.monotonic() - started, 1),
                                 "lines": mark.find(WRONG_KEY_PATTERN)}
             stack.stop_process("worker-2", timeout_s=10)
-        served = [ctx.post("light", {"number": n}, timeout_s=30)[0] for n in range(3)]
+        # 60 s: a worker just restarted by the previous drill may still be clearing stalled jobs
+        served = [ctx.post("light", {"number": n}, timeout_s=60)[0] for n in range(3)]
     finally:
         if stack.is_running("worker-2"):
             stack.stop_process("worker-2", timeout_s=10)
