@@ -30,6 +30,14 @@ def _pyplot():
     return plt
 
 
+def _save(fig, path: Path) -> Path:
+    """Lay out, write the PNG and free the figure (pyplot keeps every open figure otherwise)."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI)
+    _pyplot().close(fig)
+    return path
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60]
 
@@ -62,10 +70,7 @@ def plot_answered_vs_offered(rows: Sequence[StepRow], path: Path) -> Path | None
     ax.set_title(f"Answered vs offered rate\n{', '.join(hosts)}", fontsize=11)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_latency_by_step(rows: Sequence[StepRow], path: Path) -> Path | None:
@@ -96,10 +101,7 @@ def plot_latency_by_step(rows: Sequence[StepRow], path: Path) -> Path | None:
     ax.set_title(f"Latency percentiles per step\n{rows[0].setup} on {rows[0].host}", fontsize=11)
     ax.grid(True, axis="y", alpha=0.3, which="both")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_throughput_vs_concurrency(rows: Sequence[StepRow], path: Path) -> Path | None:
@@ -129,10 +131,7 @@ def plot_throughput_vs_concurrency(rows: Sequence[StepRow], path: Path) -> Path 
         a.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.suptitle(f"Concurrency sweep on {', '.join(sorted({r.host for r in closed}))}", fontsize=11)
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_rows(rows: Sequence[StepRow], out_dir: Path) -> list[Path]:
@@ -211,11 +210,7 @@ def plot_run_target(run: RunData, target: str, out_dir: Path) -> list[Path]:
     axes[3].set_xlabel("time since the first sample or step (s)")
     fig.suptitle(f"{setup_label(run.setup(target))} on {host_label(target, run.facts(target))}: CPU, RAM, iowait, queue\n"
                  f"run {run.manifest.run_id}; shaded bands are load steps", fontsize=11)
-    fig.tight_layout()
-    path = out_dir / f"timeseries_{_slug(run.manifest.run_id)}_{_slug(target)}.png"
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
-    return [path]
+    return [_save(fig, out_dir / f"timeseries_{_slug(run.manifest.run_id)}_{_slug(target)}.png")]
 
 
 def _group(rows, label_of) -> dict[str, list]:
