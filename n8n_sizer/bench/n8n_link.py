@@ -1,4 +1,4 @@
-"""The bench's use of part A's n8n API client: set a target's n8n up once, count its executions later.
+"""The bench's use of the n8n API client: set a target's n8n up once, count its executions later.
 
 The owner login and API key are written to `<run>/secrets/<target>.json` (mode 0600, never printed), so a
 resumed run, a new process, can count executions on the same instance.

@@ -1,6 +1,6 @@
 """A bench run: every target in its own thread, each through the same stages.
 
-Per target: bring up or wait for the stack (cloud-init marker + health on fleet hosts; part A's
+Per target: bring up or wait for the stack (cloud-init marker + health on fleet hosts; the local stack's
 `localstack` over SSH on a loopback test host; in-process for `--local`); record host facts; set n8n up
 over its REST API (owner, login, API key, the measured workflow and a warm-up copy on its own webhook path);
 warm up (not recorded); run each step not yet finished; wait for the drain window; count the executions
@@ -229,14 +229,14 @@ class _TargetRun:
         self.say("done", plan.duration_s)
 
     def _find_max(self, spec: FindMax, url: str) -> None:
-        """Part C's bisection (`search.find_max_rate`), each measurement a full recorded rate step."""
+        """The bisection (`search.find_max_rate`), each measurement a full recorded rate step."""
         from n8n_sizer.bench.search import find_max_rate, step_outcome
 
         name, done = self.t.name, []
 
         def measure(rate: float):
             rounded = round(rate, 3)
-            # "rate-<r>-max<n>": part C's reports read the offered rate from the name (runstats.step_rate)
+            # "rate-<r>-max<n>": the reports read the offered rate from the name (runstats.step_rate)
             step = RateStep(rate_per_s=rounded, duration_s=spec.step_s, label=f"rate-{rounded:g}-max{len(done) + 1}")
             self.say(step.name, 0.0)
             self._step(step, url, 0.0)
@@ -249,7 +249,7 @@ class _TargetRun:
         self.store.put_extra("find_max", name, result.model_dump(mode="json"))
 
     def _telemetry(self, telemetry: ExitStack, main_url: str, info: dict, secrets_path) -> None:
-        """Part C's sampler every second: host, processes or containers, Redis and Bull, Postgres, n8n's
+        """The telemetry sampler every second: host, processes or containers, Redis and Bull, Postgres, n8n's
         /metrics (compose stacks), and the editor's own call timed every 5 s."""
         from n8n_sizer.bench.telemetry import Sampler, http_editor_check, local_stack_telemetry
 

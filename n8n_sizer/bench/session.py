@@ -169,7 +169,7 @@ def _run(store: RunStore, req: BenchRequest, flow: BenchWorkflow, targets: list[
 
 
 def _soak_tables(store: RunStore) -> None:
-    """Seed 004's 30-minute buckets per target (part C's `soak_table`), kept in run.json `extra.soak`."""
+    """Seed 004's 30-minute buckets per target (`soak.soak_table`), kept in run.json `extra.soak`."""
     from n8n_sizer.bench.soak import soak_table
 
     requests, samples = store.read_requests(), store.read_samples()

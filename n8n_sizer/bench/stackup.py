@@ -3,7 +3,7 @@
 - fleet host ("compose"): cloud-init started the rendered compose stack; wait for its ready marker (give up
   at once on the failed marker, printing it), then for main's `/healthz/readiness`; n8n's API is reached
   through an SSH tunnel, since 5678 is not open to the world.
-- loopback SSH host ("localstack-ssh", the tests' sshd): no cloud-init there, so part A's
+- loopback SSH host ("localstack-ssh", the tests' sshd): no cloud-init there, so the local stack's
   `python -m n8n_sizer.bench.localstack up` starts the stack detached (it survives a dropped SSH session,
   which `--resume` relies on), `status` re-attaches, `down` stops it.
 """

@@ -211,7 +211,7 @@ def http_editor_check(client, workflow_id: str) -> Callable[[], None]:
 
 
 def local_stack_telemetry(stack, *, n8n_metrics: bool = False) -> dict:
-    """Sampler arguments for part A's `LocalStack`: host probes, Redis and Bull (queue mode), Postgres
+    """Sampler arguments for `LocalStack`: host probes, Redis and Bull (queue mode), Postgres
     connections (over its private socket, trust auth), and which PIDs to follow.
 
     Returns {"probes": [...], "processes": {...}, "trees": {...}} for `Sampler(host, sink, **that)`.

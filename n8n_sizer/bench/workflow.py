@@ -63,7 +63,7 @@ def public_api_body(definition: dict[str, Any]) -> dict[str, Any]:
 def load_workflow(spec: str, body_file: Path | None = None, run_tag: str | None = None) -> BenchWorkflow:
     """`spec` is `light`, `code-heavy` or a path to a workflow JSON file. `run_tag` makes the webhook path
     unique per run (targets keep their workflows between runs on a long-lived stack)."""
-    from n8n_sizer.bench.n8n_api import load_workflow as read_workflow  # part A's reader (templates or file)
+    from n8n_sizer.bench.n8n_api import load_workflow as read_workflow  # the n8n API module's reader (templates or file)
 
     source = f"built-in workflow {spec}" if spec in BUILT_IN else f"--workflow {spec}"
     name = spec if spec in BUILT_IN else Path(spec).stem

@@ -32,7 +32,7 @@ def test_report_with_plots_writes_readable_pngs(runs, tmp_path):
 
 
 def test_report_from_a_real_local_queue_run(queue_stack, tmp_path):
-    """A small real run: part B's open-model driver against real n8n (queue, 1 worker), this sampler on
+    """A small real run: the open-model driver against real n8n (queue, 1 worker), this sampler on
     the stack's processes, the ledger from n8n's stored executions, then the report and its plots."""
     import asyncio
     import time

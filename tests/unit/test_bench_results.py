@@ -101,7 +101,7 @@ def test_durations_and_step_labels():
     assert RateStep(rate_per_s=17.5, duration_s=60, label="rate-17.5-max3").name == "rate-17.5-max3"
     from n8n_sizer.bench.runstats import step_rate
 
-    assert step_rate("rate-17.5-max3") == 17.5  # part C's reports read the rate back from the name
+    assert step_rate("rate-17.5-max3") == 17.5  # the reports read the rate back from the name
 
 
 def test_ledger_matches_accepted_requests_to_stored_executions_by_id():

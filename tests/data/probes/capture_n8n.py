@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/data/probes/capture_n8n.py
 
-Starts part A's LocalStack (queue mode, 1 worker, Postgres, Redis, all on 127.0.0.1 free ports) with
+Starts the LocalStack (queue mode, 1 worker, Postgres, Redis, all on 127.0.0.1 free ports) with
 N8N_METRICS=true and N8N_METRICS_INCLUDE_QUEUE_METRICS=true, sends a few webhooks so the gauges move,
 waits for n8n's queue-metrics refresh (N8N_METRICS_QUEUE_METRICS_INTERVAL, 20 s by default; 2 s here)
 and saves GET /metrics as `n8n_metrics_real_queue.txt`; then stops the stack.
