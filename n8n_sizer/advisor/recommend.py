@@ -128,12 +128,13 @@ class Advisor:
         return HostShape(vcpu=float(vcpu), arch=arch, host_class=self.model.reference_class)
 
     # --- candidates ----------------------------------------------------------------------------
-    def _capacity(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> float:
-        mid = self.model.throughput_at(profile, setup, host)
+    def _usl_cap(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> float:
+        """The USL contention ceiling for this worker count where one was fitted on this host shape."""
         usl = self.usl.get((profile.name, host.vcpu, host.arch))
-        if usl is not None and setup.mode == "queue":
-            mid = min(mid, usl.throughput_at(setup.workers))
-        return mid
+        return usl.throughput_at(setup.workers) if usl is not None and setup.mode == "queue" else math.inf
+
+    def _capacity(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> float:
+        return min(self.model.throughput_at(profile, setup, host), self._usl_cap(profile, setup, host))
 
     def _candidate(self, profile: WorkflowProfile, host: HostShape, mode: RecommendedMode, workers: int,
                    rate: float) -> _Candidate:
@@ -225,11 +226,8 @@ class Advisor:
     def _build(self, req: Request, host: HostShape, choice: _Candidate, carries: bool, server: ServerChoice,
                sizes: list[ServerSize]) -> Recommendation:
         profile, setup = req.profile, choice.setup
-        low, mid, high = self.fitted.throughput_interval(profile, setup, host)
-        usl = self.usl.get((profile.name, host.vcpu, host.arch))
-        if usl is not None and setup.mode == "queue":
-            cap = usl.throughput_at(setup.workers)
-            low, mid, high = min(low, cap), min(mid, cap), min(high, cap)
+        cap = self._usl_cap(profile, setup, host)
+        low, mid, high = (min(v, cap) for v in self.fitted.throughput_interval(profile, setup, host))
         warnings: list[str] = []
         evidence = self._evidence(profile, setup, host)
         extrapolated = self._extrapolated(profile, setup, host, warnings)

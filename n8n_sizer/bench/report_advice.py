@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Sequence
 
 from n8n_sizer.advisor.engine import build_advisor
+from n8n_sizer.advisor.fit import is_user_point
 from n8n_sizer.advisor.profiles import BUILTIN, LIGHT, user_profile
 from n8n_sizer.advisor.recommend import Request
 from n8n_sizer.bench.fit_input import measurements_from_run
@@ -25,7 +26,7 @@ def advice_section(run_dirs: Sequence[str | Path]) -> str:
     if not rows:
         return f"{TITLE}\n\nThese runs hold no finished load steps with host facts, so there is nothing to refit on.\n"
     advisor = build_advisor(rows)
-    used = [p.measurement.id for p in advisor.fitted.points if p.measurement.source.startswith("results/")]
+    used = [p.measurement.id for p in advisor.fitted.points if is_user_point(p.measurement)]
     lines = [TITLE, "",
              f"Refitted on the embedded measurements plus these runs ({len(rows)} step(s), {len(used)} of them capacity "
              "points; `advise --validate --results DIR` lists why the others are not). Same as "

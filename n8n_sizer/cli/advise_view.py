@@ -57,7 +57,7 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
                              f"`n8n-sizer bench --workflow FILE --concurrency-sweep 10,25` so a step saturates")
     req = Request(rps=rps, vcpu=vcpu, arch=arch, provider=provider, profile=profile, p95_ms=p95_ms)
     rec = advisor.recommend(req)
-    changes = _changes(build_advisor(None), advisor, req) if extra else None
+    changes = _changes(build_advisor(None), advisor, req, rec) if extra else None
     written = _write_compose(rec, compose) if compose is not None else None
     if json_out:
         data = rec.model_dump(mode="json")
@@ -71,18 +71,20 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
     return 0
 
 
-def _changes(before, after, req) -> dict:
+def _changes(before, after, req, new) -> dict:
+    """What the user's results changed: parameters and the recommendation (`new` is after's answer to `req`)."""
+    from n8n_sizer.advisor.fit import is_user_point
+
     known_before = f"overhead:{req.profile.overhead_key}" in before.model.params
     old = before.recommend(req) if known_before else None  # a workflow only your results measured is new
-    new = after.recommend(req)
     params = {}
     for name, value in after.model.params.items():
         prior = before.model.params.get(name)
         if prior is None or abs(value - prior) > 1e-3 * max(abs(prior), 1e-9):
             params[name] = {"before": prior, "after": value}
-    user_points = [p.measurement.id for p in after.fitted.points if p.measurement.source.startswith("results/")]
+    user_points = [p.measurement.id for p in after.fitted.points if is_user_point(p.measurement)]
     user_excluded = [{"id": e.measurement.id, "reason": e.reason} for e in after.fitted.excluded
-                     if e.measurement.source.startswith("results/")]
+                     if is_user_point(e.measurement)]
     return {"reference_host": {"before": before.model.reference_class, "after": after.model.reference_class},
             "user_points": user_points, "user_excluded": user_excluded,
             "params": params,
