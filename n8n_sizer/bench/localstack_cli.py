@@ -8,6 +8,7 @@ drills need on a host they reach only over SSH.
     python -m n8n_sizer.bench.localstack up --mode queue --workers 1 --state /tmp/stack
     python -m n8n_sizer.bench.localstack signal --state /tmp/stack --process worker-1 --signal KILL
     python -m n8n_sizer.bench.localstack start-process --state /tmp/stack --process worker-1 --env N8N_ENCRYPTION_KEY=other
+    python -m n8n_sizer.bench.localstack redis --state /tmp/stack LLEN bull:jobs:wait
     python -m n8n_sizer.bench.localstack down --state /tmp/stack
 """
 
@@ -77,7 +78,7 @@ def _status(args: argparse.Namespace) -> int:
 
 def _signal(args: argparse.Namespace) -> int:
     sig = signal.Signals[f"SIG{args.signal.upper().removeprefix('SIG')}"]
-    sent = LocalStack.attach(args.state).signal(args.process, sig)
+    sent = LocalStack.attach(args.state).signal(args.process, sig, whole_group=not args.no_group)
     print(json.dumps({"process": args.process, "signal": sig.name, "sent": sent}))
     return 0
 
@@ -94,6 +95,24 @@ def _start_process(args: argparse.Namespace) -> int:
                                redis_persistence=args.redis_persistence)
     print(json.dumps({"process": args.process, "pid": proc.pid, "port": proc.port,
                       "start_seconds": stack.start_seconds.get(args.process)}))
+    return 0
+
+
+def _wait_ready(args: argparse.Namespace) -> int:
+    seconds = LocalStack.attach(args.state).wait_ready(args.process, args.timeout)
+    print(json.dumps({"process": args.process, "ready_after_s": round(seconds, 2)}))
+    return 0
+
+
+def _redis(args: argparse.Namespace) -> int:
+    from n8n_sizer.bench.drills.common import DrillFailed, redis_command
+
+    stack = LocalStack.attach(args.state)
+    try:
+        reply = redis_command(stack.redis_port, stack.secrets.redis_password, *args.args)
+    except (DrillFailed, OSError) as exc:
+        raise ServiceError(f"redis {' '.join(args.args[:2])}: {exc}") from None
+    print(json.dumps({"reply": reply}))
     return 0
 
 
@@ -136,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     sig = command("signal", "send a signal to one process and its children", _signal)
     sig.add_argument("--process", required=True, help="main, worker-N, redis or postgres")
     sig.add_argument("--signal", default="KILL", help="signal name (default KILL)")
+    sig.add_argument("--no-group", action="store_true", help="only the process, not its children")
     stop = command("stop-process", "stop one process (TERM; Postgres INT), SIGKILL after --timeout", _stop_process)
     stop.add_argument("--process", required=True)
     stop.add_argument("--timeout", type=float, default=None, help="seconds before SIGKILL")
@@ -147,6 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
     redis = command("restart-redis", "SIGKILL Redis and start it again", _restart)
     redis.add_argument("--redis-persistence", choices=["aof", "none"], default=None)
     command("restart-postgres", "fast-shutdown Postgres and start it again", _restart)
+    ready = command("wait-ready", "wait until one process serves (readiness, health, PING, pg_isready)", _wait_ready)
+    ready.add_argument("--process", required=True)
+    ready.add_argument("--timeout", type=float, default=None, help="seconds (default: the stack's start timeout)")
+    rcmd = command("redis", "one command on the stack's Redis (after AUTH); prints {\"reply\": ...}", _redis)
+    rcmd.add_argument("args", nargs="+", help="the command and its arguments, e.g. LLEN bull:jobs:wait")
     return parser
 
 

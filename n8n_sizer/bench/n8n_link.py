@@ -66,6 +66,23 @@ def _version(session: N8nSession) -> str | None:
         return None  # recorded as unknown, never guessed
 
 
+def saved_or_new_session(base_url: str, login_file: Path | None, target: str = "target") -> N8nSession:
+    """The owner login saved in `login_file`, or (no such file yet) the instance set up now and its login saved
+    there (mode 0600). An instance that already has an owner and no saved login is the user's to point at."""
+    if login_file is not None and login_file.is_file():
+        return _load_session(login_file, base_url)
+    try:
+        session = set_up_instance(base_url)
+    except N8nApiError as exc:
+        where = f" {login_file} does not exist;" if login_file is not None else ""
+        raise HostError(f"{target}: n8n is set up already and{where} no saved login to use ({exc}); pass "
+                        f"--n8n-login results/<run>/secrets/{target}.json from the bench run that set it up"
+                        .replace("\n", " ")) from None
+    if login_file is not None:
+        _save_session(login_file, session)
+    return session
+
+
 def setup_target(base_url: str, workflow: BenchWorkflow, secrets_path: Path, target: str = "target") -> TargetLink:
     """Owner, login, API key (or the saved ones), then the measured workflow and its warm-up copy, active."""
     try:

@@ -223,7 +223,9 @@ def render_drill(run: RunData) -> str:
         return str(value).replace("|", "\\|").replace("\n", " ")
 
     verdict = f" Verdict: **{extra['verdict']}**." if extra.get("verdict") else ""
-    lines = [f"Drill `{extra.get('drill', run.manifest.run_id)}`.{verdict}", "",
+    target = run.manifest.spec.get("target")
+    where = f" on `{target}`" if target else ""
+    lines = [f"Drill `{extra.get('drill', run.manifest.run_id)}`{where}.{verdict}", "",
              "| observation | seed 000 expected | verdict |", "|---|---|---|"]
     checks = extra.get("checks")
     if isinstance(checks, list) and checks:

@@ -22,7 +22,6 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from n8n_sizer.bench import services
@@ -37,7 +36,7 @@ pytestmark = pytest.mark.integration
 def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DrillContext]:
     with drill_stack(stack_dir=tmp_path_factory.mktemp("drill-stack") / "stack") as context:
         yield context
-        procs = list(context.stack.processes.values())
+        procs = list(context.stack.stack.processes.values())  # LocalTarget -> LocalStack
     left = [f"{p.name} (PID {p.pid})" for p in procs if services.is_running(p) or services.group_pids(p.pid)]
     assert not left, f"the drill stack left processes running: {left}"
 
@@ -55,7 +54,7 @@ def _extra(store) -> dict:
 
 
 def _assert_whole(ctx: DrillContext) -> None:
-    running = {name: ctx.stack.is_running(name) for name in ctx.stack.processes}
+    running = {name: ctx.stack.is_running(name) for name in ctx.stack.process_names}
     assert all(running.values()), f"a drill left part of the stack down: {running}"
     status, body = ctx.post("light", {"number": 5}, timeout_s=60)
     assert status == 200 and json.loads(body)["doubled"] == 10
@@ -89,7 +88,7 @@ def test_wrong_key(ctx: DrillContext, out: Path) -> None:
     assert extra["observed"]["light_statuses"] == [200, 200, 200]
     _assert_whole(ctx)
     # worker-2 is back with the stack's own key: it answers its health check
-    assert httpx.get(ctx.stack.health_url("worker-2"), timeout=5).status_code == 200
+    assert ctx.stack.is_ready("worker-2")
 
 
 @pytest.mark.parametrize("persistence", ["aof", "none"])

@@ -10,7 +10,8 @@ import pytest
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.bench import drills
-from n8n_sizer.bench.drills.common import DrillFailed, DrillOutcome, LogMark, _read_reply, check, counts, iso_seconds
+from n8n_sizer.bench.drills.common import DrillFailed, DrillOutcome, _read_reply, check, counts, iso_seconds
+from n8n_sizer.bench.drills.targets import FileLogMark
 from n8n_sizer.bench.report import load_run, render_drill
 from n8n_sizer.errors import InputError
 
@@ -41,8 +42,9 @@ def test_outcome_extra_has_what_the_report_reads() -> None:
 
 
 class _Stack:
-    """The two facts run_drill reads from a stack, without starting one."""
+    """The facts run_drill reads from a stack, without starting one."""
 
+    name = "t-queue"
     setup = Setup(mode="queue", workers=2)
 
 
@@ -64,6 +66,7 @@ def test_run_drill_writes_a_drill_run_the_report_renders(tmp_path: Path, monkeyp
     store = drills.run_drill("kill-worker", ctx, tmp_path)
     manifest = json.loads((store.folder / "run.json").read_text())
     assert manifest["kind"] == "drill" and manifest["finished_s"] >= manifest["created_s"]
+    assert manifest["spec"]["target"] == "t-queue"
     assert manifest["extra"]["verdict"] == "differs"
     assert ctx.restored == 1 and ctx.request_sink is None
     table = render_drill(load_run(store.folder))
@@ -93,12 +96,12 @@ def test_unknown_drill_names_the_choices(tmp_path: Path) -> None:
 def test_log_mark_sees_only_lines_written_after_it(tmp_path: Path) -> None:
     log = tmp_path / "main.log"
     log.write_text("Lost Redis connection (old)\n")
-    mark = LogMark(log, log.stat().st_size)
+    mark = FileLogMark(log, log.stat().st_size)
     with open(log, "a") as handle:
         handle.write("Enqueued execution 3 (job 3)\n\nLost Redis connection. Trying to reconnect in 1s...\n")
     assert mark.lines() == ["Enqueued execution 3 (job 3)", "Lost Redis connection. Trying to reconnect in 1s..."]
     assert mark.find(r"Lost Redis") == ["Lost Redis connection. Trying to reconnect in 1s..."]
-    assert LogMark(tmp_path / "missing.log", 0).lines() == []
+    assert FileLogMark(tmp_path / "missing.log", 0).lines() == []
 
 
 def test_redis_replies_are_parsed() -> None:

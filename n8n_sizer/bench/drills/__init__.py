@@ -21,6 +21,7 @@ from n8n_sizer.bench.drills.binary import binary_filesystem
 from n8n_sizer.bench.drills.blip import redis_blip
 from n8n_sizer.bench.drills.common import DrillContext, DrillFailed, DrillOutcome
 from n8n_sizer.bench.drills.stores import postgres_restart, redis_restart
+from n8n_sizer.bench.drills.targets import DrillTarget, LocalTarget
 from n8n_sizer.bench.drills.workers import graceful_shutdown, kill_worker, wrong_key
 from n8n_sizer.bench.localstack import LocalStack, StackOptions
 from n8n_sizer.bench.n8n_api import set_up_instance
@@ -61,7 +62,7 @@ def drill_stack(stack_dir: Path | None = None, fast_stall: bool = True,
                            start_timeout_s=start_timeout_s)
     with LocalStack(drill_setup(), options, stack_dir=stack_dir) as stack:
         session = set_up_instance(stack.main_url)
-        yield DrillContext(stack=stack, session=session)
+        yield DrillContext(stack=LocalTarget(stack), session=session)
 
 
 def run_drill(name: str, ctx: DrillContext, out_dir: Path, **params: Any) -> RunStore:
@@ -69,7 +70,7 @@ def run_drill(name: str, ctx: DrillContext, out_dir: Path, **params: Any) -> Run
     if name not in DRILLS:
         raise InputError(f"drill {name!r} is unknown; try one of {', '.join(DRILLS)}")
     manifest = RunManifest(run_id=new_run_id(), kind="drill", created_s=time.time(),
-                           spec={"drill": name, "params": params, "target": "local"},
+                           spec={"drill": name, "params": params, "target": ctx.stack.name},
                            setup=ctx.stack.setup.model_dump(), versions={"n8n": N8N_VERSION},
                            extra={"drill": name, "verdict": "running"})
     store = RunStore.create(out_dir, manifest)
@@ -101,5 +102,5 @@ def outcome_extra(outcome: DrillOutcome) -> dict[str, Any]:
             "settings": data["settings"]}
 
 
-__all__ = ["DRILLS", "FAST_STALL_ENV", "DrillContext", "DrillFailed", "DrillOutcome", "drill_stack", "run_drill",
-           "outcome_extra"]
+__all__ = ["DRILLS", "FAST_STALL_ENV", "DrillContext", "DrillFailed", "DrillOutcome", "DrillTarget", "LocalTarget",
+           "drill_stack", "run_drill", "outcome_extra"]

@@ -1,25 +1,24 @@
 """What every drill shares: the recorded outcome, the context it acts on, and small probes.
 
-A drill acts on a running `LocalStack` (its processes by PID) and an n8n instance set up over HTTP
-(`N8nSession`). It observes through n8n's public API (execution statuses), the processes' own logs
-(new lines since a mark), Redis (Bull's lists) and HTTP answers, and returns a `DrillOutcome`: one
-`DrillCheck` per claim of seed 000, with what was observed, what the seed saw, and a verdict.
+A drill acts on a running queue stack (a `DrillTarget`: processes on this machine, or containers on a host
+reached over SSH) and an n8n instance set up over HTTP (`N8nSession`). It observes through n8n's public API
+(execution statuses), the processes' own logs (new lines since a mark), Redis (Bull's lists) and HTTP
+answers, and returns a `DrillOutcome`: one `DrillCheck` per claim of seed 000, with what was observed, what
+the seed saw, and a verdict.
 """
 
 from __future__ import annotations
 
-import re
 import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict
 
-from n8n_sizer.bench.localstack import LocalStack
+from n8n_sizer.bench.drills.targets import LOG_LINE_CHARS, DrillTarget, LogMark
 from n8n_sizer.bench.n8n_api import N8nClient, N8nSession, load_workflow, webhook_path
 from n8n_sizer.bench.records import RequestRecord
 
@@ -28,7 +27,6 @@ FINAL_STATUSES = ("success", "error", "crashed", "canceled")
 # The public API leaves executions in these statuses out of an unfiltered listing (seen on 2.41.1:
 # a running execution only shows with ?status=running), so they are asked for one by one.
 OPEN_STATUSES = ("new", "running", "waiting")
-LOG_LINE_CHARS = 300
 
 
 class DrillCheck(BaseModel):
@@ -66,26 +64,6 @@ def check(observation: str, expected: str, matches: bool, why: str = "") -> Dril
 
 class DrillFailed(RuntimeError):
     """The drill could not set its situation up or observe it (not a finding about n8n)."""
-
-
-@dataclass
-class LogMark:
-    """The end of a process' log at one moment: `lines()` are the ones written after it."""
-
-    path: Path
-    offset: int
-
-    def lines(self) -> list[str]:
-        if not self.path.is_file():
-            return []
-        with open(self.path, "rb") as handle:
-            handle.seek(self.offset)
-            text = handle.read().decode("utf-8", "replace")
-        return [line.rstrip() for line in text.splitlines() if line.strip()]
-
-    def find(self, pattern: str, limit: int = 5) -> list[str]:
-        regex = re.compile(pattern)
-        return [line[:LOG_LINE_CHARS] for line in self.lines() if regex.search(line)][:limit]
 
 
 def wait_for(condition: Callable[[], Any], timeout_s: float, what: str, poll_s: float = 0.5) -> Any:
@@ -140,7 +118,7 @@ def _read_reply(reader) -> Any:
 class DrillContext:
     """The stack a drill acts on, the n8n instance on it, and the workflows created so far."""
 
-    stack: LocalStack
+    stack: DrillTarget
     session: N8nSession
     bull_prefix: str = "bull"  # QUEUE_BULL_PREFIX (n8n's default)
     queue_name: str = "jobs"  # n8n's default queue, as the worker's banner prints it ("Queue: jobs")
@@ -190,11 +168,10 @@ class DrillContext:
         return {ex_id: str(item.get("status")) for ex_id, item in self.execution_items(template).items()}
 
     def mark(self, name: str) -> LogMark:
-        path = self.stack.log_path(name)
-        return LogMark(path, path.stat().st_size if path.is_file() else 0)
+        return self.stack.log_mark(name)
 
     def redis(self, *args: str) -> Any:
-        return redis_command(self.stack.redis_port, self.stack.secrets.redis_password, *args)
+        return self.stack.redis(*args)
 
     def bull_count(self, state: str) -> int:
         """Jobs in one of Bull's lists: wait, active (LLEN) or delayed, failed, completed (ZCARD)."""
@@ -206,8 +183,8 @@ class DrillContext:
     def restore(self) -> list[str]:
         """Start whatever of the stack is not running (Postgres, Redis, main, workers); what was started."""
         started = []
-        for name in ("postgres", "redis", "main", *self.stack.worker_names):
-            if name in self.stack.processes and not self.stack.is_running(name):
+        for name in self.stack.process_names:
+            if not self.stack.is_running(name):
                 self.stack.stop_process(name, timeout_s=5)  # reap it and record it as stopped
                 self.stack.start_process(name)
                 started.append(name)

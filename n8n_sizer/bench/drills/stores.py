@@ -9,8 +9,6 @@ import threading
 import time
 from collections import Counter
 
-import httpx
-
 from n8n_sizer.bench.drills.common import (
     FINAL_STATUSES, DrillCheck, DrillContext, DrillFailed, DrillOutcome, check, counts, wait_for,
 )
@@ -216,13 +214,7 @@ def postgres_restart(ctx: DrillContext, rate_per_s: float = 4.0, duration_s: flo
         stack.restart_postgres()
         timings["postgres_back_s"] = round(time.monotonic() - started, 2)
 
-        def main_ready() -> bool:
-            try:
-                return httpx.get(stack.health_url("main"), timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_for(main_ready, 60, "main ready again after the Postgres restart", poll_s=0.2)
+        wait_for(lambda: stack.is_ready("main"), 60, "main ready again after the Postgres restart", poll_s=0.2)
         timings["main_ready_s"] = round(time.monotonic() - started, 2)
         recovered: dict[str, float] = {}
 

@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 import secrets
-import shutil
-import tempfile
 import time
-from pathlib import Path
-
-import httpx
 
 from n8n_sizer.bench.drills.common import (
     FINAL_STATUSES, DrillContext, DrillFailed, DrillOutcome, check, counts, iso_seconds, wait_for,
@@ -90,7 +85,7 @@ def kill_worker(ctx: DrillContext, executions: int = 4, wait_s: int = 30,
     timings = {"first_marked_after_kill_s": round(min(final_at.values()), 1) if final_at else -1.0,
                "last_marked_after_kill_s": round(slowest, 1) if slowest is not None else -1.0}
     ok_served = sum(1 for s in served if s == 200)
-    settings = {k: v for k, v in stack.options.extra_env.items() if k.startswith("QUEUE_WORKER_")}
+    settings = stack.stall_settings
     # n8n 2.41.1: Bull's lock expiry + stalled check, then main re-reads the execution for up to 30 s
     # (MAX_STALLED_COUNT_GRACE_WINDOW_MS, workflow-runner.js) before it marks it error.
     timing_note = (f" (Bull lock {settings['QUEUE_WORKER_LOCK_DURATION']} ms, stalled check every "
@@ -128,29 +123,24 @@ def kill_worker(ctx: DrillContext, executions: int = 4, wait_s: int = 30,
 
 
 def wrong_key(ctx: DrillContext, timeout_s: float = 90.0) -> DrillOutcome:
-    """Start worker-2 with another N8N_ENCRYPTION_KEY, twice: with a fresh user folder (a container without a
-    volume, as in seed 000) and with its own folder (whose settings file holds the stack's key)."""
+    """Start worker-2 with another N8N_ENCRYPTION_KEY: with a fresh user folder (a container without a volume,
+    as in seed 000) and, where the target can, with its own folder (whose settings file holds the stack's key)."""
     stack = ctx.stack
     if len(stack.worker_names) < 2:
         raise DrillFailed("wrong-key needs a queue stack with 2 workers (worker-2 gets the wrong key)")
     other_key = secrets.token_hex(32)
-    fresh = Path(tempfile.mkdtemp(prefix="n8n-sizer-wrong-key-"))
     results: dict[str, dict] = {}
     try:
         stack.stop_worker(2, timeout_s=30)
-        for variant, overrides in (("fresh folder", {"N8N_USER_FOLDER": str(fresh)}), ("own folder", {})):
+        for variant, overrides in stack.wrong_key_variants():
             mark = ctx.mark("worker-2")
             started = time.monotonic()
             stack.start_worker(2, env_overrides={"N8N_ENCRYPTION_KEY": other_key, **overrides}, wait=False)
-            health = stack.health_url("worker-2")
 
             def ended_or_ready() -> str | None:
                 if not stack.is_running("worker-2"):
                     return "exited"
-                try:
-                    return "ready" if httpx.get(health, timeout=2).status_code == 200 else None
-                except httpx.HTTPError:
-                    return None
+                return "ready" if stack.is_ready("worker-2") else None
 
             state = wait_for(ended_or_ready, timeout_s, "worker-2 with the wrong key exits or becomes ready")
             results[variant] = {"state": state, "after_s": round(time.monotonic() - started, 1),
@@ -161,7 +151,6 @@ def wrong_key(ctx: DrillContext, timeout_s: float = 90.0) -> DrillOutcome:
     finally:
         if stack.is_running("worker-2"):
             stack.stop_process("worker-2", timeout_s=10)
-        shutil.rmtree(fresh, ignore_errors=True)
         ctx.restore()  # worker-2 again with the stack's own key
     checks = []
     for variant, res in results.items():
