@@ -32,7 +32,7 @@ Examples:
   n8n-sizer drill kill-worker --local
   n8n-sizer drill redis-restart --local --persistence none --json
   n8n-sizer drill kill-worker wrong-key --inventory inventory.json \\
-      --target cx33-queue --ssh-key ~/.ssh/n8n-sizer
+      --target cx33-queue-2w --ssh-key ~/.ssh/n8n-sizer
 """
 
 
@@ -69,7 +69,7 @@ def drill(
     if fleet and stack is not None and inventory is not None:
         raise InputError("--stack and --inventory both name the fleet; pick one")
     if fleet and not target:
-        raise InputError("--target is missing; name the inventory's queue-mode host to drill, e.g. --target cx33-queue")
+        raise InputError("--target is missing; name the inventory's queue-mode host to drill, e.g. --target cx33-queue-2w")
     if target and not fleet:
         raise InputError(f"--target {target}: no fleet given; add --inventory FILE or --stack NAME")
     if not local and not fleet:
