@@ -1,4 +1,4 @@
-"""`n8n-sizer drill NAME... --inventory FILE --target NAME` through Fabric over a real sshd on 127.0.0.1.
+"""`n8n-sizer drill <all seven> --inventory FILE --target NAME` through Fabric over a real sshd on 127.0.0.1.
 
 The inventory's target is a loopback host, so the drill starts a queue stack there over SSH (`python -m
 n8n_sizer.bench.localstack up`, real n8n 2.41.1, Debian's Postgres and Redis, 2 workers), acts on it with one
@@ -22,6 +22,9 @@ from tests.integration.test_bench_ssh import _pids_alive, inventory
 
 pytestmark = pytest.mark.integration
 
+ALL = ["kill-worker", "wrong-key", "redis-restart", "postgres-restart", "binary-filesystem", "graceful-shutdown",
+       "redis-blip"]
+
 CLI = str(Path(sys.executable).parent / "n8n-sizer")
 
 
@@ -44,13 +47,12 @@ def test_drills_on_a_host_over_ssh(sshd, tmp_path):  # noqa: F811
 
     before = _drill_states()
     try:
-        res = subprocess.run([*base[:2], "kill-worker", "wrong-key", "redis-restart", "redis-blip", *base[2:],
-                              "--target", "t-queue", "--persistence", "aof", "--json"],
-                             capture_output=True, text=True, timeout=1200)
+        res = subprocess.run([*base[:2], *ALL, *base[2:], "--target", "t-queue", "--json"],
+                             capture_output=True, text=True, timeout=1500)
         assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
         lines = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
         by = {item["drill"]: item for item in lines}
-        assert list(by) == ["kill-worker", "wrong-key", "redis-restart", "redis-blip"]
+        assert list(by) == ALL
         assert all(item["target"] == "t-queue" for item in lines)
         runs = {name: load_run(Path(item["folder"])) for name, item in by.items()}
         extra = {name: run.manifest.extra for name, run in runs.items()}
@@ -72,10 +74,30 @@ def test_drills_on_a_host_over_ssh(sshd, tmp_path):  # noqa: F811
         assert any("Mismatching" in line for line in wrong["log_lines"]["worker-2 (own folder)"])
         assert wrong["observed"]["light_statuses"] == [200, 200, 200]
 
-        # redis-restart with AOF: Bull's wait list counted over SSH before and after the SIGKILL
-        aof = extra["redis-restart"]["observed"]["aof"]
+        # redis-restart: Bull's wait list counted over SSH before and after the SIGKILL; AOF keeps all 20,
+        # no persistence none (and main's queue recovery marks them crashed)
+        aof, none = extra["redis-restart"]["observed"]["aof"], extra["redis-restart"]["observed"]["none"]
         assert (aof["waiting_before"], aof["waiting_after"]) == (20, 20), extra["redis-restart"]["checks"]
         assert aof["statuses"] == {"success": 20}
+        assert (none["waiting_before"], none["waiting_after"]) == (20, 0), extra["redis-restart"]["checks"]
+        assert none["statuses"] == {"crashed": 20}
+
+        # postgres-restart: 4 req/s through the SSH tunnel; only what arrived while main was not ready failed
+        pg = extra["postgres-restart"]
+        assert pg["observed"]["requests"] == 120
+        assert pg["observed"]["failed"] <= round((pg["timings_s"]["main_ready_s"] + 2) * 4), pg["observed"]
+        assert set(pg["observed"]["failed_by_kind"]) <= {"503", "500", "timeout"}, pg["observed"]
+        assert set(pg["observed"]["recovered_logged_after_s"]) == {"main", "worker-1", "worker-2"}
+
+        # binary-filesystem: main and worker-1 restarted over SSH with other settings, then as started
+        binary = extra["binary-filesystem"]["observed"]
+        assert binary["filesystem"]["status"] == 500 and "Error in workflow" in binary["filesystem"]["body"]
+        assert binary["database"]["status"] == 200 and binary["database"]["bytes_read"] == 300_000
+
+        # graceful-shutdown: SIGTERM over SSH; n8n's 12 s timeout decides, not the 40 s grace period
+        graceful = extra["graceful-shutdown"]["observed"]
+        assert graceful["short"] == {"success": 2} and graceful["long"] == {"error": 2}, graceful
+        assert graceful["shutdown_timeout_s"] <= graceful["stop_s"] < graceful["grace_s"]
 
         # redis-blip: SIGSTOP/SIGCONT and CLIENT KILL over SSH; both workers take jobs again
         blip = extra["redis-blip"]["observed"]
