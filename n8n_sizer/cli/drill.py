@@ -119,6 +119,8 @@ def _run_one(name: str, ctx, out: Path, persistence: str, json_out: bool) -> Non
     import json
 
     from n8n_sizer.bench.drills import DrillFailed, run_drill
+    from n8n_sizer.bench.drills.remote import ComposeTarget
+    from n8n_sizer.bench.hosts import HostError
 
     params = {"persistence": persistence} if name == "redis-restart" else {}
     try:
@@ -127,6 +129,12 @@ def _run_one(name: str, ctx, out: Path, persistence: str, json_out: bool) -> Non
         typer.echo(f"n8n-sizer: drill {name} on {ctx.stack.name} could not finish ({exc}); recorded as incomplete "
                    f"in {out}; the stack was restored", err=True)
         raise typer.Exit(1) from None
+    except HostError as exc:  # lost the host (or a command failed) mid-drill: the restore may not have run
+        if not isinstance(ctx.stack, ComposeTarget):
+            raise
+        raise HostError(f"{exc}; drill {name} is recorded as incomplete in {out}; the compose stack may be left "
+                        f"partly down: `cd {ctx.stack.stack_dir} && docker compose up -d` on the host puts it back "
+                        f"as rendered") from None
     extra = store.manifest.extra
     if json_out:
         typer.echo(json.dumps({"run_id": store.run_id, "folder": str(store.folder), "drill": name,

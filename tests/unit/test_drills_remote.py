@@ -174,3 +174,26 @@ def test_json_override_is_valid_yaml_for_awkward_values() -> None:
     written = shlex.split(host.commands[-1].split(" && ", 1)[1].split(" > ")[0])[2]
     assert yaml.safe_load(written)["services"]["n8n-main"]["environment"]["ODD"] == "it's: {a} # b"
     assert json.loads(written) == yaml.safe_load(written)
+
+
+def test_a_host_lost_mid_drill_says_how_to_put_the_stack_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from n8n_sizer.bench import drills
+    from n8n_sizer.bench.drills.common import DrillContext
+    from n8n_sizer.bench.hosts import ConnectionLost, HostError
+    from n8n_sizer.bench.n8n_api import N8nSession, OwnerLogin
+    from n8n_sizer.cli.drill import _run_one
+
+    def lost(ctx):
+        raise ConnectionLost("cx33-queue: the SSH connection to root@192.0.2.10:22 dropped")
+
+    monkeypatch.setitem(drills.DRILLS, "kill-worker", lost)
+    target, _ = _target({r"docker inspect": (0, "true\n")})  # restore before the drill: everything runs
+    ctx = DrillContext(stack=target, session=N8nSession(base_url="http://127.0.0.1:9", owner=OwnerLogin.generate(),
+                                                        api_key="unused"))
+    with pytest.raises(HostError) as raised:
+        _run_one("kill-worker", ctx, tmp_path, "both", json_out=False)
+    message = str(raised.value)
+    assert message.startswith("cx33-queue: the SSH connection to root@192.0.2.10:22 dropped; drill kill-worker")
+    assert "`cd /opt/n8n && docker compose up -d` on the host" in message and "\n" not in message
+    (folder,) = tmp_path.iterdir()
+    assert json.loads((folder / "run.json").read_text())["extra"]["verdict"] == "incomplete"
