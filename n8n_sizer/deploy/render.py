@@ -184,7 +184,7 @@ def _prepare_out_dir(out_dir: Path) -> None:
         raise InputError(f"--out {out_dir} is a file, not a folder; try --out {out_dir.parent / 'n8n-stack'}")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        probe = out_dir / f".n8n-sizer-write-test"
+        probe = out_dir / ".n8n-sizer-write-test"
         probe.write_text("")
         probe.unlink()
     except OSError as exc:
