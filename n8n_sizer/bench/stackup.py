@@ -33,7 +33,7 @@ def stack_kind_for(public_ip: str) -> StackKind:
         return "compose"
 
 
-def _localstack(action: str, state_dir: str) -> str:
+def localstack_command(action: str, state_dir: str) -> str:
     # the interpreter running this bench: the same package and pins on the (loopback) host
     return f"{shlex.quote(sys.executable)} -m n8n_sizer.bench.localstack {action} --state {shlex.quote(state_dir)}"
 
@@ -47,10 +47,10 @@ def localstack_up_args(setup: Setup) -> str:
 
 def localstack_over_ssh(host: Host, name: str, state_dir: str, setup: Setup, stack: ExitStack, attach: bool) -> str:
     """Start (or, on --resume, re-attach to) the stack; `down` is registered on `stack`. Returns main's URL."""
-    stack.callback(lambda: host.run(_localstack("down", state_dir), timeout_s=180))
+    stack.callback(lambda: host.run(localstack_command("down", state_dir), timeout_s=180))
     if attach:
-        return parse_state_main_url(host.run(_localstack("status", state_dir), timeout_s=60).stdout, name)
-    out = host.run(f"{_localstack('up', state_dir)} {localstack_up_args(setup)}", timeout_s=900).stdout
+        return parse_state_main_url(host.run(localstack_command("status", state_dir), timeout_s=60).stdout, name)
+    out = host.run(f"{localstack_command('up', state_dir)} {localstack_up_args(setup)}", timeout_s=900).stdout
     return parse_state_main_url(out, name)
 
 

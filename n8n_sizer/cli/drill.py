@@ -66,7 +66,7 @@ def drill(
     fleet = stack is not None or inventory is not None
     if local and (fleet or target):
         raise InputError("--local and --inventory/--stack/--target name two targets; pick one")
-    if fleet and stack is not None and inventory is not None:
+    if stack is not None and inventory is not None:
         raise InputError("--stack and --inventory both name the fleet; pick one")
     if fleet and not target:
         raise InputError("--target is missing; name the inventory's queue-mode host to drill, e.g. --target cx33-queue-2w")

@@ -2,7 +2,7 @@
 local stack (the tests' sshd). n8n's API and webhooks are reached through an SSH tunnel to main's port,
 since 5678 is open only to the load generator; everything else is a command on the host.
 
-    with remote_drill_stack(host, "compose", setup) as ctx:
+    with remote_drill_stack("cx33-queue-2w", SshHost(...), "compose", setup, login_file=...) as ctx:
         run_drill("kill-worker", ctx, Path("results"))
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shlex
 import signal as signals
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -22,7 +21,7 @@ from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.bench.drills.common import DrillContext, DrillFailed, wait_for
 from n8n_sizer.bench.drills.targets import DrillTarget, FetchedLogMark, LogMark
 from n8n_sizer.bench.hosts import Host, HostError, SshHost
-from n8n_sizer.bench.stackup import StackKind, localstack_up_args
+from n8n_sizer.bench.stackup import StackKind, localstack_command, localstack_up_args, wait_compose_stack
 
 TUNNEL_HOST = "127.0.0.1"
 
@@ -30,11 +29,10 @@ TUNNEL_HOST = "127.0.0.1"
 class SshLocalstackTarget(DrillTarget):
     """A stack that `python -m n8n_sizer.bench.localstack` runs on the host; one command per action."""
 
-    def __init__(self, name: str, host: Host, setup: Setup, state_dir: str, extra_env: dict[str, str] | None = None,
-                 python: str = sys.executable) -> None:
+    def __init__(self, name: str, host: Host, setup: Setup, state_dir: str,
+                 extra_env: dict[str, str] | None = None) -> None:
         self.name, self.host, self.setup, self.state_dir = name, host, setup, state_dir
         self.extra_env = dict(extra_env or {})
-        self.python = python  # the interpreter running the drills: the same package and pins on the loopback host
         self.state: dict[str, Any] = {}
         self.main_url = ""
         self._main_port: int | None = None
@@ -42,8 +40,7 @@ class SshLocalstackTarget(DrillTarget):
     # --- the stack's life ---------------------------------------------------------------------------
 
     def _cli(self, command: str, *args: str, timeout_s: float = 120.0, check: bool = True) -> dict:
-        line = (f"{shlex.quote(self.python)} -m n8n_sizer.bench.localstack {command} "
-                f"--state {shlex.quote(self.state_dir)} {' '.join(shlex.quote(a) for a in args)}")
+        line = f"{localstack_command(command, self.state_dir)} {' '.join(shlex.quote(a) for a in args)}"
         res = self.host.run(line, timeout_s=timeout_s, check=check)
         start = res.stdout.find("{")
         try:
@@ -60,7 +57,9 @@ class SshLocalstackTarget(DrillTarget):
         self.main_url = _tunnel(self.host, self._main_port, tunnels)
 
     def down(self) -> None:
-        self._cli("down", timeout_s=180)
+        """Stop the stack by its state file's PIDs; nothing to do when `up` failed before writing one."""
+        if self.host.run(f"test -f {shlex.quote(self.state_dir)}/state.json", timeout_s=30, check=False).exit_code == 0:
+            self._cli("down", timeout_s=180)
 
     def _refresh(self) -> None:
         self.state = self._cli("status", check=False)
@@ -130,9 +129,7 @@ class SshLocalstackTarget(DrillTarget):
 
 # The compose stack's services (templates/compose.yml.j2) by the drills' process names.
 def compose_service(name: str) -> str:
-    if name in ("main", "redis", "postgres"):
-        return f"n8n-{name}"
-    if name.startswith("worker-") and name[7:].isdigit():
+    if name in ("main", "redis", "postgres") or (name.startswith("worker-") and name[7:].isdigit()):
         return f"n8n-{name}"
     raise DrillFailed(f"no compose service for process {name!r}")
 
@@ -289,7 +286,6 @@ def remote_drill_stack(name: str, host: Host, kind: StackKind, setup: Setup, log
     (with `extra_env`) and stopped after them."""
     from n8n_sizer.bench.n8n_api import set_up_instance
     from n8n_sizer.bench.n8n_link import saved_or_new_session
-    from n8n_sizer.bench.stackup import wait_compose_stack
 
     require_drillable(name, setup)
     with ExitStack() as stack:
