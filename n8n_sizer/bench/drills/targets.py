@@ -134,9 +134,6 @@ class DrillTarget(ABC):
         """(variant, environment) under which wrong-key starts worker-2 with another key."""
         return [("own folder", {})]
 
-    def close(self) -> None:
-        return None
-
     # conveniences the drills read better with
     def kill_worker(self, index: int) -> None:
         self.signal(f"worker-{index}", signals.SIGKILL)
