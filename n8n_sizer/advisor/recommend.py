@@ -86,6 +86,7 @@ class Recommendation(_Frozen):
     postgres_connections: int
     max_connections: int
     redis: list[str]
+    queue_keep_last: int | None = None  # N8N_EXECUTIONS_QUEUE_KEEP_LAST_COMPLETED and _FAILED, queue mode only
     capacity_per_s: Interval
     headroom: float  # capacity mid / rate - 1
     feasible: bool
@@ -271,6 +272,7 @@ class Advisor:
             db_pool_size=setup.db_pool_size, postgres_connections=postgres_connections(setup),
             max_connections=recommended_max_connections(setup),
             redis=list(settings.REDIS_SETTINGS) if setup.mode == "queue" else [],
+            queue_keep_last=settings.QUEUE_KEEP_LAST_JOBS if setup.mode == "queue" else None,
             capacity_per_s=Interval(low=low, mid=mid, high=high), headroom=mid / req.rps - 1.0, feasible=carries,
             cpu_utilisation=min(self.model.cpu_utilisation_at(profile, setup, host, min(req.rps, mid)), 1.0),
             p95_ms=choice.p95 if carries else None, bound=choice.bound, ram_idle_mb=ram_idle, ram_peak_mb=ram_peak,

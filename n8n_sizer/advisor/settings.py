@@ -65,6 +65,25 @@ def db_pool_size() -> int:
     return DEFAULT_DB_POOL_SIZE
 
 
+# N8N_EXECUTIONS_QUEUE_KEEP_LAST_COMPLETED / _FAILED in queue mode (n8n's default is 0).
+QUEUE_KEEP_LAST_JOBS = 1000
+QUEUE_KEEP_LAST_ENV = ("N8N_EXECUTIONS_QUEUE_KEEP_LAST_COMPLETED", "N8N_EXECUTIONS_QUEUE_KEEP_LAST_FAILED")
+
+
+def queue_keep_last_env() -> dict[str, str]:
+    """Keep the last 1,000 finished Bull jobs instead of n8n's 0, so main cannot wait forever on a fast job.
+
+    With 0, Bull deletes a job the moment a worker finishes it. Main waits for the job with Bull's
+    `job.finished()`: it asks Redis whether the job is in the completed set, and if not, listens for the
+    completion event. A job that finishes between main enqueuing it and asking is already gone from the
+    set, its event already passed, and the webhook never answers. benchmarks/queue_webhook_hang.py, with
+    main's core contended: 11 of 7,970 light webhooks hung with 0, none of 9,922 with 1,000. A kept job
+    answers the question at once; Bull's 5 s re-check covers up to 1,000 / 5 s = 200 jobs/s. Redis holds
+    about 2.8 KB per kept job (1,000 jobs: 3.5 MB used in all).
+    """
+    return {name: str(QUEUE_KEEP_LAST_JOBS) for name in QUEUE_KEEP_LAST_ENV}
+
+
 REDIS_SETTINGS = (
     "--appendonly yes --appendfsync everysec  (seed 000: 20 of 20 waiting jobs survived a SIGKILL; without AOF all 20 crashed)",
     "--maxmemory-policy noeviction  (Bull keeps jobs in ordinary keys; an evicting policy can delete them silently)",

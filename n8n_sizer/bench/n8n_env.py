@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from n8n_sizer.advisor.settings import queue_keep_last_env
 from n8n_sizer.advisor.setup import Setup
 
 # Each of these made n8n reach a host on the internet (or would): telemetry, update checks, template and
@@ -124,6 +125,7 @@ def n8n_env(setup: Setup, *, role: str, ports: N8nPorts, user_folder: Path, secr
             "QUEUE_BULL_REDIS_HOST": "127.0.0.1",
             "QUEUE_BULL_REDIS_PORT": str(redis_port),
             "QUEUE_BULL_REDIS_PASSWORD": secrets.redis_password,
+            **queue_keep_last_env(),  # as the rendered stacks do: main never waits forever on a fast job
         })
         if role == "main":
             # As the rendered compose stacks do: main's /metrics carries the Bull queue gauges (seed 000).

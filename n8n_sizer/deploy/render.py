@@ -15,6 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer import versions
+from n8n_sizer.advisor import settings
 from n8n_sizer.advisor.setup import (
     CONNECTION_HEADROOM,
     DEFAULT_GRACEFUL_SHUTDOWN_S,
@@ -169,6 +170,7 @@ def render_bundle(setup: Setup, secrets: StackSecrets, *, profile: str = "bench"
         stop_grace_s=stop_grace_s,
         max_connections=max_conn,
         pool_arithmetic=pool_arithmetic(setup) if setup.db == "postgres" else "",
+        queue_keep_last=settings.queue_keep_last_env(),
     )
     if public_url is None:
         public_url = f"https://{domain}/" if profile == "production" else BENCH_PUBLIC_URL

@@ -27,6 +27,7 @@ import pytest
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.bench import localstack, services
+from n8n_sizer.bench.drills.common import redis_command
 from n8n_sizer.bench.localstack import LocalStack, StackOptions
 from n8n_sizer.bench.n8n_api import ExecutionCounts, N8nApiError, N8nClient
 from n8n_sizer.bench.services import ServiceError
@@ -79,6 +80,10 @@ def test_queue_worker_runs_code_heavy(queue_stack):
         assert wait_counts(client, workflow_id, 2).by_status == {"success": 2}
     # The worker executed them, not main: its log names the jobs.
     assert "Worker started execution" in queue_stack.stack.log_tail("worker-1", 200)
+    # n8n read N8N_EXECUTIONS_QUEUE_KEEP_LAST_COMPLETED: Bull kept the finished jobs (n8n's 0 deletes
+    # them at once, and main can then wait forever on a fast one; advisor/settings.py).
+    stack = queue_stack.stack
+    assert redis_command(stack.redis_port, stack.secrets.redis_password, "ZCARD", "bull:jobs:completed") >= 2
 
 
 def test_api_errors_name_url_status_and_body(regular_stack):

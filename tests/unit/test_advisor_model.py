@@ -83,7 +83,7 @@ def test_utilisation_law_two_to_four_doubles_four_to_eight_flattens(fitted):
 def test_code_heavy_5_rps_on_4_vcpu_stays_in_regular_mode(advisor):
     rec = advisor.recommend(Request(rps=5, vcpu=4, profile=CODE_HEAVY))
     assert rec.mode in ("regular", "regular-limit") and rec.workers == 0 and rec.feasible
-    assert rec.redis == []
+    assert rec.redis == [] and rec.queue_keep_last is None
     assert rec.ram_idle_mb < advisor.ram.idle_mb(Setup(mode="queue", workers=2))
 
 
@@ -91,6 +91,7 @@ def test_code_heavy_5_rps_on_4_vcpu_stays_in_regular_mode(advisor):
 def test_code_heavy_20_to_50_rps_on_4_vcpu_is_queue_2_workers_and_not_sustainable(advisor, rps):
     rec = advisor.recommend(Request(rps=rps, vcpu=4, profile=CODE_HEAVY))
     assert (rec.mode, rec.workers, rec.concurrency) == ("queue", 2, 10)
+    assert rec.queue_keep_last == 1000
     assert not rec.feasible
     assert 7.5 <= rec.capacity_per_s.mid <= 10.0  # seed 000: 8.7/s (519/min)
     assert any("More cores, not more workers" in w for w in rec.warnings)
@@ -171,3 +172,4 @@ def test_p95_below_capacity_tracks_seed_000_at_5_rps(fitted):
     by = {c.id: c for c in checks}
     # one runner near saturation waits; two workers with spare cores do not (seed 000: 2.6 s vs 1.0 s)
     assert by["s000-regular-r5"].predicted_p95_ms > 2 * by["s000-queue-2w-r5"].predicted_p95_ms
+

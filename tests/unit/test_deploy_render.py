@@ -168,6 +168,10 @@ def test_queue_stack_follows_seed_000() -> None:
     assert "--appendonly yes --appendfsync everysec --maxmemory-policy noeviction" in redis
     assert "--requirepass ${REDIS_PASSWORD}" in redis
     main_env = services["n8n-main"]["environment"]
+    for name in ("n8n-main", "n8n-worker-1", "n8n-worker-2"):  # Bull keeps finished jobs (advisor/settings.py)
+        env = services[name]["environment"]
+        assert env["N8N_EXECUTIONS_QUEUE_KEEP_LAST_COMPLETED"] == env["N8N_EXECUTIONS_QUEUE_KEEP_LAST_FAILED"] == "1000"
+    assert "N8N_EXECUTIONS_QUEUE_KEEP_LAST_COMPLETED" not in _bundle("regular-postgres-limit").compose
     assert main_env["N8N_METRICS_INCLUDE_QUEUE_METRICS"] == "true"
     assert main_env["OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS"] == "true"
     assert main_env["EXECUTIONS_DATA_PRUNE"] == "true"

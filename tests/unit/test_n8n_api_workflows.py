@@ -68,6 +68,8 @@ def test_worker_env_has_its_own_ports_queue_settings_and_nothing_that_calls_out(
     assert env["DB_POSTGRESDB_POOL_SIZE"] == "4" and env["N8N_CONCURRENCY_PRODUCTION_LIMIT"] == "3"
     assert env["QUEUE_BULL_REDIS_PASSWORD"] == "redis-pw" and env["N8N_ENCRYPTION_KEY"] == SECRETS.encryption_key
     assert env["EXECUTIONS_DATA_PRUNE"] == "false"  # the ledger counts every execution after a run
+    # Bull keeps finished jobs so main never waits forever on a fast one (advisor/settings.py)
+    assert env["N8N_EXECUTIONS_QUEUE_KEEP_LAST_COMPLETED"] == env["N8N_EXECUTIONS_QUEUE_KEEP_LAST_FAILED"] == "1000"
     assert all(env[key] == value for key, value in OUTBOUND_OFF.items())
     assert env["N8N_LISTEN_ADDRESS"] == env["N8N_RUNNERS_BROKER_LISTEN_ADDRESS"] == env["QUEUE_BULL_REDIS_HOST"] == "127.0.0.1"
     assert n8n_argv(Path("/n/node"), Path("/n/n8n"), setup, "worker")[-2:] == ["worker", "--concurrency=7"]
@@ -78,6 +80,7 @@ def test_regular_sqlite_env_has_no_queue_or_postgres(tmp_path):
                   user_folder=tmp_path, secrets=SECRETS, postgres_port=None, redis_port=None, path="/bin",
                   home="/root", extra={"N8N_LOG_LEVEL": "debug"})
     assert env["DB_TYPE"] == "sqlite" and "EXECUTIONS_MODE" not in env and "DB_POSTGRESDB_HOST" not in env
+    assert not any(key.startswith("N8N_EXECUTIONS_QUEUE_") for key in env)
     assert env["N8N_CONCURRENCY_PRODUCTION_LIMIT"] == "-1" and env["N8N_LOG_LEVEL"] == "debug"
 
 
