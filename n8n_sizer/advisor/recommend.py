@@ -25,7 +25,7 @@ from n8n_sizer.advisor.catalog import ServerSize, sizes_for
 from n8n_sizer.advisor.fit import FittedModel, profile_of
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.ram import RamModel
-from n8n_sizer.advisor.setup import Setup, postgres_connections, recommended_max_connections
+from n8n_sizer.advisor.setup import MAX_WORKERS, Setup, postgres_connections, recommended_max_connections
 from n8n_sizer.advisor.usl import UslModel
 from n8n_sizer.advisor.validate import describe_setup
 from n8n_sizer.errors import InputError
@@ -183,9 +183,10 @@ class Advisor:
 
     def _queue_options(self, profile: WorkflowProfile, host: HostShape, rate: float,
                        p95_target: float | None) -> tuple[list[_Candidate], _Candidate]:
-        """Queue candidates with 1..2V workers, and the one with the most capacity that does not add a
-        worker the model cannot tell apart from noise (mid below the best candidate's interval low end)."""
-        max_workers = max(2, 2 * math.ceil(host.vcpu))
+        """Queue candidates with 1..2V workers (at most MAX_WORKERS), and the one with the most capacity that
+        does not add a worker the model cannot tell apart from noise (mid below the best candidate's interval
+        low end)."""
+        max_workers = min(MAX_WORKERS, max(2, 2 * math.ceil(host.vcpu)))
         queue = [self._candidate(profile, host, "queue", w, rate) for w in range(1, max_workers + 1)]
         best = max(queue, key=lambda c: c.mid)
         low, _, _ = self.fitted.throughput_interval(profile, best.setup, host)

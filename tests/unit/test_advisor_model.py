@@ -173,3 +173,10 @@ def test_p95_below_capacity_tracks_seed_000_at_5_rps(fitted):
     # one runner near saturation waits; two workers with spare cores do not (seed 000: 2.6 s vs 1.0 s)
     assert by["s000-regular-r5"].predicted_p95_ms > 2 * by["s000-queue-2w-r5"].predicted_p95_ms
 
+
+def test_many_vcpus_search_no_more_workers_than_a_setup_takes(advisor):
+    """2 x vCPU worker candidates would pass MAX_WORKERS from 33 vCPUs on; the search stops there."""
+    from n8n_sizer.advisor.setup import MAX_WORKERS
+
+    rec = advisor.recommend(Request(rps=250, vcpu=48, profile=LIGHT))
+    assert rec.workers <= MAX_WORKERS and rec.capacity_per_s.mid > 0
