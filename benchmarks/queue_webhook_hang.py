@@ -9,10 +9,11 @@ For each retention value this starts the local queue stack (1 worker, Postgres, 
 workflow and sends webhooks one after another for --seconds. To make main late more often, as a busy
 server does, it pins main (and its runner) to core 0, everything else to core 1, and runs --burners
 busy loops on core 0 (nice -5). It prints per value: answered, hung (no answer within --timeout s), the
-executions n8n stored by status (a hung request whose execution succeeded shows as one success more than
-answered) and latency p50/p99/max.
+executions the public API lists by status (it leaves a hung one out: main still counts it as running)
+and latency p50/p99/max.
 
 Run: .venv/bin/python benchmarks/queue_webhook_hang.py [--seconds 240] [--burners 3] [--timeout 12]
+(the README's figures: --seconds 600)
 No asserts: it prints figures. Needs 2 cores for the pinning; the burners and stacks are stopped by PID.
 """
 
@@ -103,7 +104,7 @@ def measure(keep_last: str, seconds: float, burners: int, timeout_s: float) -> N
               f"keep last {keep_last:>5}: {sent:,} sent, {len(latencies):,} answered, 0 hung", end="")
         print(f"; p50 {q[49] * 1000:.0f} ms, p99 {q[98] * 1000:.0f} ms, max {max(latencies):.2f} s"
               f"{'' if pinned else '  (one core: not pinned, no burners)'}")
-        print(f"    n8n stored {stored.total:,} executions: {stored.by_status}"
+        print(f"    the API lists {stored.total:,} executions: {stored.by_status}"
               f"{'; hung requests: ' + ', '.join(map(str, hung)) if hung else ''}")
     finally:
         stop_burners(running)

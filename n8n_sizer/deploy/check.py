@@ -196,6 +196,7 @@ RULES: dict[str, Callable[[ComposeFile, CheckContext], RuleResult]] = {
     "worker-concurrency": n8n.rule_worker_concurrency,
     "workers-vs-cores": n8n.rule_workers_vs_cores,
     "binary-data": n8n.rule_binary_data,
+    "queue-retention": n8n.rule_queue_retention,
     "pruning": n8n.rule_pruning,
     "shutdown-timeout": n8n.rule_shutdown_timeout,
     "metrics-public": rule_metrics_public,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from n8n_sizer.advisor.settings import QUEUE_KEEP_LAST_ENV, QUEUE_KEEP_LAST_JOBS
 from n8n_sizer.advisor.setup import DEFAULT_GRACEFUL_SHUTDOWN_S, DEFAULT_WORKER_CONCURRENCY
 from n8n_sizer.deploy.composefile import ComposeFile, Service, image_base
 from n8n_sizer.deploy.rule import CheckContext, RuleResult, as_int, fail, na, names, ok
@@ -158,6 +159,21 @@ def rule_binary_data(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
                     "or mount one shared volume at the storage path on every n8n service")
     return ok("binary-data", f"filesystem binary data on one shared volume ({next(iter(sources.values()))})")
 
+
+def rule_queue_retention(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
+    """n8n's default 0 lets main miss a fast job's end: that webhook never answers (advisor/settings.py)."""
+    if not cf.queue_mode:
+        return na("queue-retention", "regular mode: no Bull queue")
+    enqueuers = cf.by_role("main", "webhook")
+    if not enqueuers:
+        return na("queue-retention", "no main or webhook service")
+    short = [f"{s.name} {name}={s.env.get(name, '0 (unset)')}"
+             for s in enqueuers for name in QUEUE_KEEP_LAST_ENV if (as_int(s.env.get(name)) or 0) < 1]
+    if short:
+        return fail("queue-retention", f"{', '.join(short)}: Bull deletes a finished job at once, and a webhook "
+                    "whose job ends before main looks for it never answers (11 of 7,970 in n8n-sizer's benchmark)",
+                    f"set {' and '.join(QUEUE_KEEP_LAST_ENV)} to {QUEUE_KEEP_LAST_JOBS} on every n8n service")
+    return ok("queue-retention", f"Bull keeps finished jobs ({names(enqueuers)})")
 
 def rule_pruning(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     mains = cf.by_role("main")
