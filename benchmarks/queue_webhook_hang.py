@@ -99,10 +99,9 @@ def measure(keep_last: str, seconds: float, burners: int, timeout_s: float) -> N
             stored = client.count_executions(workflow_id)
         sent = len(latencies) + len(hung)
         q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
-        print(f"keep last {keep_last:>5}: {sent:,} sent, {len(latencies):,} answered, {len(hung)} hung "
-              f"(1 in {sent // len(hung):,})" if hung else
-              f"keep last {keep_last:>5}: {sent:,} sent, {len(latencies):,} answered, 0 hung", end="")
-        print(f"; p50 {q[49] * 1000:.0f} ms, p99 {q[98] * 1000:.0f} ms, max {max(latencies):.2f} s"
+        one_in = f" (1 in {sent // len(hung):,})" if hung else ""
+        print(f"keep last {keep_last:>5}: {sent:,} sent, {len(latencies):,} answered, {len(hung)} hung{one_in}; "
+              f"p50 {q[49] * 1000:.0f} ms, p99 {q[98] * 1000:.0f} ms, max {max(latencies):.2f} s"
               f"{'' if pinned else '  (one core: not pinned, no burners)'}")
         print(f"    the API lists {stored.total:,} executions: {stored.by_status}"
               f"{'; hung requests: ' + ', '.join(map(str, hung)) if hung else ''}")

@@ -175,6 +175,7 @@ def rule_queue_retention(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
                     f"set {' and '.join(QUEUE_KEEP_LAST_ENV)} to {QUEUE_KEEP_LAST_JOBS} on every n8n service")
     return ok("queue-retention", f"Bull keeps finished jobs ({names(enqueuers)})")
 
+
 def rule_pruning(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     mains = cf.by_role("main")
     if not mains:
