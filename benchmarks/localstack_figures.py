@@ -50,10 +50,7 @@ def rss_mib(pid: int) -> float:
 
 def print_rss(stack: LocalStack) -> None:
     for name, proc in stack.processes.items():
-        pids = [proc.pid] + [p for p in services.group_pids(proc.pid) if p != proc.pid]
-        if name == "postgres":  # backends run in sessions of their own: find them by parent
-            out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(proc.pid)], capture_output=True, text=True)
-            pids = [proc.pid] + [int(p) for p in out.stdout.split()]
+        pids = services.family_pids(proc.pid)  # n8n with its runner, Postgres with its backends
         parts = [f"{rss_mib(pid):.0f}" for pid in pids]
         print(f"    {name:9s} {sum(rss_mib(pid) for pid in pids):7.0f} MiB  (per process: {' + '.join(parts)})")
 

@@ -42,11 +42,7 @@ def pin(stack: LocalStack) -> bool:
     if len(os.sched_getaffinity(0)) < 2:
         return False
     for name, proc in stack.processes.items():
-        pids = {proc.pid, *services.group_pids(proc.pid)}
-        if name == "postgres":
-            out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(proc.pid)], capture_output=True, text=True)
-            pids |= {int(p) for p in out.stdout.split()}
-        for pid in pids:
+        for pid in services.family_pids(proc.pid):  # n8n with its runner, Postgres with its backends
             subprocess.run(["taskset", "-acp", "0" if name == "main" else "1", str(pid)], capture_output=True)
     return True
 

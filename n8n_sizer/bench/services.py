@@ -16,7 +16,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -68,17 +68,27 @@ def is_running(proc: RunningProcess) -> bool:
     return process_start_ticks(proc.pid) == proc.start_ticks
 
 
-def group_pids(pgid: int) -> list[int]:
-    """Live processes in process group `pgid` (the leader and its children such as task runners)."""
-    found = []
+def _live_processes() -> Iterator[tuple[int, int, int]]:
+    """(pid, parent pid, process group) of every live, non-zombie process."""
     for stat_path in glob.glob("/proc/[0-9]*/stat"):
         try:
             fields = Path(stat_path).read_text().rsplit(")", 1)[1].split()
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            found.append(int(stat_path.split("/")[2]))
-    return found
+        if fields[0] != "Z":
+            yield int(stat_path.split("/")[2]), int(fields[1]), int(fields[2])
+
+
+def group_pids(pgid: int) -> list[int]:
+    """Live processes in process group `pgid` (the leader and its children such as task runners)."""
+    return [pid for pid, _, group in _live_processes() if group == pgid]
+
+
+def family_pids(pid: int) -> list[int]:
+    """`pid` first, then its process group and its direct children outside it (Postgres' backends run in
+    sessions of their own)."""
+    return [pid] + [other for other, parent, group in _live_processes()
+                    if other != pid and (group == pid or parent == pid)]
 
 
 def spawn(name: str, argv: list[str], env: dict[str, str], log_path: Path, port: int, *,

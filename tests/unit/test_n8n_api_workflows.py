@@ -115,6 +115,24 @@ def test_stop_takes_the_whole_group_and_a_reused_pid_is_never_hit(tmp_path):
     assert services.signal_process(other, signal.SIGTERM) is False
 
 
+
+def test_family_finds_the_group_and_children_in_sessions_of_their_own(tmp_path):
+    # One child in the leader's group (like a task runner), one in a session of its own (like a Postgres backend).
+    script = "sleep 30 & setsid sleep 30 & wait"
+    proc = services.spawn("family", ["sh", "-c", script], {"PATH": "/usr/bin:/bin"}, tmp_path / "f.log", 0)
+    try:
+        deadline = time.monotonic() + 10
+        while len(services.family_pids(proc.pid)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        family, group = services.family_pids(proc.pid), services.group_pids(proc.pid)
+        assert family[0] == proc.pid and len(family) == 3 and len(group) == 2
+        assert set(group) < set(family)  # the setsid child is the one the group misses
+    finally:
+        # the setsid child has a session of its own, which stop_process does not reach: stop it by PID first
+        for outsider in set(services.family_pids(proc.pid)) - set(services.group_pids(proc.pid)):
+            os.kill(outsider, signal.SIGKILL)
+        services.stop_process(proc, timeout_s=2)
+
 @pytest.mark.parametrize(("args", "message"), [
     (["up", "--mode", "queue", "--workers", "0"], "--mode/--workers/--db: queue mode needs at least one worker"),
     (["up", "--concurrency", "0"], "--concurrency: Input should be greater than or equal to 1"),
