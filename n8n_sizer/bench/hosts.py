@@ -10,6 +10,7 @@ means the run lost sight of the target, and the caller decides (stop, keep resul
 
 from __future__ import annotations
 
+import logging
 import shlex
 import shutil
 import socket
@@ -24,6 +25,12 @@ from pydantic import BaseModel, ConfigDict
 from n8n_sizer.errors import InputError
 
 STDERR_TAIL_CHARS = 400
+
+# Paramiko logs a dropped connection ("Socket exception: Connection reset by peer") from its transport
+# thread. With no handler anywhere, Python's last-resort handler printed it to stderr beside the CLI's own
+# one-line HostError. A NullHandler ends that fallback; records still propagate to handlers an
+# application installs.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 class CommandResult(BaseModel):
