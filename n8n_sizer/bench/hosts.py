@@ -22,7 +22,7 @@ from typing import Iterator, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from n8n_sizer.errors import InputError
+from n8n_sizer.errors import InputError, RemoteError
 
 STDERR_TAIL_CHARS = 400
 
@@ -46,7 +46,7 @@ class CommandResult(BaseModel):
     duration_s: float
 
 
-class HostError(InputError):
+class HostError(RemoteError):
     """A command failed, timed out, or the host could not be reached. The message is one line."""
 
 

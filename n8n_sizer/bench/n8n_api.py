@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from n8n_sizer.errors import InputError
+from n8n_sizer.errors import InputError, RemoteError
 
 WORKFLOW_TEMPLATES = ("light", "code-heavy", "long-wait", "binary-read")
 # The public API's largest page (n8n caps `limit` at 250).
@@ -32,7 +32,7 @@ PAGE_LIMIT = 250
 WORKFLOW_CREATE_FIELDS = ("name", "nodes", "connections", "settings", "staticData")
 
 
-class N8nApiError(RuntimeError):
+class N8nApiError(RemoteError):
     """An n8n HTTP call failed: the message says method, URL, status and a body snippet."""
 
     def __init__(self, method: str, url: str, status: int | None, body: str) -> None:

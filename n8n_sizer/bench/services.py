@@ -21,10 +21,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from n8n_sizer.errors import InputError
+from n8n_sizer.errors import InputError, RemoteError
 
 
-class ServiceError(RuntimeError):
+class ServiceError(RemoteError):
     """A local service did not start or stop; the message names it and quotes its log."""
 
 

@@ -24,7 +24,7 @@ from n8n_sizer.bench.results import RunStore, new_run_id
 from n8n_sizer.bench.run import BenchJob, Progress, Target, run_bench
 from n8n_sizer.bench.stackup import stack_kind_for
 from n8n_sizer.bench.workflow import BenchWorkflow, load_workflow
-from n8n_sizer.errors import InputError
+from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer import versions
 
 
@@ -155,7 +155,7 @@ def _run(store: RunStore, req: BenchRequest, flow: BenchWorkflow, targets: list[
                                      find_max=req.find_max))
         if req.soak:
             _soak_tables(store)
-    except InputError as exc:
+    except (InputError, RemoteError) as exc:
         msg = str(exc).replace("--resume RUN", f"--resume {store.run_id}")
         if f"--resume {store.run_id}" not in msg:
             msg += f" (results so far kept in {store.folder})"

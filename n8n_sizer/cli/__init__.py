@@ -1,7 +1,8 @@
 """The typer app: each room's commands live in their own module here and only parse, call and format.
 
 `main()` runs the app so that every usage error, `InputError` or validation error becomes one line on
-stderr and exit code 2, with no traceback.
+stderr and exit code 2, and every `RemoteError` (a host, provider, service or n8n that failed) one line and
+exit code 1, with no traceback.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ _drill.register(app)
 def _run(command, prog_name: str, args: list[str] | None = None) -> None:
     from pydantic import ValidationError
 
-    from n8n_sizer.errors import InputError
+    from n8n_sizer.errors import EXIT_INPUT, EXIT_REMOTE, InputError, RemoteError
 
     try:
         rv = command.main(args=args, prog_name=prog_name, standalone_mode=False)
@@ -53,7 +54,10 @@ def _run(command, prog_name: str, args: list[str] | None = None) -> None:
         sys.exit(2)
     except InputError as exc:
         print(f"{prog_name}: {exc}".replace("\n", " "), file=sys.stderr)
-        sys.exit(2)
+        sys.exit(EXIT_INPUT)
+    except RemoteError as exc:
+        print(f"{prog_name}: {exc}".replace("\n", " "), file=sys.stderr)
+        sys.exit(EXIT_REMOTE)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "input"

@@ -13,7 +13,7 @@ from typing import Any, Callable, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict
 
-from n8n_sizer.errors import InputError
+from n8n_sizer.errors import InputError, RemoteError
 
 DEFAULT_ATTEMPTS = 6
 DEFAULT_BACKOFF_S = 0.5
@@ -21,7 +21,7 @@ MAX_BACKOFF_S = 30.0
 TIMEOUT_S = 30.0
 
 
-class ProviderApiError(InputError):
+class ProviderApiError(RemoteError):
     """A provider API call failed for good (after retries, or with a 4xx that retrying cannot fix)."""
 
     def __init__(self, message: str, status: int | None = None, code: str | None = None) -> None:

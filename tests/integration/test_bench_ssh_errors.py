@@ -21,13 +21,13 @@ def _bench(inv_path, key, port, out):
 
 
 @pytest.mark.parametrize("case", ["wrong-key", "unreachable"])
-def test_unusable_host_is_one_line_exit_2(sshd, tmp_path, case):  # noqa: F811
+def test_unusable_host_is_one_line_exit_1(sshd, tmp_path, case):  # noqa: F811
     inv = tmp_path / "inventory.json"
     inv.write_text(json.dumps(inventory(sshd, {"t1": {"mode": "regular", "workers": 0}})))
     key = sshd.wrong_key if case == "wrong-key" else sshd.client_key
     port = sshd.port if case == "wrong-key" else free_port()
     res = _bench(inv, key, port, tmp_path / "results")
     err = res.stderr.strip()
-    assert res.returncode == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert res.returncode == 1 and len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert "t1:" in err and ("refused" in err if case == "wrong-key" else "cannot connect" in err), err
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())

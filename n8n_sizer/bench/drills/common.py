@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from n8n_sizer.bench.drills.targets import LOG_LINE_CHARS, DrillTarget, LogMark
 from n8n_sizer.bench.n8n_api import N8nClient, N8nSession, load_workflow, webhook_path
 from n8n_sizer.bench.records import RequestRecord
+from n8n_sizer.errors import RemoteError
 
 # Statuses after which n8n no longer touches an execution.
 FINAL_STATUSES = ("success", "error", "crashed", "canceled")
@@ -62,7 +63,7 @@ def check(observation: str, expected: str, matches: bool, why: str = "") -> Dril
     return DrillCheck(observation=observation, expected=expected, matches=matches, verdict=verdict)
 
 
-class DrillFailed(RuntimeError):
+class DrillFailed(RemoteError):
     """The drill could not set its situation up or observe it (not a finding about n8n)."""
 
 
