@@ -75,8 +75,8 @@ async def _drive(url: str, rate: float, seconds: float):
     import time as _time
     from pathlib import Path
 
-    from n8n_sizer.bench.records import RunManifest
-    from n8n_sizer.bench.results import RunStore
+    from n8n_sizer.runs.records import RunManifest
+    from n8n_sizer.runs.store import RunStore
 
     records = []
     # The sink a real run uses: each record serialised and appended (flushed) to requests.jsonl.

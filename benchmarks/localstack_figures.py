@@ -23,10 +23,10 @@ from pathlib import Path
 import httpx
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.bench import services
-from n8n_sizer.bench.install_n8n import install_n8n
-from n8n_sizer.bench.localstack import LocalStack
-from n8n_sizer.bench.n8n_api import deploy_workflow, load_workflow, set_up_instance
+from n8n_sizer.localstack import services
+from n8n_sizer.localstack.install import install_n8n
+from n8n_sizer.localstack.stack import LocalStack
+from n8n_sizer.n8n.client import deploy_workflow, load_workflow, set_up_instance
 
 LOOP_JS = """
 let samples = [];

@@ -31,10 +31,10 @@ from rich.progress import Progress
 
 from n8n_sizer.advisor.settings import QUEUE_KEEP_LAST_ENV
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.bench import services
-from n8n_sizer.bench.localstack import LocalStack
-from n8n_sizer.bench.stack_state import StackOptions
-from n8n_sizer.bench.n8n_api import deploy_workflow, load_workflow, set_up_instance, with_webhook_path
+from n8n_sizer.localstack import services
+from n8n_sizer.localstack.stack import LocalStack
+from n8n_sizer.localstack.state import StackOptions
+from n8n_sizer.n8n.client import deploy_workflow, load_workflow, set_up_instance, with_webhook_path
 
 
 def pin(stack: LocalStack) -> bool:

@@ -15,9 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from n8n_sizer.bench.records import RequestRecord, RunManifest, Sample
-from n8n_sizer.bench.report import build_report
-from n8n_sizer.bench.results import RunStore
+from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample
+from n8n_sizer.report.build import build_report
+from n8n_sizer.runs.store import RunStore
 
 T0 = 1_796_000_000.0
 

@@ -18,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from n8n_sizer.bench.hosts import LocalHost
-from n8n_sizer.bench.probes.host import host_probes
-from n8n_sizer.bench.runstats import percentile
-from n8n_sizer.bench.telemetry import Sampler
+from n8n_sizer.hosts.host import LocalHost
+from n8n_sizer.telemetry.probes.host import host_probes
+from n8n_sizer.runs.stats import percentile
+from n8n_sizer.telemetry.sampler import Sampler
 
 
 def main(ticks: int = 30) -> None:

@@ -21,5 +21,5 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test]'
-.venv/bin/python -m n8n_sizer.bench.install_n8n
+.venv/bin/python -m n8n_sizer.localstack.install
 exec .venv/bin/python -m pytest "$@"

@@ -15,10 +15,11 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from n8n_sizer.bench.hosts import Host
-from n8n_sizer.bench.load import BODY_SNIPPET_BYTES, StepOutcome
+from n8n_sizer.hosts.host import Host
+from n8n_sizer.bench.load import BODY_SNIPPET_BYTES
+from n8n_sizer.runs.records import StepTally
 from n8n_sizer.bench.plan import LoadPlan, RateStep
-from n8n_sizer.bench.records import RequestRecord
+from n8n_sizer.runs.records import RequestRecord
 from n8n_sizer.errors import InputError
 from n8n_sizer.versions import K6_IMAGE
 
@@ -116,7 +117,7 @@ def parse_k6_points(text: str, step: str, target: str, seq_start: int) -> list[R
 
 
 def run_k6_step(loadgen: Host, step, url: str, body: bytes, plan: LoadPlan, target: str, run_id: str,
-                seq_start: int) -> tuple[list[RequestRecord], StepOutcome]:
+                seq_start: int) -> tuple[list[RequestRecord], StepTally]:
     """Run one step with k6 on the load generator and bring its per-request records back."""
     workdir = f"/tmp/n8n-sizer-k6/{run_id}/{target}/{step.name}"
     loadgen.run(f"test -f {LOADGEN_READY_MARKER} || {{ echo 'load generator not ready: no "
@@ -130,13 +131,13 @@ def run_k6_step(loadgen: Host, step, url: str, body: bytes, plan: LoadPlan, targ
         loadgen.get(f"{workdir}/requests.json", local)
         records = parse_k6_points(local.read_text(), step.name, target, seq_start)
     if res.exit_code != 0 and not records:
-        from n8n_sizer.bench.hosts import command_error
+        from n8n_sizer.hosts.host import command_error
 
         raise command_error(loadgen.name, "k6 run (docker " + K6_IMAGE + ")", res.exit_code, res.stderr)
     records.sort(key=lambda r: r.seq)
     started = min((r.scheduled_s for r in records), default=0.0)
     finished = max((r.scheduled_s + (r.latency_ms or 0) / 1000.0 for r in records), default=started)
     sent = [r for r in records if r.error_class != "dropped"]
-    outcome = StepOutcome(step=step.name, started_s=started, finished_s=finished, scheduled=len(records),
+    outcome = StepTally(step=step.name, started_s=started, finished_s=finished, scheduled=len(records),
                           sent=len(sent), last_sent_s=max((r.sent_s for r in sent), default=None))
     return records, outcome

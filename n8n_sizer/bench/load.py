@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 from urllib.parse import urlsplit
 
-from n8n_sizer.bench.records import RequestRecord
+from n8n_sizer.runs.records import RequestRecord, StepTally
 from n8n_sizer.errors import InputError
 
 BODY_SNIPPET_BYTES = 300
@@ -172,18 +172,6 @@ class _Clock:
         return mono + self.offset
 
 
-@dataclass
-class StepOutcome:
-    """What a step did, for its summary: counts, the step's start and end (unix seconds)."""
-
-    step: str
-    started_s: float
-    finished_s: float
-    scheduled: int = 0
-    sent: int = 0
-    last_sent_s: float | None = None
-
-
 class _Recorder:
     def __init__(self, step: str, target: str, seq_start: int, sink: Sink | None, clock: _Clock) -> None:
         self.step, self.target, self.seq, self.sink, self.clock = step, target, seq_start, sink, clock
@@ -223,7 +211,7 @@ class _Recorder:
 async def run_open(client: HttpPost, *, rate_per_s: float, duration_s: float, max_in_flight: int, step: str,
                    target: str, seq_start: int = 0, sink: Sink | None = None,
                    should_stop: Callable[[], bool] | None = None,
-                   abort: Callable[[], bool] | None = None, abort_grace_s: float = ABORT_GRACE_S) -> StepOutcome:
+                   abort: Callable[[], bool] | None = None, abort_grace_s: float = ABORT_GRACE_S) -> StepTally:
     """Offer `rate_per_s` for `duration_s` (open model). `should_stop` is polled to end a step early (the
     requests in flight still complete); `abort` also cancels them after a short grace (Ctrl-C)."""
     if rate_per_s <= 0 or duration_s <= 0:
@@ -235,7 +223,7 @@ async def run_open(client: HttpPost, *, rate_per_s: float, duration_s: float, ma
     tasks: set[asyncio.Task] = set()
     start = time.monotonic() + 0.01
     next_check = start
-    out = StepOutcome(step=step, started_s=clock.unix(start), finished_s=0.0)
+    out = StepTally(step=step, started_s=clock.unix(start), finished_s=0.0)
     for i in range(total):
         due = start + i * interval
         delay = due - time.monotonic()
@@ -280,13 +268,13 @@ async def _finish(tasks: set[asyncio.Task], abort: Callable[[], bool] | None, gr
 async def run_closed(client: HttpPost, *, concurrency: int, duration_s: float, step: str, target: str,
                      seq_start: int = 0, sink: Sink | None = None,
                      should_stop: Callable[[], bool] | None = None,
-                     abort: Callable[[], bool] | None = None) -> StepOutcome:
+                     abort: Callable[[], bool] | None = None) -> StepTally:
     """`concurrency` users, each sending its next request when the previous one answered (seed 002's ab)."""
     clock = _Clock()
     rec = _Recorder(step, target, seq_start, sink, clock)
     start = time.monotonic()
     deadline = start + duration_s
-    out = StepOutcome(step=step, started_s=clock.unix(start), finished_s=0.0)
+    out = StepTally(step=step, started_s=clock.unix(start), finished_s=0.0)
 
     async def user() -> None:
         while time.monotonic() < deadline and not (should_stop is not None and should_stop()):

@@ -19,20 +19,21 @@ import threading
 import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.bench import n8n_link
-from n8n_sizer.bench.facts import host_facts
-from n8n_sizer.bench.hosts import ConnectionLost, Host, HostError
-from n8n_sizer.bench.ledger import build_ledger
+from n8n_sizer.n8n import link as n8n_link
+from n8n_sizer.hosts.facts import host_facts
+from n8n_sizer.hosts.host import ConnectionLost, Host, HostError
+from n8n_sizer.runs.ledger import build_ledger
 from n8n_sizer.bench.load import HttpPost, run_closed, run_open
 from n8n_sizer.bench.plan import FindMax, LoadPlan, RateStep
-from n8n_sizer.bench.records import Ledger, Sample
-from n8n_sizer.bench.results import RunStore, summarize_step
-from n8n_sizer.bench.stackup import N8N_PORT, StackKind, localstack_over_ssh, wait_compose_stack
-from n8n_sizer.bench.workflow import BenchWorkflow
+from n8n_sizer.runs.records import Ledger, Sample
+from n8n_sizer.runs.store import RunStore, summarize_step
+from n8n_sizer.stack import open_stack
+from n8n_sizer.stack.bringup import N8N_PORT, StackKind
+from n8n_sizer.stack.handle import StackError, StackHandle
+from n8n_sizer.n8n.workflows import BenchWorkflow
 from n8n_sizer.errors import InputError
 
 PING_EVERY_S = 2.0  # how often a step checks that the SSH connection to its target is still there
@@ -136,8 +137,7 @@ class _TargetRun:
         self.lost = threading.Event()
         self._lost_error: ConnectionLost | None = None
         self._step_done = threading.Event()
-        self.local_stack = None  # LocalStack for telemetry (kind "local")
-        self.state_dir: str | None = None  # localstack state folder (kind "localstack-ssh")
+        self.handle: StackHandle | None = None  # the target's stack, once `start_stack` opened it
 
     def info(self) -> dict:
         return dict(self.store.manifest.hosts.get(self.t.name, {}))
@@ -170,29 +170,20 @@ class _TargetRun:
             self.say("host facts")
             self.save_info(kind=t.kind, setup=t.setup.model_dump(mode="json"),
                            facts=host_facts(t.host).model_dump(mode="json"))
-        if t.kind == "local":
-            from n8n_sizer.bench.localstack import LocalStack, StackOptions
-
-            self.say("starting n8n")
-            from n8n_sizer.bench.services import ServiceError
-
-            local = LocalStack(t.setup, StackOptions(**t.stack_options))
-            stack.callback(local.stop)
-            try:
-                local.start()
-            except ServiceError as exc:  # it quotes the service's log: one line, not a traceback
-                raise HostError(f"{t.name}: the local stack did not start: {' '.join(str(exc).split())[:600]}") from None
-            self.local_stack = local
-            self.save_info(stack_dir=str(local.stack_dir), pids={n: p.pid for n, p in local.processes.items()})
-            return local.main_url
+        # --resume: a stack that kept running while the connection was down is attached to, not started again
+        state_dir = info.get("stack_dir") or f"/tmp/n8n-sizer-{self.store.run_id}-{t.name}"
+        attach = t.kind == "localstack-ssh" and "stack_dir" in info
+        self.handle = open_stack(t.kind, t.name, t.host, t.setup, state_dir=state_dir, stack_options=t.stack_options)
         if t.kind == "localstack-ssh":
-            self.state_dir = info.get("stack_dir") or f"/tmp/n8n-sizer-{self.store.run_id}-{t.name}"
-            attach = "stack_dir" in info  # --resume: the stack kept running while the connection was down
-            self.save_info(stack_dir=self.state_dir)
-            self.say("attaching to n8n" if attach else "starting n8n over SSH")
-            return localstack_over_ssh(t.host, t.name, self.state_dir, t.setup, stack, attach)
-        self.say("waiting for cloud-init")
-        return wait_compose_stack(t.host, stack)
+            self.save_info(stack_dir=state_dir)  # before `up`: an interrupted start is found and stopped on resume
+        self.say({"local": "starting n8n", "compose": "waiting for cloud-init"}.get(
+            t.kind, "attaching to n8n" if attach else "starting n8n over SSH"))
+        try:
+            main_url = self.handle.up(stack, attach=attach)
+        except StackError as exc:  # the local stack quotes its service's log: one line, not a traceback
+            raise HostError(str(exc)) from None
+        self.save_info(**self.handle.bookkeeping())
+        return main_url
 
     # --- n8n, load, ledger ------------------------------------------------------------------------------
 
@@ -251,18 +242,13 @@ class _TargetRun:
     def _telemetry(self, telemetry: ExitStack, main_url: str, info: dict, secrets_path) -> None:
         """The telemetry sampler every second: host, processes or containers, Redis and Bull, Postgres, n8n's
         /metrics (compose stacks), and the editor's own call timed every 5 s."""
-        from n8n_sizer.bench.telemetry import Sampler, http_editor_check, local_stack_telemetry
+        from n8n_sizer.telemetry.sampler import Sampler, http_editor_check
 
-        if self.t.kind == "compose":
-            from n8n_sizer.bench.probes.containers import compose_stack_probes
+        what = self.handle.sampler_args(n8n_metrics=self.t.setup.mode == "queue")
+        if what is None:
+            from n8n_sizer.telemetry.probes.host import host_probes
 
-            setup = self.t.setup
-            what = {"probes": compose_stack_probes(queue=setup.mode == "queue", postgres=setup.db == "postgres")}
-        else:
-            from n8n_sizer.bench.localstack import LocalStack
-
-            what = local_stack_telemetry(self.local_stack or LocalStack.attach(Path(self.state_dir)),
-                                         n8n_metrics=self.t.setup.mode == "queue")
+            what = {"probes": host_probes()}  # a host whose stack this run cannot see: the host's own figures
         editor = n8n_link.editor_client(main_url, secrets_path)
         telemetry.callback(editor.close)
         sampler = Sampler(self.t.host, self.store.append_samples, labels={"target": self.t.name},

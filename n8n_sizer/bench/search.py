@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from n8n_sizer.bench.records import RequestRecord
-from n8n_sizer.bench.runstats import answered_latencies, percentile
+from n8n_sizer.runs.records import RequestRecord
+from n8n_sizer.runs.stats import answered_latencies, percentile
 from n8n_sizer.errors import InputError
 
 

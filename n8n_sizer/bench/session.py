@@ -17,13 +17,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.bench.hosts import HostError, LocalHost, SshHost
+from n8n_sizer.hosts.host import HostError, LocalHost, SshHost
 from n8n_sizer.bench.plan import FindMax, LoadPlan
-from n8n_sizer.bench.records import Ledger, RunManifest
-from n8n_sizer.bench.results import RunStore, new_run_id
+from n8n_sizer.runs.records import Ledger, RunManifest
+from n8n_sizer.runs.store import RunStore, new_run_id
 from n8n_sizer.bench.run import BenchJob, Progress, Target, run_bench
-from n8n_sizer.bench.stackup import stack_kind_for
-from n8n_sizer.bench.workflow import BenchWorkflow, load_workflow
+from n8n_sizer.stack.bringup import stack_kind_for
+from n8n_sizer.n8n.workflows import BenchWorkflow, load_workflow
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer import versions
 

@@ -12,8 +12,8 @@ from collections.abc import Collection, Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from n8n_sizer.bench.records import RequestRecord, Sample
-from n8n_sizer.bench.runstats import answered_latencies, is_ok, peak_stack_ram_mib, percentile, select, within
+from n8n_sizer.runs.records import RequestRecord, Sample
+from n8n_sizer.runs.stats import answered_latencies, is_ok, peak_stack_ram_mib, percentile, select, within
 
 BUCKET_S = 1800.0  # seed 004's 30-minute buckets
 # A bucket whose p95 is over 3x the median bucket's p95 is flagged slow: in seed 004 that picks the

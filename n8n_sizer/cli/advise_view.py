@@ -37,7 +37,7 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
     _check_inputs(rps, vcpu, arch, provider, p95_ms, validate)
     extra = None
     if results is not None:
-        from n8n_sizer.bench.fit_input import load_results
+        from n8n_sizer.runs.fit_input import load_results
 
         extra = load_results(results)
     user_workflows = sorted({m.workflow for m in extra or ()} - {"light", "code-heavy"})

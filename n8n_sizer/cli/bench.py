@@ -52,14 +52,14 @@ def bench(
     soak: Optional[str] = typer.Option(None, "--soak", help="Soak: one steady --rate for this long (4h, 30m), 30-minute buckets (seed 004)."),
     rate: Optional[float] = typer.Option(None, "--rate", help="--soak: the steady rate, req/s."),
 ) -> None:
-    from n8n_sizer.bench.clifmt import bench_progress, print_summary
+    from n8n_sizer.cli.bench_view import bench_progress, print_summary
     from n8n_sizer.bench.session import resume_bench, start_bench
 
     with bench_progress(enabled=not json_out) as progress:
         if resume is not None:
             summary = resume_bench(resume, out, progress)
         else:
-            from n8n_sizer.bench.clifmt import make_request
+            from n8n_sizer.cli.bench_view import make_request
 
             req = make_request(stack=stack, inventory=inventory, local=local, mode=mode, workers=workers, db=db,
                                cpus=cpus, workflow=workflow, rates=rates, step_seconds=step_seconds, sweep=sweep,

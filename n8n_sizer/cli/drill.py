@@ -57,7 +57,7 @@ def drill(
     json_out: bool = typer.Option(False, "--json", help="Print run id, folder, verdict and checks, one JSON object "
                                   "per drill."),
 ) -> None:
-    from n8n_sizer.bench.drills import DRILLS, FAST_STALL_ENV, drill_stack
+    from n8n_sizer.drills import DRILLS, FAST_STALL_ENV, drill_stack
     from n8n_sizer.errors import InputError
 
     for name in names:
@@ -92,10 +92,10 @@ def drill(
 
 
 def _fleet_context(stack, inventory, target, ssh_key, ssh_port, n8n_login, out, stall, json_out):
-    from n8n_sizer.bench.drills.remote import remote_drill_stack, require_drillable
-    from n8n_sizer.bench.hosts import SshHost
+    from n8n_sizer.drills.remote import remote_drill_stack, require_drillable
+    from n8n_sizer.hosts.host import SshHost
     from n8n_sizer.bench.session import read_inventory_file, read_stack_inventory
-    from n8n_sizer.bench.stackup import stack_kind_for
+    from n8n_sizer.stack.bringup import stack_kind_for
     from n8n_sizer.errors import InputError
     from n8n_sizer.fleet.inventory import Inventory
 
@@ -118,19 +118,20 @@ def _fleet_context(stack, inventory, target, ssh_key, ssh_port, n8n_login, out, 
 def _run_one(name: str, ctx, out: Path, persistence: str, json_out: bool) -> None:
     import json
 
-    from n8n_sizer.bench.drills import DrillFailed, run_drill
-    from n8n_sizer.bench.drills.remote import ComposeTarget
-    from n8n_sizer.bench.hosts import HostError
+    from n8n_sizer.drills import run_drill
+    from n8n_sizer.stack.handle import StackError
+    from n8n_sizer.stack.remote import ComposeHandle
+    from n8n_sizer.hosts.host import HostError
 
     params = {"persistence": persistence} if name == "redis-restart" else {}
     try:
         store = run_drill(name, ctx, out, **params)
-    except DrillFailed as exc:  # not a finding about n8n: the drill could not set its situation up or see it
+    except StackError as exc:  # not a finding about n8n: the drill could not set its situation up or see it
         typer.echo(f"n8n-sizer: drill {name} on {ctx.stack.name} could not finish ({exc}); recorded as incomplete "
                    f"in {out}; the stack was restored", err=True)
         raise typer.Exit(1) from None
     except HostError as exc:  # lost the host (or a command failed) mid-drill: the restore may not have run
-        if not isinstance(ctx.stack, ComposeTarget):
+        if not isinstance(ctx.stack, ComposeHandle):
             raise
         raise HostError(f"{exc}; drill {name} is recorded as incomplete in {out}; the compose stack may be left "
                         f"partly down: `cd {ctx.stack.stack_dir} && docker compose up -d` on the host puts it back "

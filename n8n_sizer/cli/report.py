@@ -25,8 +25,8 @@ def report(
     out: Optional[Path] = typer.Option(None, "--out", help="Folder for report.md and the PNGs (default: <first run>/report)."),
     no_plots: bool = typer.Option(False, "--no-plots", help="Markdown only, no PNG plots."),
 ) -> None:
-    from n8n_sizer.bench.report import build_report
-    from n8n_sizer.bench.report_advice import advice_section
+    from n8n_sizer.report.build import build_report
+    from n8n_sizer.report.advice import advice_section
 
     out_dir = out if out is not None else Path(runs[0]) / "report"
     result = build_report(runs, out_dir, plots=not no_plots, extra_sections=[advice_section(runs)])

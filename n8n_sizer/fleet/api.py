@@ -13,7 +13,7 @@ from typing import Any, Callable, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict
 
-from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.errors import RemoteError
 
 DEFAULT_ATTEMPTS = 6
 DEFAULT_BACKOFF_S = 0.5

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.bench import services
-from n8n_sizer.bench.install_n8n import N8nInstall, install_n8n
-from n8n_sizer.bench.localstack import LocalStack
-from n8n_sizer.bench.n8n_api import N8nClient, N8nSession, deploy_workflow, load_workflow, set_up_instance, with_webhook_path
+from n8n_sizer.localstack import services
+from n8n_sizer.localstack.install import N8nInstall, install_n8n
+from n8n_sizer.localstack.stack import LocalStack
+from n8n_sizer.n8n.client import N8nClient, N8nSession, deploy_workflow, load_workflow, set_up_instance, with_webhook_path
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from n8n_sizer.bench.hosts import ConnectionLost, HostError, LocalHost, SshHost
+from n8n_sizer.hosts.host import ConnectionLost, HostError, LocalHost, SshHost
 from tests.integration.ssh_fixtures import free_port, sshd  # noqa: F401
 
 pytestmark = pytest.mark.integration

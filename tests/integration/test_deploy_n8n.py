@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.bench.localstack import LocalStack, StackOptions
+from n8n_sizer.localstack.stack import LocalStack, StackOptions
 from n8n_sizer.deploy.composefile import load_compose
 from n8n_sizer.deploy.render import render_bundle
 from n8n_sizer.deploy.secrets import generate_secrets, parse_env_text

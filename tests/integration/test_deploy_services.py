@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from n8n_sizer.advisor.setup import Setup, required_max_connections
-from n8n_sizer.bench.services import (
+from n8n_sizer.localstack.services import (
     free_port,
     init_postgres,
     postgres_bin_dir,

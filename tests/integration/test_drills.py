@@ -24,10 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.bench import services
-from n8n_sizer.bench.drills import DrillContext, drill_stack, run_drill
-from n8n_sizer.bench.records import RequestRecord
-from n8n_sizer.bench.report import load_run, render_drill
+from n8n_sizer.localstack import services
+from n8n_sizer.drills import DrillContext, drill_stack, run_drill
+from n8n_sizer.runs.records import RequestRecord
+from n8n_sizer.report.build import render_drill
+from n8n_sizer.report.model import load_run
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.integration
 def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DrillContext]:
     with drill_stack(stack_dir=tmp_path_factory.mktemp("drill-stack") / "stack") as context:
         yield context
-        procs = list(context.stack.stack.processes.values())  # LocalTarget -> LocalStack
+        procs = list(context.stack.stack.processes.values())  # LocalHandle -> LocalStack
     left = [f"{p.name} (PID {p.pid})" for p in procs if services.is_running(p) or services.group_pids(p.pid)]
     assert not left, f"the drill stack left processes running: {left}"
 

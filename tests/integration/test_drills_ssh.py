@@ -1,7 +1,7 @@
 """`n8n-sizer drill <all seven> --inventory FILE --target NAME` through Fabric over a real sshd on 127.0.0.1.
 
 The inventory's target is a loopback host, so the drill starts a queue stack there over SSH (`python -m
-n8n_sizer.bench.localstack up`, real n8n 2.41.1, Debian's Postgres and Redis, 2 workers), acts on it with one
+n8n_sizer.localstack.stack up`, real n8n 2.41.1, Debian's Postgres and Redis, 2 workers), acts on it with one
 SSH command per action (signals, stops, starts, Redis commands, log reads) and reaches n8n through an SSH
 tunnel, then stops the stack. What a fleet host's Docker actions would be is checked in
 tests/unit/test_drills_remote.py (no Docker engine runs here).
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.bench.report import load_run, render_drill
+from n8n_sizer.report.build import render_drill
+from n8n_sizer.report.model import load_run
 from tests.integration.ssh_fixtures import sshd  # noqa: F401
 from tests.integration.test_bench_ssh import _pids_alive, inventory
 
@@ -112,7 +113,7 @@ def test_drills_on_a_host_over_ssh(sshd, tmp_path):  # noqa: F811
         new = _drill_states() - before
         for state_dir in new:  # a failed run may have left its stack: stop it by its PIDs, then its folder
             if (state_dir / "state.json").exists() and _pids_alive(str(state_dir)):
-                subprocess.run([sys.executable, "-m", "n8n_sizer.bench.localstack", "down", "--state", str(state_dir)],
+                subprocess.run([sys.executable, "-m", "n8n_sizer.localstack", "down", "--state", str(state_dir)],
                                capture_output=True, timeout=180)
     assert len(new) == 1
     (state_dir,) = new
@@ -123,8 +124,8 @@ def test_drills_on_a_host_over_ssh(sshd, tmp_path):  # noqa: F811
 def test_a_fleet_hosts_login_is_reused_or_asked_for(regular_stack, tmp_path):
     """A fleet host that a bench run set up has an owner: the drill uses the login that run saved, and without
     it says which file to pass instead of failing somewhere inside n8n's API."""
-    from n8n_sizer.bench.hosts import HostError
-    from n8n_sizer.bench.n8n_link import _save_session, saved_or_new_session
+    from n8n_sizer.hosts.host import HostError
+    from n8n_sizer.n8n.link import _save_session, saved_or_new_session
 
     login = tmp_path / "logins" / "cx33-queue.json"
     with pytest.raises(HostError, match=r"set up already.*--n8n-login results/<run>/secrets/cx33-queue.json"):

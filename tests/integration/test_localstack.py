@@ -3,7 +3,7 @@
 - regular (SQLite) and queue (1 worker, Postgres, Redis): a workflow is created and activated, N webhook
   calls answer 200 with the computed result, and n8n stored exactly as many successful executions;
 - the queue stack's worker runs the code-heavy workflow (Code loop -> Wait -> Set);
-- `python -m n8n_sizer.bench.localstack up` starts a detached stack (own sessions, alive after `up` exits,
+- `python -m n8n_sizer.localstack up` starts a detached stack (own sessions, alive after `up` exits,
   pinned with `--cpus 1`),
   `status`, `signal`, `start-process` and `down` work, and after `down` none of its PIDs runs;
 - a start that fails half way (or is interrupted by Ctrl-C) stops what it had started;
@@ -26,15 +26,16 @@ import httpx
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.bench import localstack, services
-from n8n_sizer.bench.drills.common import redis_command
-from n8n_sizer.bench.localstack import LocalStack, StackOptions
-from n8n_sizer.bench.n8n_api import ExecutionCounts, N8nApiError, N8nClient
-from n8n_sizer.bench.services import ServiceError
+from n8n_sizer.localstack import stack as localstack
+from n8n_sizer.localstack import services
+from n8n_sizer.localstack.redis import redis_command
+from n8n_sizer.localstack.stack import LocalStack, StackOptions
+from n8n_sizer.n8n.client import ExecutionCounts, N8nApiError, N8nClient
+from n8n_sizer.localstack.services import ServiceError
 
 pytestmark = pytest.mark.integration
 
-LOCALSTACK = [sys.executable, "-m", "n8n_sizer.bench.localstack"]
+LOCALSTACK = [sys.executable, "-m", "n8n_sizer.localstack"]
 
 
 def wait_counts(client: N8nClient, workflow_id: str, expected: int, timeout_s: float = 60) -> ExecutionCounts:
@@ -186,7 +187,7 @@ def test_ports_taken_before_binding_are_chosen_anew(n8n_install, monkeypatch):
 def test_ctrl_c_during_start_stops_what_had_started(tmp_path, n8n_install):
     state = tmp_path / "stack"
     script = ("import sys; from pathlib import Path; from n8n_sizer.advisor.setup import Setup; "
-              "from n8n_sizer.bench.localstack import LocalStack; "
+              "from n8n_sizer.localstack.stack import LocalStack; "
               "LocalStack(Setup(mode='queue', workers=1), stack_dir=Path(sys.argv[1])).start(); print('started')")
     owner = subprocess.Popen([sys.executable, "-c", script, str(state)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.bench.hosts import LocalHost
-from n8n_sizer.bench.probes import Probe
-from n8n_sizer.bench.probes.host import host_probes, parse_loadavg
-from n8n_sizer.bench.probes.services import BULL_WAIT_KEY, redis_probes
-from n8n_sizer.bench.records import Sample
-from n8n_sizer.bench.telemetry import EDITOR_METRIC, ERROR_METRIC, Sampler
+from n8n_sizer.hosts.host import LocalHost
+from n8n_sizer.telemetry.probes import Probe
+from n8n_sizer.telemetry.probes.host import host_probes, parse_loadavg
+from n8n_sizer.telemetry.probes.services import BULL_WAIT_KEY, redis_probes
+from n8n_sizer.runs.records import Sample
+from n8n_sizer.telemetry.sampler import EDITOR_METRIC, ERROR_METRIC, Sampler
 
 pytestmark = pytest.mark.integration
 
@@ -132,7 +132,7 @@ def test_sampler_on_the_real_queue_stack(queue_stack, tmp_path):
     CPU while webhooks run, Postgres holds n8n's pool connections, the editor call is timed."""
     import httpx
 
-    from n8n_sizer.bench.telemetry import local_stack_telemetry
+    from n8n_sizer.stack.sampling import local_stack_telemetry
 
     workflow_id, url = queue_stack.deploy("light")
     path = tmp_path / "samples.jsonl"

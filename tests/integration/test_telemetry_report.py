@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from n8n_sizer.bench.report import build_report
+from n8n_sizer.report.build import build_report
 from tests.unit.test_report import REGULAR, closed_sweep_requests, runs, write_run  # noqa: F401  (runs: fixture)
 
 pytestmark = pytest.mark.integration
@@ -37,13 +37,14 @@ def test_report_from_a_real_local_queue_run(queue_stack, tmp_path):
     import asyncio
     import time
 
-    from n8n_sizer.bench.facts import host_facts
-    from n8n_sizer.bench.hosts import LocalHost
-    from n8n_sizer.bench.ledger import build_ledger
+    from n8n_sizer.hosts.facts import host_facts
+    from n8n_sizer.hosts.host import LocalHost
+    from n8n_sizer.runs.ledger import build_ledger
     from n8n_sizer.bench.load import HttpPost, run_open
-    from n8n_sizer.bench.records import RunManifest
-    from n8n_sizer.bench.results import RunStore, new_run_id
-    from n8n_sizer.bench.telemetry import Sampler, local_stack_telemetry
+    from n8n_sizer.runs.records import RunManifest
+    from n8n_sizer.runs.store import RunStore, new_run_id
+    from n8n_sizer.stack.sampling import local_stack_telemetry
+    from n8n_sizer.telemetry.sampler import Sampler
 
     stack = queue_stack.stack
     workflow_id, url = queue_stack.deploy("light")

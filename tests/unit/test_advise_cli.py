@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.bench.records import RunManifest, Sample
-from n8n_sizer.bench.results import RunStore
+from n8n_sizer.runs.records import RunManifest, Sample
+from n8n_sizer.runs.store import RunStore
 
 ADVISE = [sys.executable, "-c", "from n8n_sizer.cli import advise_main; advise_main()"]
 SIZER = [sys.executable, "-c", "from n8n_sizer.cli import main; main()"]

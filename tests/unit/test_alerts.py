@@ -3,10 +3,10 @@ backlog at 20 req/s, 4 workers' 503s) and on healthy ones."""
 
 from __future__ import annotations
 
-from n8n_sizer.bench.alerts import (
+from n8n_sizer.telemetry.alerts import (
     database_not_ready, evaluate_alerts, queue_waiting_rising, runner_cpu_pinned, server_cpu_high, sustained,
 )
-from n8n_sizer.bench.records import RequestRecord, Sample
+from n8n_sizer.runs.records import RequestRecord, Sample
 
 H = {"host": "cx33"}
 

@@ -17,4 +17,4 @@ def _stderr(imp: str) -> str:
 def test_paramiko_error_is_not_printed_once_hosts_is_imported():
     # Without n8n-sizer, Python's last-resort handler prints it (what a CI run showed after a cut SSH session).
     assert "Socket exception" in _stderr("")
-    assert _stderr("; import n8n_sizer.bench.hosts") == ""
+    assert _stderr("; import n8n_sizer.hosts.host") == ""

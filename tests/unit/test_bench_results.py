@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from n8n_sizer.bench.ledger import build_ledger, format_ledger
-from n8n_sizer.bench.load import StepOutcome
+from n8n_sizer.runs.ledger import build_ledger, format_ledger
+from n8n_sizer.runs.records import StepTally
 from n8n_sizer.bench.plan import build_plan, parse_rates, parse_sweep
-from n8n_sizer.bench.records import RequestRecord, RunManifest
-from n8n_sizer.bench.results import RunStore, new_run_id, summarize_step
+from n8n_sizer.runs.records import RequestRecord, RunManifest
+from n8n_sizer.runs.store import RunStore, new_run_id, summarize_step
 from n8n_sizer.errors import InputError
 
 
@@ -82,7 +82,7 @@ def test_plan_parsing_and_defaults():
 
 def test_step_summary_counts_classes_and_percentiles():
     records = [rec(i, latency=float(i + 1)) for i in range(100)] + [rec(100, status=None, cls="reset")]
-    outcome = StepOutcome(step="rate-5", started_s=1000.0, finished_s=1020.2, scheduled=101, sent=101,
+    outcome = StepTally(step="rate-5", started_s=1000.0, finished_s=1020.2, scheduled=101, sent=101,
                           last_sent_s=1000 + 100 * 0.2)
     samples = {(s.metric, s.labels.get("class")): s.value for s in summarize_step(records, outcome, "t1", "rate", 5.0)}
     assert samples[("answered", None)] == 100 and samples[("requests", None)] == 101
@@ -99,7 +99,7 @@ def test_durations_and_step_labels():
         with pytest.raises(InputError, match="--soak"):
             parse_duration(bad)
     assert RateStep(rate_per_s=17.5, duration_s=60, label="rate-17.5-max3").name == "rate-17.5-max3"
-    from n8n_sizer.bench.runstats import step_rate
+    from n8n_sizer.runs.stats import step_rate
 
     assert step_rate("rate-17.5-max3") == 17.5  # the reports read the rate back from the name
 

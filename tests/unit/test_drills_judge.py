@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from n8n_sizer.bench.drills.stores import judge_postgres_restart, redis_outcome_matches
-from n8n_sizer.bench.records import RequestRecord
+from n8n_sizer.drills.stores import judge_postgres_restart, redis_outcome_matches
+from n8n_sizer.runs.records import RequestRecord
 
 NAMES = ["main", "worker-1", "worker-2"]
 TIMINGS = {"postgres_back_s": 0.5, "main_ready_s": 2.0}

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.bench import drills
-from n8n_sizer.bench.drills.common import DrillFailed, DrillOutcome, _read_reply, check, counts, iso_seconds
-from n8n_sizer.bench.drills.targets import FileLogMark
-from n8n_sizer.bench.report import load_run, render_drill
+from n8n_sizer import drills
+from n8n_sizer.drills.common import DrillFailed, DrillOutcome, check, counts, iso_seconds
+from n8n_sizer.localstack.redis import RedisError, read_reply
+from n8n_sizer.stack.handle import FileLogMark
+from n8n_sizer.report.build import render_drill
+from n8n_sizer.report.model import load_run
 from n8n_sizer.errors import InputError
 
 
@@ -105,12 +107,12 @@ def test_log_mark_sees_only_lines_written_after_it(tmp_path: Path) -> None:
 
 
 def test_redis_replies_are_parsed() -> None:
-    assert _read_reply(io.BytesIO(b":20\r\n")) == 20
-    assert _read_reply(io.BytesIO(b"+OK\r\n")) == "OK"
-    assert _read_reply(io.BytesIO(b"$-1\r\n")) is None
-    assert _read_reply(io.BytesIO(b"*2\r\n$10\r\nappendonly\r\n$3\r\nyes\r\n")) == ["appendonly", "yes"]
-    with pytest.raises(DrillFailed, match="WRONGTYPE"):
-        _read_reply(io.BytesIO(b"-WRONGTYPE Operation against a key\r\n"))
+    assert read_reply(io.BytesIO(b":20\r\n")) == 20
+    assert read_reply(io.BytesIO(b"+OK\r\n")) == "OK"
+    assert read_reply(io.BytesIO(b"$-1\r\n")) is None
+    assert read_reply(io.BytesIO(b"*2\r\n$10\r\nappendonly\r\n$3\r\nyes\r\n")) == ["appendonly", "yes"]
+    with pytest.raises(RedisError, match="WRONGTYPE"):
+        read_reply(io.BytesIO(b"-WRONGTYPE Operation against a key\r\n"))
 
 
 def test_counts_and_timestamps() -> None:

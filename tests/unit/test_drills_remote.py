@@ -1,6 +1,6 @@
 """What the drills send to a fleet host's compose stack: Docker commands over SSH, in the shape Docker takes.
 
-No Docker engine runs on this machine (only the client), so `ComposeTarget` is driven here through a host
+No Docker engine runs on this machine (only the client), so `ComposeHandle` is driven here through a host
 that records each command and answers what `docker compose ps` / `redis-cli` / `date` would print; the same
 target over a real sshd against real n8n is tests/integration/test_drills_ssh.py with the loopback stack.
 The override file and service names are checked against the compose file `render_bundle` writes.
@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.bench.drills.common import DrillFailed
-from n8n_sizer.bench.drills.remote import REDIS_COMMAND, ComposeTarget, compose_service
-from n8n_sizer.bench.hosts import CommandResult
+from n8n_sizer.stack.handle import StackError
+from n8n_sizer.stack.remote import REDIS_COMMAND, ComposeHandle, compose_service
+from n8n_sizer.hosts.host import CommandResult
 from n8n_sizer.deploy.render import render_bundle
 from n8n_sizer.deploy.secrets import generate_secrets
 
@@ -49,9 +49,9 @@ class RecordingHost:
         return CommandResult(host=self.name, command=command, exit_code=code, stdout=out, stderr="", duration_s=0.0)
 
 
-def _target(answers=None) -> tuple[ComposeTarget, RecordingHost]:
+def _target(answers=None) -> tuple[ComposeHandle, RecordingHost]:
     host = RecordingHost(answers)
-    return ComposeTarget("cx33-queue", host, SETUP), host
+    return ComposeHandle("cx33-queue", host, SETUP), host
 
 
 def _rendered_compose() -> dict:
@@ -64,7 +64,7 @@ def test_every_drilled_process_is_a_service_of_the_rendered_stack() -> None:
     assert target.process_names == ["postgres", "redis", "main", "worker-1", "worker-2"]
     for name in target.process_names:
         assert compose_service(name) in services
-    with pytest.raises(DrillFailed):
+    with pytest.raises(StackError):
         compose_service("runner-main")
 
 
@@ -142,7 +142,7 @@ def test_redis_commands_run_in_the_container_with_its_own_auth() -> None:
     assert target.redis("CONFIG", "GET", "appendonly") == ["appendonly", "yes"]
     assert host.commands[0] == "cd /opt/n8n && docker compose exec -T n8n-redis redis-cli -2 --json LLEN bull:jobs:wait"
     assert not any("REDIS_PASSWORD" in c or "-a " in c for c in host.commands)  # REDISCLI_AUTH is in the container
-    with pytest.raises(DrillFailed, match="redis-cli ZCARD"):
+    with pytest.raises(StackError, match="redis-cli ZCARD"):
         target.redis("ZCARD", "bull:jobs:failed")
 
 
@@ -164,7 +164,7 @@ def test_wrong_key_on_compose_is_a_new_container(tmp_path: Path) -> None:
 
 def test_missing_container_is_a_drill_failure() -> None:
     target, _ = _target({r"docker compose ps -aq": (0, "")})
-    with pytest.raises(DrillFailed, match="no container for n8n-worker-1"):
+    with pytest.raises(StackError, match="no container for n8n-worker-1"):
         target.kill_worker(1)
 
 
@@ -177,10 +177,10 @@ def test_json_override_is_valid_yaml_for_awkward_values() -> None:
 
 
 def test_a_host_lost_mid_drill_says_how_to_put_the_stack_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from n8n_sizer.bench import drills
-    from n8n_sizer.bench.drills.common import DrillContext
-    from n8n_sizer.bench.hosts import ConnectionLost, HostError
-    from n8n_sizer.bench.n8n_api import N8nSession, OwnerLogin
+    from n8n_sizer import drills
+    from n8n_sizer.drills.common import DrillContext
+    from n8n_sizer.hosts.host import ConnectionLost, HostError
+    from n8n_sizer.n8n.client import N8nSession, OwnerLogin
     from n8n_sizer.cli.drill import _run_one
 
     def lost(ctx):

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.bench.probes import Probe, ProbeParseError, batch_command, split_batch
-from n8n_sizer.bench.probes.containers import (
+from n8n_sizer.telemetry.probes import Probe, ProbeParseError, batch_command, split_batch
+from n8n_sizer.telemetry.probes.containers import (
     parse_cgroup_sections,
     parse_cpu_stat,
     parse_docker_stats,
     parse_memory_current,
 )
-from n8n_sizer.bench.probes.host import (
+from n8n_sizer.telemetry.probes.host import (
     parse_children,
     parse_diskstats,
     parse_loadavg,
@@ -23,8 +23,8 @@ from n8n_sizer.bench.probes.host import (
     parse_process,
     process_probe,
 )
-from n8n_sizer.bench.probes.rates import busy_cores, counters_to_rates
-from n8n_sizer.bench.probes.services import (
+from n8n_sizer.telemetry.probes.rates import busy_cores, counters_to_rates
+from n8n_sizer.telemetry.probes.services import (
     parse_bull_queue,
     parse_n8n_metrics,
     parse_pg_activity,
@@ -75,7 +75,7 @@ def test_proc_stat_rates_give_cores_and_shares():
 
 
 def test_rates_skip_counter_resets_and_unmatched():
-    from n8n_sizer.bench.records import Sample
+    from n8n_sizer.runs.records import Sample
 
     def s(v, t, pid="1"):
         return Sample(metric="process_cpu_seconds_total", value=v, unit="s", labels={"pid": pid}, time_s=t)
@@ -229,7 +229,7 @@ def test_split_batch_cut_short():
 
 
 def test_process_tree_sums_postgres_and_backends():
-    from n8n_sizer.bench.probes.host import parse_process_tree
+    from n8n_sizer.telemetry.probes.host import parse_process_tree
 
     text = read("proc_tree_postgres.txt")
     samples = parse_process_tree(text, 1.0, L)
@@ -258,7 +258,7 @@ def test_n8n_metrics_real_capture_from_queue_mode():
 
 
 def test_compose_stack_probes_shape():
-    from n8n_sizer.bench.probes.containers import compose_stack_probes
+    from n8n_sizer.telemetry.probes.containers import compose_stack_probes
 
     queue = {p.name: p for p in compose_stack_probes(queue=True, postgres=True)}
     assert set(queue) == {"proc_stat", "loadavg", "meminfo", "diskstats", "cgroup", "redis_info", "bull_queue",

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.bench.records import Ledger, RequestRecord, RunManifest, Sample
-from n8n_sizer.bench.report import build_report, load_run, setup_label, step_rows
-from n8n_sizer.bench.results import RunStore
+from n8n_sizer.runs.records import Ledger, RequestRecord, RunManifest, Sample
+from n8n_sizer.report.build import build_report
+from n8n_sizer.report.model import load_run, setup_label, step_rows
+from n8n_sizer.runs.store import RunStore
 from n8n_sizer.bench.search import StepOutcome, find_max_rate
 
 T0 = 1_796_000_000.0
@@ -171,14 +172,14 @@ def test_setup_labels():
 
 
 def test_step_rate_names():
-    from n8n_sizer.bench.runstats import step_rate
+    from n8n_sizer.runs.stats import step_rate
 
     assert [step_rate(n) for n in ("rate-20", "rate-2.5", "rate-20-confirm", "c-10", "soak-0.2", "rate-x")] == \
         [20.0, 2.5, 20.0, None, None, None]
 
 
 def test_plot_series_beyond_nine_are_summed():
-    from n8n_sizer.bench.plots import _top_series
+    from n8n_sizer.report.plots import _top_series
 
     groups = {f"p{i}": [Sample(metric="m", value=float(i), unit="x", time_s=float(t)) for t in range(3)] for i in range(12)}
     out = dict(_top_series(groups))

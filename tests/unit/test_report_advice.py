@@ -1,6 +1,6 @@
 """The report's closing section: the advisor refitted on the runs, for the rates they offered."""
 
-from n8n_sizer.bench.report_advice import TITLE, advice_section
+from n8n_sizer.report.advice import TITLE, advice_section
 from tests.unit.test_advise_cli import _write_run
 
 
@@ -16,8 +16,8 @@ def test_report_ends_with_the_refitted_advice_for_each_rate_tested(tmp_path):
 
 
 def test_runs_without_load_steps_say_there_is_nothing_to_refit(tmp_path):
-    from n8n_sizer.bench.records import RunManifest
-    from n8n_sizer.bench.results import RunStore
+    from n8n_sizer.runs.records import RunManifest
+    from n8n_sizer.runs.store import RunStore
 
     store = RunStore.create(tmp_path, RunManifest(run_id="r1", created_s=1.0))
     store.close()

@@ -91,7 +91,7 @@ def test_bad_input_names_the_flag(kw, flag):
 
 
 def test_step_outcome_from_records_counts_dropped_as_errors():
-    from n8n_sizer.bench.records import RequestRecord
+    from n8n_sizer.runs.records import RequestRecord
     from n8n_sizer.bench.search import step_outcome
 
     def rec(i, status, latency, cls=None):

@@ -6,7 +6,7 @@ import calendar
 
 import pytest
 
-from n8n_sizer.bench.records import RequestRecord, Sample
+from n8n_sizer.runs.records import RequestRecord, Sample
 from n8n_sizer.bench.soak import bucket_requests, render_soak_table, soak_table
 
 # seed 004's bucket table: label, fired, refused, p50, p95, worst (ms)

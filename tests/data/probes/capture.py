@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/data/probes/capture.py
 
-Runs each probe's own command (from n8n_sizer.bench.probes) against real programs: the kernel's /proc and
+Runs each probe's own command (from n8n_sizer.telemetry.probes) against real programs: the kernel's /proc and
 cgroup files, a redis-server and a fresh Debian PostgreSQL cluster started here on free ports and stopped
 by PID afterwards. Files that cannot be captured on this machine (docker stats: no Docker engine) are
 written from documented formats by hand and named `*_documented*`.
@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from n8n_sizer.bench.probes.host import process_probe, process_tree_probe
-from n8n_sizer.bench.probes.services import BULL_ACTIVE_KEY, BULL_WAIT_KEY, postgres_probe, redis_probes
+from n8n_sizer.telemetry.probes.host import process_probe, process_tree_probe
+from n8n_sizer.telemetry.probes.services import BULL_ACTIVE_KEY, BULL_WAIT_KEY, postgres_probe, redis_probes
 
 HERE = Path(__file__).parent
 

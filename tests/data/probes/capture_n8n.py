@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.bench.localstack import LocalStack, StackOptions
-from n8n_sizer.bench.n8n_api import deploy_workflow, load_workflow, set_up_instance, with_webhook_path
-from n8n_sizer.bench.probes.services import N8N_QUEUE_METRICS, parse_prometheus
+from n8n_sizer.localstack.stack import LocalStack, StackOptions
+from n8n_sizer.n8n.client import deploy_workflow, load_workflow, set_up_instance, with_webhook_path
+from n8n_sizer.telemetry.probes.services import N8N_QUEUE_METRICS, parse_prometheus
 
 HERE = Path(__file__).parent
 ENV = {"N8N_METRICS": "true", "N8N_METRICS_INCLUDE_QUEUE_METRICS": "true", "N8N_METRICS_QUEUE_METRICS_INTERVAL": "2"}

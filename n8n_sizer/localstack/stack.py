@@ -1,0 +1,395 @@
+"""`LocalStack`: real n8n, Postgres and Redis started natively on 127.0.0.1, stopped by PID.
+
+    with LocalStack(Setup(mode="queue", workers=1)) as stack:
+        httpx.get(stack.main_url + "/healthz")
+
+The stack's folder holds every log (`logs/<name>.log`), the data of Postgres, Redis and each n8n process,
+`state.json` (ports, PIDs, URLs; rewritten after every change, so a stop after a partial start finds what
+did start) and `secrets.json` (mode 0600). `LocalStack.attach(folder)` takes over a stack that another
+process started (`python -m n8n_sizer.localstack up`, see `localstack_cli`).
+
+Process control is deliberately small and general, for the drills: `signal(name, sig)`,
+`stop_process(name)`, `start_process(name, env_overrides=...)`, plus `restart_redis` and
+`restart_postgres` built from them. Names: "main", "worker-1".."worker-N", "redis", "postgres".
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal as signals
+import tempfile
+import time
+from pathlib import Path
+
+from n8n_sizer.advisor.setup import Setup, recommended_max_connections
+from n8n_sizer.localstack import services
+from n8n_sizer.localstack.install import N8nInstall, install_n8n
+from n8n_sizer.deploy.n8n_env import POSTGRES_DATABASE, POSTGRES_USER, N8nPorts, StackSecrets, n8n_argv, n8n_env
+from n8n_sizer.localstack.services import RunningProcess, ServiceError
+from n8n_sizer.localstack.state import SECRETS_FILE, STATE_FILE, StackOptions, StackState
+
+__all__ = ["LocalStack", "StackOptions", "StackState", "STATE_FILE", "SECRETS_FILE"]
+from n8n_sizer.errors import InputError
+
+PORT_RETRIES = 2
+# How Postgres, Redis and n8n (HTTP server, task broker) report a port that is taken.
+PORT_TAKEN_SIGNS = ("already in use", "EADDRINUSE")
+
+
+def _unique_ports(count: int) -> list[int]:
+    found: list[int] = []
+    while len(found) < count:
+        port = services.free_port()
+        if port not in found:
+            found.append(port)
+    return found
+
+
+class LocalStack:
+    """Start and stop one n8n deployment (regular or queue with N workers) on this machine."""
+
+    def __init__(self, setup: Setup, options: StackOptions | None = None, stack_dir: Path | None = None,
+                 install: N8nInstall | None = None) -> None:
+        self.setup = setup
+        self.options = options or StackOptions()
+        if self.options.pin_cpus is not None and self.options.pin_cpus > (os.cpu_count() or 1):
+            raise InputError(f"--cpus {self.options.pin_cpus} (pin_cpus) exceeds this machine's {os.cpu_count()} cores; "
+                             f"try --cpus {os.cpu_count()}")
+        self._own_dir = stack_dir is None
+        self.stack_dir = Path(stack_dir) if stack_dir else Path(tempfile.mkdtemp(prefix="n8n-sizer-stack-"))
+        self._install = install
+        self.processes: dict[str, RunningProcess] = {}
+        self.start_seconds: dict[str, float] = {}
+        self._spawned_at: dict[str, float] = {}
+        self._secrets: StackSecrets | None = None
+        self.ports: dict[str, N8nPorts] = {}
+        self.redis_port: int | None = None
+        self.postgres_port: int | None = None
+
+    # --- public facts --------------------------------------------------------------------------
+
+    @property
+    def main_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports['main'].http}"
+
+    @property
+    def worker_names(self) -> list[str]:
+        return [f"worker-{i}" for i in range(1, self.setup.workers + 1)]
+
+    @property
+    def uses_postgres(self) -> bool:
+        return self.setup.db == "postgres"
+
+    @property
+    def uses_redis(self) -> bool:
+        return self.setup.mode == "queue"
+
+    @property
+    def cpus(self) -> str | None:
+        return None if self.options.pin_cpus is None else f"0-{self.options.pin_cpus - 1}"
+
+    @property
+    def stop_timeout_s(self) -> float:
+        return self.options.stop_timeout_s or self.setup.longest_execution_s + 10.0
+
+    def pid(self, name: str) -> int:
+        return self._proc(name).pid
+
+    def port(self, name: str) -> int:
+        return self._proc(name).port
+
+    def log_path(self, name: str) -> Path:
+        return self.stack_dir / "logs" / f"{name}.log"
+
+    def log_tail(self, name: str, lines: int = 30) -> str:
+        return services.log_tail(self.log_path(name), lines)
+
+    def is_running(self, name: str) -> bool:
+        return name in self.processes and services.is_running(self.processes[name])
+
+    def health_url(self, name: str) -> str:
+        if name == "main":
+            return f"{self.main_url}/healthz/readiness"
+        return f"http://127.0.0.1:{self.ports[name].health}/healthz"
+
+    @property
+    def secrets(self) -> StackSecrets:
+        if self._secrets is None:
+            raise ServiceError("the stack has not been started")
+        return self._secrets
+
+    # --- whole stack ---------------------------------------------------------------------------
+
+    def __enter__(self) -> "LocalStack":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> "LocalStack":
+        """Start Postgres, Redis, main and the workers; on any failure stop what did start, then raise."""
+        try:
+            self._prepare()
+            if self.uses_postgres:
+                self._init_postgres()
+                self._ready_on_free_ports("postgres")
+                services.create_database(self._pg_data, self.postgres_port, POSTGRES_USER, POSTGRES_DATABASE)
+            if self.uses_redis:
+                self._write_redis_config(self.options.redis_persistence)
+                self._ready_on_free_ports("redis")
+            self._ready_on_free_ports("main")
+            for name in self.worker_names:  # spawn all workers, then wait for them together
+                self.start_process(name, wait=False)
+            for name in self.worker_names:
+                self._ready_on_free_ports(name, spawned=True)
+        except BaseException:  # also KeyboardInterrupt: never leave half a stack running
+            try:
+                self.stop()
+            except ServiceError:
+                pass  # the original error says more; stop() already tried SIGKILL on everything
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop every process this stack started (workers, main, Redis, Postgres), by PID."""
+        order = [*reversed(self.worker_names), "main", "redis", "postgres"]
+        errors = []
+        for name in order:
+            if name in self.processes:
+                try:
+                    self.stop_process(name)
+                except ServiceError as exc:
+                    errors.append(str(exc))
+        pg_link = self.stack_dir / "postgres"
+        if not errors and pg_link.is_symlink():  # Postgres' data outside the folder (see _init_postgres)
+            outside = pg_link.resolve()
+            if self._own_dir:
+                shutil.rmtree(outside, ignore_errors=True)
+            else:  # a folder the caller keeps: bring the data home, leave nothing behind in /tmp
+                pg_link.unlink()
+                shutil.move(outside, pg_link)
+        if self._own_dir and not errors:
+            shutil.rmtree(self.stack_dir, ignore_errors=True)
+        if errors:
+            raise ServiceError("; ".join(errors))
+
+    # --- single processes (for the drills) -----------------------------------------------------
+
+    def signal(self, name: str, sig: int = signals.SIGKILL, whole_group: bool = True) -> bool:
+        """Send `sig` to one process (by default with its children, as `docker kill` does)."""
+        return services.signal_process(self._proc(name), sig, whole_group=whole_group)
+
+    def stop_process(self, name: str, timeout_s: float | None = None) -> None:
+        """Its stop signal (SIGTERM; Postgres: SIGINT), wait up to `timeout_s`, then SIGKILL."""
+        services.stop_process(self._proc(name), self.stop_timeout_s if timeout_s is None else timeout_s)
+        self._write_state()
+
+    def start_process(self, name: str, env_overrides: dict[str, str] | None = None, wait: bool = True,
+                      redis_persistence: str | None = None) -> RunningProcess:
+        """(Re)start one process on its ports and data; `env_overrides` go to an n8n process' environment."""
+        if self.is_running(name):
+            raise ServiceError(f"{name} is already running (PID {self.pid(name)})")
+        self._spawned_at[name] = time.monotonic()
+        if name == "postgres":
+            proc = services.start_postgres(self._pg_data, self.postgres_port, recommended_max_connections(self.setup),
+                                           self.log_path(name), self.cpus)
+        elif name == "redis":
+            if redis_persistence is not None:
+                self._write_redis_config(redis_persistence)
+            proc = services.start_redis(self._redis_dir / "redis.conf", self.redis_port, self.log_path(name), self.cpus)
+        elif name == "main" or name in self.worker_names:
+            proc = self._spawn_n8n(name, env_overrides or {})
+        else:
+            raise InputError(f"process {name!r} is not part of this stack; try one of {', '.join(self.ports) or 'main'}")
+        self.processes[name] = proc
+        self._write_state()
+        if wait:
+            self.wait_ready(name)
+        return proc
+
+    def wait_ready(self, name: str, timeout_s: float | None = None) -> float:
+        """Block until the process serves (readiness, health, PING, pg_isready); returns seconds since spawn."""
+        proc = self._proc(name)
+        timeout = timeout_s or self.options.start_timeout_s
+        if name == "postgres":
+            services.wait_postgres(proc, self._pg_data, timeout)
+        elif name == "redis":
+            services.wait_redis(proc, self.secrets.redis_password, timeout)
+        else:
+            url = self.health_url(name)
+            services.wait_until(proc, lambda: services.http_ok(url), timeout, f"ready at {url}")
+        seconds = time.monotonic() - self._spawned_at.get(name, time.monotonic())
+        self.start_seconds[name] = round(seconds, 2)
+        self._write_state()
+        return seconds
+
+    def kill_worker(self, index: int) -> bool:
+        return self.signal(f"worker-{index}", signals.SIGKILL)
+
+    def stop_worker(self, index: int, timeout_s: float | None = None) -> None:
+        self.stop_process(f"worker-{index}", timeout_s)
+
+    def start_worker(self, index: int, env_overrides: dict[str, str] | None = None, wait: bool = True) -> RunningProcess:
+        return self.start_process(f"worker-{index}", env_overrides, wait)
+
+    def restart_redis(self, persistence: str | None = None) -> None:
+        """SIGKILL Redis (no chance to write anything), then start it on the same port and folder."""
+        self.signal("redis", signals.SIGKILL)
+        self.stop_process("redis", timeout_s=5)
+        self.start_process("redis", redis_persistence=persistence)
+
+    def restart_postgres(self) -> None:
+        """Fast shutdown (SIGINT: clients disconnected, no recovery needed), then start again."""
+        self.stop_process("postgres")
+        self.start_process("postgres")
+
+    # --- state file ----------------------------------------------------------------------------
+
+    def state(self) -> StackState:
+        shown = self.options.model_copy(update={"extra_env": {key: "(in secrets file)" for key in self.options.extra_env}})
+        return StackState(setup=self.setup, options=shown, stack_dir=self.stack_dir,
+                          main_url=self.main_url, install=self._install,
+                          ports=self.ports, redis_port=self.redis_port, postgres_port=self.postgres_port,
+                          processes=self.processes, secrets_path=self.stack_dir / SECRETS_FILE,
+                          start_seconds=self.start_seconds)
+
+    @classmethod
+    def attach(cls, stack_dir: Path) -> "LocalStack":
+        """Take over a stack started by another process (e.g. a detached `up`) from its state file."""
+        path = Path(stack_dir) / STATE_FILE
+        if not path.is_file():
+            raise InputError(f"--state {stack_dir}: no {STATE_FILE} there; start a stack with `up --state {stack_dir}`")
+        state = StackState.model_validate_json(path.read_text())
+        secrets_ = StackSecrets.model_validate_json(state.secrets_path.read_text())
+        options = state.options.model_copy(update={"extra_env": secrets_.extra_env})
+        stack = cls(state.setup, options, state.stack_dir, state.install)
+        stack._own_dir = False
+        stack._secrets = secrets_
+        stack.ports, stack.redis_port, stack.postgres_port = dict(state.ports), state.redis_port, state.postgres_port
+        stack.processes, stack.start_seconds = dict(state.processes), dict(state.start_seconds)
+        return stack
+
+    @property
+    def postgres_socket_dir(self) -> Path:
+        """Where Postgres puts its unix socket (trust auth for the superuser): the data folder."""
+        return self._pg_data
+
+    # --- internals -----------------------------------------------------------------------------
+
+    @property
+    def _pg_data(self) -> Path:
+        # Resolved: Postgres (its own user) must not walk through a private parent by the link's path.
+        return (self.stack_dir / "postgres").resolve() / "data"
+
+    @property
+    def _redis_dir(self) -> Path:
+        return self.stack_dir / "redis"
+
+    def _proc(self, name: str) -> RunningProcess:
+        if name not in self.processes:
+            raise InputError(f"process {name!r} was not started in this stack; started: "
+                             f"{', '.join(self.processes) or 'none'}")
+        return self.processes[name]
+
+    def _prepare(self) -> None:
+        if self._install is None:
+            self._install = install_n8n(self.setup.n8n_version, quiet=True)
+        self.stack_dir.mkdir(parents=True, exist_ok=True)
+        if any(self.stack_dir.iterdir()):  # an old stack's data, logs or secrets: never overwrite them
+            raise InputError(f"--state {self.stack_dir} is not empty; choose a new folder (or remove this one "
+                             f"after `down --state {self.stack_dir}`)")
+        # Postgres runs as its own user when we are root: it must be able to pass through this folder.
+        self.stack_dir.chmod(0o711)
+        (self.stack_dir / "logs").mkdir(exist_ok=True)
+        self._secrets = StackSecrets(encryption_key=secrets.token_hex(24),
+                                     postgres_password=secrets.token_urlsafe(24),
+                                     redis_password=secrets.token_urlsafe(24),
+                                     extra_env=dict(self.options.extra_env))
+        secrets_path = self.stack_dir / SECRETS_FILE
+        fd = os.open(secrets_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(self._secrets.model_dump_json())
+        names = ["main", *self.worker_names]
+        ports = _unique_ports(2 * len(names) + 3)
+        self.postgres_port, self.redis_port = ports.pop(), ports.pop()
+        main_http = ports.pop()
+        self.ports = {"main": N8nPorts(http=main_http, broker=ports.pop())}
+        for name in self.worker_names:
+            self.ports[name] = N8nPorts(http=main_http, broker=ports.pop(), health=ports.pop())
+        if not self.uses_postgres:
+            self.postgres_port = None
+        if not self.uses_redis:
+            self.redis_port = None
+
+    def _ready_on_free_ports(self, name: str, spawned: bool = False) -> None:
+        """Start `name` and wait for it; if a port picked in `_prepare` was taken before the process bound
+        it (n8n binds its HTTP port only after migrations, and every outgoing connection on this machine
+        takes an ephemeral port from the same range), pick new ports and try again."""
+        for attempt in range(PORT_RETRIES + 1):
+            try:
+                if not spawned:
+                    self.start_process(name, wait=False)
+                self.wait_ready(name)
+                return
+            except ServiceError as exc:
+                if attempt == PORT_RETRIES or not any(sign in str(exc) for sign in PORT_TAKEN_SIGNS):
+                    raise
+                self.stop_process(name, timeout_s=5)
+                self._repick_ports(name)
+                spawned = False
+
+    def _repick_ports(self, name: str) -> None:
+        taken = {self.postgres_port, self.redis_port} | {p for ports in self.ports.values()
+                                                          for p in (ports.http, ports.broker, ports.health)}
+        fresh = [p for p in _unique_ports(len(taken) + 2) if p not in taken][:2]
+        if name == "postgres":
+            self.postgres_port = fresh[0]
+        elif name == "redis":
+            self.redis_port = fresh[0]
+            self._write_redis_config(self.options.redis_persistence)
+        elif name == "main":  # workers are spawned after main: they take main's new HTTP port with them
+            self.ports = {n: p.model_copy(update={"http": fresh[0]}) for n, p in self.ports.items()}
+            self.ports["main"] = self.ports["main"].model_copy(update={"broker": fresh[1]})
+        else:
+            self.ports[name] = self.ports[name].model_copy(update={"broker": fresh[0], "health": fresh[1]})
+
+    def _init_postgres(self) -> None:
+        # As root, Postgres runs as Debian's `postgres` user, which must pass through every parent folder;
+        # a private parent (pytest's tmp_path is 0700) forces the data into a folder of its own in /tmp,
+        # linked from the stack folder so `attach` finds it.
+        pg_root = self.stack_dir / "postgres"
+        if os.geteuid() == 0 and not all(parent.stat().st_mode & 0o001 for parent in self.stack_dir.resolve().parents):
+            outside = Path(tempfile.mkdtemp(prefix="n8n-sizer-pg-"))
+            outside.chmod(0o711)
+            pg_root.symlink_to(outside)
+        else:
+            pg_root.mkdir()
+            pg_root.chmod(0o711)
+        services.init_postgres(self._pg_data, POSTGRES_USER, self.secrets.postgres_password)
+
+    def _write_redis_config(self, persistence: str) -> None:
+        self._redis_dir.mkdir(exist_ok=True)
+        services.write_redis_config(self._redis_dir / "redis.conf", self._redis_dir, self.redis_port,
+                                    self.secrets.redis_password, persistence)
+
+    def _spawn_n8n(self, name: str, env_overrides: dict[str, str]) -> RunningProcess:
+        role = "main" if name == "main" else "worker"
+        folder = self.stack_dir / "n8n" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        ports = self.ports[name]
+        env = n8n_env(self.setup, role=role, ports=ports, user_folder=folder, secrets=self.secrets,
+                      postgres_port=self.postgres_port, redis_port=self.redis_port,
+                      path=self._install.env_path(), home=os.environ.get("HOME", str(folder)),
+                      log_level=self.options.n8n_log_level, extra={**self.options.extra_env, **env_overrides})
+        argv = n8n_argv(self._install.node_bin, self._install.n8n_bin, self.setup, role)
+        return services.spawn(name, argv, env, self.log_path(name), ports.http if role == "main" else ports.health,
+                              cwd=folder, cpus=self.cpus, health_port=ports.health, broker_port=ports.broker)
+
+    def _write_state(self) -> None:
+        if self._install is None or "main" not in self.ports:
+            return
+        tmp = self.stack_dir / (STATE_FILE + ".tmp")
+        tmp.write_text(self.state().model_dump_json(indent=2) + "\n")
+        tmp.replace(self.stack_dir / STATE_FILE)

@@ -1,0 +1,48 @@
+"""The local stack's options and its state file (`state.json`): models shared by `LocalStack`, its
+command-line entry and whoever reads a stack's state over SSH."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.localstack.install import N8nInstall
+from n8n_sizer.deploy.n8n_env import N8nPorts
+from n8n_sizer.localstack.services import RunningProcess
+
+STATE_FILE = "state.json"
+SECRETS_FILE = "secrets.json"
+
+
+class StackOptions(BaseModel):
+    """How to run the stack on this machine, beyond the `Setup` it stands for."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    redis_persistence: Literal["aof", "none"] = "aof"  # seed 000: AOF everysec; "none" for drill 3
+    pin_cpus: int | None = Field(None, ge=1)  # taskset every process onto cores 0..K-1 to stand for K vCPU
+    extra_env: dict[str, str] = {}  # added to every n8n process' environment
+    start_timeout_s: float = 180.0  # 2 shared cores, first start migrates an empty database (~11 s alone)
+    stop_timeout_s: float | None = None  # None: Setup.longest_execution_s + 10 (n8n's graceful shutdown)
+    n8n_log_level: Literal["error", "warn", "info", "debug"] = "info"
+
+
+class StackState(BaseModel):
+    """What `state.json` holds: no secret, only where the secrets file is."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    setup: Setup
+    options: StackOptions
+    stack_dir: Path
+    main_url: str
+    install: N8nInstall
+    ports: dict[str, N8nPorts]  # per n8n process
+    redis_port: int | None
+    postgres_port: int | None
+    processes: dict[str, RunningProcess]
+    secrets_path: Path
+    start_seconds: dict[str, float]  # seconds from spawn to ready, per process (last start)

@@ -1,0 +1,130 @@
+"""The bench's use of the n8n API client: set a target's n8n up once, count its executions later.
+
+The owner login and API key are written to `<run>/secrets/<target>.json` (mode 0600, never printed), so a
+resumed run, a new process, can count executions on the same instance.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from n8n_sizer.n8n.client import N8nApiError, N8nSession, OwnerLogin, set_up_instance
+from n8n_sizer.hosts.host import HostError
+from n8n_sizer.n8n.workflows import BenchWorkflow, public_api_body
+
+FINISHED = ("success", "error", "crashed", "canceled")
+
+
+class TargetLink(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    n8n_version: str | None
+    workflow_id: str
+    warmup_workflow_id: str
+    webhook_path: str
+    warmup_webhook_path: str
+
+
+class Counts(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stored: int
+    succeeded: int
+    finished: int
+    by_status: dict[str, int]
+    success_ids: tuple[str, ...] = ()
+
+
+def _save_session(path: Path, session: N8nSession) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # 0600 from the first byte, never overwritten
+    with os.fdopen(fd, "w") as f:
+        json.dump({"base_url": session.base_url, "email": session.owner.email,
+                   "password": session.owner.password.get_secret_value(),
+                   "api_key": session.api_key.get_secret_value()}, f)
+
+
+def _load_session(path: Path, base_url: str) -> N8nSession:
+    data = json.loads(path.read_text())
+    owner = OwnerLogin(email=data["email"], password=SecretStr(data["password"]))
+    return N8nSession(base_url=base_url, owner=owner, api_key=SecretStr(data["api_key"]))
+
+
+def _version(session: N8nSession) -> str | None:
+    """n8n's own version (`versionCli`), which 2.x shows only in the logged-in settings."""
+    login = {"emailOrLdapLoginId": session.owner.email, "password": session.owner.password.get_secret_value()}
+    try:
+        with httpx.Client(base_url=session.base_url, timeout=10) as http:
+            http.post("/rest/login", json=login).raise_for_status()
+            return http.get("/rest/settings").json()["data"]["versionCli"]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return None  # recorded as unknown, never guessed
+
+
+def saved_or_new_session(base_url: str, login_file: Path | None, target: str = "target") -> N8nSession:
+    """The owner login saved in `login_file`, or (no such file yet) the instance set up now and its login saved
+    there (mode 0600). An instance that already has an owner and no saved login is the user's to point at."""
+    if login_file is not None and login_file.is_file():
+        return _load_session(login_file, base_url)
+    try:
+        session = set_up_instance(base_url)
+    except N8nApiError as exc:
+        where = f" {login_file} does not exist;" if login_file is not None else ""
+        raise HostError(f"{target}: n8n is set up already and{where} no saved login to use ({exc}); pass "
+                        f"--n8n-login results/<run>/secrets/{target}.json from the bench run that set it up"
+                        .replace("\n", " ")) from None
+    if login_file is not None:
+        _save_session(login_file, session)
+    return session
+
+
+def setup_target(base_url: str, workflow: BenchWorkflow, secrets_path: Path, target: str = "target") -> TargetLink:
+    """Owner, login, API key (or the saved ones), then the measured workflow and its warm-up copy, active."""
+    try:
+        if secrets_path.is_file():
+            session = _load_session(secrets_path, base_url)
+        else:
+            session = set_up_instance(base_url)
+            _save_session(secrets_path, session)
+        warm = workflow.copy_for("warmup")
+        ids = {}
+        with session.client() as client:
+            for key, flow in (("measured", workflow), ("warmup", warm)):
+                created = client.create_workflow(public_api_body(flow.definition))
+                client.activate_workflow(created["id"])
+                client.wait_webhook_registered(f"webhook/{flow.webhook_path}", flow.method)
+                ids[key] = str(created["id"])
+    except N8nApiError as exc:
+        raise HostError(f"{target}: setting n8n up failed: {exc}".replace("\n", " ")) from None
+    return TargetLink(n8n_version=_version(session), workflow_id=ids["measured"], warmup_workflow_id=ids["warmup"],
+                      webhook_path=workflow.webhook_path, warmup_webhook_path=warm.webhook_path)
+
+
+def count_executions(base_url: str, workflow_id: str, secrets_path: Path, target: str = "target") -> Counts:
+    session = _load_session(secrets_path, base_url)
+    try:
+        with session.client(timeout_s=60) as client:
+            counts = client.count_executions(workflow_id)
+    except N8nApiError as exc:
+        raise HostError(f"{target}: counting executions failed: {exc}".replace("\n", " ")) from None
+    by = counts.by_status
+    return Counts(stored=counts.total, succeeded=by.get("success", 0),
+                  finished=sum(by.get(s, 0) for s in FINISHED), by_status=by, success_ids=counts.success_ids)
+
+
+def editor_client(base_url: str, secrets_path: Path) -> httpx.Client:
+    """An httpx client logged in as the owner (cookie), for the editor-responsiveness probe."""
+    session = _load_session(secrets_path, base_url)
+    http = httpx.Client(base_url=base_url, timeout=60)
+    login = {"emailOrLdapLoginId": session.owner.email, "password": session.owner.password.get_secret_value()}
+    try:
+        http.post("/rest/login", json=login).raise_for_status()
+    except httpx.HTTPError as exc:
+        http.close()
+        raise HostError(f"logging in to {base_url} for the editor probe failed: {exc}") from None
+    return http

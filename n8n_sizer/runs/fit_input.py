@@ -1,0 +1,87 @@
+"""Turn bench run folders into advisor Measurements, so `advise --results DIR` refits on the user's runs.
+
+One Measurement per target and load step, from the step's load samples (answered per minute, errors by
+class, latency percentiles) and the target's setup and host facts in run.json. Requests the driver never
+sent because the in-flight cap was full ("dropped") are not errors of the server, as in seed 000's k6 runs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from n8n_sizer.advisor.measurements import Hardware, Load, MeasuredSetup, Measurement, Results
+from n8n_sizer.runs.records import Sample
+from n8n_sizer.runs.store import RUN_JSON, RunStore
+from n8n_sizer.errors import InputError
+
+
+def find_runs(path: Path) -> list[Path]:
+    """Run folders at `path` (a run folder itself, or a folder of them)."""
+    if not path.exists():
+        raise InputError(f"--results {path}: no such folder; give the folder `n8n-sizer bench --out` wrote (default results/)")
+    if not path.is_dir():
+        raise InputError(f"--results {path}: not a folder; give the folder `n8n-sizer bench --out` wrote (default results/)")
+    if (path / RUN_JSON).is_file():
+        return [path]
+    runs = sorted(p for p in path.iterdir() if (p / RUN_JSON).is_file())
+    if not runs:
+        raise InputError(f"--results {path}: no bench runs in it (no */{RUN_JSON}); run `n8n-sizer bench --local "
+                         f"--rates 5,20,50 --out {path}` first")
+    return runs
+
+
+def _workflow_name(manifest_workflow: str | None) -> str:
+    if not manifest_workflow:
+        return "unknown"
+    name = Path(manifest_workflow).name
+    return name[:-5] if name.endswith(".json") else name
+
+
+def measurements_from_run(folder: Path) -> list[Measurement]:
+    store = RunStore.open(folder)
+    manifest = store.manifest
+    if manifest.kind not in ("bench", "find-max", "soak"):
+        return []
+    steps: dict[tuple[str, str], list[Sample]] = defaultdict(list)
+    for s in store.read_samples():
+        if s.labels.get("source") == "load" and "step" in s.labels:
+            steps[(s.labels.get("target", "local"), s.labels["step"])].append(s)
+    workflow = _workflow_name(manifest.workflow)
+    out: list[Measurement] = []
+    for (target, step), samples in sorted(steps.items()):
+        info = manifest.hosts.get(target, {})
+        facts = info.get("facts") or {}
+        setup = info.get("setup") or manifest.setup
+        if not setup or not facts.get("vcpu"):
+            continue
+        value = {s.metric: s.value for s in samples if s.metric != "errors"}
+        errors = sum(int(s.value) for s in samples if s.metric == "errors" and s.labels.get("class") != "dropped")
+        arch = "arm" if str(facts.get("arch", "")).lower() in ("aarch64", "arm64") else "x86"
+        open_load = "offered_rate" in value
+        out.append(Measurement(
+            id=f"{manifest.run_id}-{target}-{step}", source=f"results/{manifest.run_id}", table="bench step",
+            n8n_version=info.get("n8n_version"),
+            hardware=Hardware(provider=str(info.get("provider", "local")), size=info.get("size"), vcpu=facts["vcpu"],
+                              arch=arch, ram_mib=int(facts["ram_mib"]) if facts.get("ram_mib") else None,
+                              host_class=f"user:{facts.get('cpu_model') or target}"),
+            workflow=workflow,
+            setup=MeasuredSetup(mode=setup["mode"], workers=setup.get("workers", 0), concurrency=setup.get("concurrency"),
+                                runner_concurrency=setup.get("runner_concurrency"),
+                                production_limit=setup.get("production_limit"), db=setup.get("db", "postgres"),
+                                db_pool_size=setup.get("db_pool_size")),
+            load=Load(kind="open" if open_load else "closed", offered_rps=value.get("offered_rate"),
+                      concurrency=int(value["concurrency"]) if "concurrency" in value else None,
+                      duration_s=value.get("step_duration"), generator="n8n-sizer bench"),
+            results=Results(answered_per_min=value.get("answered_per_min"), errors=errors,
+                            p50_ms=value.get("latency_p50"), p95_ms=value.get("latency_p95"),
+                            p99_ms=value.get("latency_p99"))))
+    return out
+
+
+def load_results(path: Path) -> list[Measurement]:
+    rows = [m for run in find_runs(path) for m in measurements_from_run(run)]
+    if not rows:
+        raise InputError(f"--results {path}: its runs hold no finished load steps with host facts; "
+                         "run `n8n-sizer bench` to completion (or `--resume` it) first")
+    return rows

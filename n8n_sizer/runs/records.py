@@ -1,0 +1,99 @@
+"""Records a bench run writes, one JSON object per line, shared by the driver, telemetry, drills and reports.
+
+Layout of a run folder, `results/<run-id>/`:
+  run.json        RunManifest (spec, setup, versions, host facts, times), rewritten as the run goes
+  requests.jsonl  one RequestRecord per request, appended as each finishes
+  samples.jsonl   one Sample per measurement (load and telemetry alike), appended as taken
+
+A missing value stays None; it never becomes 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# "dropped": not sent because the in-flight cap was reached (k6's dropped iterations); its sent_s is the
+# scheduled time and its status None.
+ErrorClass = Literal["timeout", "reset", "refused", "non-2xx", "dropped", "other"]
+
+
+class Sample(BaseModel):
+    """One measurement, PerfKitBenchmarker style: metric, value, unit, labels, time (unix seconds)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    metric: str
+    value: float
+    unit: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    time_s: float
+
+
+class RequestRecord(BaseModel):
+    """One request of the open-model (or closed) load: when it was due, when it went, what came back."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    seq: int = Field(ge=0)
+    step: str  # e.g. "rate-20" or "c-10"; warm-up requests are not recorded
+    target: str  # host name from the inventory, or "local"
+    scheduled_s: float  # unix seconds the schedule wanted it sent
+    sent_s: float  # unix seconds it was sent
+    status: int | None  # HTTP status, None when no response arrived
+    latency_ms: float | None  # from scheduled time to response (no coordinated omission); None without response
+    error_class: ErrorClass | None = None
+    error: str | None = None  # the full error string for a failure
+    body_snippet: str | None = None  # first bytes of a non-2xx body
+    # The execution n8n answered for (the bench workflows return `executionId`), to match every accepted
+    # request to a stored execution one by one; None when the workflow does not return it.
+    execution_id: str | None = None
+
+
+class Ledger(BaseModel):
+    """Seed 004's table: what was fired, accepted, refused, and accepted-then-lost (no stored execution)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fired: int = Field(ge=0)
+    accepted: int = Field(ge=0)
+    refused: int = Field(ge=0)
+    accepted_then_lost: int | None  # None when executions could not be counted; raw (may be negative)
+    executions_stored: int | None
+    executions_succeeded: int | None = None  # stored executions with status success (accepted is matched to these)
+    not_sent: int = Field(0, ge=0)  # kept back by the in-flight cap (error class "dropped"), not in `fired`
+    # Accepted requests whose execution is not among the stored successful ones, matched by execution id;
+    # None when not every accepted answer carried its execution id (then only the counts above are known).
+    lost_seqs: list[int] | None = None
+
+
+class RunManifest(BaseModel):
+    """run.json: what ran where, with which versions, and when. `extra` holds kind-specific details."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str
+    kind: Literal["bench", "drill", "soak", "find-max"] = "bench"
+    created_s: float
+    finished_s: float | None = None
+    spec: dict[str, Any] = Field(default_factory=dict)
+    setup: dict[str, Any] = Field(default_factory=dict)
+    workflow: str | None = None
+    versions: dict[str, str] = Field(default_factory=dict)
+    hosts: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    ledgers: dict[str, Ledger] = Field(default_factory=dict)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass
+class StepTally:
+    """What a step did, for its summary: counts, the step's start and end (unix seconds)."""
+
+    step: str
+    started_s: float
+    finished_s: float
+    scheduled: int = 0
+    sent: int = 0
+    last_sent_s: float | None = None

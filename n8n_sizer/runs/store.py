@@ -1,0 +1,233 @@
+"""The run folder: `results/<run-id>/{run.json, requests.jsonl, samples.jsonl}`.
+
+A new run gets a new folder, created exclusively: an existing folder is never written over. The two
+jsonl files are only ever appended to, one line per record, flushed as written, so a crash or a dropped
+SSH connection loses nothing measured so far. `run.json` is the manifest, replaced atomically (write a
+temp file, rename) as the run goes; it records which steps finished per target so `--resume` can skip
+them. Appends are thread-safe: targets run in parallel threads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Iterable
+
+from pydantic import ValidationError
+
+from n8n_sizer.runs.records import StepTally
+from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample
+from n8n_sizer.errors import InputError
+
+RUN_JSON, REQUESTS, SAMPLES = "run.json", "requests.jsonl", "samples.jsonl"
+
+
+def new_run_id(now_s: float | None = None) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now_s if now_s is not None else time.time()))
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+class RunStore:
+    """One run folder. Create with `RunStore.create`, reopen with `RunStore.open` (for --resume, reports)."""
+
+    def __init__(self, folder: Path, manifest: RunManifest) -> None:
+        self.folder = folder
+        self.manifest = manifest
+        self._lock = threading.Lock()
+        self._files: dict[str, object] = {}
+
+    @property
+    def run_id(self) -> str:
+        return self.manifest.run_id
+
+    @classmethod
+    def create(cls, out_dir: Path, manifest: RunManifest) -> "RunStore":
+        out_dir.mkdir(parents=True, exist_ok=True)
+        folder = out_dir / manifest.run_id
+        try:
+            folder.mkdir()  # exclusive: never reuse an existing run folder
+        except FileExistsError:
+            raise InputError(f"run folder {folder} already exists and is never overwritten; "
+                             f"try another --out or `--resume {manifest.run_id}`") from None
+        store = cls(folder, manifest)
+        store.save_manifest()
+        for name in (REQUESTS, SAMPLES):
+            (folder / name).touch(exist_ok=False)
+        return store
+
+    @classmethod
+    def open(cls, run: str | Path, out_dir: Path | None = None) -> "RunStore":
+        """`run` is a folder, or a run id under `out_dir`."""
+        folder = Path(run)
+        if not (folder / RUN_JSON).is_file() and out_dir is not None:
+            folder = out_dir / str(run)
+        path = folder / RUN_JSON
+        if not path.is_file():
+            raise InputError(f"run {run}: no {RUN_JSON} in {folder}; try a folder from `ls "
+                             f"{out_dir or 'results'}` (or pass --out)")
+        try:
+            manifest = RunManifest.model_validate_json(path.read_text())
+        except (ValidationError, ValueError) as exc:
+            raise InputError(f"run {run}: {path} is not a run manifest ({str(exc).splitlines()[0]})") from None
+        return cls(folder, manifest)
+
+    def save_manifest(self) -> None:
+        with self._lock:
+            tmp = self.folder / f".{RUN_JSON}.tmp"
+            tmp.write_text(self.manifest.model_dump_json(indent=2) + "\n")
+            os.replace(tmp, self.folder / RUN_JSON)
+
+    def update_manifest(self, **changes) -> None:
+        with self._lock:
+            self.manifest = self.manifest.model_copy(update=changes)
+        self.save_manifest()
+
+    def _append(self, name: str, line: str) -> None:
+        with self._lock:
+            f = self._files.get(name)
+            if f is None:
+                path = self.folder / name
+                _end_partial_line(path)
+                f = self._files[name] = open(path, "a", encoding="utf-8")
+            f.write(line + "\n")
+            f.flush()
+
+    def append_request(self, record: RequestRecord) -> None:
+        self._append(REQUESTS, record.model_dump_json())
+
+    def append_samples(self, samples: Iterable[Sample]) -> None:
+        for s in samples:
+            self._append(SAMPLES, s.model_dump_json())
+
+    # The file is read under the lock (appends are flushed inside it, so no half line from another target's
+    # thread) and parsed outside it (so a long parse never holds up a load driver's appends).
+    def _snapshot(self, name: str) -> str | None:
+        with self._lock:
+            path = self.folder / name
+            return path.read_text(encoding="utf-8") if path.is_file() else None
+
+    def read_requests(self) -> list[RequestRecord]:
+        return _parse_jsonl(self._snapshot(REQUESTS), self.folder / REQUESTS, RequestRecord)
+
+    def read_samples(self) -> list[Sample]:
+        return _parse_jsonl(self._snapshot(SAMPLES), self.folder / SAMPLES, Sample)
+
+    def close(self) -> None:
+        with self._lock:
+            for f in self._files.values():
+                f.close()
+            self._files.clear()
+
+    # step bookkeeping, kept in run.json's `extra.steps[target][step]`
+    def finished_steps(self, target: str) -> list[str]:
+        steps = self.manifest.extra.get("steps", {}).get(target, {})
+        return [name for name, info in steps.items() if info.get("status") == "done"]
+
+    def mark_step(self, target: str, step: str, status: str, **info) -> None:
+        with self._lock:
+            extra = json.loads(json.dumps(self.manifest.extra))
+            entry = extra.setdefault("steps", {}).setdefault(target, {}).setdefault(step, {})
+            attempts = entry.get("attempts", 0) + (1 if status == "running" else 0)
+            entry.update(info, status=status, attempts=attempts)
+            self.manifest = self.manifest.model_copy(update={"extra": extra})
+        self.save_manifest()
+
+    def put_extra(self, section: str, target: str, value) -> None:
+        """run.json `extra[section][target] = value` (e.g. a find-max result), under the store's lock."""
+        with self._lock:
+            extra = json.loads(json.dumps(self.manifest.extra))
+            extra.setdefault(section, {})[target] = value
+            self.manifest = self.manifest.model_copy(update={"extra": extra})
+        self.save_manifest()
+
+    def next_seq(self, target: str) -> int:
+        seqs = [r.seq for r in self.read_requests() if r.target == target]
+        return max(seqs) + 1 if seqs else 0
+
+
+def _end_partial_line(path: Path) -> None:
+    """A crash mid-write can leave a line without its newline; end it so the next record starts clean."""
+    if path.exists() and path.stat().st_size > 0:
+        with open(path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            last = f.read(1)
+        if last != b"\n":
+            with open(path, "ab") as f:
+                f.write(b"\n")
+
+
+def _parse_jsonl(text: str | None, path: Path, model):
+    """Every record in the file. A line cut short by a crash is skipped; any other bad line is an error."""
+    if text is None:
+        return []
+    out = []
+    lines = text.splitlines()
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(model.model_validate_json(line))
+        except ValidationError as exc:
+            if not line.rstrip().endswith("}"):  # truncated by a crash mid-write
+                continue
+            raise InputError(f"{path}:{number} is not a {model.__name__} ({str(exc).splitlines()[0]})") from None
+    return out
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def summarize_step(records: list[RequestRecord], outcome: StepTally, target: str, offered: str,
+                   offered_value: float, step_s: float | None = None) -> list[Sample]:
+    """Load samples for one step: achieved rate, answered per minute, p50/p95/p99 of 2xx, errors by class.
+
+    Answered per minute is per minute of load (the step's length), as seed 000 counts it.
+    Achieved rate is requests sent over the step's sending window (first scheduled to last sent), so a
+    driver that fell behind its schedule shows it. Latencies are of answered (2xx) requests, from their
+    scheduled time; failures are counted per class, never folded into latency.
+    """
+    labels = {"target": target, "step": outcome.step, "source": "load"}
+    t = outcome.finished_s
+    ok = [r.latency_ms for r in records if r.status is not None and 200 <= r.status < 300]
+    sent = [r for r in records if r.error_class != "dropped"]
+    duration = max(outcome.finished_s - outcome.started_s, 1e-9)
+    load_s = step_s if step_s is not None else duration  # seed 000: answered per minute *of load*
+    window = None
+    if sent and outcome.last_sent_s is not None:
+        first = min(r.scheduled_s for r in records)
+        window = outcome.last_sent_s - first + (1.0 / offered_value if offered == "rate" else 0.0)
+    samples = [
+        Sample(metric="offered_rate" if offered == "rate" else "concurrency", value=offered_value,
+               unit="req/s" if offered == "rate" else "users", labels=labels, time_s=t),
+        Sample(metric="requests", value=len(records), unit="count", labels=labels, time_s=t),
+        Sample(metric="answered", value=len(ok), unit="count", labels=labels, time_s=t),
+        Sample(metric="answered_per_min", value=len(ok) * 60.0 / load_s, unit="req/min", labels=labels, time_s=t),
+        Sample(metric="step_duration", value=duration, unit="s", labels=labels, time_s=t),
+    ]
+    if window and window > 0:
+        samples.append(Sample(metric="achieved_rate", value=len(sent) / window, unit="req/s", labels=labels, time_s=t))
+    for q in (50, 95, 99):
+        value = _pct(ok, q)
+        if value is not None:
+            samples.append(Sample(metric=f"latency_p{q}", value=value, unit="ms", labels=labels, time_s=t))
+    lag = _pct([(r.sent_s - r.scheduled_s) * 1000.0 for r in sent], 99)
+    if lag is not None:
+        samples.append(Sample(metric="send_lag_p99", value=lag, unit="ms", labels=labels, time_s=t))
+    classes: dict[str, int] = {}
+    for r in records:
+        if r.error_class is not None:
+            classes[r.error_class] = classes.get(r.error_class, 0) + 1
+    for cls in ("timeout", "reset", "refused", "non-2xx", "dropped", "other"):
+        samples.append(Sample(metric="errors", value=classes.get(cls, 0), unit="count",
+                              labels={**labels, "class": cls}, time_s=t))
+    return samples
