@@ -1,4 +1,9 @@
-"""The environment of one natively started n8n process (main or worker): a pure function of its inputs.
+"""The n8n environment for a setup and a role, in one place.
+
+`n8n_settings(setup, role)` gives what follows from the setup alone (mode, pool, runner limit, production
+limit, graceful-shutdown timeout, Bull retention, metrics): the compose template renders these values and the
+native stack starts its processes with them, so the two cannot drift. `n8n_env` adds what a natively started
+process needs on this machine (ports, folders, secrets, addresses).
 
 Everything that would call out of this machine is switched off (the machine reaches no host but the
 package registries, and tests send traffic to 127.0.0.1 only). The names come from n8n's config
@@ -12,7 +17,41 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.advisor.settings import queue_keep_last_env
-from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.advisor.setup import DEFAULT_GRACEFUL_SHUTDOWN_S, Setup
+
+# n8n's own timeout must exceed the longest execution (seed 000, drill 6: 50 s runs were cut at 30 s),
+# and the stop grace period (Docker's, or the native stack's SIGKILL deadline) must exceed n8n's, or the
+# process is killed before it finishes waiting.
+SHUTDOWN_MARGIN_S = 15
+ROLES = ("main", "worker")
+
+
+def shutdown_timeouts(setup: Setup) -> tuple[int, int]:
+    """(N8N_GRACEFUL_SHUTDOWN_TIMEOUT, stop grace period) in seconds, each above the one before."""
+    n8n_s = max(DEFAULT_GRACEFUL_SHUTDOWN_S, setup.longest_execution_s + SHUTDOWN_MARGIN_S)
+    return n8n_s, n8n_s + SHUTDOWN_MARGIN_S
+
+
+def n8n_settings(setup: Setup, role: str) -> dict[str, str]:
+    """The variables that follow from the setup alone, for `role` "main" or "worker"."""
+    if role not in ROLES:
+        raise ValueError(f"role must be main or worker, not {role!r}")
+    env = {
+        "EXECUTIONS_MODE": setup.mode,
+        "N8N_RUNNERS_MAX_CONCURRENCY": str(setup.runner_concurrency),
+        "N8N_GRACEFUL_SHUTDOWN_TIMEOUT": str(shutdown_timeouts(setup)[0]),
+    }
+    if setup.production_limit is not None:
+        env["N8N_CONCURRENCY_PRODUCTION_LIMIT"] = str(setup.production_limit)
+    if setup.db == "postgres":
+        env["DB_POSTGRESDB_POOL_SIZE"] = str(setup.db_pool_size)
+    if setup.mode == "queue":
+        env.update(queue_keep_last_env())  # main never waits forever on a fast job (README)
+        if role == "main":  # main's /metrics carries the Bull queue gauges (seed 000)
+            env.update({"N8N_METRICS": "true", "N8N_METRICS_INCLUDE_QUEUE_METRICS": "true"})
+        else:
+            env["QUEUE_HEALTH_CHECK_ACTIVE"] = "true"  # workers answer /healthz, which their checks use
+    return env
 
 # Each of these made n8n reach a host on the internet (or would): telemetry, update checks, template and
 # banner fetches, the community-node registry, the AI assistant and license renewal.
@@ -36,11 +75,14 @@ OUTBOUND_OFF = {
     "N8N_DISABLED_MODULES": "mcp-registry,community-packages",
 }
 
-# Keep every execution, and never prune: the ledger counts stored executions after a run, and n8n's
-# default pruning (EXECUTIONS_DATA_PRUNE_MAX_COUNT=10000) would delete some during seed 000's default
-# plan (5, 20, 50 req/s x 180 s = 13,500 executions).
+# Keep every execution for the run, as the rendered bench profile does: pruning on, no count cap (n8n 2.41.1
+# applies EXECUTIONS_DATA_PRUNE_MAX_COUNT only when > 0), a week's age limit. The ledger counts stored
+# executions after a run, and n8n's default cap (10,000) would delete some during seed 000's default plan
+# (5, 20, 50 req/s x 180 s = 13,500 executions).
 EXECUTION_DATA = {
-    "EXECUTIONS_DATA_PRUNE": "false",
+    "EXECUTIONS_DATA_PRUNE": "true",
+    "EXECUTIONS_DATA_MAX_AGE": "168",
+    "EXECUTIONS_DATA_PRUNE_MAX_COUNT": "0",
     "EXECUTIONS_DATA_SAVE_ON_SUCCESS": "all",
     "EXECUTIONS_DATA_SAVE_ON_ERROR": "all",
 }
@@ -75,9 +117,8 @@ POSTGRES_DATABASE = "n8n"
 def n8n_env(setup: Setup, *, role: str, ports: N8nPorts, user_folder: Path, secrets: StackSecrets,
             postgres_port: int | None, redis_port: int | None, path: str, home: str,
             log_level: str = "info", extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment for `n8n start` (role "main") or `n8n worker` (role "worker")."""
-    if role not in ("main", "worker"):
-        raise ValueError(f"role must be main or worker, not {role!r}")
+    """Environment for `n8n start` (role "main") or `n8n worker` (role "worker"): `n8n_settings` plus what a
+    process started natively on this machine needs."""
     env = {
         "PATH": path,
         "HOME": home,
@@ -97,11 +138,9 @@ def n8n_env(setup: Setup, *, role: str, ports: N8nPorts, user_folder: Path, secr
         "N8N_RUNNERS_MODE": "internal",
         "N8N_RUNNERS_BROKER_LISTEN_ADDRESS": "127.0.0.1",
         "N8N_RUNNERS_BROKER_PORT": str(ports.broker),
-        "N8N_RUNNERS_MAX_CONCURRENCY": str(setup.runner_concurrency),
-        "N8N_GRACEFUL_SHUTDOWN_TIMEOUT": str(setup.longest_execution_s),
-        "N8N_CONCURRENCY_PRODUCTION_LIMIT": str(setup.production_limit if setup.production_limit else -1),
         **OUTBOUND_OFF,
         **EXECUTION_DATA,
+        **n8n_settings(setup, role),
     }
     if setup.db == "postgres":
         if postgres_port is None:
@@ -113,7 +152,6 @@ def n8n_env(setup: Setup, *, role: str, ports: N8nPorts, user_folder: Path, secr
             "DB_POSTGRESDB_DATABASE": POSTGRES_DATABASE,
             "DB_POSTGRESDB_USER": POSTGRES_USER,
             "DB_POSTGRESDB_PASSWORD": secrets.postgres_password,
-            "DB_POSTGRESDB_POOL_SIZE": str(setup.db_pool_size),
         })
     else:
         env["DB_TYPE"] = "sqlite"
@@ -121,19 +159,14 @@ def n8n_env(setup: Setup, *, role: str, ports: N8nPorts, user_folder: Path, secr
         if redis_port is None:
             raise ValueError("queue mode needs a Redis port")
         env.update({
-            "EXECUTIONS_MODE": "queue",
             "QUEUE_BULL_REDIS_HOST": "127.0.0.1",
             "QUEUE_BULL_REDIS_PORT": str(redis_port),
             "QUEUE_BULL_REDIS_PASSWORD": secrets.redis_password,
-            **queue_keep_last_env(),  # as the rendered stacks do: main never waits forever on a fast job
         })
-        if role == "main":
-            # As the rendered compose stacks do: main's /metrics carries the Bull queue gauges (seed 000).
-            env.update({"N8N_METRICS": "true", "N8N_METRICS_INCLUDE_QUEUE_METRICS": "true"})
         if role == "worker":
             if ports.health is None:
                 raise ValueError("a worker needs its own QUEUE_HEALTH_CHECK_PORT")
-            env.update({"QUEUE_HEALTH_CHECK_ACTIVE": "true", "QUEUE_HEALTH_CHECK_PORT": str(ports.health)})
+            env["QUEUE_HEALTH_CHECK_PORT"] = str(ports.health)
     env.update(extra or {})
     return env
 

@@ -18,13 +18,13 @@ from n8n_sizer import versions
 from n8n_sizer.advisor import settings
 from n8n_sizer.advisor.setup import (
     CONNECTION_HEADROOM,
-    DEFAULT_GRACEFUL_SHUTDOWN_S,
     Setup,
     postgres_connections,
     recommended_max_connections,
     required_max_connections,
 )
 from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
+from n8n_sizer.deploy.n8n_env import n8n_settings, shutdown_timeouts
 from n8n_sizer.deploy.secrets import (
     ENV_NAMES,
     StackSecrets,
@@ -37,9 +37,6 @@ from n8n_sizer.errors import InputError
 
 Profile = Literal["bench", "production"]
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
-# n8n's own timeout must exceed the longest execution (seed 000, drill 6: 50 s runs were cut at 30 s),
-# and Docker's stop_grace_period must exceed n8n's, or Docker kills n8n before it finishes waiting.
-SHUTDOWN_MARGIN_S = 15
 VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")
 DOMAIN_RE = re.compile(r"^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$")
 URL_RE = re.compile(r"^https?://[^\s$'\"#]+$")
@@ -69,12 +66,6 @@ def template_env() -> Environment:
         keep_trailing_newline=True,
         autoescape=False,  # YAML and dotenv, not HTML
     )
-
-
-def shutdown_timeouts(setup: Setup) -> tuple[int, int]:
-    """(N8N_GRACEFUL_SHUTDOWN_TIMEOUT, stop_grace_period) in seconds, each above the one before."""
-    n8n_s = max(DEFAULT_GRACEFUL_SHUTDOWN_S, setup.longest_execution_s + SHUTDOWN_MARGIN_S)
-    return n8n_s, n8n_s + SHUTDOWN_MARGIN_S
 
 
 def pool_arithmetic(setup: Setup) -> str:
@@ -171,6 +162,7 @@ def render_bundle(setup: Setup, secrets: StackSecrets, *, profile: str = "bench"
         max_connections=max_conn,
         pool_arithmetic=pool_arithmetic(setup) if setup.db == "postgres" else "",
         queue_keep_last=settings.queue_keep_last_env(),
+        n8n={role: n8n_settings(setup, role) for role in ("main", "worker")},
     )
     if public_url is None:
         public_url = f"https://{domain}/" if profile == "production" else BENCH_PUBLIC_URL

@@ -26,7 +26,9 @@ from pathlib import Path
 from n8n_sizer.advisor.setup import Setup, recommended_max_connections
 from n8n_sizer.localstack import services
 from n8n_sizer.localstack.install import N8nInstall, install_n8n
-from n8n_sizer.deploy.n8n_env import POSTGRES_DATABASE, POSTGRES_USER, N8nPorts, StackSecrets, n8n_argv, n8n_env
+from n8n_sizer.deploy.n8n_env import (
+    POSTGRES_DATABASE, POSTGRES_USER, N8nPorts, StackSecrets, n8n_argv, n8n_env, shutdown_timeouts,
+)
 from n8n_sizer.localstack.services import RunningProcess, ServiceError
 from n8n_sizer.localstack.state import SECRETS_FILE, STATE_FILE, StackOptions, StackState
 
@@ -92,7 +94,7 @@ class LocalStack:
 
     @property
     def stop_timeout_s(self) -> float:
-        return self.options.stop_timeout_s or self.setup.longest_execution_s + 10.0
+        return self.options.stop_timeout_s or float(shutdown_timeouts(self.setup)[1])
 
     def pid(self, name: str) -> int:
         return self._proc(name).pid

@@ -26,7 +26,7 @@ class StackOptions(BaseModel):
     pin_cpus: int | None = Field(None, ge=1)  # taskset every process onto cores 0..K-1 to stand for K vCPU
     extra_env: dict[str, str] = {}  # added to every n8n process' environment
     start_timeout_s: float = 180.0  # 2 shared cores, first start migrates an empty database (~11 s alone)
-    stop_timeout_s: float | None = None  # None: Setup.longest_execution_s + 10 (n8n's graceful shutdown)
+    stop_timeout_s: float | None = None  # None: the stop grace period of deploy.n8n_env.shutdown_timeouts
     n8n_log_level: Literal["error", "warn", "info", "debug"] = "info"
 
 

@@ -19,13 +19,13 @@ from n8n_sizer.localstack.services import (
     free_port,
     init_postgres,
     postgres_bin_dir,
-    redis_ping,
     spawn,
     start_postgres,
     stop_process,
     wait_postgres,
     wait_redis,
 )
+from n8n_sizer.localstack.redis import redis_ping
 from n8n_sizer.deploy.composefile import load_compose
 from n8n_sizer.deploy.render import render_bundle
 from n8n_sizer.deploy.secrets import generate_secrets, parse_env_text

@@ -68,7 +68,8 @@ def test_worker_env_has_its_own_ports_queue_settings_and_nothing_that_calls_out(
     assert env["QUEUE_HEALTH_CHECK_ACTIVE"] == "true" and env["EXECUTIONS_MODE"] == "queue"
     assert env["DB_POSTGRESDB_POOL_SIZE"] == "4" and env["N8N_CONCURRENCY_PRODUCTION_LIMIT"] == "3"
     assert env["QUEUE_BULL_REDIS_PASSWORD"] == "redis-pw" and env["N8N_ENCRYPTION_KEY"] == SECRETS.encryption_key
-    assert env["EXECUTIONS_DATA_PRUNE"] == "false"  # the ledger counts every execution after a run
+    # the ledger counts every execution after a run: no count cap, a week's age limit (as the bench profile)
+    assert env["EXECUTIONS_DATA_PRUNE_MAX_COUNT"] == "0" and env["EXECUTIONS_DATA_MAX_AGE"] == "168"
     # Bull keeps finished jobs so main never waits forever on a fast one (advisor/settings.py)
     assert env["N8N_EXECUTIONS_QUEUE_KEEP_LAST_COMPLETED"] == env["N8N_EXECUTIONS_QUEUE_KEEP_LAST_FAILED"] == "1000"
     assert all(env[key] == value for key, value in OUTBOUND_OFF.items())
@@ -80,9 +81,9 @@ def test_regular_sqlite_env_has_no_queue_or_postgres(tmp_path):
     env = n8n_env(Setup(mode="regular", db="sqlite"), role="main", ports=N8nPorts(http=5678, broker=6001),
                   user_folder=tmp_path, secrets=SECRETS, postgres_port=None, redis_port=None, path="/bin",
                   home="/root", extra={"N8N_LOG_LEVEL": "debug"})
-    assert env["DB_TYPE"] == "sqlite" and "EXECUTIONS_MODE" not in env and "DB_POSTGRESDB_HOST" not in env
+    assert env["DB_TYPE"] == "sqlite" and env["EXECUTIONS_MODE"] == "regular" and "DB_POSTGRESDB_HOST" not in env
     assert not any(key.startswith("N8N_EXECUTIONS_QUEUE_") for key in env)
-    assert env["N8N_CONCURRENCY_PRODUCTION_LIMIT"] == "-1" and env["N8N_LOG_LEVEL"] == "debug"
+    assert "N8N_CONCURRENCY_PRODUCTION_LIMIT" not in env and env["N8N_LOG_LEVEL"] == "debug"
 
 
 def test_install_without_marker_is_not_taken_for_finished(tmp_path):
