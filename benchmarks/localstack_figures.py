@@ -26,7 +26,8 @@ from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.localstack import services
 from n8n_sizer.localstack.install import install_n8n
 from n8n_sizer.localstack.stack import LocalStack
-from n8n_sizer.n8n.client import deploy_workflow, load_workflow, set_up_instance
+from n8n_sizer.n8n.client import set_up_instance
+from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow
 
 LOOP_JS = """
 let samples = [];
@@ -81,7 +82,7 @@ def measure(setup: Setup, label: str, requests: int, idle_s: float) -> None:
         session = set_up_instance(stack.main_url)
         with session.client() as client:
             for template, body in (("light", {"number": 21}), ("code-heavy", {})):
-                _, path = deploy_workflow(client, load_workflow(template))
+                _, path = deploy_workflow(client, read_workflow(template))
                 first, rest = time_requests(stack.main_url + path, body, requests)
                 print(f"  {template:10s} first {first:6.0f} ms, then median {statistics.median(rest):6.0f} ms "
                       f"(min {min(rest):.0f}, max {max(rest):.0f}, n={len(rest)}, sequential, keep-alive)")

@@ -34,7 +34,8 @@ from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.localstack import services
 from n8n_sizer.localstack.stack import LocalStack
 from n8n_sizer.localstack.state import StackOptions
-from n8n_sizer.n8n.client import deploy_workflow, load_workflow, set_up_instance, with_webhook_path
+from n8n_sizer.n8n.client import set_up_instance
+from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, with_webhook_path
 
 
 def pin(stack: LocalStack) -> bool:
@@ -83,7 +84,7 @@ def measure(keep_last: str, seconds: float, burners: int, timeout_s: float) -> N
     running: list[subprocess.Popen] = []
     try:
         session = set_up_instance(stack.main_url)
-        workflow = with_webhook_path(load_workflow("light"), f"hang-{keep_last}")
+        workflow = with_webhook_path(read_workflow("light"), f"hang-{keep_last}")
         with session.client() as client:
             workflow_id, path = deploy_workflow(client, workflow)
         pinned = pin(stack)

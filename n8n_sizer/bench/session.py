@@ -23,7 +23,7 @@ from n8n_sizer.runs.records import Ledger, RunManifest
 from n8n_sizer.runs.store import RunStore, new_run_id
 from n8n_sizer.bench.run import BenchJob, Progress, Target, run_bench
 from n8n_sizer.stack.bringup import stack_kind_for
-from n8n_sizer.n8n.workflows import BenchWorkflow, load_workflow
+from n8n_sizer.n8n.workflows import BenchWorkflow, load_bench_workflow
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer import versions
 
@@ -120,7 +120,7 @@ def _check_targets_reachable(targets: list[Target]) -> None:
 def start_bench(req: BenchRequest, out_dir: Path, progress: Progress | None = None,
                 workflow_body: Path | None = None) -> BenchSummary:
     run_id = new_run_id()
-    flow = load_workflow(req.workflow, workflow_body, run_tag=run_id.rsplit("-", 1)[-1])
+    flow = load_bench_workflow(req.workflow, workflow_body, run_tag=run_id.rsplit("-", 1)[-1])
     targets = build_targets(req)
     _check_targets_reachable(targets)
     kind = "find-max" if req.find_max is not None else ("soak" if req.soak else "bench")

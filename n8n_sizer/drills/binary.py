@@ -6,7 +6,7 @@ import json
 import time
 
 from n8n_sizer.drills.common import DrillContext, DrillOutcome, check
-from n8n_sizer.n8n.client import load_workflow, webhook_path
+from n8n_sizer.n8n.workflows import read_workflow, webhook_path
 
 # Seed 000, "Failure drills", 5 (n8n 2.40.7): a 300 kB upload read by a Code node on a worker.
 BINARY_EXPECTED = {
@@ -25,7 +25,7 @@ def _restart_with(ctx: DrillContext, names: list[str], env: dict[str, str]) -> N
         ctx.stack.start_process(name, env_overrides=env)
     with ctx.client() as client:  # main registers the active workflows' webhooks again after its start
         for template in ctx.workflows:
-            client.wait_webhook_registered(webhook_path(load_workflow(template)))
+            client.wait_webhook_registered(webhook_path(read_workflow(template)))
 
 
 def _upload(ctx: DrillContext) -> tuple[int | None, str, float]:

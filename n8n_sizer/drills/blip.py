@@ -15,8 +15,9 @@ import re
 import signal
 import time
 
+from n8n_sizer.n8n.client import FINAL_STATUSES
 from n8n_sizer.drills.common import (
-    FINAL_STATUSES, DrillContext, DrillFailed, DrillOutcome, check, counts, wait_for,
+    DrillContext, DrillFailed, DrillOutcome, check, counts, wait_for,
 )
 
 BLIP_EXPECTED = ("not in seed 000; users report workers that silently stop taking jobs after Redis drops: "

@@ -17,11 +17,10 @@ import httpx
 from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.stack.handle import LOG_LINE_CHARS, LogMark, StackError, StackHandle, wait_until
-from n8n_sizer.n8n.client import N8nClient, N8nSession, load_workflow, webhook_path
+from n8n_sizer.n8n.client import N8nClient, N8nSession
+from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, webhook_path
 from n8n_sizer.runs.records import RequestRecord
 
-# Statuses after which n8n no longer touches an execution.
-FINAL_STATUSES = ("success", "error", "crashed", "canceled")
 # The public API leaves executions in these statuses out of an unfiltered listing (seen on 2.41.1:
 # a running execution only shows with ?status=running), so they are asked for one by one.
 OPEN_STATUSES = ("new", "running", "waiting")
@@ -90,19 +89,15 @@ class DrillContext:
     def workflow_id(self, template: str) -> str:
         """Create and activate a packaged workflow once per instance; its id."""
         if template not in self.workflows:
-            workflow = load_workflow(template)
             with self.client() as client:
-                created = client.create_workflow(workflow)
-                client.activate_workflow(created["id"])
-                client.wait_webhook_registered(webhook_path(workflow))
-            self.workflows[template] = created["id"]
+                self.workflows[template], _ = deploy_workflow(client, read_workflow(template))
         return self.workflows[template]
 
     def post(self, template: str, json_body: Any = None, content: bytes | None = None,
              headers: dict[str, str] | None = None, timeout_s: float = 30.0) -> tuple[int | None, str]:
         """Call a template's webhook; (HTTP status or None, body or error text)."""
         self.workflow_id(template)
-        url = self.stack.main_url + webhook_path(load_workflow(template))
+        url = self.stack.main_url + webhook_path(read_workflow(template))
         try:
             response = httpx.post(url, json=json_body, content=content, headers=headers, timeout=timeout_s)
         except httpx.HTTPError as exc:

@@ -9,11 +9,12 @@ import threading
 import time
 from collections import Counter
 
+from n8n_sizer.n8n.client import FINAL_STATUSES
 from n8n_sizer.drills.common import (
-    FINAL_STATUSES, DrillCheck, DrillContext, DrillFailed, DrillOutcome, check, counts, wait_for,
+    DrillCheck, DrillContext, DrillFailed, DrillOutcome, check, counts, wait_for,
 )
 from n8n_sizer.bench.load import HttpPost, run_open
-from n8n_sizer.n8n.client import load_workflow, webhook_path
+from n8n_sizer.n8n.workflows import read_workflow, webhook_path
 from n8n_sizer.runs.records import RequestRecord
 from n8n_sizer.runs.stats import error_kind
 from n8n_sizer.errors import InputError
@@ -200,7 +201,7 @@ def postgres_restart(ctx: DrillContext, rate_per_s: float = 4.0, duration_s: flo
                      restart_after_s: float = 8.0) -> DrillOutcome:
     """Offer `rate_per_s` to the light workflow for `duration_s`; restart Postgres `restart_after_s` in."""
     stack = ctx.stack
-    url = stack.main_url + webhook_path(load_workflow("light"))
+    url = stack.main_url + webhook_path(read_workflow("light"))
     ctx.workflow_id("light")
     names = ["main", *stack.worker_names]
     marks = {name: ctx.mark(name) for name in names}

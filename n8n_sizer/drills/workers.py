@@ -5,8 +5,9 @@ from __future__ import annotations
 import secrets
 import time
 
+from n8n_sizer.n8n.client import FINAL_STATUSES
 from n8n_sizer.drills.common import (
-    FINAL_STATUSES, DrillContext, DrillFailed, DrillOutcome, check, counts, iso_seconds, wait_for,
+    DrillContext, DrillFailed, DrillOutcome, check, counts, iso_seconds, wait_for,
 )
 
 # Seed 000, "Failure drills", 1. Kill a worker mid-execution (n8n 2.40.7, four 50 s Wait executions).

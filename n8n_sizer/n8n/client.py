@@ -12,24 +12,32 @@ Every failure names the method, URL, status and the start of the body.
 
 from __future__ import annotations
 
-import copy
-import json
 import secrets
 import time
 from collections import Counter
-from importlib import resources
 from typing import Any
 
 import httpx
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.errors import RemoteError
 
-WORKFLOW_TEMPLATES = ("light", "code-heavy", "long-wait", "binary-read")
 # The public API's largest page (n8n caps `limit` at 250).
 PAGE_LIMIT = 250
 # Fields the public API accepts on create; an exported workflow carries more (id, active, meta, ...).
 WORKFLOW_CREATE_FIELDS = ("name", "nodes", "connections", "settings", "staticData")
+# Statuses after which n8n no longer touches an execution.
+FINAL_STATUSES = ("success", "error", "crashed", "canceled")
+
+
+def create_body(definition: dict[str, Any]) -> dict[str, Any]:
+    """What `POST /api/v1/workflows` accepts: name, nodes, connections, settings, staticData (others refused)."""
+    body = {key: definition[key] for key in WORKFLOW_CREATE_FIELDS if key in definition}
+    body.setdefault("name", "n8n-sizer workflow")
+    body.setdefault("connections", {})
+    if not body.get("settings"):
+        body["settings"] = {}
+    return body
 
 
 class N8nApiError(RemoteError):
@@ -166,9 +174,7 @@ class N8nClient:
 
     def create_workflow(self, workflow: dict[str, Any]) -> dict[str, Any]:
         """Create through the public API; only the fields it accepts are sent. Returns n8n's workflow."""
-        body = {key: workflow[key] for key in WORKFLOW_CREATE_FIELDS if key in workflow}
-        body.setdefault("settings", {})
-        return self._json("POST", "/api/v1/workflows", public=True, json=body)
+        return self._json("POST", "/api/v1/workflows", public=True, json=create_body(workflow))
 
     def activate_workflow(self, workflow_id: str) -> dict[str, Any]:
         """Activate (2.x also calls it publish): its production webhooks start answering."""
@@ -195,6 +201,13 @@ class N8nClient:
                 last = f"{type(exc).__name__}: {exc}"
             time.sleep(0.1)
         raise N8nApiError(probe, url, 404, f"webhook still not registered after {timeout_s:.0f} s: {last}")
+
+    def version(self) -> str | None:
+        """n8n's own version (`versionCli`), which 2.x shows only in the logged-in settings; None if not shown."""
+        try:
+            return str(self._json("GET", "/rest/settings")["data"]["versionCli"])
+        except (N8nApiError, KeyError, TypeError):
+            return None  # recorded as unknown, never guessed
 
     def get_workflow_editor(self, workflow_id: str) -> float:
         """What the editor loads when a user opens the workflow (`GET /rest/workflows/:id`, cookie); ms taken."""
@@ -263,57 +276,3 @@ def set_up_instance(base_url: str, owner: OwnerLogin | None = None, ready_timeou
         client.login(owner)
         key = client.create_api_key()
     return N8nSession(base_url=base_url, owner=owner, api_key=SecretStr(key))
-
-
-# --- workflow files ----------------------------------------------------------------------------
-
-def load_workflow(name_or_path: str) -> dict[str, Any]:
-    """A packaged template (light, code-heavy, long-wait, binary-read) or a workflow JSON file."""
-    if name_or_path in WORKFLOW_TEMPLATES:
-        text = resources.files("n8n_sizer").joinpath("templates", "workflows", f"{name_or_path}.json").read_text()
-        return json.loads(text)
-    try:
-        with open(name_or_path) as handle:
-            workflow = json.load(handle)
-    except FileNotFoundError:
-        raise InputError(f"--workflow {name_or_path}: no such file; try one of {', '.join(WORKFLOW_TEMPLATES)} "
-                         f"or a path to an exported workflow JSON") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"--workflow {name_or_path}: not valid JSON ({exc.msg} at line {exc.lineno}); "
-                         f"export the workflow from n8n's editor (Download)") from None
-    if not isinstance(workflow, dict) or not isinstance(workflow.get("nodes"), list):
-        raise InputError(f"--workflow {name_or_path}: no `nodes` list; export the workflow from n8n's editor")
-    return workflow
-
-
-def webhook_path(workflow: dict[str, Any]) -> str:
-    """The production path of the workflow's first Webhook node (`/webhook/<path>`)."""
-    for node in workflow.get("nodes", []):
-        if node.get("type") == "n8n-nodes-base.webhook" and not node.get("disabled"):
-            path = node.get("parameters", {}).get("path") or node.get("webhookId")
-            if path:
-                return f"/webhook/{str(path).strip('/')}"
-    raise InputError(f"workflow {workflow.get('name', '(unnamed)')!r} has no enabled Webhook node with a path; "
-                     f"the bench calls a workflow through its webhook: add a Webhook trigger node")
-
-
-def with_webhook_path(workflow: dict[str, Any], path: str) -> dict[str, Any]:
-    """A copy whose first Webhook node listens on `path`: two active workflows cannot share one path."""
-    changed = copy.deepcopy(workflow)
-    for node in changed.get("nodes", []):
-        if node.get("type") == "n8n-nodes-base.webhook" and not node.get("disabled"):
-            node.setdefault("parameters", {})["path"] = path.strip("/")
-            return changed
-    raise InputError(f"workflow {workflow.get('name', '(unnamed)')!r} has no enabled Webhook node; "
-                     f"add a Webhook trigger node")
-
-
-def deploy_workflow(client: N8nClient, workflow: dict[str, Any], timeout_s: float = 30.0) -> tuple[str, str]:
-    """Create, activate and wait until its webhook routes; returns (workflow id, webhook path)."""
-    created = client.create_workflow(workflow)
-    client.activate_workflow(created["id"])
-    path = webhook_path(workflow)
-    method = next(str(n["parameters"].get("httpMethod", "GET")) for n in workflow["nodes"]
-                  if n.get("type") == "n8n-nodes-base.webhook" and not n.get("disabled"))
-    client.wait_webhook_registered(path, method, timeout_s)
-    return str(created["id"]), path

@@ -10,14 +10,11 @@ import json
 import os
 from pathlib import Path
 
-import httpx
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from n8n_sizer.n8n.client import N8nApiError, N8nSession, OwnerLogin, set_up_instance
 from n8n_sizer.hosts.host import HostError
-from n8n_sizer.n8n.workflows import BenchWorkflow, public_api_body
-
-FINISHED = ("success", "error", "crashed", "canceled")
+from n8n_sizer.n8n.client import FINAL_STATUSES, N8nApiError, N8nClient, N8nSession, OwnerLogin, set_up_instance
+from n8n_sizer.n8n.workflows import BenchWorkflow, deploy_workflow
 
 
 class TargetLink(BaseModel):
@@ -57,12 +54,11 @@ def _load_session(path: Path, base_url: str) -> N8nSession:
 
 def _version(session: N8nSession) -> str | None:
     """n8n's own version (`versionCli`), which 2.x shows only in the logged-in settings."""
-    login = {"emailOrLdapLoginId": session.owner.email, "password": session.owner.password.get_secret_value()}
     try:
-        with httpx.Client(base_url=session.base_url, timeout=10) as http:
-            http.post("/rest/login", json=login).raise_for_status()
-            return http.get("/rest/settings").json()["data"]["versionCli"]
-    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        with session.client(timeout_s=10) as client:
+            client.login(session.owner)
+            return client.version()
+    except N8nApiError:
         return None  # recorded as unknown, never guessed
 
 
@@ -95,10 +91,7 @@ def setup_target(base_url: str, workflow: BenchWorkflow, secrets_path: Path, tar
         ids = {}
         with session.client() as client:
             for key, flow in (("measured", workflow), ("warmup", warm)):
-                created = client.create_workflow(public_api_body(flow.definition))
-                client.activate_workflow(created["id"])
-                client.wait_webhook_registered(f"webhook/{flow.webhook_path}", flow.method)
-                ids[key] = str(created["id"])
+                ids[key], _ = deploy_workflow(client, flow.definition)
     except N8nApiError as exc:
         raise HostError(f"{target}: setting n8n up failed: {exc}".replace("\n", " ")) from None
     return TargetLink(n8n_version=_version(session), workflow_id=ids["measured"], warmup_workflow_id=ids["warmup"],
@@ -114,17 +107,16 @@ def count_executions(base_url: str, workflow_id: str, secrets_path: Path, target
         raise HostError(f"{target}: counting executions failed: {exc}".replace("\n", " ")) from None
     by = counts.by_status
     return Counts(stored=counts.total, succeeded=by.get("success", 0),
-                  finished=sum(by.get(s, 0) for s in FINISHED), by_status=by, success_ids=counts.success_ids)
+                  finished=sum(by.get(s, 0) for s in FINAL_STATUSES), by_status=by, success_ids=counts.success_ids)
 
 
-def editor_client(base_url: str, secrets_path: Path) -> httpx.Client:
-    """An httpx client logged in as the owner (cookie), for the editor-responsiveness probe."""
+def editor_client(base_url: str, secrets_path: Path) -> N8nClient:
+    """A client logged in as the owner (cookie), for the editor-responsiveness probe; the caller closes it."""
     session = _load_session(secrets_path, base_url)
-    http = httpx.Client(base_url=base_url, timeout=60)
-    login = {"emailOrLdapLoginId": session.owner.email, "password": session.owner.password.get_secret_value()}
+    client = session.client(timeout_s=60)
     try:
-        http.post("/rest/login", json=login).raise_for_status()
-    except httpx.HTTPError as exc:
-        http.close()
+        client.login(session.owner)
+    except N8nApiError as exc:
+        client.close()
         raise HostError(f"logging in to {base_url} for the editor probe failed: {exc}") from None
-    return http
+    return client

@@ -201,9 +201,9 @@ class Sampler:
 
 
 def http_editor_check(client, workflow_id: str) -> Callable[[], None]:
-    """The editor's own call, `GET /rest/workflows/:id`, on a logged-in httpx client (cookie auth)."""
+    """The editor's own call, `GET /rest/workflows/:id`, on a logged-in `N8nClient` (cookie auth)."""
 
     def check() -> None:
-        client.get(f"/rest/workflows/{workflow_id}").raise_for_status()
+        client.get_workflow_editor(workflow_id)
 
     return check

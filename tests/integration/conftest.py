@@ -19,7 +19,8 @@ from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.localstack import services
 from n8n_sizer.localstack.install import N8nInstall, install_n8n
 from n8n_sizer.localstack.stack import LocalStack
-from n8n_sizer.n8n.client import N8nClient, N8nSession, deploy_workflow, load_workflow, set_up_instance, with_webhook_path
+from n8n_sizer.n8n.client import N8nClient, N8nSession, set_up_instance
+from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, with_webhook_path
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class RunningN8n:
 
     def deploy(self, template: str) -> tuple[str, str]:
         """Deploy a packaged workflow on a fresh webhook path; returns (workflow id, full webhook URL)."""
-        workflow = with_webhook_path(load_workflow(template), f"{template}-{secrets.token_hex(4)}")
+        workflow = with_webhook_path(read_workflow(template), f"{template}-{secrets.token_hex(4)}")
         with self.client() as client:
             workflow_id, path = deploy_workflow(client, workflow)
         return workflow_id, f"{self.main_url}{path}"

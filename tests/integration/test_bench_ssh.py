@@ -99,7 +99,7 @@ def test_regular_run_cut_mid_step_then_resume(sshd, tmp_path):  # noqa: F811
                        "--drain-seconds", "30", "--out", str(out)], sshd)
         watcher.join(timeout=5)
         assert cut.get("n", 0) >= 1, (first.stdout, first.stderr)
-        assert first.returncode == 2, (first.stdout, first.stderr)
+        assert first.returncode == 1, (first.stdout, first.stderr)
         err = first.stderr.strip()
         assert len(err.splitlines()) == 1 and "Traceback" not in err and "dropped" in err
         (folder,) = out.iterdir()

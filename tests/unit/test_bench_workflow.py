@@ -6,20 +6,22 @@ from pathlib import Path
 
 from n8n_sizer.hosts.facts import parse_facts
 from n8n_sizer.stack.bringup import stack_kind_for
-from n8n_sizer.n8n.workflows import load_workflow, public_api_body
+from n8n_sizer.n8n.client import WORKFLOW_CREATE_FIELDS, create_body
+from n8n_sizer.n8n.workflows import load_bench_workflow
 
 DATA = Path(__file__).parent.parent / "data"
 
 
 def test_builtin_workflows_get_a_run_path_and_a_warmup_copy():
-    flow = load_workflow("code-heavy", run_tag="ab12cd")
+    flow = load_bench_workflow("code-heavy", run_tag="ab12cd")
     assert flow.webhook_path == "n8n-sizer-code-heavy-ab12cd" and flow.method == "POST"
     assert flow.body == b'{"number": 21}'
     warm = flow.copy_for("warmup")
     hook = lambda f: next(n for n in f.definition["nodes"] if n["type"] == "n8n-nodes-base.webhook")  # noqa: E731
     assert hook(warm)["parameters"]["path"] == "n8n-sizer-code-heavy-ab12cd-warmup"
     assert hook(warm)["webhookId"] != hook(flow)["webhookId"]
-    assert set(public_api_body(flow.definition)) == {"name", "nodes", "connections", "settings"}
+    assert set(create_body(flow.definition)) <= set(WORKFLOW_CREATE_FIELDS)
+    assert create_body({**flow.definition, "id": "x", "active": True, "staticData": {"k": 1}})["staticData"] == {"k": 1}
 
 
 def test_facts_parse_captured_output_and_keep_missing_as_none():

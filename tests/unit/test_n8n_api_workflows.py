@@ -14,7 +14,7 @@ import pytest
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.localstack import install as install_n8n
 from n8n_sizer.localstack import services
-from n8n_sizer.n8n.client import WORKFLOW_TEMPLATES, load_workflow, webhook_path, with_webhook_path
+from n8n_sizer.n8n.workflows import WORKFLOW_TEMPLATES, read_workflow, webhook_path, with_webhook_path
 from n8n_sizer.deploy.n8n_env import OUTBOUND_OFF, N8nPorts, StackSecrets, n8n_argv, n8n_env
 from n8n_sizer.errors import InputError
 
@@ -23,7 +23,7 @@ SECRETS = StackSecrets(encryption_key="k" * 48, postgres_password="pg-pw", redis
 
 @pytest.mark.parametrize("name", WORKFLOW_TEMPLATES)
 def test_templates_have_a_fixed_post_webhook_and_only_create_fields(name):
-    workflow = load_workflow(name)
+    workflow = read_workflow(name)
     assert webhook_path(workflow) == f"/webhook/n8n-sizer-{name}"
     webhook = next(n for n in workflow["nodes"] if n["type"] == "n8n-nodes-base.webhook")
     assert webhook["parameters"]["httpMethod"] == "POST"
@@ -33,15 +33,15 @@ def test_templates_have_a_fixed_post_webhook_and_only_create_fields(name):
 
 
 def test_code_heavy_is_loop_wait_set_and_long_wait_answers_at_once():
-    heavy = load_workflow("code-heavy")
+    heavy = read_workflow("code-heavy")
     assert [n["type"].split(".")[-1] for n in heavy["nodes"]] == ["webhook", "code", "wait", "set"]
     assert next(n for n in heavy["nodes"] if n["name"] == "Wait")["parameters"]["amount"] == 0.5
-    assert load_workflow("long-wait")["nodes"][0]["parameters"]["responseMode"] == "onReceived"
-    assert "getBinaryDataBuffer" in json.dumps(load_workflow("binary-read"))
+    assert read_workflow("long-wait")["nodes"][0]["parameters"]["responseMode"] == "onReceived"
+    assert "getBinaryDataBuffer" in json.dumps(read_workflow("binary-read"))
 
 
 def test_with_webhook_path_copies_and_leaves_the_original():
-    original = load_workflow("light")
+    original = read_workflow("light")
     moved = with_webhook_path(original, "/elsewhere/")
     assert webhook_path(moved) == "/webhook/elsewhere"
     assert webhook_path(original) == "/webhook/n8n-sizer-light"
@@ -49,15 +49,15 @@ def test_with_webhook_path_copies_and_leaves_the_original():
 
 def test_user_workflow_errors_name_the_file_and_the_fix(tmp_path):
     with pytest.raises(InputError, match=r"--workflow .*missing.json: no such file; try one of light"):
-        load_workflow(str(tmp_path / "missing.json"))
+        read_workflow(str(tmp_path / "missing.json"))
     broken = tmp_path / "broken.json"
     broken.write_text("{nodes: ")
     with pytest.raises(InputError, match="not valid JSON"):
-        load_workflow(str(broken))
+        read_workflow(str(broken))
     no_hook = tmp_path / "cron.json"
     no_hook.write_text(json.dumps({"name": "cron only", "nodes": [{"type": "n8n-nodes-base.scheduleTrigger"}]}))
     with pytest.raises(InputError, match="'cron only' has no enabled Webhook node"):
-        webhook_path(load_workflow(str(no_hook)))
+        webhook_path(read_workflow(str(no_hook)))
 
 
 def test_worker_env_has_its_own_ports_queue_settings_and_nothing_that_calls_out(tmp_path):

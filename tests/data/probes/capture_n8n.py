@@ -17,7 +17,8 @@ import httpx
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.localstack.stack import LocalStack, StackOptions
-from n8n_sizer.n8n.client import deploy_workflow, load_workflow, set_up_instance, with_webhook_path
+from n8n_sizer.n8n.client import set_up_instance
+from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, with_webhook_path
 from n8n_sizer.telemetry.probes.services import N8N_QUEUE_METRICS, parse_prometheus
 
 HERE = Path(__file__).parent
@@ -30,7 +31,7 @@ def main() -> None:
         stack.start()
         session = set_up_instance(stack.main_url)
         with session.client() as client:
-            _, path = deploy_workflow(client, with_webhook_path(load_workflow("light"), "metrics-capture"))
+            _, path = deploy_workflow(client, with_webhook_path(read_workflow("light"), "metrics-capture"))
         with httpx.Client(timeout=60) as http:
             for i in range(20):
                 http.post(f"{stack.main_url}{path}", json={"number": i}).raise_for_status()
