@@ -24,12 +24,19 @@ def report(
     runs: List[Path] = typer.Argument(..., help="Run folders (results/<run-id>) to report on, one or more."),
     out: Optional[Path] = typer.Option(None, "--out", help="Folder for report.md and the PNGs (default: <first run>/report)."),
     no_plots: bool = typer.Option(False, "--no-plots", help="Markdown only, no PNG plots."),
+    json_out: bool = typer.Option(False, "--json", help="Print what was written as one JSON object."),
 ) -> None:
     from n8n_sizer.report.build import build_report
     from n8n_sizer.report.advice import advice_section
 
     out_dir = out if out is not None else Path(runs[0]) / "report"
     result = build_report(runs, out_dir, plots=not no_plots, extra_sections=[advice_section(runs)])
+    if json_out:
+        import json
+
+        typer.echo(json.dumps({"report": str(result.markdown), "plots": [str(i) for i in result.images],
+                               "runs": [str(r) for r in runs]}))
+        return
     typer.echo(f"report: {result.markdown}")
     for image in result.images:
         typer.echo(f"plot:   {image}")

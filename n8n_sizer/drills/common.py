@@ -45,7 +45,7 @@ class DrillOutcome(BaseModel):
     drill: str
     checks: list[DrillCheck]
     observed: dict[str, Any]
-    timings_s: dict[str, float]
+    timings_s: dict[str, float | None]  # None: the moment never came (nothing to time)
     log_lines: dict[str, list[str]]
     settings: dict[str, str]  # what the drill set that differs from seed 000 (e.g. shorter Bull timings)
 

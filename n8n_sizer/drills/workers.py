@@ -83,8 +83,9 @@ def kill_worker(ctx: DrillContext, executions: int = 4, wait_s: int = 30,
     by_status = counts(final)
     errored = by_status.get("error", 0)
     slowest = max(final_at.values()) if final_at else None
-    timings = {"first_marked_after_kill_s": round(min(final_at.values()), 1) if final_at else -1.0,
-               "last_marked_after_kill_s": round(slowest, 1) if slowest is not None else -1.0}
+    # None: no execution was marked (a missing value stays None, never a sentinel number)
+    timings = {"first_marked_after_kill_s": round(min(final_at.values()), 1) if final_at else None,
+               "last_marked_after_kill_s": round(slowest, 1) if slowest is not None else None}
     ok_served = sum(1 for s in served if s == 200)
     settings = stack.stall_settings
     # n8n 2.41.1: Bull's lock expiry + stalled check, then main re-reads the execution for up to 30 s

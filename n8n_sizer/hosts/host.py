@@ -26,11 +26,16 @@ from n8n_sizer.errors import RemoteError
 
 STDERR_TAIL_CHARS = 400
 
-# Paramiko logs a dropped connection ("Socket exception: Connection reset by peer") from its transport
-# thread. With no handler anywhere, Python's last-resort handler printed it to stderr beside the CLI's own
-# one-line HostError. A NullHandler ends that fallback; records still propagate to handlers an
-# application installs.
-logging.getLogger("paramiko").addHandler(logging.NullHandler())
+
+
+def quiet_paramiko() -> None:
+    """Paramiko logs a dropped connection ("Socket exception: Connection reset by peer") from its transport
+    thread. With no handler anywhere, Python's last-resort handler printed it to stderr beside the CLI's own
+    one-line HostError. A NullHandler ends that fallback; records still propagate to handlers an application
+    installs. Called when an SSH connection opens (not at import: importing a module sets up no logging)."""
+    logger = logging.getLogger("paramiko")
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())
 
 
 class CommandResult(BaseModel):
@@ -167,6 +172,7 @@ class SshHost:
             connect_kwargs["key_filename"] = [str(self.key_file)]
         config = Config(overrides={"load_ssh_configs": False, "run": {"hide": True, "warn": True,
                                                                       "in_stream": False}})
+        quiet_paramiko()
         conn = Connection(self.address, user=self.user, port=self.port, config=config,
                           connect_timeout=self.connect_timeout_s, connect_kwargs=connect_kwargs)
         try:

@@ -41,7 +41,10 @@ def test_ctrl_c_stops_the_local_stack_and_keeps_the_records(tmp_path):
                     break
             time.sleep(0.2)
         assert pids and proc.poll() is None, proc.communicate()
-        time.sleep(3)  # about a dozen requests into the step
+        # a dozen requests of the step recorded, however fast or slow this machine is today
+        requests_file = runs[0].parent / "requests.jsonl"
+        while time.monotonic() < deadline and _step_requests(requests_file, "rate-4") < 12:
+            time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 2, err
@@ -58,3 +61,10 @@ def test_ctrl_c_stops_the_local_stack_and_keeps_the_records(tmp_path):
         for pid in pids.values():  # a failed test must not leave n8n behind
             if _alive(pid):
                 subprocess.run(["kill", "-9", str(pid)], check=False)
+
+
+def _step_requests(path: Path, step: str) -> int:
+    """Requests of `step` already recorded in requests.jsonl (a line being written is not counted)."""
+    if not path.is_file():
+        return 0
+    return sum(1 for line in path.read_text().splitlines() if line.endswith("}") and f'"step":"{step}"' in line)

@@ -87,7 +87,11 @@ def test_regular_run_cut_mid_step_then_resume(sshd, tmp_path):  # noqa: F811
             for run_json in out.glob("*/run.json"):
                 steps = json.loads(run_json.read_text()).get("extra", {}).get("steps", {}).get("t-regular", {})
                 if steps.get("rate-3", {}).get("status") == "running":
-                    time.sleep(3)  # a few requests into the step
+                    # a few requests of the step recorded before the cut, however busy the machine is
+                    requests_file = run_json.parent / "requests.jsonl"
+                    while time.monotonic() < deadline and sum(
+                            '"step":"rate-3"' in line for line in requests_file.read_text().splitlines()) < 6:
+                        time.sleep(0.2)
                     cut["n"] = sshd.cut_connections()
                     return
             time.sleep(0.2)

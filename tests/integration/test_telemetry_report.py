@@ -3,7 +3,6 @@ unit tests), and later from real local runs."""
 
 from __future__ import annotations
 
-
 import pytest
 
 from n8n_sizer.report.build import build_report

@@ -11,7 +11,6 @@ from n8n_sizer.telemetry.probes import Probe, ProbeParseError, batch_command, sp
 from n8n_sizer.telemetry.probes.containers import (
     parse_cgroup_sections,
     parse_cpu_stat,
-    parse_docker_stats,
     parse_memory_current,
 )
 from n8n_sizer.telemetry.probes.host import (
@@ -160,13 +159,6 @@ def test_cgroup_sections_per_container():
     assert by(samples, "container_mem_mib", container="n8n-worker-1").value == 1.0
     assert by(samples, "container_cpu_seconds_total", container="n8n-worker-1").value == 2.0
     assert {s.labels["container"] for s in samples} == {"n8n-main", "n8n-worker-1"}
-
-
-def test_docker_stats_documented_format():
-    samples = parse_docker_stats(read("docker_stats_documented_format.jsonl"), 1.0, L)
-    assert by(samples, "container_cpu_cores", container="n8n-runner-main").value == pytest.approx(1.0008)
-    assert by(samples, "container_mem_mib", container="n8n-runner-main").value == pytest.approx(239.4)
-    assert by(samples, "container_mem_limit_mib", container="n8n-main").value == pytest.approx(7.787 * 1024)
 
 
 def test_redis_info_used_memory():

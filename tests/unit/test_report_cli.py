@@ -38,3 +38,13 @@ def test_report_on_a_folder_that_is_not_a_run_is_one_line_exit_2(tmp_path, capsy
     err = capsys.readouterr().err.strip()
     assert err == f"n8n-sizer: {tmp_path} is not a run folder (no run.json in it); try one of the folders in results/ that `n8n-sizer bench` wrote"
     assert not (tmp_path / "report").exists()
+
+
+def test_report_json_names_what_it_wrote(runs, tmp_path, capsys):
+    import json
+
+    out = tmp_path / "rep"
+    assert invoke(["report", *map(str, runs), "--out", str(out), "--no-plots", "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["report"] == str(out / "report.md") and (out / "report.md").is_file()
+    assert printed["plots"] == [] and printed["runs"] == [str(r) for r in runs]

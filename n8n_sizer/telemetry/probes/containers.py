@@ -1,15 +1,13 @@
-"""Container probes for the fleet's Docker hosts: cgroup v2 counters (every second) and `docker stats`.
+"""Container probes for the fleet's Docker hosts: cgroup v2 counters, every second.
 
 Seed 000 sampled "CPU and RAM per container (cgroup counters sampled every second)". cgroup counters are
-cheap to read and cumulative, so a 1 s rate is exact; `docker stats` is kept as the cross-check people
-know. Note seed 004's trap: both count page cache as container memory, so a drop in memory can be the
+cheap to read and cumulative, so a 1 s rate is exact (`docker stats` shows the same counters, averaged and
+slower to ask). Note seed 004's trap: the counters include page cache as container memory, so a drop in memory can be the
 kernel reclaiming cache, not a restart.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -66,44 +64,9 @@ def parse_cgroup_sections(text: str, time_s: float, labels: Mapping[str, str]) -
     return out
 
 
-_SIZE = re.compile(r"^\s*([\d.]+)\s*([KMGTP]?i?B)\s*$")
-_FACTOR = {"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-           "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
-
-
-def _bytes(text: str) -> float:
-    m = _SIZE.match(text.replace("kB", "KB"))
-    if not m or m.group(2) not in _FACTOR:
-        raise ProbeParseError(f"unreadable size {text!r} in docker stats")
-    return float(m.group(1)) * _FACTOR[m.group(2)]
-
-
-def parse_docker_stats(text: str, time_s: float, labels: Mapping[str, str]) -> list[Sample]:
-    """`docker stats --no-stream --format '{{json .}}'` -> per container CPU cores and memory used.
-
-    CPUPerc is percent of ONE core (200% = two cores busy), so cores = CPUPerc / 100.
-    """
-    out: list[Sample] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        lab = {**labels, "container": row["Name"]}
-        out.append(sample("container_cpu_cores", float(row["CPUPerc"].rstrip("%")) / 100, "cores", time_s, lab))
-        used, _, limit = row["MemUsage"].partition("/")
-        out.append(sample("container_mem_mib", _bytes(used) / 2**20, "MiB", time_s, lab))
-        if limit.strip():
-            out.append(sample("container_mem_limit_mib", _bytes(limit) / 2**20, "MiB", time_s, lab))
-    return out
-
-
 def container_probes(cgroup_root: str = "/sys/fs/cgroup") -> list[Probe]:
     """Per-container probes for a Docker host (the fleet's targets)."""
     return [Probe("cgroup", cgroup_command(cgroup_root), parse_cgroup_sections)]
-
-
-def docker_stats_probe() -> Probe:
-    return Probe("docker_stats", "docker stats --no-stream --format '{{json .}}'", parse_docker_stats)
 
 
 def _in_service(service: str) -> str:
