@@ -35,6 +35,27 @@ _bench.register(app)
 _report.register(app)
 _drill.register(app)
 
+# Modules that only an optional extra installs (pyproject.toml), and that extra. A command that reaches one
+# without the extra gets one line naming the install, not a traceback; any other missing module is a bug.
+EXTRA_OF_MODULE = {
+    "fabric": "bench", "paramiko": "bench", "invoke": "bench", "matplotlib": "bench",
+    "pulumi": "fleet", "pulumi_hcloud": "fleet", "pulumi_gcp": "fleet", "pulumi_tls": "fleet",
+}
+
+
+def missing_extra_message(prog_name: str, command: str, module: str) -> str | None:
+    """The one line for a command that needs an extra whose `module` is not installed, or None."""
+    extra = EXTRA_OF_MODULE.get(module.split(".")[0])
+    if extra is None:
+        return None
+    return (f"{prog_name}: {command} needs the {extra} extra ({module.split('.')[0]} is not installed): "
+            f".venv/bin/pip install '.[{extra}]'")
+
+
+def _subcommand(prog_name: str, args: list[str] | None) -> str:
+    words = [a for a in (sys.argv[1:] if args is None else args) if not a.startswith("-")]
+    return prog_name if prog_name != "n8n-sizer" or not words else words[0]
+
 
 def _run(command, prog_name: str, args: list[str] | None = None) -> None:
     from pydantic import ValidationError
@@ -58,6 +79,12 @@ def _run(command, prog_name: str, args: list[str] | None = None) -> None:
     except RemoteError as exc:
         print(f"{prog_name}: {exc}".replace("\n", " "), file=sys.stderr)
         sys.exit(EXIT_REMOTE)
+    except ModuleNotFoundError as exc:
+        message = missing_extra_message(prog_name, _subcommand(prog_name, args), exc.name or "")
+        if message is None:
+            raise
+        print(message, file=sys.stderr)
+        sys.exit(2)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "input"

@@ -26,7 +26,7 @@ def advise(
     vcpu: Optional[int] = typer.Option(None, "--vcpu", help="vCPUs of your server; omit to get the cheapest size that fits."),
     arch: str = typer.Option("x86", "--arch", help="CPU architecture: x86 or arm."),
     provider: Optional[str] = typer.Option(None, "--provider", help="Limit server sizes to hetzner or gcp."),
-    workload: str = typer.Option("light", "--workload", help="light or code-heavy (see README)."),
+    workload: str = typer.Option("light", "--workload", help="light or code-heavy (see docs/advise.md)."),
     cpu_ms: Optional[float] = typer.Option(None, "--cpu-ms", help="Custom profile: CPU ms your Code nodes spend per execution."),
     wait_ms: Optional[float] = typer.Option(None, "--wait-ms", help="Custom profile: ms each execution waits on I/O (Wait, API calls)."),
     p95_ms: Optional[float] = typer.Option(None, "--p95-ms", help="p95 latency target in ms at the requested rate."),

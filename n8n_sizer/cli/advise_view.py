@@ -134,7 +134,7 @@ def _print_recommendation(rec, changes, written, compose, refitted) -> None:
         lines += [("N8N_CONCURRENCY_PRODUCTION_LIMIT", str(rec.production_limit))]
     if rec.queue_keep_last is not None:
         lines += [("N8N_EXECUTIONS_QUEUE_KEEP_LAST_*", f"{rec.queue_keep_last} (_COMPLETED and _FAILED; n8n's 0 can "
-                                                       "leave a webhook unanswered, see README)")]
+                                                       "leave a webhook unanswered, see docs/findings/queue-webhook-hang.md)")]
     lines += [
         ("DB_POSTGRESDB_POOL_SIZE", f"{rec.db_pool_size}  -> {rec.postgres_connections} Postgres connections "
                                     f"((pool + 1) + {rec.workers} x pool); max_connections {rec.max_connections}"),

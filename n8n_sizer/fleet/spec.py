@@ -254,7 +254,7 @@ def read_stack_config(path: Path) -> dict[str, Any]:
     try:
         doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InputError(f"stack file {path} does not exist; create it (see the README section on the benchmark fleet) "
+        raise InputError(f"stack file {path} does not exist; create it (see docs/fleet.md) "
                          "or pass an existing --stack") from None
     except (OSError, yaml.YAMLError) as exc:
         raise InputError(f"stack file {path} cannot be read: {str(exc).splitlines()[0]}") from None
