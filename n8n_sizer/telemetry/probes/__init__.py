@@ -2,7 +2,7 @@
 
 Every parser takes the command's stdout, the time the reading was taken and the labels to stamp on
 (host, process, container...) and returns `Sample`s. Cumulative counters (CPU seconds, disk bytes) are
-returned as-is with a metric name ending in `_total`; `n8n_sizer.bench.rates` turns two consecutive
+returned as-is with a metric name ending in `_total`; `n8n_sizer.telemetry.probes.rates` turns two consecutive
 readings into rates. Parsers are tested on output captured from real programs in `tests/data/probes/`.
 
 Several probes run as ONE shell command per tick (`batch_command`), so a 1 s sampling interval costs one
