@@ -233,7 +233,7 @@ class _TargetRun:
             self._step(step, url, 0.0)
             done.append(step.name)
             records = [r for r in self.store.read_requests() if r.target == name and r.step == step.name]
-            return step_outcome(step.rate_per_s, records, spec.step_s)
+            return step_outcome(step.rate_per_s, records)
 
         result = find_max_rate(measure, spec.low_per_s, spec.high_per_s, p95_ms=spec.p95_ms,
                                error_budget=spec.error_budget, tolerance=spec.tolerance_per_s)

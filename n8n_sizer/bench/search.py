@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from n8n_sizer.runs.records import RequestRecord
-from n8n_sizer.runs.stats import answered_latencies, percentile
+from n8n_sizer.runs.stats import answered_latencies, percentile, step_throughput
 from n8n_sizer.errors import InputError
 
 
@@ -55,17 +55,14 @@ class SearchResult(BaseModel):
     steps: list[SearchStep]
 
 
-def step_outcome(rate_per_s: float, records: Sequence[RequestRecord], duration_s: float | None = None) -> StepOutcome:
+def step_outcome(rate_per_s: float, records: Sequence[RequestRecord]) -> StepOutcome:
     """One step's records -> its outcome. Every request without a 2xx counts as an error, "dropped" ones
     (not sent: the in-flight cap was full) included: a rate the client could not even offer is not
     sustainable. p95 is over answered requests."""
     lat = answered_latencies(records)
-    span = duration_s
-    if span is None and records:
-        times = [r.scheduled_s for r in records]
-        span = max(times) - min(times) + 1 / rate_per_s
+    carried = step_throughput(records, rate_per_s)  # answered over the span the answers needed
     return StepOutcome(rate_per_s=rate_per_s, fired=len(records), errors=len(records) - len(lat),
-                       p95_ms=percentile(lat, 95), answered_per_s=len(lat) / span if span else None)
+                       p95_ms=percentile(lat, 95), answered_per_s=carried.throughput_per_s if carried else None)
 
 
 def judge(outcome: StepOutcome, *, p95_ms: float, error_budget: float) -> SearchStep:

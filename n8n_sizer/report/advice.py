@@ -2,7 +2,9 @@
 
 For every workflow and host shape the runs measured, and every constant rate they offered, the advisor
 (embedded measurements + these runs, the runs' host as the reference) says which setup it would run and
-what that setup carries. Same refit as `advise --results`.
+what that setup carries. Same refit as `advise --results`. Nothing here contradicts the steps beside it
+(`runs.evidence`): a rate a step on the same setup did not keep up with is never "carried", and a workflow
+without a capacity point is "not known yet", with the run that would measure it.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from typing import Sequence
 
 from n8n_sizer.advisor.engine import build_advisor
 from n8n_sizer.advisor.fit import is_user_point
-from n8n_sizer.advisor.profiles import BUILTIN, LIGHT, user_profile
+from n8n_sizer.advisor.profiles import BUILTIN, user_profile
 from n8n_sizer.advisor.recommend import Request
+from n8n_sizer.runs.evidence import contradiction, how_to_measure, measured_at, setup_words
 from n8n_sizer.runs.fit_input import measurements_from_run
 from n8n_sizer.runs.store import RUN_JSON
 
@@ -35,17 +38,31 @@ def advice_section(run_dirs: Sequence[str | Path]) -> str:
              "|---|---|---:|---|---|---|---|"]
     shapes = sorted({(m.workflow, float(m.hardware.vcpu), m.hardware.arch) for m in rows})
     for workflow, vcpu, arch in shapes:
-        profile = BUILTIN.get(workflow) or user_profile(workflow)
-        note = ""
-        if f"overhead:{profile.overhead_key}" not in advisor.model.params:
-            profile, note = LIGHT, f"no capacity point for {workflow}: the light workflow's demand stands in"
         rates = sorted({m.load.offered_rps for m in rows if m.workflow == workflow and m.load.offered_rps})
+        profile = BUILTIN.get(workflow) or user_profile(workflow)
+        known = f"overhead:{profile.overhead_key}" in advisor.model.params
         for rate in rates:
+            measured = measured_at(rows, workflow, vcpu, arch, rate)
+            seen = "; ".join(f"measured {v.setup}: {v.why}" + ("" if v.kept_up else " (did not keep up)")
+                             for v in measured)
+            if not known:  # never another workflow's demand presented as this one's answer
+                lines.append(f"| {workflow} | {vcpu:g} vCPU {arch} | {rate:g}/s | not known yet | - | not known yet "
+                             f"| no capacity point for {workflow}; {how_to_measure(workflow, rate)}"
+                             f"{'; ' + seen if seen else ''} |")
+                continue
             rec = advisor.recommend(Request(rps=rate, vcpu=max(1, round(vcpu)), arch=arch, profile=profile))
-            setup = (f"queue, {rec.workers} workers, --concurrency {rec.concurrency}" if rec.mode == "queue"
-                     else "regular" + (f", N8N_CONCURRENCY_PRODUCTION_LIMIT={rec.production_limit}"
-                                       if rec.production_limit else ""))
+            setup = setup_words(rec.setup.mode, rec.setup.workers, rec.setup.concurrency if rec.setup.mode == "queue"
+                                else None, rec.production_limit)
+            against = contradiction(measured, rec.setup.mode, rec.setup.workers, rec.feasible)
+            carries = "yes" if rec.feasible and against is None else "no"
+            if against is not None:
+                carries = f"no: measured on this setup, {against.why}"
+            if carries != "yes":  # and what would carry it, when the catalog has such a size
+                bigger = next((f for f in rec.fits if f.carries), None)
+                if bigger is not None:
+                    carries += (f"; {bigger.size} ({bigger.vcpu} vCPU, {bigger.mode}"
+                                f"{f', {bigger.workers} workers' if bigger.mode == 'queue' else ''}) would carry it")
             cap = rec.capacity_per_s
             lines.append(f"| {workflow} | {vcpu:g} vCPU {arch} | {rate:g}/s | {setup} | {cap.mid:.1f}/s "
-                         f"({cap.low:.1f}-{cap.high:.1f}) | {'yes' if rec.feasible else 'no'} | {note} |")
+                         f"({cap.low:.1f}-{cap.high:.1f}) | {carries} | {seen} |")
     return "\n".join(lines) + "\n"

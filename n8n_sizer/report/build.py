@@ -47,7 +47,9 @@ def render_step_table(rows: Sequence[StepRow]) -> str:
     lines = []
     for r in rows:
         not_sent = f" (+{r.not_sent:,} not sent)" if r.not_sent else ""
-        lines.append(f"| {r.setup} | {r.host} | {r.step} | {r.fired:,}{not_sent} | {r.answered_per_min:,.0f} | {_errors(r)} "
+        # a rate step that fell behind says so beside its figure: what it carried, not what was offered
+        behind = " (did not keep up)" if r.saturated else ""
+        lines.append(f"| {r.setup} | {r.host} | {r.step} | {r.fired:,}{not_sent} | {r.answered_per_min:,.0f}{behind} | {_errors(r)} "
                      f"| {_ms(r.p50_ms)} | {_ms(r.p95_ms)} | {_ms(r.p99_ms)} | {_mib(r.peak_stack_ram_mib)} "
                      f"| {_ms(r.editor_p95_ms)}{f' ({r.editor_failed:,} failed)' if r.editor_failed else ''} |")
     return head + "\n".join(lines) + "\n"

@@ -16,7 +16,7 @@ from n8n_sizer.errors import InputError
 from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample
 from n8n_sizer.runs.stats import (
     answered_latencies, error_kind, peak_stack_ram_mib, percentile, select, step_concurrency, step_rate,
-    step_windows, within,
+    step_throughput, step_windows, within,
 )
 from n8n_sizer.runs.store import RunStore
 
@@ -85,6 +85,8 @@ class StepRow(BaseModel):
     peak_stack_ram_mib: float | None
     editor_p95_ms: float | None
     editor_failed: int = 0  # editor calls that failed or timed out in the step (not in the p95)
+    saturated: bool | None = None  # a rate step that did not keep up (runs.stats.step_throughput); None: closed step
+    saturation: str | None = None  # why, in words ("kept up" when it did)
 
 
 def setup_label(setup: dict) -> str:
@@ -124,9 +126,10 @@ def step_rows(run: RunData) -> list[StepRow]:
                 continue
             sent = [r for r in reqs if r.error_class != "dropped"]
             rate = step_rate(step)
-            sched = sorted(r.scheduled_s for r in reqs)
-            # per minute of load: the schedule's span for a rate step, the step's own span otherwise
-            duration = (sched[-1] - sched[0] + 1 / rate) if rate else max(end - start, 1e-9)
+            # a rate step: answered over the span the answers needed (runs.stats.step_throughput), so a step that
+            # fell behind reads as what it carried; a closed step: per minute of the step's own span
+            carried = step_throughput(reqs, rate) if rate else None
+            duration = carried.span_s if carried is not None else max(end - start, 1e-9)
             lat = answered_latencies(reqs)
             kinds = Counter(k for r in sent if (k := error_kind(r)) is not None)
             window = within(telemetry, start, end)
@@ -136,6 +139,8 @@ def step_rows(run: RunData) -> list[StepRow]:
                 run_id=run.manifest.run_id, target=target, setup=setup_label(run.setup(target)),
                 host=host_label(target, run.facts(target)), step=step, offered_rate_per_s=rate,
                 concurrency=step_concurrency(step), duration_s=duration,
+                saturated=carried.saturated if carried is not None else None,
+                saturation=carried.why if carried is not None else None,
                 fired=len(sent), answered=len(lat), answered_per_min=len(lat) * 60 / duration, errors=dict(kinds),
                 not_sent=len(reqs) - len(sent), p50_ms=percentile(lat, 50), p95_ms=percentile(lat, 95),
                 p99_ms=percentile(lat, 99), peak_stack_ram_mib=peak_stack_ram_mib(window),

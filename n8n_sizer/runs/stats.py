@@ -6,6 +6,7 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from n8n_sizer.runs.records import RequestRecord, Sample
 
@@ -91,3 +92,76 @@ def step_concurrency(step: str) -> int | None:
     """The users of a closed-model step named "c-10" (seed 002's sweep), else None."""
     m = re.fullmatch(r"c-(\d+)(?:-.*)?", step)
     return int(m.group(1)) if m else None
+
+
+# A step saturated when what it answered fell this far below what was offered, with latency growing through it
+# (a queue building), or when this share of what it sent failed.
+SATURATION_SHARE = 0.9
+FAILED_SHARE = 0.05
+LATENCY_GROWTH = 2.0  # last third's median latency over the first third's
+
+
+@dataclass(frozen=True)
+class StepThroughput:
+    """What a constant-rate step really carried: answered (2xx) requests over the span they needed.
+
+    The span is the schedule's window stretched by how much later the step's last answers came than its first
+    ones, so a step that fell behind (answers trailing long after the load stopped) is not read as answered =
+    offered, while a step that kept up reads as its offered rate.
+    `in_window` counts the answers that arrived while load was offered, as k6 counts a stage's iterations.
+    """
+
+    offered_per_s: float
+    sent: int
+    answered: int
+    in_window: int
+    window_s: float  # first scheduled to last scheduled + one interarrival
+    span_s: float  # the window plus how much the answers trailed (see above)
+    failed: int
+    saturated: bool
+    why: str  # in words: why it counts as saturated, or "kept up"
+
+    @property
+    def throughput_per_s(self) -> float:
+        return self.answered / self.span_s
+
+
+def _completed_s(r: RequestRecord) -> float:
+    return r.scheduled_s + (r.latency_ms or 0.0) / 1000.0
+
+
+def step_throughput(records: Sequence[RequestRecord], rate_per_s: float) -> StepThroughput | None:
+    """The step's throughput and whether it saturated (see `StepThroughput`); None for a step with no request."""
+    sent = [r for r in records if r.error_class != "dropped"]
+    if not records or rate_per_s <= 0:
+        return None
+    start = min(r.scheduled_s for r in records)
+    window_end = max(r.scheduled_s for r in records) + 1.0 / rate_per_s
+    ok = sorted((r for r in sent if is_ok(r) and r.latency_ms is not None), key=lambda r: r.scheduled_s)
+    in_window = sum(1 for r in ok if _completed_s(r) <= window_end)
+    failed = len(sent) - len(ok) + (len(records) - len(sent))  # not sent (in-flight cap full) is not carried
+    # The answers' span: the window, stretched by how much later the last answers came than the first ones
+    # (median latency of the last twentieth over the first twentieth). A step that kept up, however jittery its
+    # latency, reads as its offered rate; one where a queue built reads as what it served.
+    tenth = max(1, len(ok) // 20)  # a twentieth: enough answers for a median, close enough to the ends
+    head = percentile([r.latency_ms for r in ok[:tenth]], 50) if ok else None
+    tail = percentile([r.latency_ms for r in ok[-tenth:]], 50) if ok else None
+    trailing_s = max(0.0, (tail - head) / 1000.0) if head is not None and tail is not None else 0.0
+    span = max(window_end - start + trailing_s, 1e-9)
+    throughput = len(ok) / span
+    third = len(ok) // 3
+    first = percentile([r.latency_ms for r in ok[:third]], 50) if third else None
+    last = percentile([r.latency_ms for r in ok[-third:]], 50) if third else None
+    growing = first is not None and last is not None and last > LATENCY_GROWTH * first + 100.0
+    if records and failed > FAILED_SHARE * len(records):
+        why = f"{failed} of {len(records)} requests failed or were not sent"
+    elif throughput < SATURATION_SHARE * rate_per_s and growing:
+        why = (f"answered {throughput:.2f}/s of {rate_per_s:g}/s offered while latency grew "
+               f"(median {first:,.0f} -> {last:,.0f} ms)")
+    elif throughput < SATURATION_SHARE * rate_per_s and not ok:
+        why = "nothing was answered"
+    else:
+        why = "kept up"
+    return StepThroughput(offered_per_s=rate_per_s, sent=len(sent), answered=len(ok), in_window=in_window,
+                          window_s=window_end - start, span_s=span, failed=failed, saturated=why != "kept up",
+                          why=why)

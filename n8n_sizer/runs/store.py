@@ -21,6 +21,7 @@ from typing import Iterable
 from pydantic import ValidationError
 
 from n8n_sizer.runs.records import StepTally
+from n8n_sizer.runs.stats import step_throughput
 from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample
 from n8n_sizer.errors import InputError
 
@@ -191,7 +192,8 @@ def summarize_step(records: list[RequestRecord], outcome: StepTally, target: str
                    offered_value: float, step_s: float | None = None) -> list[Sample]:
     """Load samples for one step: achieved rate, answered per minute, p50/p95/p99 of 2xx, errors by class.
 
-    Answered per minute is per minute of load (the step's length), as seed 000 counts it.
+    Answered per minute: for a rate step, what was answered over the span the answers needed (the step's length
+    when it kept up, longer when it fell behind); for a closed step, per minute of load, as seed 000 counts it.
     Achieved rate is requests sent over the step's sending window (first scheduled to last sent), so a
     driver that fell behind its schedule shows it. Latencies are of answered (2xx) requests, from their
     scheduled time; failures are counted per class, never folded into latency.
@@ -206,14 +208,25 @@ def summarize_step(records: list[RequestRecord], outcome: StepTally, target: str
     if sent and outcome.last_sent_s is not None:
         first = min(r.scheduled_s for r in records)
         window = outcome.last_sent_s - first + (1.0 / offered_value if offered == "rate" else 0.0)
+    # A rate step's throughput is what it answered over the span the answers needed (runs.stats.step_throughput):
+    # a step that fell behind its schedule is not read as "answered = offered".
+    carried = step_throughput(records, offered_value) if offered == "rate" else None
+    per_min = carried.throughput_per_s * 60.0 if carried is not None else len(ok) * 60.0 / load_s
     samples = [
         Sample(metric="offered_rate" if offered == "rate" else "concurrency", value=offered_value,
                unit="req/s" if offered == "rate" else "users", labels=labels, time_s=t),
         Sample(metric="requests", value=len(records), unit="count", labels=labels, time_s=t),
         Sample(metric="answered", value=len(ok), unit="count", labels=labels, time_s=t),
-        Sample(metric="answered_per_min", value=len(ok) * 60.0 / load_s, unit="req/min", labels=labels, time_s=t),
-        Sample(metric="step_duration", value=duration, unit="s", labels=labels, time_s=t),
+        Sample(metric="answered_per_min", value=per_min, unit="req/min", labels=labels, time_s=t),
+        Sample(metric="step_duration", value=carried.span_s if carried is not None else duration, unit="s",
+               labels=labels, time_s=t),
     ]
+    if carried is not None:
+        samples += [
+            Sample(metric="answered_in_window", value=carried.in_window, unit="count", labels=labels, time_s=t),
+            Sample(metric="saturated", value=1.0 if carried.saturated else 0.0, unit="bool",
+                   labels={**labels, "why": carried.why}, time_s=t),
+        ]
     if window and window > 0:
         samples.append(Sample(metric="achieved_rate", value=len(sent) / window, unit="req/s", labels=labels, time_s=t))
     for q in (50, 95, 99):
