@@ -230,6 +230,27 @@ def rule_data_ports_private(c: Cluster) -> RuleResult:
     return ok("data-ports-private", f"Postgres and Redis listen on private addresses only ({', '.join(published) or 'unpublished'})")
 
 
+def rule_cluster_redis(c: Cluster) -> RuleResult:
+    """A data host has no n8n process, so its own `redis-*` rules do not apply: check Redis here."""
+    servers = c.services("redis")
+    if not servers or not c.n8n:
+        return na("cluster-redis", "no Redis, or no n8n process using it")
+    wanted = {"--appendonly": ("yes", "no"), "--maxmemory-policy": ("noeviction", "noeviction")}
+    problems = []
+    for h, s in servers:
+        for flag, (want, default) in wanted.items():
+            value = _redis_arg(s, flag) or default
+            if value != want:
+                problems.append(f"{h.name}/{s.name} {flag} {value}")
+        if not _redis_arg(s, "--requirepass"):
+            problems.append(f"{h.name}/{s.name} has no --requirepass (other hosts reach it over the network)")
+    if problems:
+        return fail("cluster-redis", "; ".join(problems) + ": without AOF a Redis restart lost every waiting "
+                    "execution, an evicting policy may drop Bull's keys (seed 000)",
+                    "start Redis with --requirepass ${REDIS_PASSWORD} --appendonly yes --maxmemory-policy noeviction")
+    return ok("cluster-redis", f"{_where(servers)}: password, AOF and noeviction")
+
+
 def _transaction_pooler(s: Service, texts: list[str]) -> bool:
     base = image_base(s.image)[0].rsplit("/", 1)[-1].lower() if s.image else ""
     if "pgbouncer" not in base and "pgbouncer" not in s.name.lower():
@@ -258,5 +279,6 @@ RULES: dict[str, Callable[[Cluster], RuleResult]] = {
     "webhook-routes": rule_webhook_routes,
     "main-webhooks-off": rule_main_webhooks_off,
     "data-ports-private": rule_data_ports_private,
+    "cluster-redis": rule_cluster_redis,
     "pgbouncer-transaction": rule_pgbouncer_transaction,
 }

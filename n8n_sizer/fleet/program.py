@@ -30,6 +30,7 @@ package_update: true
 packages: [docker.io]
 runcmd:
   - [systemctl, disable, --now, apt-daily.timer, apt-daily-upgrade.timer, unattended-upgrades.service]
+  - [sh, -c, "systemctl mask --now apt-news.service packagekit.service || true"]
   - [systemctl, enable, --now, docker]
   - [touch, {marker}]
 """.format(marker=LOADGEN_READY_MARKER)
