@@ -215,6 +215,10 @@ def _check_shape(t: Topology) -> None:
     if len({g.provider for g in t.groups}) > 1:
         raise InputError("the topology mixes providers; one cluster lives in one provider's private network")
     if t.single_host:
+        roles = t.groups[0].roles
+        if roles.webhook or roles.load_balancer:
+            raise InputError("a one-host topology renders today's single-host stack, which has no webhook "
+                             "processors or load balancer; set webhook and load_balancer to 0, or add hosts")
         return
     if t.total("workers") < 1 or t.total("redis") != 1:
         raise InputError("a topology of several hosts runs queue mode: it needs at least one worker and "

@@ -179,6 +179,8 @@ def _groups(**changes) -> dict:
      "unknown server size"),
     ({"topology": [{"name": "aa", "provider": "hetzner", "size": "cx33", "vcpu": 2,
                     "roles": {"main": 1, "postgres": 1}}]}, "differs from cx33's 4 vCPU"),
+    ({"topology": [{"name": "aa", "provider": "hetzner", "size": "cx33",
+                    "roles": {"main": 1, "postgres": 1, "redis": 1, "workers": 2, "webhook": 1}}]}, "add hosts"),
     ({"topology": [{"name": "A b", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "postgres": 1}}]},
      "not a host group name"),
 ])
