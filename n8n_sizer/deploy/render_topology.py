@@ -114,7 +114,7 @@ def _host_context(t: topo.Topology, host: topo.Host, profile: str, domain: str |
     n8n_seconds = max(topo.DEFAULT_GRACEFUL_SHUTDOWN_S, t.longest_execution_s + SHUTDOWN_MARGIN_S)
     repo, runners_repo = versions.N8N_IMAGE.rsplit(":", 1)[0], versions.RUNNERS_IMAGE.rsplit(":", 1)[0]
     return dict(
-        t=t, host=host, profile=profile, summary=describe_topology(t, profile),
+        t=t, host=host, profile=profile, domain=domain or "", summary=describe_topology(t, profile),
         n8n=bool(roles.main or roles.webhook or roles.workers),
         main=bool(roles.main), webhooks=webhooks, webhooks_total=t.total("webhook"),
         workers=[f"n8n-worker-{k}" for k in range(1, roles.workers + 1)],

@@ -214,3 +214,18 @@ def test_cli_bad_topology_file_is_one_line_exit_2(tmp_path: Path) -> None:
     assert not (tmp_path / "c").exists()
     mixed = _cli("render", "--topology", str(TOPOLOGIES / "single-host.json"), "--mode", "queue", "--out", str(tmp_path / "d"))
     assert mixed.returncode == 2 and "drop --mode" in mixed.stderr
+
+
+def test_production_profile_puts_tls_on_the_load_balancer_and_passes_check(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    write_topology(topology("advise-rps-400"), out, profile="production", domain="n8n.example.com")
+    assert [(r.rule, r.message) for r in check_topology(out) if r.status == "fail"] == []
+    ingest = yaml.safe_load((out / "ingest" / "docker-compose.yml").read_text())
+    assert ingest["services"]["n8n-lb"]["ports"] == ["80:80", "443:443", "443:443/udp"]
+    assert ingest["configs"]["caddyfile"]["content"].startswith("n8n.example.com {")
+    assert ingest["x-n8n-env"]["N8N_PROTOCOL"] == "https"
+    assert parse_env_text((out / "ingest" / ".env").read_text())["N8N_PUBLIC_URL"] == "https://n8n.example.com/"
+    tool = Path(sys.executable).parent / "check-jsonschema"
+    proc = subprocess.run([str(tool), "--builtin-schema", "vendor.compose-spec", str(out / "ingest" / "docker-compose.yml")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout
