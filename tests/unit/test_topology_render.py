@@ -32,7 +32,7 @@ TOPOLOGIES = ROOT / "tests" / "data" / "topologies"
 GOLDEN = ROOT / "tests" / "golden"
 FAKE = StackSecrets(encryption_key="0123456789abcdef" * 4, postgres_password="golden-fake-postgres-password",
                     redis_password="golden-fake-redis-password", runners_auth_token="golden-fake-runners-token")
-CASES = ("advise-rps-400", "gcp-three-hosts", "single-host")
+CASES = ("advise-rps-400", "gcp-three-hosts", "lb-apart", "single-host")
 FILES = {"docker-compose.yml": "compose", "env": "env", "cloud-init.yaml": "cloud_init"}
 CLI = Path(sys.executable).parent / "n8n-sizer"
 
