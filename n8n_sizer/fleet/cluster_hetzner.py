@@ -21,7 +21,14 @@ from n8n_sizer.fleet.locations import HETZNER_IMAGE, HETZNER_LOCATIONS, HETZNER_
 from n8n_sizer.fleet.spec import HostSpec
 
 SSH_USER = HETZNER_SSH_USER
-NETWORK_RANGE = "10.89.0.0/16"  # the network; the topology's /24 is its one subnet
+
+
+def network_range(subnet: str) -> str:
+    """The hcloud Network around the topology's subnet: its /16 (10.89.0.0/16 for 10.89.0.0/24)."""
+    import ipaddress
+
+    net = ipaddress.ip_network(subnet)
+    return str(net.supernet(new_prefix=16) if net.prefixlen > 16 else net)
 
 
 def resource_name(spec: ClusterSpec, suffix: str) -> str:
@@ -35,7 +42,8 @@ class PrivateNetwork(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("n8n-sizer:cluster:PrivateNetwork", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.network = hcloud.Network(f"{name}-net", name=resource_name(spec, "net"), ip_range=NETWORK_RANGE,
+        self.network = hcloud.Network(f"{name}-net", name=resource_name(spec, "net"),
+                                      ip_range=network_range(spec.topology.subnet),
                                       labels=labels, opts=child)
         self.subnet = hcloud.NetworkSubnet(f"{name}-subnet", network_id=self.network.id.apply(int), type="cloud",
                                            network_zone=HETZNER_LOCATIONS[spec.location],
