@@ -168,8 +168,6 @@ def check(
     json_out: bool = typer.Option(False, "--json", help="Print a JSON list of rule results."),
     topology: Optional[Path] = typer.Option(None, "--topology", help="A folder written by `render --topology`: check every host and the rules across them."),
 ) -> int:
-    import json
-
     from n8n_sizer.deploy.check import check_compose
     from n8n_sizer.errors import InputError
 
