@@ -139,8 +139,13 @@ def _env_values(secrets: StackSecrets, n8n: bool, public_url: str) -> dict[str, 
 def manifest_of(t: topo.Topology, profile: str) -> str:
     """`topology.json`: hosts with roles, sizes and private addresses; no secrets."""
     pg = t.host_with("postgres")
-    doc = {"subnet": t.subnet, "profile": profile, "single_host": t.single_host,
-           "max_connections": topo.postgres_memory(t, pg.ram_mib, pg.size).max_connections if pg else None,
+    if t.single_host:  # today's stack: its own pool arithmetic (render.py)
+        from n8n_sizer.advisor.setup import recommended_max_connections
+
+        conns = t.max_connections or recommended_max_connections(t.single_setup())
+    else:
+        conns = topo.postgres_memory(t, pg.ram_mib, pg.size).max_connections
+    doc = {"subnet": t.subnet, "profile": profile, "single_host": t.single_host, "max_connections": conns,
            "hosts": [h.model_dump(mode="json") for h in t.hosts()]}
     return json.dumps(doc, indent=2) + "\n"
 

@@ -229,3 +229,13 @@ def test_production_profile_puts_tls_on_the_load_balancer_and_passes_check(tmp_p
     proc = subprocess.run([str(tool), "--builtin-schema", "vendor.compose-spec", str(out / "ingest" / "docker-compose.yml")],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout
+
+
+def test_a_one_host_advice_with_per_role_pools_uses_the_worker_pool_everywhere() -> None:
+    """Today's single-host stack has one pool setting: the larger worker pool covers main too."""
+    doc = json.loads((TOPOLOGIES / "single-host.json").read_text())
+    doc.update(db_pool_size={"main": 2, "webhook": 2, "worker": 11}, max_connections=120)
+    rendered = render_topology(parse_topology(doc), FAKE)
+    today = render_bundle(Setup(mode="queue", workers=2, db_pool_size=11), FAKE, max_connections=120)
+    assert rendered.hosts["n8n"] == today
+    assert json.loads(rendered.manifest)["max_connections"] == 120
