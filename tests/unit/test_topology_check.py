@@ -76,3 +76,18 @@ def test_caddyfile_routes_follow_caddys_order() -> None:
     assert route_for(routes, "/webhook-test/x").upstreams == ("main:5678",)
     assert route_for(routes, "/").upstreams == ("main:5678",)
     assert route_for(parse_routes(":80 {\n  respond 200\n}\n"), "/") is None
+
+
+def test_without_topology_json_the_rules_still_hold(tmp_path: Path) -> None:
+    """A hand-made cluster folder has no manifest: data ports must then be on private (RFC 1918) addresses."""
+    import shutil
+
+    good = tmp_path / "good"
+    shutil.copytree(TOPOLOGIES / "broken-data-ports-private", good)
+    (good / "topology.json").unlink()
+    compose = good / "data" / "docker-compose.yml"
+    assert [r.rule for r in check_topology(good) if r.status == "fail"] == ["data-ports-private"]
+    compose.write_text(compose.read_text().replace('"5432:5432"', '"10.89.0.10:5432:5432"'))
+    assert [r.rule for r in check_topology(good) if r.status == "fail"] == []
+    compose.write_text(compose.read_text().replace('"10.89.0.10:5432:5432"', '"203.0.113.5:5432:5432"'))
+    assert [r.rule for r in check_topology(good) if r.status == "fail"] == ["data-ports-private"]
