@@ -89,5 +89,8 @@ def test_without_topology_json_the_rules_still_hold(tmp_path: Path) -> None:
     assert [r.rule for r in check_topology(good) if r.status == "fail"] == ["data-ports-private"]
     compose.write_text(compose.read_text().replace('"5432:5432"', '"10.89.0.10:5432:5432"'))
     assert [r.rule for r in check_topology(good) if r.status == "fail"] == []
-    compose.write_text(compose.read_text().replace('"10.89.0.10:5432:5432"', '"203.0.113.5:5432:5432"'))
-    assert [r.rule for r in check_topology(good) if r.status == "fail"] == ["data-ports-private"]
+    # A public address (not a documentation range, which Python counts as private); n8n then also points
+    # at an address Postgres does not listen on.
+    compose.write_text(compose.read_text().replace('"10.89.0.10:5432:5432"', '"95.217.1.5:5432:5432"'))
+    failed = [r.rule for r in check_topology(good) if r.status == "fail"]
+    assert failed == ["cluster-data-endpoints", "data-ports-private"]
