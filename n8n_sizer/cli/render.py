@@ -12,11 +12,15 @@ RENDER_HELP = """Write docker-compose.yml, .env (0600) and cloud-init.yaml for a
 Example: n8n-sizer render --mode queue --workers 2 --out ./n8n-stack
 
 An existing .env in --out keeps every secret (N8N_ENCRYPTION_KEY is never rotated).
+
+Multi-host: n8n-sizer render --topology advice.json --out ./cluster (one bundle per host, docs/cluster.md).
 """
 
 CHECK_HELP = """Lint a Docker Compose file against the n8n queue-mode checklist; exit 1 if a rule fails.
 
 Example: n8n-sizer check docker-compose.yml --env .env --vcpu 4
+
+A whole cluster: n8n-sizer check --topology ./cluster (each host's rules plus the cross-host ones).
 """
 
 # Setup fields -> the flag that set them, so a validation error names the flag.
@@ -65,7 +69,7 @@ def _at_least_one(**values: int | None) -> None:
 
 
 def render(
-    mode: str = typer.Option(..., "--mode", help="regular or queue."),
+    mode: Optional[str] = typer.Option(None, "--mode", help="regular or queue (not with --topology)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Queue-mode workers (default 2 in queue mode, 0 in regular)."),
     concurrency: int = typer.Option(10, "--concurrency", help="Executions per worker (worker --concurrency)."),
     runner_concurrency: int = typer.Option(5, "--runner-concurrency", help="N8N_RUNNERS_MAX_CONCURRENCY per runner."),
@@ -79,9 +83,16 @@ def render(
     domain: Optional[str] = typer.Option(None, "--domain", help="Public DNS name for --profile production."),
     public_url: Optional[str] = typer.Option(None, "--public-url", help="URL n8n shows for webhooks (default from --domain, else http://localhost:5678/)."),
     out: Path = typer.Option(..., "--out", help="Folder to write into (created if missing)."),
+    topology: Optional[Path] = typer.Option(None, "--topology", help="advise --json output (or {\"topology\": [...]}): one bundle per host."),
 ) -> None:
     from n8n_sizer.deploy.render import write_bundle
     from n8n_sizer.errors import InputError
+
+    if topology is not None:
+        return _render_topology(topology, out, mode=mode, workers=workers, profile=profile, domain=domain,
+                                public_url=public_url)
+    if mode is None:
+        raise InputError("--mode is missing; try --mode queue, or pass --topology advice.json")
 
     _at_least_one(concurrency=concurrency, runner_concurrency=runner_concurrency, pool=pool,
                   production_limit=production_limit, longest_execution_s=longest_execution_s,
@@ -97,6 +108,24 @@ def render(
                         longest_execution_s=longest_execution_s)
     for line in write_bundle(setup, out, profile=profile, domain=domain, public_url=public_url,
                              max_connections=max_connections):
+        typer.echo(line)
+
+
+def _render_topology(path: Path, out: Path, *, mode: str | None, workers: int | None, profile: str,
+                     domain: str | None, public_url: str | None) -> None:
+    from n8n_sizer.deploy.render_topology import write_topology
+    from n8n_sizer.deploy.topology import load_topology_text
+    from n8n_sizer.errors import InputError
+
+    if mode is not None or workers is not None:
+        raise InputError("--topology sets the mode and workers itself; drop --mode and --workers")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--topology {path}: cannot read it ({getattr(exc, 'strerror', None) or exc}); "
+                         "pass the file `advise --json` wrote") from None
+    for line in write_topology(load_topology_text(text, f"--topology {path}"), out, profile=profile,
+                               domain=domain, public_url=public_url):
         typer.echo(line)
 
 
@@ -132,20 +161,27 @@ def _env_files(text: str, base: Path) -> dict[str, dict[str, str]]:
 
 
 def check(
-    file: Path = typer.Argument(..., help="The docker-compose.yml to lint."),
+    file: Optional[Path] = typer.Argument(None, help="The docker-compose.yml to lint."),
     env: Optional[Path] = typer.Option(None, "--env", help="A .env file to resolve ${VAR} references from."),
     vcpu: Optional[int] = typer.Option(None, "--vcpu", help="vCPUs of the server, to judge the worker count."),
     longest_execution_s: Optional[int] = typer.Option(None, "--longest-execution-s", help="Longest workflow run, to judge shutdown timeouts."),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON list of rule results."),
+    topology: Optional[Path] = typer.Option(None, "--topology", help="A folder written by `render --topology`: check every host and the rules across them."),
 ) -> int:
-    import json
-
     from n8n_sizer.deploy.check import check_compose
     from n8n_sizer.errors import InputError
 
     for flag, value in (("--vcpu", vcpu), ("--longest-execution-s", longest_execution_s)):
         if value is not None and value < 1:
             raise InputError(f"{flag} {value} must be >= 1; try {flag} 4")
+    if topology is not None:
+        if file is not None or env is not None or vcpu is not None:
+            raise InputError("--topology reads every host's compose file, .env and vCPUs itself; drop FILE, --env and --vcpu")
+        from n8n_sizer.deploy.check_topology import check_topology
+
+        return _print_results(check_topology(topology, longest_execution_s), json_out)
+    if file is None:
+        raise InputError("FILE is missing; pass a docker-compose.yml, or --topology DIR for a rendered cluster")
 
     try:
         text = file.read_text(encoding="utf-8")
@@ -155,6 +191,12 @@ def check(
     values = _read_env(env, "--env") if env is not None else {}
     results = check_compose(text, values, vcpu, longest_execution_s=longest_execution_s,
                             env_files=_env_files(text, file.parent))
+    return _print_results(results, json_out)
+
+
+def _print_results(results, json_out: bool) -> int:
+    import json
+
     failed = sum(r.status == "fail" for r in results)
     if json_out:
         typer.echo(json.dumps([r.model_dump() for r in results], indent=2))

@@ -30,6 +30,7 @@ class Port(BaseModel):
 
     container_port: int
     host_ip: str
+    host_port: int | None = None  # None: Docker picks one (or a range was given)
 
     @property
     def public(self) -> bool:
@@ -143,7 +144,9 @@ def _ports(spec: dict) -> list[Port]:
         if isinstance(entry, dict):
             target = entry.get("target")
             if target is not None:
-                ports.append(Port(container_port=int(target), host_ip=_scalar(entry.get("host_ip"))))
+                published = _scalar(entry.get("published"))
+                ports.append(Port(container_port=int(target), host_ip=_scalar(entry.get("host_ip")),
+                                  host_port=int(published) if published.isdigit() else None))
             continue
         text = _scalar(entry).split("/", 1)[0]
         host_ip = ""
@@ -154,8 +157,10 @@ def _ports(spec: dict) -> list[Port]:
         if len(parts) == 3:
             host_ip = parts[0]
         container = parts[-1]
+        host_port = parts[-2] if len(parts) >= 2 else ""
         for number in _port_range(container):
-            ports.append(Port(container_port=number, host_ip=host_ip))
+            ports.append(Port(container_port=number, host_ip=host_ip,
+                              host_port=int(host_port) if host_port.isdigit() else None))
     return ports
 
 

@@ -20,7 +20,7 @@ from n8n_sizer.fleet.labels import expires_at
 from n8n_sizer.fleet.spec import NAMESPACE, FleetSpec, TargetSpec, parse_fleet_config
 
 USER_DATA_LIMIT_BYTES = 32 * 1024  # Hetzner's user_data limit; GCP's metadata value limit is larger
-_OBJECT_KEYS = ("loadgen", "targets")  # structured values reach the program as JSON text
+_OBJECT_KEYS = ("loadgen", "targets", "cluster")  # structured values reach the program as JSON text
 
 LOADGEN_READY_MARKER = "/var/lib/n8n-sizer-loadgen-ready"  # the bench driver waits for this file
 # The load generator only needs Docker to run the pinned k6 image; the apt timers are off for the same
@@ -30,6 +30,7 @@ package_update: true
 packages: [docker.io]
 runcmd:
   - [systemctl, disable, --now, apt-daily.timer, apt-daily-upgrade.timer, unattended-upgrades.service]
+  - [sh, -c, "systemctl mask --now apt-news.service packagekit.service || true"]
   - [systemctl, enable, --now, docker]
   - [touch, {marker}]
 """.format(marker=LOADGEN_READY_MARKER)
@@ -94,7 +95,12 @@ class Fleet:
 
 def build_fleet(spec: FleetSpec, *, now: datetime | None = None,
                 render: RenderUserData = render_target_cloud_init) -> Fleet:
-    """Create the fleet's resources for `spec` and return its outputs (inventory, generated SSH key)."""
+    """Create the fleet's resources for `spec` and return its outputs (inventory, generated SSH key).
+    A cluster stack (`n8n-sizer:cluster`) goes to fleet/cluster.py with its own renderer."""
+    from n8n_sizer.fleet.cluster import ClusterSpec, build_cluster
+
+    if isinstance(spec, ClusterSpec):
+        return build_cluster(spec, now=now)  # type: ignore[return-value]
     now = now or datetime.now(timezone.utc)
     expires = expires_at(now, spec.ttl_hours)
     user_data = render_user_data(spec, render)

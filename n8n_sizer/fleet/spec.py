@@ -205,18 +205,26 @@ def _key_of(loc: tuple[Any, ...]) -> str:
 
 
 def parse_fleet_config(values: Mapping[str, Any], *, stack: str) -> FleetSpec:
-    """Validate the `n8n-sizer:` keys of a stack (namespace stripped) into a FleetSpec, or InputError."""
-    unknown = sorted(set(values) - set(FleetSpec.model_fields) - {"stack"})
+    """Validate the `n8n-sizer:` keys of a stack (namespace stripped) into a FleetSpec, or InputError.
+    A stack with `n8n-sizer:cluster` (a topology) becomes a `ClusterSpec` (fleet/cluster.py)."""
+    model: type[FleetSpec] = FleetSpec
+    if "cluster" in values:
+        from n8n_sizer.fleet.cluster import ClusterSpec
+
+        model = ClusterSpec
+    unknown = sorted(set(values) - set(model.model_fields) - {"stack"})
     if unknown:
         raise InputError(f"{NAMESPACE}:{unknown[0]} is not a fleet setting; known settings: "
                          + ", ".join(k for k in FleetSpec.model_fields if k != "stack"))
     for key, hint in _MISSING_HINTS.items():
+        if key == "targets" and model is not FleetSpec:
+            continue
         if values.get(key) in (None, "", [], {}):
             if key == "targets" and key in values:
                 raise InputError(f"{NAMESPACE}:targets is empty; a fleet needs at least one target: "
                                  "add {name, size, setup} entries")
             raise InputError(f"{NAMESPACE}:{key} is missing; set it: {hint}")
-    targets = values["targets"]
+    targets = values.get("targets")
     if isinstance(targets, list):
         for i, target in enumerate(targets):
             # A pool is a Postgres setting: with SQLite it would be silently ignored.
@@ -225,7 +233,7 @@ def parse_fleet_config(values: Mapping[str, Any], *, stack: str) -> FleetSpec:
                 raise InputError(f"{NAMESPACE}:targets[{i}].setup.db_pool_size is set but db is sqlite, "
                                  "which has no connection pool; remove db_pool_size or set db: postgres")
     try:
-        return FleetSpec.model_validate({**values, "stack": stack})
+        return model.model_validate({**values, "stack": stack})
     except ValidationError as exc:
         first = exc.errors()[0]
         cause = first.get("ctx", {}).get("error")

@@ -18,7 +18,7 @@ from n8n_sizer.fleet.api import CloudResource, Outcome, ProviderApiError, Retryi
 URL_ENV = "N8N_SIZER_HCLOUD_URL"
 DEFAULT_URL = "https://api.hetzner.cloud/v1"
 TOKEN_ENV = "HCLOUD_TOKEN"
-KINDS = ("servers", "firewalls", "ssh_keys")  # deletion order
+KINDS = ("servers", "firewalls", "ssh_keys", "networks")  # deletion order (a cluster stack has a network)
 PER_PAGE = 50
 SERVER_GONE_TIMEOUT_S = 180.0  # a Hetzner server delete action takes seconds; give it minutes
 

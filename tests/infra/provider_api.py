@@ -38,7 +38,7 @@ class Fault:
 @dataclass
 class CloudState:
     hetzner: dict[str, dict[int, dict[str, Any]]] = field(
-        default_factory=lambda: {"servers": {}, "firewalls": {}, "ssh_keys": {}})
+        default_factory=lambda: {"servers": {}, "firewalls": {}, "ssh_keys": {}, "networks": {}})
     deleting_servers: dict[int, int] = field(default_factory=dict)  # id -> list calls left before it vanishes
     gcp: dict[str, dict[str, dict[str, Any]]] = field(
         default_factory=lambda: {"instances": {}, "firewalls": {}, "subnetworks": {}, "networks": {}})

@@ -33,7 +33,8 @@ def server():
         yield srv
 
 
-def add_hetzner_stack(srv: ProviderServer, stack: str, targets: int, expires: str = FUTURE) -> dict[str, list[int]]:
+def add_hetzner_stack(srv: ProviderServer, stack: str, targets: int, expires: str = FUTURE,
+                      network: bool = False) -> dict[str, list[int]]:
     st = srv.state
     fw_lg = st.add_hetzner("firewalls", f"n8n-sizer-{stack}-loadgen", labels(stack, "fleet", expires))
     fw_t = st.add_hetzner("firewalls", f"n8n-sizer-{stack}-targets", labels(stack, "fleet", expires))
@@ -42,7 +43,10 @@ def add_hetzner_stack(srv: ProviderServer, stack: str, targets: int, expires: st
                               firewall_ids=[fw_lg])]
     servers += [st.add_hetzner("servers", f"n8n-sizer-{stack}-t{i}", labels(stack, "target", expires),
                                firewall_ids=[fw_t]) for i in range(targets)]
-    return {"servers": servers, "firewalls": [fw_lg, fw_t], "ssh_keys": [key]}
+    ids = {"servers": servers, "firewalls": [fw_lg, fw_t], "ssh_keys": [key], "networks": []}
+    if network:  # a cluster stack's private network carries the same labels and goes last
+        ids["networks"].append(st.add_hetzner("networks", f"n8n-sizer-{stack}-net", labels(stack, "fleet", expires)))
+    return ids
 
 
 def hetzner(srv: ProviderServer, sleeps: list[float]) -> HetznerSweeper:
@@ -50,8 +54,8 @@ def hetzner(srv: ProviderServer, sleeps: list[float]) -> HetznerSweeper:
 
 
 def test_hetzner_teardown_deletes_the_stack_only_after_retries_and_in_order(server):
-    mine = add_hetzner_stack(server, "single", targets=4)  # 5 servers: three pages of 2
-    other = add_hetzner_stack(server, "single-2", targets=1)  # shares the name prefix, not the label
+    mine = add_hetzner_stack(server, "single", targets=4, network=True)  # 5 servers: three pages of 2
+    other = add_hetzner_stack(server, "single-2", targets=1, network=True)  # shares the name prefix, not the label
     server.state.faults += [Fault("GET", "/hetzner/servers", 429, times=1),
                             Fault("DELETE", f"/hetzner/servers/{mine['servers'][2]}", 503, times=1)]
     sleeps: list[float] = []
@@ -59,7 +63,7 @@ def test_hetzner_teardown_deletes_the_stack_only_after_retries_and_in_order(serv
                             sweepers=[hetzner(server, sleeps)])
 
     assert not report.destroy.ok and "not on PATH" in report.destroy.message
-    assert report.failed == [] and report.count("deleted") == 5 + 2 + 1
+    assert report.failed == [] and report.count("deleted") == 5 + 2 + 1 + 1
     left = {kind: set(items) for kind, items in server.state.hetzner.items()}
     assert left == {kind: set(ids) for kind, ids in other.items()}
     log = server.state.log

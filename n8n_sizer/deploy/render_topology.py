@@ -1,0 +1,264 @@
+"""Render a `Topology` into one bundle per host: `DIR/<host>/{docker-compose.yml, .env, cloud-init.yaml}`.
+
+`render_topology` is pure (it returns text); `write_topology` is the I/O edge. One secret set serves every
+host: it lives in `DIR/.secrets.env` (0600), is generated once and kept on every re-render, exactly as a
+single stack's `.env` is (`merge_secrets`). A one-host topology renders today's single-host stack.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Mapping
+
+from pydantic import BaseModel, ConfigDict
+
+from n8n_sizer import versions
+from n8n_sizer.advisor import settings
+from n8n_sizer.deploy import topology as topo
+from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
+from n8n_sizer.deploy.render import (
+    BENCH_PUBLIC_URL,
+    CLOUD_INIT_FILE,
+    COMPOSE_FILE,
+    DOMAIN_RE,
+    ENV_FILE,
+    SHUTDOWN_MARGIN_S,
+    URL_RE,
+    VERSION_RE,
+    Bundle,
+    render_bundle,
+    template_env,
+)
+from n8n_sizer.deploy.secrets import (
+    ENV_NAMES,
+    StackSecrets,
+    generate_secrets,
+    merge_secrets,
+    parse_env_text,
+    write_private,
+)
+from n8n_sizer.errors import InputError
+
+SECRETS_FILE = ".secrets.env"
+MANIFEST_FILE = "topology.json"
+LB_PORT = 5678  # the bench driver and the firewall keep n8n's port: the load balancer answers on it
+WEBHOOK_HOST_PORT = 5700  # + k: a webhook processor published on its private address for an LB elsewhere
+# Paths n8n stops serving on main with N8N_DISABLE_PRODUCTION_MAIN_PROCESS=true (the `webhooksEnabled` block
+# of packages/cli/src/abstract-server.ts): production webhooks, waiting webhooks, forms, waiting forms, MCP.
+# /webhook-test/*, /form-test/*, /mcp-test/* and everything else stay on main (n8n-io/n8n-hosting's table).
+WEBHOOK_PATHS = ("/webhook/*", "/webhook-waiting/*", "/form/*", "/form-waiting/*", "/mcp/*")
+
+
+class ClusterBundle(BaseModel):
+    """Every host's bundle and the manifest (no secrets) that `check --topology` and the fleet read."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hosts: dict[str, Bundle]
+    manifest: str
+
+
+def describe_topology(t: topo.Topology, profile: str) -> str:
+    return (f"1 main, {t.total('webhook')} webhook processors, {t.total('workers')} workers x --concurrency "
+            f"{t.concurrency} on {len(t.hosts())} hosts; pools main {t.db_pool_size.main}, webhook "
+            f"{t.db_pool_size.webhook}, worker {t.db_pool_size.worker}; runner limit {t.runner_concurrency}; "
+            f"n8n {t.n8n_version}; profile {profile}")
+
+
+def _validate(t: topo.Topology, profile: str, domain: str | None, public_url: str | None) -> None:
+    if not VERSION_RE.match(t.n8n_version):
+        raise InputError(f"n8n_version {t.n8n_version!r} is not an exact MAJOR.MINOR.PATCH version (images "
+                         f"must be pinned); try {versions.N8N_VERSION}")
+    if profile not in ("bench", "production"):
+        raise InputError(f"--profile {profile!r} is unknown; try --profile bench or --profile production")
+    if profile == "production" and not domain:
+        raise InputError("--profile production needs --domain (the load balancer gets its TLS certificate "
+                         "for it); try --domain n8n.example.com")
+    if domain and (profile != "production" or not DOMAIN_RE.match(domain)):
+        raise InputError(f"--domain {domain!r} needs --profile production and a DNS name such as n8n.example.com")
+    if public_url is not None and not URL_RE.match(public_url):
+        raise InputError(f"--public-url {public_url!r} must be an http:// or https:// URL without spaces, "
+                         "quotes, '#' or '$'; try --public-url https://n8n.example.com/")
+
+
+def _lb_context(t: topo.Topology, lb_host: topo.Host | None, profile: str, domain: str | None) -> dict | None:
+    if lb_host is None:
+        return None
+    webhook_up, main_up = [], []
+    for h in t.hosts():
+        local = h.name == lb_host.name
+        for k in range(1, h.roles.webhook + 1):
+            webhook_up.append(f"n8n-webhook-{k}:5678" if local else f"{h.private_ip}:{WEBHOOK_HOST_PORT + k}")
+        if h.roles.main:
+            main_up.append("n8n-main:5678" if local else f"{h.private_ip}:5678")
+    return {"site": f":{LB_PORT}" if profile == "bench" else domain,
+            "webhook_paths": WEBHOOK_PATHS if webhook_up else (),
+            "webhook_upstreams": webhook_up, "main_upstreams": main_up}
+
+
+def _host_context(t: topo.Topology, host: topo.Host, profile: str, domain: str | None,
+                  pg: topo.PostgresMemory) -> dict:
+    pg_host, redis_host, lb_host = t.host_with("postgres"), t.host_with("redis"), t.host_with("load_balancer")
+    roles = host.roles
+    lb_elsewhere = lb_host is not None and lb_host.name != host.name
+    if roles.main and lb_elsewhere:
+        main_publish = f"{host.private_ip}:5678"
+    elif roles.main and lb_host is None:
+        main_publish = "5678"  # no load balancer: main takes the traffic itself, firewalled as today
+    else:
+        main_publish = None
+    webhooks = [{"name": f"n8n-webhook-{k}",
+                 "publish": f"{host.private_ip}:{WEBHOOK_HOST_PORT + k}" if lb_elsewhere else None}
+                for k in range(1, roles.webhook + 1)]
+    n8n_seconds = max(topo.DEFAULT_GRACEFUL_SHUTDOWN_S, t.longest_execution_s + SHUTDOWN_MARGIN_S)
+    repo, runners_repo = versions.N8N_IMAGE.rsplit(":", 1)[0], versions.RUNNERS_IMAGE.rsplit(":", 1)[0]
+    return dict(
+        t=t, host=host, profile=profile, domain=domain or "", summary=describe_topology(t, profile),
+        n8n=bool(roles.main or roles.webhook or roles.workers),
+        main=bool(roles.main), webhooks=webhooks, webhooks_total=t.total("webhook"),
+        workers=[f"n8n-worker-{k}" for k in range(1, roles.workers + 1)],
+        postgres=bool(roles.postgres), redis=bool(roles.redis),
+        lb=_lb_context(t, lb_host, profile, domain) if roles.load_balancer else None,
+        main_publish=main_publish,
+        pg_host=pg_host.private_ip if pg_host else "", redis_host=redis_host.private_ip if redis_host else "",
+        pg=pg, pool_arithmetic=topo.pool_arithmetic(t),
+        images={"n8n": f"{repo}:{t.n8n_version}", "runners": f"{runners_repo}:{t.n8n_version}",
+                "postgres": versions.POSTGRES_IMAGE, "redis": versions.REDIS_IMAGE, "caddy": versions.CADDY_IMAGE},
+        shutdown_s=n8n_seconds, stop_grace_s=n8n_seconds + SHUTDOWN_MARGIN_S,
+        queue_keep_last=settings.queue_keep_last_env(),
+    )
+
+
+def _env_values(secrets: StackSecrets, n8n: bool, public_url: str) -> dict[str, str]:
+    if not n8n:  # least privilege: a data host never sees the encryption key or the runner token
+        return {"POSTGRES_PASSWORD": secrets.postgres_password, "REDIS_PASSWORD": secrets.redis_password}
+    return {**{name: getattr(secrets, field) for field, name in ENV_NAMES.items()}, "N8N_PUBLIC_URL": public_url}
+
+
+def manifest_of(t: topo.Topology, profile: str) -> str:
+    """`topology.json`: hosts with roles, sizes and private addresses; no secrets."""
+    pg = t.host_with("postgres")
+    if t.single_host:  # today's stack: its own pool arithmetic (render.py)
+        from n8n_sizer.advisor.setup import recommended_max_connections
+
+        conns = t.max_connections or recommended_max_connections(t.single_setup())
+    else:
+        conns = topo.postgres_memory(t, pg.ram_mib, pg.size).max_connections
+    doc = {"subnet": t.subnet, "profile": profile, "single_host": t.single_host, "max_connections": conns,
+           "hosts": [h.model_dump(mode="json") for h in t.hosts()]}
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def render_topology(t: topo.Topology, secrets: StackSecrets, *, profile: str = "bench", domain: str | None = None,
+                    public_url: str | None = None,
+                    extra_env: Mapping[str, Mapping[str, str]] | None = None) -> ClusterBundle:
+    """Render every host's bundle. Pure. Refuses (InputError) pools over max_connections, a Postgres host
+    too small for its connections, an unpinned version, or a cloud-init over the user-data limit."""
+    _validate(t, profile, domain, public_url)
+    extra_env = extra_env or {}
+    if public_url is None:
+        public_url = f"https://{domain}/" if profile == "production" else BENCH_PUBLIC_URL
+    hosts = t.hosts()
+    if t.single_host:
+        host = hosts[0]
+        bundle = render_bundle(t.single_setup(), secrets, profile=profile, domain=domain, public_url=public_url,
+                               benchmark_host=True, max_connections=t.max_connections,
+                               extra_env=extra_env.get(host.name))
+        return ClusterBundle(hosts={host.name: bundle}, manifest=manifest_of(t, profile))
+    pg_host = t.host_with("postgres")
+    pg = topo.postgres_memory(t, pg_host.ram_mib, pg_host.size)
+    env = template_env()
+    out: dict[str, Bundle] = {}
+    for host in hosts:
+        ctx = _host_context(t, host, profile, domain, pg)
+        compose = env.get_template("cluster-compose.yml.j2").render(**ctx)
+        env_text = env.get_template("cluster-env.j2").render(
+            host=host.name, secrets_file=SECRETS_FILE, n8n=ctx["n8n"],
+            values=_env_values(secrets, ctx["n8n"], public_url), extra_env=dict(extra_env.get(host.name, {})))
+        try:
+            cloud_init = render_cloud_init(env, compose=compose, env_text=env_text,
+                                           summary=f"host {host.name}: {describe_topology(t, profile)}",
+                                           benchmark_host=True, workers=host.roles.workers)
+        except InputError as exc:
+            raise InputError(f"host {host.name}: {exc}") from None
+        out[host.name] = Bundle(compose=compose, env=env_text, cloud_init=cloud_init)
+    return ClusterBundle(hosts=out, manifest=manifest_of(t, profile))
+
+
+def _read_env_file(path: Path) -> dict[str, str]:
+    try:
+        return parse_env_text(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc}); it is never "
+                         "overwritten unread: fix its permissions or render into another --out folder") from None
+
+
+def existing_secrets(out_dir: Path, host_names: list[str]) -> tuple[dict[str, str], str]:
+    """The secrets a previous render left: `.secrets.env`, else the hosts' `.env` files, which must agree."""
+    shared = out_dir / SECRETS_FILE
+    if shared.exists():
+        return _read_env_file(shared), str(shared)
+    found: dict[str, tuple[str, Path]] = {}
+    for name in host_names:
+        path = out_dir / name / ENV_FILE
+        if not path.exists():
+            continue
+        for key, value in _read_env_file(path).items():
+            if key not in ENV_NAMES.values() or not value:
+                continue
+            if key in found and found[key][0] != value:
+                raise InputError(f"{key} differs between {found[key][1]} and {path}; the cluster needs one value "
+                                 f"on every host: put the right one in {shared} (mode 0600) and render again")
+            found[key] = (value, path)
+    return {k: v for k, (v, _) in found.items()}, "the hosts' .env files"
+
+
+def write_topology(t: topo.Topology, out_dir: Path, *, profile: str = "bench", domain: str | None = None,
+                   public_url: str | None = None) -> list[str]:
+    """Write every host's bundle, the shared secrets (0600) and topology.json; keep every existing secret."""
+    out_dir = Path(out_dir)
+    names = [h.name for h in t.hosts()]
+    existing, origin = existing_secrets(out_dir, names) if out_dir.is_dir() else ({}, "")
+    secrets, kept = merge_secrets(existing, generate_secrets())
+    extra: dict[str, dict[str, str]] = {}
+    for name in names:
+        path = out_dir / name / ENV_FILE
+        if path.exists():
+            values = _read_env_file(path)
+            extra[name] = {k: v for k, v in values.items() if k not in ENV_NAMES.values() and k != "N8N_PUBLIC_URL"}
+            if public_url is None and profile != "production" and values.get("N8N_PUBLIC_URL"):
+                public_url = values["N8N_PUBLIC_URL"]
+    cluster = render_topology(t, secrets, profile=profile, domain=domain, public_url=public_url, extra_env=extra)
+    from n8n_sizer.deploy.render import _prepare_out_dir
+
+    _prepare_out_dir(out_dir)
+    messages = []
+    try:
+        write_private(out_dir / SECRETS_FILE, "".join(f"{n}={getattr(secrets, f)}\n" for f, n in ENV_NAMES.items()))
+        (out_dir / MANIFEST_FILE).write_text(cluster.manifest, encoding="utf-8")
+        for name, bundle in cluster.hosts.items():
+            folder = out_dir / name
+            folder.mkdir(exist_ok=True)
+            compose_path = folder / COMPOSE_FILE
+            if compose_path.is_file() and compose_path.read_text(encoding="utf-8") != bundle.compose:
+                compose_path.replace(folder / (COMPOSE_FILE + ".previous"))
+                messages.append(f"the previous {compose_path} differed: kept as {COMPOSE_FILE}.previous")
+            compose_path.write_text(bundle.compose, encoding="utf-8")
+            write_private(folder / ENV_FILE, bundle.env)
+            write_private(folder / CLOUD_INIT_FILE, bundle.cloud_init)
+            size = len(bundle.cloud_init.encode("utf-8"))
+            messages.append(f"wrote {folder}/ (cloud-init {size:,} of {USER_DATA_LIMIT_BYTES:,} bytes)")
+    except OSError as exc:
+        raise InputError(f"--out {out_dir}: writing failed ({exc.strerror or exc}); try another folder") from None
+    messages.insert(0, f"rendered {len(cluster.hosts)} host bundle(s): {describe_topology(t, profile)}")
+    if kept:
+        messages.append(f"kept {len(kept)} existing secret(s) from {origin}: {', '.join(kept)} "
+                        "(rotating N8N_ENCRYPTION_KEY would break every stored credential)")
+    new = [n for n in ENV_NAMES.values() if n not in kept]
+    if new:
+        messages.append(f"wrote {out_dir / SECRETS_FILE} (mode 0600) with new secret(s): {', '.join(new)}")
+    if not t.single_host:
+        messages.append(f"Postgres pools: {topo.pool_arithmetic(t)}; check it all with "
+                        f"`n8n-sizer check --topology {out_dir}`")
+    return messages

@@ -1,0 +1,200 @@
+"""Cluster stacks: a topology on servers that share one private network (`stacks/Pulumi.cluster-*.yaml`).
+
+A cluster stack is a fleet stack whose `n8n-sizer:cluster` key holds a topology (what `advise --json`
+prints, or `{"topology": [...]}` written by hand, or `{"topology_file": "advice.json"}`) instead of
+`targets`. Every host's cloud-init is its bundle from `deploy.render_topology`, rendered once per
+`pulumi up` with one secret set; each server gets the private address the bundles were rendered with.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+import pulumi
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from n8n_sizer.deploy.topology import Host, Topology, parse_topology
+from n8n_sizer.errors import InputError
+from n8n_sizer.fleet.labels import expires_at
+from n8n_sizer.fleet.spec import NAMESPACE, FleetSpec, HostSpec, TargetSpec, _KeyError
+
+USER_DATA_LIMIT_BYTES = {"hetzner": 32 * 1024, "gcp": 256 * 1024}  # Hetzner's user_data; GCP's metadata value
+LOADGEN_OFFSET = 9  # the load generator's private address: just below the first cluster host's (.10)
+ROLE_TYPES = {"data": "n8n-sizer:cluster:DataHost", "ingest": "n8n-sizer:cluster:IngestHost",
+              "worker": "n8n-sizer:cluster:WorkerHost", "loadgen": "n8n-sizer:fleet:LoadGenerator"}
+RenderCluster = Callable[[Topology], dict[str, str]]
+
+
+class ClusterSpec(FleetSpec):
+    """A fleet spec with a topology in place of targets."""
+
+    targets: tuple[TargetSpec, ...] = Field(default=(), max_length=0)
+    cluster: dict[str, Any]
+
+    @field_validator("cluster", mode="before")
+    @classmethod
+    def _read_file(cls, v: Any) -> Any:
+        if isinstance(v, dict) and set(v) == {"topology_file"}:
+            path = Path(str(v["topology_file"]))
+            try:
+                return json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError) as exc:
+                raise ValueError(f"topology_file {path} cannot be read as JSON ({exc}); write it with "
+                                 "`advise --json > advice.json`, relative to the project folder") from None
+        return v
+
+    @model_validator(mode="after")
+    def _topology_fits(self) -> "ClusterSpec":
+        try:
+            topology = self.topology
+        except InputError as exc:
+            raise _KeyError("cluster", str(exc)) from None
+        providers = {g.provider for g in topology.groups}
+        if providers != {self.provider}:
+            raise _KeyError("cluster", f"the topology's provider {', '.join(sorted(providers))} differs from "
+                            f"n8n-sizer:provider {self.provider}; one stack lives in one provider")
+        names = {h.name for h in topology.hosts()}
+        if self.loadgen.name in names:
+            raise _KeyError("loadgen.name", f"{self.loadgen.name!r} is also a cluster host; rename one")
+        for host in topology.hosts():
+            if self.provider == "hetzner" and host.size.startswith(("cx", "cax")) and self.location in ("ash", "hil", "sin"):
+                raise _KeyError("cluster", f"{host.size} is sold in Hetzner's EU locations only; use fsn1, nbg1 or hel1")
+        return self
+
+    @property
+    def topology(self) -> Topology:
+        return parse_topology(self.cluster, f"{NAMESPACE}:cluster")
+
+    @property
+    def hosts(self) -> tuple[HostSpec, ...]:
+        return (self.loadgen, *[HostSpec(name=h.name, size=h.size) for h in self.topology.hosts()])
+
+    def loadgen_private_ip(self) -> str:
+        import ipaddress
+
+        return str(ipaddress.ip_network(self.topology.subnet)[LOADGEN_OFFSET])
+
+
+def host_kind(host: Host) -> str:
+    """The component type of a host: its most load-bearing role decides (data > ingest > worker)."""
+    roles = host.roles
+    if roles.postgres or roles.redis:
+        return "data"
+    if roles.main or roles.webhook or roles.load_balancer:
+        return "ingest"
+    return "worker"
+
+
+def role_label(host: Host) -> str:
+    """`postgres-redis`, `main-webhook-lb`, `workers`: a label value valid on both providers."""
+    short = {"load_balancer": "lb"}
+    return "-".join(short.get(r, r) for r in host.roles.listed())
+
+
+def render_cluster_cloud_init(topology: Topology) -> dict[str, str]:
+    """Each host's `#cloud-config`, rendered once with one freshly generated secret set."""
+    from n8n_sizer.deploy.render_topology import render_topology
+    from n8n_sizer.deploy.secrets import generate_secrets
+
+    cluster = render_topology(topology, generate_secrets(), profile="bench")
+    return {name: bundle.cloud_init for name, bundle in cluster.hosts.items()}
+
+
+class ClusterHostEntry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    role: Literal["cluster", "loadgen"]
+    roles: dict[str, int]
+    provider: Literal["hetzner", "gcp"]
+    size: str
+    vcpu: int
+    arch: str
+    public_ip: str
+    private_ip: str
+    ssh_user: str
+
+
+class ClusterInventory(BaseModel):
+    """The cluster as the operator and the bench driver see it: every host, its roles, both addresses."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stack: str
+    provider: Literal["hetzner", "gcp"]
+    location: str
+    expires_at: str
+    subnet: str
+    hosts: dict[str, ClusterHostEntry]
+
+
+@dataclass
+class Cluster:
+    spec: ClusterSpec
+    expires_at: str
+    inventory: pulumi.Output[dict[str, Any]]
+    ssh_private_key: pulumi.Output[str] | None
+    component: pulumi.ComponentResource
+
+
+def cluster_user_data(spec: ClusterSpec, render: RenderCluster) -> dict[str, str]:
+    try:
+        rendered = render(spec.topology)
+    except InputError as exc:
+        raise InputError(f"{NAMESPACE}:cluster: {exc}") from None
+    limit = USER_DATA_LIMIT_BYTES[spec.provider]
+    for name, text in rendered.items():
+        if len(text.encode("utf-8")) > limit:
+            raise InputError(f"{NAMESPACE}:cluster: host {name}'s cloud-init is over {limit:,} bytes; "
+                             "split its processes over more hosts")
+    return rendered
+
+
+def build_cluster(spec: ClusterSpec, *, now: datetime | None = None,
+                  render: RenderCluster = render_cluster_cloud_init) -> Cluster:
+    """Create the cluster's network, firewalls and servers; return its inventory output."""
+    now = now or datetime.now(timezone.utc)
+    expires = expires_at(now, spec.ttl_hours)
+    user_data = cluster_user_data(spec, render)
+    private_key: pulumi.Output[str] | None = None
+    if spec.ssh_public_key is not None:
+        public_key: pulumi.Input[str] = spec.ssh_public_key
+    else:
+        import pulumi_tls as tls
+
+        key = tls.PrivateKey("ssh", algorithm="ED25519")
+        public_key = key.public_key_openssh
+        private_key = pulumi.Output.secret(key.private_key_openssh)
+    if spec.provider == "hetzner":
+        from n8n_sizer.fleet import cluster_hetzner as provider
+        component = provider.HetznerCluster(spec.stack, spec=spec, public_key=public_key, user_data=user_data,
+                                            expires=expires)
+    else:
+        from n8n_sizer.fleet import cluster_gcp as provider  # type: ignore[no-redef]
+        component = provider.GcpCluster(spec.stack, spec=spec, public_key=public_key, user_data=user_data,
+                                        expires=expires)
+    hosts = spec.topology.hosts()
+    names = [spec.loadgen.name, *[h.name for h in hosts]]
+    public_ips = [component.public_ips[n] for n in names]
+
+    def to_inventory(ips: list[str]) -> dict[str, Any]:
+        entries = {}
+        for name, ip in zip(names, ips):
+            host = next((h for h in hosts if h.name == name), None)
+            size = spec.server_of(spec.loadgen) if host is None else spec.server_of(HostSpec(name=name, size=host.size))
+            entries[name] = ClusterHostEntry(
+                name=name, role="loadgen" if host is None else "cluster",
+                roles={} if host is None else host.roles.model_dump(), provider=spec.provider, size=size.size,
+                vcpu=size.vcpu, arch=size.arch, public_ip=ip,
+                private_ip=spec.loadgen_private_ip() if host is None else host.private_ip,
+                ssh_user=provider.SSH_USER)
+        return ClusterInventory(stack=spec.stack, provider=spec.provider, location=spec.location,
+                                expires_at=expires, subnet=spec.topology.subnet, hosts=entries).model_dump(mode="json")
+
+    inventory = pulumi.Output.all(*public_ips).apply(to_inventory)
+    return Cluster(spec=spec, expires_at=expires, inventory=inventory, ssh_private_key=private_key,
+                   component=component)

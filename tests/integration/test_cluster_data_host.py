@@ -1,0 +1,85 @@
+"""The data host's rendered server flags on the real servers: Debian's PostgreSQL reads every rendered
+`-c` setting (max_connections and the memory it implies) and reports them back; Debian's redis-server runs
+the rendered Redis command line and demands its password.
+
+No Docker engine here: what can run is the command line each image is given.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from n8n_sizer.bench.services import free_port, init_postgres, postgres_bin_dir, spawn, stop_process, wait_redis
+from n8n_sizer.deploy.composefile import load_compose
+from n8n_sizer.deploy.render_topology import render_topology
+from n8n_sizer.deploy.secrets import generate_secrets, parse_env_text
+from n8n_sizer.deploy.topology import load_topology_text
+
+pytestmark = pytest.mark.integration
+TOPOLOGY = Path(__file__).resolve().parents[1] / "data" / "topologies" / "advise-rps-400.json"
+
+
+def _data_services():
+    bundle = render_topology(load_topology_text(TOPOLOGY.read_text(), "t"), generate_secrets()).hosts["data"]
+    env = parse_env_text(bundle.env)
+    return {s.name: s for s in load_compose(bundle.compose, env).services}, env
+
+
+@pytest.fixture
+def pg_dir():
+    """A folder Debian's `postgres` user can enter (pytest's tmp_path is root-only when run as root)."""
+    folder = Path(tempfile.mkdtemp(prefix="n8n-sizer-cluster-pg-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_real_postgres_accepts_the_data_hosts_settings(pg_dir: Path) -> None:
+    services, env = _data_services()
+    command = services["n8n-postgres"].command
+    assert command[0] == "postgres"
+    settings = dict(command[i + 1].split("=", 1) for i in range(1, len(command), 2) if command[i] == "-c")
+    assert settings == {"max_connections": "120", "shared_buffers": "2048MB", "work_mem": "17MB",
+                        "effective_cache_size": "6144MB"}
+    data = pg_dir / "pg"
+    init_postgres(data, "n8n", env["POSTGRES_PASSWORD"])
+    user = "postgres" if os.geteuid() == 0 else None
+    shown = {}
+    for name in settings:
+        # `-C` loads the configuration with the same `-c` flags, validates it, prints one value, and exits.
+        proc = subprocess.run([str(postgres_bin_dir() / "postgres"), "-D", str(data), *command[1:], "-C", name],
+                              capture_output=True, text=True, timeout=60, user=user, cwd=data)
+        assert proc.returncode == 0, proc.stderr
+        shown[name] = proc.stdout.strip()
+    # `-C` prints each in its base unit: shared_buffers and effective_cache_size in 8 kB pages, work_mem in kB.
+    assert shown == {"max_connections": "120", "shared_buffers": str(2048 * 1024 // 8), "work_mem": str(17 * 1024),
+                     "effective_cache_size": str(6144 * 1024 // 8)}
+
+
+def test_real_redis_runs_the_data_hosts_command_line(tmp_path: Path) -> None:
+    services, env = _data_services()
+    command = services["n8n-redis"].command
+    port = free_port()
+    argv = [*command, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path), "--save", ""]
+    proc = spawn("redis", argv, {"PATH": "/usr/bin:/bin"}, tmp_path / "redis.log", port)
+    try:
+        wait_redis(proc, env["REDIS_PASSWORD"], timeout_s=30)
+
+        def cli(*args: str, auth: bool = True) -> list[str]:
+            extra = ["--no-auth-warning", "-a", env["REDIS_PASSWORD"]] if auth else []
+            return subprocess.run(["redis-cli", "-p", str(port), *extra, *args], capture_output=True,
+                                  text=True, timeout=10, check=True).stdout.split()
+
+        assert cli("CONFIG", "GET", "appendonly") == ["appendonly", "yes"]
+        assert cli("CONFIG", "GET", "maxmemory-policy") == ["maxmemory-policy", "noeviction"]
+        assert "NOAUTH" in " ".join(cli("PING", auth=False))
+    finally:
+        stop_process(proc, timeout_s=10)
