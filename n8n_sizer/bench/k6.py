@@ -17,6 +17,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from n8n_sizer.hosts.host import Host
 from n8n_sizer.bench.load import BODY_SNIPPET_BYTES
+from n8n_sizer.fleet.locations import LOADGEN_READY_MARKER  # the load generator's cloud-init writes it
 from n8n_sizer.runs.records import StepTally
 from n8n_sizer.bench.plan import LoadPlan, RateStep
 from n8n_sizer.runs.records import RequestRecord
@@ -24,7 +25,6 @@ from n8n_sizer.errors import InputError
 from n8n_sizer.versions import K6_IMAGE
 
 REQUEST_METRIC = "n8n_sizer_request"
-LOADGEN_READY_MARKER = "/var/lib/n8n-sizer-loadgen-ready"  # fleet/program.py's load-generator cloud-init
 # k6 starts this many VUs up front; more are started (up to the in-flight cap) when responses slow down.
 PREALLOCATED_VUS_PER_RATE = 2
 

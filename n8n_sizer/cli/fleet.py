@@ -43,7 +43,8 @@ def cost(
     stacks_dir: Path = typer.Option(Path("stacks"), "--stacks-dir", help=STACKS_DIR_HELP),
 ) -> None:
     from n8n_sizer.fleet.cost import estimate_cost
-    from n8n_sizer.fleet.spec import load_stack_file, stack_file
+    from n8n_sizer.fleet.spec import stack_file
+    from n8n_sizer.fleet.stackfile import load_stack_file
 
     estimate = estimate_cost(load_stack_file(stack_file(stack, stacks_dir)), hours, warn_eur)
     billed = f"{estimate.hours:g} h" + ("" if float(estimate.hours).is_integer() else " (billed as started hours)")

@@ -26,10 +26,15 @@ SHUTDOWN_MARGIN_S = 15
 ROLES = ("main", "worker")
 
 
-def shutdown_timeouts(setup: Setup) -> tuple[int, int]:
+def shutdown_seconds(longest_execution_s: int) -> tuple[int, int]:
     """(N8N_GRACEFUL_SHUTDOWN_TIMEOUT, stop grace period) in seconds, each above the one before."""
-    n8n_s = max(DEFAULT_GRACEFUL_SHUTDOWN_S, setup.longest_execution_s + SHUTDOWN_MARGIN_S)
+    n8n_s = max(DEFAULT_GRACEFUL_SHUTDOWN_S, longest_execution_s + SHUTDOWN_MARGIN_S)
     return n8n_s, n8n_s + SHUTDOWN_MARGIN_S
+
+
+def shutdown_timeouts(setup: Setup) -> tuple[int, int]:
+    """`shutdown_seconds` for a setup's longest execution: one host's stack and a cluster's hosts alike."""
+    return shutdown_seconds(setup.longest_execution_s)
 
 
 def n8n_settings(setup: Setup, role: str) -> dict[str, str]:

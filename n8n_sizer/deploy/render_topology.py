@@ -17,13 +17,13 @@ from n8n_sizer import versions
 from n8n_sizer.advisor import settings
 from n8n_sizer.deploy import topology as topo
 from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
+from n8n_sizer.deploy.n8n_env import shutdown_seconds
 from n8n_sizer.deploy.render import (
     BENCH_PUBLIC_URL,
     CLOUD_INIT_FILE,
     COMPOSE_FILE,
     DOMAIN_RE,
     ENV_FILE,
-    SHUTDOWN_MARGIN_S,
     URL_RE,
     VERSION_RE,
     Bundle,
@@ -111,7 +111,7 @@ def _host_context(t: topo.Topology, host: topo.Host, profile: str, domain: str |
     webhooks = [{"name": f"n8n-webhook-{k}",
                  "publish": f"{host.private_ip}:{WEBHOOK_HOST_PORT + k}" if lb_elsewhere else None}
                 for k in range(1, roles.webhook + 1)]
-    n8n_seconds = max(topo.DEFAULT_GRACEFUL_SHUTDOWN_S, t.longest_execution_s + SHUTDOWN_MARGIN_S)
+    n8n_seconds, grace_seconds = shutdown_seconds(t.longest_execution_s)
     repo, runners_repo = versions.N8N_IMAGE.rsplit(":", 1)[0], versions.RUNNERS_IMAGE.rsplit(":", 1)[0]
     return dict(
         t=t, host=host, profile=profile, domain=domain or "", summary=describe_topology(t, profile),
@@ -125,7 +125,7 @@ def _host_context(t: topo.Topology, host: topo.Host, profile: str, domain: str |
         pg=pg, pool_arithmetic=topo.pool_arithmetic(t),
         images={"n8n": f"{repo}:{t.n8n_version}", "runners": f"{runners_repo}:{t.n8n_version}",
                 "postgres": versions.POSTGRES_IMAGE, "redis": versions.REDIS_IMAGE, "caddy": versions.CADDY_IMAGE},
-        shutdown_s=n8n_seconds, stop_grace_s=n8n_seconds + SHUTDOWN_MARGIN_S,
+        shutdown_s=n8n_seconds, stop_grace_s=grace_seconds,
         queue_keep_last=settings.queue_keep_last_env(),
     )
 

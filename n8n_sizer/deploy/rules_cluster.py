@@ -227,7 +227,7 @@ def rule_data_ports_private(c: Cluster) -> RuleResult:
                 problems.append(f"{h.name}/{s.name} publishes {p.container_port} on {where}")
     if problems:
         return fail("data-ports-private", "; ".join(problems),
-                    f'publish Postgres and Redis only on the host\'s private address, e.g. "10.89.0.10:5432:5432"'
+                    'publish Postgres and Redis only on the host\'s private address, e.g. "10.89.0.10:5432:5432"'
                     + (f" (inside {c.subnet})" if c.subnet else ""))
     published = [f"{h.name}/{s.name}" for h, s in c.services("postgres", "redis") if s.ports]
     return ok("data-ports-private", f"Postgres and Redis listen on private addresses only ({', '.join(published) or 'unpublished'})")

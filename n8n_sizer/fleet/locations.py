@@ -35,3 +35,16 @@ def gcp_region(zone: str) -> str:
     """`europe-west3` for `europe-west3-a`."""
     return zone.rsplit("-", 1)[0]
 
+# The load generator's boot: Docker for k6, the background package jobs off, a marker the bench waits for.
+LOADGEN_READY_MARKER = "/var/lib/n8n-sizer-loadgen-ready"  # the bench driver waits for this file
+# The load generator only needs Docker to run the pinned k6 image; the apt timers are off for the same
+# reason as on targets (seed 004: an unattended package refresh made a 56 s request).
+LOADGEN_CLOUD_INIT = """#cloud-config
+package_update: true
+packages: [docker.io]
+runcmd:
+  - [systemctl, disable, --now, apt-daily.timer, apt-daily-upgrade.timer, unattended-upgrades.service]
+  - [sh, -c, "systemctl mask --now apt-news.service packagekit.service || true"]
+  - [systemctl, enable, --now, docker]
+  - [touch, {marker}]
+""".format(marker=LOADGEN_READY_MARKER)

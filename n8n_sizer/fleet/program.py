@@ -17,23 +17,11 @@ import pulumi
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import Inventory
 from n8n_sizer.fleet.labels import expires_at
-from n8n_sizer.fleet.spec import NAMESPACE, FleetSpec, TargetSpec, parse_fleet_config
+from n8n_sizer.fleet.locations import LOADGEN_CLOUD_INIT
+from n8n_sizer.fleet.spec import NAMESPACE, FleetSpec, TargetSpec
 
 USER_DATA_LIMIT_BYTES = 32 * 1024  # Hetzner's user_data limit; GCP's metadata value limit is larger
 _OBJECT_KEYS = ("loadgen", "targets", "cluster")  # structured values reach the program as JSON text
-
-LOADGEN_READY_MARKER = "/var/lib/n8n-sizer-loadgen-ready"  # the bench driver waits for this file
-# The load generator only needs Docker to run the pinned k6 image; the apt timers are off for the same
-# reason as on targets (seed 004: an unattended package refresh made a 56 s request).
-LOADGEN_CLOUD_INIT = """#cloud-config
-package_update: true
-packages: [docker.io]
-runcmd:
-  - [systemctl, disable, --now, apt-daily.timer, apt-daily-upgrade.timer, unattended-upgrades.service]
-  - [sh, -c, "systemctl mask --now apt-news.service packagekit.service || true"]
-  - [systemctl, enable, --now, docker]
-  - [touch, {marker}]
-""".format(marker=LOADGEN_READY_MARKER)
 
 RenderUserData = Callable[[TargetSpec], str]
 
@@ -64,7 +52,9 @@ def fleet_spec_from_pulumi() -> FleetSpec:
             except json.JSONDecodeError:
                 raise InputError(f"{key} is not a list/mapping; write it as in stacks/Pulumi.single.yaml") from None
         values[short] = raw
-    return parse_fleet_config(values, stack=pulumi.get_stack())
+    from n8n_sizer.fleet.stackfile import parse_stack_config
+
+    return parse_stack_config(values, stack=pulumi.get_stack())
 
 
 def render_user_data(spec: FleetSpec, render: RenderUserData) -> dict[str, str]:
@@ -96,8 +86,9 @@ class Fleet:
 def build_fleet(spec: FleetSpec, *, now: datetime | None = None,
                 render: RenderUserData = render_target_cloud_init) -> Fleet:
     """Create the fleet's resources for `spec` and return its outputs (inventory, generated SSH key).
-    A cluster stack (`n8n-sizer:cluster`) goes to fleet/cluster.py with its own renderer."""
-    from n8n_sizer.fleet.cluster import ClusterSpec, build_cluster
+    A cluster stack (`n8n-sizer:cluster`) goes to fleet/cluster/ with its own renderer."""
+    from n8n_sizer.fleet.cluster.build import build_cluster
+    from n8n_sizer.fleet.cluster.spec import ClusterSpec
 
     if isinstance(spec, ClusterSpec):
         return build_cluster(spec, now=now)  # type: ignore[return-value]

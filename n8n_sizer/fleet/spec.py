@@ -204,14 +204,9 @@ def _key_of(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def parse_fleet_config(values: Mapping[str, Any], *, stack: str) -> FleetSpec:
-    """Validate the `n8n-sizer:` keys of a stack (namespace stripped) into a FleetSpec, or InputError.
-    A stack with `n8n-sizer:cluster` (a topology) becomes a `ClusterSpec` (fleet/cluster.py)."""
-    model: type[FleetSpec] = FleetSpec
-    if "cluster" in values:
-        from n8n_sizer.fleet.cluster import ClusterSpec
-
-        model = ClusterSpec
+def parse_fleet_config(values: Mapping[str, Any], *, stack: str, model: type[FleetSpec] = FleetSpec) -> FleetSpec:
+    """Validate the `n8n-sizer:` keys of a stack (namespace stripped) into `model` (a FleetSpec, or a
+    ClusterSpec: `fleet.stackfile.parse_stack_config` chooses), or InputError."""
     unknown = sorted(set(values) - set(model.model_fields) - {"stack"})
     if unknown:
         raise InputError(f"{NAMESPACE}:{unknown[0]} is not a fleet setting; known settings: "
@@ -275,13 +270,3 @@ def read_stack_config(path: Path) -> dict[str, Any]:
 def namespace_values(config: Mapping[str, Any], namespace: str = NAMESPACE) -> dict[str, Any]:
     prefix = f"{namespace}:"
     return {k[len(prefix):]: v for k, v in config.items() if isinstance(k, str) and k.startswith(prefix)}
-
-
-def load_stack_file(path: Path | str) -> FleetSpec:
-    """Parse `stacks/Pulumi.<stack>.yaml` into a FleetSpec; the stack name comes from the file name."""
-    path = Path(path)
-    name = path.name
-    if not (name.startswith("Pulumi.") and name.endswith((".yaml", ".yml"))):
-        raise InputError(f"stack file {path} must be named Pulumi.<stack>.yaml")
-    stack = name[len("Pulumi."):].rsplit(".", 1)[0]
-    return parse_fleet_config(namespace_values(read_stack_config(path)), stack=stack)

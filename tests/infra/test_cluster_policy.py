@@ -17,10 +17,12 @@ import pulumi
 import pytest
 import yaml
 
-from n8n_sizer.fleet.cluster import USER_DATA_LIMIT_BYTES, ClusterInventory, build_cluster, render_cluster_cloud_init
+from n8n_sizer.fleet.cluster.build import ClusterInventory, build_cluster, render_cluster_cloud_init
+from n8n_sizer.fleet.cluster.spec import USER_DATA_LIMIT_BYTES
 from n8n_sizer.fleet.labels import decode_expires_at
 from n8n_sizer.fleet.program import LOADGEN_CLOUD_INIT, fleet_spec_from_pulumi
-from n8n_sizer.fleet.spec import load_stack_file, read_stack_config
+from n8n_sizer.fleet.spec import read_stack_config
+from n8n_sizer.fleet.stackfile import load_stack_file
 from tests.infra.mocks import SECRET_SIG, FleetMocks, run_main, run_program, unsecret
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.bench.services import free_port, init_postgres, postgres_bin_dir, spawn, stop_process, wait_redis
+from n8n_sizer.localstack.services import free_port, init_postgres, postgres_bin_dir, spawn, stop_process, wait_redis
 from n8n_sizer.deploy.composefile import load_compose
 from n8n_sizer.deploy.render_topology import render_topology
 from n8n_sizer.deploy.secrets import generate_secrets, parse_env_text

@@ -12,7 +12,8 @@ from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.cost import estimate_cost
 from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.fleet.labels import decode_expires_at, encode_expires_at, expires_at, fleet_labels
-from n8n_sizer.fleet.spec import load_stack_file, parse_fleet_config
+from n8n_sizer.fleet.spec import parse_fleet_config
+from n8n_sizer.fleet.stackfile import load_stack_file
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = {"owner": "bench", "ttl_hours": 2, "operator_cidr": "203.0.113.7/32", "provider": "hetzner",

@@ -15,7 +15,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from n8n_sizer.deploy.render_topology import WEBHOOK_HOST_PORT
-from n8n_sizer.fleet.cluster import ROLE_TYPES, ClusterSpec, host_kind, role_label
+from n8n_sizer.fleet.cluster.spec import ROLE_TYPES, ClusterSpec, host_kind, role_label
 from n8n_sizer.fleet.gcp import BOOT_DISK_GB, label_description
 from n8n_sizer.fleet.labels import fleet_labels
 from n8n_sizer.fleet.locations import GCP_IMAGE, GCP_SSH_USER, gcp_region
@@ -59,7 +59,7 @@ class GcpCluster(pulumi.ComponentResource):
     def __init__(self, name: str, *, spec: ClusterSpec, public_key: pulumi.Input[str], user_data: Mapping[str, str],
                  expires: str, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("n8n-sizer:cluster:GcpCluster", name, None, opts)
-        from n8n_sizer.fleet.program import LOADGEN_CLOUD_INIT
+        from n8n_sizer.fleet.locations import LOADGEN_CLOUD_INIT
 
         topology = spec.topology
         described = label_description(fleet_labels(stack=spec.stack, owner=spec.owner, role="fleet", expires=expires))

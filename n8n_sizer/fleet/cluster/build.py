@@ -8,91 +8,18 @@ prints, or `{"topology": [...]}` written by hand, or `{"topology_file": "advice.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 import pulumi
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict
 
-from n8n_sizer.deploy.topology import Host, Topology, parse_topology
+from n8n_sizer.deploy.topology import Topology
 from n8n_sizer.errors import InputError
+from n8n_sizer.fleet.cluster.spec import USER_DATA_LIMIT_BYTES, ClusterSpec, RenderCluster
 from n8n_sizer.fleet.labels import expires_at
-from n8n_sizer.fleet.spec import NAMESPACE, FleetSpec, HostSpec, TargetSpec, _KeyError
-
-USER_DATA_LIMIT_BYTES = {"hetzner": 32 * 1024, "gcp": 256 * 1024}  # Hetzner's user_data; GCP's metadata value
-LOADGEN_OFFSET = 9  # the load generator's private address: just below the first cluster host's (.10)
-ROLE_TYPES = {"data": "n8n-sizer:cluster:DataHost", "ingest": "n8n-sizer:cluster:IngestHost",
-              "worker": "n8n-sizer:cluster:WorkerHost", "loadgen": "n8n-sizer:fleet:LoadGenerator"}
-RenderCluster = Callable[[Topology], dict[str, str]]
-
-
-class ClusterSpec(FleetSpec):
-    """A fleet spec with a topology in place of targets."""
-
-    targets: tuple[TargetSpec, ...] = Field(default=(), max_length=0)
-    cluster: dict[str, Any]
-
-    @field_validator("cluster", mode="before")
-    @classmethod
-    def _read_file(cls, v: Any) -> Any:
-        if isinstance(v, dict) and set(v) == {"topology_file"}:
-            path = Path(str(v["topology_file"]))
-            try:
-                return json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise ValueError(f"topology_file {path} cannot be read as JSON ({exc}); write it with "
-                                 "`advise --json > advice.json`, relative to the project folder") from None
-        return v
-
-    @model_validator(mode="after")
-    def _topology_fits(self) -> "ClusterSpec":
-        try:
-            topology = self.topology
-        except InputError as exc:
-            raise _KeyError("cluster", str(exc)) from None
-        providers = {g.provider for g in topology.groups}
-        if providers != {self.provider}:
-            raise _KeyError("cluster", f"the topology's provider {', '.join(sorted(providers))} differs from "
-                            f"n8n-sizer:provider {self.provider}; one stack lives in one provider")
-        names = {h.name for h in topology.hosts()}
-        if self.loadgen.name in names:
-            raise _KeyError("loadgen.name", f"{self.loadgen.name!r} is also a cluster host; rename one")
-        for host in topology.hosts():
-            if self.provider == "hetzner" and host.size.startswith(("cx", "cax")) and self.location in ("ash", "hil", "sin"):
-                raise _KeyError("cluster", f"{host.size} is sold in Hetzner's EU locations only; use fsn1, nbg1 or hel1")
-        return self
-
-    @property
-    def topology(self) -> Topology:
-        return parse_topology(self.cluster, f"{NAMESPACE}:cluster")
-
-    @property
-    def hosts(self) -> tuple[HostSpec, ...]:
-        return (self.loadgen, *[HostSpec(name=h.name, size=h.size) for h in self.topology.hosts()])
-
-    def loadgen_private_ip(self) -> str:
-        import ipaddress
-
-        return str(ipaddress.ip_network(self.topology.subnet)[LOADGEN_OFFSET])
-
-
-def host_kind(host: Host) -> str:
-    """The component type of a host: its most load-bearing role decides (data > ingest > worker)."""
-    roles = host.roles
-    if roles.postgres or roles.redis:
-        return "data"
-    if roles.main or roles.webhook or roles.load_balancer:
-        return "ingest"
-    return "worker"
-
-
-def role_label(host: Host) -> str:
-    """`postgres-redis`, `main-webhook-lb`, `workers`: a label value valid on both providers."""
-    short = {"load_balancer": "lb"}
-    return "-".join(short.get(r, r) for r in host.roles.listed())
+from n8n_sizer.fleet.spec import NAMESPACE, HostSpec
 
 
 def render_cluster_cloud_init(topology: Topology) -> dict[str, str]:
@@ -170,11 +97,11 @@ def build_cluster(spec: ClusterSpec, *, now: datetime | None = None,
         public_key = key.public_key_openssh
         private_key = pulumi.Output.secret(key.private_key_openssh)
     if spec.provider == "hetzner":
-        from n8n_sizer.fleet import cluster_hetzner as provider
+        from n8n_sizer.fleet.cluster import hetzner as provider
         component = provider.HetznerCluster(spec.stack, spec=spec, public_key=public_key, user_data=user_data,
                                             expires=expires)
     else:
-        from n8n_sizer.fleet import cluster_gcp as provider  # type: ignore[no-redef]
+        from n8n_sizer.fleet.cluster import gcp as provider  # type: ignore[no-redef]
         component = provider.GcpCluster(spec.stack, spec=spec, public_key=public_key, user_data=user_data,
                                         expires=expires)
     hosts = spec.topology.hosts()

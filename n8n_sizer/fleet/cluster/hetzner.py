@@ -15,7 +15,7 @@ import pulumi
 import pulumi_hcloud as hcloud
 
 from n8n_sizer.deploy.topology import Host
-from n8n_sizer.fleet.cluster import ROLE_TYPES, ClusterSpec, host_kind, role_label
+from n8n_sizer.fleet.cluster.spec import ROLE_TYPES, ClusterSpec, host_kind, role_label
 from n8n_sizer.fleet.labels import fleet_labels
 from n8n_sizer.fleet.locations import HETZNER_IMAGE, HETZNER_LOCATIONS, HETZNER_SSH_USER
 from n8n_sizer.fleet.spec import HostSpec
@@ -129,6 +129,6 @@ class HetznerCluster(pulumi.ComponentResource):
 
 
 def _loadgen_user_data() -> str:
-    from n8n_sizer.fleet.program import LOADGEN_CLOUD_INIT
+    from n8n_sizer.fleet.locations import LOADGEN_CLOUD_INIT
 
     return LOADGEN_CLOUD_INIT
