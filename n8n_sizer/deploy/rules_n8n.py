@@ -103,13 +103,14 @@ def rule_runner_version(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     return ok("runner-version", f"n8n and {len(runners)} runners on {next(iter(tags.values()))}")
 
 
-def _concurrency(worker: Service) -> int:
+def _concurrency(worker: Service) -> int | None:
+    """The worker's --concurrency; n8n's default when it sets none; None when the value is not a number."""
     tokens = worker.command
     for i, token in enumerate(tokens):
         if token.startswith("--concurrency="):
-            return as_int(token.split("=", 1)[1]) or 0
+            return as_int(token.split("=", 1)[1])
         if token == "--concurrency" and i + 1 < len(tokens):
-            return as_int(tokens[i + 1]) or 0
+            return as_int(tokens[i + 1])
     return DEFAULT_WORKER_CONCURRENCY
 
 
@@ -117,6 +118,10 @@ def rule_worker_concurrency(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     workers = cf.by_role("worker")
     if not workers:
         return na("worker-concurrency", "no workers")
+    unreadable = [w.name for w in workers if _concurrency(w) is None]
+    if unreadable:
+        return fail("worker-concurrency", f"{', '.join(unreadable)}: --concurrency is not a whole number",
+                    f"give each worker a number, e.g. --concurrency={DEFAULT_WORKER_CONCURRENCY}")
     low = [f"{w.name} --concurrency={_concurrency(w)}" for w in workers if _concurrency(w) < MIN_WORKER_CONCURRENCY]
     if low:
         return fail("worker-concurrency", f"{', '.join(low)}: at 5, two workers fell to 426/min with 238 errors (seed 000)",

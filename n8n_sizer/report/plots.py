@@ -83,11 +83,12 @@ def plot_latency_by_step(rows: Sequence[StepRow], path: Path) -> Path | None:
     fig, ax = plt.subplots(figsize=(max(5.5, 1.3 * len(rows) + 3), 4.5))
     width = 0.26
     for i, (q, colour) in enumerate((("p50", "#4c72b0"), ("p95", "#dd8452"), ("p99", "#c44e52"))):
-        values = [getattr(r, f"{q}_ms") or 0 for r in rows]
+        measured = [getattr(r, f"{q}_ms") for r in rows]  # None: nothing answered in the step
+        values = [float("nan") if v is None else v for v in measured]  # no bar, never a 0 ms one
         bars = ax.bar([x + (i - 1) * width for x in range(len(rows))], values, width, label=q, color=colour)
-        for bar, v in zip(bars, values):
-            text = f"{v / 1000:.1f} s" if v >= 1000 else f"{v:.0f} ms"
-            ax.annotate(text, (bar.get_x() + bar.get_width() / 2, v), ha="center", va="bottom", fontsize=7)
+        for bar, v in zip(bars, measured):
+            text = "no answer" if v is None else f"{v / 1000:.1f} s" if v >= 1000 else f"{v:.0f} ms"
+            ax.annotate(text, (bar.get_x() + bar.get_width() / 2, v if v is not None else 1.0), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([f"{r.step}\n{r.answered_per_min:,.0f}/min" for r in rows], fontsize=9)
     ax.set_yscale("log")

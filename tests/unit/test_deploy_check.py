@@ -113,3 +113,12 @@ services:
     assert [(p.container_port, p.public) for p in service.ports] == [(5678, False), (5679, True), (80, False), (5680, True)]
     assert service.stop_grace_s == 90
     assert duration_s("500ms") == 0.5 and duration_s("2h") == 7200 and duration_s("soon") is None
+
+
+def test_an_unreadable_worker_concurrency_is_named_not_read_as_zero() -> None:
+    text = (DATA / "good-queue.yml").read_text()
+    assert "--concurrency 10" in text
+    results = {r.rule: r for r in check_compose(text.replace("--concurrency 10", "--concurrency ten", 1), ENV,
+                                                 vcpu=4, longest_execution_s=60, env_files=ENV_FILES)}
+    failed = results["worker-concurrency"]
+    assert failed.status == "fail" and "not a whole number" in failed.message and "=0" not in failed.message
