@@ -89,12 +89,8 @@ def describe(setup: Setup, profile: str) -> str:
             f"longest execution {setup.longest_execution_s} s, profile {profile}")
 
 
-def _validate(setup: Setup, profile: str, domain: str | None, public_url: str | None,
-              max_connections: int | None) -> int:
-    """Refuse inputs that would render a broken stack; return Postgres' max_connections."""
-    if not VERSION_RE.match(setup.n8n_version):
-        raise InputError(f"--n8n-version {setup.n8n_version!r} is not an exact MAJOR.MINOR.PATCH version "
-                         f"(images must be pinned); try --n8n-version {versions.N8N_VERSION}")
+def validate_access(profile: str, domain: str | None, public_url: str | None) -> None:
+    """How users reach the stack, for one host and a cluster alike: the profile, its domain, the public URL."""
     if profile not in ("bench", "production"):
         raise InputError(f"--profile {profile!r} is unknown; try --profile bench or --profile production")
     if profile == "production" and not domain:
@@ -107,6 +103,15 @@ def _validate(setup: Setup, profile: str, domain: str | None, public_url: str | 
     if public_url is not None and not URL_RE.match(public_url):
         raise InputError(f"--public-url {public_url!r} must be an http:// or https:// URL without spaces, "
                          "quotes, '#' or '$'; try --public-url https://n8n.example.com/")
+
+
+def _validate(setup: Setup, profile: str, domain: str | None, public_url: str | None,
+              max_connections: int | None) -> int:
+    """Refuse inputs that would render a broken stack; return Postgres' max_connections."""
+    if not VERSION_RE.match(setup.n8n_version):
+        raise InputError(f"--n8n-version {setup.n8n_version!r} is not an exact MAJOR.MINOR.PATCH version "
+                         f"(images must be pinned); try --n8n-version {versions.N8N_VERSION}")
+    validate_access(profile, domain, public_url)
     if setup.mode == "queue" and setup.production_limit is not None \
             and setup.production_limit != setup.concurrency:
         raise InputError(

@@ -22,10 +22,9 @@ from n8n_sizer.deploy.render import (
     BENCH_PUBLIC_URL,
     CLOUD_INIT_FILE,
     COMPOSE_FILE,
-    DOMAIN_RE,
     ENV_FILE,
-    URL_RE,
     VERSION_RE,
+    validate_access,
     Bundle,
     render_bundle,
     template_env,
@@ -70,16 +69,7 @@ def _validate(t: topo.Topology, profile: str, domain: str | None, public_url: st
     if not VERSION_RE.match(t.n8n_version):
         raise InputError(f"n8n_version {t.n8n_version!r} is not an exact MAJOR.MINOR.PATCH version (images "
                          f"must be pinned); try {versions.N8N_VERSION}")
-    if profile not in ("bench", "production"):
-        raise InputError(f"--profile {profile!r} is unknown; try --profile bench or --profile production")
-    if profile == "production" and not domain:
-        raise InputError("--profile production needs --domain (the load balancer gets its TLS certificate "
-                         "for it); try --domain n8n.example.com")
-    if domain and (profile != "production" or not DOMAIN_RE.match(domain)):
-        raise InputError(f"--domain {domain!r} needs --profile production and a DNS name such as n8n.example.com")
-    if public_url is not None and not URL_RE.match(public_url):
-        raise InputError(f"--public-url {public_url!r} must be an http:// or https:// URL without spaces, "
-                         "quotes, '#' or '$'; try --public-url https://n8n.example.com/")
+    validate_access(profile, domain, public_url)
 
 
 def _lb_context(t: topo.Topology, lb_host: topo.Host | None, profile: str, domain: str | None) -> dict | None:

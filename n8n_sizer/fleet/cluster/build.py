@@ -19,6 +19,7 @@ from n8n_sizer.deploy.topology import Topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.cluster.spec import USER_DATA_LIMIT_BYTES, ClusterSpec, RenderCluster
 from n8n_sizer.fleet.labels import expires_at
+from n8n_sizer.fleet.sshkey import fleet_ssh_key
 from n8n_sizer.fleet.spec import NAMESPACE, HostSpec
 
 
@@ -87,15 +88,7 @@ def build_cluster(spec: ClusterSpec, *, now: datetime | None = None,
     now = now or datetime.now(timezone.utc)
     expires = expires_at(now, spec.ttl_hours)
     user_data = cluster_user_data(spec, render)
-    private_key: pulumi.Output[str] | None = None
-    if spec.ssh_public_key is not None:
-        public_key: pulumi.Input[str] = spec.ssh_public_key
-    else:
-        import pulumi_tls as tls
-
-        key = tls.PrivateKey("ssh", algorithm="ED25519")
-        public_key = key.public_key_openssh
-        private_key = pulumi.Output.secret(key.private_key_openssh)
+    public_key, private_key = fleet_ssh_key(spec)
     if spec.provider == "hetzner":
         from n8n_sizer.fleet.cluster import hetzner as provider
         component = provider.HetznerCluster(spec.stack, spec=spec, public_key=public_key, user_data=user_data,
