@@ -18,6 +18,7 @@ from pathlib import Path
 
 from n8n_sizer.errors import InputError
 from n8n_sizer.report.model import RunData, StepRow, load_run, step_rows
+from n8n_sizer.runs.stats import ROLES
 from n8n_sizer.telemetry.alerts import evaluate_alerts
 
 
@@ -52,6 +53,21 @@ def render_step_table(rows: Sequence[StepRow]) -> str:
         lines.append(f"| {r.setup} | {r.host} | {r.step} | {r.fired:,}{not_sent} | {r.answered_per_min:,.0f}{behind} | {_errors(r)} "
                      f"| {_ms(r.p50_ms)} | {_ms(r.p95_ms)} | {_ms(r.p99_ms)} | {_mib(r.peak_stack_ram_mib)} "
                      f"| {_ms(r.editor_p95_ms)}{f' ({r.editor_failed:,} failed)' if r.editor_failed else ''} |")
+    return head + "\n".join(lines) + "\n"
+
+
+def render_demands(rows: Sequence[StepRow]) -> str:
+    """CPU per execution by role: what each process of the stack spent on one answered execution."""
+    measured = [r for r in rows if r.demand_ms]
+    if not measured:
+        return ""
+    roles = [role for role in ROLES if any(role in r.demand_ms for r in measured)]
+    head = ("### CPU per execution by role\n\nBusy CPU over the step divided by the executions it answered "
+            "(utilisation law), from the per-process telemetry; `advise` sizes each role from figures like these.\n\n"
+            f"| setup | host | step | {' | '.join(roles)} |\n|---|---|---|{'---:|' * len(roles)}\n")
+    lines = [f"| {r.setup} | {r.host} | {r.step} | "
+             + " | ".join(f"{r.demand_ms[role]:,.1f} ms" if role in r.demand_ms else "-" for role in roles) + " |"
+             for r in measured]
     return head + "\n".join(lines) + "\n"
 
 
@@ -171,9 +187,14 @@ def build_report(runs: Sequence[str | Path], out_dir: Path, *, extra_sections: S
     rows = [row for d in bench for row in step_rows(d)]
     parts = [f"# Benchmark report\n\nRuns: {', '.join(f'`{d.manifest.run_id}`' for d in data)}.\n"]
     if rows:
-        parts.append("## Results per setup and step\n\nAnswered/min counts 2xx responses per minute of load; "
-                     "latency runs from each request's scheduled time to its answer (answered requests only); "
-                     "errors by type: HTTP status, or the client's timeout/reset/refused.\n\n" + render_step_table(rows))
+        parts.append("## Results per setup and step\n\nAnswered/min counts 2xx responses per minute: for a constant-rate "
+                     "step, over the span its answers needed, so a step that did not keep up reads as what it carried "
+                     "(and says so); latency runs from each request's scheduled time to its answer (answered requests "
+                     "only); errors by type: HTTP status, or the client's timeout/reset/refused.\n\n"
+                     + render_step_table(rows))
+        demands = render_demands(rows)
+        if demands:
+            parts.append(demands)
     if plots and rows:
         from n8n_sizer.report import plots as plotting
 

@@ -16,7 +16,7 @@ from n8n_sizer.errors import InputError
 from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample
 from n8n_sizer.runs.stats import (
     answered_latencies, error_kind, peak_stack_ram_mib, percentile, select, step_concurrency, step_rate,
-    step_throughput, step_windows, within,
+    role_demands_ms, step_throughput, step_windows, within,
 )
 from n8n_sizer.runs.store import RunStore
 
@@ -87,6 +87,7 @@ class StepRow(BaseModel):
     editor_failed: int = 0  # editor calls that failed or timed out in the step (not in the p95)
     saturated: bool | None = None  # a rate step that did not keep up (runs.stats.step_throughput); None: closed step
     saturation: str | None = None  # why, in words ("kept up" when it did)
+    demand_ms: dict[str, float] = {}  # CPU ms per answered execution by role (utilisation law), from telemetry
 
 
 def setup_label(setup: dict) -> str:
@@ -139,6 +140,7 @@ def step_rows(run: RunData) -> list[StepRow]:
                 run_id=run.manifest.run_id, target=target, setup=setup_label(run.setup(target)),
                 host=host_label(target, run.facts(target)), step=step, offered_rate_per_s=rate,
                 concurrency=step_concurrency(step), duration_s=duration,
+                demand_ms=role_demands_ms(window, start, end, len(lat)),
                 saturated=carried.saturated if carried is not None else None,
                 saturation=carried.why if carried is not None else None,
                 fired=len(sent), answered=len(lat), answered_per_min=len(lat) * 60 / duration, errors=dict(kinds),

@@ -165,3 +165,45 @@ def step_throughput(records: Sequence[RequestRecord], rate_per_s: float) -> Step
     return StepThroughput(offered_per_s=rate_per_s, sent=len(sent), answered=len(ok), in_window=in_window,
                           window_s=window_end - start, span_s=span, failed=failed, saturated=why != "kept up",
                           why=why)
+
+
+# The roles a process or container plays, by its name: the local stack's process names (main, worker-1,
+# main-runner, webhook-1, postgres, redis, caddy) and the compose stacks' container names (n8n-main,
+# runner-worker-1, n8n-postgres, ...).
+ROLES = ("main", "webhook", "worker", "runner", "postgres", "redis", "load_balancer")
+
+
+def role_of(name: str) -> str | None:
+    """The role of a process or container named `name`, or None for one that is not part of the stack."""
+    n = name.lower()
+    if "runner" in n:
+        return "runner"
+    for role, marks in (("postgres", ("postgres",)), ("redis", ("redis",)), ("load_balancer", ("caddy", "nginx", "lb")),
+                        ("webhook", ("webhook",)), ("worker", ("worker",)), ("main", ("main",))):
+        if any(m in n for m in marks):
+            return role
+    return None
+
+
+def role_cpu_seconds(samples: Iterable[Sample], start_s: float, end_s: float) -> dict[str, float]:
+    """CPU seconds each role used in [start, end): each process' mean cores over the window times its length."""
+    per_process: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for s in within(samples, start_s, end_s):
+        if s.metric in CPU_METRICS:
+            name = s.labels.get("process") or s.labels.get("container") or ""
+            per_process[(s.labels.get("host", ""), name)].append(s.value)
+    out: dict[str, float] = defaultdict(float)
+    for (_, name), values in per_process.items():
+        role = role_of(name)
+        if role is not None and values:
+            out[role] += sum(values) / len(values) * (end_s - start_s)
+    return dict(out)
+
+
+def role_demands_ms(samples: Iterable[Sample], start_s: float, end_s: float, executions: int) -> dict[str, float]:
+    """CPU milliseconds per execution for each role, by the utilisation law (busy CPU / executions done) over the
+    step's window; {} when nothing was executed or nothing was sampled."""
+    if executions <= 0 or end_s <= start_s:
+        return {}
+    busy = role_cpu_seconds(samples, start_s, end_s)
+    return {role: busy[role] * 1000.0 / executions for role in ROLES if role in busy}

@@ -61,3 +61,18 @@ def test_throughput_never_exceeds_the_offered_rate_nor_the_capacity(rate, ratio,
         assert not carried.saturated
     if ratio <= 0.7 and seconds >= 10:  # far over capacity for a while: a queue built
         assert carried.saturated
+
+
+def test_role_demands_by_the_utilisation_law():
+    from n8n_sizer.runs.records import Sample
+    from n8n_sizer.runs.stats import role_demands_ms, role_of
+
+    assert [role_of(n) for n in ("main", "n8n-main", "worker-2", "runner-worker-1", "main-runner", "webhook-1",
+                                 "n8n-postgres", "redis", "caddy", "sshd")] == [
+        "main", "main", "worker", "runner", "runner", "webhook", "postgres", "redis", "load_balancer", None]
+    # 10 s at 0.5 cores (main) and 1.2 cores (worker, averaged over two processes' samples), 100 executions
+    samples = [Sample(metric="process_cpu_cores", value=v, unit="cores", labels={"process": p}, time_s=t)
+               for t in range(100, 110) for p, v in (("main", 0.5), ("worker-1", 1.0), ("worker-2", 0.2))]
+    demands = role_demands_ms(samples, 100.0, 110.0, 100)
+    assert demands == {"main": 50.0, "worker": 120.0}
+    assert role_demands_ms(samples, 100.0, 110.0, 0) == {}
