@@ -33,9 +33,9 @@ def bench(
     cpus: Optional[int] = typer.Option(None, "--cpus", help="--local: pin the stack to this many cores (taskset)."),
     workflow: str = typer.Option("light", "--workflow", help="light, code-heavy or a workflow JSON file."),
     body: Optional[Path] = typer.Option(None, "--body", help="JSON request body for your own --workflow FILE."),
-    rates: str = typer.Option("5,20,50", "--rates", help="Constant arrival rates, req/s, one step each (seed 000)."),
+    rates: str = typer.Option("5,20,50", "--rates", help="Constant arrival rates, req/s, one step each (the queue-mode test's plan)."),
     step_seconds: float = typer.Option(180.0, "--step-seconds", help="Seconds per step."),
-    sweep: str = typer.Option("", "--concurrency-sweep", help="Closed-model steps after the rates, e.g. 1,10,25,50 (seed 002)."),
+    sweep: str = typer.Option("", "--concurrency-sweep", help="Closed-model steps after the rates, e.g. 1,10,25,50 (the five-VPS benchmark's sweep)."),
     warmup: int = typer.Option(200, "--warmup", help="Warm-up requests before the steps (not recorded)."),
     timeout_s: float = typer.Option(120.0, "--timeout", help="Client timeout per request, seconds."),
     max_in_flight: int = typer.Option(1000, "--max-in-flight", help="Open requests at most; more are recorded as dropped."),
@@ -49,7 +49,7 @@ def bench(
     p95_ms: float = typer.Option(2000.0, "--p95-ms", help="--find-max: p95 latency target, ms."),
     error_budget: float = typer.Option(0.0, "--error-budget", help="--find-max: failed fraction of requests allowed."),
     tolerance: float = typer.Option(1.0, "--tolerance", help="--find-max: stop when the bracket is this narrow, req/s."),
-    soak: Optional[str] = typer.Option(None, "--soak", help="Soak: one steady --rate for this long (4h, 30m), 30-minute buckets (seed 004)."),
+    soak: Optional[str] = typer.Option(None, "--soak", help="Soak: one steady --rate for this long (4h, 30m), 30-minute buckets (as the e2-micro soak)."),
     rate: Optional[float] = typer.Option(None, "--rate", help="--soak: the steady rate, req/s."),
 ) -> None:
     from n8n_sizer.cli.bench_view import bench_progress, print_summary

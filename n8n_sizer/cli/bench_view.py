@@ -136,7 +136,7 @@ def print_summary(summary: BenchSummary, json_out: bool) -> None:
     for name, buckets in store.manifest.extra.get("soak", {}).items():
         from n8n_sizer.bench.soak import SoakBucket, render_soak_table
 
-        print(f"soak {name} (30-minute buckets, seed 004)")
+        print(f"soak {name} (30-minute buckets, as the e2-micro soak)")
         print(render_soak_table([SoakBucket.model_validate(b) for b in buckets]))
     sys.stdout.flush()
 

@@ -1,4 +1,4 @@
-"""`drill`: run seed 000's failure drills on a local stack or a fleet host and record them like bench runs."""
+"""`drill`: run the queue-mode test's failure drills on a local stack or a fleet host and record them like bench runs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def register(app: typer.Typer) -> None:
     app.command("drill", help=DRILL_HELP)(drill)
 
 
-DRILL_HELP = """Break a queue stack one of seed 000's ways; record what happened next to the seed's.
+DRILL_HELP = """Break a queue stack the ways the queue-mode test did; record what happened next to what it saw.
 
 Drills: kill-worker, wrong-key, redis-restart, postgres-restart,
 binary-filesystem, graceful-shutdown, redis-blip. Name one or more: they run
@@ -144,4 +144,4 @@ def _run_one(name: str, ctx, out: Path, persistence: str, json_out: bool) -> Non
     typer.echo(f"drill {name} on {ctx.stack.name}: {extra['verdict']}  (run {store.run_id}, {store.folder})")
     for item in extra["checks"]:
         typer.echo(f"- {item['verdict']}: {item['observation']}")
-        typer.echo(f"    seed 000: {item['expected']}")
+        typer.echo(f"    the queue-mode test saw: {item['expected']}")

@@ -20,7 +20,7 @@ from n8n_sizer.drills.common import (
     DrillContext, DrillFailed, DrillOutcome, check, counts, wait_for,
 )
 
-BLIP_EXPECTED = ("not in seed 000; users report workers that silently stop taking jobs after Redis drops: "
+BLIP_EXPECTED = ("not in the queue-mode test; users report workers that silently stop taking jobs after Redis drops: "
                  "expected here, every worker takes jobs again on its own")
 LOG_PATTERN = r"Lost Redis|reconnect|Unable to connect|ECONNRESET|Redis|error"
 

@@ -92,7 +92,7 @@ def kill_worker(ctx: DrillContext, executions: int = 4, wait_s: int = 30,
     # (MAX_STALLED_COUNT_GRACE_WINDOW_MS, workflow-runner.js) before it marks it error.
     timing_note = (f" (Bull lock {settings['QUEUE_WORKER_LOCK_DURATION']} ms, stalled check every "
                    f"{settings.get('QUEUE_WORKER_STALLED_INTERVAL', '30000')} ms, then main's 30 s stalled-job "
-                   f"grace window; seed 000 ran n8n's 60 s / 30 s)"
+                   f"grace window; the queue-mode test ran n8n's 60 s / 30 s)"
                    if "QUEUE_WORKER_LOCK_DURATION" in settings else " (n8n's Bull timings: 60 s lock, 30 s check, "
                    "then main's 30 s stalled-job grace window)")
     when = (f"{timings['first_marked_after_kill_s']:.0f}-{timings['last_marked_after_kill_s']:.0f} s"

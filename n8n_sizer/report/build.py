@@ -93,7 +93,7 @@ def render_ledger(run: RunData) -> str:
 
 
 def render_alerts(run: RunData) -> str:
-    lines = ["| target | alert (seed 000) | status | since | detail |", "|---|---|---|---|---|"]
+    lines = ["| target | alert (from the queue-mode test) | status | since | detail |", "|---|---|---|---|---|"]
     start = min((r.scheduled_s for r in run.requests), default=run.manifest.created_s)
     for target in run.targets():
         reqs = [r for r in run.requests if r.target == target]
@@ -115,7 +115,7 @@ def render_drill(run: RunData) -> str:
     target = run.manifest.spec.get("target")
     where = f" on `{target}`" if target else ""
     lines = [f"Drill `{extra.get('drill', run.manifest.run_id)}`{where}.{verdict}", "",
-             "| observation | seed 000 expected | verdict |", "|---|---|---|"]
+             "| observation | the queue-mode test saw | verdict |", "|---|---|---|"]
     checks = extra.get("checks")
     if isinstance(checks, list) and checks:
         for c in checks:

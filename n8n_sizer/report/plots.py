@@ -203,7 +203,7 @@ def plot_run_target(run: RunData, target: str, out_dir: Path) -> list[Path]:
         axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     axes[1].set_title("Resident memory per process", fontsize=10, loc="left")
     lines(axes[2], iowait, lambda s: "iowait", "iowait (% of all CPU time)")
-    axes[2].set_title("Host iowait (seed 004: the only signal of a disk stall)", fontsize=10, loc="left")
+    axes[2].set_title("Host iowait (the e2-micro soak: the only signal of a disk stall)", fontsize=10, loc="left")
     lines(axes[3], queue or bull, lambda s: s.metric.rsplit("_", 1)[-1] if s.metric.startswith("n8n_") else s.labels.get("state", "?"),
           "jobs")
     axes[3].set_title("Queue depth (n8n /metrics or Redis LLEN)" if queue or bull else "Queue depth (regular mode: no queue)",

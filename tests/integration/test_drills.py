@@ -135,7 +135,7 @@ def test_postgres_restart(ctx: DrillContext, out: Path) -> None:
     _assert_whole(ctx)
     # the report renders the drill as (observation, expectation, verdict) rows from run.json
     table = render_drill(load_run(store.folder))
-    assert "| observation | seed 000 expected | verdict |" in table
+    assert "| observation | the queue-mode test saw | verdict |" in table
     assert "Database is not ready!" in table
 
 
