@@ -11,7 +11,6 @@ import re
 import shlex
 from typing import Any, Literal, Mapping
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.errors import InputError
@@ -142,12 +141,12 @@ def _ports(spec: dict) -> list[Port]:
     for entry in spec.get("ports") or []:
         if isinstance(entry, dict):
             target = entry.get("target")
-            if target is not None:
-                ports.append(Port(container_port=int(target), host_ip=_scalar(entry.get("host_ip"))))
+            numbers = _port_range(_scalar(target)) if target is not None else []
+            ports += [Port(container_port=n, host_ip=_scalar(entry.get("host_ip"))) for n in numbers]
             continue
         text = _scalar(entry).split("/", 1)[0]
         host_ip = ""
-        if text.startswith("["):  # [::1]:5678:5678
+        if text.startswith("[") and "]" in text:  # [::1]:5678:5678
             host_ip, text = text[1:].split("]", 1)
             text = text.lstrip(":")
         parts = text.rsplit(":", 2) if text.count(":") >= 2 else text.split(":")
@@ -159,11 +158,20 @@ def _ports(spec: dict) -> list[Port]:
     return ports
 
 
+MAX_PORT = 65535
+
+
 def _port_range(text: str) -> list[int]:
+    """Container ports of `5678` or `8000-8010`; nothing for text that is not a valid port or range (a
+    range is bounded by 1..65535, so `1-99999999` cannot make a hundred million ports)."""
+    text = text.strip()
     if "-" in text:
         low, high = text.split("-", 1)
-        return list(range(int(low), int(high) + 1)) if low.isdigit() and high.isdigit() else []
-    return [int(text)] if text.isdigit() else []
+        if not (low.isdigit() and high.isdigit() and len(low) <= 5 and len(high) <= 5):
+            return []
+        first, last = int(low), int(high)
+        return list(range(first, last + 1)) if 1 <= first <= last <= MAX_PORT else []
+    return [int(text)] if text.isdigit() and len(text) <= 5 and 1 <= int(text) <= MAX_PORT else []
 
 
 def duration_s(value: Any) -> float | None:
@@ -247,23 +255,30 @@ def _service(name: str, spec: dict, env: Mapping[str, str], env_files: Mapping[s
     )
 
 
+def parse_compose_doc(text: str) -> Any:
+    """The compose document, with its YAML budgets (nesting, alias expansion) and its shape checked."""
+    from n8n_sizer.deploy.composeshape import FIX, check_shape
+    from n8n_sizer.safety.yamldoc import load_yaml
+
+    doc = load_yaml(text, "the compose file", fix=FIX)
+    check_shape(doc)
+    return doc
+
+
 def load_compose(text: str, env: Mapping[str, str] | None = None,
                  env_files: Mapping[str, Mapping[str, str]] | None = None) -> ComposeFile:
     """Parse and interpolate a compose file; `InputError` when it is not a compose mapping."""
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        line = f" at line {where.line + 1}" if where is not None else ""
-        raise InputError(f"the compose file is not valid YAML{line}; fix it, then run check again") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("services"), dict):
-        raise InputError("the compose file has no `services:` mapping; pass a Docker Compose file")
+    doc = parse_compose_doc(text)
     env = dict(env or {})
     missing: set[str] = set()
-    services = [
-        _service(str(name), _walk(spec or {}, env, missing), env, env_files or {}, missing)
-        for name, spec in doc["services"].items()
-    ]
+    services = []
+    for name, spec in doc["services"].items():
+        try:
+            services.append(_service(str(name), _walk(spec or {}, env, missing), env, env_files or {}, missing))
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            # check_shape covers the keys check reads; this keeps an overlooked corner to one line.
+            raise InputError(f"the compose file's services.{name} has a value check cannot read "
+                             f"({type(exc).__name__}); fix the compose file, then run check again") from None
     configs = doc.get("configs") or {}
     texts = [_scalar(c.get("content")) for c in configs.values() if isinstance(c, dict) and c.get("content")]
     return ComposeFile(services=services, unresolved=sorted(missing), config_texts=texts)

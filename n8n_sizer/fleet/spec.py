@@ -78,7 +78,7 @@ class HostSpec(_Strict):
 class TargetSpec(HostSpec):
     setup: Setup
     # Postgres `max_connections` on the target; None: the renderer's default (100, or what the pools need).
-    max_connections: int | None = Field(None, ge=1)
+    max_connections: int | None = Field(None, ge=1, le=262143)  # Postgres' own bound
 
     @model_validator(mode="after")
     def _pools_fit(self) -> "TargetSpec":
