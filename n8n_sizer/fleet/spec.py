@@ -19,11 +19,11 @@ The Pulumi program reads the same keys through `pulumi.Config`, the `cost` comma
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from n8n_sizer.advisor.catalog import ServerSize, UnknownSize, find_size
@@ -251,13 +251,14 @@ def stack_file(stack: str, stacks_dir: Path | str = "stacks") -> Path:
 
 def read_stack_config(path: Path) -> dict[str, Any]:
     """All `config:` entries of a stack file (every namespace), or InputError naming the file."""
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    from n8n_sizer.safety.files import read_user_text
+    from n8n_sizer.safety.yamldoc import MAX_YAML_BYTES, load_yaml
+
+    if not os.path.lexists(path):
         raise InputError(f"stack file {path} does not exist; create it (see the README section on the benchmark fleet) "
-                         "or pass an existing --stack") from None
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"stack file {path} cannot be read: {str(exc).splitlines()[0]}") from None
+                         "or pass an existing --stack")
+    fix = "fix the stack file (see the README section on the benchmark fleet)"
+    doc = load_yaml(read_user_text(path, "stack file", fix=fix, max_bytes=MAX_YAML_BYTES), f"stack file {path}", fix=fix)
     config = (doc or {}).get("config") if isinstance(doc, dict) else None
     if not isinstance(config, dict):
         raise InputError(f"stack file {path} has no `config:` mapping; add the n8n-sizer:* keys under it")

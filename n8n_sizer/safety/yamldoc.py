@@ -76,3 +76,5 @@ def load_yaml(text: str, what: str, *, fix: str) -> Any:
         raise InputError(f"{what} is not valid YAML{_where(exc)}; {fix}") from None
     except RecursionError:  # measure_yaml bounds the depth; kept for a composer that recurses anyway
         raise InputError(f"{what} nests too deeply; {fix}") from None
+    except (ValueError, OverflowError, TypeError) as exc:  # e.g. a 5,000-digit integer Python will not convert
+        raise InputError(f"{what} has a value that cannot be read ({str(exc)[:80]}); {fix}") from None
