@@ -42,7 +42,7 @@ def bench(
     drain_s: float = typer.Option(60.0, "--drain-seconds", help="How long stored executions may catch up after the load."),
     ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help="Private key for the fleet's hosts."),
     ssh_port: int = typer.Option(22, "--ssh-port", help="SSH port of the fleet's hosts."),
-    out: Path = typer.Option(Path("results"), "--out", help="Folder that holds run folders."),
+    out: str = typer.Option("results", "--out", help="Folder that holds run folders."),
     json_out: bool = typer.Option(False, "--json", help="Print run id, run folder and ledgers as one JSON object."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue an unfinished run (its id or folder)."),
     find_max: bool = typer.Option(False, "--find-max", help="Bisect the highest rate within --p95-ms and the error budget; --rates LOW,HIGH are the bounds."),
@@ -55,6 +55,18 @@ def bench(
     from n8n_sizer.bench.clifmt import bench_progress, print_summary
     from n8n_sizer.bench.session import resume_bench, start_bench
 
+    from n8n_sizer.cli.args import check_bench_args
+    from n8n_sizer.safety.files import require_output_folder
+
+    if resume is not None:
+        out_dir = require_output_folder(out, "--out", fix="try --out results")
+    else:
+        out_dir = check_bench_args(stack=stack, local=local, mode=mode, workers=workers, db=db, cpus=cpus, workflow=workflow,
+                                   body=body, inventory=inventory, rates=rates, step_seconds=step_seconds,
+                                   sweep=sweep, warmup=warmup, timeout_s=timeout_s, max_in_flight=max_in_flight,
+                                   drain_s=drain_s, ssh_key=ssh_key, ssh_port=ssh_port, p95_ms=p95_ms,
+                                   error_budget=error_budget, tolerance=tolerance, soak=soak, rate=rate, out=out)
+    out = out_dir
     with bench_progress(enabled=not json_out) as progress:
         if resume is not None:
             summary = resume_bench(resume, out, progress)

@@ -46,8 +46,15 @@ def cost(
     stacks_dir: Path = typer.Option(Path("stacks"), "--stacks-dir", help=STACKS_DIR_HELP),
 ) -> None:
     from n8n_sizer.fleet.cost import estimate_cost
-    from n8n_sizer.fleet.spec import load_stack_file, stack_file
+    from n8n_sizer.fleet.spec import STACK_RE, load_stack_file, stack_file
+    from n8n_sizer.safety import numbers as n
 
+    n.check_numbers({"--hours": (hours, n.HOURS), "--warn-eur": (warn_eur, n.EUR)})
+    if not STACK_RE.match(stack):
+        from n8n_sizer.errors import InputError
+
+        raise InputError(f"--stack {stack!r} is not a fleet stack name (2-20 lowercase letters, digits, dashes); "
+                         "try --stack single")
     estimate = estimate_cost(load_stack_file(stack_file(stack, stacks_dir)), hours, warn_eur)
     billed = f"{estimate.hours:g} h" + ("" if float(estimate.hours).is_integer() else " (billed as started hours)")
     print(f"stack {estimate.stack} ({estimate.provider}), {billed}:")

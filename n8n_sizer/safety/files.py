@@ -21,7 +21,7 @@ MAX_TEXT_BYTES = 8 * 1024 * 1024
 
 
 def _reason(exc: OSError) -> str:
-    reasons = {errno.ENOENT: "does not exist", errno.EACCES: "is not readable (permission denied)",
+    reasons = {errno.ENOENT: "does not exist (no such file)", errno.EACCES: "is not readable (permission denied)",
                errno.EPERM: "is not readable (permission denied)", errno.EISDIR: "is a folder, not a file",
                errno.ENOTDIR: "has a file where a folder should be in its path", errno.ELOOP: "is a symbolic link loop",
                errno.ENAMETOOLONG: "is too long a path"}
