@@ -277,7 +277,8 @@ def load_compose(text: str, env: Mapping[str, str] | None = None,
             services.append(_service(str(name), _walk(spec or {}, env, missing), env, env_files or {}, missing))
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             # check_shape covers the keys check reads; this keeps an overlooked corner to one line.
-            raise InputError(f"the compose file's services.{name} has a value check cannot read "
+            shown = str(name).encode("unicode_escape").decode("ascii")[:120]
+            raise InputError(f"the compose file's services.{shown} has a value check cannot read "
                              f"({type(exc).__name__}); fix the compose file, then run check again") from None
     configs = doc.get("configs") or {}
     texts = [_scalar(c.get("content")) for c in configs.values() if isinstance(c, dict) and c.get("content")]

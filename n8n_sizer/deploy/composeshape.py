@@ -33,6 +33,7 @@ def _kind(value: Any) -> str:
 
 
 def _fail(where: str, value: Any, wanted: str) -> InputError:
+    where = where.encode("unicode_escape").decode("ascii")[:120]  # a key may hold newlines or control bytes
     return InputError(f"the compose file's {where} is {_kind(value)}; Compose wants {wanted}; {FIX}")
 
 
@@ -114,6 +115,10 @@ def check_service(name: str, spec: Any) -> None:
             raise _fail(f"{where}.{key}", value, wanted)
         for i, entry in enumerate(value):
             if isinstance(entry, dict):
+                target = entry.get("target")
+                if key == "ports" and not (isinstance(target, int) and not isinstance(target, bool)
+                                           or (isinstance(target, str) and target.strip().isdigit())):
+                    raise _fail(f"{where}.ports[{i}].target", target, "a container port number")
                 for field in ("target", "source", "host_ip", "published"):
                     if entry.get(field) is not None and not _is(entry[field], "string", "number"):
                         raise _fail(f"{where}.{key}[{i}].{field}", entry[field], "a string or number")
