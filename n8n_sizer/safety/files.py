@@ -21,7 +21,7 @@ MAX_TEXT_BYTES = 8 * 1024 * 1024
 
 
 def _reason(exc: OSError) -> str:
-    reasons = {errno.ENOENT: "does not exist (no such file)", errno.EACCES: "is not readable (permission denied)",
+    reasons = {errno.ENOENT: "no such file", errno.EACCES: "is not readable (permission denied)",
                errno.EPERM: "is not readable (permission denied)", errno.EISDIR: "is a folder, not a file",
                errno.ENOTDIR: "has a file where a folder should be in its path", errno.ELOOP: "is a symbolic link loop",
                errno.ENAMETOOLONG: "is too long a path"}
@@ -30,7 +30,7 @@ def _reason(exc: OSError) -> str:
 
 def _fail(what: str, path: Path | str, reason: str, fix: str) -> InputError:
     shown = str(path) if str(path) else "''"
-    return InputError(f"{what} {shown} {reason}; {fix}".replace("\n", " "))
+    return InputError(f"{what} {shown}: {reason}; {fix}".replace("\n", " "))
 
 
 def read_user_bytes(path: Path | str, what: str, *, fix: str, max_bytes: int = MAX_TEXT_BYTES) -> bytes:

@@ -23,11 +23,15 @@ class Range:
     example: str = ""
 
     def text(self) -> str:
-        return f"{'(' if self.low_open else '['}{self.low:g}, {self.high:g}]"
+        return f"{'(' if self.low_open else '['}{_plain(self.low)}, {_plain(self.high)}]"
 
     def holds(self, value: float) -> bool:
         above = value > self.low if self.low_open else value >= self.low
         return above and value <= self.high
+
+
+def _plain(bound: float) -> str:
+    return f"{int(bound):,}" if float(bound).is_integer() else f"{bound:g}"
 
 
 def _shown(value: float) -> str:

@@ -26,7 +26,9 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def _where(exc: yaml.YAMLError) -> str:
     mark = getattr(exc, "problem_mark", None)
-    return f" at line {mark.line + 1}" if mark is not None else ""
+    problem = getattr(exc, "problem", None)
+    where = f" at line {mark.line + 1}" if mark is not None else ""
+    return where + (f" ({' '.join(str(problem).split())[:80]})" if problem else "")
 
 
 def measure_yaml(text: str, what: str, fix: str) -> int:

@@ -225,7 +225,7 @@ def test_the_reader_refuses_what_is_not_a_regular_text_file(tmp_path: Path) -> N
 
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    cases = {tmp_path: "is a folder", tmp_path / "missing": "does not exist", fifo: "not a regular file",
+    cases = {tmp_path: "is a folder", tmp_path / "missing": "no such file", fifo: "not a regular file",
              Path("/dev/zero"): "not a regular file", HOSTILE / "compose" / "binary.yml": "binary",
              HOSTILE / "compose" / "latin1.yml": "not UTF-8", "": "not a usable path"}
     for path, reason in cases.items():

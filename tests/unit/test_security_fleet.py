@@ -155,7 +155,7 @@ def test_teardown_refuses_a_folder_without_pulumi_yaml(server, tmp_path, monkeyp
     marker = fake_pulumi(tmp_path)
     code, _, err = run_cli(["teardown", "--stack", "single"], cwd=tmp_path, bin_dir=tmp_path, monkeypatch=monkeypatch,
                            capsys=capsys, env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url})
-    assert code == 2 and "Pulumi.yaml does not exist" in err and not marker.exists()
+    assert code == 2 and "Pulumi.yaml: no such file" in err and not marker.exists()
 
 
 def test_teardown_in_this_project_runs_pulumi_then_sweeps_only_the_owner(server, tmp_path, monkeypatch, capsys):
