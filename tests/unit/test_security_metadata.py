@@ -17,9 +17,11 @@ import pytest
 import yaml
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.deploy.cloudinit import METADATA_BLOCK_SCRIPT, METADATA_IP
 from n8n_sizer.deploy.render import render_bundle
 from n8n_sizer.deploy.secrets import generate_secrets
+
+METADATA_IP = "169.254.169.254"  # Hetzner's and GCP's metadata endpoint
+METADATA_BLOCK_SCRIPT = "/usr/local/sbin/n8n-sizer-metadata-block"
 
 
 def _cloud_init() -> dict:

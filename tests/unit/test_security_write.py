@@ -17,7 +17,6 @@ from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.deploy.render import write_bundle
 from n8n_sizer.deploy.secrets import write_private
 from n8n_sizer.errors import InputError
-from n8n_sizer.safety.write import write_atomic
 
 
 def test_a_link_planted_at_the_old_predictable_temp_name_is_not_followed(tmp_path: Path) -> None:
@@ -34,6 +33,8 @@ def test_a_link_planted_at_the_old_predictable_temp_name_is_not_followed(tmp_pat
 
 
 def test_a_link_at_the_target_is_replaced_never_written_through(tmp_path: Path) -> None:
+    from n8n_sizer.safety.write import write_atomic
+
     victim = tmp_path / "victim"
     victim.write_text("keep me\n")
     (tmp_path / "report.md").symlink_to(victim)
@@ -43,6 +44,8 @@ def test_a_link_at_the_target_is_replaced_never_written_through(tmp_path: Path) 
 
 
 def test_no_temp_file_is_left_after_a_failed_write(tmp_path: Path) -> None:
+    from n8n_sizer.safety.write import write_atomic
+
     (tmp_path / "target").mkdir()  # a folder where the file should go: the rename fails
     with pytest.raises(InputError, match="nothing was written|left as it was"):
         write_atomic(tmp_path / "target", "x", private=True)
