@@ -50,7 +50,7 @@ def cost(
     from n8n_sizer.safety import numbers as n
 
     n.check_numbers({"--hours": (hours, n.HOURS), "--warn-eur": (warn_eur, n.EUR)})
-    if not STACK_RE.match(stack):
+    if not STACK_RE.fullmatch(stack):
         from n8n_sizer.errors import InputError
 
         raise InputError(f"--stack {stack!r} is not a fleet stack name (2-20 lowercase letters, digits, dashes); "
@@ -82,7 +82,7 @@ def teardown(
                                         teardown_stack)
     from n8n_sizer.fleet.spec import STACK_RE, load_stack_file, stack_file
 
-    if not STACK_RE.match(stack):
+    if not STACK_RE.fullmatch(stack):
         from n8n_sizer.errors import InputError
 
         raise InputError(f"--stack {stack!r} is not a fleet stack name (2-20 lowercase letters, digits, dashes); "
@@ -140,7 +140,7 @@ def reap(
     if not all_owners and owner is None:
         raise InputError(f"reap deletes only your own resources: pass --owner NAME (your stacks' n8n-sizer:owner), "
                          f"export {OWNER_ENV}=NAME, or pass --all-owners to reap every owner's expired resources")
-    if owner is not None and not OWNER_RE.match(owner):
+    if owner is not None and not OWNER_RE.fullmatch(owner):
         raise InputError(f"--owner {owner!r} is not an owner label (lowercase letters, digits, '-', '_'); e.g. --owner alice")
     sweepers = open_sweepers([provider] if provider else None, gcp_project)
     try:

@@ -105,7 +105,7 @@ def describe(setup: Setup, profile: str) -> str:
 def _validate(setup: Setup, profile: str, domain: str | None, public_url: str | None,
               max_connections: int | None) -> int:
     """Refuse inputs that would render a broken stack; return Postgres' max_connections."""
-    if not VERSION_RE.match(setup.n8n_version):
+    if not VERSION_RE.fullmatch(setup.n8n_version):
         raise InputError(f"--n8n-version {setup.n8n_version!r} is not an exact MAJOR.MINOR.PATCH version "
                          f"(images must be pinned); try --n8n-version {versions.N8N_VERSION}")
     if profile not in ("bench", "production"):
@@ -115,9 +115,9 @@ def _validate(setup: Setup, profile: str, domain: str | None, public_url: str | 
                          "try --domain n8n.example.com")
     if domain and profile != "production":
         raise InputError(f"--domain {domain} only applies to --profile production; add --profile production")
-    if domain and not DOMAIN_RE.match(domain):
+    if domain and not DOMAIN_RE.fullmatch(domain):
         raise InputError(f"--domain {domain!r} is not a DNS name; try --domain n8n.example.com")
-    if public_url is not None and not URL_RE.match(public_url):
+    if public_url is not None and not URL_RE.fullmatch(public_url):
         raise InputError(f"--public-url {public_url!r} must be an http:// or https:// URL without spaces, "
                          "quotes, '#' or '$'; try --public-url https://n8n.example.com/")
     if setup.mode == "queue" and setup.production_limit is not None \

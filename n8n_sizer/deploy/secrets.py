@@ -158,7 +158,7 @@ def merge_secrets(existing: dict[str, str], fresh: StackSecrets) -> tuple[StackS
     try:
         return StackSecrets(**chosen), kept
     except ValueError:
-        bad = [n for f, n in ENV_NAMES.items() if n in kept and not re.match(_SAFE, chosen[f])]
+        bad = [n for f, n in ENV_NAMES.items() if n in kept and not re.fullmatch(_SAFE, chosen[f])]
         from n8n_sizer.errors import InputError
 
         raise InputError(

@@ -43,7 +43,7 @@ def fleet_labels(*, stack: str, owner: str, role: str, expires: str) -> dict[str
     """The five labels on every labelled resource: project, stack, owner, role, expires-at."""
     labels = {"project": PROJECT_LABEL, "stack": stack, "owner": owner, "role": role, "expires-at": expires}
     for key, value in labels.items():
-        if not LABEL_VALUE_RE.match(value):
+        if not LABEL_VALUE_RE.fullmatch(value):
             raise ValueError(f"label {key}={value!r} is not a valid Hetzner/GCP label value")
     return labels
 

@@ -91,7 +91,7 @@ def check_pulumi_project(stack: str, stacks_dir: Path) -> Path:
 def stack_owner(stack: str, stacks_dir: Path) -> str:
     """`n8n-sizer:owner` of a stack file: whose resources a teardown may sweep."""
     owner = read_stack_config(stack_file(stack, stacks_dir)).get(f"{NAMESPACE}:owner")
-    if not isinstance(owner, str) or not OWNER_RE.match(owner):
+    if not isinstance(owner, str) or not OWNER_RE.fullmatch(owner):
         raise InputError(f"{stack_file(stack, stacks_dir)} has no valid {NAMESPACE}:owner, so the sweep cannot "
                          "tell your resources from a teammate's; set it (pulumi config set n8n-sizer:owner "
                          "<your-name>) or pass --all-owners")

@@ -65,7 +65,7 @@ class HostSpec(_Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
+        if not NAME_RE.fullmatch(v):
             raise ValueError(f"{v!r} is not a valid host name; use 2-30 lowercase letters, digits and "
                              "dashes, starting with a letter, e.g. cx33-queue-2w")
         return v
@@ -115,7 +115,7 @@ class FleetSpec(_Strict):
     @field_validator("stack")
     @classmethod
     def _stack(cls, v: str) -> str:
-        if not STACK_RE.match(v):
+        if not STACK_RE.fullmatch(v):
             raise ValueError(f"stack name {v!r} must be 2-20 lowercase letters, digits and dashes (it "
                              "becomes a label value and part of resource names); try `pulumi stack init bench-1`")
         return v
@@ -123,7 +123,7 @@ class FleetSpec(_Strict):
     @field_validator("owner")
     @classmethod
     def _owner(cls, v: str) -> str:
-        if not OWNER_RE.match(v):
+        if not OWNER_RE.fullmatch(v):
             raise ValueError(f"{v!r} is not a valid label value; use lowercase letters, digits, '-' or '_', e.g. alice")
         return v
 
@@ -151,7 +151,7 @@ class FleetSpec(_Strict):
         if self.provider == "hetzner" and self.location not in HETZNER_LOCATIONS:
             raise _KeyError("location", f"{self.location!r} is not a Hetzner location; use one of "
                             + ", ".join(HETZNER_LOCATIONS))
-        if self.provider == "gcp" and not GCP_ZONE_RE.match(self.location):
+        if self.provider == "gcp" and not GCP_ZONE_RE.fullmatch(self.location):
             raise _KeyError("location", f"{self.location!r} is not a GCP zone; use a zone such as europe-west3-a")
         hosts: list[tuple[str, HostSpec]] = [("loadgen", self.loadgen)]
         hosts += [(f"targets[{i}]", t) for i, t in enumerate(self.targets)]

@@ -79,6 +79,11 @@ CASES: list[tuple[str, list[str], int]] = [
     ("render", ["--mode", "regular", "--out", "{env_is_dir}"], 2),
     ("render", ["--mode", "regular", "--n8n-version", "latest", "--out", "{base}/r5"], 2),
     ("render", ["--mode", "mixed", "--out", "{base}/r5"], 2),
+    # a trailing newline must not slip through a `^...$` check into a YAML or an image tag
+    ("render", ["--mode", "regular", "--n8n-version", "2.41.1\nimage: evil", "--out", "{base}/r6"], 2),
+    ("render", ["--mode", "regular", "--public-url", "http://n8n.example.com/\n", "--out", "{base}/r6"], 2),
+    ("render", ["--mode", "regular", "--profile", "production", "--domain", "n8n.example.com\n", "--out", "{base}/r6"], 2),
+    ("cost", ["--stack", "single\n"], 2), ("teardown", ["--stack", "single\n"], 2), ("reap", ["--owner", "me\n"], 2),
     # check: every kind of hostile compose file, and bad paths
     *[("check", [str(p)], 2) for p in sorted(C.iterdir())
       if p.name not in {"max-connections-beyond.yml", "ports-huge-range.yml", "ports-broken-ipv6.yml",
