@@ -23,6 +23,12 @@ def _check_inputs(rps: float | None, vcpu: int | None, arch: str, provider: str 
         given = " and ".join(f for f, v in (("--cpu-ms", cpu_ms), ("--wait-ms", wait_ms)) if v is not None)
         raise InputError(f"{given} describe a custom workload, and --workload {workload} names another; drop "
                          f"--workload to size the custom one, or drop {given}")
+    if validate:
+        given = [f for f, v in (("--rps", rps), ("--vcpu", vcpu), ("--provider", provider), ("--p95-ms", p95_ms),
+                                ("--workload", workload), ("--cpu-ms", cpu_ms), ("--wait-ms", wait_ms)) if v is not None]
+        if given:
+            raise InputError(f"--validate scores the model on its measurements and ignores {', '.join(given)}; "
+                             "run it alone (with --results or --json if you like), or drop --validate")
     if not validate and rps is None:
         raise InputError("--rps is required: the sustained webhook rate to carry, e.g. --rps 40")
     if rps is not None and not rps > 0:
@@ -45,6 +51,8 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
 
     _check_inputs(rps, vcpu, arch, provider, p95_ms, validate, cpu_ms, wait_ms, workload)
     workload = workload or "light"
+    if validate and compose is not None:
+        raise InputError("--validate renders no stack, so --compose would be ignored; drop one of them")
     if compose is not None:
         from n8n_sizer.safety.files import require_output_folder
 

@@ -98,7 +98,7 @@ def check_ssh_key(path: Path | None) -> None:
 def check_bench_args(*, stack=None, local: bool, mode: str, workers, db, cpus, workflow: str, body, inventory, rates: str,
                      step_seconds: float, sweep: str, warmup: int, timeout_s: float, max_in_flight: int,
                      drain_s: float, ssh_key, ssh_port: int, p95_ms: float, error_budget: float, tolerance: float,
-                     soak, rate, out: str) -> Path:
+                     soak, rate, out: str, find_max: bool = False) -> Path:
     """Everything `bench` can check before it starts anything; returns the --out folder."""
     chosen = [name for name, on in (("--stack", stack), ("--inventory", inventory), ("--local", local)) if on]
     if len(chosen) != 1:  # the same words as bench's own check, which runs after this one
@@ -119,6 +119,13 @@ def check_bench_args(*, stack=None, local: bool, mode: str, workers, db, cpus, w
         seconds = parse_duration(soak)
         if not math.isfinite(seconds) or not SOAK_S.holds(seconds):
             raise InputError(f"--soak {soak!r} is outside (0, 30 days]; try --soak 4h")
+    if not find_max:
+        unused = [f for f, v in (("--p95-ms", p95_ms), ("--error-budget", error_budget), ("--tolerance", tolerance))
+                  if v is not None]
+        if unused:
+            raise InputError(f"{', '.join(unused)} only apply with --find-max; add --find-max or drop them")
+    if local and ssh_key is not None:
+        raise InputError("--ssh-key applies to fleet hosts (--stack/--inventory); --local needs none: drop it")
     if not local:
         ignored = [f for f, v in (("--workers", workers), ("--db", db), ("--cpus", cpus)) if v is not None]
         if ignored or mode != "regular":
@@ -130,7 +137,7 @@ def check_bench_args(*, stack=None, local: bool, mode: str, workers, db, cpus, w
     check_ssh_key(ssh_key)
     if inventory is not None:
         check_inventory(inventory)
-    return require_output_folder(out, "--out", fix="try --out results")
+    return require_output_folder(out, "--out", fix="try --out results", writable=True)
 
 
 def check_run_folders(runs: list[Path]) -> None:

@@ -81,7 +81,7 @@ def drill(
     from n8n_sizer.safety.files import read_user_text, require_output_folder
 
     numbers.check_number("--ssh-port", ssh_port, numbers.PORT)
-    out = require_output_folder(out, "--out", fix="try --out results")
+    out = require_output_folder(out, "--out", fix="try --out results", writable=True)
     if inventory is not None:
         check_inventory(inventory)
     check_ssh_key(ssh_key)

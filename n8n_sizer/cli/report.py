@@ -33,7 +33,7 @@ def report(
 
     check_run_folders(runs)
     out_dir = require_output_folder(out if out is not None else Path(runs[0]) / "report", "--out",
-                                    fix="try --out report")
+                                    fix="try --out report", writable=True)
     result = build_report(runs, out_dir, plots=not no_plots, extra_sections=[advice_section(runs)])
     typer.echo(f"report: {result.markdown}")
     for image in result.images:

@@ -94,8 +94,9 @@ def require_folder(path: Path | str, what: str, *, fix: str) -> Path:
     return Path(path)
 
 
-def require_output_folder(path: Path | str, what: str, *, fix: str) -> Path:
-    """`path` when it is a usable output folder or can become one: not '', not a file, not under a file."""
+def require_output_folder(path: Path | str, what: str, *, fix: str, writable: bool = False) -> Path:
+    """`path` when it is a usable output folder or can become one: not '', not a file, not under a file;
+    with `writable`, this process can also create files in it (or create it in its nearest parent)."""
     text = str(path)
     if not text.strip() or "\0" in text:
         raise _fail(what, path, "is empty; name a folder", fix)
@@ -104,9 +105,14 @@ def require_output_folder(path: Path | str, what: str, *, fix: str) -> Path:
         raise _fail(what, path, "is a dangling symbolic link", fix)
     if p.exists() and not p.is_dir():
         raise _fail(what, path, "is a file, not a folder", fix)
+    nearest = p.absolute() if p.exists() else None
     for parent in p.absolute().parents:
+        if nearest is not None:
+            break
         if parent.exists():
             if not parent.is_dir():
                 raise _fail(what, path, f"is not writable: it lies under {parent}, which is a file", fix)
-            break
+            nearest = parent
+    if writable and nearest is not None and not os.access(nearest, os.W_OK | os.X_OK):
+        raise _fail(what, path, f"is not writable ({nearest}: permission denied)", fix)
     return p

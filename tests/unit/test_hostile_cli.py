@@ -62,6 +62,8 @@ CASES: list[tuple[str, list[str], int]] = [
     ("advise", ["--rps", "40", "--results", "{fifo}"], 2), ("advise", ["--rps", "40", "--compose", ""], 2),
     ("advise", ["--rps", "40", "--compose", "{plain}"], 2),
     ("advise", ["--rps", "5", "--vcpu", "4", "--compose", "{bad_env_dir}"], 2),
+    ("advise", ["--validate", "--rps", "40"], 2), ("advise", ["--validate", "--compose", "{base}/v"], 2),
+    ("advise", ["--validate", "--workload", "code-heavy"], 2),
     # render: ignored flags, Postgres' range, output folders, existing .env trouble
     ("render", ["--mode", "regular", "--db", "sqlite", "--pool", "5", "--out", "{base}/r1"], 2),
     ("render", ["--mode", "regular", "--concurrency", "1", "--out", "{base}/r2"], 2),
@@ -124,6 +126,9 @@ CASES: list[tuple[str, list[str], int]] = [
     ("bench", ["--local", "--body", str(C / "binary.yml")], 2), ("bench", ["--local", "--body", "{dir}"], 2),
     ("bench", ["--local", "--body", "{plain}"], 2), ("bench", ["--local", "--out", ""], 2),
     ("bench", ["--local", "--out", "{plain}"], 2), ("bench", ["--local", "--ssh-key", "{dir}"], 2),
+    ("bench", ["--local", "--ssh-key", "{plain}"], 2), ("bench", ["--local", "--p95-ms", "100"], 2),
+    ("bench", ["--local", "--error-budget", "0.1"], 2), ("bench", ["--local", "--tolerance", "2"], 2),
+    ("bench", ["--stack", "single", "--mode", "queue"], 2), ("bench", ["--stack", "single", "--db", "sqlite"], 2),
     # report: run folders and output
     ("report", ["{missing}"], 2), ("report", ["{plain}"], 2), ("report", ["{run}", "{run}"], 2),
     ("report", ["{run}", "--out", ""], 2), ("report", ["{run}", "--out", "{plain}"], 2),

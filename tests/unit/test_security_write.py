@@ -104,3 +104,22 @@ def test_a_full_disk_is_one_line_and_exit_2_from_the_cli(tiny_disk: Path, capsys
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert sorted(p.name for p in tiny_disk.iterdir()) == ["filler"]
+
+
+def test_a_read_only_output_folder_is_refused_before_anything_runs(tiny_disk: Path, tmp_path: Path, capsys,
+                                                                   monkeypatch) -> None:
+    from n8n_sizer.cli import main
+
+    subprocess.run(["mount", "-o", "remount,ro", str(tiny_disk)], check=True)
+    run = tmp_path / "run"
+    run.mkdir()
+    for argv in (["report", str(run), "--out", str(tiny_disk / "report")],
+                 ["render", "--mode", "regular", "--out", str(tiny_disk / "stack")],
+                 ["bench", "--local", "--out", str(tiny_disk / "results")]):
+        monkeypatch.setattr(sys, "argv", ["n8n-sizer", *argv])
+        with pytest.raises(SystemExit) as exit_:
+            main()
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "not writable" in err or "cannot be created" in err, err
+    assert list(tiny_disk.iterdir()) == []
