@@ -136,6 +136,8 @@ CASES: list[tuple[str, list[str], int]] = [
     ("drill", ["nope", "--local"], 2), ("drill", ["kill-worker", "--local", "--ssh-port", "0"], 2),
     ("drill", ["kill-worker", "--inventory", str(HOSTILE / "inventory/binary.json"), "--target", "t"], 2),
     ("drill", ["kill-worker", "--local", "--out", "{plain}"], 2),
+    ("drill", ["kill-worker", "--local", "--persistence", "aof"], 2),
+    ("drill", ["kill-worker", "--local", "--ssh-key", "{plain}"], 2),
 ]
 
 
