@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from n8n_sizer.errors import InputError
 
 ARCHES = ("x86", "arm")
@@ -80,7 +82,13 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
             raise InputError(f"--workload {workload}: your results hold no capacity point for it; run "
                              f"`n8n-sizer bench --workflow FILE --concurrency-sweep 10,25` so a step saturates")
     req = Request(rps=rps, vcpu=vcpu, arch=arch, provider=provider, profile=profile, p95_ms=p95_ms)
-    rec = advisor.recommend(req)
+    try:
+        rec = advisor.recommend(req)
+    except ValidationError as exc:  # e.g. Little's law asks for more in-flight executions than a Setup allows
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "setup"
+        raise InputError(f"no stack n8n-sizer renders fits these inputs: the {where} it would need is out of range "
+                         f"({first.get('msg')}, got {first.get('input')}); lower --rps or --wait-ms") from None
     changes = _changes(build_advisor(None), advisor, req, rec) if extra else None
     written = _write_compose(rec, compose, generate_missing_secrets) if compose is not None else None
     if json_out:

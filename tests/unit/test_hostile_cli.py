@@ -62,7 +62,7 @@ CASES: list[tuple[str, list[str], int]] = [
     ("advise", ["--rps", "40", "--results", "{fifo}"], 2), ("advise", ["--rps", "40", "--compose", ""], 2),
     ("advise", ["--rps", "40", "--compose", "{plain}"], 2),
     ("advise", ["--rps", "5", "--vcpu", "4", "--compose", "{bad_env_dir}"], 2),
-    ("advise", ["--validate", "--rps", "40"], 2), ("advise", ["--validate", "--compose", "{base}/v"], 2),
+    ("advise", ["--rps", "40", "--wait-ms", "3600000"], 2), ("advise", ["--validate", "--rps", "40"], 2), ("advise", ["--validate", "--compose", "{base}/v"], 2),
     ("advise", ["--validate", "--workload", "code-heavy"], 2),
     # render: ignored flags, Postgres' range, output folders, existing .env trouble
     ("render", ["--mode", "regular", "--db", "sqlite", "--pool", "5", "--out", "{base}/r1"], 2),
