@@ -53,7 +53,14 @@ def generate_secrets() -> StackSecrets:
     )
 
 
-_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+# Only the name is matched by a regex; the value is the rest of the line, stripped. (A single regex with a
+# lazy value and trailing `\s*$` backtracks quadratically: one 1 MB line of spaces took an hour.)
+_KEY = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
+
+
+def _split_line(raw: str) -> tuple[str, str] | None:
+    match = _KEY.match(raw)
+    return (match.group(1), raw[match.end():].strip()) if match else None
 
 
 def _value(raw: str) -> str:
@@ -73,9 +80,9 @@ def parse_env_text(text: str) -> dict[str, str]:
     for raw in text.splitlines():
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
-        match = _LINE.match(raw)
-        if match:
-            values[match.group(1)] = _value(match.group(2))
+        pair = _split_line(raw)
+        if pair:
+            values[pair[0]] = _value(pair[1])
     return values
 
 
@@ -104,11 +111,11 @@ def read_env_strict(text: str, path: Path) -> dict[str, EnvEntry]:
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
-        match = _LINE.match(raw)
-        if not match:
+        pair = _split_line(raw)
+        if not pair:
             raise InputError(f"{path} line {number} is not KEY=VALUE (a name of letters, digits and '_'); a "
                              "re-render would drop it: fix or remove that line, then render again")
-        key, written = match.groups()
+        key, written = pair
         if key in entries:
             raise InputError(f"{path} sets {key} twice (lines {entries[key].line} and {number}); keep the one "
                              "that is right and delete the other, then render again")

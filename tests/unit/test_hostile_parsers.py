@@ -235,3 +235,11 @@ def test_the_reader_refuses_what_is_not_a_regular_text_file(tmp_path: Path) -> N
     big.write_bytes(b"a" * 2048)
     with pytest.raises(InputError, match="above the 1,024-byte limit"):
         read_user_text(big, "FILE", fix="x", max_bytes=1024)
+
+
+@pytest.mark.timeout(30)
+def test_a_long_line_does_not_make_the_env_parser_backtrack() -> None:
+    # x, 300,000 spaces, y: a regex with a lazy value before `\s*$` took minutes on this (quadratic).
+    text = "N8N_ENCRYPTION_KEY=x" + " " * 300_000 + "y\n"
+    assert parse_env_text(text)["N8N_ENCRYPTION_KEY"] == "x" + " " * 300_000 + "y"
+    assert read_env_strict(text, Path(".env"))["N8N_ENCRYPTION_KEY"].line == 1
