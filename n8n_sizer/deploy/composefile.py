@@ -179,6 +179,8 @@ def duration_s(value: Any) -> float | None:
     if value is None:
         return None
     text = _scalar(value).strip()
+    if len(text) > 64:  # no real duration is longer; a long digit run would make the findall below quadratic
+        return None
     if re.fullmatch(r"\d+(\.\d+)?", text):
         return float(text)
     units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}

@@ -44,7 +44,9 @@ def _checked(kind: str, item: Any) -> dict[str, Any]:
 
 def description_labels(description: str | None) -> dict[str, str]:
     """Labels written as `key=value` words into a description (see fleet/gcp.py)."""
-    return dict(_DESCRIPTION_LABEL.findall(description if isinstance(description, str) else ""))
+    # The fleet writes five short labels; a longer description is not ours (and would make findall slow).
+    text = description[:2048] if isinstance(description, str) else ""
+    return dict(_DESCRIPTION_LABEL.findall(text))
 
 
 class GcpSweeper:
