@@ -72,10 +72,22 @@ class ComposeFile(BaseModel):
         return any(s.role == "worker" or s.env.get("EXECUTIONS_MODE") == "queue" for s in self.n8n)
 
 
-def interpolate(text: str, env: Mapping[str, str], missing: set[str]) -> str:
-    """Compose's interpolation: $$, ${VAR}, ${VAR:-d}, ${VAR-d}, ${VAR:?e}, ${VAR?e}, ${VAR:+a}, $VAR."""
+def interpolate(text: str, env: Mapping[str, str], missing: set[str], budget: list[int] | None = None) -> str:
+    """Compose's interpolation: $$, ${VAR}, ${VAR:-d}, ${VAR-d}, ${VAR:?e}, ${VAR?e}, ${VAR:+a}, $VAR.
+
+    `budget` ([characters left]) bounds what the substitutions may add in total: a compose file with a
+    million `${X}` and a .env whose X is a megabyte would otherwise expand to a terabyte."""
 
     def replace(match: re.Match[str]) -> str:
+        value = _replace(match)
+        if budget is not None:
+            budget[0] -= len(value)
+            if budget[0] < 0:
+                raise InputError("the compose file expands past the size limit once its ${VAR} references are "
+                                 "filled in from the .env; fix the compose file or the .env, then run check again")
+        return value
+
+    def _replace(match: re.Match[str]) -> str:
         if match.group(0) == "$$":
             return "$"
         name = match.group(1) or match.group(4)
@@ -83,11 +95,11 @@ def interpolate(text: str, env: Mapping[str, str], missing: set[str]) -> str:
         value = env.get(name)
         if op in (":-", "-"):
             if value is None or (op == ":-" and value == ""):
-                return interpolate(arg, env, missing)
+                return interpolate(arg, env, missing, budget)
             return value
         if op in (":+", "+"):
             present = value is not None and (op == "+" or value != "")
-            return interpolate(arg, env, missing) if present else ""
+            return interpolate(arg, env, missing, budget) if present else ""
         if value is None or (op == ":?" and value == ""):
             missing.add(name)
             return match.group(0)
@@ -96,13 +108,13 @@ def interpolate(text: str, env: Mapping[str, str], missing: set[str]) -> str:
     return _REF.sub(replace, text)
 
 
-def _walk(node: Any, env: Mapping[str, str], missing: set[str]) -> Any:
+def _walk(node: Any, env: Mapping[str, str], missing: set[str], budget: list[int] | None = None) -> Any:
     if isinstance(node, str):
-        return interpolate(node, env, missing)
+        return interpolate(node, env, missing, budget)
     if isinstance(node, list):
-        return [_walk(item, env, missing) for item in node]
+        return [_walk(item, env, missing, budget) for item in node]
     if isinstance(node, dict):
-        return {key: _walk(value, env, missing) for key, value in node.items()}
+        return {key: _walk(value, env, missing, budget) for key, value in node.items()}
     return node
 
 
@@ -271,12 +283,17 @@ def load_compose(text: str, env: Mapping[str, str] | None = None,
                  env_files: Mapping[str, Mapping[str, str]] | None = None) -> ComposeFile:
     """Parse and interpolate a compose file; `InputError` when it is not a compose mapping."""
     doc = parse_compose_doc(text)
+    from n8n_sizer.safety.yamldoc import MAX_EXPANDED
+
     env = dict(env or {})
     missing: set[str] = set()
+    budget = [MAX_EXPANDED]  # shared by every service: the whole file's substitutions
     services = []
     for name, spec in doc["services"].items():
         try:
-            services.append(_service(str(name), _walk(spec or {}, env, missing), env, env_files or {}, missing))
+            services.append(_service(str(name), _walk(spec or {}, env, missing, budget), env, env_files or {}, missing))
+        except InputError:
+            raise
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             # check_shape covers the keys check reads; this keeps an overlooked corner to one line.
             shown = str(name).encode("unicode_escape").decode("ascii")[:120]

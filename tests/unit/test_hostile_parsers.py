@@ -243,3 +243,13 @@ def test_a_long_line_does_not_make_the_env_parser_backtrack() -> None:
     text = "N8N_ENCRYPTION_KEY=x" + " " * 300_000 + "y\n"
     assert parse_env_text(text)["N8N_ENCRYPTION_KEY"] == "x" + " " * 300_000 + "y"
     assert read_env_strict(text, Path(".env"))["N8N_ENCRYPTION_KEY"].line == 1
+
+
+@pytest.mark.timeout(30)
+def test_interpolation_cannot_multiply_a_large_env_value() -> None:
+    refs = "${X}" * 200_000
+    compose = f"services:\n  n8n:\n    image: n8nio/n8n:2.41.1\n    environment:\n      A: \"{refs}\"\n"
+    with pytest.raises(InputError, match="expands past the size limit") as err:
+        check_compose(compose, {"X": "x" * 100_000}, 4)  # 20 GB once filled in
+    _clean(err.value)
+    assert len(check_compose(compose, {"X": "x"}, 4)) >= 19  # 200,000 characters: judged
