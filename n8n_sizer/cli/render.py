@@ -26,6 +26,9 @@ _FLAGS = {"mode": "--mode", "workers": "--workers", "concurrency": "--concurrenc
           "longest_execution_s": "--longest-execution-s"}
 
 
+ENV_FILES_LIMIT = 8 * 1024 * 1024
+
+
 def register(app: typer.Typer) -> None:
     app.command("render", help=RENDER_HELP)(render)
     app.command("check", help=CHECK_HELP)(check)
@@ -113,16 +116,23 @@ def _env_files(text: str, base: Path) -> dict[str, dict[str, str]]:
     """Read every `env_file:` the compose file names, relative to its folder, as Compose does."""
     from n8n_sizer.deploy.composefile import parse_compose_doc
 
+    from n8n_sizer.errors import InputError
+
     doc = parse_compose_doc(text)
     found: dict[str, dict[str, str]] = {}
+    total = 0
     for spec in doc["services"].values():
         entries = (spec or {}).get("env_file") or []
         for entry in [entries] if isinstance(entries, (str, dict)) else entries:
             rel = str(entry.get("path", "")) if isinstance(entry, dict) else str(entry)
             path = base / rel
             # Only regular files: a pipe or device named here must not hang check.
-            if rel and path.is_file():
+            if rel and rel not in found and path.is_file():
                 found[rel] = _read_env(path, "env_file")
+                total += sum(len(k) + len(v) for k, v in found[rel].items())
+                if total > ENV_FILES_LIMIT:  # many spellings of one large file must not fill memory
+                    raise InputError(f"the env_file entries of {base} add up to more than {ENV_FILES_LIMIT:,} "
+                                     "characters; check reads at most that much: trim them")
     return found
 
 
