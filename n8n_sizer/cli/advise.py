@@ -26,17 +26,18 @@ def advise(
     vcpu: Optional[int] = typer.Option(None, "--vcpu", help="vCPUs of your server; omit to get the cheapest size that fits."),
     arch: str = typer.Option("x86", "--arch", help="CPU architecture: x86 or arm."),
     provider: Optional[str] = typer.Option(None, "--provider", help="Limit server sizes to hetzner or gcp."),
-    workload: str = typer.Option("light", "--workload", help="light or code-heavy (see docs/advise.md)."),
+    workload: Optional[str] = typer.Option(None, "--workload", help="light (default) or code-heavy (see docs/advise.md); not with --cpu-ms/--wait-ms."),
     cpu_ms: Optional[float] = typer.Option(None, "--cpu-ms", help="Custom profile: CPU ms your Code nodes spend per execution."),
     wait_ms: Optional[float] = typer.Option(None, "--wait-ms", help="Custom profile: ms each execution waits on I/O (Wait, API calls)."),
     p95_ms: Optional[float] = typer.Option(None, "--p95-ms", help="p95 latency target in ms at the requested rate."),
     results: Optional[Path] = typer.Option(None, "--results", help="Folder of your bench results to refit the model on."),
     validate: bool = typer.Option(False, "--validate", help="Leave-one-out accuracy over the embedded measurements, then exit."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of the report."),
-    compose: Optional[Path] = typer.Option(None, "--compose", help="Also render the recommended stack into this folder."),
+    compose: Optional[str] = typer.Option(None, "--compose", help="Also render the recommended stack into this folder."),
+    generate_missing_secrets: bool = typer.Option(False, "--generate-missing-secrets", help="--compose: an existing .env there lacks a secret: generate it (never replaces one that is there)."),
 ) -> None:
     from n8n_sizer.cli.advise_view import run_advise
 
     return run_advise(rps=rps, vcpu=vcpu, arch=arch, provider=provider, workload=workload, cpu_ms=cpu_ms,
                wait_ms=wait_ms, p95_ms=p95_ms, results=results, validate=validate, json_out=json_out,
-               compose=compose)
+               compose=compose, generate_missing_secrets=generate_missing_secrets)

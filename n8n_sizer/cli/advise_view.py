@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from n8n_sizer.errors import InputError
 
 ARCHES = ("x86", "arm")
@@ -13,7 +15,22 @@ PROVIDERS = ("hetzner", "gcp")
 
 
 def _check_inputs(rps: float | None, vcpu: int | None, arch: str, provider: str | None, p95_ms: float | None,
-                  validate: bool) -> None:
+                  validate: bool, cpu_ms: float | None = None, wait_ms: float | None = None,
+                  workload: str | None = None) -> None:
+    from n8n_sizer.safety import numbers as n
+
+    n.check_numbers({"--rps": (rps, n.RATE_PER_S), "--vcpu": (vcpu, n.VCPU), "--cpu-ms": (cpu_ms, n.CPU_MS),
+                     "--wait-ms": (wait_ms, n.WAIT_MS), "--p95-ms": (p95_ms, n.LATENCY_MS)})
+    if workload is not None and (cpu_ms is not None or wait_ms is not None):
+        given = " and ".join(f for f, v in (("--cpu-ms", cpu_ms), ("--wait-ms", wait_ms)) if v is not None)
+        raise InputError(f"{given} describe a custom workload, and --workload {workload} names another; drop "
+                         f"--workload to size the custom one, or drop {given}")
+    if validate:
+        given = [f for f, v in (("--rps", rps), ("--vcpu", vcpu), ("--provider", provider), ("--p95-ms", p95_ms),
+                                ("--workload", workload), ("--cpu-ms", cpu_ms), ("--wait-ms", wait_ms)) if v is not None]
+        if given:
+            raise InputError(f"--validate scores the model on its measurements and ignores {', '.join(given)}; "
+                             "run it alone (with --results or --json if you like), or drop --validate")
     if not validate and rps is None:
         raise InputError("--rps is required: the sustained webhook rate to carry, e.g. --rps 40")
     if rps is not None and not rps > 0:
@@ -29,16 +46,25 @@ def _check_inputs(rps: float | None, vcpu: int | None, arch: str, provider: str 
 
 
 def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, results, validate, json_out,
-               compose) -> int:
+               compose, generate_missing_secrets: bool = False) -> int:
     from n8n_sizer.advisor.engine import build_advisor
     from n8n_sizer.advisor.profiles import profile_for
     from n8n_sizer.advisor.recommend import Request
 
-    _check_inputs(rps, vcpu, arch, provider, p95_ms, validate)
+    _check_inputs(rps, vcpu, arch, provider, p95_ms, validate, cpu_ms, wait_ms, workload)
+    workload = workload or "light"
+    if validate and compose is not None:
+        raise InputError("--validate renders no stack, so --compose would be ignored; drop one of them")
+    if compose is not None:
+        from n8n_sizer.safety.files import require_output_folder
+
+        compose = require_output_folder(compose, "--compose", fix="try --compose ./n8n-stack")
     extra = None
     if results is not None:
         from n8n_sizer.runs.fit_input import load_results
+        from n8n_sizer.safety.files import require_folder
 
+        require_folder(results, "--results", fix="pass the folder bench wrote its runs into, e.g. --results results")
         extra = load_results(results)
     user_workflows = sorted({m.workflow for m in extra or ()} - {"light", "code-heavy"})
     if workload in user_workflows and cpu_ms is None and wait_ms is None:
@@ -56,9 +82,15 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
             raise InputError(f"--workload {workload}: your results hold no capacity point for it; run "
                              f"`n8n-sizer bench --workflow FILE --concurrency-sweep 10,25` so a step saturates")
     req = Request(rps=rps, vcpu=vcpu, arch=arch, provider=provider, profile=profile, p95_ms=p95_ms)
-    rec = advisor.recommend(req)
+    try:
+        rec = advisor.recommend(req)
+    except ValidationError as exc:  # e.g. Little's law asks for more in-flight executions than a Setup allows
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "setup"
+        raise InputError(f"no stack n8n-sizer renders fits these inputs: the {where} it would need is out of range "
+                         f"({first.get('msg')}, got {first.get('input')}); lower --rps or --wait-ms") from None
     changes = _changes(build_advisor(None), advisor, req, rec) if extra else None
-    written = _write_compose(rec, compose) if compose is not None else None
+    written = _write_compose(rec, compose, generate_missing_secrets) if compose is not None else None
     if json_out:
         data = rec.model_dump(mode="json")
         if changes is not None:
@@ -93,10 +125,10 @@ def _changes(before, after, req, new) -> dict:
                                "after": {"mode": new.mode, "workers": new.workers, "capacity_per_s": new.capacity_per_s.mid}}}
 
 
-def _write_compose(rec, out_dir: Path) -> list[str]:
+def _write_compose(rec, out_dir: Path, generate_missing_secrets: bool = False) -> list[str]:
     from n8n_sizer.deploy.render import write_bundle
 
-    return write_bundle(rec.setup, out_dir)
+    return write_bundle(rec.setup, out_dir, generate_missing_secrets=generate_missing_secrets)
 
 
 def _mode_text(rec) -> str:

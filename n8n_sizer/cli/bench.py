@@ -42,19 +42,36 @@ def bench(
     drain_s: float = typer.Option(60.0, "--drain-seconds", help="How long stored executions may catch up after the load."),
     ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help="Private key for the fleet's hosts."),
     ssh_port: int = typer.Option(22, "--ssh-port", help="SSH port of the fleet's hosts."),
-    out: Path = typer.Option(Path("results"), "--out", help="Folder that holds run folders."),
+    out: str = typer.Option("results", "--out", help="Folder that holds run folders."),
     json_out: bool = typer.Option(False, "--json", help="Print run id, run folder and ledgers as one JSON object."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue an unfinished run (its id or folder)."),
     find_max: bool = typer.Option(False, "--find-max", help="Bisect the highest rate within --p95-ms and the error budget; --rates LOW,HIGH are the bounds."),
-    p95_ms: float = typer.Option(2000.0, "--p95-ms", help="--find-max: p95 latency target, ms."),
-    error_budget: float = typer.Option(0.0, "--error-budget", help="--find-max: failed fraction of requests allowed."),
-    tolerance: float = typer.Option(1.0, "--tolerance", help="--find-max: stop when the bracket is this narrow, req/s."),
+    p95_ms: Optional[float] = typer.Option(None, "--p95-ms", help="--find-max: p95 latency target, ms (default 2000)."),
+    error_budget: Optional[float] = typer.Option(None, "--error-budget", help="--find-max: failed fraction of requests allowed (default 0)."),
+    tolerance: Optional[float] = typer.Option(None, "--tolerance", help="--find-max: stop when the bracket is this narrow, req/s (default 1)."),
     soak: Optional[str] = typer.Option(None, "--soak", help="Soak: one steady --rate for this long (4h, 30m), 30-minute buckets (as the e2-micro soak)."),
     rate: Optional[float] = typer.Option(None, "--rate", help="--soak: the steady rate, req/s."),
 ) -> None:
     from n8n_sizer.cli.bench_view import bench_progress, print_summary
     from n8n_sizer.bench.session import resume_bench, start_bench
 
+    from n8n_sizer.cli.args import check_bench_args
+    from n8n_sizer.safety.files import require_output_folder
+
+    if resume is not None:
+        out_dir = require_output_folder(out, "--out", fix="try --out results")
+    else:
+        out_dir = check_bench_args(stack=stack, local=local, mode=mode, workers=workers, db=db, cpus=cpus, workflow=workflow,
+                                   body=body, inventory=inventory, rates=rates, step_seconds=step_seconds,
+                                   sweep=sweep, warmup=warmup, timeout_s=timeout_s, max_in_flight=max_in_flight,
+                                   drain_s=drain_s, ssh_key=ssh_key, ssh_port=ssh_port, p95_ms=p95_ms,
+                                   error_budget=error_budget, tolerance=tolerance, soak=soak, rate=rate, out=out,
+                                   find_max=find_max)
+    out = out_dir
+    # Defaults applied here, so a --find-max-only flag given without --find-max was refused above.
+    p95_ms = 2000.0 if p95_ms is None else p95_ms
+    error_budget = 0.0 if error_budget is None else error_budget
+    tolerance = 1.0 if tolerance is None else tolerance
     with bench_progress(enabled=not json_out) as progress:
         if resume is not None:
             summary = resume_bench(resume, out, progress)

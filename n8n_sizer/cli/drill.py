@@ -50,10 +50,10 @@ def drill(
     n8n_login: Optional[Path] = typer.Option(None, "--n8n-login", help="Fleet host: the owner login a bench run saved "
                                              "(results/<run>/secrets/<target>.json); default OUT/logins/<target>.json, "
                                              "written when the drill sets n8n up itself."),
-    persistence: str = typer.Option("both", "--persistence", help="redis-restart: aof, none or both."),
+    persistence: Optional[str] = typer.Option(None, "--persistence", help="redis-restart: aof, none or both (default both)."),
     seed_timing: bool = typer.Option(False, "--seed-timing", help="kill-worker on a stack the drill starts: keep n8n's "
                                      "Bull timings (60 s lock, 30 s stalled check) instead of the shortened 10 s / 5 s."),
-    out: Path = typer.Option(Path("results"), "--out", help="Folder that holds run folders."),
+    out: str = typer.Option("results", "--out", help="Folder that holds run folders."),
     json_out: bool = typer.Option(False, "--json", help="Print run id, folder, verdict and checks, one JSON object "
                                   "per drill."),
 ) -> None:
@@ -74,10 +74,25 @@ def drill(
         raise InputError(f"--target {target}: no fleet given; add --inventory FILE or --stack NAME")
     if not local and not fleet:
         raise InputError("no target given; try --local, or --inventory FILE --target NAME")
+    if persistence is not None and "redis-restart" not in names:
+        raise InputError(f"--persistence {persistence} applies to the redis-restart drill only; drop it or add redis-restart")
+    persistence = "both" if persistence is None else persistence
     if persistence not in ("aof", "none", "both"):
         raise InputError(f"--persistence {persistence}: unknown; try aof, none or both")
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out} is a file; try a folder such as results")
+    if local and (ssh_key is not None or n8n_login is not None):
+        raise InputError("--ssh-key and --n8n-login apply to a fleet host; --local needs neither: drop them")
+    from n8n_sizer.cli.args import check_inventory, check_ssh_key
+    from n8n_sizer.safety import numbers
+    from n8n_sizer.safety.files import read_user_text, require_output_folder
+
+    numbers.check_number("--ssh-port", ssh_port, numbers.PORT)
+    out = require_output_folder(out, "--out", fix="try --out results", writable=True)
+    if inventory is not None:
+        check_inventory(inventory)
+    check_ssh_key(ssh_key)
+    if n8n_login is not None:
+        read_user_text(n8n_login, "--n8n-login", fix="pass the login file a bench run saved "
+                       "(results/<run>/secrets/<target>.json)", max_bytes=64 * 1024)
     stall = {} if seed_timing else dict(FAST_STALL_ENV)
     if local:
         if not json_out:

@@ -21,19 +21,22 @@ Example: n8n-sizer cost --stack hetzner-sweep --hours 3 --warn-eur 1
 """
 
 TEARDOWN_HELP = """Destroy a fleet stack with `pulumi destroy`, then delete anything the provider APIs still
-list with the stack's labels, and print what was found (0 expected). Needs HCLOUD_TOKEN (Hetzner) or
-GOOGLE_OAUTH_ACCESS_TOKEN (GCP).
+list with the stack's labels and its owner's, and print what was found (0 expected). Needs HCLOUD_TOKEN
+(Hetzner) or GOOGLE_OAUTH_ACCESS_TOKEN (GCP). Runs only in this project's folder (Pulumi.yaml named
+n8n-sizer, stacks/Pulumi.<stack>.yaml present).
 
-Example: n8n-sizer teardown --stack single
+Example: n8n-sizer teardown --stack single --dry-run
 """
 
-REAP_HELP = """Delete every fleet resource whose expires-at label has passed (all stacks), on every provider
-whose credentials are set. --dry-run lists them instead.
+REAP_HELP = """Delete your fleet resources whose expires-at label has passed (all your stacks), on every
+provider whose credentials are set. --dry-run lists them instead. --owner (or N8N_SIZER_OWNER) says whose;
+--all-owners reaps every owner's.
 
-Example: n8n-sizer reap --dry-run
+Example: n8n-sizer reap --owner alice --dry-run
 """
 
 STACKS_DIR_HELP = "Folder of the Pulumi.<stack>.yaml files."
+OWNER_ENV = "N8N_SIZER_OWNER"
 
 
 def cost(
@@ -43,9 +46,16 @@ def cost(
     stacks_dir: Path = typer.Option(Path("stacks"), "--stacks-dir", help=STACKS_DIR_HELP),
 ) -> None:
     from n8n_sizer.fleet.cost import estimate_cost
-    from n8n_sizer.fleet.spec import stack_file
+    from n8n_sizer.fleet.spec import STACK_RE, stack_file
     from n8n_sizer.fleet.stackfile import load_stack_file
+    from n8n_sizer.safety import numbers as n
 
+    n.check_numbers({"--hours": (hours, n.HOURS), "--warn-eur": (warn_eur, n.EUR)})
+    if not STACK_RE.fullmatch(stack):
+        from n8n_sizer.errors import InputError
+
+        raise InputError(f"--stack {stack!r} is not a fleet stack name (2-20 lowercase letters, digits, dashes); "
+                         "try --stack single")
     estimate = estimate_cost(load_stack_file(stack_file(stack, stacks_dir)), hours, warn_eur)
     billed = f"{estimate.hours:g} h" + ("" if float(estimate.hours).is_integer() else " (billed as started hours)")
     print(f"stack {estimate.stack} ({estimate.provider}), {billed}:")
@@ -65,20 +75,36 @@ def cost(
 def teardown(
     stack: str = typer.Option(..., "--stack", help="Stack to destroy and sweep."),
     stacks_dir: Path = typer.Option(Path("stacks"), "--stacks-dir", help=STACKS_DIR_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help="List what would be destroyed and swept; change nothing."),
+    all_owners: bool = typer.Option(False, "--all-owners", help="Sweep this stack's resources whoever owns them "
+                                    "(default: only the stack file's n8n-sizer:owner)."),
 ) -> None:
-    from n8n_sizer.fleet.reaper import format_report, run_pulumi_destroy, teardown_stack
-    from n8n_sizer.fleet.spec import STACK_RE
+    from n8n_sizer.fleet.reaper import (check_pulumi_project, format_report, run_pulumi_destroy, stack_owner,
+                                        teardown_stack)
+    from n8n_sizer.fleet.spec import STACK_RE, load_stack_file, stack_file
 
-    if not STACK_RE.match(stack):
+    if not STACK_RE.fullmatch(stack):
         from n8n_sizer.errors import InputError
 
         raise InputError(f"--stack {stack!r} is not a fleet stack name (2-20 lowercase letters, digits, dashes); "
                          "try --stack single")
+    check_pulumi_project(stack, stacks_dir)  # before anything is destroyed or swept
+    owner = None if all_owners else stack_owner(stack, stacks_dir)
+    whose = "every owner's" if owner is None else f"owner {owner}'s"
+    if dry_run:
+        spec = load_stack_file(stack_file(stack, stacks_dir))
+        print(f"dry run: would run `pulumi destroy --yes --stack {stack}` in {stacks_dir.resolve().parent}, "
+              f"destroying {spec.provider} {spec.location}: " + ", ".join(f"{h.name} ({h.size})" for h in spec.hosts))
+        print(f"dry run: then sweep {whose} resources labelled project=n8n-sizer, stack={stack}:")
+        report = teardown_stack(stack, stacks_dir=stacks_dir, owner=owner, dry_run=True)
+        for line in format_report(report):
+            print(line)
+        return
     destroyed = run_pulumi_destroy(stack, stacks_dir.resolve().parent)
     # Said before the sweep starts, so a sweep error cannot hide it.
     print(destroyed.message if destroyed.ok else f"n8n-sizer: {destroyed.message}",
           file=sys.stdout if destroyed.ok else sys.stderr, flush=True)
-    report = teardown_stack(stack, stacks_dir=stacks_dir, destroy=lambda _stack, _dir: destroyed)
+    report = teardown_stack(stack, stacks_dir=stacks_dir, destroy=lambda _stack, _dir: destroyed, owner=owner)
     for line in format_report(report):
         print(line)
     if report.found and not report.failed and destroyed.ok:
@@ -96,16 +122,30 @@ def reap(
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be deleted; delete nothing."),
     provider: Optional[str] = typer.Option(None, "--provider", help="hetzner or gcp; default: every provider with credentials."),
     gcp_project: Optional[str] = typer.Option(None, "--gcp-project", help="GCP project id (default: GOOGLE_PROJECT)."),
+    owner: Optional[str] = typer.Option(None, "--owner", help="Reap only this owner's resources (the stacks' "
+                                        "n8n-sizer:owner; default: N8N_SIZER_OWNER)."),
+    all_owners: bool = typer.Option(False, "--all-owners", help="Reap expired resources of every owner in the project."),
 ) -> None:
+    import os
+
     from n8n_sizer.errors import InputError
     from n8n_sizer.fleet.reaper import format_report, open_sweepers
     from n8n_sizer.fleet.reaper import reap as reap_expired
+    from n8n_sizer.fleet.spec import OWNER_RE
 
     if provider is not None and provider not in ("hetzner", "gcp"):
         raise InputError(f"--provider {provider!r} is unknown; try --provider hetzner or --provider gcp")
+    owner = owner if owner is not None else os.environ.get(OWNER_ENV) or None
+    if all_owners and owner is not None:
+        raise InputError("--owner and --all-owners contradict each other; pass one")
+    if not all_owners and owner is None:
+        raise InputError(f"reap deletes only your own resources: pass --owner NAME (your stacks' n8n-sizer:owner), "
+                         f"export {OWNER_ENV}=NAME, or pass --all-owners to reap every owner's expired resources")
+    if owner is not None and not OWNER_RE.fullmatch(owner):
+        raise InputError(f"--owner {owner!r} is not an owner label (lowercase letters, digits, '-', '_'); e.g. --owner alice")
     sweepers = open_sweepers([provider] if provider else None, gcp_project)
     try:
-        report = reap_expired(dry_run=dry_run, sweepers=sweepers)
+        report = reap_expired(dry_run=dry_run, sweepers=sweepers, owner=owner)
     finally:
         for s in sweepers:
             s.close()

@@ -30,6 +30,9 @@ _FLAGS = {"mode": "--mode", "workers": "--workers", "concurrency": "--concurrenc
           "longest_execution_s": "--longest-execution-s"}
 
 
+ENV_FILES_LIMIT = 8 * 1024 * 1024
+
+
 def register(app: typer.Typer) -> None:
     app.command("render", help=RENDER_HELP)(render)
     app.command("check", help=CHECK_HELP)(check)
@@ -57,57 +60,58 @@ def build_setup(**fields: object):
         raise InputError(f"{flag} {fields.get(field)!r}: {first['msg']}; see `n8n-sizer render --help`") from None
 
 
-def _at_least_one(**values: int | None) -> None:
-    """Flags that must be >= 1. (Checked here: typer's own `min=` raises an exception type that the
-    CLI's one-line error handler does not catch in typer 0.29.)"""
-    from n8n_sizer.errors import InputError
-
-    for name, value in values.items():
-        if value is not None and value < 1:
-            flag = _FLAGS.get(name, "--" + name.replace("_", "-"))
-            raise InputError(f"{flag} {value} must be >= 1; see `n8n-sizer render --help` for its default")
-
-
 def render(
     mode: Optional[str] = typer.Option(None, "--mode", help="regular or queue (not with --topology)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Queue-mode workers (default 2 in queue mode, 0 in regular)."),
-    concurrency: int = typer.Option(10, "--concurrency", help="Executions per worker (worker --concurrency)."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Executions per worker (worker --concurrency; queue mode, default 10)."),
     runner_concurrency: int = typer.Option(5, "--runner-concurrency", help="N8N_RUNNERS_MAX_CONCURRENCY per runner."),
-    pool: int = typer.Option(2, "--pool", help="DB_POSTGRESDB_POOL_SIZE per n8n process."),
+    pool: Optional[int] = typer.Option(None, "--pool", help="DB_POSTGRESDB_POOL_SIZE per n8n process (Postgres only, default 2)."),
     production_limit: Optional[int] = typer.Option(None, "--production-limit", help="N8N_CONCURRENCY_PRODUCTION_LIMIT."),
     db: str = typer.Option("postgres", "--db", help="postgres or sqlite (sqlite: regular mode only)."),
     n8n_version: Optional[str] = typer.Option(None, "--n8n-version", help="Exact n8n version for n8n and runners images."),
     longest_execution_s: int = typer.Option(30, "--longest-execution-s", help="Longest workflow run; shutdown timeouts go above it."),
-    max_connections: Optional[int] = typer.Option(None, "--max-connections", help="Postgres max_connections (default: 100 or what the pools need)."),
+    max_connections: Optional[int] = typer.Option(None, "--max-connections", help="Postgres max_connections, 1..262143 (default: 100 or what the pools need)."),
     profile: str = typer.Option("bench", "--profile", help="bench (plain HTTP on 5678) or production (Caddy TLS for --domain)."),
     domain: Optional[str] = typer.Option(None, "--domain", help="Public DNS name for --profile production."),
     public_url: Optional[str] = typer.Option(None, "--public-url", help="URL n8n shows for webhooks (default from --domain, else http://localhost:5678/)."),
-    out: Path = typer.Option(..., "--out", help="Folder to write into (created if missing)."),
+    out: str = typer.Option(..., "--out", help="Folder to write into (created if missing)."),
     topology: Optional[Path] = typer.Option(None, "--topology", help="advise --json output (or {\"topology\": [...]}): one bundle per host."),
+    generate_missing_secrets: bool = typer.Option(False, "--generate-missing-secrets", help="An existing .env in --out lacks a secret: generate it (never replaces one that is there)."),
 ) -> None:
     from n8n_sizer.deploy.render import write_bundle
     from n8n_sizer.errors import InputError
+    from n8n_sizer.safety import numbers as n
+    from n8n_sizer.safety.files import require_output_folder
 
+    n.check_numbers({"--workers": (workers, n.WORKERS), "--concurrency": (concurrency, n.CONCURRENCY),
+                     "--runner-concurrency": (runner_concurrency, n.CONCURRENCY), "--pool": (pool, n.POOL),
+                     "--production-limit": (production_limit, n.PRODUCTION_LIMIT),
+                     "--longest-execution-s": (longest_execution_s, n.LONGEST_EXECUTION_S),
+                     "--max-connections": (max_connections, n.POSTGRES_MAX_CONNECTIONS)})
     if topology is not None:
-        return _render_topology(topology, out, mode=mode, workers=workers, profile=profile, domain=domain,
-                                public_url=public_url)
+        return _render_topology(topology, require_output_folder(out, "--out", fix="try --out ./cluster"), mode=mode,
+                                workers=workers, profile=profile, domain=domain, public_url=public_url)
     if mode is None:
         raise InputError("--mode is missing; try --mode queue, or pass --topology advice.json")
-
-    _at_least_one(concurrency=concurrency, runner_concurrency=runner_concurrency, pool=pool,
-                  production_limit=production_limit, longest_execution_s=longest_execution_s,
-                  max_connections=max_connections)
     if mode not in ("regular", "queue"):
         raise InputError(f"--mode {mode!r} is unknown; try --mode queue or --mode regular")
     if db not in ("postgres", "sqlite"):
         raise InputError(f"--db {db!r} is unknown; try --db postgres or --db sqlite")
+    # A flag the stack would not use is refused, not dropped without a word.
+    if db == "sqlite" and pool is not None:
+        raise InputError(f"--pool {pool} sets the Postgres connection pool, and --db sqlite has none; drop --pool "
+                         "or use --db postgres")
+    if mode == "regular" and concurrency is not None:
+        raise InputError(f"--concurrency {concurrency} is per queue-mode worker, and regular mode runs none; use "
+                         "--production-limit to cap regular mode, or --mode queue")
+    out_dir = require_output_folder(out, "--out", fix="try --out ./n8n-stack")
     if workers is None:
         workers = 2 if mode == "queue" else 0
     setup = build_setup(mode=mode, workers=workers, concurrency=concurrency, runner_concurrency=runner_concurrency,
                         production_limit=production_limit, db=db, db_pool_size=pool, n8n_version=n8n_version,
                         longest_execution_s=longest_execution_s)
-    for line in write_bundle(setup, out, profile=profile, domain=domain, public_url=public_url,
-                             max_connections=max_connections):
+    for line in write_bundle(setup, out_dir, profile=profile, domain=domain, public_url=public_url,
+                             max_connections=max_connections, generate_missing_secrets=generate_missing_secrets):
         typer.echo(line)
 
 
@@ -131,32 +135,32 @@ def _render_topology(path: Path, out: Path, *, mode: str | None, workers: int | 
 
 def _read_env(path: Path, flag: str) -> dict[str, str]:
     from n8n_sizer.deploy.secrets import parse_env_text
-    from n8n_sizer.errors import InputError
+    from n8n_sizer.safety.files import read_user_text
 
-    try:
-        return parse_env_text(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{flag} {path}: cannot read it ({getattr(exc, 'strerror', None) or exc}); "
-                         "pass a readable file") from None
+    return parse_env_text(read_user_text(path, flag, fix="pass a readable .env text file", max_bytes=1 << 20))
 
 
 def _env_files(text: str, base: Path) -> dict[str, dict[str, str]]:
     """Read every `env_file:` the compose file names, relative to its folder, as Compose does."""
-    import yaml
+    from n8n_sizer.deploy.composefile import parse_compose_doc
 
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return {}
+    from n8n_sizer.errors import InputError
+
+    doc = parse_compose_doc(text)
     found: dict[str, dict[str, str]] = {}
-    services = doc.get("services") if isinstance(doc, dict) else None
-    for spec in (services or {}).values():
+    total = 0
+    for spec in doc["services"].values():
         entries = (spec or {}).get("env_file") or []
         for entry in [entries] if isinstance(entries, (str, dict)) else entries:
-            rel = entry.get("path", "") if isinstance(entry, dict) else str(entry)
+            rel = str(entry.get("path", "")) if isinstance(entry, dict) else str(entry)
             path = base / rel
-            if rel and path.is_file():
+            # Only regular files: a pipe or device named here must not hang check.
+            if rel and rel not in found and path.is_file():
                 found[rel] = _read_env(path, "env_file")
+                total += sum(len(k) + len(v) for k, v in found[rel].items())
+                if total > ENV_FILES_LIMIT:  # many spellings of one large file must not fill memory
+                    raise InputError(f"the env_file entries of {base} add up to more than {ENV_FILES_LIMIT:,} "
+                                     "characters; check reads at most that much: trim them")
     return found
 
 
@@ -170,10 +174,11 @@ def check(
 ) -> int:
     from n8n_sizer.deploy.check import check_compose
     from n8n_sizer.errors import InputError
+    from n8n_sizer.safety import numbers as n
+    from n8n_sizer.safety.files import read_user_text
+    from n8n_sizer.safety.yamldoc import MAX_YAML_BYTES
 
-    for flag, value in (("--vcpu", vcpu), ("--longest-execution-s", longest_execution_s)):
-        if value is not None and value < 1:
-            raise InputError(f"{flag} {value} must be >= 1; try {flag} 4")
+    n.check_numbers({"--vcpu": (vcpu, n.VCPU), "--longest-execution-s": (longest_execution_s, n.LONGEST_EXECUTION_S)})
     if topology is not None:
         if file is not None or env is not None or vcpu is not None:
             raise InputError("--topology reads every host's compose file, .env and vCPUs itself; drop FILE, --env and --vcpu")
@@ -182,12 +187,7 @@ def check(
         return _print_results(check_topology(topology, longest_execution_s), json_out)
     if file is None:
         raise InputError("FILE is missing; pass a docker-compose.yml, or --topology DIR for a rendered cluster")
-
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"FILE {file}: cannot read it ({getattr(exc, 'strerror', None) or exc}); "
-                         "pass the path of a compose file") from None
+    text = read_user_text(file, "FILE", fix="pass the path of a compose file", max_bytes=MAX_YAML_BYTES)
     values = _read_env(env, "--env") if env is not None else {}
     results = check_compose(text, values, vcpu, longest_execution_s=longest_execution_s,
                             env_files=_env_files(text, file.parent))

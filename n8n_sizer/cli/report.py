@@ -22,14 +22,19 @@ Example: n8n-sizer report results/20261130T151500Z-1a2b3c --out report/
 
 def report(
     runs: List[Path] = typer.Argument(..., help="Run folders (results/<run-id>) to report on, one or more."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Folder for report.md and the PNGs (default: <first run>/report)."),
+    out: Optional[str] = typer.Option(None, "--out", help="Folder for report.md and the PNGs (default: <first run>/report)."),
     no_plots: bool = typer.Option(False, "--no-plots", help="Markdown only, no PNG plots."),
     json_out: bool = typer.Option(False, "--json", help="Print what was written as one JSON object."),
 ) -> None:
     from n8n_sizer.report.build import build_report
     from n8n_sizer.report.advice import advice_section
 
-    out_dir = out if out is not None else Path(runs[0]) / "report"
+    from n8n_sizer.cli.args import check_run_folders
+    from n8n_sizer.safety.files import require_output_folder
+
+    check_run_folders(runs)
+    out_dir = require_output_folder(out if out is not None else Path(runs[0]) / "report", "--out",
+                                    fix="try --out report", writable=True)
     result = build_report(runs, out_dir, plots=not no_plots, extra_sections=[advice_section(runs)])
     if json_out:
         import json

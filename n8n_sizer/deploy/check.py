@@ -18,6 +18,7 @@ from n8n_sizer.deploy.rule import CheckContext, RuleResult, Status, as_int, fail
 
 __all__ = ["RULES", "RuleResult", "Status", "check_compose"]
 FIREWALL_LABEL = "n8n-sizer.firewalled"
+POSTGRES_MAX_CONNECTIONS_LIMIT = 262143  # Postgres' upper bound for max_connections (MAX_BACKENDS)
 
 
 def rule_variables(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
@@ -129,7 +130,7 @@ def _pool(service: Service) -> int:
 
 def _max_connections(service: Service) -> int:
     for i, token in enumerate(service.command):
-        match = re.fullmatch(r"(?:--)?max_connections=(\d+)", token)
+        match = re.fullmatch(r"(?:--)?max_connections=(\d{1,18})", token)
         if match and (token.startswith("--") or (i > 0 and service.command[i - 1] == "-c")):
             return int(match.group(1))
     return POSTGRES_DEFAULT_MAX_CONNECTIONS
@@ -152,6 +153,13 @@ def rule_postgres_pool(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         return na("postgres-pool", f"Postgres is not in this file; give it max_connections >= {total} "
                   f"({arithmetic} + {CONNECTION_HEADROOM} headroom)")
     limit = min(_max_connections(p) for p in postgres)
+    beyond = [f"{p.name} max_connections={_max_connections(p)}" for p in postgres
+              if not 1 <= _max_connections(p) <= POSTGRES_MAX_CONNECTIONS_LIMIT]
+    if beyond:
+        return fail("postgres-pool", f"{', '.join(beyond)} is outside the 1..{POSTGRES_MAX_CONNECTIONS_LIMIT} "
+                    "Postgres accepts: it refuses to start",
+                    f'set max_connections to what the pools need, here {total}: command: ["postgres", "-c", '
+                    f'"max_connections={max(total, POSTGRES_DEFAULT_MAX_CONNECTIONS)}"]')
     if total > limit:
         return fail("postgres-pool", f"pools need {arithmetic} + {CONNECTION_HEADROOM} headroom = {total}, "
                     f"above max_connections {limit}",

@@ -22,6 +22,22 @@ USER_DATA_LIMIT_BYTES = 32 * 1024
 # Image pulls on a fresh VM plus n8n's first-start migrations (about 11 s locally, notes/real-n8n.md)
 # fit well inside this; healthchecks retry for up to 300 s on main.
 WAIT_TIMEOUT_S = 900
+# Hetzner and GCP both serve user_data (and so the .env secrets) on this link-local address.
+METADATA_IP = "169.254.169.254"
+METADATA_BLOCK_SCRIPT = "/usr/local/sbin/n8n-sizer-metadata-block"
+_RULE = f"DOCKER-USER -d {METADATA_IP}/32 -j REJECT --reject-with icmp-port-unreachable"
+METADATA_BLOCK_CHECK = f"iptables -C {_RULE}"
+
+
+def metadata_block_script() -> str:
+    """Idempotent shell: make DOCKER-USER if Docker has not yet, and put the reject rule at its top once.
+
+    REJECT, not DROP: a container that asks gets an immediate error instead of hanging on a timeout."""
+    return ("#!/bin/sh\n"
+            "# Reject forwarded (container) traffic to the cloud metadata endpoint; see cloud-init.yaml.\n"
+            "set -eu\n"
+            "iptables -N DOCKER-USER 2>/dev/null || true\n"
+            f"iptables -C {_RULE} 2>/dev/null || iptables -I {_RULE}\n")
 
 
 def gzip_b64(text: str) -> str:
@@ -40,6 +56,8 @@ def render_cloud_init(env: Environment, *, compose: str, env_text: str, summary:
             compose=compose, env=env_text, summary=summary, benchmark_host=benchmark_host,
             compressed=compressed, stack_dir=STACK_DIR, marker_dir=MARKER_DIR,
             ready_marker=READY_MARKER, failed_marker=FAILED_MARKER, wait_timeout_s=WAIT_TIMEOUT_S,
+            metadata_ip=METADATA_IP, metadata_block=metadata_block_script(),
+            metadata_block_script=METADATA_BLOCK_SCRIPT, metadata_block_check=METADATA_BLOCK_CHECK,
         )
         size = len(text.encode("utf-8"))
         if size <= USER_DATA_LIMIT_BYTES:

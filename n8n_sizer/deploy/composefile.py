@@ -11,7 +11,6 @@ import re
 import shlex
 from typing import Any, Literal, Mapping
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.errors import InputError
@@ -74,10 +73,22 @@ class ComposeFile(BaseModel):
         return any(s.role == "worker" or s.env.get("EXECUTIONS_MODE") == "queue" for s in self.n8n)
 
 
-def interpolate(text: str, env: Mapping[str, str], missing: set[str]) -> str:
-    """Compose's interpolation: $$, ${VAR}, ${VAR:-d}, ${VAR-d}, ${VAR:?e}, ${VAR?e}, ${VAR:+a}, $VAR."""
+def interpolate(text: str, env: Mapping[str, str], missing: set[str], budget: list[int] | None = None) -> str:
+    """Compose's interpolation: $$, ${VAR}, ${VAR:-d}, ${VAR-d}, ${VAR:?e}, ${VAR?e}, ${VAR:+a}, $VAR.
+
+    `budget` ([characters left]) bounds what the substitutions may add in total: a compose file with a
+    million `${X}` and a .env whose X is a megabyte would otherwise expand to a terabyte."""
 
     def replace(match: re.Match[str]) -> str:
+        value = _replace(match)
+        if budget is not None:
+            budget[0] -= len(value)
+            if budget[0] < 0:
+                raise InputError("the compose file expands past the size limit once its ${VAR} references are "
+                                 "filled in from the .env; fix the compose file or the .env, then run check again")
+        return value
+
+    def _replace(match: re.Match[str]) -> str:
         if match.group(0) == "$$":
             return "$"
         name = match.group(1) or match.group(4)
@@ -85,11 +96,11 @@ def interpolate(text: str, env: Mapping[str, str], missing: set[str]) -> str:
         value = env.get(name)
         if op in (":-", "-"):
             if value is None or (op == ":-" and value == ""):
-                return interpolate(arg, env, missing)
+                return interpolate(arg, env, missing, budget)
             return value
         if op in (":+", "+"):
             present = value is not None and (op == "+" or value != "")
-            return interpolate(arg, env, missing) if present else ""
+            return interpolate(arg, env, missing, budget) if present else ""
         if value is None or (op == ":?" and value == ""):
             missing.add(name)
             return match.group(0)
@@ -98,13 +109,13 @@ def interpolate(text: str, env: Mapping[str, str], missing: set[str]) -> str:
     return _REF.sub(replace, text)
 
 
-def _walk(node: Any, env: Mapping[str, str], missing: set[str]) -> Any:
+def _walk(node: Any, env: Mapping[str, str], missing: set[str], budget: list[int] | None = None) -> Any:
     if isinstance(node, str):
-        return interpolate(node, env, missing)
+        return interpolate(node, env, missing, budget)
     if isinstance(node, list):
-        return [_walk(item, env, missing) for item in node]
+        return [_walk(item, env, missing, budget) for item in node]
     if isinstance(node, dict):
-        return {key: _walk(value, env, missing) for key, value in node.items()}
+        return {key: _walk(value, env, missing, budget) for key, value in node.items()}
     return node
 
 
@@ -145,12 +156,13 @@ def _ports(spec: dict) -> list[Port]:
             target = entry.get("target")
             if target is not None:
                 published = _scalar(entry.get("published"))
-                ports.append(Port(container_port=int(target), host_ip=_scalar(entry.get("host_ip")),
-                                  host_port=int(published) if published.isdigit() else None))
+                host_port = int(published) if published.isdigit() and len(published) <= 5 else None
+                ports += [Port(container_port=n, host_ip=_scalar(entry.get("host_ip")), host_port=host_port)
+                          for n in _port_range(_scalar(target))]
             continue
         text = _scalar(entry).split("/", 1)[0]
         host_ip = ""
-        if text.startswith("["):  # [::1]:5678:5678
+        if text.startswith("[") and "]" in text:  # [::1]:5678:5678
             host_ip, text = text[1:].split("]", 1)
             text = text.lstrip(":")
         parts = text.rsplit(":", 2) if text.count(":") >= 2 else text.split(":")
@@ -164,11 +176,20 @@ def _ports(spec: dict) -> list[Port]:
     return ports
 
 
+MAX_PORT = 65535
+
+
 def _port_range(text: str) -> list[int]:
+    """Container ports of `5678` or `8000-8010`; nothing for text that is not a valid port or range (a
+    range is bounded by 1..65535, so `1-99999999` cannot make a hundred million ports)."""
+    text = text.strip()
     if "-" in text:
         low, high = text.split("-", 1)
-        return list(range(int(low), int(high) + 1)) if low.isdigit() and high.isdigit() else []
-    return [int(text)] if text.isdigit() else []
+        if not (low.isdigit() and high.isdigit() and len(low) <= 5 and len(high) <= 5):
+            return []
+        first, last = int(low), int(high)
+        return list(range(first, last + 1)) if 1 <= first <= last <= MAX_PORT else []
+    return [int(text)] if text.isdigit() and len(text) <= 5 and 1 <= int(text) <= MAX_PORT else []
 
 
 def duration_s(value: Any) -> float | None:
@@ -176,6 +197,8 @@ def duration_s(value: Any) -> float | None:
     if value is None:
         return None
     text = _scalar(value).strip()
+    if len(text) > 64:  # no real duration is longer; a long digit run would make the findall below quadratic
+        return None
     if re.fullmatch(r"\d+(\.\d+)?", text):
         return float(text)
     units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
@@ -252,23 +275,36 @@ def _service(name: str, spec: dict, env: Mapping[str, str], env_files: Mapping[s
     )
 
 
+def parse_compose_doc(text: str) -> Any:
+    """The compose document, with its YAML budgets (nesting, alias expansion) and its shape checked."""
+    from n8n_sizer.deploy.composeshape import FIX, check_shape
+    from n8n_sizer.safety.yamldoc import load_yaml
+
+    doc = load_yaml(text, "the compose file", fix=FIX)
+    check_shape(doc)
+    return doc
+
+
 def load_compose(text: str, env: Mapping[str, str] | None = None,
                  env_files: Mapping[str, Mapping[str, str]] | None = None) -> ComposeFile:
     """Parse and interpolate a compose file; `InputError` when it is not a compose mapping."""
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        line = f" at line {where.line + 1}" if where is not None else ""
-        raise InputError(f"the compose file is not valid YAML{line}; fix it, then run check again") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("services"), dict):
-        raise InputError("the compose file has no `services:` mapping; pass a Docker Compose file")
+    doc = parse_compose_doc(text)
+    from n8n_sizer.safety.yamldoc import MAX_EXPANDED
+
     env = dict(env or {})
     missing: set[str] = set()
-    services = [
-        _service(str(name), _walk(spec or {}, env, missing), env, env_files or {}, missing)
-        for name, spec in doc["services"].items()
-    ]
+    budget = [MAX_EXPANDED]  # shared by every service: the whole file's substitutions
+    services = []
+    for name, spec in doc["services"].items():
+        try:
+            services.append(_service(str(name), _walk(spec or {}, env, missing, budget), env, env_files or {}, missing))
+        except InputError:
+            raise
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            # check_shape covers the keys check reads; this keeps an overlooked corner to one line.
+            shown = str(name).encode("unicode_escape").decode("ascii")[:120]
+            raise InputError(f"the compose file's services.{shown} has a value check cannot read "
+                             f"({type(exc).__name__}); fix the compose file, then run check again") from None
     configs = doc.get("configs") or {}
     texts = [_scalar(c.get("content")) for c in configs.values() if isinstance(c, dict) and c.get("content")]
     return ComposeFile(services=services, unresolved=sorted(missing), config_texts=texts)

@@ -27,19 +27,23 @@ from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
 from n8n_sizer.deploy.n8n_env import n8n_settings, shutdown_timeouts
 from n8n_sizer.deploy.secrets import (
     ENV_NAMES,
+    EnvEntry,
     StackSecrets,
+    check_existing_secrets,
     generate_secrets,
     merge_secrets,
-    parse_env_text,
-    write_private,
+    read_env_strict,
 )
 from n8n_sizer.errors import InputError
+from n8n_sizer.safety.files import read_user_text
+from n8n_sizer.safety.write import probe_writable, write_atomic
 
 Profile = Literal["bench", "production"]
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")
 DOMAIN_RE = re.compile(r"^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$")
 URL_RE = re.compile(r"^https?://[^\s$'\"#]+$")
+POSTGRES_MAX_CONNECTIONS_LIMIT = 262143  # Postgres refuses to start above this (MAX_BACKENDS)
 BENCH_PUBLIC_URL = "http://localhost:5678/"
 COMPOSE_FILE, ENV_FILE, CLOUD_INIT_FILE = "docker-compose.yml", ".env", "cloud-init.yaml"
 
@@ -98,9 +102,9 @@ def validate_access(profile: str, domain: str | None, public_url: str | None) ->
                          "try --domain n8n.example.com")
     if domain and profile != "production":
         raise InputError(f"--domain {domain} only applies to --profile production; add --profile production")
-    if domain and not DOMAIN_RE.match(domain):
+    if domain and not DOMAIN_RE.fullmatch(domain):
         raise InputError(f"--domain {domain!r} is not a DNS name; try --domain n8n.example.com")
-    if public_url is not None and not URL_RE.match(public_url):
+    if public_url is not None and not URL_RE.fullmatch(public_url):
         raise InputError(f"--public-url {public_url!r} must be an http:// or https:// URL without spaces, "
                          "quotes, '#' or '$'; try --public-url https://n8n.example.com/")
 
@@ -108,7 +112,7 @@ def validate_access(profile: str, domain: str | None, public_url: str | None) ->
 def _validate(setup: Setup, profile: str, domain: str | None, public_url: str | None,
               max_connections: int | None) -> int:
     """Refuse inputs that would render a broken stack; return Postgres' max_connections."""
-    if not VERSION_RE.match(setup.n8n_version):
+    if not VERSION_RE.fullmatch(setup.n8n_version):
         raise InputError(f"--n8n-version {setup.n8n_version!r} is not an exact MAJOR.MINOR.PATCH version "
                          f"(images must be pinned); try --n8n-version {versions.N8N_VERSION}")
     validate_access(profile, domain, public_url)
@@ -124,6 +128,9 @@ def _validate(setup: Setup, profile: str, domain: str | None, public_url: str | 
         return 0
     if max_connections is None:
         return recommended_max_connections(setup)
+    if not 1 <= max_connections <= POSTGRES_MAX_CONNECTIONS_LIMIT:
+        raise InputError(f"--max-connections {max_connections} is outside the 1..{POSTGRES_MAX_CONNECTIONS_LIMIT} "
+                         f"Postgres accepts; try --max-connections {recommended_max_connections(setup)}")
     if max_connections < required_max_connections(setup):
         raise InputError(
             f"--max-connections {max_connections} is below what n8n's pools need: "
@@ -183,34 +190,57 @@ def _prepare_out_dir(out_dir: Path) -> None:
         raise InputError(f"--out {out_dir} is a file, not a folder; try --out {out_dir.parent / 'n8n-stack'}")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        probe = out_dir / ".n8n-sizer-write-test"
-        probe.write_text("")
-        probe.unlink()
     except OSError as exc:
-        raise InputError(f"--out {out_dir} is not writable ({exc.strerror or exc}); "
+        raise InputError(f"--out {out_dir} cannot be created ({exc.strerror or exc}); "
                          "try a folder you own, e.g. --out ./n8n-stack") from None
+    probe_writable(out_dir, "--out", "try a folder you own, e.g. --out ./n8n-stack")
+
+
+def _read_existing_env(env_path: Path, generate_missing: bool) -> dict[str, EnvEntry] | None:
+    """The entries of the .env already in --out (None when there is none); refused when a rewrite would
+    lose or invent something."""
+    if not os.path.lexists(env_path):
+        return None
+    if env_path.is_symlink():
+        raise InputError(f"{env_path} is a symbolic link; n8n-sizer neither reads nor replaces a linked .env: "
+                         "copy the real file into --out, or render into another folder")
+    text = read_user_text(env_path, "the existing .env", fix="it is never overwritten unread: fix its "
+                          "permissions or render into another --out folder")
+    entries = read_env_strict(text, env_path)
+    check_existing_secrets(entries, env_path, generate_missing=generate_missing)
+    return entries
+
+
+def _read_previous(compose_path: Path) -> str | None:
+    """The compose file already in --out, or None; a link or unreadable file is refused, not replaced."""
+    if not os.path.lexists(compose_path):
+        return None
+    if compose_path.is_symlink():
+        raise InputError(f"{compose_path} is a symbolic link; n8n-sizer does not replace a linked file: "
+                         "render into another --out folder")
+    return read_user_text(compose_path, "the existing compose file", fix="it is never replaced unread: "
+                          "fix its permissions or render into another --out folder")
 
 
 def write_bundle(setup: Setup, out_dir: Path, *, profile: str = "bench", domain: str | None = None,
-                 public_url: str | None = None, max_connections: int | None = None) -> list[str]:
+                 public_url: str | None = None, max_connections: int | None = None,
+                 generate_missing_secrets: bool = False) -> list[str]:
     """Write docker-compose.yml, .env (0600) and cloud-init.yaml (0600: it embeds .env) into `out_dir`.
 
-    Every secret of an existing .env is kept, and so are its other variables; a new secret is generated
-    only where none exists. Returns messages for the user, which never contain a secret.
+    Every secret of an existing .env is kept, and so is every other line, as written. An existing .env
+    that lacks a secret is refused unless `generate_missing_secrets`; a new secret is generated only for
+    a new .env or when that flag asks. Returns messages for the user, which never contain a secret.
     """
     out_dir = Path(out_dir)
     env_path = out_dir / ENV_FILE
-    existing: dict[str, str] = {}
-    if env_path.exists():
-        try:
-            existing = parse_env_text(env_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"--out {out_dir}: cannot read the existing .env ({exc}); it is never "
-                             "overwritten unread: fix its permissions or render elsewhere") from None
+    entries = _read_existing_env(env_path, generate_missing_secrets)
+    existing = {k: e.value for k, e in (entries or {}).items()}
     secrets, kept = merge_secrets(existing, generate_secrets())
     if public_url is None and profile != "production" and existing.get("N8N_PUBLIC_URL"):
         public_url = existing["N8N_PUBLIC_URL"]
-    extra = {k: v for k, v in existing.items() if k not in ENV_NAMES.values() and k != "N8N_PUBLIC_URL"}
+    # Other variables go back exactly as written (quotes, `$` references and comments included).
+    extra = {k: e.written for k, e in (entries or {}).items()
+             if k not in ENV_NAMES.values() and k != "N8N_PUBLIC_URL"}
     # Render first: a refused setup leaves no folder and no file behind.
     bundle = render_bundle(setup, secrets, profile=profile, domain=domain, public_url=public_url,
                            benchmark_host=profile == "bench", max_connections=max_connections,
@@ -218,16 +248,16 @@ def write_bundle(setup: Setup, out_dir: Path, *, profile: str = "bench", domain:
     _prepare_out_dir(out_dir)
     compose_path = out_dir / COMPOSE_FILE
     saved = None
-    try:
-        # A compose file that differs from the new one may carry the user's own edits: keep it beside.
-        if compose_path.is_file() and compose_path.read_text(encoding="utf-8") != bundle.compose:
-            saved = compose_path.with_name(COMPOSE_FILE + ".previous")
-            os.replace(compose_path, saved)
-        compose_path.write_text(bundle.compose, encoding="utf-8")
-        write_private(env_path, bundle.env)
-        write_private(out_dir / CLOUD_INIT_FILE, bundle.cloud_init)
-    except OSError as exc:
-        raise InputError(f"--out {out_dir}: writing failed ({exc.strerror or exc}); try another folder") from None
+    # The .env first: if a later file fails, the secrets on disk are still the ones the others use.
+    write_atomic(env_path, bundle.env, private=True, what="--out")
+    write_atomic(out_dir / CLOUD_INIT_FILE, bundle.cloud_init, private=True, what="--out")
+    previous = _read_previous(compose_path)
+    if previous is not None and previous != bundle.compose:
+        # A compose file that differs from the new one may carry the user's own edits: keep a copy beside,
+        # written before the new one replaces it, so a failure in between loses neither.
+        saved = compose_path.with_name(COMPOSE_FILE + ".previous")
+        write_atomic(saved, previous, private=False, what="--out")
+    write_atomic(compose_path, bundle.compose, private=False, what="--out")
     messages = [f"wrote {compose_path} ({describe(setup, profile)})"]
     if saved is not None:
         messages.append(f"the previous {COMPOSE_FILE} differed: kept as {saved}")

@@ -66,7 +66,7 @@ def describe_topology(t: topo.Topology, profile: str) -> str:
 
 
 def _validate(t: topo.Topology, profile: str, domain: str | None, public_url: str | None) -> None:
-    if not VERSION_RE.match(t.n8n_version):
+    if not VERSION_RE.fullmatch(t.n8n_version):
         raise InputError(f"n8n_version {t.n8n_version!r} is not an exact MAJOR.MINOR.PATCH version (images "
                          f"must be pinned); try {versions.N8N_VERSION}")
     validate_access(profile, domain, public_url)

@@ -49,4 +49,6 @@ def names(services: list[Service]) -> str:
 
 
 def as_int(text: str | None) -> int | None:
-    return int(text) if text is not None and re.fullmatch(r"-?\d+", text.strip()) else None
+    """The integer `text` spells, or None; more than 18 digits is not a setting but noise (and Python
+    refuses to convert thousands of digits), so it is None too."""
+    return int(text) if text is not None and re.fullmatch(r"-?\d{1,18}", text.strip()) else None

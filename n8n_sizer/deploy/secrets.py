@@ -6,7 +6,6 @@ SQLite-to-Postgres notes), so nothing here replaces a secret that already exists
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 from pathlib import Path
@@ -54,25 +53,102 @@ def generate_secrets() -> StackSecrets:
     )
 
 
-_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
+# Only the name is matched by a regex; the value is the rest of the line, stripped. (A single regex with a
+# lazy value and trailing `\s*$` backtracks quadratically: one 1 MB line of spaces took an hour.)
+_KEY = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
+
+
+def _split_line(raw: str) -> tuple[str, str] | None:
+    match = _KEY.match(raw)
+    return (match.group(1), raw[match.end():].strip()) if match else None
+
+
+def _value(raw: str) -> str:
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        return raw[1:-1]
+    if " #" in raw:  # inline comment after an unquoted value
+        return raw.split(" #", 1)[0].rstrip()
+    return raw
 
 
 def parse_env_text(text: str) -> dict[str, str]:
-    """Parse a Compose-style .env: KEY=VALUE lines, `#` comments, optional single or double quotes."""
+    """Parse a Compose-style .env: KEY=VALUE lines, `#` comments, optional single or double quotes.
+
+    Lenient, as Compose is when it reads one for `check`: a line that is not KEY=VALUE is skipped and the
+    last of two equal keys wins. `read_env_strict` is the reader for a .env that will be rewritten."""
     values: dict[str, str] = {}
     for raw in text.splitlines():
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
-        match = _LINE.match(raw)
-        if not match:
-            continue
-        key, value = match.groups()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        elif " #" in value:  # inline comment after an unquoted value
-            value = value.split(" #", 1)[0].rstrip()
-        values[key] = value
+        pair = _split_line(raw)
+        if pair:
+            values[pair[0]] = _value(pair[1])
     return values
+
+
+class EnvEntry(BaseModel):
+    """One KEY=VALUE line of a .env: the value as Compose reads it, and as it was written."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    value: str
+    written: str  # the text after `=`, quotes and inline comment included, so a rewrite keeps it exactly
+    line: int
+
+    def __repr__(self) -> str:  # the value may be a secret
+        return f"EnvEntry({self.key}, line {self.line})"
+
+    __str__ = __repr__
+
+
+def read_env_strict(text: str, path: Path) -> dict[str, EnvEntry]:
+    """Every KEY=VALUE line of a .env that is about to be rewritten; `InputError` for anything a rewrite
+    would drop: a line that is not KEY=VALUE (a mangled name) or a key given twice (which value is meant?)."""
+    from n8n_sizer.errors import InputError
+
+    entries: dict[str, EnvEntry] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip() or raw.lstrip().startswith("#"):
+            continue
+        pair = _split_line(raw)
+        if not pair:
+            raise InputError(f"{path} line {number} is not KEY=VALUE (a name of letters, digits and '_'); a "
+                             "re-render would drop it: fix or remove that line, then render again")
+        key, written = pair
+        if key in entries:
+            raise InputError(f"{path} sets {key} twice (lines {entries[key].line} and {number}); keep the one "
+                             "that is right and delete the other, then render again")
+        entries[key] = EnvEntry(key=key, value=_value(written), written=written, line=number)
+    return entries
+
+
+def check_existing_secrets(entries: dict[str, EnvEntry], path: Path, *, generate_missing: bool) -> None:
+    """Refuse to render over an existing .env that lacks a secret (or has it empty) unless the user said
+    `--generate-missing-secrets`: a new N8N_ENCRYPTION_KEY makes every stored credential unreadable, a
+    new POSTGRES_PASSWORD locks n8n out of an existing database volume."""
+    from n8n_sizer.errors import InputError
+
+    for env_name in ENV_NAMES.values():
+        entry = entries.get(env_name)
+        if entry is not None and entry.value.strip():
+            continue
+        if generate_missing:
+            continue
+        lookalike = next((k for k in entries if k != env_name and _squash(k) == _squash(env_name)), None)
+        if entry is not None:
+            why = f"has an empty {env_name} (line {entry.line})"
+        elif lookalike:
+            why = f"has {lookalike} (line {entries[lookalike].line}) but no {env_name}"
+        else:
+            why = f"has no {env_name} line"
+        raise InputError(f"{path} {why}; n8n-sizer never makes up a secret over an existing .env: restore "
+                         f"the value from your backup (or the running stack), or pass --generate-missing-secrets "
+                         f"to generate the missing ones")
+
+
+def _squash(name: str) -> str:
+    return re.sub(r"[^A-Z0-9]", "", name.upper())
 
 
 def merge_secrets(existing: dict[str, str], fresh: StackSecrets) -> tuple[StackSecrets, list[str]]:
@@ -89,7 +165,7 @@ def merge_secrets(existing: dict[str, str], fresh: StackSecrets) -> tuple[StackS
     try:
         return StackSecrets(**chosen), kept
     except ValueError:
-        bad = [n for f, n in ENV_NAMES.items() if n in kept and not re.match(_SAFE, chosen[f])]
+        bad = [n for f, n in ENV_NAMES.items() if n in kept and not re.fullmatch(_SAFE, chosen[f])]
         from n8n_sizer.errors import InputError
 
         raise InputError(
@@ -99,14 +175,7 @@ def merge_secrets(existing: dict[str, str], fresh: StackSecrets) -> tuple[StackS
 
 
 def write_private(path: Path, text: str) -> None:
-    """Write `text` to `path` with mode 0600 from the first byte (no window where others can read it)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    """Write `text` to `path` with mode 0600 from the first byte, atomically, never through a link."""
+    from n8n_sizer.safety.write import write_atomic
+
+    write_atomic(path, text, private=True)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Literal
 import httpx
 from pydantic import BaseModel, ConfigDict
 
-from n8n_sizer.errors import RemoteError
+from n8n_sizer.errors import InputError, RemoteError
 
 DEFAULT_ATTEMPTS = 6
 DEFAULT_BACKOFF_S = 0.5
@@ -41,6 +41,30 @@ def _error_text(response: httpx.Response) -> tuple[str, str | None]:
         code = err.get("code") if isinstance(err.get("code"), str) else err.get("status")
         return str(err.get("message", ""))[:200], code
     return str(body)[:200], None
+
+
+def check_token(token: str, env_name: str) -> str:
+    """An API token as HTTP can carry it (printable ASCII, no spaces); `InputError` naming the variable."""
+    if not token.isascii() or not token.isprintable() or any(c.isspace() for c in token) or len(token) > 4096:
+        raise InputError(f"{env_name} is not a usable API token (it must be printable ASCII without spaces); "
+                         f"copy the token again from the provider's console and export {env_name}")
+    return token
+
+
+def check_base_url(url: str, env_name: str) -> str:
+    """An API base URL: http(s)://host[:port]/path; `InputError` naming the variable that set it."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError:
+        parts, port_ok = None, False
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok \
+            or not url.isascii() or any(c.isspace() for c in url):
+        raise InputError(f"{env_name}={url!r} is not an http(s) URL; unset it to use the provider's API, or "
+                         "set it to e.g. http://127.0.0.1:8080/v1")
+    return url
 
 
 class RetryingClient:
@@ -77,6 +101,9 @@ class RetryingClient:
         for attempt in range(self.attempts):
             try:
                 response = self._client.request(method, path, params=params)
+            except (httpx.InvalidURL, httpx.UnsupportedProtocol, UnicodeError) as exc:
+                raise ProviderApiError(f"{what} cannot be sent ({type(exc).__name__}); check the API base URL "
+                                       "and the token") from None
             except httpx.TransportError as exc:
                 if attempt == self.attempts - 1:
                     raise ProviderApiError(f"{what} failed: {type(exc).__name__}: {exc}; {self.hint}") from None
@@ -99,10 +126,13 @@ class RetryingClient:
             if not response.content:
                 return {}
             try:
-                return response.json()
-            except ValueError:
+                body = response.json()
+            except (ValueError, RecursionError):
+                body = None
+            if not isinstance(body, dict):
                 raise ProviderApiError(f"{what} answered HTTP {response.status_code} with a body that is "
-                                       "not JSON; check the API base URL") from None
+                                       "not a JSON object; check the API base URL") from None
+            return body
         raise AssertionError("unreachable")  # the loop returns or raises
 
 

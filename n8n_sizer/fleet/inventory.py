@@ -75,12 +75,20 @@ class Inventory(BaseModel):
         return next(h for h in self.hosts.values() if h.role == "loadgen")
 
 
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def load_inventory(text: str) -> Inventory:
     """Parse the JSON of `pulumi stack output --json inventory`; InputError when it is not one."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise InputError(f"inventory is not JSON ({exc.msg} at line {exc.lineno}); pass the output of "
+                         "`pulumi stack output --json inventory`") from None
+    except (ValueError, RecursionError) as exc:  # NaN/Infinity, a 5,000-digit number, 100,000 brackets
+        reason = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
+        raise InputError(f"inventory is not usable JSON ({reason[:80]}); pass the output of "
                          "`pulumi stack output --json inventory`") from None
     try:
         return Inventory.model_validate(data)

@@ -43,16 +43,36 @@ def fleet_labels(*, stack: str, owner: str, role: str, expires: str) -> dict[str
     """The five labels on every labelled resource: project, stack, owner, role, expires-at."""
     labels = {"project": PROJECT_LABEL, "stack": stack, "owner": owner, "role": role, "expires-at": expires}
     for key, value in labels.items():
-        if not LABEL_VALUE_RE.match(value):
+        if not LABEL_VALUE_RE.fullmatch(value):
             raise ValueError(f"label {key}={value!r} is not a valid Hetzner/GCP label value")
     return labels
 
 
-def stack_selector(stack: str) -> str:
-    """Hetzner `label_selector` for everything a stack created."""
-    return f"project={PROJECT_LABEL},stack={stack}"
+def stack_selector(stack: str, owner: str | None = None) -> str:
+    """Hetzner `label_selector` for everything a stack created (of one owner, when given)."""
+    return f"project={PROJECT_LABEL},stack={stack}{owner_selector(owner)}"
 
 
-def expiring_selector() -> str:
+def expiring_selector(owner: str | None = None) -> str:
     """Hetzner `label_selector` for everything that carries an expiry (value checked by the reaper)."""
-    return f"project={PROJECT_LABEL},expires-at"
+    return f"project={PROJECT_LABEL}{owner_selector(owner)},expires-at"
+
+
+def owner_selector(owner: str | None) -> str:
+    """`,owner=NAME` to narrow a selector to one owner's resources; '' for every owner."""
+    return f",owner={owner}" if owner else ""
+
+
+def selector_matches(selector: str, labels: dict[str, str]) -> bool:
+    """Whether `labels` satisfy a Hetzner `label_selector` of `k=v` and bare `k` terms, as the API would.
+
+    The sweep applies it again to everything an API lists: an API (or a proxy, or a bug) that ignores
+    the selector must not turn a teardown into a delete of whatever the project holds."""
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        if "=" in term:
+            key, value = term.split("=", 1)
+            if labels.get(key) != value:
+                return False
+        elif term not in labels:
+            return False
+    return True

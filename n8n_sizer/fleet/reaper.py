@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.api import CloudResource, Outcome
 from n8n_sizer.fleet.labels import PROJECT_LABEL, decode_expires_at, expiring_selector, stack_selector
-from n8n_sizer.fleet.spec import NAMESPACE, read_stack_config, stack_file
+from n8n_sizer.fleet.spec import NAMESPACE, OWNER_RE, read_stack_config, stack_file
 from n8n_sizer.fleet.sweep_gcp import GcpSweeper
 from n8n_sizer.fleet.sweep_hetzner import HetznerSweeper
 from n8n_sizer.fleet.sweep_gcp import TOKEN_ENV as GCP_TOKEN_ENV
@@ -63,8 +63,46 @@ class SweepReport(BaseModel):
         return [o for o in self.outcomes if o.action == "failed"]
 
 
+PULUMI_PROJECT = "n8n-sizer"  # `name:` in this repository's Pulumi.yaml
+
+
+def check_pulumi_project(stack: str, stacks_dir: Path) -> Path:
+    """The project folder `pulumi destroy` may run in: its Pulumi.yaml names THIS project and the stack has
+    its `stacks/Pulumi.<stack>.yaml`. Anything else is refused: `pulumi destroy --yes` in a folder that
+    holds another project (a shop, a teammate's fleet) would destroy that project's stack of this name."""
+    from n8n_sizer.safety.files import read_user_text
+    from n8n_sizer.safety.yamldoc import load_yaml
+
+    project_dir = Path(stacks_dir).resolve().parent
+    manifest = project_dir / "Pulumi.yaml"
+    fix = "run teardown from the n8n-sizer folder, or pass --stacks-dir <n8n-sizer folder>/stacks"
+    text = read_user_text(manifest, "refusing pulumi destroy: the project file", fix=fix, max_bytes=1 << 20)
+    doc = load_yaml(text, f"refusing pulumi destroy: {manifest}", fix=fix)
+    name = doc.get("name") if isinstance(doc, dict) else None
+    if name != PULUMI_PROJECT:
+        raise InputError(f"refusing pulumi destroy: {manifest} is project {name!r}, not {PULUMI_PROJECT!r}; {fix}")
+    path = stack_file(stack, stacks_dir)
+    if not path.is_file():
+        raise InputError(f"refusing pulumi destroy: {path} does not exist, so stack {stack!r} is not one of this "
+                         f"project's fleets; check --stack, or {fix}")
+    return project_dir
+
+
+def stack_owner(stack: str, stacks_dir: Path) -> str:
+    """`n8n-sizer:owner` of a stack file: whose resources a teardown may sweep."""
+    owner = read_stack_config(stack_file(stack, stacks_dir)).get(f"{NAMESPACE}:owner")
+    if not isinstance(owner, str) or not OWNER_RE.fullmatch(owner):
+        raise InputError(f"{stack_file(stack, stacks_dir)} has no valid {NAMESPACE}:owner, so the sweep cannot "
+                         "tell your resources from a teammate's; set it (pulumi config set n8n-sizer:owner "
+                         "<your-name>) or pass --all-owners")
+    return owner
+
+
 def run_pulumi_destroy(stack: str, project_dir: Path, pulumi_bin: str = "pulumi") -> DestroyResult:
-    """`pulumi destroy --yes --stack NAME` in the project folder; its output goes to the terminal."""
+    """`pulumi destroy --yes --stack NAME` in the project folder; its output goes to the terminal.
+
+    Refused (`InputError`) unless the folder is this project with that stack's file (`check_pulumi_project`)."""
+    check_pulumi_project(stack, Path(project_dir) / "stacks")
     exe = shutil.which(pulumi_bin)
     if exe is None:
         return DestroyResult(ran=False, ok=False, message=f"the pulumi CLI ({pulumi_bin}) is not on PATH; install "
@@ -102,31 +140,48 @@ def open_sweepers(providers: list[str] | None, gcp_project: str | None = None) -
     return [HetznerSweeper() if p == "hetzner" else GcpSweeper(project=gcp_project) for p in providers]
 
 
-def sweep_stack(stack: str, sweepers: list) -> tuple[Outcome, ...]:
-    """Delete everything labelled with `stack` on every provider; the outcomes, one per resource."""
+def _owned(res: CloudResource, owner: str | None) -> bool:
+    return owner is None or res.labels.get("owner") == owner
+
+
+def sweep_stack(stack: str, sweepers: list, *, owner: str | None = None, dry_run: bool = False) -> tuple[Outcome, ...]:
+    """Delete (or, dry run, list) everything labelled with `stack` (and `owner`, unless None: every owner)
+    on every provider; the outcomes, one per resource."""
     outcomes: list[Outcome] = []
+    wanted = {"project": PROJECT_LABEL, "stack": stack, **({"owner": owner} if owner else {})}
     for sweeper in sweepers:
         if isinstance(sweeper, HetznerSweeper):
-            selector = stack_selector(stack)
-            outcomes += sweeper.delete_all(sweeper.find(selector), selector)
+            selector = stack_selector(stack, owner)
+            found = sweeper.find(selector)
         else:
-            found = sweeper.instances({"project": PROJECT_LABEL, "stack": stack})
-            # Names share a prefix with longer stack names (`single` vs `single-2`): match the label.
-            found += [r for r in sweeper.named(f"n8n-sizer-{stack}-") if r.labels.get("stack") == stack]
+            found = sweeper.instances(wanted)
+            # Names share a prefix with longer stack names (`single` vs `single-2`): match the labels.
+            found += [r for r in sweeper.named(f"n8n-sizer-{stack}-")
+                      if all(r.labels.get(k) == v for k, v in wanted.items())]
+        if dry_run:
+            outcomes += [Outcome(resource=r, action="would-delete") for r in found]
+        elif isinstance(sweeper, HetznerSweeper):
+            outcomes += sweeper.delete_all(found, selector)
+        else:
             outcomes += sweeper.delete_all(found)
     return tuple(outcomes)
 
 
 def teardown_stack(stack: str, *, stacks_dir: Path = Path("stacks"), destroy: Callable[[str, Path], DestroyResult]
-                   = run_pulumi_destroy, sweepers: list | None = None) -> SweepReport:
-    """Destroy the stack with Pulumi, then sweep the provider APIs for anything left with its labels."""
+                   = run_pulumi_destroy, sweepers: list | None = None, owner: str | None = None,
+                   dry_run: bool = False) -> SweepReport:
+    """Destroy the stack with Pulumi, then sweep the provider APIs for anything left with its labels (and
+    `owner`'s; None sweeps every owner's). A dry run destroys nothing and lists what the sweep finds."""
     provider, gcp_project = _stack_provider_and_project(stack, stacks_dir)
-    result = destroy(stack, stacks_dir.resolve().parent)
+    if dry_run:
+        result = DestroyResult(ran=False, ok=True, message=f"dry run: would run pulumi destroy --yes --stack {stack}")
+    else:
+        result = destroy(stack, stacks_dir.resolve().parent)
     own = sweepers is None
     if own:
         sweepers = open_sweepers([provider] if provider else None, gcp_project)
     try:
-        outcomes = sweep_stack(stack, sweepers)
+        outcomes = sweep_stack(stack, sweepers, owner=owner, dry_run=dry_run)
     finally:
         if own:
             for s in sweepers:
@@ -140,24 +195,31 @@ def _expired(res: CloudResource, now: datetime) -> bool | None:
     return None if moment is None else moment <= now
 
 
-def reap(*, now: datetime | None = None, dry_run: bool = False, sweepers: list) -> SweepReport:
-    """Delete (or, dry run, list) every fleet resource whose `expires-at` has passed."""
+def reap(*, now: datetime | None = None, dry_run: bool = False, sweepers: list,
+         owner: str | None = None) -> SweepReport:
+    """Delete (or, dry run, list) every fleet resource of `owner` (None: of every owner) whose `expires-at`
+    has passed. Every candidate's labels are checked here, whatever the API's filter did."""
     now = now or datetime.now(timezone.utc)
     outcomes: list[Outcome] = []
     for sweeper in sweepers:
         if isinstance(sweeper, HetznerSweeper):
-            selector = expiring_selector()
+            selector = expiring_selector(owner)
             candidates = sweeper.find(selector)
         else:
             selector = ""
-            instances = sweeper.instances({"project": PROJECT_LABEL})
+            instances = [r for r in sweeper.instances({"project": PROJECT_LABEL, **({"owner": owner} if owner else {})})
+                         if _owned(r, owner)]
             # A network's description keeps the first `up`'s expiry; a stack whose instances live on
             # (a later `up` extended them) keeps its network too.
             live = {r.labels.get("stack") for r in instances if _expired(r, now) is False}
-            named = [r for r in sweeper.named("n8n-sizer-") if r.labels.get("project") == PROJECT_LABEL]
+            named = [r for r in sweeper.named("n8n-sizer-")
+                     if r.labels.get("project") == PROJECT_LABEL and _owned(r, owner)]
             candidates = instances + [r for r in named if r.labels.get("stack") not in live]
         doomed = []
         for res in candidates:
+            if res.labels.get("project") != PROJECT_LABEL or not _owned(res, owner):
+                outcomes.append(Outcome(resource=res, action="kept", detail="not this project's or owner's"))
+                continue
             state = _expired(res, now)
             if state is None:
                 outcomes.append(Outcome(resource=res, action="kept", detail="expires-at missing or unreadable"))

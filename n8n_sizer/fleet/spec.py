@@ -19,11 +19,11 @@ The Pulumi program reads the same keys through `pulumi.Config`, the `cost` comma
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from n8n_sizer.advisor.catalog import ServerSize, UnknownSize, find_size
@@ -65,7 +65,7 @@ class HostSpec(_Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
+        if not NAME_RE.fullmatch(v):
             raise ValueError(f"{v!r} is not a valid host name; use 2-30 lowercase letters, digits and "
                              "dashes, starting with a letter, e.g. cx33-queue-2w")
         return v
@@ -78,7 +78,7 @@ class HostSpec(_Strict):
 class TargetSpec(HostSpec):
     setup: Setup
     # Postgres `max_connections` on the target; None: the renderer's default (100, or what the pools need).
-    max_connections: int | None = Field(None, ge=1)
+    max_connections: int | None = Field(None, ge=1, le=262143)  # Postgres' own bound
 
     @model_validator(mode="after")
     def _pools_fit(self) -> "TargetSpec":
@@ -115,7 +115,7 @@ class FleetSpec(_Strict):
     @field_validator("stack")
     @classmethod
     def _stack(cls, v: str) -> str:
-        if not STACK_RE.match(v):
+        if not STACK_RE.fullmatch(v):
             raise ValueError(f"stack name {v!r} must be 2-20 lowercase letters, digits and dashes (it "
                              "becomes a label value and part of resource names); try `pulumi stack init bench-1`")
         return v
@@ -123,7 +123,7 @@ class FleetSpec(_Strict):
     @field_validator("owner")
     @classmethod
     def _owner(cls, v: str) -> str:
-        if not OWNER_RE.match(v):
+        if not OWNER_RE.fullmatch(v):
             raise ValueError(f"{v!r} is not a valid label value; use lowercase letters, digits, '-' or '_', e.g. alice")
         return v
 
@@ -151,7 +151,7 @@ class FleetSpec(_Strict):
         if self.provider == "hetzner" and self.location not in HETZNER_LOCATIONS:
             raise _KeyError("location", f"{self.location!r} is not a Hetzner location; use one of "
                             + ", ".join(HETZNER_LOCATIONS))
-        if self.provider == "gcp" and not GCP_ZONE_RE.match(self.location):
+        if self.provider == "gcp" and not GCP_ZONE_RE.fullmatch(self.location):
             raise _KeyError("location", f"{self.location!r} is not a GCP zone; use a zone such as europe-west3-a")
         hosts: list[tuple[str, HostSpec]] = [("loadgen", self.loadgen)]
         hosts += [(f"targets[{i}]", t) for i, t in enumerate(self.targets)]
@@ -254,13 +254,14 @@ def stack_file(stack: str, stacks_dir: Path | str = "stacks") -> Path:
 
 def read_stack_config(path: Path) -> dict[str, Any]:
     """All `config:` entries of a stack file (every namespace), or InputError naming the file."""
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    from n8n_sizer.safety.files import read_user_text
+    from n8n_sizer.safety.yamldoc import MAX_YAML_BYTES, load_yaml
+
+    if not os.path.lexists(path):
         raise InputError(f"stack file {path} does not exist; create it (see docs/fleet.md) "
-                         "or pass an existing --stack") from None
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"stack file {path} cannot be read: {str(exc).splitlines()[0]}") from None
+                         "or pass an existing --stack")
+    fix = "fix the stack file (see docs/fleet.md)"
+    doc = load_yaml(read_user_text(path, "stack file", fix=fix, max_bytes=MAX_YAML_BYTES), f"stack file {path}", fix=fix)
     config = (doc or {}).get("config") if isinstance(doc, dict) else None
     if not isinstance(config, dict):
         raise InputError(f"stack file {path} has no `config:` mapping; add the n8n-sizer:* keys under it")

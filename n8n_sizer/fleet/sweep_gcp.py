@@ -19,7 +19,7 @@ import time
 from typing import Any, Callable
 
 from n8n_sizer.errors import InputError
-from n8n_sizer.fleet.api import CloudResource, Outcome, ProviderApiError, RetryingClient
+from n8n_sizer.fleet.api import CloudResource, Outcome, ProviderApiError, RetryingClient, check_base_url, check_token
 
 URL_ENV = "N8N_SIZER_GCP_COMPUTE_URL"
 DEFAULT_URL = "https://compute.googleapis.com/compute/v1"
@@ -30,9 +30,23 @@ _DESCRIPTION_LABEL = re.compile(r"([a-z][a-z0-9_-]*)=([a-z0-9_-]+)")
 OPERATION_WAITS = 10  # each `wait` call returns after at most 2 minutes
 
 
+MAX_PAGES = 1000
+
+
+def _checked(kind: str, item: Any) -> dict[str, Any]:
+    """A listed item with the name the sweep deletes it by; the API answered something else: one line."""
+    if not isinstance(item, dict) or not isinstance(item.get("name"), str) \
+            or not re.fullmatch(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", item["name"]):
+        raise ProviderApiError(f"GCP Compute API listed one of the {kind} without a valid name; nothing was "
+                               f"deleted for it; check the API URL ({URL_ENV}) and try again")
+    return item
+
+
 def description_labels(description: str | None) -> dict[str, str]:
     """Labels written as `key=value` words into a description (see fleet/gcp.py)."""
-    return dict(_DESCRIPTION_LABEL.findall(description or ""))
+    # The fleet writes five short labels; a longer description is not ours (and would make findall slow).
+    text = description[:2048] if isinstance(description, str) else ""
+    return dict(_DESCRIPTION_LABEL.findall(text))
 
 
 class GcpSweeper:
@@ -48,8 +62,12 @@ class GcpSweeper:
         project = project or next((os.environ[e] for e in PROJECT_ENVS if os.environ.get(e)), None)
         if not project:
             raise InputError("no GCP project: set gcp:project in the stack file or export GOOGLE_PROJECT=<project id>")
+        check_token(token, TOKEN_ENV)
+        if not re.fullmatch(r"[a-z][a-z0-9-]{4,61}[a-z0-9]", project):
+            raise InputError(f"GCP project {project!r} is not a project id (6-63 lowercase letters, digits, "
+                             "dashes); set gcp:project or GOOGLE_PROJECT to the project id")
         self.project = project
-        self.client = RetryingClient(base_url or os.environ.get(URL_ENV) or DEFAULT_URL,
+        self.client = RetryingClient(check_base_url(base_url or os.environ.get(URL_ENV) or DEFAULT_URL, URL_ENV),
                                      {"Authorization": f"Bearer {token}"}, name="GCP Compute API",
                                      hint=f"check {TOKEN_ENV} (it expires after an hour) and the project",
                                      sleep=sleep, backoff_s=backoff_s, attempts=attempts)
@@ -59,27 +77,37 @@ class GcpSweeper:
 
     def _pages(self, path: str, params: dict[str, str]) -> list[dict[str, Any]]:
         bodies, token = [], None
-        while True:
+        for _ in range(MAX_PAGES):
             query = dict(params, **({"pageToken": token} if token else {}))
             body = self.client.request("GET", f"/projects/{self.project}/{path}", params=query) or {}
             bodies.append(body)
             token = body.get("nextPageToken")
             if not token:
                 return bodies
+        raise ProviderApiError(f"GCP Compute API GET {path} kept paging past {MAX_PAGES} pages; check the API URL")
 
     def _aggregated(self, kind: str, params: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
         out = []
         for body in self._pages(f"aggregated/{kind}", params):
-            for scope, group in (body.get("items") or {}).items():
-                out += [(scope, item) for item in group.get(kind, [])]
+            groups = body.get("items") or {}
+            if not isinstance(groups, dict):
+                raise ProviderApiError(f"GCP Compute API aggregated/{kind} answered without an items map")
+            for scope, group in groups.items():
+                items = group.get(kind, []) if isinstance(group, dict) else None
+                out += [(str(scope), _checked(kind, item)) for item in (items if isinstance(items, list) else [])]
         return out
+
+    def _listed(self, path: str, kind: str, params: dict[str, str]) -> list[dict[str, Any]]:
+        items = [i for body in self._pages(path, params) for i in (body.get("items") or [])]
+        return [_checked(kind, i) for i in items]
 
     def instances(self, labels: dict[str, str]) -> list[CloudResource]:
         """Instances whose labels include `labels` (filtered by the API, checked again here)."""
         clauses = [f'(labels.{k} = "{v}")' for k, v in labels.items()]
         found = []
         for scope, item in self._aggregated("instances", {"filter": " AND ".join(clauses)}):
-            item_labels = item.get("labels") or {}
+            raw = item.get("labels")
+            item_labels = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
             if all(item_labels.get(k) == v for k, v in labels.items()):
                 found.append(CloudResource(provider="gcp", kind="instances", id=str(item.get("id", item["name"])),
                                            name=item["name"], labels=item_labels, scope=scope))
@@ -90,13 +118,13 @@ class GcpSweeper:
         name_filter = {"filter": f'name eq "{prefix}.*"'}  # names are [a-z0-9-]: no regex escaping needed
         found = [CloudResource(provider="gcp", kind="firewalls", id=str(i.get("id", i["name"])), name=i["name"],
                                labels=description_labels(i.get("description")), scope="global")
-                 for body in self._pages("global/firewalls", name_filter) for i in body.get("items", [])]
+                 for i in self._listed("global/firewalls", "firewalls", name_filter)]
         found += [CloudResource(provider="gcp", kind="subnetworks", id=str(i.get("id", i["name"])), name=i["name"],
                                 labels=description_labels(i.get("description")), scope=scope)
                   for scope, i in self._aggregated("subnetworks", name_filter)]
         found += [CloudResource(provider="gcp", kind="networks", id=str(i.get("id", i["name"])), name=i["name"],
                                 labels=description_labels(i.get("description")), scope="global")
-                  for body in self._pages("global/networks", name_filter) for i in body.get("items", [])]
+                  for i in self._listed("global/networks", "networks", name_filter)]
         return [r for r in found if r.name.startswith(prefix)]
 
     def _wait(self, operation: dict[str, Any], scope: str) -> str | None:
@@ -104,7 +132,9 @@ class GcpSweeper:
         for _ in range(OPERATION_WAITS):
             if operation.get("status") == "DONE":
                 errors = ((operation.get("error") or {}).get("errors") or [])
-                return "; ".join(str(e.get("message", e)) for e in errors) or None
+                return "; ".join(str(e.get("message", e) if isinstance(e, dict) else e) for e in errors) or None
+            if not isinstance(operation.get("name"), str):
+                return "the API answered with an operation without a name"
             path = f"/projects/{self.project}/{scope}/operations/{operation['name']}/wait"
             operation = self.client.request("POST", path) or {}
         return f"operation {operation.get('name')} did not finish"

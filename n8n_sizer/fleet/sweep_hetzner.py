@@ -13,14 +13,21 @@ import time
 from typing import Callable
 
 from n8n_sizer.errors import InputError
-from n8n_sizer.fleet.api import CloudResource, Outcome, ProviderApiError, RetryingClient
+from n8n_sizer.fleet.api import CloudResource, Outcome, ProviderApiError, RetryingClient, check_base_url, check_token
+from n8n_sizer.fleet.labels import selector_matches
 
 URL_ENV = "N8N_SIZER_HCLOUD_URL"
 DEFAULT_URL = "https://api.hetzner.cloud/v1"
 TOKEN_ENV = "HCLOUD_TOKEN"
 KINDS = ("servers", "firewalls", "ssh_keys", "networks")  # deletion order (a cluster stack has a network)
 PER_PAGE = 50
+MAX_PAGES = 1000  # 50,000 resources: an API whose next_page never ends is broken, not big
 SERVER_GONE_TIMEOUT_S = 180.0  # a Hetzner server delete action takes seconds; give it minutes
+
+
+def _next_page(body: dict) -> int | None:
+    page = ((body.get("meta") or {}).get("pagination") or {}).get("next_page")
+    return page if isinstance(page, int) and not isinstance(page, bool) and page > 0 else None
 
 
 class HetznerSweeper:
@@ -35,8 +42,9 @@ class HetznerSweeper:
         if not token:
             raise InputError(f"{TOKEN_ENV} is not set; export {TOKEN_ENV}=<API token of the Hetzner project> "
                              "(Console > Security > API tokens, read & write)")
+        check_token(token, TOKEN_ENV)
         self.sleep, self.gone_timeout_s = sleep, gone_timeout_s
-        self.client = RetryingClient(base_url or os.environ.get(URL_ENV) or DEFAULT_URL,
+        self.client = RetryingClient(check_base_url(base_url or os.environ.get(URL_ENV) or DEFAULT_URL, URL_ENV),
                                      {"Authorization": f"Bearer {token}"}, name="Hetzner API",
                                      hint=f"check {TOKEN_ENV} (a read & write token of the right project)",
                                      sleep=sleep, backoff_s=backoff_s, attempts=attempts)
@@ -45,18 +53,36 @@ class HetznerSweeper:
         self.client.close()
 
     def list(self, kind: str, label_selector: str) -> list[CloudResource]:
-        """Every `kind` matching the selector, all pages."""
+        """Every `kind` matching the selector, all pages: filtered by the API and checked again here, so
+        an API that ignores the selector cannot hand the sweep another project's resources."""
         found: list[CloudResource] = []
         page: int | None = 1
-        while page is not None:
+        for _ in range(MAX_PAGES):
             body = self.client.request("GET", f"/{kind}", params={"label_selector": label_selector,
                                                                   "page": page, "per_page": PER_PAGE}) or {}
-            for item in body.get(kind, []):
-                found.append(CloudResource(provider="hetzner", kind=kind, id=str(item["id"]),
-                                           name=str(item.get("name", item["id"])),
-                                           labels={str(k): str(v) for k, v in (item.get("labels") or {}).items()}))
-            page = ((body.get("meta") or {}).get("pagination") or {}).get("next_page")
-        return found
+            items = body.get(kind, []) if isinstance(body, dict) else None
+            if not isinstance(items, list):
+                raise ProviderApiError(f"Hetzner API GET /{kind} answered without a list of {kind}; check "
+                                       f"the API base URL ({URL_ENV})")
+            for item in items:
+                res = self._resource(kind, item)
+                if selector_matches(label_selector, res.labels):
+                    found.append(res)
+            page = _next_page(body)
+            if page is None:
+                return found
+        raise ProviderApiError(f"Hetzner API GET /{kind} kept paging past {MAX_PAGES} pages; check the API base URL")
+
+    @staticmethod
+    def _resource(kind: str, item: object) -> CloudResource:
+        rid = item.get("id") if isinstance(item, dict) else None
+        if isinstance(rid, bool) or not isinstance(rid, (int, str)) or not str(rid).isdigit():
+            raise ProviderApiError(f"Hetzner API listed one of the {kind} without a numeric id; nothing was "
+                                   f"deleted for it; check the API base URL ({URL_ENV}) and try again")
+        labels = item.get("labels")
+        labels = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+        return CloudResource(provider="hetzner", kind=kind, id=str(rid), name=str(item.get("name") or rid),
+                             labels=labels)
 
     def find(self, label_selector: str) -> list[CloudResource]:
         """Everything the selector matches, in deletion order (servers first)."""
@@ -86,10 +112,13 @@ class HetznerSweeper:
             delay = min(delay * 2, 10.0)
 
     def delete_all(self, resources: list[CloudResource], label_selector: str) -> list[Outcome]:
-        """Delete `resources` (from `find`), servers first; one failure does not stop the others."""
+        """Delete `resources` (from `find`), servers first; one failure does not stop the others. A resource
+        whose labels do not satisfy `label_selector` is kept, whoever handed it over."""
+        outcomes = [Outcome(resource=r, action="kept", detail=f"labels do not match {label_selector}")
+                    for r in resources if not selector_matches(label_selector, r.labels)]
+        resources = [r for r in resources if selector_matches(label_selector, r.labels)]
         servers = [r for r in resources if r.kind == "servers"]
-        outcomes = [self._delete(r) for r in servers]
-        if any(o.action == "deleted" for o in outcomes):
-            self._wait_gone([o.resource for o in outcomes if o.action == "deleted"], label_selector)
-        outcomes += [self._delete(r) for r in resources if r.kind != "servers"]
-        return outcomes
+        deleted = [self._delete(r) for r in servers]
+        if any(o.action == "deleted" for o in deleted):
+            self._wait_gone([o.resource for o in deleted if o.action == "deleted"], label_selector)
+        return outcomes + deleted + [self._delete(r) for r in resources if r.kind != "servers"]

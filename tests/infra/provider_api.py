@@ -44,6 +44,8 @@ class CloudState:
         default_factory=lambda: {"instances": {}, "firewalls": {}, "subnetworks": {}, "networks": {}})
     operations: dict[str, dict[str, Any]] = field(default_factory=dict)  # GCP operation name -> its error
     faults: list[Fault] = field(default_factory=list)
+    # A broken API (or proxy) that lists everything whatever the label selector or filter says.
+    ignore_label_selector: bool = False
     log: list[tuple[str, str, dict[str, list[str]]]] = field(default_factory=list)
     next_id: int = 100
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -141,7 +143,8 @@ class _Handler(BaseHTTPRequestHandler):
             selector = query.get("label_selector", [""])[0]
             page, per_page = int(query.get("page", ["1"])[0]), int(query.get("per_page", ["25"])[0])
             per_page = min(per_page, PAGE_SIZE)
-            items = [i for _, i in sorted(st.hetzner[kind].items()) if _selector_matches(selector, i["labels"])]
+            items = [i for _, i in sorted(st.hetzner[kind].items())
+                     if st.ignore_label_selector or _selector_matches(selector, i.get("labels") or {})]
             last = max(1, -(-len(items) // per_page))
             chunk = items[(page - 1) * per_page: page * per_page]
             meta = {"pagination": {"page": page, "per_page": per_page, "previous_page": page - 1 or None,
@@ -173,7 +176,8 @@ class _Handler(BaseHTTPRequestHandler):
         glob = re.fullmatch(r"global/(firewalls|networks)", path)
         if method == "GET" and (agg or glob):
             kind = (agg or glob).group(1)
-            items = [i for _, i in sorted(st.gcp[kind].items()) if _gcp_filter_matches(expr, i)]
+            items = [i for _, i in sorted(st.gcp[kind].items())
+                     if st.ignore_label_selector or _gcp_filter_matches(expr, i)]
             chunk = items[start:start + PAGE_SIZE]
             body: dict[str, Any] = {}
             if agg:

@@ -51,7 +51,7 @@ def test_user_written_env_is_kept_including_other_variables(tmp_path: Path) -> N
     (tmp_path / ".env").write_text(
         "# mine\nN8N_ENCRYPTION_KEY='my-own-key-from-n8n-config-file'\nPOSTGRES_PASSWORD=hunter2hunter2hunter2\n"
         "SMTP_HOST=mail.example.com\nN8N_PUBLIC_URL=https://n8n.example.org/\n")
-    messages = write_bundle(QUEUE, tmp_path)
+    messages = write_bundle(QUEUE, tmp_path, generate_missing_secrets=True)
     env = parse_env_text((tmp_path / ".env").read_text())
     assert env["N8N_ENCRYPTION_KEY"] == "my-own-key-from-n8n-config-file"
     assert env["POSTGRES_PASSWORD"] == "hunter2hunter2hunter2"
@@ -67,7 +67,7 @@ def test_an_unsafe_existing_secret_is_refused_not_replaced(tmp_path: Path) -> No
     original = "N8N_ENCRYPTION_KEY=has a space in it and more\n"
     (tmp_path / ".env").write_text(original)
     with pytest.raises(InputError, match="N8N_ENCRYPTION_KEY"):
-        write_bundle(QUEUE, tmp_path)
+        write_bundle(QUEUE, tmp_path, generate_missing_secrets=True)
     assert (tmp_path / ".env").read_text() == original
     assert not (tmp_path / "docker-compose.yml").exists()
 

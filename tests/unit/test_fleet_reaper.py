@@ -174,7 +174,8 @@ def run_cli(*args: str, env: dict[str, str], tmp_path: Path, monkeypatch, capsys
     """The real CLI entry point, in-process: exit code, stdout, stderr."""
     from n8n_sizer.cli import main
 
-    for var in ("HCLOUD_TOKEN", "GOOGLE_OAUTH_ACCESS_TOKEN", "N8N_SIZER_HCLOUD_URL", "N8N_SIZER_GCP_COMPUTE_URL"):
+    for var in ("HCLOUD_TOKEN", "GOOGLE_OAUTH_ACCESS_TOKEN", "N8N_SIZER_HCLOUD_URL", "N8N_SIZER_GCP_COMPUTE_URL",
+                "N8N_SIZER_OWNER"):
         monkeypatch.delenv(var, raising=False)
     for var, value in env.items():
         monkeypatch.setenv(var, value)
@@ -202,7 +203,7 @@ def test_cli_reap_reports_a_permanent_failure_cleanly(server, tmp_path, monkeypa
     ids = add_hetzner_stack(server, "old", targets=1, expires="2020-01-01t00-00z")  # the CLI reads the real clock
     server.state.faults.append(Fault("DELETE", f"/hetzner/ssh_keys/{ids['ssh_keys'][0]}", 403, times=-1,
                                      body={"error": {"code": "forbidden", "message": "insufficient permissions"}}))
-    code, out, err = run_cli("reap", "--provider", "hetzner", tmp_path=tmp_path, monkeypatch=monkeypatch,
+    code, out, err = run_cli("reap", "--provider", "hetzner", "--owner", "bench", tmp_path=tmp_path, monkeypatch=monkeypatch,
                              capsys=capsys, env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url})
     assert code == 1, err
     assert "failed        hetzner ssh_key n8n-sizer-old-ssh" in out
@@ -212,7 +213,7 @@ def test_cli_reap_reports_a_permanent_failure_cleanly(server, tmp_path, monkeypa
 
 
 def test_cli_reap_without_credentials_names_the_variables(tmp_path, monkeypatch, capsys):
-    code, _, err = run_cli("reap", tmp_path=tmp_path, monkeypatch=monkeypatch, capsys=capsys, env={})
+    code, _, err = run_cli("reap", "--owner", "bench", tmp_path=tmp_path, monkeypatch=monkeypatch, capsys=capsys, env={})
     assert code == 2 and "Traceback" not in err
     assert "export HCLOUD_TOKEN" in err and "GOOGLE_OAUTH_ACCESS_TOKEN" in err
     assert len(err.strip().splitlines()) == 1

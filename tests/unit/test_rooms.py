@@ -16,6 +16,7 @@ PKG = Path(__file__).resolve().parents[2] / "n8n_sizer"
 # Which rooms each room may import (besides itself, errors and versions). The CLI may import every room;
 # no room may import the CLI.
 ALLOWED: dict[str, set[str]] = {
+    "safety": set(),
     "advisor": set(),
     "deploy": {"advisor"},
     "hosts": set(),
@@ -31,7 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli": {"advisor", "bench", "deploy", "drills", "fleet", "hosts", "localstack", "n8n", "report", "runs",
             "stack", "telemetry"},
 }
-SHARED = {"errors", "versions", ""}  # "" is `import n8n_sizer` / `from n8n_sizer import versions`
+SHARED = {"errors", "versions", "safety", ""}  # safety: the shared guards (numbers, files, YAML, writes)  # "" is `import n8n_sizer` / `from n8n_sizer import versions`
 # What the pure core may not import at all (I/O and heavy optional packages).
 ADVISOR_FORBIDDEN = {"pulumi", "fabric", "paramiko", "httpx", "jinja2", "yaml", "matplotlib", "subprocess",
                      "socket", "shutil"}

@@ -1,0 +1,118 @@
+"""One reader for every file argument: a regular, readable file under a size cap, as UTF-8 text.
+
+Each failure is one `InputError` line that names the flag, the path, what is wrong and the fix. A FIFO or
+device (`/dev/zero`, a named pipe) is refused before it is read, so a hostile path cannot hang a command
+or fill memory; a directory, a missing file, a permission problem, a symlink loop, binary bytes and
+non-UTF-8 text each get their own reason.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from n8n_sizer.errors import InputError
+
+# Far above any compose file, .env, stack file, inventory or workflow export (they are kilobytes), far
+# below what would hurt: a parser never sees more than this.
+MAX_TEXT_BYTES = 8 * 1024 * 1024
+
+
+def _reason(exc: OSError) -> str:
+    reasons = {errno.ENOENT: "no such file", errno.EACCES: "is not readable (permission denied)",
+               errno.EPERM: "is not readable (permission denied)", errno.EISDIR: "is a folder, not a file",
+               errno.ENOTDIR: "has a file where a folder should be in its path", errno.ELOOP: "is a symbolic link loop",
+               errno.ENAMETOOLONG: "is too long a path"}
+    return reasons.get(exc.errno, exc.strerror or type(exc).__name__)
+
+
+def _fail(what: str, path: Path | str, reason: str, fix: str) -> InputError:
+    shown = str(path) if str(path) else "''"
+    return InputError(f"{what} {shown}: {reason}; {fix}".replace("\n", " "))
+
+
+def read_user_bytes(path: Path | str, what: str, *, fix: str, max_bytes: int = MAX_TEXT_BYTES) -> bytes:
+    """The bytes of a regular file the user named; `InputError` (one line) for anything else."""
+    if not str(path) or "\0" in str(path):
+        raise _fail(what, path, "is not a usable path", fix)
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat below refuses it anyway.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise _fail(what, path, _reason(exc), fix) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise _fail(what, path, "is a folder, not a file", fix)
+        if not stat.S_ISREG(info.st_mode):
+            raise _fail(what, path, "is not a regular file (a device, pipe or socket)", fix)
+        if info.st_size > max_bytes:
+            raise _fail(what, path, f"is {info.st_size:,} bytes, above the {max_bytes:,}-byte limit", fix)
+        chunks, total = [], 0
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except OSError as exc:
+                raise _fail(what, path, f"cannot be read ({_reason(exc)})", fix) from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:  # it grew while we read it
+                raise _fail(what, path, f"is above the {max_bytes:,}-byte limit", fix)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_user_text(path: Path | str, what: str, *, fix: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
+    """UTF-8 text of a file the user named (a leading BOM dropped); binary or non-UTF-8 is refused."""
+    data = read_user_bytes(path, what, fix=fix, max_bytes=max_bytes)
+    if b"\0" in data:
+        raise _fail(what, path, "holds binary data (NUL bytes), not text", fix)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(what, path, f"is not UTF-8 text (byte {exc.start})", fix) from None
+    return text.removeprefix("\ufeff")
+
+
+def require_folder(path: Path | str, what: str, *, fix: str) -> Path:
+    """`path` when it is an existing, readable folder; `InputError` otherwise."""
+    if not str(path) or "\0" in str(path):
+        raise _fail(what, path, "is not a usable path", fix)
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise _fail(what, path, _reason(exc), fix) from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise _fail(what, path, "is not a folder", fix)
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise _fail(what, path, "is not readable (permission denied)", fix)
+    return Path(path)
+
+
+def require_output_folder(path: Path | str, what: str, *, fix: str, writable: bool = False) -> Path:
+    """`path` when it is a usable output folder or can become one: not '', not a file, not under a file;
+    with `writable`, this process can also create files in it (or create it in its nearest parent)."""
+    text = str(path)
+    if not text.strip() or "\0" in text:
+        raise _fail(what, path, "is empty; name a folder", fix)
+    p = Path(path)
+    if p.is_symlink() and not p.exists():
+        raise _fail(what, path, "is a dangling symbolic link", fix)
+    if p.exists() and not p.is_dir():
+        raise _fail(what, path, "is a file, not a folder", fix)
+    nearest = p.absolute() if p.exists() else None
+    for parent in p.absolute().parents:
+        if nearest is not None:
+            break
+        if parent.exists():
+            if not parent.is_dir():
+                raise _fail(what, path, f"is not writable: it lies under {parent}, which is a file", fix)
+            nearest = parent
+    if writable and nearest is not None and not os.access(nearest, os.W_OK | os.X_OK):
+        raise _fail(what, path, f"is not writable ({nearest}: permission denied)", fix)
+    return p

@@ -1,0 +1,89 @@
+"""The one writer for user data: render outputs, secrets, results and reports.
+
+`write_atomic` creates a temporary file in the target's own folder with O_CREAT|O_EXCL|O_NOFOLLOW and an
+unpredictable name, so a symlink planted in a shared folder is never followed (the old writer opened a
+predictable `.<name>.tmp-<pid>` with O_TRUNC, which let a planted link redirect root's write of the
+secrets into another user's file). It writes every byte, fsyncs, and renames over the target (a rename
+replaces a link at the target, never writes through it), then fsyncs the folder. On any failure, a full
+disk included, the temporary file is removed and the user's previous file is left exactly as it was;
+the `InputError` says so in one line.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+from pathlib import Path
+
+from n8n_sizer.errors import InputError
+
+_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def temp_name(path: Path) -> Path:
+    """A fresh, unguessable sibling name for `path`'s temporary file."""
+    return path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+
+
+def _fsync_folder(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return  # some filesystems refuse to open a folder; the rename itself already happened
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path | str, data: str | bytes, *, private: bool, what: str = "") -> None:
+    """Replace `path` with `data` atomically: mode 0600 when `private`, else 0644 (less the umask).
+
+    Raises `InputError` naming `what` (default: the path) when the write fails; the previous file, if
+    any, is then untouched and no temporary file is left behind.
+    """
+    path = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    label = what or str(path)
+    existed = os.path.lexists(path)
+    kept = f"the previous {path.name} is left as it was" if existed else "nothing was written"
+    tmp = temp_name(path)
+    try:
+        fd = os.open(tmp, _FLAGS, 0o600 if private else 0o644)
+    except OSError as exc:
+        raise InputError(f"{label}: cannot create a file in {path.parent} ({exc.strerror or exc}); {kept}; "
+                         "pick a folder you can write to") from None
+    try:
+        try:
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(fd, view):]
+            if private:
+                os.fchmod(fd, 0o600)  # whatever the umask did
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        fix = "free some space or pick another folder" if exc.errno in (errno.ENOSPC, errno.EDQUOT) \
+            else "pick a folder you can write to"
+        raise InputError(f"{label}: writing {path} failed ({exc.strerror or exc}); {kept}; {fix}") from None
+    _fsync_folder(path.parent)
+
+
+def probe_writable(folder: Path, what: str, fix: str) -> None:
+    """Refuse early when `folder` cannot take a new file (exclusive create, never through a link)."""
+    probe = temp_name(folder / ".n8n-sizer-write-test")
+    try:
+        fd = os.open(probe, _FLAGS, 0o600)
+    except OSError as exc:
+        raise InputError(f"{what} {folder} is not writable ({exc.strerror or exc}); {fix}") from None
+    os.close(fd)
+    os.unlink(probe)
