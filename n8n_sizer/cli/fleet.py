@@ -81,7 +81,8 @@ def teardown(
 ) -> None:
     from n8n_sizer.fleet.reaper import (check_pulumi_project, format_report, run_pulumi_destroy, stack_owner,
                                         teardown_stack)
-    from n8n_sizer.fleet.spec import STACK_RE, load_stack_file, stack_file
+    from n8n_sizer.fleet.spec import STACK_RE, stack_file
+    from n8n_sizer.fleet.stackfile import load_stack_file
 
     if not STACK_RE.fullmatch(stack):
         from n8n_sizer.errors import InputError

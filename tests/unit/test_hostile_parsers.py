@@ -16,7 +16,7 @@ from n8n_sizer.deploy.check import check_compose
 from n8n_sizer.deploy.secrets import ENV_NAMES, check_existing_secrets, parse_env_text, read_env_strict
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import load_inventory
-from n8n_sizer.fleet.spec import load_stack_file
+from n8n_sizer.fleet.stackfile import load_stack_file
 from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.yamldoc import load_yaml
 
