@@ -20,7 +20,7 @@ def run(args, base=ADVISE):
 
 
 def test_human_output_echoes_inputs_and_names_every_setting():
-    p = run(["--rps", "20", "--vcpu", "4", "--workload", "code-heavy"])
+    p = run(["--rps", "20", "--vcpu", "4", "--workload", "code-heavy", "--max-hosts", "1"])
     assert p.returncode == 0, p.stderr
     for text in ("20 req/s, 4 vCPU x86, workload code-heavy", "worker --concurrency", "N8N_RUNNERS_MAX_CONCURRENCY",
                  "DB_POSTGRESDB_POOL_SIZE", "appendonly", "noeviction", "90% interval", "evidence:", "next: n8n-sizer render"):
@@ -35,7 +35,7 @@ def test_n8n_sizer_advise_is_the_same_command():
 
 
 def test_json_shape():
-    p = run(["--rps", "40", "--vcpu", "4", "--json"])
+    p = run(["--rps", "40", "--vcpu", "4", "--max-hosts", "1", "--json"])
     data = json.loads(p.stdout)
     for key in ("mode", "workers", "concurrency", "runner_concurrency", "production_limit", "db_pool_size",
                 "postgres_connections", "capacity_per_s", "headroom", "feasible", "server", "warnings", "evidence"):
@@ -49,7 +49,7 @@ def test_json_shape():
     (["--rps", "0"], "--rps"), (["--rps", "-3"], "--rps"), (["--rps", "5", "--vcpu", "0"], "--vcpu"),
     (["--rps", "5", "--workload", "heavy"], "light, code-heavy"), (["--rps", "5", "--provider", "aws"], "hetzner, gcp"),
     (["--rps", "5", "--arch", "risc"], "x86, arm"), (["--rps", "abc"], "--rps"), ([], "--rps"),
-    (["--rps", "5", "--results", "/nonexistent/results"], "--results"),
+    (["--rps", "5", "--results", "/nonexistent/results"], "--results"), (["--rps", "5", "--max-hosts", "0"], "--max-hosts"),
 ])
 def test_bad_input_is_one_line_exit_2(args, names):
     p = run(args)
