@@ -5,7 +5,7 @@ from __future__ import annotations
 from n8n_sizer.advisor import explain, settings
 from n8n_sizer.advisor.answer import (BindingBound, HostGroup, Interval, PoolSizes, Recommendation, Roles,
                                       ServerChoice)
-from n8n_sizer.advisor.pools import MAX_CONNECTIONS_CEILING
+from n8n_sizer.advisor.pools import MANY_CONNECTIONS, RAM_MIB_PER_VCPU_ASSUMED, connection_budget
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, Setup
 from n8n_sizer.advisor.topology import TopologyModel
 
@@ -23,11 +23,13 @@ def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:
     choice_text = explain.describe_choice("queue", lay.workers, lay.webhooks, lay.hosts, where)
     p95 = tm.p95_ms(req.rps)
     p95 = None if p95 == float("inf") else p95
-    # The search stops adding worker hosts where the pools reach the connection ceiling.
+    # The search stops adding worker hosts where the pools reach what the data host's RAM carries.
+    data_g = lay.group_with("postgres")
+    budget = connection_budget(data_ram_mib(adv, req, data_g))
     by_conn = (lay.hosts < req.max_hosts and
-               s.pools.postgres_connections + CONNECTION_HEADROOM + worker_g.workers * lay.worker_pool > MAX_CONNECTIONS_CEILING)
+               s.pools.postgres_connections + CONNECTION_HEADROOM + worker_g.workers * lay.worker_pool > budget)
     warnings = adv._common_warnings(req, carries, low, mid, p95, choice_text, bound, fits, True, by_conn)
-    extrapolated = explain.extrapolated(adv.fitted, profile, Setup(mode="queue", workers=lay.workers), worker_g.host,
+    extrapolated = explain.extrapolated(adv.fitted, profile, Setup(mode="queue", workers=worker_g.workers), worker_g.host,
                                         warnings, True)
     warnings.append("one main only: multi-main needs an n8n licence and is out of scope; main keeps the editor, API "
                     "and timers with production webhooks off (the load balancer routes /webhook/*, /webhook-waiting/*, "
@@ -35,6 +37,10 @@ def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:
     warnings.append("keep N8N_CONCURRENCY_PRODUCTION_LIMIT unset (-1) in queue mode: when set, each worker takes its "
                     "limit from it instead of --concurrency (per worker, not a total)")
     need_mib = s.pools.connection_ram_mib
+    if s.pools.max_connections > MANY_CONNECTIONS:
+        warnings.append(f"max_connections {s.pools.max_connections}: ~{need_mib:,.0f} MiB of Postgres backends on "
+                        f"{data_g.name}; above {MANY_CONNECTIONS} a connection pooler (PgBouncer) is the usual step, "
+                        "which this tool does not set up")
     groups = [HostGroup(name=g.name, provider=g.provider, size=g.size, vcpu=int(g.host.vcpu), count=g.count,
                         roles=Roles(**g.roles()), monthly_eur=g.monthly_eur) for g in lay.groups]
     worker_vcpu = sum(g.count * g.host.vcpu for g in lay.groups if g.workers)
@@ -60,3 +66,10 @@ def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:
         render_command=RENDER_TOPOLOGY, fits=fits, warnings=warnings,
         evidence=explain.evidence(adv.fitted, adv.ram.evidence, profile, setup, worker_g.host),
         notes=list(adv.notes) + explain.prior_notes(True), extrapolated=extrapolated, setup=setup)
+
+
+def data_ram_mib(adv, req, g) -> int:
+    from n8n_sizer.advisor.catalog import sizes_for
+
+    ram = next((x.ram_mib for x in sizes_for(req.provider, req.arch) if x.size == g.size), None)
+    return ram or RAM_MIB_PER_VCPU_ASSUMED * int(g.host.vcpu)

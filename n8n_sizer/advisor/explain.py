@@ -74,8 +74,9 @@ def measured_errors(fitted: FittedModel, profile: WorkflowProfile, setup: Setup,
 def what_would_help(bound: BindingBound, multi_host: bool, max_hosts: int, limited_by_connections: bool) -> str:
     """The remedy that matches the binding bound, and only that one."""
     if limited_by_connections:
-        return ("the worker count is held by Postgres connections: every worker's pool must fit under "
-                "max_connections (500 without a pooler such as PgBouncer, which this tool does not set up)")
+        return ("the worker count is held by Postgres connections: every worker's pool must fit under the "
+                "max_connections its data host's RAM carries; a larger data host, or a pooler such as PgBouncer "
+                "(not set up by this tool)")
     more_hosts = (f"allow more hosts (--max-hosts above {max_hosts})" if max_hosts > 1
                   else "allow several hosts (drop --max-hosts 1)")
     if bound.name in ("host", "cpu"):

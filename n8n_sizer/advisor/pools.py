@@ -15,8 +15,12 @@ import math
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, DEFAULT_DB_POOL_SIZE, POSTGRES_DEFAULT_MAX_CONNECTIONS
 
 # Without a connection pooler (PgBouncer, out of scope here) Postgres runs one backend process per
-# connection; past a few hundred they cost more in memory and lock contention than they give.
-MAX_CONNECTIONS_CEILING = 500
+# connection, so the data host's RAM bounds them: half of it for backends (the rest for shared_buffers,
+# the page cache and Redis). Above 500 a warning suggests a pooler.
+POSTGRES_BACKEND_RAM_SHARE = 0.5
+MANY_CONNECTIONS = 500
+# `--vcpu V` off the catalog has no RAM figure: assume Hetzner CX's 2 GiB per vCPU (catalog.py).
+RAM_MIB_PER_VCPU_ASSUMED = 2048
 # A prior: an idle backend's private memory (its catalog caches, a few MB) plus one work_mem (4 MB default)
 # for the sort an execution listing may need. Seed 002 measured the whole idle Postgres at 58-65 MiB.
 RAM_PER_CONNECTION_MIB = 10.0
@@ -50,6 +54,11 @@ def recommended_max_connections(conns: int) -> int:
     """Postgres' default of 100 unless the pools and CONNECTION_HEADROOM need more, rounded up."""
     need = conns + CONNECTION_HEADROOM
     return max(POSTGRES_DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_STEP * math.ceil(need / MAX_CONNECTIONS_STEP))
+
+
+def connection_budget(data_host_ram_mib: int) -> int:
+    """The largest max_connections the data host's RAM carries (POSTGRES_BACKEND_RAM_SHARE of it)."""
+    return int(POSTGRES_BACKEND_RAM_SHARE * data_host_ram_mib / RAM_PER_CONNECTION_MIB)
 
 
 def connection_ram_mib(max_connections: int) -> float:

@@ -58,6 +58,7 @@ class Advisor:
         self.usl = usl or {}
         self.notes = notes or []
         self._options: dict[tuple, list[_Candidate]] = {}
+        self._searches: dict[tuple, TopologySearch] = {}
         # Shared-core (burstable) sizes: the longest embedded soak on one gives their latency floor.
         soaks = [m for m in measurements if m.hardware.shared_core and m.results.p95_ms is not None and m.load.duration_s]
         self.soak = max(soaks, key=lambda m: m.load.duration_s) if soaks else None
@@ -97,25 +98,15 @@ class Advisor:
         return _Candidate("queue" if workers else "regular", setup, mid, model.binding_bound(profile, setup, host))
 
     def host_options(self, profile: WorkflowProfile, host: HostShape) -> list[_Candidate]:
-        """Regular, then queue with 1 .. 2V workers (at most MAX_WORKERS), simplest first."""
+        """Regular, then queue with 1 .. max_workers_on_host workers, simplest first."""
         key = (profile, host)
         if key not in self._options:
-            most = min(MAX_WORKERS, max(2, 2 * math.ceil(host.vcpu)))
-            self._options[key] = [self._candidate(profile, host, w) for w in range(0, most + 1)]
+            self._options[key] = [self._candidate(profile, host, w) for w in range(0, max_workers_on_host(host) + 1)]
         return self._options[key]
 
     def most_on_host(self, profile: WorkflowProfile, host: HostShape) -> _Candidate:
-        """The setup with the most capacity on this host, but no more workers than add capacity beyond the
-        model's own uncertainty: the fewest whose mid prediction reaches the best one's 90% low end. Extra
-        workers cost RAM (~225 MB idle each, seed 000) and compete for the same cores: seed 000's 4 workers
-        on 4 vCPU answered no more than 2 did and failed 1,013 requests at 50/s."""
-        key = (profile, host, "most")
-        if key not in self._options:
-            options = self.host_options(profile, host)
-            top = max(options, key=lambda c: c.mid)
-            low, _, _ = self.fitted.throughput_interval(profile, top.setup, host)
-            self._options[key] = [next(c for c in options if c.mid >= low)]
-        return self._options[key][0]
+        """The setup with the most capacity on this host (ties: the simpler)."""
+        return max(self.host_options(profile, host), key=lambda c: c.mid)
 
     def _p95(self, profile: WorkflowProfile, c: _Candidate, host: HostShape, rate: float, shared: bool) -> float | None:
         if rate >= c.mid:
@@ -162,8 +153,12 @@ class Advisor:
             c, comfortable, carries, p95 = self.best_on_host(profile, opt.shape, req.rps, req.p95_ms, shared)
             singles.append((_Single(opt, shared, c, p95), comfortable, carries))
         search = None
-        if req.max_hosts >= 2:
-            search = TopologySearch(self.model, profile, [o for o, shared in options if not shared], req.max_hosts)
+        multi_options = [o for o, shared in options if not shared]
+        if req.max_hosts >= 2 and multi_options:
+            key = (profile, tuple(multi_options), req.max_hosts)
+            search = self._searches.get(key)
+            if search is None:
+                search = self._searches[key] = TopologySearch(self.model, profile, multi_options, req.max_hosts)
         comfortable = [(_cost1(s.option), 0, s) for s, ok, _ in singles if ok]
         multi = search.carrying(req.rps, req.p95_ms) if search is not None else None
         if multi is not None:
@@ -226,6 +221,15 @@ class Advisor:
         from n8n_sizer.advisor.answer_topology import build_topology
 
         return build_topology(self, req, s, carries, fits)
+
+
+def max_workers_on_host(host: HostShape) -> int:
+    """One worker per 2 vCPU (at least 1) on a host that also runs main, Postgres and Redis. Seed 000: on
+    4 vCPU, 2 workers answered the most and 4 answered no more while failing 1,013 requests at 50/s;
+    notes/real-n8n.md: on 2 vCPU, 1 worker answered 25.5/s and 2 workers 24.5/s. Extra workers cost RAM
+    (~225 MB idle each, seed 000) and compete for the same cores. Grows with the host, so a bigger host
+    never has fewer setups to choose from."""
+    return min(MAX_WORKERS, max(1, math.ceil(host.vcpu / 2.0)))
 
 
 def _cost1(opt: HostOption) -> tuple:

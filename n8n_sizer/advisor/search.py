@@ -22,7 +22,7 @@ import math
 from n8n_sizer.advisor.capacity import PROCESS_IDLE_CORES, RUNNER_CORES, SOFTMIN_K, CapacityModel, HostShape, softmin
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.roles import role_demands
-from n8n_sizer.advisor.pools import MAX_CONNECTIONS_CEILING
+from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, connection_budget
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM
 from n8n_sizer.advisor.topology import (COMFORT_UTILISATION, Group, Layout, PoolPlan, TopologyModel, plan_pools,
                                         worker_settings)
@@ -50,9 +50,6 @@ class Scored:
     cost: tuple  # (monthly EUR or inf, hosts): what "cheapest" compares
     pools: PoolPlan
 
-    @property
-    def connections_fit(self) -> bool:
-        return self.pools.postgres_connections + CONNECTION_HEADROOM <= MAX_CONNECTIONS_CEILING
 
     @property
     def hosts(self) -> int:
@@ -102,6 +99,7 @@ class _Front:
     eur: float | None
     hosts: int
     connections: int  # its own processes' connections (main pool + 1, webhook processors' pools)
+    max_connections: int  # what its data host's RAM carries (pools.connection_budget)
 
 
 @dataclass(frozen=True)
@@ -111,6 +109,7 @@ class _Workers:
     option: HostOption
     inv_k: float
     connections_per_host: int
+    k: int  # workers per host
 
 
 def _capacity(front: _Front, workers: _Workers, n: int) -> float:
@@ -130,13 +129,13 @@ class TopologySearch:
         self.options = [o for o in options]
         self.kw = {o: workers_per_host(model, profile, o) for o in self.options}
         self.kh = {o: webhooks_per_host(model, profile, o) for o in self.options}
-        self.settings = {o: worker_settings(model, profile, o.shape, self.kw[o]) for o in self.options}
+        self._worker_parts: dict[tuple, _Workers] = {}
         self._cached: tuple[list[_Front], list[_Workers]] | None = None
 
-    def layout(self, front: tuple[Group, ...], worker: HostOption, n: int) -> Layout:
-        concurrency, pool = self.settings[worker]
-        return Layout(front + (_group("worker", worker, n, workers=self.kw[worker]),),
-                      concurrency=concurrency, worker_pool=pool)
+    def layout(self, front: tuple[Group, ...], worker: HostOption, n: int, k: int | None = None) -> Layout:
+        k = self.kw[worker] if k is None else k
+        concurrency, pool = worker_settings(self.model, self.profile, worker.shape, k)
+        return Layout(front + (_group("worker", worker, n, workers=k),), concurrency=concurrency, worker_pool=pool)
 
     def front_ends(self) -> list[tuple[Group, ...]]:
         """Every non-worker part: app host; or data host + ingest host (+ M webhook hosts of its size)."""
@@ -156,9 +155,11 @@ class TopologySearch:
         (same arch, so the same host speed on the execution's path) and a front's bounds not on the workers."""
         if self._cached is None:
             fronts_groups = self.front_ends()
+            ram = {(o.shape, o.size): o.ram_mib or RAM_MIB_PER_VCPU_ASSUMED * o.vcpu for o in self.options}
             ref_w = self.options[0]
             fronts = []
             for groups in fronts_groups:
+                data = next(g for g in groups if g.postgres)
                 tm = TopologyModel(self.model, self.profile, self.layout(groups, ref_w, 1))
                 bounds = tm.bounds()
                 pools = plan_pools(tm, tm.capacity_per_s())
@@ -166,19 +167,24 @@ class TopologySearch:
                 eur = [g.monthly_eur for g in groups]
                 fronts.append(_Front(groups, _inv_k(own), None if None in eur else sum(g.count * g.monthly_eur for g in groups),
                                      sum(g.count for g in groups),
-                                     pools.postgres_connections - self.kw[ref_w] * tm.layout.worker_pool))
-            workers = []
-            for o in self.options:
-                tm = TopologyModel(self.model, self.profile, self.layout(fronts_groups[0], o, 1))
-                unit = [b.per_s for b in tm.bounds() if b.host == "worker" or b.name == "slots"]
-                workers.append(_Workers(o, _inv_k(unit), self.kw[o] * tm.layout.worker_pool))
-            self._cached = (fronts, workers)
+                                     pools.postgres_connections - self.kw[ref_w] * tm.layout.worker_pool,
+                                     connection_budget(ram[(data.host, data.size)])))
+            self._cached = (fronts, [self._workers(o, self.kw[o]) for o in self.options])
         return self._cached
 
+    def _workers(self, o: HostOption, k: int) -> _Workers:
+        key = (o, k)
+        if key not in self._worker_parts:
+            groups = (_group("app", o, main=1, webhook=1, postgres=1, redis=1, load_balancer=1),)
+            tm = TopologyModel(self.model, self.profile, self.layout(groups, o, 1, k))
+            unit = [b.per_s for b in tm.bounds() if b.host == "worker" or b.name == "slots"]
+            self._worker_parts[key] = _Workers(o, _inv_k(unit), k * tm.layout.worker_pool, k)
+        return self._worker_parts[key]
+
     def _room(self, f: _Front, w: _Workers) -> int:
-        """Worker hosts allowed: within max_hosts, and few enough that every pool fits under Postgres'
-        MAX_CONNECTIONS_CEILING (connections grow with the worker count)."""
-        by_conn = (MAX_CONNECTIONS_CEILING - CONNECTION_HEADROOM - f.connections) // w.connections_per_host
+        """Worker hosts allowed: within max_hosts, and few enough that every pool, with the operators'
+        headroom, fits the max_connections its data host's RAM carries (connections grow with the workers)."""
+        by_conn = (f.max_connections - CONNECTION_HEADROOM - f.connections) // w.connections_per_host
         return min(self.max_hosts - f.hosts, by_conn)
 
     @staticmethod
@@ -187,7 +193,7 @@ class TopologySearch:
         return (eur if eur is not None else math.inf, f.hosts + n)
 
     def _scored(self, f: _Front, w: _Workers, n: int) -> Scored:
-        lay = self.layout(f.groups, w.option, n)
+        lay = self.layout(f.groups, w.option, n, w.k)
         tm = TopologyModel(self.model, self.profile, lay)
         cap = tm.capacity_per_s()
         return Scored(lay, cap, self._cost(f, w, n), plan_pools(tm, cap))
@@ -220,11 +226,15 @@ class TopologySearch:
         return None if best is None else self._scored(*best[1:])
 
     def most_capacity(self) -> Scored | None:
-        """The candidate with the most capacity within max_hosts (ties: fewer hosts, then cheaper)."""
+        """The candidate with the most capacity within max_hosts (ties: fewer hosts, then cheaper). Here the
+        workers per host may be fewer than the usual count: where Postgres connections cap the worker total,
+        fewer per host on more hosts can hold more of them (and bigger hosts can always repeat what smaller
+        ones did, so the most capacity never falls as the hosts grow)."""
         fronts, workers = self._parts()
         best: tuple | None = None
+        options = [self._workers(w.option, k) for w in workers for k in range(1, w.k + 1)]
         for f in fronts:
-            for w in workers:
+            for w in options:
                 room = self._room(f, w)
                 if room < 1:
                     continue

@@ -199,23 +199,23 @@ class TopologyModel:
 
 def worker_settings(model: CapacityModel, profile: WorkflowProfile, host: HostShape, workers_per_host: int
                     ) -> tuple[int, int]:
-    """(`worker --concurrency`, worker DB pool) for workers on hosts of this shape, from the worker host alone
-    (so they do not depend on the requested rate, and a bigger topology never changes them):
-    per worker, Little's in-flight count at the comfortable rate (COMFORT_UTILISATION of what the host's
-    workers can do) x the burst factor. Concurrency never below n8n's default of 10 (seed 000: lower costs
-    throughput); the pool counts only executions using CPU, not those waiting (a Wait node holds no
-    connection), at least 2, plus one for the worker's bookkeeping (pools.worker_pool_size)."""
+    """(`worker --concurrency`, worker DB pool) for one worker, from the worker process alone: the most it
+    can run (its own `process_cores` ceiling, or its runner's one core) at COMFORT_UTILISATION, through
+    Little's law (in flight = rate x time in flight) x the burst factor. The time in flight is the wait plus
+    the CPU path stretched as an M/M/1 queue at that utilisation (the worst a busy core does). Neither depends
+    on the host's size or the requested rate, so a bigger host or a higher rate never changes them.
+    Concurrency never below n8n's default of 10 (seed 000: lower costs throughput); the pool counts only
+    executions using CPU, not those waiting (a Wait node holds no connection), plus one for bookkeeping
+    (pools.worker_pool_size)."""
     from n8n_sizer.advisor.pools import worker_pool_size
 
     d = role_demands(model, profile, True)
-    h, pc, v = model.host_factor(host), model.process_cores, host.vcpu
-    k = workers_per_host
-    bounds = [max(v - PROCESS_IDLE_CORES * k, 1e-9) / (h * (d.worker_s + d.rest_worker_s + d.runner_s)),
-              k * pc / (h * d.worker_s)]
+    h = model.host_factor(host)
+    ceilings = [model.process_cores / (h * d.worker_s)]
     if d.runner_s > 0:
-        bounds.append(k * RUNNER_CORES / (h * d.runner_s))
-    x = COMFORT_UTILISATION * softmin(bounds) / k
-    busy = h * (d.ingest_s + d.worker_s + d.runner_s) * (1.0 + sakasegawa_wait_factor(COMFORT_UTILISATION, v))
+        ceilings.append(RUNNER_CORES / (h * d.runner_s))
+    x = COMFORT_UTILISATION * min(ceilings)
+    busy = h * (d.ingest_s + d.worker_s + d.runner_s) * (1.0 + sakasegawa_wait_factor(COMFORT_UTILISATION, 1.0))
     concurrency = max(DEFAULT_WORKER_CONCURRENCY, math.ceil(BURST_FACTOR * x * (d.wait_s + busy)))
     return concurrency, worker_pool_size(concurrency, x * busy)
 
