@@ -148,25 +148,19 @@ class Advisor:
     def recommend(self, req: Request) -> Recommendation:
         profile = req.profile
         options, sizes = self._options_for(req)
-        singles = []
-        for opt, shared in options:
-            c, comfortable, carries, p95 = self.best_on_host(profile, opt.shape, req.rps, req.p95_ms, shared)
-            singles.append((_Single(opt, shared, c, p95), comfortable, carries))
-        search = None
         multi_options = [o for o, shared in options if not shared]
+        search = None
         if req.max_hosts >= 2 and multi_options:
             key = (profile, tuple(multi_options), req.max_hosts)
             search = self._searches.get(key)
             if search is None:
                 search = self._searches[key] = TopologySearch(self.model, profile, multi_options, req.max_hosts)
-        comfortable = [(_cost1(s.option), 0, s) for s, ok, _ in singles if ok]
-        multi = search.carrying(req.rps, req.p95_ms) if search is not None else None
-        if multi is not None:
-            comfortable.append((multi.cost, 1, multi))
-        if comfortable:
-            answer = min(comfortable, key=lambda t: (t[0], t[1]))[2]
-            carries = True
-        else:
+        answer, singles = self._cheapest_comfortable(req, options, search, req.p95_ms)
+        carries = answer is not None
+        if answer is None and req.p95_ms is not None:
+            # A latency miss: the rate is carried, the p95 target is not. Answer what carries the rate and say so.
+            answer, _ = self._cheapest_comfortable(req, options, search, None)
+        if answer is None:
             most = search.most_capacity() if search is not None else None
             best_single = max(singles, key=lambda t: t[0].cand.mid)
             if most is not None and most.capacity_per_s > best_single[0].cand.mid:
@@ -179,6 +173,19 @@ class Advisor:
         if isinstance(answer, _Single):
             return self._build_single(req, answer, carries, fits, sizes)
         return self._build_topology(req, answer, carries, fits)
+
+    def _cheapest_comfortable(self, req: Request, options, search, p95_target):
+        """The cheapest candidate (one host, or a topology) that carries the rate comfortably within the
+        p95 target, or None; and every host's own answer."""
+        singles = []
+        for opt, shared in options:
+            c, comfortable, carries, p95 = self.best_on_host(req.profile, opt.shape, req.rps, p95_target, shared)
+            singles.append((_Single(opt, shared, c, p95), comfortable, carries))
+        found = [(_cost1(s.option), 0, s) for s, ok, _ in singles if ok]
+        multi = search.carrying(req.rps, p95_target) if search is not None else None
+        if multi is not None:
+            found.append((multi.cost, 1, multi))
+        return (min(found, key=lambda t: (t[0], t[1]))[2] if found else None), singles
 
     def _fits(self, profile: WorkflowProfile, req: Request, sizes: list[ServerSize]) -> list[SizeFit]:
         out = []

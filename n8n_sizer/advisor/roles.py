@@ -36,8 +36,9 @@ MAIN_RESIDUAL_SHARE = Prior("main_residual_share", 0.005, "main's share of the q
 # left (8%) is Postgres, Redis and the kernel together. Postgres gets most of it, Redis little.
 POSTGRES_SHARE = Prior("postgres_share", 0.05, "Postgres server CPU as a share of the queue-mode overhead; the "
                        "notes' per-process rows leave ~8% for Postgres, Redis and the kernel together")
-REDIS_SHARE = Prior("redis_share", 0.01, "Redis CPU as a share of the queue-mode overhead (Bull: a few dozen "
-                    "commands per job); single-threaded, so one core is its ceiling")
+REDIS_SHARE = Prior("redis_share", 0.001, "Redis CPU as a share of the queue-mode overhead (~0.14 ms per light "
+                    "execution: Bull's dozen or two commands per job at ~10 us each); single-threaded, so one core "
+                    "is its ceiling; not measured")
 # A reverse proxy (Caddy/nginx) forwarding a small JSON webhook: well under a millisecond of CPU.
 LB_CPU_MS = Prior("load_balancer_cpu_ms", 0.3, "load balancer CPU per proxied request on the reference host; "
                   "not measured here")
