@@ -202,6 +202,11 @@ class TopologySearch:
         """The cheapest candidate whose capacity carries `rate` comfortably (and meets the p95 target)."""
         need = rate / COMFORT_UTILISATION
         fronts, workers = self._parts()
+        if p95_target_ms is not None and fronts:
+            # No queueing at all still leaves the wait and the CPU path (the same on every candidate of one arch).
+            tm = TopologyModel(self.model, self.profile, self.layout(fronts[0].groups, workers[0].option, 1))
+            if 1000.0 * (tm.d.wait_s + tm.path_s()) > p95_target_ms:
+                return None
         best: tuple | None = None
         for f in fronts:
             for w in workers:
@@ -216,11 +221,16 @@ class TopologySearch:
                 if best is not None and self._cost(f, w, n) >= best[0]:
                     continue
                 if p95_target_ms is not None:
-                    while n <= room and TopologyModel(self.model, self.profile, self.layout(f.groups, w.option, n)
-                                                      ).p95_ms(rate) > p95_target_ms:
-                        n += 1
-                    if n > room:
+                    # p95 falls as worker hosts are added: none meets the target if the most hosts do not.
+                    def meets(k: int) -> bool:
+                        lay = self.layout(f.groups, w.option, k, w.k)
+                        return TopologyModel(self.model, self.profile, lay).p95_ms(rate) <= p95_target_ms
+                    if not meets(room):
                         continue
+                    hi = room
+                    while n < hi:
+                        mid = (n + hi) // 2
+                        n, hi = (n, mid) if meets(mid) else (mid + 1, hi)
                 if best is None or self._cost(f, w, n) < best[0]:
                     best = (self._cost(f, w, n), f, w, n)
         return None if best is None else self._scored(*best[1:])
