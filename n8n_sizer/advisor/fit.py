@@ -46,8 +46,9 @@ BASE_SPECS: tuple[ParamSpec, ...] = (
               "queue-mode overhead relative to regular; notes/real-n8n.md measured 28.9/s regular vs 24.5/s queue"),
     ParamSpec("main_share_queue", 0.02, 1.0, 0.15, 0.7,
               "main's share in queue mode; notes/real-n8n.md: main ~12 ms vs worker ~60 ms per execution"),
-    ParamSpec("worker_share_queue", 0.05, 1.0, 0.6, 0.7,
-              "a worker's share in queue mode; notes/real-n8n.md: worker ~60 ms per execution"),
+    ParamSpec("worker_share_queue", 0.05, 1.0, 0.75, 0.3,
+              "a worker's share in queue mode: it runs the execution (notes/real-n8n.md's worker profile: Postgres "
+              "writes and ORM ~40%, Redis/Bull 4-8%, the expression engine ~8%) while main only receives and enqueues"),
     ParamSpec("runner_factor", 0.5, 2.0, 1.0, 0.3,
               "runner CPU per ms of Code node CPU; seed 000 measured the Code node at 187 ms warm"),
     ParamSpec("arm_factor", 0.5, 3.0, 1.0, 1.0,

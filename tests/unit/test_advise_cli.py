@@ -70,6 +70,8 @@ def test_validate_json_reports_leave_one_out():
     assert data["median_abs_pct_error"] <= 10 and data["max_abs_pct_error"] <= 25
     assert len(data["points"]) >= 15 and all("error_pct" in pt for pt in data["points"])
     assert any("latency" in e["reason"] for e in data["excluded"])
+    demand = data["demand_rows"]
+    assert {r["role"] for r in demand["rows"]} >= {"main", "worker"} and demand["max_abs_pct_error"] <= 25
 
 
 def _write_run(out: Path, answered_per_min: float, workflow: str = "light") -> None:
