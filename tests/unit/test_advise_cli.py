@@ -117,3 +117,40 @@ def test_results_of_your_own_workflow_are_advised_on_its_own_demand(tmp_path):
     assert 7 <= data["capacity_per_s"]["mid"] <= 13  # 10/s measured on this 2-vCPU host
     p = run(["--rps", "5", "--workload", "invoices", "--results", str(tmp_path)])
     assert p.returncode == 2 and "light, code-heavy" in p.stderr
+
+
+CONTRACT_KEYS = {"topology", "webhook_processors", "workers", "concurrency", "concurrency_per_vcpu", "db_pool_size",
+                 "postgres_connections", "max_connections", "monthly_eur", "capacity_per_s", "feasible", "bound",
+                 "render_command"}
+
+
+@pytest.mark.parametrize("rps", ["200", "400"])
+def test_json_topology_contract_for_200_and_400_per_s(rps):
+    p = run(["--rps", rps, "--json"])
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert CONTRACT_KEYS <= set(data)
+    assert data["feasible"] and data["webhook_processors"] >= 1 and data["workers"] >= 2
+    assert data["postgres_connections"] <= data["max_connections"] and data["monthly_eur"] > 0
+    for g in data["topology"]:
+        assert set(g) >= {"name", "provider", "size", "vcpu", "count", "roles"}
+        assert set(g["roles"]) == {"main", "webhook", "workers", "postgres", "redis", "load_balancer"}
+    assert set(data["db_pool_size"]) == {"main", "webhook", "worker"}
+    assert set(data["bound"]) >= {"name", "role", "host"}
+    assert data["render_command"] == "n8n-sizer render --topology advice.json --out cluster/"
+
+
+def test_human_topology_output_names_hosts_roles_and_the_render_command():
+    p = run(["--rps", "200"])
+    assert p.returncode == 0, p.stderr
+    for text in ("topology (process counts per host):", "webhook", "load_balancer 1", "EUR/month",
+                 "concurrency per vCPU", "render --topology advice.json", "prior webhook_factor"):
+        assert text in p.stdout, text
+
+
+def test_max_hosts_1_and_compose_on_a_topology():
+    p = run(["--rps", "200", "--max-hosts", "1", "--json"])
+    data = json.loads(p.stdout)
+    assert data["hosts"] == 1 and len(data["topology"]) == 1 and not data["feasible"]
+    p = run(["--rps", "200", "--compose", "/tmp/never-written-by-this-test"])
+    assert p.returncode == 2 and "--max-hosts 1" in p.stderr and len(p.stderr.strip().splitlines()) == 1
