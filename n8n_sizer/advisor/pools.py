@@ -31,12 +31,17 @@ INGEST_DB_HOLD_S = 0.010
 BURST_FACTOR = 1.5
 
 
+# notes/real-n8n.md's worker profile: Postgres writes and the ORM take ~40% of a worker's time per execution,
+# so of the executions a worker has on CPU, about that share hold a connection at any moment.
+DB_SHARE_OF_WORKER_TIME = 0.4
+
+
 def worker_pool_size(concurrency: int, in_flight: float) -> int:
-    """DB_POSTGRESDB_POOL_SIZE for a worker: a connection for each execution it runs at once, plus one for
-    its own bookkeeping (see module doc). "At once" is Little's in-flight count x the burst factor, at least
-    2 executions (so a worker at `--concurrency` 10 gets at least 3, seed 000's pool of 2 being too few),
-    at most its `--concurrency`: more connections than slots are never used."""
-    return min(concurrency, max(2, math.ceil(BURST_FACTOR * in_flight))) + 1
+    """DB_POSTGRESDB_POOL_SIZE for a worker: a connection for each execution in a database call at once, plus
+    one for its own bookkeeping (see module doc). "At once" is Little's in-flight count (executions on CPU)
+    x DB_SHARE_OF_WORKER_TIME x the burst factor, at least 2 (so a worker at `--concurrency` 10 gets at least
+    3, seed 000's pool of 2 being too few under load), at most its `--concurrency`: more are never used."""
+    return min(concurrency, max(2, math.ceil(BURST_FACTOR * DB_SHARE_OF_WORKER_TIME * in_flight))) + 1
 
 
 def ingest_pool_size(rate_per_process_per_s: float) -> int:
