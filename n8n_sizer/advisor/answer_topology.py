@@ -65,7 +65,7 @@ def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:
         topology=groups, webhook_processors=lay.webhooks, hosts=lay.hosts, monthly_eur=lay.monthly_eur,
         render_command=RENDER_TOPOLOGY, fits=fits, warnings=warnings,
         evidence=explain.evidence(adv.fitted, adv.ram.evidence, profile, setup, worker_g.host),
-        notes=list(adv.notes) + explain.prior_notes(True), extrapolated=extrapolated, setup=setup)
+        notes=list(adv.notes) + explain.prior_notes(True, adv.fitted.demand_rows), extrapolated=extrapolated, setup=setup)
 
 
 def data_ram_mib(adv, req, g) -> int:

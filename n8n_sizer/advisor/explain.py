@@ -11,7 +11,7 @@ from n8n_sizer.advisor.answer import BindingBound, SizeFit
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.fit import FittedModel, profile_of
 from n8n_sizer.advisor.profiles import WorkflowProfile
-from n8n_sizer.advisor.roles import PRIORS
+from n8n_sizer.advisor.roles import PINNED_BY, PRIORS
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.advisor.validate import describe_setup
 
@@ -129,8 +129,10 @@ def latency_warning(rate: float, p95: float | None, target: float, mid: float, c
             f"{target:g}, though its capacity ({mid:.1f}/s) carries the rate{why}")
 
 
-def prior_notes(multi_host: bool) -> list[str]:
-    """The priors an answer rests on that no embedded row pins (roles.py), named for the notes."""
+def prior_notes(multi_host: bool, demand_rows) -> list[str]:
+    """The priors an answer rests on that no per-role row pins (roles.py), named for the notes."""
     if not multi_host:
         return []
-    return [f"prior {p.name} = {p.value:g}: {p.why}" for p in PRIORS]
+    pinned = {r.role for r in demand_rows if r.role != "main" or r.measurement.setup.webhook_processors > 0}
+    return [f"prior {p.name} = {p.value:g}, no measured row pins it: {p.why}" for p in PRIORS
+            if PINNED_BY[p.name] not in pinned]

@@ -58,6 +58,17 @@ BASE_SPECS: tuple[ParamSpec, ...] = (
 )
 
 
+def _role_prior_specs() -> tuple[ParamSpec, ...]:
+    """The role priors (roles.py) as parameters: held at their prior until per-role rows speak, and their
+    uncertainty (a factor of two, log sd 0.7) widens a topology's interval honestly meanwhile."""
+    from n8n_sizer.advisor.roles import PRIORS
+
+    return tuple(ParamSpec(p.name, p.value / 20.0, p.value * 20.0, p.value, 0.7, p.why) for p in PRIORS)
+
+
+BASE_SPECS = BASE_SPECS + _role_prior_specs()
+
+
 @dataclass(frozen=True)
 class DemandRow:
     """A measured per-role CPU figure: `role`'s CPU seconds per execution in one process."""
@@ -219,7 +230,7 @@ def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
     z = result.x
     data_res = data_residuals(z)
     n = len(points)
-    dof = max(1, n - len(BASE_SPECS))
+    dof = max(1, n - len(BASE_SPECS) + len(_role_prior_specs()))
     resid_sd = max(math.sqrt(float(np.sum(data_res ** 2)) / dof), NOISE_FLOOR)
     nd = n + len(demand_rows)
     jac_data = result.jac[:nd] * NOISE_FLOOR  # back to log units

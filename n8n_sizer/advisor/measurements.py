@@ -83,6 +83,7 @@ class Results(_Frozen):
     runner_cpu_ms: float | None = None
     postgres_cpu_ms: float | None = None
     redis_cpu_ms: float | None = None
+    load_balancer_cpu_ms: float | None = None
     fired: int | None = None
     accepted: int | None = None
     refused: int | None = None

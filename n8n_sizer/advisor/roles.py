@@ -43,7 +43,15 @@ REDIS_SHARE = Prior("redis_share", 0.001, "Redis CPU as a share of the queue-mod
 LB_CPU_MS = Prior("load_balancer_cpu_ms", 0.3, "load balancer CPU per proxied request on the reference host; "
                   "not measured here")
 PRIORS = (WEBHOOK_FACTOR, MAIN_RESIDUAL_SHARE, POSTGRES_SHARE, REDIS_SHARE, LB_CPU_MS)
-MEASURED_ROLES = ("main", "webhook", "worker", "runner", "postgres", "redis")
+MEASURED_ROLES = ("main", "webhook", "worker", "runner", "postgres", "redis", "load_balancer")
+# Which per-role rows pin which prior (a main row pins main's residual share only with webhook processors).
+PINNED_BY = {"webhook_factor": "webhook", "main_residual_share": "main", "postgres_share": "postgres",
+             "redis_share": "redis", "load_balancer_cpu_ms": "load_balancer"}
+
+
+def prior_value(params: dict[str, float], prior: Prior) -> float:
+    """The fitted value where the fit carries the prior as a parameter (fit.py), else the prior itself."""
+    return params.get(prior.name, prior.value)
 
 
 @dataclass(frozen=True)
@@ -77,14 +85,15 @@ def role_demands(model: CapacityModel, profile: WorkflowProfile, webhook_process
     p = model.params
     q = model.overhead_s(profile) * p["queue_factor"]
     m, w = p["main_share_queue"], p["worker_share_queue"]
-    rest = max(0.0, 1.0 - m - w - POSTGRES_SHARE.value - REDIS_SHARE.value) * q
-    ingest = m * q * (WEBHOOK_FACTOR.value if webhook_processors else 1.0)
+    pg, redis = prior_value(p, POSTGRES_SHARE), prior_value(p, REDIS_SHARE)
+    rest = max(0.0, 1.0 - m - w - pg - redis) * q
+    ingest = m * q * (prior_value(p, WEBHOOK_FACTOR) if webhook_processors else 1.0)
     return RoleDemands(
-        ingest_s=ingest, main_residual_s=MAIN_RESIDUAL_SHARE.value * q if webhook_processors else 0.0,
+        ingest_s=ingest, main_residual_s=prior_value(p, MAIN_RESIDUAL_SHARE) * q if webhook_processors else 0.0,
         worker_s=w * q, runner_s=profile.code_cpu_s * p["runner_factor"],
-        postgres_s=POSTGRES_SHARE.value * q, redis_s=REDIS_SHARE.value * q,
+        postgres_s=pg * q, redis_s=redis * q,
         rest_ingest_s=rest * m / (m + w), rest_worker_s=rest * w / (m + w),
-        load_balancer_s=LB_CPU_MS.value / 1000.0, wait_s=profile.wait_s)
+        load_balancer_s=prior_value(p, LB_CPU_MS) / 1000.0, wait_s=profile.wait_s)
 
 
 def predicted_role_cpu_s(model: CapacityModel, profile: WorkflowProfile, mode: str, webhook_processors: int,
@@ -99,7 +108,8 @@ def predicted_role_cpu_s(model: CapacityModel, profile: WorkflowProfile, mode: s
     r = role_demands(model, profile, webhook_processors > 0)
     values = {"main": r.main_residual_s if webhook_processors else r.ingest_s,
               "webhook": r.ingest_s if webhook_processors else None, "worker": r.worker_s,
-              "runner": r.runner_s or None, "postgres": r.postgres_s, "redis": r.redis_s}
+              "runner": r.runner_s or None, "postgres": r.postgres_s, "redis": r.redis_s,
+              "load_balancer": r.load_balancer_s if webhook_processors else None}
     v = values.get(role)
     return None if v is None else v * h
 
