@@ -97,3 +97,21 @@ def test_worker_settings_do_not_depend_on_the_host_size(advisor):
     a = worker_settings(advisor.model, CODE_HEAVY, HostShape(4.0, "x86", "seed-002"), 2)
     b = worker_settings(advisor.model, CODE_HEAVY, HostShape(32.0, "x86", "seed-002"), 16)
     assert a == b and a[0] >= 10 and a[1] >= 3
+
+
+def test_a_measured_webhook_row_pins_its_prior_and_leaves_the_notes():
+    """Point 1's rows (from `bench --local` with webhook processors) replace the prior they measure."""
+    from n8n_sizer.advisor.explain import prior_notes
+    from n8n_sizer.advisor.fit import fit_capacity
+    from n8n_sizer.advisor.measurements import load_embedded
+
+    rows = load_embedded()
+    base = next(m for m in rows if m.id == "notes-queue-cpu-per-exec")
+    measured = base.model_copy(update={
+        "id": "test-webhook-row", "setup": base.setup.model_copy(update={"webhook_processors": 1}),
+        "results": base.results.model_copy(update={"worker_cpu_ms": None, "main_cpu_ms": None, "webhook_cpu_ms": 18.0})})
+    fitted = fit_capacity(tuple(rows) + (measured,))
+    assert fitted.params["webhook_factor"] > 1.2  # 18 ms measured against ~12 ms for main's ingest share
+    names = " ".join(prior_notes(True, fitted.demand_rows))
+    assert "webhook_factor" not in names and "postgres_share" in names
+    assert "webhook_factor" in " ".join(prior_notes(True, build_advisor().fitted.demand_rows))
