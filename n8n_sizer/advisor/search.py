@@ -130,11 +130,15 @@ class TopologySearch:
         self.kw = {o: workers_per_host(model, profile, o) for o in self.options}
         self.kh = {o: webhooks_per_host(model, profile, o) for o in self.options}
         self._worker_parts: dict[tuple, _Workers] = {}
+        self._settings: dict[tuple, tuple[int, int]] = {}
         self._cached: tuple[list[_Front], list[_Workers]] | None = None
 
     def layout(self, front: tuple[Group, ...], worker: HostOption, n: int, k: int | None = None) -> Layout:
         k = self.kw[worker] if k is None else k
-        concurrency, pool = worker_settings(self.model, self.profile, worker.shape, k)
+        key = (worker.shape, k)
+        if key not in self._settings:
+            self._settings[key] = worker_settings(self.model, self.profile, worker.shape, k)
+        concurrency, pool = self._settings[key]
         return Layout(front + (_group("worker", worker, n, workers=k),), concurrency=concurrency, worker_pool=pool)
 
     def front_ends(self) -> list[tuple[Group, ...]]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from n8n_sizer.advisor.capacity import (P95_OF_EXPONENTIAL, PROCESS_IDLE_CORES, RUNNER_CORES, SERVICE_CV2,
                                         CapacityModel, HostShape, sakasegawa_wait_factor, softmin)
@@ -64,15 +65,17 @@ class Layout:
     concurrency: int = DEFAULT_WORKER_CONCURRENCY  # `worker --concurrency`, every worker
     worker_pool: int = DEFAULT_WORKER_CONCURRENCY + 1  # DB_POSTGRESDB_POOL_SIZE of every worker
 
-    @property
+    # Cached: the search asks these thousands of times (functools.cached_property writes the instance's
+    # __dict__ directly, which a frozen dataclass allows).
+    @cached_property
     def webhooks(self) -> int:
         return sum(g.count * g.webhook for g in self.groups)
 
-    @property
+    @cached_property
     def workers(self) -> int:
         return sum(g.count * g.workers for g in self.groups)
 
-    @property
+    @cached_property
     def hosts(self) -> int:
         return sum(g.count for g in self.groups)
 
@@ -100,11 +103,12 @@ class TopologyModel:
     def __init__(self, model: CapacityModel, profile: WorkflowProfile, layout: Layout):
         self.model, self.profile, self.layout = model, profile, layout
         self.d: RoleDemands = role_demands(model, profile, layout.webhooks > 0)
+        self._factors = {g.host: model.host_factor(g.host) for g in layout.groups}
         self._bounds = self._resource_bounds()
         self._ceiling = min(b.per_s for b in self._bounds)
 
     def _h(self, g: Group) -> float:
-        return self.model.host_factor(g.host)
+        return self._factors[g.host]
 
     def _host_cpu_s(self, g: Group) -> float:
         """CPU seconds one host of the group spends per execution of the whole topology."""
@@ -146,10 +150,15 @@ class TopologyModel:
         return out
 
     # --- questions -----------------------------------------------------------------------------
-    def path_s(self) -> float:
+    @cached_property
+    def _path_s(self) -> float:
         ingest_g = self.layout.group_with("webhook" if self.layout.webhooks else "main")
         worker_g = self.layout.group_with("workers")
         return self._h(ingest_g) * self.d.ingest_s + self._h(worker_g) * (self.d.worker_s + self.d.runner_s)
+
+    def path_s(self) -> float:
+        """CPU seconds on one execution's critical path: its ingest process, its worker and its runner."""
+        return self._path_s
 
     def residence_s(self, x: float) -> float:
         """One execution's time in flight at throughput x: its wait, its CPU path, stretched by the worker
