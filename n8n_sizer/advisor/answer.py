@@ -10,6 +10,8 @@ from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.setup import Setup
 
 RecommendedMode = Literal["regular", "regular-limit", "queue"]
+# The topology contract's render step (docs/advise-topology.md): `advise --json > advice.json` first.
+RENDER_TOPOLOGY = "n8n-sizer render --topology advice.json --out cluster/"
 
 
 class _Frozen(BaseModel):

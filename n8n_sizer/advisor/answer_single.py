@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from n8n_sizer.advisor import explain, settings
-from n8n_sizer.advisor.answer import (BindingBound, HostGroup, Interval, PoolSizes, Recommendation, Roles,
-                                      ServerChoice)
+from n8n_sizer.advisor.answer import (RENDER_TOPOLOGY, BindingBound, HostGroup, Interval, PoolSizes, Recommendation,
+                                      Roles, ServerChoice)
 from n8n_sizer.advisor.pools import connection_ram_mib
 from n8n_sizer.advisor.setup import postgres_connections, recommended_max_connections
 
@@ -14,8 +14,6 @@ _ROLE = {"cpu": "main+workers+postgres+redis", "main": "main", "workers": "worke
 
 
 def build_single(adv, req, s, carries: bool, fits, sizes) -> Recommendation:
-    from n8n_sizer.advisor.recommend import RENDER_TOPOLOGY
-
     profile, c, opt, host = req.profile, s.cand, s.option, s.option.shape
     setup = c.setup
     cap = adv._usl_cap(profile, setup, host)

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from n8n_sizer.advisor import explain, settings
-from n8n_sizer.advisor.answer import (BindingBound, HostGroup, Interval, PoolSizes, Recommendation, Roles,
-                                      ServerChoice)
+from n8n_sizer.advisor.answer import (RENDER_TOPOLOGY, BindingBound, HostGroup, Interval, PoolSizes, Recommendation,
+                                      Roles, ServerChoice)
 from n8n_sizer.advisor.pools import MANY_CONNECTIONS, RAM_MIB_PER_VCPU_ASSUMED, connection_budget
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, Setup
-from n8n_sizer.advisor.topology import TopologyModel
+from n8n_sizer.advisor.topology import COMFORT_UTILISATION, TopologyModel
 
 
 def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:
-    from n8n_sizer.advisor.recommend import RENDER_TOPOLOGY
-
     profile, lay = req.profile, s.layout
     tm = TopologyModel(adv.model, profile, lay)
     low, mid, high = adv.fitted.interval_of(lambda model: TopologyModel(model, profile, lay).capacity_per_s())
@@ -48,7 +46,10 @@ def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:
     util = max(min(req.rps, mid) / x.per_s for x in host_bounds)
     setup = Setup(mode="queue", workers=min(worker_g.workers, 64), concurrency=lay.concurrency,
                   db_pool_size=lay.worker_pool)
-    worker_size = worker_g
+    # One worker host's share of the comfortable rate sizes its runners (settings.runner_concurrency's rule).
+    per_host = COMFORT_UTILISATION * mid * worker_g.workers / lay.workers
+    setup = setup.model_copy(update={"runner_concurrency": settings.runner_concurrency(
+        adv.model, profile, setup, worker_g.host, per_host)})
     return Recommendation(
         request=adv._request_echo(req), mode="queue", workers=lay.workers, concurrency=lay.concurrency,
         concurrency_per_vcpu=round(lay.workers * lay.concurrency / worker_vcpu, 2),
@@ -60,8 +61,8 @@ def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:
         capacity_per_s=Interval(low=low, mid=mid, high=high), headroom=mid / req.rps - 1.0, feasible=carries,
         cpu_utilisation=min(util, 1.0), p95_ms=p95 if carries else None, bound=bound,
         ram_idle_mb=None, ram_peak_mb=None,
-        server=ServerChoice(provider=worker_size.provider, size=worker_size.size, vcpu=worker_size.host.vcpu,
-                            arch=worker_size.host.arch, monthly_eur=worker_size.monthly_eur),
+        server=ServerChoice(provider=worker_g.provider, size=worker_g.size, vcpu=worker_g.host.vcpu,
+                            arch=worker_g.host.arch, monthly_eur=worker_g.monthly_eur),
         topology=groups, webhook_processors=lay.webhooks, hosts=lay.hosts, monthly_eur=lay.monthly_eur,
         render_command=RENDER_TOPOLOGY, fits=fits, warnings=warnings,
         evidence=explain.evidence(adv.fitted, adv.ram.evidence, profile, setup, worker_g.host),

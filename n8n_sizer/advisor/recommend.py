@@ -15,24 +15,23 @@ from __future__ import annotations
 import math
 
 from n8n_sizer.advisor import explain, settings
-from n8n_sizer.advisor.answer import (BindingBound, HostGroup, Interval, PoolSizes, Recommendation, Request, Roles,
-                                      ServerChoice, SizeFit)
+from n8n_sizer.advisor.answer import BindingBound, Recommendation, Request, SizeFit
+from n8n_sizer.advisor.answer_single import build_single
+from n8n_sizer.advisor.answer_topology import build_topology
 from n8n_sizer.advisor.capacity import Bound, HostShape
 from n8n_sizer.advisor.catalog import ServerSize, sizes_for
 from n8n_sizer.advisor.fit import FittedModel
-from n8n_sizer.advisor.pools import connection_ram_mib, worker_pool_size
+from n8n_sizer.advisor.pools import worker_pool_size
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.ram import RamModel
 from n8n_sizer.advisor.search import MAX_HOSTS_DEFAULT, HostOption, Scored, TopologySearch
-from n8n_sizer.advisor.setup import MAX_WORKERS, Setup, postgres_connections, recommended_max_connections
+from n8n_sizer.advisor.setup import MAX_WORKERS, Setup
 from n8n_sizer.advisor.topology import COMFORT_UTILISATION, TopologyModel
 from n8n_sizer.advisor.usl import UslModel
 from n8n_sizer.errors import InputError
 
 __all__ = ["Advisor", "Request", "Recommendation", "COMFORT_UTILISATION", "MAX_HOSTS_DEFAULT"]
 
-RAM_WARN_SHARE = 0.8
-RENDER_TOPOLOGY = "n8n-sizer render --topology advice.json --out cluster/"
 
 
 class _Candidate:
@@ -220,13 +219,9 @@ class Advisor:
         return out
 
     def _build_single(self, req: Request, s: _Single, carries: bool, fits, sizes) -> Recommendation:
-        from n8n_sizer.advisor.answer_single import build_single
-
         return build_single(self, req, s, carries, fits, sizes)
 
     def _build_topology(self, req: Request, s: Scored, carries: bool, fits) -> Recommendation:
-        from n8n_sizer.advisor.answer_topology import build_topology
-
         return build_topology(self, req, s, carries, fits)
 
 
@@ -241,7 +236,3 @@ def max_workers_on_host(host: HostShape) -> int:
 
 def _cost1(opt: HostOption) -> tuple:
     return (opt.monthly_eur if opt.monthly_eur is not None else math.inf, 1)
-
-
-__all__ += ["BindingBound", "HostGroup", "Interval", "PoolSizes", "Roles", "ServerChoice", "SizeFit",
-            "connection_ram_mib", "postgres_connections", "recommended_max_connections"]
