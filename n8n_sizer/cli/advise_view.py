@@ -10,7 +10,6 @@ from n8n_sizer.errors import InputError
 
 ARCHES = ("x86", "arm")
 MAX_HOSTS_LIMIT = 200
-MAX_HOSTS_DEFAULT = 40  # advisor.search.MAX_HOSTS_DEFAULT; a test checks the two agree
 PROVIDERS = ("hetzner", "gcp")
 
 
@@ -36,7 +35,7 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
                compose, max_hosts=None) -> int:
     from n8n_sizer.advisor.engine import build_advisor
     from n8n_sizer.advisor.profiles import profile_for
-    from n8n_sizer.advisor.recommend import Request
+    from n8n_sizer.advisor.recommend import MAX_HOSTS_DEFAULT, Request
 
     _check_inputs(rps, vcpu, arch, provider, p95_ms, validate, max_hosts)
     extra = None
