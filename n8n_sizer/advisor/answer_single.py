@@ -9,8 +9,7 @@ from n8n_sizer.advisor.pools import connection_ram_mib
 from n8n_sizer.advisor.setup import postgres_connections, recommended_max_connections
 
 RAM_WARN_SHARE = 0.8
-_ROLE = {"cpu": "main+workers+postgres+redis", "main": "main", "workers": "worker", "runners": "worker",
-         "slots": "worker"}
+_ROLE = {"main": "main", "workers": "worker", "runners": "worker", "slots": "worker"}
 
 
 def build_single(adv, req, s, carries: bool, fits, sizes) -> Recommendation:
@@ -22,7 +21,8 @@ def build_single(adv, req, s, carries: bool, fits, sizes) -> Recommendation:
         (" (shared-core)" if s.shared_core else "")
     roles = Roles(main=1, workers=setup.workers, postgres=1 if setup.db == "postgres" else 0,
                   redis=1 if setup.mode == "queue" else 0)
-    bound = BindingBound(name=c.bound.name, role=_ROLE.get(c.bound.name, c.bound.name), host="server", why=c.bound.why)
+    on_host = "+".join(r for r, n in roles.model_dump().items() if n)  # the cores bind every role on the host
+    bound = BindingBound(name=c.bound.name, role=_ROLE.get(c.bound.name, on_host), host="server", why=c.bound.why)
     warnings: list[str] = []
     choice_text = explain.describe_choice(c.mode, setup.workers, 0, 1, where)
     warnings += adv._common_warnings(req, carries, low, mid, s.p95, choice_text, bound, fits, False, False)
