@@ -51,6 +51,13 @@ def test_capacity_never_falls_when_vcpu_grows_unless_a_cheaper_answer_carries_th
         assert comfortable or rec.capacity_per_s.mid >= before.capacity_per_s.mid - 1e-9, (name, arch, hosts, vcpu, rps)
 
 
+def test_on_one_server_capacity_never_falls_when_vcpu_grows(grid):
+    for (name, arch, hosts, vcpu, rps), rec in grid.items():
+        if hosts == 1 and vcpu is not None and vcpu != VCPU[0]:
+            before = grid[(name, arch, hosts, VCPU[VCPU.index(vcpu) - 1], rps)]
+            assert rec.capacity_per_s.mid >= before.capacity_per_s.mid - 1e-9, (name, arch, vcpu, rps)
+
+
 def test_the_issue_examples_no_longer_fall(advisor):
     at = lambda rps, vcpu, p: advisor.recommend(Request(rps=rps, vcpu=vcpu, profile=p))  # noqa: E731
     assert at(50, 8, LIGHT).capacity_per_s.mid >= at(45, 8, LIGHT).capacity_per_s.mid
