@@ -128,7 +128,7 @@ class TopologyModel:
                 free = max(g.host.vcpu - PROCESS_IDLE_CORES * g.processes, 1e-9)
                 roles = "+".join(r for r, n in g.roles().items() if n)
                 out.append(TopologyBound("host", roles, g.name, free / cpu,
-                                         f"{g.host.vcpu:g} vCPU / {cpu * 1000:.1f} ms CPU per execution ({roles})"))
+                                         f"{g.host.vcpu:g} vCPU / {cpu * 1000:.1f} ms CPU per execution of its roles"))
         main_g = lay.group_with("main")
         main_s = (d.main_residual_s if lay.webhooks else d.ingest_s) * self._h(main_g)
         out.append(TopologyBound("main", "main", main_g.name, pc / main_s,
