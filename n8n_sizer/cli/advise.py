@@ -24,7 +24,7 @@ advise --rps 5 --vcpu 4 --workload code-heavy --json | advise --rps 20 --provide
 def advise(
     rps: Optional[float] = typer.Option(None, "--rps", help="Sustained webhook rate to carry, requests per second (> 0)."),
     vcpu: Optional[int] = typer.Option(None, "--vcpu", help="vCPUs of each host; omit to get the cheapest catalog sizes that fit."),
-    max_hosts: Optional[int] = typer.Option(None, "--max-hosts", help="Most hosts in the answer (default 40); 1 asks the single-server question."),
+    max_hosts: Optional[int] = typer.Option(None, "--max-hosts", help="Most hosts in the answer (default 40, or 1 with --compose); 1 asks the single-server question."),
     arch: str = typer.Option("x86", "--arch", help="CPU architecture: x86 or arm."),
     provider: Optional[str] = typer.Option(None, "--provider", help="Limit server sizes to hetzner or gcp."),
     workload: str = typer.Option("light", "--workload", help="light or code-heavy (see README)."),

@@ -59,12 +59,12 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
             raise InputError(f"--workload {workload}: your results hold no capacity point for it; run "
                              f"`n8n-sizer bench --workflow FILE --concurrency-sweep 10,25` so a step saturates")
     req = Request(rps=rps, vcpu=vcpu, arch=arch, provider=provider, profile=profile, p95_ms=p95_ms,
-                  max_hosts=MAX_HOSTS_DEFAULT if max_hosts is None else max_hosts)
+                  max_hosts=max_hosts if max_hosts is not None else 1 if compose is not None else MAX_HOSTS_DEFAULT)
     rec = advisor.recommend(req)
     changes = _changes(build_advisor(None), advisor, req, rec) if extra else None
-    if compose is not None and rec.hosts > 1:
+    if compose is not None and rec.hosts > 1:  # --compose alone asks the single-server question (above)
         raise InputError(f"--compose writes a single-host stack, and this answer is {rec.hosts} hosts: save it with "
-                         f"--json > advice.json and run `{rec.render_command}`, or add --max-hosts 1")
+                         f"--json > advice.json and run `{rec.render_command}`, or use --max-hosts 1")
     written = _write_compose(rec, compose) if compose is not None else None
     if json_out:
         data = rec.model_dump(mode="json")

@@ -152,5 +152,13 @@ def test_max_hosts_1_and_compose_on_a_topology():
     p = run(["--rps", "200", "--max-hosts", "1", "--json"])
     data = json.loads(p.stdout)
     assert data["hosts"] == 1 and len(data["topology"]) == 1 and not data["feasible"]
-    p = run(["--rps", "200", "--compose", "/tmp/never-written-by-this-test"])
+    p = run(["--rps", "200", "--max-hosts", "5", "--compose", "/tmp/never-written-by-this-test"])
     assert p.returncode == 2 and "--max-hosts 1" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_compose_alone_asks_the_single_server_question(tmp_path):
+    p = run(["--rps", "20", "--vcpu", "4", "--workload", "code-heavy", "--compose", str(tmp_path / "stack"), "--json"])
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["hosts"] == 1 and data["request"]["max_hosts"] == 1
+    assert (tmp_path / "stack" / "docker-compose.yml").is_file()
