@@ -1,13 +1,18 @@
 """The capacity model: operational laws over fitted CPU demands per execution.
 
 Every execution costs CPU in the process that receives the webhook (main), in the process that runs it
-(main in regular mode, a worker in queue mode), in its task runner (Code nodes) and in Postgres. A Node.js
-process is one event loop, so no single process can use more than one core. By the utilisation law
-(U = X * D), throughput X on a host with V cores is bounded by
+(main in regular mode, a worker in queue mode), in its task runner (Code nodes) and in Postgres. An n8n
+process is one event loop plus helper threads: notes/real-n8n.md saw main at 1.3-1.6 cores (expressions run
+in isolated-vm off the loop's thread; GC and libuv threads add more), so a process's ceiling is
+`process_cores` cores, a parameter the fit pins with the per-role CPU rows (worker 60 ms and main 12 ms per
+execution beside 25.5/s on 2 cores, notes/real-n8n.md). A task runner runs Code nodes on its one loop:
+seed 000's single runner topped out at 1 core (5.3/s x 187 ms). By the utilisation law (U = X * D),
+throughput X on a host with V cores is bounded by
 
-    X <= V / D_total                 (all cores busy)
-    X <= 1 / D_p  for each process p (one core busy: main, each worker, each runner)
-    X <= slots / R(X)                (Little's law: at most `slots` executions in flight, each for R seconds)
+    X <= (V - idle) / D_total           (all cores busy, less each process's idle CPU)
+    X <= process_cores / D_p            for each n8n process p (main, each worker)
+    X <= 1 / D_runner                   for each task runner
+    X <= slots / R(X)                   (Little's law: at most `slots` executions in flight, each for R seconds)
 
 and the model predicts the smallest of these bounds (a soft minimum, so the knee where two bounds meet is
 rounded as measured systems are). The demands are fitted from the embedded measurements (see `fit.py`);
@@ -35,6 +40,11 @@ SOFTMIN_K = 20.0
 SERVICE_CV2 = 0.5
 # ln(20): the 95th percentile of an exponential wait is ln(20) = 3.0 times its mean.
 P95_OF_EXPONENTIAL = math.log(20.0)
+# A prior, no row pins it: CPU an idle n8n process and its runner keep busy (Bull's stalled-job checks,
+# heartbeats, the runner's health pings). It makes the N-th worker on a full host cost a little, so the
+# search's "most capacity" has an interior optimum instead of "as many workers as allowed".
+PROCESS_IDLE_CORES = 0.02
+RUNNER_CORES = 1.0  # seed 000: one runner at 187 ms of Code CPU topped out at 5.3/s = one core
 
 
 @dataclass(frozen=True)
@@ -93,6 +103,11 @@ class CapacityModel:
         self.params = dict(params)
         self.reference_class = reference_class
 
+    @property
+    def process_cores(self) -> float:
+        """Cores one n8n process can keep busy (its loop plus helper threads)."""
+        return self.params.get("process_cores", 1.0)
+
     # --- demands -------------------------------------------------------------------------------
     def host_factor(self, host: HostShape) -> float:
         """CPU time multiplier of a host relative to the reference host class."""
@@ -129,14 +144,16 @@ class CapacityModel:
 
     def bounds(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> list[Bound]:
         d = self.demands(profile, setup, host)
-        out = [Bound("cpu", host.vcpu / d.total_s, f"{host.vcpu:g} vCPU / {d.total_s * 1000:.0f} ms CPU per execution")]
-        out.append(Bound("main", 1.0 / d.main_s, f"main's event loop: {d.main_s * 1000:.0f} ms per execution"))
+        pc = self.process_cores
+        free = max(host.vcpu - PROCESS_IDLE_CORES * setup.n8n_processes, 1e-9)
+        out = [Bound("cpu", free / d.total_s, f"{host.vcpu:g} vCPU / {d.total_s * 1000:.0f} ms CPU per execution")]
+        out.append(Bound("main", pc / d.main_s, f"main: {pc:.2f} cores / {d.main_s * 1000:.0f} ms per execution"))
         if setup.mode == "queue":
-            out.append(Bound("workers", setup.workers / d.worker_s,
-                             f"{setup.workers} worker event loop(s) x 1 core / {d.worker_s * 1000:.0f} ms"))
+            out.append(Bound("workers", setup.workers * pc / d.worker_s,
+                             f"{setup.workers} worker(s) x {pc:.2f} cores / {d.worker_s * 1000:.0f} ms"))
         if d.runner_s > 0:
             runners = setup.workers if setup.mode == "queue" else 1
-            out.append(Bound("runners", runners / d.runner_s,
+            out.append(Bound("runners", runners * RUNNER_CORES / d.runner_s,
                              f"{runners} task runner(s) x 1 core / {d.runner_s * 1000:.0f} ms of Code node CPU"))
         slots = self.slots(setup)
         if slots is not None:

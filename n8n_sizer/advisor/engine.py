@@ -66,4 +66,4 @@ def build_advisor(extra: list[Measurement] | None = None) -> Advisor:
     else:
         fitted = embedded_fit()
     usl, notes = fit_contention(fitted)
-    return Advisor(fitted, fit_ram(rows), usl, notes)
+    return Advisor(fitted, fit_ram(rows), usl, notes, rows)

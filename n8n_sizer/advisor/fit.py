@@ -46,13 +46,60 @@ BASE_SPECS: tuple[ParamSpec, ...] = (
               "queue-mode overhead relative to regular; notes/real-n8n.md measured 28.9/s regular vs 24.5/s queue"),
     ParamSpec("main_share_queue", 0.02, 1.0, 0.15, 0.7,
               "main's share in queue mode; notes/real-n8n.md: main ~12 ms vs worker ~60 ms per execution"),
-    ParamSpec("worker_share_queue", 0.05, 1.0, 0.6, 0.7,
-              "a worker's share in queue mode; notes/real-n8n.md: worker ~60 ms per execution"),
+    ParamSpec("worker_share_queue", 0.05, 1.0, 0.75, 0.3,
+              "a worker's share in queue mode: it runs the execution (notes/real-n8n.md's worker profile: Postgres "
+              "writes and ORM ~40%, Redis/Bull 4-8%, the expression engine ~8%) while main only receives and enqueues"),
     ParamSpec("runner_factor", 0.5, 2.0, 1.0, 0.3,
               "runner CPU per ms of Code node CPU; seed 000 measured the Code node at 187 ms warm"),
     ParamSpec("arm_factor", 0.5, 3.0, 1.0, 1.0,
               "ARM (Ampere) CPU time relative to x86; seed 002 CAX vs CX"),
+    ParamSpec("process_cores", 1.0, 2.0, 1.45, 0.15,
+              "cores one n8n process keeps busy; notes/real-n8n.md saw main at 1.3-1.6 cores under load"),
 )
+
+
+def _role_prior_specs() -> tuple[ParamSpec, ...]:
+    """The role priors (roles.py) as parameters: held at their prior until per-role rows speak, and their
+    uncertainty (a factor of two, log sd 0.7) widens a topology's interval honestly meanwhile."""
+    from n8n_sizer.advisor.roles import PRIORS
+
+    return tuple(ParamSpec(p.name, p.value / 20.0, p.value * 20.0, p.value, 0.7, p.why) for p in PRIORS)
+
+
+BASE_SPECS = BASE_SPECS + _role_prior_specs()
+
+
+@dataclass(frozen=True)
+class DemandRow:
+    """A measured per-role CPU figure: `role`'s CPU seconds per execution in one process."""
+
+    measurement: Measurement
+    role: str
+    cpu_s: float
+
+    @property
+    def id(self) -> str:
+        return f"{self.measurement.id}:{self.role}"
+
+
+def select_demand_rows(measurements) -> list[DemandRow]:
+    """Every `<role>_cpu_ms` figure of a built-in or user workflow (see roles.MEASURED_ROLES)."""
+    from n8n_sizer.advisor.roles import MEASURED_ROLES
+
+    out = []
+    for m in measurements:
+        for role in MEASURED_ROLES:
+            v = getattr(m.results, f"{role}_cpu_ms")
+            if v is not None and v > 0:
+                out.append(DemandRow(m, role, v / 1000.0))
+    return sorted(out, key=lambda r: r.id)
+
+
+def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
+    from n8n_sizer.advisor.roles import predicted_role_cpu_s
+
+    m = row.measurement
+    return predicted_role_cpu_s(model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host_of(m), row.role)
 
 
 def _overhead_spec(key: str) -> ParamSpec:
@@ -99,6 +146,7 @@ class FittedModel:
     points: list[CapacityPoint]
     excluded: list[Excluded]
     residuals: dict[str, float] = field(default_factory=dict)  # point id -> log error (pred/meas)
+    demand_rows: list[DemandRow] = field(default_factory=list)
 
     @property
     def params(self) -> dict[str, float]:
@@ -106,14 +154,19 @@ class FittedModel:
 
     def throughput_interval(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> tuple[float, float, float]:
         """(low, mid, high) executions per second, a 90% interval."""
-        mid = self.model.throughput_at(profile, setup, host)
+        return self.interval_of(lambda model: model.throughput_at(profile, setup, host))
+
+    def interval_of(self, capacity) -> tuple[float, float, float]:
+        """(low, mid, high) of `capacity(model)`, a 90% interval: the delta method on the log parameters'
+        covariance, plus the residual noise of a new observation."""
+        mid = capacity(self.model)
         grad = [0.0] * len(self.specs)
         base = dict(self.model.params)
         for i, spec in enumerate(self.specs):
             step = 1e-4
             bumped = dict(base)
             bumped[spec.name] = base[spec.name] * math.exp(step)
-            other = CapacityModel(bumped, self.model.reference_class).throughput_at(profile, setup, host)
+            other = capacity(CapacityModel(bumped, self.model.reference_class))
             grad[i] = (math.log(other) - math.log(mid)) / step
         cov = self.log_cov
         var = sum(grad[i] * cov[i][j] * grad[j] for i in range(len(grad)) for j in range(len(grad)))
@@ -128,12 +181,15 @@ class TooFewPoints(ValueError):
 
 def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
                  leave_out: str | None = None) -> FittedModel:
-    """Fit demands to every capacity point (but `leave_out`, for leave-one-out validation)."""
+    """Fit demands to every capacity point and per-role demand row (but `leave_out`, a point's or a demand
+    row's id, for leave-one-out validation)."""
     import numpy as np  # imported here: only fitting needs numpy and scipy
     from scipy.optimize import least_squares
 
     workflows = set(BUILTIN) | {m.workflow for m in measurements if is_user_point(m)}
     points, excluded = select_capacity_points(measurements, workflows)
+    demand_rows = [r for r in select_demand_rows(measurements)
+                   if r.measurement.workflow in workflows and r.id != leave_out]
     if leave_out is not None:
         points = [p for p in points if p.measurement.id != leave_out]
     if not points:
@@ -160,24 +216,31 @@ def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
         pred = np.log([model.throughput_at(*shape) for shape in shapes])
         return (pred - measured) * weights
 
+    def demand_residuals(z: np.ndarray) -> np.ndarray:
+        model = model_for(z)
+        return np.array([math.log(max(predict_demand(model, r) or 1e-9, 1e-9) / r.cpu_s) for r in demand_rows])
+
     def residuals(z: np.ndarray) -> np.ndarray:
         # Data rows in units of the expected run-to-run noise, so priors and data weigh as they should.
-        return np.concatenate([data_residuals(z) / NOISE_FLOOR, (z - prior) / prior_sd])
+        return np.concatenate([data_residuals(z) / NOISE_FLOOR, demand_residuals(z) / NOISE_FLOOR,
+                               (z - prior) / prior_sd])
 
     z0 = np.clip(prior, lo + 1e-9, hi - 1e-9)
     result = least_squares(residuals, z0, bounds=(lo, hi), method="trf", x_scale=1.0, xtol=1e-10, ftol=1e-10)
     z = result.x
     data_res = data_residuals(z)
     n = len(points)
-    dof = max(1, n - len(BASE_SPECS))
+    dof = max(1, n - len(BASE_SPECS) + len(_role_prior_specs()))
     resid_sd = max(math.sqrt(float(np.sum(data_res ** 2)) / dof), NOISE_FLOOR)
-    jac_data = result.jac[:n] * NOISE_FLOOR  # back to log units
-    fisher = jac_data.T @ jac_data / resid_sd ** 2 + result.jac[n:].T @ result.jac[n:]
+    nd = n + len(demand_rows)
+    jac_data = result.jac[:nd] * NOISE_FLOOR  # back to log units
+    fisher = jac_data.T @ jac_data / resid_sd ** 2 + result.jac[nd:].T @ result.jac[nd:]
     log_cov = np.linalg.pinv(fisher).tolist()
     model = model_for(z)
+    res = {p.measurement.id: float(r / w) for p, r, w in zip(points, data_res, weights)}
+    res.update({r.id: float(v) for r, v in zip(demand_rows, demand_residuals(z))})
     return FittedModel(model=model, specs=specs, log_cov=log_cov, resid_sd_log=resid_sd, points=points,
-                       excluded=excluded,
-                       residuals={p.measurement.id: float(r / w) for p, r, w in zip(points, data_res, weights)})
+                       excluded=excluded, residuals=res, demand_rows=demand_rows)
 
 
 def fitted_to_dict(fitted: FittedModel, measurements_sha256: str) -> dict:
@@ -195,4 +258,5 @@ def fitted_from_dict(data: dict, measurements: list[Measurement] | tuple[Measure
                               else _speed_spec(n.split(":", 1)[1])) for n in data["spec_names"]]
     return FittedModel(model=CapacityModel(data["params"], data["reference_class"]), specs=specs,
                        log_cov=data["log_cov"], resid_sd_log=data["resid_sd_log"], points=points,
-                       excluded=excluded, residuals=data["residuals"])
+                       excluded=excluded, residuals=data["residuals"],
+                       demand_rows=[r for r in select_demand_rows(measurements) if r.measurement.workflow in BUILTIN])

@@ -38,6 +38,7 @@ class MeasuredSetup(_Frozen):
     production_limit: int | None = None
     db: Literal["sqlite", "postgres"] = "postgres"
     db_pool_size: int | None = None
+    webhook_processors: int = 0  # `n8n webhook` processes (queue mode), behind a load balancer
 
 
 class Load(_Frozen):
@@ -75,8 +76,14 @@ class Results(_Frozen):
     postgres_idle_ram_mib: list[float] | None = None
     sysbench_single_thread_events_per_s: float | None = None
     sysbench_all_threads_events_per_s: float | None = None
+    # Per-role CPU per execution, one process of the role (utilisation law: busy CPU / executions).
     worker_cpu_ms: float | None = None
     main_cpu_ms: float | None = None
+    webhook_cpu_ms: float | None = None
+    runner_cpu_ms: float | None = None
+    postgres_cpu_ms: float | None = None
+    redis_cpu_ms: float | None = None
+    load_balancer_cpu_ms: float | None = None
     fired: int | None = None
     accepted: int | None = None
     refused: int | None = None

@@ -1,15 +1,15 @@
 """Leave-one-out accuracy: refit without each capacity point, predict it, compare.
 
-Only capacity points take part (see `points.py` for which measurements are capacity points and why the
-others are not); the report lists the excluded ones with their reasons.
+Capacity points (see `points.py` for which measurements are capacity points and why the others are not;
+the report lists the excluded ones with their reasons) and, reported apart, per-role CPU rows.
 """
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from n8n_sizer.advisor.fit import fit_capacity, host_of, profile_of, setup_of
+from n8n_sizer.advisor.fit import fit_capacity, host_of, predict_demand, profile_of, setup_of
 from n8n_sizer.advisor.measurements import Measurement
 from n8n_sizer.advisor.points import Excluded
 
@@ -48,10 +48,34 @@ class LatencyCheck:
 
 
 @dataclass(frozen=True)
+class HeldOutDemand:
+    """A per-role CPU row (`<role>_cpu_ms`) predicted by a fit without it."""
+
+    id: str
+    role: str
+    setup: str
+    measured_ms: float
+    predicted_ms: float
+
+    @property
+    def error_pct(self) -> float:
+        return 100.0 * (self.predicted_ms - self.measured_ms) / self.measured_ms
+
+
+@dataclass(frozen=True)
 class Validation:
     points: list[HeldOut]
     excluded: list[Excluded]
     latency: list[LatencyCheck]
+    demand: list[HeldOutDemand] = field(default_factory=list)
+
+    @property
+    def demand_median_abs_pct_error(self) -> float | None:
+        return statistics.median(abs(d.error_pct) for d in self.demand) if self.demand else None
+
+    @property
+    def demand_max_abs_pct_error(self) -> float | None:
+        return max(abs(d.error_pct) for d in self.demand) if self.demand else None
 
     @property
     def median_abs_pct_error(self) -> float:
@@ -90,7 +114,13 @@ def leave_one_out(measurements: list[Measurement] | tuple[Measurement, ...]) -> 
         held.append(HeldOut(id=m.id, workflow=m.workflow, setup=describe_setup(m),
                             host=f"{hw.provider}{' ' + hw.size if hw.provider == 'hetzner' else ''} {hw.vcpu:g} vCPU {hw.arch}",
                             measured_per_s=point.throughput_per_s, predicted_per_s=mid, low_per_s=low, high_per_s=high))
-    return Validation(points=held, excluded=full.excluded, latency=latency_checks(full, measurements))
+    demand = []
+    for row in full.demand_rows:
+        fitted = fit_capacity(measurements, leave_out=row.id)
+        demand.append(HeldOutDemand(id=row.id, role=row.role, setup=describe_setup(row.measurement),
+                                    measured_ms=1000.0 * row.cpu_s,
+                                    predicted_ms=1000.0 * (predict_demand(fitted.model, row) or 0.0)))
+    return Validation(points=held, excluded=full.excluded, latency=latency_checks(full, measurements), demand=demand)
 
 
 def latency_checks(fitted, measurements) -> list[LatencyCheck]:

@@ -12,18 +12,19 @@ def register(app: typer.Typer) -> None:
     app.command("advise", help=ADVISE_HELP)(advise)
 
 
-ADVISE_HELP = """Recommend mode, workers, concurrency, pools and a server size for a webhook rate.
+ADVISE_HELP = """Recommend mode, workers, concurrency, pools and servers (one host or a multi-host topology) for a webhook rate.
 
 Works on the measurements embedded in the package; --results refits on your own bench runs.
 
-Examples: advise --rps 40 --vcpu 4 | advise --rps 5 --vcpu 4 --workload code-heavy --json |
-advise --rps 20 --provider hetzner | advise --validate
+Examples: advise --rps 40 --vcpu 4 | advise --rps 200 --json > advice.json | advise --rps 20 --max-hosts 1 |
+advise --rps 5 --vcpu 4 --workload code-heavy --json | advise --rps 20 --provider hetzner | advise --validate
 """
 
 
 def advise(
     rps: Optional[float] = typer.Option(None, "--rps", help="Sustained webhook rate to carry, requests per second (> 0)."),
-    vcpu: Optional[int] = typer.Option(None, "--vcpu", help="vCPUs of your server; omit to get the cheapest size that fits."),
+    vcpu: Optional[int] = typer.Option(None, "--vcpu", help="vCPUs of each host; omit to get the cheapest catalog sizes that fit."),
+    max_hosts: Optional[int] = typer.Option(None, "--max-hosts", help="Most hosts in the answer (default 40, or 1 with --compose); 1 asks the single-server question."),
     arch: str = typer.Option("x86", "--arch", help="CPU architecture: x86 or arm."),
     provider: Optional[str] = typer.Option(None, "--provider", help="Limit server sizes to hetzner or gcp."),
     workload: Optional[str] = typer.Option(None, "--workload", help="light (default) or code-heavy (see docs/advise.md); not with --cpu-ms/--wait-ms."),
@@ -38,6 +39,6 @@ def advise(
 ) -> None:
     from n8n_sizer.cli.advise_view import run_advise
 
-    return run_advise(rps=rps, vcpu=vcpu, arch=arch, provider=provider, workload=workload, cpu_ms=cpu_ms,
+    return run_advise(rps=rps, vcpu=vcpu, max_hosts=max_hosts, arch=arch, provider=provider, workload=workload, cpu_ms=cpu_ms,
                wait_ms=wait_ms, p95_ms=p95_ms, results=results, validate=validate, json_out=json_out,
                compose=compose, generate_missing_secrets=generate_missing_secrets)

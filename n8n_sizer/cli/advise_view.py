@@ -11,12 +11,13 @@ from pydantic import ValidationError
 from n8n_sizer.errors import InputError
 
 ARCHES = ("x86", "arm")
+MAX_HOSTS_LIMIT = 200
 PROVIDERS = ("hetzner", "gcp")
 
 
 def _check_inputs(rps: float | None, vcpu: int | None, arch: str, provider: str | None, p95_ms: float | None,
                   validate: bool, cpu_ms: float | None = None, wait_ms: float | None = None,
-                  workload: str | None = None) -> None:
+                  workload: str | None = None, max_hosts: int | None = None) -> None:
     from n8n_sizer.safety import numbers as n
 
     n.check_numbers({"--rps": (rps, n.RATE_PER_S), "--vcpu": (vcpu, n.VCPU), "--cpu-ms": (cpu_ms, n.CPU_MS),
@@ -27,7 +28,8 @@ def _check_inputs(rps: float | None, vcpu: int | None, arch: str, provider: str 
                          f"--workload to size the custom one, or drop {given}")
     if validate:
         given = [f for f, v in (("--rps", rps), ("--vcpu", vcpu), ("--provider", provider), ("--p95-ms", p95_ms),
-                                ("--workload", workload), ("--cpu-ms", cpu_ms), ("--wait-ms", wait_ms)) if v is not None]
+                                ("--workload", workload), ("--cpu-ms", cpu_ms), ("--wait-ms", wait_ms),
+                                ("--max-hosts", max_hosts)) if v is not None]
         if given:
             raise InputError(f"--validate scores the model on its measurements and ignores {', '.join(given)}; "
                              "run it alone (with --results or --json if you like), or drop --validate")
@@ -37,6 +39,8 @@ def _check_inputs(rps: float | None, vcpu: int | None, arch: str, provider: str 
         raise InputError(f"--rps must be > 0 (got {rps:g}); it is requests per second, e.g. --rps 40")
     if vcpu is not None and vcpu <= 0:
         raise InputError(f"--vcpu must be >= 1 (got {vcpu}); omit it to get the cheapest size that fits")
+    if max_hosts is not None and not 1 <= max_hosts <= MAX_HOSTS_LIMIT:
+        raise InputError(f"--max-hosts must be 1 to {MAX_HOSTS_LIMIT} (got {max_hosts}); 1 asks for a single server")
     if arch not in ARCHES:
         raise InputError(f"unknown --arch {arch!r}; accepted: {', '.join(ARCHES)}")
     if provider is not None and provider not in PROVIDERS:
@@ -46,12 +50,12 @@ def _check_inputs(rps: float | None, vcpu: int | None, arch: str, provider: str 
 
 
 def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, results, validate, json_out,
-               compose, generate_missing_secrets: bool = False) -> int:
+               compose, generate_missing_secrets: bool = False, max_hosts=None) -> int:
     from n8n_sizer.advisor.engine import build_advisor
     from n8n_sizer.advisor.profiles import profile_for
-    from n8n_sizer.advisor.recommend import Request
+    from n8n_sizer.advisor.recommend import MAX_HOSTS_DEFAULT, Request
 
-    _check_inputs(rps, vcpu, arch, provider, p95_ms, validate, cpu_ms, wait_ms, workload)
+    _check_inputs(rps, vcpu, arch, provider, p95_ms, validate, cpu_ms, wait_ms, workload, max_hosts)
     workload = workload or "light"
     if validate and compose is not None:
         raise InputError("--validate renders no stack, so --compose would be ignored; drop one of them")
@@ -81,7 +85,8 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
         if f"overhead:{profile.overhead_key}" not in advisor.model.params:
             raise InputError(f"--workload {workload}: your results hold no capacity point for it; run "
                              f"`n8n-sizer bench --workflow FILE --concurrency-sweep 10,25` so a step saturates")
-    req = Request(rps=rps, vcpu=vcpu, arch=arch, provider=provider, profile=profile, p95_ms=p95_ms)
+    req = Request(rps=rps, vcpu=vcpu, arch=arch, provider=provider, profile=profile, p95_ms=p95_ms,
+                  max_hosts=max_hosts if max_hosts is not None else 1 if compose is not None else MAX_HOSTS_DEFAULT)
     try:
         rec = advisor.recommend(req)
     except ValidationError as exc:  # e.g. Little's law asks for more in-flight executions than a Setup allows
@@ -90,6 +95,9 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
         raise InputError(f"no stack n8n-sizer renders fits these inputs: the {where} it would need is out of range "
                          f"({first.get('msg')}, got {first.get('input')}); lower --rps or --wait-ms") from None
     changes = _changes(build_advisor(None), advisor, req, rec) if extra else None
+    if compose is not None and rec.hosts > 1:  # --compose alone asks the single-server question (above)
+        raise InputError(f"--compose writes a single-host stack, and this answer is {rec.hosts} hosts: save it with "
+                         f"--json > advice.json and run `{rec.render_command}`, or use --max-hosts 1")
     written = _write_compose(rec, compose, generate_missing_secrets) if compose is not None else None
     if json_out:
         data = rec.model_dump(mode="json")
@@ -132,6 +140,9 @@ def _write_compose(rec, out_dir: Path, generate_missing_secrets: bool = False) -
 
 
 def _mode_text(rec) -> str:
+    if rec.hosts > 1:
+        return (f"queue across {rec.hosts} hosts: {rec.webhook_processors} webhook processor(s) behind a load balancer, "
+                f"{rec.workers} workers (each with its own task runner), one main")
     if rec.mode == "queue":
         return f"queue (EXECUTIONS_MODE=queue, {rec.workers} worker(s), each with its own task runner)"
     if rec.mode == "regular-limit":
@@ -139,28 +150,48 @@ def _mode_text(rec) -> str:
     return "regular (no Redis, no workers)"
 
 
-def _print_recommendation(rec, changes, written, compose, refitted) -> None:
-    from rich.console import Console
-    from rich.table import Table
+def _table(rows: list[list[str]], head: list[str]) -> list[str]:
+    """A plain text table (rich costs ~80 ms of import, a fifth of advise's start)."""
+    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
+    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    return [line(head), "  ".join("-" * w for w in widths)] + [line(r) for r in rows]
 
-    out = Console(highlight=False, soft_wrap=True, width=max(Console().width, 110))
+
+def _pool_text(rec) -> str:
+    p = rec.db_pool_size
+    if rec.hosts > 1:
+        return (f"main {p.main}, webhook {p.webhook}, worker {p.worker}  -> {rec.postgres_connections} Postgres connections "
+                f"((main + 1) + {rec.webhook_processors} x webhook + {rec.workers} x worker); max_connections "
+                f"{rec.max_connections} (~{rec.max_connections_ram_mib:,.0f} MiB of backends)")
+    return (f"{p.main}  -> {rec.postgres_connections} Postgres connections ((pool + 1) + {rec.workers} x pool); "
+            f"max_connections {rec.max_connections}")
+
+
+def _print_recommendation(rec, changes, written, compose, refitted) -> None:
+    out = []
     r = rec.request
     profile = r["workload"] + (f" ({r['cpu_ms']:g} ms Code CPU, {r['wait_ms']:g} ms wait)" if r["workload"] == "custom" else "")
-    out.print(f"# n8n-sizer advise: {r['rps']:g} req/s, {'%d vCPU' % r['vcpu'] if r['vcpu'] else 'any size'} "
-              f"{r['arch']}{', ' + r['provider'] if r['provider'] else ''}, workload {profile}"
-              f"{', p95 <= %g ms' % r['p95_ms'] if r['p95_ms'] else ''}"
-              f"{'  [refitted on your results]' if refitted else ''}")
+    out.append(f"# n8n-sizer advise: {r['rps']:g} req/s, {'%d vCPU' % r['vcpu'] if r['vcpu'] else 'any size'} "
+               f"{r['arch']}{', ' + r['provider'] if r['provider'] else ''}, workload {profile}"
+               f"{', p95 <= %g ms' % r['p95_ms'] if r['p95_ms'] else ''}, up to {r['max_hosts']} host(s)"
+               f"{'  [refitted on your results]' if refitted else ''}")
     cap = rec.capacity_per_s
     server = rec.server
-    where = (f"{server.provider} {server.size}" if server.size else "your server") + \
-            f" ({server.vcpu:g} vCPU {server.arch}{', %.2f EUR/month' % server.monthly_eur if server.monthly_eur is not None else ''})"
+    eur = f", {rec.monthly_eur:.2f} EUR/month" if rec.monthly_eur is not None else ""
+    if rec.hosts > 1:
+        where = f"{rec.hosts} hosts{eur} (see the topology below)"
+    else:
+        where = (f"{server.provider} {server.size}" if server.size else "your server") + \
+                f" ({server.vcpu:g} vCPU {server.arch}{eur})"
+    b = rec.bound
     lines = [
         ("verdict", ("carries it" if rec.feasible else "does NOT carry it") + ("  (extrapolated)" if rec.extrapolated else "")),
-        ("server", where),
+        ("servers" if rec.hosts > 1 else "server", where),
         ("mode", _mode_text(rec)),
     ]
     if rec.mode == "queue":
-        lines += [("workers", str(rec.workers)), ("worker --concurrency", str(rec.concurrency))]
+        lines += [("workers", str(rec.workers)), ("worker --concurrency", str(rec.concurrency)),
+                  ("concurrency per vCPU", f"{rec.concurrency_per_vcpu:g} execution slots per worker-host vCPU")]
     lines += [("N8N_RUNNERS_MAX_CONCURRENCY", str(rec.runner_concurrency))]
     if rec.production_limit is not None:
         lines += [("N8N_CONCURRENCY_PRODUCTION_LIMIT", str(rec.production_limit))]
@@ -168,63 +199,63 @@ def _print_recommendation(rec, changes, written, compose, refitted) -> None:
         lines += [("N8N_EXECUTIONS_QUEUE_KEEP_LAST_*", f"{rec.queue_keep_last} (_COMPLETED and _FAILED; n8n's 0 can "
                                                        "leave a webhook unanswered, see docs/findings/queue-webhook-hang.md)")]
     lines += [
-        ("DB_POSTGRESDB_POOL_SIZE", f"{rec.db_pool_size}  -> {rec.postgres_connections} Postgres connections "
-                                    f"((pool + 1) + {rec.workers} x pool); max_connections {rec.max_connections}"),
-        ("capacity", f"{cap.mid:.1f} executions/s (90% interval {cap.low:.1f} to {cap.high:.1f}), bound by {rec.bound}"),
-        ("headroom", f"{rec.headroom:+.0%} at {r['rps']:g}/s; CPU use about {rec.cpu_utilisation:.0%} of the cores"),
-        ("p95 at that rate", f"{rec.p95_ms:,.0f} ms (server side, Poisson arrivals)" if rec.p95_ms is not None else "n/a: past capacity"),
-        ("stack RAM", f"{rec.ram_idle_mb:,.0f} MB idle, {rec.ram_peak_mb:,.0f} MB peak"),
+        ("DB_POSTGRESDB_POOL_SIZE", _pool_text(rec)),
+        ("capacity", f"{cap.mid:.1f} executions/s (90% interval {cap.low:.1f} to {cap.high:.1f}), bound by {b.name}"
+                     f" ({b.role}{' on ' + b.host if b.host else ''}: {b.why})"),
+        ("headroom", f"{rec.headroom:+.0%} at {r['rps']:g}/s"
+                     + (f"; CPU use about {rec.cpu_utilisation:.0%} of the busiest host's cores" if rec.cpu_utilisation is not None else "")),
+        ("p95 at that rate", f"{rec.p95_ms:,.0f} ms (server side, Poisson arrivals)" if rec.p95_ms is not None else "n/a: not carried"),
     ]
-    for name, value in lines:
-        out.print(f"{name:34s} {value}")
+    if rec.ram_idle_mb is not None:
+        lines.append(("stack RAM", f"{rec.ram_idle_mb:,.0f} MB idle, {rec.ram_peak_mb:,.0f} MB peak"))
+    out += [f"{name:34s} {value}" for name, value in lines]
     if rec.redis:
-        out.print("Redis".ljust(34) + " " + rec.redis[0])
-        for line in rec.redis[1:]:
-            out.print(" " * 35 + line)
+        out.append("Redis".ljust(34) + " " + rec.redis[0])
+        out += [" " * 35 + line for line in rec.redis[1:]]
+    out += ["", "topology (process counts per host):"]
+    rows = []
+    for g in rec.topology:
+        roles = ", ".join(f"{k} {v}" for k, v in g.roles.model_dump().items() if v)
+        rows.append([g.name, str(g.count), f"{g.provider or '-'} {g.size or '-'}", str(g.vcpu),
+                     f"{g.monthly_eur:.2f}" if g.monthly_eur is not None else "-", roles])
+    out += ["  " + x for x in _table(rows, ["group", "hosts", "size", "vCPU", "EUR/month each", "roles"])]
     if rec.warnings:
-        out.print("\nwarnings:")
-        for w in rec.warnings:
-            out.print(f"  - {w}")
-    table = Table(title="catalog sizes for this rate", title_justify="left")
-    for col in ("provider", "size", "vCPU", "arch", "EUR/month", "setup", "capacity/s", "carries"):
-        table.add_column(col, no_wrap=True)
-    for f in rec.fits:
-        setup = f"queue {f.workers}w" if f.mode == "queue" else f.mode
-        table.add_row(f.provider, f.size, str(f.vcpu), f.arch, f"{f.monthly_eur:.2f}", setup,
-                      f"{f.capacity_per_s:.1f}", "yes" if f.carries else "no")
-    out.print()
-    out.print(table)
+        out += ["", "warnings:"] + [f"  - {w}" for w in rec.warnings]
+    rows = [[f.provider, f.size, str(f.vcpu), f.arch, f"{f.monthly_eur:.2f}",
+             f"queue {f.workers}w" if f.mode == "queue" else f.mode, f"{f.capacity_per_s:.1f}",
+             "yes" if f.carries else "no"] for f in rec.fits]
+    out += ["", "single catalog sizes for this rate:"]
+    out += ["  " + x for x in _table(rows, ["provider", "size", "vCPU", "arch", "EUR/month", "setup", "capacity/s", "carries"])]
     if changes:
-        out.print(f"\nyour results: {len(changes['user_points'])} capacity point(s) used "
-                  f"({', '.join(changes['user_points']) or 'none'})")
-        for e in changes["user_excluded"]:
-            out.print(f"  not used: {e['id']}: {e['reason']}")
+        out.append(f"\nyour results: {len(changes['user_points'])} capacity point(s) used "
+                   f"({', '.join(changes['user_points']) or 'none'})")
+        out += [f"  not used: {e['id']}: {e['reason']}" for e in changes["user_excluded"]]
         if not changes["user_points"]:
-            out.print("  nothing to refit on: add a step that saturates without failing, e.g. "
-                      "`n8n-sizer bench --local --concurrency-sweep 10,25` (closed load, no timeouts)")
-        out.print("\nwhat your results changed:")
+            out.append("  nothing to refit on: add a step that saturates without failing, e.g. "
+                       "`n8n-sizer bench --local --concurrency-sweep 10,25` (closed load, no timeouts)")
+        out.append("\nwhat your results changed:")
         for name, v in changes["params"].items():
             before = "new" if v["before"] is None else f"{v['before']:.4g}"
-            out.print(f"  {name:28s} {before} -> {v['after']:.4g}")
-        b, a = changes["recommendation"]["before"], changes["recommendation"]["after"]
-        was = "none (a workflow only your results measured)" if b is None else \
-            f"{b['mode']} {b['workers']}w {b['capacity_per_s']:.1f}/s"
-        out.print(f"  recommendation: {was} -> {a['mode']} {a['workers']}w {a['capacity_per_s']:.1f}/s")
+            out.append(f"  {name:28s} {before} -> {v['after']:.4g}")
+        bb, a = changes["recommendation"]["before"], changes["recommendation"]["after"]
+        was = "none (a workflow only your results measured)" if bb is None else \
+            f"{bb['mode']} {bb['workers']}w {bb['capacity_per_s']:.1f}/s"
+        out.append(f"  recommendation: {was} -> {a['mode']} {a['workers']}w {a['capacity_per_s']:.1f}/s")
     if rec.notes:
-        out.print("\nmodel notes:")
-        for n in rec.notes:
-            out.print(f"  - {n}")
-    out.print(f"\nevidence: {', '.join(rec.evidence)}")
+        out += ["", "model notes:"] + [f"  - {n}" for n in rec.notes]
+    out.append(f"\nevidence: {', '.join(rec.evidence)}")
     if written is not None:
-        out.print(f"\nstack written to {compose}:")
-        for m in written:
-            out.print(f"  {m}")
+        out.append(f"\nstack written to {compose}:")
+        out += [f"  {m}" for m in written]
+    elif rec.hosts > 1:
+        out.append(f"\nnext: save this answer with --json > advice.json, then {rec.render_command}")
     else:
         queue = f" --workers {rec.workers} --concurrency {rec.concurrency}" if rec.mode == "queue" else ""
         limit = f" --production-limit {rec.production_limit}" if rec.production_limit else ""
         render = (f"n8n-sizer render --mode {rec.setup.mode}{queue} --runner-concurrency {rec.runner_concurrency} "
-                  f"--pool {rec.db_pool_size}{limit} --out stack/  (or add --compose stack/ to this command)")
-        out.print(f"\nnext: {render}")
+                  f"--pool {rec.setup.db_pool_size}{limit} --out stack/  (or add --compose stack/ to this command)")
+        out.append(f"\nnext: {render}")
+    print("\n".join(out))
 
 
 def _print_validation(extra, json_out: bool) -> int:
@@ -244,32 +275,33 @@ def _print_validation(extra, json_out: bool) -> int:
             "excluded": [{"id": e.measurement.id, "reason": e.reason} for e in v.excluded],
             "latency_points": [{"id": c.id, "setup": c.setup, "offered_per_s": c.offered_per_s,
                                 "measured_p95_ms": c.measured_p95_ms, "predicted_p95_ms": c.predicted_p95_ms,
-                                "error_pct": c.error_pct} for c in v.latency]}, indent=2))
+                                "error_pct": c.error_pct} for c in v.latency],
+            "demand_rows": {"median_abs_pct_error": v.demand_median_abs_pct_error,
+                            "max_abs_pct_error": v.demand_max_abs_pct_error,
+                            "rows": [{"id": d.id, "role": d.role, "setup": d.setup, "measured_ms": d.measured_ms,
+                                      "predicted_ms": d.predicted_ms, "error_pct": d.error_pct} for d in v.demand]}},
+            indent=2))
         return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    out = Console(highlight=False, soft_wrap=True, width=max(Console().width, 200))
-    table = Table(title="leave-one-out: each capacity point predicted by a fit without it", title_justify="left")
-    for col in ("measurement", "workflow", "setup", "host", "measured/s", "predicted/s", "90% interval", "error"):
-        table.add_column(col, no_wrap=True)
-    for p in v.points:
-        table.add_row(p.id, p.workflow, p.setup, p.host, f"{p.measured_per_s:.2f}", f"{p.predicted_per_s:.2f}",
-                      f"{p.low_per_s:.1f}-{p.high_per_s:.1f}", f"{p.error_pct:+.1f}%")
-    out.print(table)
-    out.print(f"median |error| {v.median_abs_pct_error:.1f}%, max |error| {v.max_abs_pct_error:.1f}%, "
-              f"measured value inside the 90% interval for {v.interval_coverage:.0%} of points "
-              f"({len(v.points)} capacity points)")
-    lat = Table(title="latency check (not a target): p95 below capacity, constant-rate arrivals, plus the "
-                      "reported network round trip", title_justify="left")
-    for col in ("measurement", "setup", "offered/s", "measured p95", "predicted p95", "error"):
-        lat.add_column(col, no_wrap=True)
-    for c in v.latency:
-        lat.add_row(c.id, c.setup, f"{c.offered_per_s:g}", f"{c.measured_p95_ms:,.0f} ms", f"{c.predicted_p95_ms:,.0f} ms",
-                    f"{c.error_pct:+.0f}%")
-    out.print(lat)
-    out.print("\nnot used as capacity points, and why:")
-    for e in v.excluded:
-        out.print(f"  {e.measurement.id}: {e.reason}")
+    out = ["leave-one-out: each capacity point predicted by a fit without it"]
+    rows = [[p.id, p.workflow, p.setup, p.host, f"{p.measured_per_s:.2f}", f"{p.predicted_per_s:.2f}",
+             f"{p.low_per_s:.1f}-{p.high_per_s:.1f}", f"{p.error_pct:+.1f}%"] for p in v.points]
+    out += _table(rows, ["measurement", "workflow", "setup", "host", "measured/s", "predicted/s", "90% interval", "error"])
+    out.append(f"throughput rows: median |error| {v.median_abs_pct_error:.1f}%, max |error| {v.max_abs_pct_error:.1f}%, "
+               f"measured value inside the 90% interval for {v.interval_coverage:.0%} of points "
+               f"({len(v.points)} capacity points)")
+    out += ["", "leave-one-out: each per-role CPU row predicted by a fit without it"]
+    rows = [[d.id, d.role, d.setup, f"{d.measured_ms:.1f} ms", f"{d.predicted_ms:.1f} ms", f"{d.error_pct:+.1f}%"]
+            for d in v.demand]
+    out += _table(rows, ["row", "role", "setup", "measured", "predicted", "error"])
+    if v.demand:
+        out.append(f"per-role demand rows: median |error| {v.demand_median_abs_pct_error:.1f}%, max |error| "
+                   f"{v.demand_max_abs_pct_error:.1f}% ({len(v.demand)} rows)")
+    out += ["", "latency check (not a target): p95 below capacity, constant-rate arrivals, plus the reported "
+            "network round trip"]
+    rows = [[c.id, c.setup, f"{c.offered_per_s:g}", f"{c.measured_p95_ms:,.0f} ms", f"{c.predicted_p95_ms:,.0f} ms",
+             f"{c.error_pct:+.0f}%"] for c in v.latency]
+    out += _table(rows, ["measurement", "setup", "offered/s", "measured p95", "predicted p95", "error"])
+    out += ["", "not used as capacity points, and why:"] + [f"  {e.measurement.id}: {e.reason}" for e in v.excluded]
+    print("\n".join(out))
     sys.stdout.flush()
     return 0

@@ -20,7 +20,7 @@ def run(args, base=ADVISE):
 
 
 def test_human_output_echoes_inputs_and_names_every_setting():
-    p = run(["--rps", "20", "--vcpu", "4", "--workload", "code-heavy"])
+    p = run(["--rps", "20", "--vcpu", "4", "--workload", "code-heavy", "--max-hosts", "1"])
     assert p.returncode == 0, p.stderr
     for text in ("20 req/s, 4 vCPU x86, workload code-heavy", "worker --concurrency", "N8N_RUNNERS_MAX_CONCURRENCY",
                  "DB_POSTGRESDB_POOL_SIZE", "appendonly", "noeviction", "90% interval", "evidence:", "next: n8n-sizer render"):
@@ -35,7 +35,7 @@ def test_n8n_sizer_advise_is_the_same_command():
 
 
 def test_json_shape():
-    p = run(["--rps", "40", "--vcpu", "4", "--json"])
+    p = run(["--rps", "40", "--vcpu", "4", "--max-hosts", "1", "--json"])
     data = json.loads(p.stdout)
     for key in ("mode", "workers", "concurrency", "runner_concurrency", "production_limit", "db_pool_size",
                 "postgres_connections", "capacity_per_s", "headroom", "feasible", "server", "warnings", "evidence"):
@@ -49,7 +49,7 @@ def test_json_shape():
     (["--rps", "0"], "--rps"), (["--rps", "-3"], "--rps"), (["--rps", "5", "--vcpu", "0"], "--vcpu"),
     (["--rps", "5", "--workload", "heavy"], "light, code-heavy"), (["--rps", "5", "--provider", "aws"], "hetzner, gcp"),
     (["--rps", "5", "--arch", "risc"], "x86, arm"), (["--rps", "abc"], "--rps"), ([], "--rps"),
-    (["--rps", "5", "--results", "/nonexistent/results"], "--results"),
+    (["--rps", "5", "--results", "/nonexistent/results"], "--results"), (["--rps", "5", "--max-hosts", "0"], "--max-hosts"),
 ])
 def test_bad_input_is_one_line_exit_2(args, names):
     p = run(args)
@@ -70,6 +70,8 @@ def test_validate_json_reports_leave_one_out():
     assert data["median_abs_pct_error"] <= 10 and data["max_abs_pct_error"] <= 25
     assert len(data["points"]) >= 15 and all("error_pct" in pt for pt in data["points"])
     assert any("latency" in e["reason"] for e in data["excluded"])
+    demand = data["demand_rows"]
+    assert {r["role"] for r in demand["rows"]} >= {"main", "worker"} and demand["max_abs_pct_error"] <= 25
 
 
 def _write_run(out: Path, answered_per_min: float, workflow: str = "light") -> None:
@@ -115,3 +117,48 @@ def test_results_of_your_own_workflow_are_advised_on_its_own_demand(tmp_path):
     assert 7 <= data["capacity_per_s"]["mid"] <= 13  # 10/s measured on this 2-vCPU host
     p = run(["--rps", "5", "--workload", "invoices", "--results", str(tmp_path)])
     assert p.returncode == 2 and "light, code-heavy" in p.stderr
+
+
+CONTRACT_KEYS = {"topology", "webhook_processors", "workers", "concurrency", "concurrency_per_vcpu", "db_pool_size",
+                 "postgres_connections", "max_connections", "monthly_eur", "capacity_per_s", "feasible", "bound",
+                 "render_command"}
+
+
+@pytest.mark.parametrize("rps", ["200", "400"])
+def test_json_topology_contract_for_200_and_400_per_s(rps):
+    p = run(["--rps", rps, "--json"])
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert CONTRACT_KEYS <= set(data)
+    assert data["feasible"] and data["webhook_processors"] >= 1 and data["workers"] >= 2
+    assert data["postgres_connections"] <= data["max_connections"] and data["monthly_eur"] > 0
+    for g in data["topology"]:
+        assert set(g) >= {"name", "provider", "size", "vcpu", "count", "roles"}
+        assert set(g["roles"]) == {"main", "webhook", "workers", "postgres", "redis", "load_balancer"}
+    assert set(data["db_pool_size"]) == {"main", "webhook", "worker"}
+    assert set(data["bound"]) >= {"name", "role", "host"}
+    assert data["render_command"] == "n8n-sizer render --topology advice.json --out cluster/"
+
+
+def test_human_topology_output_names_hosts_roles_and_the_render_command():
+    p = run(["--rps", "200"])
+    assert p.returncode == 0, p.stderr
+    for text in ("topology (process counts per host):", "webhook", "load_balancer 1", "EUR/month",
+                 "concurrency per vCPU", "render --topology advice.json", "prior webhook_factor"):
+        assert text in p.stdout, text
+
+
+def test_max_hosts_1_and_compose_on_a_topology():
+    p = run(["--rps", "200", "--max-hosts", "1", "--json"])
+    data = json.loads(p.stdout)
+    assert data["hosts"] == 1 and len(data["topology"]) == 1 and not data["feasible"]
+    p = run(["--rps", "200", "--max-hosts", "5", "--compose", "/tmp/never-written-by-this-test"])
+    assert p.returncode == 2 and "--max-hosts 1" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_compose_alone_asks_the_single_server_question(tmp_path):
+    p = run(["--rps", "20", "--vcpu", "4", "--workload", "code-heavy", "--compose", str(tmp_path / "stack"), "--json"])
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert data["hosts"] == 1 and data["request"]["max_hosts"] == 1
+    assert (tmp_path / "stack" / "docker-compose.yml").is_file()

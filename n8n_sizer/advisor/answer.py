@@ -1,0 +1,129 @@
+"""The recommendation's output models (`advise --json` keeps today's keys and adds the topology contract)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from n8n_sizer.advisor.profiles import WorkflowProfile
+from n8n_sizer.advisor.setup import Setup
+
+RecommendedMode = Literal["regular", "regular-limit", "queue"]
+# The topology contract's render step (docs/advise-topology.md): `advise --json > advice.json` first.
+RENDER_TOPOLOGY = "n8n-sizer render --topology advice.json --out cluster/"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Request(_Frozen):
+    rps: float = Field(gt=0)
+    vcpu: int | None = Field(None, gt=0)
+    arch: Literal["x86", "arm"] = "x86"
+    provider: Literal["hetzner", "gcp"] | None = None
+    profile: WorkflowProfile
+    p95_ms: float | None = Field(None, gt=0)
+    # 1 is the single-server question (what the library's callers, e.g. the bench report, ask by default);
+    # `advise` passes its own default so the CLI also searches multi-host topologies.
+    max_hosts: int = Field(1, ge=1, le=200)
+
+
+class Interval(_Frozen):
+    low: float
+    mid: float
+    high: float
+
+
+class ServerChoice(_Frozen):
+    provider: str | None
+    size: str | None
+    vcpu: float
+    arch: str
+    monthly_eur: float | None
+    shared_core: bool = False
+
+
+class SizeFit(_Frozen):
+    provider: str
+    size: str
+    vcpu: int
+    arch: str
+    monthly_eur: float
+    mode: RecommendedMode
+    workers: int
+    capacity_per_s: float
+    carries: bool
+
+
+class Roles(_Frozen):
+    """Process counts per host (main, postgres, redis, load_balancer 0/1)."""
+
+    main: int = 0
+    webhook: int = 0
+    workers: int = 0
+    postgres: int = 0
+    redis: int = 0
+    load_balancer: int = 0
+
+
+class HostGroup(_Frozen):
+    name: str
+    provider: str | None
+    size: str | None
+    vcpu: int
+    count: int = Field(ge=1)
+    roles: Roles
+    monthly_eur: float | None  # per host, None off the catalog (`--vcpu` without a matching size)
+
+
+class PoolSizes(_Frozen):
+    """DB_POSTGRESDB_POOL_SIZE per n8n role; None where the role does not run."""
+
+    main: int
+    webhook: int | None
+    worker: int | None
+
+
+class BindingBound(_Frozen):
+    name: str  # host | cpu | main | webhook | workers | runners | redis | slots | latency
+    role: str  # main | webhook | worker | postgres | redis | load_balancer | several joined by +
+    host: str | None  # the host group's name
+    why: str
+
+
+class Recommendation(_Frozen):
+    request: dict
+    mode: RecommendedMode
+    workers: int  # total over the topology
+    concurrency: int | None
+    concurrency_per_vcpu: float | None  # execution slots (workers x --concurrency) per worker-host vCPU
+    runner_concurrency: int
+    production_limit: int | None
+    db_pool_size: PoolSizes
+    postgres_connections: int
+    max_connections: int
+    max_connections_ram_mib: float  # what Postgres may need for that many backends (pools.py, a prior)
+    redis: list[str]
+    queue_keep_last: int | None = None  # N8N_EXECUTIONS_QUEUE_KEEP_LAST_COMPLETED and _FAILED, queue mode only
+    capacity_per_s: Interval
+    headroom: float  # capacity mid / rate - 1
+    feasible: bool
+    cpu_utilisation: float | None  # of the busiest host's cores
+    p95_ms: float | None
+    bound: BindingBound
+    ram_idle_mb: float | None
+    ram_peak_mb: float | None
+    server: ServerChoice  # the single host, or the worker hosts' size of a topology
+    topology: list[HostGroup]
+    webhook_processors: int
+    hosts: int
+    monthly_eur: float | None  # the whole topology
+    render_command: str
+    fits: list[SizeFit]
+    warnings: list[str]
+    evidence: list[str]
+    notes: list[str]
+    extrapolated: bool
+    setup: Setup  # the n8n setup of one host (single-host answers; a topology's worker hosts otherwise)

@@ -1,0 +1,138 @@
+"""The words around an answer: which measurements it rests on, what is extrapolated, and what binds it.
+
+Every sentence here is derived from the same bound the answer reports, so a warning cannot contradict it:
+"more cores, not more workers" only when a host's cores bind, "more workers" only when workers or their
+runners bind, a latency miss only when the capacity carries the rate but the p95 target does not hold.
+"""
+
+from __future__ import annotations
+
+from n8n_sizer.advisor.answer import BindingBound, SizeFit
+from n8n_sizer.advisor.capacity import HostShape
+from n8n_sizer.advisor.fit import FittedModel, profile_of
+from n8n_sizer.advisor.profiles import WorkflowProfile
+from n8n_sizer.advisor.roles import PINNED_BY, PRIORS
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.advisor.validate import describe_setup
+
+
+def same_measured(m, profile: WorkflowProfile, setup: Setup, host: HostShape) -> bool:
+    return (m.workflow == profile.name and m.setup.mode == setup.mode and float(m.hardware.vcpu) == host.vcpu
+            and m.hardware.arch == host.arch)
+
+
+def evidence(fitted: FittedModel, ram_evidence, profile: WorkflowProfile, setup: Setup, host: HostShape) -> list[str]:
+    pts = [p.measurement for p in fitted.points if profile_of(p.measurement).overhead_key == profile.overhead_key]
+    pts.sort(key=lambda m: (m.setup.mode != setup.mode, abs(m.setup.workers - setup.workers),
+                            abs(float(m.hardware.vcpu) - host.vcpu), m.id))
+    rows = [m.id for m in pts[:8]]
+    if setup.mode == "queue":
+        rows += [r.id for r in fitted.demand_rows][:4]
+    return rows + list(ram_evidence[:2])
+
+
+def extrapolated(fitted: FittedModel, profile: WorkflowProfile, setup: Setup, host: HostShape,
+                 warnings: list[str], multi_host: bool) -> bool:
+    if not profile.measured:
+        warnings.append(f"extrapolated: the {profile.name} profile borrows the light workflow's measured n8n overhead "
+                        f"and adds your {profile.code_cpu_ms:g} ms of Code CPU and {profile.wait_ms:g} ms of waiting")
+        return True
+    if multi_host:
+        warnings.append("extrapolated: no embedded measurement ran n8n on several hosts or with webhook processors; "
+                        "the topology rests on the fitted per-role demands and the priors listed in the notes")
+        return True
+    same = [p.measurement for p in fitted.points if same_measured(p.measurement, profile, setup, host)
+            and (setup.mode == "regular" or p.measurement.setup.workers == setup.workers)]
+    if same:
+        return False
+    measured = sorted({(p.measurement.setup.mode, p.measurement.setup.workers, float(p.measurement.hardware.vcpu),
+                        p.measurement.hardware.arch) for p in fitted.points if p.measurement.workflow == profile.name})
+    listed = "; ".join(f"{mode}{f' {w}w' if w else ''} on {v:g} vCPU {a}" for mode, w, v, a in measured)
+    warnings.append(f"extrapolated: no measurement of the {profile.name} workflow in {setup.mode} mode"
+                    f"{f' with {setup.workers} workers' if setup.workers else ''} on {host.vcpu:g} vCPU {host.arch}; "
+                    f"measured: {listed or 'none'}")
+    return True
+
+
+def measured_errors(fitted: FittedModel, profile: WorkflowProfile, setup: Setup, host: HostShape, rate: float,
+                    carries: bool) -> list[str]:
+    """Failed measurements of this workflow on this host size, for this setup or one with more workers:
+    all of them when the rate is past capacity, else those at up to 1.5x the requested rate."""
+    out = []
+    for e in fitted.excluded:
+        m = e.measurement
+        errors = m.results.errors or 0
+        relevant = not carries or (m.load.offered_rps or 0.0) <= 1.5 * rate
+        if errors and relevant and same_measured(m, profile, setup, host) and m.setup.workers >= setup.workers:
+            if m.setup.mode == "regular" and m.setup.production_limit != setup.production_limit:
+                continue
+            out.append(f"measured {describe_setup(m)} on {host.vcpu:g} vCPU: {errors} errors at "
+                       f"{m.load.offered_rps:g} req/s ({m.id})")
+    return out
+
+
+def what_would_help(bound: BindingBound, multi_host: bool, max_hosts: int, limited_by_connections: bool) -> str:
+    """The remedy that matches the binding bound, and only that one."""
+    if limited_by_connections:
+        return ("the worker count is held by Postgres connections: every worker's pool must fit under the "
+                "max_connections its data host's RAM carries; a larger data host, or a pooler such as PgBouncer "
+                "(not set up by this tool)")
+    more_hosts = (f"allow more hosts (--max-hosts above {max_hosts})" if max_hosts > 1
+                  else "allow several hosts (drop --max-hosts 1)")
+    if bound.name in ("host", "cpu"):
+        if not multi_host:
+            return f"More cores, not more workers, would carry it: a larger server, or {more_hosts}"
+        return f"more cores would carry it: larger hosts for {bound.host}, or {more_hosts}"
+    if bound.name in ("workers", "runners"):
+        return f"more workers (each with its task runner) would carry it: {more_hosts}, or larger worker hosts"
+    if bound.name == "main":
+        if multi_host:
+            return ("main's own process binds; n8n runs one main without a licence (multi-main is out of scope): "
+                    "move work off main, e.g. timers and polling triggers to fewer workflows")
+        return f"main's event loop binds: webhook processors take production webhooks off main ({more_hosts})"
+    if bound.name == "webhook":
+        return f"more webhook processors would carry it: {more_hosts}"
+    if bound.name == "redis":
+        return "Redis' single core binds: a faster host for Redis"
+    if bound.name == "slots":
+        return "the execution slots bind: raise worker --concurrency"
+    return more_hosts
+
+
+def describe_choice(mode: str, workers: int, webhooks: int, hosts: int, where: str) -> str:
+    if hosts > 1:
+        return (f"{hosts} hosts ({where}): queue mode, {workers} workers, {webhooks} webhook processor(s) "
+                "behind a load balancer")
+    if mode == "queue":
+        return f"{where} in queue mode with {workers} worker(s)"
+    return f"{where} in regular mode"
+
+
+def infeasible_warning(rate: float, mid: float, choice_text: str, bound: BindingBound, remedy: str,
+                       fits: list[SizeFit], multi_host: bool) -> str:
+    head = (f"not sustainable: no option within the limits carries {rate:g}/s; the highest-capacity one, "
+            f"{choice_text}, carries about {mid:.1f}/s, bound by {bound.name} ({bound.why}). {remedy}")
+    carrying = [f for f in fits if f.carries]
+    if not multi_host and carrying and bound.name in ("host", "cpu"):
+        f = carrying[0]
+        return head + (f"; {f.provider} {f.size} ({f.vcpu} vCPU, {f.monthly_eur:.2f} EUR/month) in "
+                       f"{f.mode} mode{f' with {f.workers} workers' if f.workers else ''} would carry it, "
+                       f"about {f.capacity_per_s:.1f}/s")
+    return head
+
+
+def latency_warning(rate: float, p95: float | None, target: float, mid: float, choice_text: str,
+                    shared_core_row: str | None) -> str:
+    got = "grows without bound" if p95 is None else f"is about {p95:,.0f} ms"
+    why = f"; shared-core sizes rest on the measured soak ({shared_core_row})" if shared_core_row else ""
+    return (f"latency target missed: at {rate:g}/s the predicted p95 of {choice_text} {got}, above --p95-ms "
+            f"{target:g}, though its capacity ({mid:.1f}/s) carries the rate{why}")
+
+
+def prior_notes(multi_host: bool, demand_rows) -> list[str]:
+    """The priors an answer rests on that no per-role row pins (roles.py), named for the notes."""
+    if not multi_host:
+        return []
+    pinned = {r.role for r in demand_rows if r.role != "main" or r.measurement.setup.webhook_processors > 0}
+    return [f"prior {p.name} = {p.value:g}, no measured row pins it: {p.why}" for p in PRIORS
+            if PINNED_BY[p.name] not in pinned]

@@ -1,0 +1,71 @@
+"""Postgres pools per process, the connections they open, and the `max_connections` to set (PGTune style).
+
+Seed 000 ("Postgres connections for n8n workers") measured main at pool + 1 connections and each worker at
+pool: 3 / 5 / 7 / 11 for regular / 1 / 2 / 4 workers with n8n's default pool of 2, and 44 with pool 10 on 4
+workers. Its 4-worker run at 50 req/s failed 714 requests with "database not ready" at pool 2, and pool 10
+removed the errors in one run: a worker that runs `--concurrency` executions at once needs a connection for
+each of them when they finish together (every execution writes its result), plus one for the worker's
+own job bookkeeping. So the pool follows each process's concurrency instead of staying at 2.
+"""
+
+from __future__ import annotations
+
+import math
+
+from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, DEFAULT_DB_POOL_SIZE, POSTGRES_DEFAULT_MAX_CONNECTIONS
+
+# Without a connection pooler (PgBouncer, out of scope here) Postgres runs one backend process per
+# connection, so the data host's RAM bounds them: half of it for backends (the rest for shared_buffers,
+# the page cache and Redis). Above 500 a warning suggests a pooler.
+POSTGRES_BACKEND_RAM_SHARE = 0.5
+MANY_CONNECTIONS = 500
+# `--vcpu V` off the catalog has no RAM figure: assume Hetzner CX's 2 GiB per vCPU (catalog.py).
+RAM_MIB_PER_VCPU_ASSUMED = 2048
+# A prior: an idle backend's private memory (its catalog caches, a few MB) plus one work_mem (4 MB default)
+# for the sort an execution listing may need. Seed 002 measured the whole idle Postgres at 58-65 MiB.
+RAM_PER_CONNECTION_MIB = 10.0
+MAX_CONNECTIONS_STEP = 20  # round max_connections up to a tidy figure that leaves room for a later worker
+# Each in-flight request at a webhook processor or main holds a connection briefly (execution row in, status
+# out); a prior of 10 ms per request, sized with the same burst factor as the other settings.
+INGEST_DB_HOLD_S = 0.010
+BURST_FACTOR = 1.5
+
+
+# notes/real-n8n.md's worker profile: Postgres writes and the ORM take ~40% of a worker's time per execution,
+# so of the executions a worker has on CPU, about that share hold a connection at any moment.
+DB_SHARE_OF_WORKER_TIME = 0.4
+
+
+def worker_pool_size(concurrency: int, in_flight: float) -> int:
+    """DB_POSTGRESDB_POOL_SIZE for a worker: a connection for each execution in a database call at once, plus
+    one for its own bookkeeping (see module doc). "At once" is Little's in-flight count (executions on CPU)
+    x DB_SHARE_OF_WORKER_TIME x the burst factor, at least 2 (so a worker at `--concurrency` 10 gets at least
+    3, seed 000's pool of 2 being too few under load), at most its `--concurrency`: more are never used."""
+    return min(concurrency, max(2, math.ceil(BURST_FACTOR * DB_SHARE_OF_WORKER_TIME * in_flight))) + 1
+
+
+def ingest_pool_size(rate_per_process_per_s: float) -> int:
+    """DB_POSTGRESDB_POOL_SIZE for main or a webhook processor: Little's law on the connections its requests
+    hold (rate x hold time x burst), never below n8n's default of 2."""
+    return max(DEFAULT_DB_POOL_SIZE, math.ceil(BURST_FACTOR * rate_per_process_per_s * INGEST_DB_HOLD_S))
+
+
+def connections(main_pool: int, webhook_pool: int, webhooks: int, worker_pool: int, workers: int) -> int:
+    """(main pool + 1) + webhook processors x pool + workers x pool (seed 000's formula, per process)."""
+    return (main_pool + 1) + webhooks * webhook_pool + workers * worker_pool
+
+
+def recommended_max_connections(conns: int) -> int:
+    """Postgres' default of 100 unless the pools and CONNECTION_HEADROOM need more, rounded up."""
+    need = conns + CONNECTION_HEADROOM
+    return max(POSTGRES_DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_STEP * math.ceil(need / MAX_CONNECTIONS_STEP))
+
+
+def connection_budget(data_host_ram_mib: int) -> int:
+    """The largest max_connections the data host's RAM carries (POSTGRES_BACKEND_RAM_SHARE of it)."""
+    return int(POSTGRES_BACKEND_RAM_SHARE * data_host_ram_mib / RAM_PER_CONNECTION_MIB)
+
+
+def connection_ram_mib(max_connections: int) -> float:
+    """RAM Postgres may need for that many backends (RAM_PER_CONNECTION_MIB each, a prior)."""
+    return max_connections * RAM_PER_CONNECTION_MIB
