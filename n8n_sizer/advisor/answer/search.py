@@ -24,7 +24,7 @@ from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.roles import role_demands
 from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, connection_budget
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM
-from n8n_sizer.advisor.topology import (COMFORT_UTILISATION, Group, Layout, PoolPlan, TopologyModel, plan_pools,
+from n8n_sizer.advisor.answer.topology import (COMFORT_UTILISATION, Group, Layout, PoolPlan, TopologyModel, plan_pools,
                                         worker_settings)
 
 MAX_HOSTS_DEFAULT = 40

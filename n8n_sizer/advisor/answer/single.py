@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from n8n_sizer.advisor import explain, settings
-from n8n_sizer.advisor.answer import (RENDER_TOPOLOGY, BindingBound, HostGroup, Interval, PoolSizes, Recommendation,
+from n8n_sizer.advisor import settings
+from n8n_sizer.advisor.answer import explain as explain
+from n8n_sizer.advisor.answer.base import (RENDER_TOPOLOGY, BindingBound, HostGroup, Interval, PoolSizes, Recommendation,
                                       Roles, ServerChoice)
 from n8n_sizer.advisor.pools import connection_ram_mib
 from n8n_sizer.advisor.setup import postgres_connections, recommended_max_connections
