@@ -65,6 +65,7 @@ class HostGroup(_Strict):
     vcpu: int | None = Field(None, ge=1)
     count: int = Field(1, ge=1, le=32)
     roles: Roles
+    monthly_eur: float | None = Field(None, ge=0)  # what `advise --json` estimated; informational, not rendered
 
     @field_validator("name")
     @classmethod
