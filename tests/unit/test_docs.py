@@ -104,8 +104,11 @@ def test_the_cheap_readme_examples_run_for_real(tmp_path):
         proc = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=120)
         assert proc.returncode == 0, f"README.md:{example.line_no}: {command}: exit {proc.returncode}: {proc.stderr}"
-        assert proc.stdout.strip(), command
+        target = command.split(">", 1)[1].split()[0] if ">" in command else None
+        # what it printed, or (for a redirect) the file it wrote
+        assert (tmp_path / target).stat().st_size if target else proc.stdout.strip(), command
     assert (tmp_path / "stack" / "docker-compose.yml").is_file()  # the tour's --compose wrote what check read
+    assert (tmp_path / "cluster" / "data" / "docker-compose.yml").is_file()  # advise's topology, rendered
 
 
 def _anchors(path: Path) -> set[str]:
