@@ -22,6 +22,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.safety.write import write_atomic
 
 
 class ServiceError(RemoteError):
@@ -223,8 +224,7 @@ def init_postgres(data_dir: Path, superuser: str, password: str) -> None:
     user = _service_user()
     data_dir.mkdir(mode=0o700)
     pwfile = data_dir.parent / "pg-pwfile"
-    pwfile.write_text(password + "\n")
-    pwfile.chmod(0o600)
+    write_atomic(pwfile, password + "\n", private=True, what="Postgres password file")  # 0600 from the first byte
     try:
         if user is not None:
             import pwd

@@ -34,6 +34,7 @@ from n8n_sizer.localstack.state import SECRETS_FILE, STATE_FILE, StackOptions, S
 
 __all__ = ["LocalStack", "StackOptions", "StackState", "STATE_FILE", "SECRETS_FILE"]
 from n8n_sizer.errors import InputError
+from n8n_sizer.safety.write import write_atomic
 
 PORT_RETRIES = 2
 # How Postgres, Redis and n8n (HTTP server, task broker) report a port that is taken.
@@ -310,7 +311,7 @@ class LocalStack:
                                      redis_password=secrets.token_urlsafe(24),
                                      extra_env=dict(self.options.extra_env))
         secrets_path = self.stack_dir / SECRETS_FILE
-        fd = os.open(secrets_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(secrets_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w") as out:
             out.write(self._secrets.model_dump_json())
         names = ["main", *self.worker_names]
@@ -392,6 +393,4 @@ class LocalStack:
     def _write_state(self) -> None:
         if self._install is None or "main" not in self.ports:
             return
-        tmp = self.stack_dir / (STATE_FILE + ".tmp")
-        tmp.write_text(self.state().model_dump_json(indent=2) + "\n")
-        tmp.replace(self.stack_dir / STATE_FILE)
+        write_atomic(self.stack_dir / STATE_FILE, self.state().model_dump_json(indent=2) + "\n", private=False)

@@ -39,7 +39,7 @@ class Counts(BaseModel):
 
 def _save_session(path: Path, session: N8nSession) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # 0600 from the first byte, never overwritten
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)  # 0600 from the first byte, never overwritten
     with os.fdopen(fd, "w") as f:
         json.dump({"base_url": session.base_url, "email": session.owner.email,
                    "password": session.owner.password.get_secret_value(),

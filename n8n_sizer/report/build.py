@@ -19,6 +19,7 @@ from pathlib import Path
 from n8n_sizer.errors import InputError
 from n8n_sizer.report.model import RunData, StepRow, load_run, step_rows
 from n8n_sizer.runs.stats import ROLES
+from n8n_sizer.safety.write import write_atomic
 from n8n_sizer.telemetry.alerts import evaluate_alerts
 
 
@@ -186,6 +187,12 @@ def build_report(runs: Sequence[str | Path], out_dir: Path, *, extra_sections: S
     bench = [d for d in data if d.manifest.kind in ("bench", "find-max", "soak")]
     rows = [row for d in bench for row in step_rows(d)]
     parts = [f"# Benchmark report\n\nRuns: {', '.join(f'`{d.manifest.run_id}`' for d in data)}.\n"]
+    # a load run without request records has nothing to tabulate: say so, never a silently shorter report
+    empty = [d.manifest.run_id for d in bench if not d.requests]
+    if empty:
+        parts.append("**Warning:** no request records in " + ", ".join(f"`{r}`" for r in empty)
+                     + " (requests.jsonl missing or empty): these runs add no row to the tables below; run "
+                       "`n8n-sizer bench --resume RUN` to finish them.\n")
     if rows:
         parts.append("## Results per setup and step\n\nAnswered/min counts 2xx responses per minute: for a constant-rate "
                      "step, over the span its answers needed, so a step that did not keep up reads as what it carried "
@@ -230,5 +237,5 @@ def build_report(runs: Sequence[str | Path], out_dir: Path, *, extra_sections: S
                     parts.append(f"No telemetry samples for {target}: no time-series plot.\n")
     parts.extend(extra_sections)
     md = out_dir / "report.md"
-    md.write_text("\n".join(p.rstrip() + "\n" for p in parts))
+    write_atomic(md, "\n".join(p.rstrip() + "\n" for p in parts), private=False, what=f"report {md}")
     return ReportResult(md, images)

@@ -33,9 +33,15 @@ def _pyplot():
 
 def _save(fig, path: Path) -> Path:
     """Lay out, write the PNG and free the figure (pyplot keeps every open figure otherwise)."""
+    import io
+
+    from n8n_sizer.safety.write import write_atomic
+
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+    png = io.BytesIO()
+    fig.savefig(png, dpi=DPI, format="png")
     _pyplot().close(fig)
+    write_atomic(path, png.getvalue(), private=False, what=f"plot {path}")  # whole or not at all, never via a link
     return path
 
 

@@ -23,7 +23,7 @@ ErrorClass = Literal["timeout", "reset", "refused", "non-2xx", "dropped", "other
 class Sample(BaseModel):
     """One measurement, PerfKitBenchmarker style: metric, value, unit, labels, time (unix seconds)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)  # NaN/inf: a broken record
 
     metric: str
     value: float
@@ -35,7 +35,7 @@ class Sample(BaseModel):
 class RequestRecord(BaseModel):
     """One request of the open-model (or closed) load: when it was due, when it went, what came back."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)  # NaN/inf: a broken record
 
     seq: int = Field(ge=0)
     step: str  # e.g. "rate-20" or "c-10"; warm-up requests are not recorded

@@ -21,6 +21,7 @@ from typing import Iterable
 from pydantic import ValidationError
 
 from n8n_sizer.runs.records import StepTally
+from n8n_sizer.safety.write import write_atomic
 from n8n_sizer.runs.stats import step_throughput
 from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample
 from n8n_sizer.errors import InputError
@@ -78,10 +79,8 @@ class RunStore:
         return cls(folder, manifest)
 
     def save_manifest(self) -> None:
-        with self._lock:
-            tmp = self.folder / f".{RUN_JSON}.tmp"
-            tmp.write_text(self.manifest.model_dump_json(indent=2) + "\n")
-            os.replace(tmp, self.folder / RUN_JSON)
+        with self._lock:  # the one atomic writer: never through a link, never half-written (safety/write.py)
+            write_atomic(self.folder / RUN_JSON, self.manifest.model_dump_json(indent=2) + "\n", private=False)
 
     def update_manifest(self, **changes) -> None:
         with self._lock:
@@ -93,8 +92,9 @@ class RunStore:
             f = self._files.get(name)
             if f is None:
                 path = self.folder / name
-                _end_partial_line(path)
-                f = self._files[name] = open(path, "a", encoding="utf-8")
+                _drop_partial_line(path)
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+                f = self._files[name] = os.fdopen(fd, "a", encoding="utf-8")
             f.write(line + "\n")
             f.flush()
 
@@ -151,32 +151,42 @@ class RunStore:
         return max(seqs) + 1 if seqs else 0
 
 
-def _end_partial_line(path: Path) -> None:
-    """A crash mid-write can leave a line without its newline; end it so the next record starts clean."""
-    if path.exists() and path.stat().st_size > 0:
-        with open(path, "rb") as f:
-            f.seek(-1, os.SEEK_END)
-            last = f.read(1)
-        if last != b"\n":
-            with open(path, "ab") as f:
-                f.write(b"\n")
+def _drop_partial_line(path: Path) -> None:
+    """A crash mid-write can leave a last line without its newline (a record cut short, unreadable): drop it before
+    appending, so a cut line can only ever be the file's last one and one in the middle means damage."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    try:
+        size = os.fstat(fd).st_size
+        tail = os.pread(fd, min(size, 1 << 20), max(0, size - (1 << 20)))
+        if tail.endswith(b"\n"):
+            return
+        cut = tail.rfind(b"\n")
+        os.ftruncate(fd, max(0, size - len(tail)) + cut + 1 if cut >= 0 else max(0, size - len(tail)))
+    finally:
+        os.close(fd)
 
 
 def _parse_jsonl(text: str | None, path: Path, model):
-    """Every record in the file. A line cut short by a crash is skipped; any other bad line is an error."""
+    """Every record in the file. The last line may be cut short by a crash mid-write (no newline after it): it is
+    skipped. Any other bad line, a cut one in the middle included, is damage: an error naming the line."""
     if text is None:
         return []
     out = []
-    lines = text.splitlines()
+    lines = text.split("\n")  # the last element is "" when the file ends with a newline
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             out.append(model.model_validate_json(line))
         except ValidationError as exc:
-            if not line.rstrip().endswith("}"):  # truncated by a crash mid-write
+            if number == len(lines) and not line.rstrip().endswith("}"):  # the run stopped mid-write
                 continue
-            raise InputError(f"{path}:{number} is not a {model.__name__} ({str(exc).splitlines()[0]})") from None
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ())) or "line"
+            raise InputError(f"{path}:{number} is not a {model.__name__} ({where}: {first.get('msg')}); the file was "
+                             "edited or damaged: restore it, or re-run the step with `n8n-sizer bench --resume`") from None
     return out
 
 

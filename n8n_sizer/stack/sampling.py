@@ -25,7 +25,7 @@ def local_stack_telemetry(stack, *, n8n_metrics: bool = False) -> dict:
         # redis-cli reads the password from this 0600 file at run time: it never sits in a command line
         secret = Path(stack.stack_dir) / "redis-probe.secret"
         if not secret.exists():
-            fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write(stack.secrets.redis_password)
         probes += redis_probes(stack.redis_port, password_file=str(secret))

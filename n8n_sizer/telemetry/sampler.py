@@ -37,7 +37,7 @@ def append_samples(path: Path, samples: Sequence[Sample]) -> None:
     if not samples:
         return
     data = "".join(s.model_dump_json() + "\n" for s in samples).encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         os.write(fd, data)
     finally:

@@ -37,7 +37,7 @@ def test_store_creates_exclusively_appends_and_reopens(tmp_path):
     assert json.loads((tmp_path / run_id / "run.json").read_text())["run_id"] == run_id
 
 
-def test_a_line_cut_by_a_crash_is_ended_and_skipped_other_bad_lines_fail(tmp_path):
+def test_a_line_cut_by_a_crash_is_dropped_on_resume_and_skipped_at_the_end_other_bad_lines_fail(tmp_path):
     store = RunStore.create(tmp_path, RunManifest(run_id="r1", created_s=1.0))
     store.append_request(rec(0))
     store.close()
@@ -48,8 +48,23 @@ def test_a_line_cut_by_a_crash_is_ended_and_skipped_other_bad_lines_fail(tmp_pat
     assert [r.seq for r in store.read_requests()] == [0, 2]
     store.close()
     with open(tmp_path / "r1" / "requests.jsonl", "a") as f:
-        f.write('{"seq": -1}\n')
-    with pytest.raises(InputError, match="requests.jsonl:4"):
+        f.write('{"seq": 3, "step": "rat')  # killed mid-write again, and not resumed: the last line, skipped
+    assert [r.seq for r in RunStore.open(tmp_path / "r1").read_requests()] == [0, 2]
+    path = tmp_path / "r1" / "requests.jsonl"
+    lines = path.read_text().split("\n")
+    path.write_text("\n".join([lines[0], '{"seq": 1, "step": "rat', *lines[1:]]))  # a cut line in the middle
+    with pytest.raises(InputError, match="requests.jsonl:2 .*damaged"):
+        RunStore.open(tmp_path / "r1").read_requests()
+    import json
+
+    nan = json.dumps({**json.loads(lines[1]), "latency_ms": float("nan")})  # Python's json writes NaN
+    assert "NaN" in nan
+    path.write_text("\n".join([lines[0], nan]) + "\n")
+    with pytest.raises(InputError, match="requests.jsonl:2 .*finite"):  # a NaN latency is broken, not a figure
+        RunStore.open(tmp_path / "r1").read_requests()
+    with open(tmp_path / "r1" / "requests.jsonl", "w") as f:
+        f.write(lines[0] + '\n{"seq": -1}\n')
+    with pytest.raises(InputError, match="requests.jsonl:2"):
         store.read_requests()
     with pytest.raises(InputError, match="no run.json"):
         RunStore.open("nope", tmp_path)

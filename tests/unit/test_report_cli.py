@@ -48,3 +48,12 @@ def test_report_json_names_what_it_wrote(runs, tmp_path, capsys):
     printed = json.loads(capsys.readouterr().out)
     assert printed["report"] == str(out / "report.md") and (out / "report.md").is_file()
     assert printed["plots"] == [] and printed["runs"] == [str(r) for r in runs]
+
+
+def test_a_run_without_request_records_is_named_in_the_report(runs, tmp_path, capsys):
+    (runs[0] / "requests.jsonl").write_text("")
+    out = tmp_path / "rep"
+    assert invoke(["report", *map(str, runs), "--out", str(out), "--no-plots"]) == 0
+    text = (out / "report.md").read_text()
+    assert "**Warning:** no request records in `20261130T150000Z-aaaaaa`" in text
+    assert "20261130T150000Z-aaaaaa | cx33" not in text.split("## Run")[0]  # no row from the empty run
