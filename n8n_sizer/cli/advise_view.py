@@ -95,6 +95,10 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
         raise InputError(f"no stack n8n-sizer renders fits these inputs: the {where} it would need is out of range "
                          f"({first.get('msg')}, got {first.get('input')}); lower --rps or --wait-ms") from None
     changes = _changes(build_advisor(None), advisor, req, rec) if extra else None
+    if extra:  # never advise past the user's own evidence (the same rule the report's advice applies)
+        from n8n_sizer.runs.evidence import overrule
+
+        rec, _ = overrule(rec, extra, workload)
     if compose is not None and rec.hosts > 1:  # --compose alone asks the single-server question (above)
         raise InputError(f"--compose writes a single-host stack, and this answer is {rec.hosts} hosts: save it with "
                          f"--json > advice.json and run `{rec.render_command}`, or use --max-hosts 1")

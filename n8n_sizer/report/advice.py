@@ -16,7 +16,7 @@ from n8n_sizer.advisor.engine import build_advisor
 from n8n_sizer.advisor.fit import is_user_point
 from n8n_sizer.advisor.profiles import BUILTIN, user_profile
 from n8n_sizer.advisor.recommend import Request
-from n8n_sizer.runs.evidence import contradiction, how_to_measure, measured_at, setup_words
+from n8n_sizer.runs.evidence import how_to_measure, measured_at, overrule, setup_words
 from n8n_sizer.runs.fit_input import measurements_from_run
 from n8n_sizer.runs.store import RUN_JSON
 
@@ -33,7 +33,7 @@ def advice_section(run_dirs: Sequence[str | Path]) -> str:
     lines = [TITLE, "",
              f"Refitted on the embedded measurements plus these runs ({len(rows)} step(s), {len(used)} of them capacity "
              "points; `advise --validate --results DIR` lists why the others are not). Same as "
-             "`advise --rps R --vcpu V --results DIR`.", "",
+             "`advise --rps R --vcpu V --max-hosts 1 --results DIR`.", "",
              "| workflow | host | rate | setup it would run | capacity, 90% interval | carries it | notes |",
              "|---|---|---:|---|---|---|---|"]
     shapes = sorted({(m.workflow, float(m.hardware.vcpu), m.hardware.arch) for m in rows})
@@ -53,8 +53,8 @@ def advice_section(run_dirs: Sequence[str | Path]) -> str:
             rec = advisor.recommend(Request(rps=rate, vcpu=max(1, round(vcpu)), arch=arch, profile=profile))
             setup = setup_words(rec.setup.mode, rec.setup.workers, rec.setup.concurrency if rec.setup.mode == "queue"
                                 else None, rec.production_limit)
-            against = contradiction(measured, rec.setup.mode, rec.setup.workers, rec.feasible)
-            carries = "yes" if rec.feasible and against is None else "no"
+            rec, against = overrule(rec, rows, workflow)  # the same rule `advise --results` applies
+            carries = "yes" if rec.feasible else "no"
             if against is not None:
                 carries = f"no: measured on this setup, {against.why}"
             if carries != "yes":  # and what would carry it, when the catalog has such a size

@@ -81,3 +81,18 @@ def how_to_measure(workflow: str, rate: float) -> str:
     rates = ",".join(f"{r:g}" for r in sorted({max(1.0, rate / 2), rate, rate * 1.5, rate * 2}))
     return (f"n8n-sizer bench --local --workflow {workflow}.json --body BODY.json --rates {rates} --step-seconds 60 "
             "(the steps past its ceiling give the capacity point)")
+
+
+def overrule(rec, rows: list[Measurement], workflow: str):
+    """`rec` as the user's own steps leave it: when a step on the same host shape, workflow, rate and setup did not
+    keep up, the recommendation does not carry the rate, whatever the model predicted. Returns (rec, the step or
+    None). A multi-host answer is not the measured setup: it is returned as it is."""
+    if getattr(rec, "hosts", 1) != 1 or not rec.feasible:
+        return rec, None
+    verdicts = measured_at(rows, workflow, float(rec.server.vcpu), rec.server.arch, float(rec.request["rps"]))
+    against = contradiction(verdicts, rec.setup.mode, rec.setup.workers, rec.feasible)
+    if against is None:
+        return rec, None
+    note = (f"your run measured this setup at {against.offered_per_s:g}/s: {against.why}, so it does not carry it "
+            f"(step {against.measurement_id})")
+    return rec.model_copy(update={"feasible": False, "warnings": [note, *rec.warnings]}), against

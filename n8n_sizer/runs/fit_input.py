@@ -11,7 +11,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from n8n_sizer.advisor.measurements import Hardware, Load, MeasuredSetup, Measurement, Results
+from n8n_sizer.advisor.roles import MEASURED_ROLES  # the roles whose CPU per execution the fit takes as data
 from n8n_sizer.runs.records import Sample
+from n8n_sizer.runs.stats import role_demands_ms, step_windows
 from n8n_sizer.runs.store import RUN_JSON, RunStore
 from n8n_sizer.errors import InputError
 
@@ -48,6 +50,8 @@ def measurements_from_run(folder: Path) -> list[Measurement]:
         if s.labels.get("source") == "load" and "step" in s.labels:
             steps[(s.labels.get("target", "local"), s.labels["step"])].append(s)
     workflow = _workflow_name(manifest.workflow)
+    telemetry = [s for s in store.read_samples() if s.labels.get("source") != "load"]
+    windows = _step_windows(manifest, store.read_requests()) if telemetry else {}
     out: list[Measurement] = []
     for (target, step), samples in sorted(steps.items()):
         info = manifest.hosts.get(target, {})
@@ -58,6 +62,10 @@ def measurements_from_run(folder: Path) -> list[Measurement]:
         value = {s.metric: s.value for s in samples if s.metric != "errors"}
         errors = sum(int(s.value) for s in samples if s.metric == "errors" and s.labels.get("class") != "dropped")
         arch = "arm" if str(facts.get("arch", "")).lower() in ("aarch64", "arm64") else "x86"
+        # per-role CPU per execution (utilisation law) from the telemetry sampled during the step
+        span = windows.get((target, step))
+        mine = [s for s in telemetry if s.labels.get("target", target) == target]
+        demands = role_demands_ms(mine, span[0], span[1], int(value.get("answered", 0))) if span else {}
         open_load = "offered_rate" in value
         out.append(Measurement(
             id=f"{manifest.run_id}-{target}-{step}", source=f"results/{manifest.run_id}", table="bench step",
@@ -75,7 +83,21 @@ def measurements_from_run(folder: Path) -> list[Measurement]:
                       duration_s=value.get("step_duration"), generator="n8n-sizer bench"),
             results=Results(answered_per_min=value.get("answered_per_min"), errors=errors,
                             p50_ms=value.get("latency_p50"), p95_ms=value.get("latency_p95"),
-                            p99_ms=value.get("latency_p99"))))
+                            p99_ms=value.get("latency_p99"),
+                            **{f"{role}_cpu_ms": ms for role, ms in demands.items() if role in MEASURED_ROLES})))
+    return out
+
+
+def _step_windows(manifest, requests) -> dict[tuple[str, str], tuple[float, float]]:
+    """(target, step) -> (start, end): the run's own step bookkeeping, else the requests' schedule."""
+    out: dict[tuple[str, str], tuple[float, float]] = {}
+    for target in {r.target for r in requests}:
+        for step, span in step_windows(r for r in requests if r.target == target).items():
+            out[(target, step)] = span
+    for target, steps in manifest.extra.get("steps", {}).items():
+        for step, info in steps.items():
+            if info.get("started_s") is not None and info.get("finished_s") is not None:
+                out[(target, step)] = (info["started_s"], info["finished_s"])
     return out
 
 
