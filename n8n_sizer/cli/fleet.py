@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Optional
@@ -44,6 +45,7 @@ def cost(
     hours: Optional[float] = typer.Option(None, "--hours", help="Hours the fleet runs; default: the stack's ttl_hours."),
     warn_eur: float = typer.Option(5.0, "--warn-eur", help="Warn when the total is above this many EUR."),
     stacks_dir: Path = typer.Option(Path("stacks"), "--stacks-dir", help=STACKS_DIR_HELP),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as one JSON object."),
 ) -> None:
     from n8n_sizer.fleet.cost import estimate_cost
     from n8n_sizer.fleet.spec import STACK_RE, stack_file
@@ -57,6 +59,9 @@ def cost(
         raise InputError(f"--stack {stack!r} is not a fleet stack name (2-20 lowercase letters, digits, dashes); "
                          "try --stack single")
     estimate = estimate_cost(load_stack_file(stack_file(stack, stacks_dir)), hours, warn_eur)
+    if json_out:
+        print(json.dumps(estimate.model_dump(mode="json")))
+        return
     billed = f"{estimate.hours:g} h" + ("" if float(estimate.hours).is_integer() else " (billed as started hours)")
     print(f"stack {estimate.stack} ({estimate.provider}), {billed}:")
     print(f"  {'host':24} {'role':8} {'size':14} {'vCPU':>4} {'EUR/month':>10} {'EUR/h':>8} {'EUR':>8}")
@@ -78,9 +83,10 @@ def teardown(
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be destroyed and swept; change nothing."),
     all_owners: bool = typer.Option(False, "--all-owners", help="Sweep this stack's resources whoever owns them "
                                     "(default: only the stack file's n8n-sizer:owner)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as one JSON object."),
 ) -> None:
-    from n8n_sizer.fleet.reaper import (check_pulumi_project, format_report, run_pulumi_destroy, stack_owner,
-                                        teardown_stack)
+    from n8n_sizer.fleet.reaper import (check_pulumi_project, format_report, report_json, run_pulumi_destroy,
+                                        stack_owner, teardown_stack)
     from n8n_sizer.fleet.spec import STACK_RE, stack_file
     from n8n_sizer.fleet.stackfile import load_stack_file
 
@@ -98,16 +104,25 @@ def teardown(
               f"destroying {spec.provider} {spec.location}: " + ", ".join(f"{h.name} ({h.size})" for h in spec.hosts))
         print(f"dry run: then sweep {whose} resources labelled project=n8n-sizer, stack={stack}:")
         report = teardown_stack(stack, stacks_dir=stacks_dir, owner=owner, dry_run=True)
+        if json_out:
+            print(json.dumps({"dry_run": True, "destroy": f"pulumi destroy --yes --stack {stack}",
+                              "hosts": [h.name for h in spec.hosts], "sweep": report_json(report)}))
+            return
         for line in format_report(report):
             print(line)
         return
     destroyed = run_pulumi_destroy(stack, stacks_dir.resolve().parent)
     # Said before the sweep starts, so a sweep error cannot hide it.
-    print(destroyed.message if destroyed.ok else f"n8n-sizer: {destroyed.message}",
-          file=sys.stdout if destroyed.ok else sys.stderr, flush=True)
+    if not json_out or not destroyed.ok:
+        print(destroyed.message if destroyed.ok else f"n8n-sizer: {destroyed.message}",
+              file=sys.stdout if destroyed.ok else sys.stderr, flush=True)
     report = teardown_stack(stack, stacks_dir=stacks_dir, destroy=lambda _stack, _dir: destroyed, owner=owner)
-    for line in format_report(report):
-        print(line)
+    if json_out:
+        print(json.dumps({"dry_run": False, "destroyed": destroyed.ok, "destroy_message": destroyed.message,
+                          "sweep": report_json(report)}))
+    else:
+        for line in format_report(report):
+            print(line)
     if report.found and not report.failed and destroyed.ok:
         print(f"n8n-sizer: warning: the sweep found {report.found} resource(s) pulumi left behind (0 expected); "
               "they are deleted now", file=sys.stderr)
@@ -126,11 +141,12 @@ def reap(
     owner: Optional[str] = typer.Option(None, "--owner", help="Reap only this owner's resources (the stacks' "
                                         "n8n-sizer:owner; default: N8N_SIZER_OWNER)."),
     all_owners: bool = typer.Option(False, "--all-owners", help="Reap expired resources of every owner in the project."),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as one JSON object."),
 ) -> None:
     import os
 
     from n8n_sizer.errors import InputError
-    from n8n_sizer.fleet.reaper import format_report, open_sweepers
+    from n8n_sizer.fleet.reaper import format_report, open_sweepers, report_json
     from n8n_sizer.fleet.reaper import reap as reap_expired
     from n8n_sizer.fleet.spec import OWNER_RE
 
@@ -150,8 +166,11 @@ def reap(
     finally:
         for s in sweepers:
             s.close()
-    for line in format_report(report):
-        print(line)
+    if json_out:
+        print(json.dumps({"dry_run": dry_run, **report_json(report)}))
+    else:
+        for line in format_report(report):
+            print(line)
     if report.failed:
         print(f"n8n-sizer: {len(report.failed)} resource(s) could not be deleted; run reap again",
               file=sys.stderr)

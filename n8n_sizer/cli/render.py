@@ -77,6 +77,7 @@ def render(
     out: str = typer.Option(..., "--out", help="Folder to write into (created if missing)."),
     topology: Optional[Path] = typer.Option(None, "--topology", help="advise --json output (or {\"topology\": [...]}): one bundle per host."),
     generate_missing_secrets: bool = typer.Option(False, "--generate-missing-secrets", help="An existing .env in --out lacks a secret: generate it (never replaces one that is there)."),
+    json_out: bool = typer.Option(False, "--json", help="Print what was written as one JSON object (no secret in it)."),
 ) -> None:
     from n8n_sizer.deploy.render import write_bundle
     from n8n_sizer.errors import InputError
@@ -89,8 +90,9 @@ def render(
                      "--longest-execution-s": (longest_execution_s, n.LONGEST_EXECUTION_S),
                      "--max-connections": (max_connections, n.POSTGRES_MAX_CONNECTIONS)})
     if topology is not None:
-        return _render_topology(topology, require_output_folder(out, "--out", fix="try --out ./cluster"), mode=mode,
-                                workers=workers, profile=profile, domain=domain, public_url=public_url)
+        out_dir = require_output_folder(out, "--out", fix="try --out ./cluster")
+        return _say(out_dir, _render_topology(topology, out_dir, mode=mode, workers=workers, profile=profile,
+                                              domain=domain, public_url=public_url), json_out)
     if mode is None:
         raise InputError("--mode is missing; try --mode queue, or pass --topology advice.json")
     if mode not in ("regular", "queue"):
@@ -110,27 +112,36 @@ def render(
     setup = build_setup(mode=mode, workers=workers, concurrency=concurrency, runner_concurrency=runner_concurrency,
                         production_limit=production_limit, db=db, db_pool_size=pool, n8n_version=n8n_version,
                         longest_execution_s=longest_execution_s)
-    for line in write_bundle(setup, out_dir, profile=profile, domain=domain, public_url=public_url,
-                             max_connections=max_connections, generate_missing_secrets=generate_missing_secrets):
-        typer.echo(line)
+    _say(out_dir, write_bundle(setup, out_dir, profile=profile, domain=domain, public_url=public_url,
+                               max_connections=max_connections, generate_missing_secrets=generate_missing_secrets),
+         json_out)
+
+
+def _say(out_dir: Path, messages: list[str], json_out: bool) -> None:
+    """What render wrote: its messages one per line, or one JSON object with the files now in the folder."""
+    if not json_out:
+        for line in messages:
+            typer.echo(line)
+        return
+    import json
+
+    files = sorted(str(p.relative_to(out_dir)) for p in Path(out_dir).rglob("*") if p.is_file())
+    typer.echo(json.dumps({"out": str(out_dir), "files": files, "messages": messages}))
 
 
 def _render_topology(path: Path, out: Path, *, mode: str | None, workers: int | None, profile: str,
-                     domain: str | None, public_url: str | None) -> None:
+                     domain: str | None, public_url: str | None) -> list[str]:
     from n8n_sizer.deploy.render_topology import write_topology
     from n8n_sizer.deploy.topology import load_topology_text
     from n8n_sizer.errors import InputError
 
     if mode is not None or workers is not None:
         raise InputError("--topology sets the mode and workers itself; drop --mode and --workers")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"--topology {path}: cannot read it ({getattr(exc, 'strerror', None) or exc}); "
-                         "pass the file `advise --json` wrote") from None
-    for line in write_topology(load_topology_text(text, f"--topology {path}"), out, profile=profile,
-                               domain=domain, public_url=public_url):
-        typer.echo(line)
+    from n8n_sizer.safety.files import read_user_text
+
+    text = read_user_text(path, "--topology", fix="pass the file `advise --json` wrote", max_bytes=4 << 20)
+    return list(write_topology(load_topology_text(text, f"--topology {path}"), out, profile=profile,
+                               domain=domain, public_url=public_url))
 
 
 def _read_env(path: Path, flag: str) -> dict[str, str]:

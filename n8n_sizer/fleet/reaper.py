@@ -234,6 +234,14 @@ def reap(*, now: datetime | None = None, dry_run: bool = False, sweepers: list,
     return SweepReport(what="expired resources", outcomes=tuple(outcomes))
 
 
+def report_json(report: SweepReport) -> dict:
+    """The report as one JSON object: every resource with what was done to it, and the counts."""
+    return {"what": report.what, "found": report.found, "failed": len(report.failed),
+            "counts": {a: report.count(a) for a in ("deleted", "already-gone", "would-delete", "kept")},
+            "resources": [{"action": o.action, "resource": o.resource.describe(), "detail": o.detail}
+                          for o in report.outcomes]}
+
+
 def format_report(report: SweepReport) -> list[str]:
     """Lines for the terminal: one per resource, then a summary."""
     lines = [f"{o.action:13} {o.resource.describe()}" + (f": {o.detail}" if o.detail else "")

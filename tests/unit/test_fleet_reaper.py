@@ -217,3 +217,17 @@ def test_cli_reap_without_credentials_names_the_variables(tmp_path, monkeypatch,
     assert code == 2 and "Traceback" not in err
     assert "export HCLOUD_TOKEN" in err and "GOOGLE_OAUTH_ACCESS_TOKEN" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_cli_reap_json_is_one_object_of_what_would_go(server, tmp_path, monkeypatch, capsys):
+    import json
+
+    add_hetzner_stack(server, "old", targets=1, expires="2020-01-01t00-00z")
+    code, out, err = run_cli("reap", "--provider", "hetzner", "--owner", "bench", "--dry-run", "--json",
+                             tmp_path=tmp_path, monkeypatch=monkeypatch, capsys=capsys,
+                             env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url})
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["dry_run"] and report["counts"]["would-delete"] == report["found"] == 5 and report["failed"] == 0
+    assert {r["action"] for r in report["resources"]} == {"would-delete"}
+    assert server.state.hetzner["servers"]  # a dry run deleted nothing
