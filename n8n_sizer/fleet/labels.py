@@ -76,3 +76,9 @@ def selector_matches(selector: str, labels: dict[str, str]) -> bool:
         elif term not in labels:
             return False
     return True
+
+
+def resource_expired(labels: dict[str, str], now) -> bool | None:
+    """True/False when the `expires-at` label parses; None when it is missing or malformed (never deleted)."""
+    moment = decode_expires_at(labels.get("expires-at", ""))
+    return None if moment is None else moment <= now

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.api import CloudResource, Outcome
-from n8n_sizer.fleet.labels import PROJECT_LABEL, decode_expires_at, expiring_selector, stack_selector
+from n8n_sizer.fleet.labels import PROJECT_LABEL, resource_expired
 from n8n_sizer.fleet.spec import NAMESPACE, OWNER_RE, read_stack_config, stack_file
 from n8n_sizer.fleet.sweep_gcp import GcpSweeper
 from n8n_sizer.fleet.sweep_hetzner import HetznerSweeper
@@ -29,7 +29,16 @@ DESTROY_TIMEOUT_S = 1800
 
 
 class Sweeper(Protocol):
+    """A provider's sweep: what carries a stack's labels, what may have expired, and their deletion (which
+    re-checks every resource's labels against the selector it was found with)."""
+
     provider: str
+
+    def stack_candidates(self, stack: str, owner: str | None) -> tuple[list[CloudResource], str]: ...
+
+    def expiry_candidates(self, owner: str | None, now: datetime) -> tuple[list[CloudResource], str]: ...
+
+    def delete_all(self, resources: list[CloudResource], label_selector: str) -> list[Outcome]: ...
 
     def close(self) -> None: ...
 
@@ -128,7 +137,7 @@ def _stack_provider_and_project(stack: str, stacks_dir: Path) -> tuple[str | Non
     return (provider if isinstance(provider, str) else None, project if isinstance(project, str) else None)
 
 
-def open_sweepers(providers: list[str] | None, gcp_project: str | None = None) -> list[HetznerSweeper | GcpSweeper]:
+def open_sweepers(providers: list[str] | None, gcp_project: str | None = None) -> list[Sweeper]:
     """Sweepers for `providers`; None: every provider whose credentials are in the environment."""
     import os
 
@@ -144,26 +153,16 @@ def _owned(res: CloudResource, owner: str | None) -> bool:
     return owner is None or res.labels.get("owner") == owner
 
 
-def sweep_stack(stack: str, sweepers: list, *, owner: str | None = None, dry_run: bool = False) -> tuple[Outcome, ...]:
+def sweep_stack(stack: str, sweepers: list[Sweeper], *, owner: str | None = None, dry_run: bool = False) -> tuple[Outcome, ...]:
     """Delete (or, dry run, list) everything labelled with `stack` (and `owner`, unless None: every owner)
     on every provider; the outcomes, one per resource."""
     outcomes: list[Outcome] = []
-    wanted = {"project": PROJECT_LABEL, "stack": stack, **({"owner": owner} if owner else {})}
     for sweeper in sweepers:
-        if isinstance(sweeper, HetznerSweeper):
-            selector = stack_selector(stack, owner)
-            found = sweeper.find(selector)
-        else:
-            found = sweeper.instances(wanted)
-            # Names share a prefix with longer stack names (`single` vs `single-2`): match the labels.
-            found += [r for r in sweeper.named(f"n8n-sizer-{stack}-")
-                      if all(r.labels.get(k) == v for k, v in wanted.items())]
+        found, selector = sweeper.stack_candidates(stack, owner)
         if dry_run:
             outcomes += [Outcome(resource=r, action="would-delete") for r in found]
-        elif isinstance(sweeper, HetznerSweeper):
-            outcomes += sweeper.delete_all(found, selector)
         else:
-            outcomes += sweeper.delete_all(found)
+            outcomes += sweeper.delete_all(found, selector)
     return tuple(outcomes)
 
 
@@ -190,9 +189,7 @@ def teardown_stack(stack: str, *, stacks_dir: Path = Path("stacks"), destroy: Ca
 
 
 def _expired(res: CloudResource, now: datetime) -> bool | None:
-    """True/False when `expires-at` parses; None when the label is missing or malformed."""
-    moment = decode_expires_at(res.labels.get("expires-at", ""))
-    return None if moment is None else moment <= now
+    return resource_expired(res.labels, now)
 
 
 def reap(*, now: datetime | None = None, dry_run: bool = False, sweepers: list,
@@ -202,19 +199,7 @@ def reap(*, now: datetime | None = None, dry_run: bool = False, sweepers: list,
     now = now or datetime.now(timezone.utc)
     outcomes: list[Outcome] = []
     for sweeper in sweepers:
-        if isinstance(sweeper, HetznerSweeper):
-            selector = expiring_selector(owner)
-            candidates = sweeper.find(selector)
-        else:
-            selector = ""
-            instances = [r for r in sweeper.instances({"project": PROJECT_LABEL, **({"owner": owner} if owner else {})})
-                         if _owned(r, owner)]
-            # A network's description keeps the first `up`'s expiry; a stack whose instances live on
-            # (a later `up` extended them) keeps its network too.
-            live = {r.labels.get("stack") for r in instances if _expired(r, now) is False}
-            named = [r for r in sweeper.named("n8n-sizer-")
-                     if r.labels.get("project") == PROJECT_LABEL and _owned(r, owner)]
-            candidates = instances + [r for r in named if r.labels.get("stack") not in live]
+        candidates, selector = sweeper.expiry_candidates(owner, now)
         doomed = []
         for res in candidates:
             if res.labels.get("project") != PROJECT_LABEL or not _owned(res, owner):
@@ -227,10 +212,8 @@ def reap(*, now: datetime | None = None, dry_run: bool = False, sweepers: list,
                 doomed.append(res)
         if dry_run:
             outcomes += [Outcome(resource=r, action="would-delete") for r in doomed]
-        elif isinstance(sweeper, HetznerSweeper):
-            outcomes += sweeper.delete_all(doomed, selector)
         else:
-            outcomes += sweeper.delete_all(doomed)
+            outcomes += sweeper.delete_all(doomed, selector)
     return SweepReport(what="expired resources", outcomes=tuple(outcomes))
 
 

@@ -19,6 +19,7 @@ import time
 from typing import Any, Callable
 
 from n8n_sizer.errors import InputError
+from n8n_sizer.fleet.labels import PROJECT_LABEL, resource_expired
 from n8n_sizer.fleet.api import CloudResource, Outcome, ProviderApiError, RetryingClient, check_base_url, check_token
 
 URL_ENV = "N8N_SIZER_GCP_COMPUTE_URL"
@@ -155,7 +156,29 @@ class GcpSweeper:
             return Outcome(resource=res, action="failed", detail=f"GCP DELETE {res.kind}/{res.name}: {error}")
         return Outcome(resource=res, action="deleted")
 
-    def delete_all(self, resources: list[CloudResource]) -> list[Outcome]:
+    def delete_all(self, resources: list[CloudResource], label_selector: str = "") -> list[Outcome]:
         """Delete in dependency order: instances, firewalls, subnetworks, networks."""
         order = {"instances": 0, "firewalls": 1, "subnetworks": 2, "networks": 3}
         return [self._delete(r) for r in sorted(resources, key=lambda r: order[r.kind])]
+
+    # --- the Sweeper protocol (fleet/reaper.py) ------------------------------------------------------------
+
+    def stack_candidates(self, stack: str, owner: str | None) -> tuple[list[CloudResource], str]:
+        """The stack's instances by label, and its network, subnetwork and rules by name (they carry the labels
+        in their description); names share a prefix with longer stack names (`single` vs `single-2`), so the
+        labels decide."""
+        wanted = {"project": PROJECT_LABEL, "stack": stack, **({"owner": owner} if owner else {})}
+        found = self.instances(wanted) + [r for r in self.named(f"n8n-sizer-{stack}-")
+                                          if all(r.labels.get(k) == v for k, v in wanted.items())]
+        return found, ""
+
+    def expiry_candidates(self, owner: str | None, now) -> tuple[list[CloudResource], str]:
+        """Instances of the project (and owner), and the named resources of stacks none of whose instances is
+        still unexpired: a network's description keeps the first `up`'s expiry, and a stack whose instances a
+        later `up` extended keeps its network too."""
+        mine = {"project": PROJECT_LABEL, **({"owner": owner} if owner else {})}
+        instances = [r for r in self.instances(mine) if owner is None or r.labels.get("owner") == owner]
+        live = {r.labels.get("stack") for r in instances if resource_expired(r.labels, now) is False}
+        named = [r for r in self.named("n8n-sizer-") if r.labels.get("project") == PROJECT_LABEL
+                 and (owner is None or r.labels.get("owner") == owner)]
+        return instances + [r for r in named if r.labels.get("stack") not in live], ""

@@ -13,6 +13,7 @@ import time
 from typing import Callable
 
 from n8n_sizer.errors import InputError
+from n8n_sizer.fleet.labels import expiring_selector, stack_selector
 from n8n_sizer.fleet.api import CloudResource, Outcome, ProviderApiError, RetryingClient, check_base_url, check_token
 from n8n_sizer.fleet.labels import selector_matches
 
@@ -122,3 +123,14 @@ class HetznerSweeper:
         if any(o.action == "deleted" for o in deleted):
             self._wait_gone([o.resource for o in deleted if o.action == "deleted"], label_selector)
         return outcomes + deleted + [self._delete(r) for r in resources if r.kind != "servers"]
+
+    # --- the Sweeper protocol (fleet/reaper.py) ------------------------------------------------------------
+
+    def stack_candidates(self, stack: str, owner: str | None) -> tuple[list[CloudResource], str]:
+        """What carries the stack's (and owner's) labels, and the selector `delete_all` re-checks them against."""
+        selector = stack_selector(stack, owner)
+        return self.find(selector), selector
+
+    def expiry_candidates(self, owner: str | None, now) -> tuple[list[CloudResource], str]:
+        selector = expiring_selector(owner)
+        return self.find(selector), selector
