@@ -36,6 +36,37 @@ def label_description(labels: Mapping[str, str]) -> str:
     return "n8n-sizer fleet: " + " ".join(f"{k}={v}" for k, v in labels.items())
 
 
+def gcp_instance(parent: pulumi.Resource, name: str, *, spec: FleetSpec, host: HostSpec, role: str,
+                 subnetwork: pulumi.Input[str], public_key: pulumi.Input[str], user_data: pulumi.Input[str] | None,
+                 expires: str, tags: list[str], network_ip: str | None = None) -> gcp.compute.Instance:
+    """One instance of a fleet or a cluster, labelled, with an ephemeral public IP, its user-data a secret."""
+    metadata: dict[str, pulumi.Input[str]] = {
+        "ssh-keys": pulumi.Output.from_input(public_key).apply(lambda k: f"{SSH_USER}:{k.strip()}"),
+    }
+    if user_data is not None:
+        metadata["user-data"] = pulumi.Output.secret(user_data)
+    return gcp.compute.Instance(
+        name,
+        name=resource_name(spec, host.name),
+        machine_type=spec.server_of(host).size,
+        zone=spec.location,
+        boot_disk=gcp.compute.InstanceBootDiskArgs(
+            initialize_params=gcp.compute.InstanceBootDiskInitializeParamsArgs(image=GCP_IMAGE, size=BOOT_DISK_GB),
+            auto_delete=True,
+        ),
+        network_interfaces=[gcp.compute.InstanceNetworkInterfaceArgs(
+            subnetwork=subnetwork, network_ip=network_ip,
+            access_configs=[gcp.compute.InstanceNetworkInterfaceAccessConfigArgs()],  # ephemeral public IP
+        )],
+        metadata=metadata,
+        labels=fleet_labels(stack=spec.stack, owner=spec.owner, role=role, expires=expires),
+        tags=tags,
+        # Secrets in user-data are generated on every `pulumi up`; cloud-init only reads them at first
+        # boot, so a new value would only make the metadata lie about the running stack.
+        opts=pulumi.ResourceOptions(parent=parent, ignore_changes=["metadata"]),
+    )
+
+
 class GcpHost(pulumi.ComponentResource):
     """One instance of the fleet, a Target or the LoadGenerator (the type token says which)."""
 
@@ -43,31 +74,9 @@ class GcpHost(pulumi.ComponentResource):
                  public_key: pulumi.Input[str], user_data: pulumi.Input[str] | None, expires: str,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(HOST_TYPES[role], name, None, opts)
-        metadata: dict[str, pulumi.Input[str]] = {
-            "ssh-keys": pulumi.Output.from_input(public_key).apply(lambda k: f"{SSH_USER}:{k.strip()}"),
-        }
-        if user_data is not None:
-            metadata["user-data"] = pulumi.Output.secret(user_data)
-        self.instance = gcp.compute.Instance(
-            name,
-            name=resource_name(spec, host.name),
-            machine_type=spec.server_of(host).size,
-            zone=spec.location,
-            boot_disk=gcp.compute.InstanceBootDiskArgs(
-                initialize_params=gcp.compute.InstanceBootDiskInitializeParamsArgs(image=GCP_IMAGE, size=BOOT_DISK_GB),
-                auto_delete=True,
-            ),
-            network_interfaces=[gcp.compute.InstanceNetworkInterfaceArgs(
-                subnetwork=subnetwork,
-                access_configs=[gcp.compute.InstanceNetworkInterfaceAccessConfigArgs()],  # ephemeral public IP
-            )],
-            metadata=metadata,
-            labels=fleet_labels(stack=spec.stack, owner=spec.owner, role=role, expires=expires),
-            tags=[resource_name(spec, "host"), resource_name(spec, role)],
-            # Secrets in user-data are generated on every `pulumi up`; cloud-init only reads them at first
-            # boot, so a new value would only make the metadata lie about the running stack.
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["metadata"]),
-        )
+        self.instance = gcp_instance(self, name, spec=spec, host=host, role=role, subnetwork=subnetwork,
+                                     public_key=public_key, user_data=user_data, expires=expires,
+                                     tags=[resource_name(spec, "host"), resource_name(spec, role)])
         nic = self.instance.network_interfaces.apply(lambda nics: nics[0])
         self.private_ip: pulumi.Output[str] = nic.apply(lambda n: n.network_ip)
         self.public_ip: pulumi.Output[str] = nic.apply(lambda n: n.access_configs[0].nat_ip)

@@ -25,6 +25,33 @@ def resource_name(spec: FleetSpec, suffix: str) -> str:
     return f"n8n-sizer-{spec.stack}-{suffix}"
 
 
+def hetzner_server(parent: pulumi.Resource, name: str, *, spec: FleetSpec, host: HostSpec, role: str,
+                   ssh_key_id: pulumi.Input[str], firewall_ids: list[pulumi.Input[str]],
+                   user_data: pulumi.Input[str] | None, expires: str,
+                   networks: list | None = None, depends_on: list | None = None) -> hcloud.Server:
+    """One server of a fleet or a cluster, labelled, its user_data a secret, parented to `parent`."""
+    server_size = spec.server_of(host)
+    # Ask for the image of the size's architecture explicitly: CAX sizes need the arm64 build.
+    image = hcloud.get_image_output(name=HETZNER_IMAGE, with_architecture=server_size.arch,
+                                    most_recent=True, opts=pulumi.InvokeOptions(parent=parent))
+    return hcloud.Server(
+        name,
+        name=resource_name(spec, host.name),
+        server_type=server_size.size,
+        location=spec.location,
+        image=image.id.apply(str),
+        ssh_keys=[ssh_key_id],
+        firewall_ids=[pulumi.Output.from_input(f).apply(int) for f in firewall_ids],
+        networks=networks,
+        user_data=pulumi.Output.secret(user_data) if user_data is not None else None,
+        labels=fleet_labels(stack=spec.stack, owner=spec.owner, role=role, expires=expires),
+        public_nets=[hcloud.ServerPublicNetArgs(ipv4_enabled=True, ipv6_enabled=True)],
+        # user_data carries secrets generated on every `pulumi up`; applying a new one would
+        # replace the server. It only runs at first boot anyway: to change a setup, replace it.
+        opts=pulumi.ResourceOptions(parent=parent, ignore_changes=["user_data"], depends_on=depends_on),
+    )
+
+
 class HetznerHost(pulumi.ComponentResource):
     """One server of the fleet, a Target or the LoadGenerator (the type token says which)."""
 
@@ -34,25 +61,8 @@ class HetznerHost(pulumi.ComponentResource):
                  firewall_id: pulumi.Input[str], user_data: pulumi.Input[str] | None, expires: str,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(HOST_TYPES[role], name, None, opts)
-        server_size = spec.server_of(host)
-        # Ask for the image of the size's architecture explicitly: CAX sizes need the arm64 build.
-        image = hcloud.get_image_output(name=HETZNER_IMAGE, with_architecture=server_size.arch,
-                                        most_recent=True, opts=pulumi.InvokeOptions(parent=self))
-        self.server = hcloud.Server(
-            name,
-            name=resource_name(spec, host.name),
-            server_type=server_size.size,
-            location=spec.location,
-            image=image.id.apply(str),
-            ssh_keys=[ssh_key_id],
-            firewall_ids=[pulumi.Output.from_input(firewall_id).apply(int)],
-            user_data=pulumi.Output.secret(user_data) if user_data is not None else None,
-            labels=fleet_labels(stack=spec.stack, owner=spec.owner, role=role, expires=expires),
-            public_nets=[hcloud.ServerPublicNetArgs(ipv4_enabled=True, ipv6_enabled=True)],
-            # user_data carries secrets generated on every `pulumi up`; applying a new one would
-            # replace the server. It only runs at first boot anyway: to change a setup, replace it.
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["user_data"]),
-        )
+        self.server = hetzner_server(self, name, spec=spec, host=host, role=role, ssh_key_id=ssh_key_id,
+                                     firewall_ids=[firewall_id], user_data=user_data, expires=expires)
         self.public_ip = self.server.ipv4_address
         self.register_outputs({"public_ip": self.public_ip, "server_id": self.server.id})
 

@@ -16,9 +16,9 @@ import pulumi_gcp as gcp
 
 from n8n_sizer.deploy.render_topology import WEBHOOK_HOST_PORT
 from n8n_sizer.fleet.cluster.spec import ROLE_TYPES, ClusterSpec, host_kind, role_label
-from n8n_sizer.fleet.gcp import BOOT_DISK_GB, label_description
+from n8n_sizer.fleet.gcp import gcp_instance, label_description
 from n8n_sizer.fleet.labels import fleet_labels
-from n8n_sizer.fleet.locations import GCP_IMAGE, GCP_SSH_USER, gcp_region
+from n8n_sizer.fleet.locations import GCP_SSH_USER, gcp_region
 from n8n_sizer.fleet.spec import HostSpec
 
 SSH_USER = GCP_SSH_USER
@@ -33,23 +33,9 @@ class GcpClusterHost(pulumi.ComponentResource):
                  private_ip: str, subnetwork: pulumi.Input[str], public_key: pulumi.Input[str], user_data: str,
                  expires: str, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(ROLE_TYPES[kind], name, None, opts)
-        self.instance = gcp.compute.Instance(
-            name,
-            name=resource_name(spec, host.name),
-            machine_type=spec.server_of(host).size,
-            zone=spec.location,
-            boot_disk=gcp.compute.InstanceBootDiskArgs(
-                initialize_params=gcp.compute.InstanceBootDiskInitializeParamsArgs(image=GCP_IMAGE, size=BOOT_DISK_GB),
-                auto_delete=True),
-            network_interfaces=[gcp.compute.InstanceNetworkInterfaceArgs(
-                subnetwork=subnetwork, network_ip=private_ip,
-                access_configs=[gcp.compute.InstanceNetworkInterfaceAccessConfigArgs()])],
-            metadata={"ssh-keys": pulumi.Output.from_input(public_key).apply(lambda k: f"{SSH_USER}:{k.strip()}"),
-                      "user-data": pulumi.Output.secret(user_data)},
-            labels=fleet_labels(stack=spec.stack, owner=spec.owner, role=role, expires=expires),
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["metadata"]),
-        )
+        self.instance = gcp_instance(self, name, spec=spec, host=host, role=role, subnetwork=subnetwork,
+                                     public_key=public_key, user_data=user_data, expires=expires, tags=tags,
+                                     network_ip=private_ip)
         nic = self.instance.network_interfaces.apply(lambda nics: nics[0])
         self.public_ip: pulumi.Output[str] = nic.apply(lambda n: n.access_configs[0].nat_ip)
         self.register_outputs({"public_ip": self.public_ip, "private_ip": private_ip})

@@ -16,8 +16,9 @@ import pulumi_hcloud as hcloud
 
 from n8n_sizer.deploy.topology import Host
 from n8n_sizer.fleet.cluster.spec import ROLE_TYPES, ClusterSpec, host_kind, role_label
+from n8n_sizer.fleet.hetzner import hetzner_server
 from n8n_sizer.fleet.labels import fleet_labels
-from n8n_sizer.fleet.locations import HETZNER_IMAGE, HETZNER_LOCATIONS, HETZNER_SSH_USER
+from n8n_sizer.fleet.locations import HETZNER_LOCATIONS, HETZNER_SSH_USER
 from n8n_sizer.fleet.spec import HostSpec
 
 SSH_USER = HETZNER_SSH_USER
@@ -58,24 +59,10 @@ class HetznerClusterHost(pulumi.ComponentResource):
                  network: PrivateNetwork, ssh_key_id: pulumi.Input[str], firewall_ids: list[pulumi.Input[str]],
                  user_data: str, expires: str, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(ROLE_TYPES[kind], name, None, opts)
-        size = spec.server_of(host)
-        image = hcloud.get_image_output(name=HETZNER_IMAGE, with_architecture=size.arch, most_recent=True,
-                                        opts=pulumi.InvokeOptions(parent=self))
-        self.server = hcloud.Server(
-            name,
-            name=resource_name(spec, host.name),
-            server_type=size.size,
-            location=spec.location,
-            image=image.id.apply(str),
-            ssh_keys=[ssh_key_id],
-            firewall_ids=[pulumi.Output.from_input(f).apply(int) for f in firewall_ids],
-            networks=[hcloud.ServerNetworkArgs(network_id=network.network.id.apply(int), ip=private_ip)],
-            user_data=pulumi.Output.secret(user_data),
-            labels=fleet_labels(stack=spec.stack, owner=spec.owner, role=role, expires=expires),
-            public_nets=[hcloud.ServerPublicNetArgs(ipv4_enabled=True, ipv6_enabled=True)],
-            # Secrets in user_data are regenerated on every `up` and read only at first boot (see hetzner.py).
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["user_data"], depends_on=[network.subnet]),
-        )
+        self.server = hetzner_server(
+            self, name, spec=spec, host=host, role=role, ssh_key_id=ssh_key_id, firewall_ids=firewall_ids,
+            user_data=user_data, expires=expires, depends_on=[network.subnet],
+            networks=[hcloud.ServerNetworkArgs(network_id=network.network.id.apply(int), ip=private_ip)])
         self.public_ip = self.server.ipv4_address
         self.register_outputs({"public_ip": self.public_ip, "private_ip": private_ip})
 
