@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -230,12 +231,14 @@ def stop_engine(engine: Engine) -> None:
 # --- images -----------------------------------------------------------------------------------------
 
 def cache_key(n8n_version: str) -> str:
-    """Versions plus every file of this folder: a change to a Dockerfile or script rebuilds."""
+    """The pins, the image files of this folder and the build recipe: a change to any of them rebuilds
+    (the rest of this script, e.g. how tests start the engine, does not)."""
     digest = hashlib.sha256()
     digest.update(json.dumps([n8n_version, versions.NODE_PACKAGE, DEBIAN_SUITE, BASE_PACKAGES,
                               standin_images(n8n_version)]).encode())
+    digest.update(inspect.getsource(_build_images).encode())
     for path in sorted(HERE.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
+        if path.is_file() and path.suffix != ".py" and "__pycache__" not in path.parts:
             digest.update(str(path.relative_to(HERE)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
