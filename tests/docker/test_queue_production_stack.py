@@ -92,10 +92,15 @@ def test_tls_is_verified_against_caddys_local_ca_only(stack: Stack) -> None:
         assert http.get("/metrics").status_code == 404  # the Caddyfile keeps n8n's metrics private
 
 
-def test_webhook_through_caddy_is_executed_by_a_worker_and_stored(n8n: tuple[N8nClient, N8nSetup]) -> None:
+def test_webhook_through_caddy_is_executed_by_a_worker_and_stored(
+        stack: Stack, n8n: tuple[N8nClient, N8nSetup]) -> None:
     client, setup = n8n
     assert call_webhook(client._http, setup.webhook, 4) == [200] * 4
     assert wait_success_count(client, setup.workflow_id, 4) == 4
+    workers = stack.compose("logs", "--no-color", "n8n-worker-1", "n8n-worker-2").stdout
+    assert workers.count("Worker finished execution") >= 4  # queue mode: workers ran them, not main
+    runners = stack.compose("logs", "--no-color", "runner-worker-1", "runner-worker-2").stdout
+    assert "launching runner" in runners  # the Code node ran in a worker's runner sidecar
 
 
 def test_redis_refuses_a_wrong_password(stack: Stack) -> None:

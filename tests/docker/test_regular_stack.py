@@ -106,6 +106,13 @@ def test_down_then_up_keeps_owner_workflow_and_executions(stack: Stack, n8n: tup
         assert wait_success_count(again, setup.workflow_id, before + 1) == before + 1
 
 
+def test_main_made_no_outside_fetch(stack: Stack) -> None:
+    # The bench profile turns off what calls out; the MCP registry refresh was found here (2.41.1).
+    logs = stack.compose("logs", "--no-color", "n8n-main").stdout
+    assert "n8n ready on" in logs
+    assert "api.n8n.io" not in logs
+
+
 def test_check_passes_the_same_files(stack: Stack) -> None:
     proc = n8n_sizer_check(stack.folder)
     assert proc.returncode == 0, proc.stdout
