@@ -187,9 +187,15 @@ def set_up_n8n(client: N8nClient) -> N8nSetup:
     return N8nSetup(owner=owner, api_key=key, workflow_id=workflow_id, webhook=webhook)
 
 
-def call_webhook(http: httpx.Client, path: str, n: int = 1) -> list[int]:
+def call_webhook(http: httpx.Client, path: str, n: int = 1, timeout_s: float = 60) -> list[int]:
     """POST the webhook `n` times, one after another; the HTTP statuses."""
-    return [http.post(path, json={"n": i}, timeout=60).status_code for i in range(n)]
+    return [http.post(path, json={"n": i}, timeout=timeout_s).status_code for i in range(n)]
+
+
+def save_logs(stack: Stack) -> None:
+    """Keep every container's log next to the rendered files (pytest's temp folder) for a failed run."""
+    proc = stack.compose("logs", "--no-color", "--timestamps", check=False, timeout=120)
+    (stack.folder.parent / f"{stack.folder.name}-compose.log").write_text(proc.stdout + proc.stderr)
 
 
 def wait_success_count(client: N8nClient, workflow_id: str, at_least: int, timeout_s: float = 60) -> int:

@@ -18,6 +18,7 @@ from .conftest import (
     N8nSetup,
     Stack,
     bring_up,
+    save_logs,
     call_webhook,
     n8n_sizer_check,
     render,
@@ -33,11 +34,10 @@ SERVICES = {"n8n-postgres", "n8n-main", "runner-main"}
 def stack(engine: DockerEngine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     folder = tmp_path_factory.mktemp("regular-postgres")
     render(folder, "--mode", "regular", "--db", "postgres")
-    up = None
     try:
-        up = bring_up(engine, folder, "n8nsizer-regular")
-        yield up
+        yield bring_up(engine, folder, "n8nsizer-regular")
     finally:
+        save_logs(Stack(engine, folder, "n8nsizer-regular"))
         Stack(engine, folder, "n8nsizer-regular").down(volumes=True)
 
 
