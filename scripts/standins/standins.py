@@ -9,12 +9,12 @@ What it does (docs/docker.md has the why and every difference from the real imag
   containers reach each other and this host only; published ports bind 127.0.0.1.
 - `load_or_build_images()`: stand-in images for the pinned n8n, runners, postgres, redis and caddy images,
   built from a Debian 12 root filesystem (mmdebstrap) plus the n8n install the tests already made, and
-  cached as one `docker save` tarball keyed by versions and by the hash of this folder.
+  kept in the engine's persistent data root, keyed by the pins, the image files and the build recipe.
 - `write_override()`: the one override file that maps each pinned image to its stand-in and publishes
   ports on 127.0.0.1 with a free host port.
 
-Command line (as root): `python scripts/standins/standins.py build` builds or loads the images once and
-stops its engine; `... up DIR` starts an engine, loads the images and leaves both running (prints
+Command line (as root): `python scripts/standins/standins.py build` builds the images unless they are
+there, then stops its engine; `... up` starts an engine with the images and leaves it running (prints
 DOCKER_HOST and the PID to stop); `... override COMPOSE_FILE` prints the override for a rendered file.
 """
 
@@ -153,7 +153,7 @@ class Engine:
 def start_engine(data_root: Path | None = None) -> Engine:
     """Start dockerd on the persistent data root (default ~/.cache/n8n-sizer/standins/engine).
 
-    The data root is the image cache: `docker save`/`load` of the 3.5 GB n8n layer would cost minutes per
+    The data root is the image cache: `docker save`/`load` of the 2.7 GB n8n layer would cost minutes per
     run, a data root costs nothing. Whatever a killed run left in it (containers, volumes, networks) is
     removed at start, so every run begins with images only.
     """
@@ -174,7 +174,8 @@ def start_engine(data_root: Path | None = None) -> Engine:
         except BlockingIOError:
             if time.monotonic() > deadline:
                 os.close(lock_fd)
-                raise RuntimeError(f"{data_root} stayed locked by another run for {BUILD_TIMEOUT_S} s")
+                raise RuntimeError(f"{data_root} stayed locked for {BUILD_TIMEOUT_S} s: another run's dockerd "
+                                   f"uses it (`standins.py up` leaves one running; stop it by its PID)")
             time.sleep(2)
     run_dir = Path(tempfile.mkdtemp(prefix="nsd-", dir="/tmp"))
     (run_dir / "client-config").mkdir()
@@ -186,7 +187,8 @@ def start_engine(data_root: Path | None = None) -> Engine:
              "--ip", "127.0.0.1",  # ports published without an address bind loopback only
              "--dns", "127.0.0.1",  # the embedded DNS forwards no outside name to any server
              "--log-driver", "json-file", "--log-opt", "max-size=10m"],
-            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            pass_fds=(lock_fd,))  # dockerd holds the lock too: it stays taken while dockerd runs
     engine = Engine(run_dir=run_dir, data_root=data_root, pid=proc.pid, compose=compose, lock_fd=lock_fd)
     deadline = time.monotonic() + ENGINE_START_S
     while time.monotonic() < deadline and proc.poll() is None:
@@ -257,9 +259,12 @@ def load_or_build_images(engine: Engine, n8n_version: str = versions.N8N_VERSION
     if key_file.is_file() and key_file.read_text().strip() == key and not _missing_images(engine, tags):
         return mapping
     key_file.unlink(missing_ok=True)
-    present = [t for t in tags if t not in _missing_images(engine, tags)]
-    if present:
-        engine.docker("rmi", *present, timeout=300)  # stale: built from other scripts or versions
+    # Stale stand-ins (other pins, other scripts, an interrupted build's base) go first: ~4 GB each set.
+    stale = sorted(set(engine.docker("images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()))
+    stale = [t for t in stale if t.startswith(f"{STANDIN_REPO}/")]
+    if stale:
+        engine.docker("rmi", "-f", *stale, timeout=300)
+        engine.docker("image", "prune", "-f", timeout=300)
     started = time.monotonic()
     _build_images(engine, n8n_version, mapping)
     missing = _missing_images(engine, tags)
@@ -394,7 +399,8 @@ def main(argv: list[str]) -> int:
     if argv[0] == "build":
         stop_engine(engine)
         return 0
-    print(f"export DOCKER_HOST={engine.host}\n# compose: {engine.compose}\n# stop: kill {engine.pid}")
+    print(f"export DOCKER_HOST={engine.host}\n# compose: {engine.compose}\n"
+          f"# stop: kill {engine.pid} && rm -rf {engine.run_dir}")
     return 0
 
 
