@@ -1,0 +1,30 @@
+#!/bin/sh
+# The parts of docker-library/postgres' entrypoint the stack relies on: first start initialises PGDATA
+# with the superuser, password and database from the environment; later starts reuse it (the volume).
+set -eu
+if [ "$(id -u)" = 0 ]; then
+  mkdir -p "$PGDATA" /var/run/postgresql
+  chown postgres:postgres "$PGDATA" /var/run/postgresql
+  chmod 0700 "$PGDATA"
+  exec setpriv --reuid=postgres --regid=postgres --init-groups "$0" "$@"
+fi
+if [ ! -s "$PGDATA/PG_VERSION" ]; then
+  : "${POSTGRES_PASSWORD:?POSTGRES_PASSWORD must be set, as the official image requires}"
+  user="${POSTGRES_USER:-postgres}"
+  db="${POSTGRES_DB:-$user}"
+  pwfile="$(mktemp)"
+  printf '%s\n' "$POSTGRES_PASSWORD" > "$pwfile"
+  initdb --username="$user" --pwfile="$pwfile" --auth-local=trust --auth-host=scram-sha-256 \
+    -D "$PGDATA" >/dev/null
+  rm -f "$pwfile"
+  # As the official image: every TCP client must give the password.
+  printf 'host all all all scram-sha-256\n' >> "$PGDATA/pg_hba.conf"
+  printf "listen_addresses = '*'\n" >> "$PGDATA/postgresql.conf"
+  if [ "$db" != postgres ]; then
+    pg_ctl -D "$PGDATA" -o "-c listen_addresses='' -c unix_socket_directories=/var/run/postgresql" -w start >/dev/null
+    psql -v ON_ERROR_STOP=1 --username "$user" --dbname postgres -c "CREATE DATABASE \"$db\"" >/dev/null
+    pg_ctl -D "$PGDATA" -m fast -w stop >/dev/null
+  fi
+  echo "initialised $PGDATA for user $user, database $db"
+fi
+exec "$@"
