@@ -21,7 +21,8 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from n8n_sizer.bench.n8n_api import N8nClient, OwnerLogin, deploy_workflow, load_workflow
+from n8n_sizer.n8n.client import N8nClient, OwnerLogin
+from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = Path(sys.executable).parent / "n8n-sizer"
@@ -183,7 +184,7 @@ def set_up_n8n(client: N8nClient) -> N8nSetup:
     client.setup_owner(owner)
     client.login(owner)
     key = client.create_api_key()
-    workflow_id, webhook = deploy_workflow(client, load_workflow("light"), timeout_s=60)
+    workflow_id, webhook = deploy_workflow(client, read_workflow("light"), timeout_s=60)
     return N8nSetup(owner=owner, api_key=key, workflow_id=workflow_id, webhook=webhook)
 
 

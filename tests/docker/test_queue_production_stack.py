@@ -17,7 +17,7 @@ from typing import Iterator
 import httpx
 import pytest
 
-from n8n_sizer.bench.n8n_api import N8nClient
+from n8n_sizer.n8n.client import N8nClient
 
 from .conftest import (
     DockerEngine,

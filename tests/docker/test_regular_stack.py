@@ -6,12 +6,11 @@ effect, down then up with the data kept, and `check` passing the same files.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from n8n_sizer.bench.n8n_api import N8nClient
+from n8n_sizer.n8n.client import N8nClient
 
 from .conftest import (
     DockerEngine,
