@@ -70,7 +70,7 @@ class HostGroup(_Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
+        if not NAME_RE.fullmatch(v):
             raise ValueError(f"{v!r} is not a host group name; use 2-22 lowercase letters, digits and dashes, "
                              "starting with a letter, e.g. worker")
         return v

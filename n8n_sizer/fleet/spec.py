@@ -141,7 +141,7 @@ class FleetSpec(_Strict):
     @field_validator("ssh_public_key")
     @classmethod
     def _ssh_key(cls, v: str | None) -> str | None:
-        if v is not None and not SSH_KEY_RE.match(v.strip()):
+        if v is not None and not SSH_KEY_RE.fullmatch(v.strip()):
             raise ValueError("not an OpenSSH public key; paste the one line of ~/.ssh/id_ed25519.pub, "
                              "or remove the key to have one generated")
         return v.strip() if v is not None else None
