@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import typer
@@ -44,10 +45,14 @@ def up(
     from n8n_sizer.lab.netns import lab_up, require_root
     from n8n_sizer.safety.files import read_user_text
 
-    require_root("n8n-sizer lab up")
+    require_root("lab up")
     text = read_user_text(topology, "--topology", fix="pass the output of `advise --json`")
     topo = load_topology_text(text, f"--topology {topology}")
-    state = lab_up(topo, generators, out, sshd_path=sshd_path)
+    try:
+        state = lab_up(topo, generators, out, sshd_path=sshd_path)
+    except KeyboardInterrupt:  # lab_up has already removed what it made (SIGTERM and SIGHUP end here too)
+        print("n8n-sizer: lab up interrupted; everything it had made is removed", file=sys.stderr)
+        raise typer.Exit(130) from None
     inventory = json.loads(out.read_text())
     hosts = {name: {"address": h["private_ip"], "role": h["role"]} for name, h in inventory["hosts"].items()}
     if json_out:

@@ -44,8 +44,8 @@ class Removal:
 
 def require_root(what: str) -> None:
     if os.geteuid() != 0:
-        raise InputError(f"{what} needs root (it creates network namespaces, veth links and a bridge); "
-                         f"run it as root, e.g. sudo .venv/bin/n8n-sizer {what.removeprefix('n8n-sizer ')} ...")
+        raise InputError(f"{what} needs root (only root can make or remove network namespaces, veth links "
+                         f"and bridges); run it as root, e.g. sudo .venv/bin/n8n-sizer {what} ...")
 
 
 def _ip(args: list[str]) -> subprocess.CompletedProcess:
@@ -122,7 +122,7 @@ def _signals_ignored() -> Iterator[None]:
 def lab_up(topology: Topology, generators: int, out: Path, sshd_path: str = "/usr/sbin/sshd",
            lab_id: str | None = None) -> LabState:
     """Create the lab and write its inventory to `out`; on any failure or interrupt remove all of it."""
-    require_root("n8n-sizer lab up")
+    require_root("lab up")
     plan = plan_lab(topology, generators, lab_id or secrets.token_hex(3))
     preflight(plan, out, sshd_path)
     rec = Recorder(plan)
@@ -272,7 +272,7 @@ def remove_lab(state: LabState) -> Removal:
 
 def lab_down(path: Path) -> Removal:
     """Remove the lab that `path` (an inventory `lab up` wrote) records, then the inventory itself."""
-    require_root("n8n-sizer lab down")
+    require_root("lab down")
     state = read_lab_state(path)
     with _signals_ignored():
         removal = remove_lab(state)
