@@ -145,7 +145,10 @@ def lab_up(topology: Topology, generators: int, out: Path, sshd_path: str = "/us
 
 def _build(plan: LabPlan, rec: Recorder, out: Path, sshd_path: str) -> None:
     folder = out.absolute().parent / f".n8nsz-lab-{plan.lab_id}"
-    folder.mkdir(mode=0o700)
+    # 0711: its keys and configs are 0600, nothing in it can be listed; the data role's Postgres, run as Debian's postgres
+    # user, must pass through to its own folder inside, without being able to list anything.
+    folder.mkdir(mode=0o711)
+    folder.chmod(0o711)  # whatever the umask did
     rec.folder = folder
     (folder / MARKER).write_text(plan.lab_id + "\n")
     rec.client_key = folder / "client_key"

@@ -15,6 +15,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -68,26 +69,38 @@ def _processes_mentioning(text: str) -> list[str]:
     return found
 
 
-def assert_nothing_left(tmp_path: Path, before: set[str]) -> None:
+def assert_nothing_left(workdir: Path, before: set[str]) -> None:
     # Not `== before`: other work on this machine may make namespaces of its own meanwhile.
     assert not (_namespaces() - before) & set(NAMES), _namespaces() - before
     assert not _lab_links(), _lab_links()
-    assert not _processes_mentioning(str(tmp_path)), _processes_mentioning(str(tmp_path))
-    assert not list(tmp_path.glob(".n8nsz-lab-*")), list(tmp_path.glob(".n8nsz-lab-*"))
+    assert not _processes_mentioning(str(workdir)), _processes_mentioning(str(workdir))
+    assert not list(workdir.glob(".n8nsz-lab-*")), list(workdir.glob(".n8nsz-lab-*"))
 
 
 @pytest.fixture
-def clean(tmp_path):
+def workdir():
+    """The test's folder, one Debian's `postgres` user can pass through (pytest's tmp_path is root-only when
+    run as root), for the data role's Postgres inside the lab's folder."""
+    folder = Path(tempfile.mkdtemp(prefix="n8n-sizer-lab-test-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def clean(workdir):
     """Refuse to start over a previous lab's leftovers; after the test, nothing of a lab may be left."""
     before = _namespaces()
     assert not set(NAMES) & before and not _lab_links(), "a previous lab is still up: lab down it first"
     yield before
-    assert_nothing_left(tmp_path, before)
+    assert_nothing_left(workdir, before)
 
 
 @pytest.fixture
-def lab(tmp_path, clean):
-    out = tmp_path / "lab.json"
+def lab(workdir, clean):
+    out = workdir / "lab.json"
     state = lab_up(parse_topology(TOPOLOGY), 2, out)
     try:
         yield out, state
@@ -138,68 +151,68 @@ def test_a_generator_reaches_the_ingest_hosts_sshd_over_the_bridge_and_nothing_b
         gen.close()
 
 
-def test_lab_down_removes_every_namespace_link_process_and_key(tmp_path, clean):
-    (tmp_path / "topology.json").write_text(json.dumps(TOPOLOGY))
+def test_lab_down_removes_every_namespace_link_process_and_key(workdir, clean):
+    (workdir / "topology.json").write_text(json.dumps(TOPOLOGY))
     up = subprocess.run(CLI + ["lab", "up", "--topology", "topology.json", "--generators", "2", "--out", "lab.json",
-                               "--json"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+                               "--json"], capture_output=True, text=True, timeout=60, cwd=workdir)
     assert up.returncode == 0, up.stderr
     shown = json.loads(up.stdout)
-    state = read_lab_state(tmp_path / "lab.json")
+    state = read_lab_state(workdir / "lab.json")
     try:
         assert shown["hosts"]["gen-2"] == {"address": "10.213.7.8", "role": "loadgen"}
         assert set(NAMES) <= _namespaces() and len(_lab_links()) == len(NAMES) + 1
         pids = [ns.sshd_pid for ns in state.namespaces]
         assert all(Path(f"/proc/{p}").exists() for p in pids)
         # An open session is a process in the namespace too; down must take it with the rest.
-        session = _ssh(load_inventory((tmp_path / "lab.json").read_text()), "worker-1", state.client_key)
+        session = _ssh(load_inventory((workdir / "lab.json").read_text()), "worker-1", state.client_key)
         session.run("true", timeout_s=20)
         down = subprocess.run(CLI + ["lab", "down", "--inventory", "lab.json", "--json"], capture_output=True,
-                              text=True, timeout=60, cwd=tmp_path)
+                              text=True, timeout=60, cwd=workdir)
         assert down.returncode == 0, down.stderr
         removed = json.loads(down.stdout)["removed"]
         assert {f"namespace {n}" for n in NAMES} <= set(removed) and f"link {state.bridge}" in removed
-        assert not (tmp_path / "lab.json").exists() and not Path(state.folder).exists()
+        assert not (workdir / "lab.json").exists() and not Path(state.folder).exists()
         assert not [p for p in pids if _processes_mentioning(f"{state.folder}/")], pids
         session.close()
     finally:
         remove_lab(state)  # a no-op when down worked
 
 
-def test_a_failed_up_leaves_nothing(tmp_path, clean):
-    broken = tmp_path / "sshd-broken"
+def test_a_failed_up_leaves_nothing(workdir, clean):
+    broken = workdir / "sshd-broken"
     broken.write_text("#!/bin/sh\necho 'this sshd is broken on purpose' >&2\nexit 1\n")
     broken.chmod(0o755)
     with pytest.raises(RemoteError, match="exited at once: this sshd is broken on purpose"):
-        lab_up(parse_topology(TOPOLOGY), 2, tmp_path / "lab.json", sshd_path=str(broken))
-    assert not (tmp_path / "lab.json").exists()
+        lab_up(parse_topology(TOPOLOGY), 2, workdir / "lab.json", sshd_path=str(broken))
+    assert not (workdir / "lab.json").exists()
 
 
-def test_a_name_clash_is_refused_and_the_other_namespace_left_alone(tmp_path, clean):
+def test_a_name_clash_is_refused_and_the_other_namespace_left_alone(workdir, clean):
     subprocess.run(["ip", "netns", "add", "worker-2"], check=True)
     try:
         inode = os.stat("/run/netns/worker-2").st_ino
         with pytest.raises(InputError, match="worker-2 already exist"):
-            lab_up(parse_topology(TOPOLOGY), 2, tmp_path / "lab.json")
+            lab_up(parse_topology(TOPOLOGY), 2, workdir / "lab.json")
         assert os.stat("/run/netns/worker-2").st_ino == inode
         assert not (_namespaces() - clean) & (set(NAMES) - {"worker-2"}) and not _lab_links()
     finally:
         subprocess.run(["ip", "netns", "del", "worker-2"], check=True)
 
 
-def test_ctrl_c_during_up_removes_what_was_made(tmp_path, clean):
+def test_ctrl_c_during_up_removes_what_was_made(workdir, clean):
     # An "sshd" that never listens: `lab up` is certainly waiting on it when the interrupt arrives.
-    hanging = tmp_path / "sshd-hanging"
+    hanging = workdir / "sshd-hanging"
     hanging.write_text(f"#!/bin/sh\nexec {sys.executable} -c 'import time; time.sleep(60)' \"$@\"\n")
     hanging.chmod(0o755)
-    (tmp_path / "topology.json").write_text(json.dumps(TOPOLOGY))
+    (workdir / "topology.json").write_text(json.dumps(TOPOLOGY))
     proc = subprocess.Popen(CLI + ["lab", "up", "--topology", "topology.json", "--generators", "2", "--out",
-                                   "lab.json", "--sshd", str(hanging)], cwd=tmp_path, stdout=subprocess.PIPE,
+                                   "lab.json", "--sshd", str(hanging)], cwd=workdir, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
-        while len(list(tmp_path.glob(".n8nsz-lab-*/*.sshd.log"))) < len(NAMES) and time.monotonic() < deadline:
+        while len(list(workdir.glob(".n8nsz-lab-*/*.sshd.log"))) < len(NAMES) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(_processes_mentioning(str(tmp_path / ".n8nsz-lab-"))) >= 1, "the fake sshds did not start"
+        assert len(_processes_mentioning(str(workdir / ".n8nsz-lab-"))) >= 1, "the fake sshds did not start"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -207,4 +220,41 @@ def test_ctrl_c_during_up_removes_what_was_made(tmp_path, clean):
             proc.kill()
             proc.wait()
     assert proc.returncode == 130 and "interrupted; everything it had made is removed" in err, err
-    assert not (tmp_path / "lab.json").exists()
+    assert not (workdir / "lab.json").exists()
+
+
+def test_the_data_role_serves_postgres_and_redis_to_another_host_over_the_bridge(lab):
+    from n8n_sizer.lab.data import deploy_data_host
+
+    if not list(Path("/usr/lib/postgresql").glob("*/bin/postgres")) or not shutil.which("redis-server"):
+        pytest.skip("needs Debian's postgresql and redis-server")
+    out, state = lab
+    inventory = load_inventory(out.read_text())
+    data_ip = inventory.hosts["data"].private_ip
+    data, worker = _ssh(inventory, "data", state.client_key), _ssh(inventory, "worker-1", state.client_key)
+    try:
+        ends = deploy_data_host(data, sys.executable, f"{state.folder}/hosts/data", data_ip, SUBNET)
+        assert (ends.address, ends.postgres_port, ends.redis_port) == (data_ip, 5432, 6379)
+        local = tmp = Path(state.folder) / "secrets-copy.json"
+        data.get(ends.secrets_file, local)
+        pw = json.loads(tmp.read_text())
+        pg_bin = sorted(Path("/usr/lib/postgresql").glob("*/bin/psql"))[-1]
+        # From worker-1: a scram login to Postgres and an AUTH'd PING to Redis, both over the bridge.
+        res = worker.run(f"PGPASSWORD={pw['postgres_password']} {pg_bin} -h {data_ip} -U n8n -d n8n -tAc "
+                         "'select inet_server_addr()'", timeout_s=30)
+        assert res.stdout.strip() == data_ip
+        res = worker.run(f"redis-cli -h {data_ip} -p 6379 -a {pw['redis_password']} --no-auth-warning PING",
+                         timeout_s=30)
+        assert res.stdout.strip() == "PONG"
+        wrong = worker.run(f"redis-cli -h {data_ip} -p 6379 -a wrong --no-auth-warning PING", timeout_s=30,
+                           check=False)
+        assert "PONG" not in wrong.stdout
+        # worker-1's own loopback has no Postgres: the data host is another machine.
+        alone = worker.run(f"{pg_bin.parent / 'pg_isready'} -h 127.0.0.1 -p 5432", timeout_s=30, check=False)
+        assert alone.exit_code != 0
+    finally:
+        data.close()
+        worker.close()
+    removal = remove_lab(state)
+    assert f"process {ends.postgres_pid}" in removal.removed and f"process {ends.redis_pid}" in removal.removed
+    assert not removal.failed, removal.failed
