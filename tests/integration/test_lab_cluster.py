@@ -1,0 +1,69 @@
+"""A queue-mode cluster across lab hosts, deployed over SSH: Postgres and Redis on `data`, n8n main on `ingest`,
+a worker on `worker-1`, each in its own namespace with its own address, talking over the lab's bridge.
+
+Real n8n (the shared install), real Postgres and Redis; only the lab's own subnet is ever contacted. Slow (two
+cold n8n starts), so it is one test.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.fleet.inventory import load_inventory
+from n8n_sizer.lab.data import deploy_data_host
+from n8n_sizer.lab.n8n_role import deploy_n8n_role
+from n8n_sizer.lab.netns import lab_up, remove_lab
+from n8n_sizer.localstack.install import find_installed
+from n8n_sizer.safety.write import write_atomic
+from tests.integration.test_lab import TOPOLOGY, _processes_mentioning, _ssh, clean, pytestmark, workdir  # noqa: F401
+
+pytestmark = [*pytestmark, pytest.mark.timeout(900)]
+
+
+def test_main_on_ingest_and_a_worker_on_worker_1_use_the_data_host_over_the_bridge(workdir, clean):
+    if find_installed() is None or not shutil.which("redis-server"):
+        pytest.skip("needs the shared n8n install (bash scripts/test.sh) and Debian's redis-server")
+    out = workdir / "lab.json"
+    state = lab_up(parse_topology(TOPOLOGY), 1, out)
+    hosts = {}
+    try:
+        inventory = load_inventory(out.read_text())
+        ip = {name: h.private_ip for name, h in inventory.hosts.items()}
+        hosts = {n: _ssh(inventory, n, state.client_key) for n in ("data", "ingest", "worker-1", "gen-1")}
+        state_dir = f"{state.folder}/hosts"
+        ends = deploy_data_host(hosts["data"], sys.executable, f"{state_dir}/data", ip["data"], state.subnet)
+        data_secrets = Path(state.folder) / "data-secrets.json"
+        hosts["data"].get(ends.secrets_file, data_secrets)
+        cluster_secrets = Path(state.folder) / "cluster-secrets.json"
+        write_atomic(cluster_secrets, json.dumps({"encryption_key": secrets.token_hex(32),
+                                                  **json.loads(data_secrets.read_text())}), private=True)
+        common = {"data": ip["data"], "main": ip["ingest"], "secrets_file": str(cluster_secrets)}
+        main = deploy_n8n_role(hosts["ingest"], sys.executable, role="main", name="main",
+                               state=f"{state_dir}/ingest", listen=ip["ingest"], **common)
+        worker = deploy_n8n_role(hosts["worker-1"], sys.executable, role="worker", name="worker-1",
+                                 state=f"{state_dir}/worker-1", listen=ip["worker-1"], **common)
+        # From the load generator, over the bridge: main serves, the worker reports itself ready (its
+        # readiness needs its Postgres and Redis connections, both to the data host).
+        for url in (main.ready_url, worker.ready_url):
+            res = hosts["gen-1"].run(f"curl -sS --max-time 10 -o /dev/null -w '%{{http_code}}' {url}", timeout_s=30)
+            assert res.stdout.strip() == "200", url
+        # Both n8n processes hold connections to the data host's Postgres, from their own addresses.
+        res = hosts["data"].run("ss -Htn state established '( sport = :5432 )'", timeout_s=30)
+        peers = {line.split()[-1].rsplit(":", 1)[0] for line in res.stdout.splitlines()}
+        assert {ip["ingest"], ip["worker-1"]} <= peers, peers
+        res = hosts["data"].run("ss -Htn state established '( sport = :6379 )'", timeout_s=30)
+        peers = {line.split()[-1].rsplit(":", 1)[0] for line in res.stdout.splitlines()}
+        assert {ip["ingest"], ip["worker-1"]} <= peers, peers
+    finally:
+        for h in hosts.values():
+            h.close()
+        removal = remove_lab(state)
+    assert not removal.failed, removal.failed
+    assert not _processes_mentioning(str(workdir)), _processes_mentioning(str(workdir))
