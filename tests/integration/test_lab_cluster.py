@@ -8,6 +8,7 @@ cold n8n starts), so it is one test.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import shutil
 import sys
@@ -18,13 +19,16 @@ import pytest
 from n8n_sizer.deploy.topology import parse_topology
 from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.lab.data import deploy_data_host
-from n8n_sizer.lab.n8n_role import deploy_n8n_role
+from n8n_sizer.lab.n8n_role import MAIN_PORT, deploy_n8n_role
 from n8n_sizer.lab.netns import lab_up, remove_lab
 from n8n_sizer.localstack.install import find_installed
+from n8n_sizer.n8n.client import set_up_instance
+from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, webhook_method, with_webhook_path
 from n8n_sizer.safety.write import write_atomic
 from tests.integration.test_lab import TOPOLOGY, _processes_mentioning, _ssh, clean, pytestmark, workdir  # noqa: F401
 
 pytestmark = [*pytestmark, pytest.mark.timeout(900)]
+REQUESTS = 3  # a handful: this proves the path, the bench measures
 
 
 def test_main_on_ingest_and_a_worker_on_worker_1_use_the_data_host_over_the_bridge(workdir, clean):
@@ -61,6 +65,22 @@ def test_main_on_ingest_and_a_worker_on_worker_1_use_the_data_host_over_the_brid
         res = hosts["data"].run("ss -Htn state established '( sport = :6379 )'", timeout_s=30)
         peers = {line.split()[-1].rsplit(":", 1)[0] for line in res.stdout.splitlines()}
         assert {ip["ingest"], ip["worker-1"]} <= peers, peers
+        # A request from the generator becomes an execution that the worker on another host ran.
+        base = f"http://{ip['ingest']}:{MAIN_PORT}"
+        session = set_up_instance(base)
+        flow = with_webhook_path(read_workflow("light"), f"lab-{secrets.token_hex(4)}")
+        with session.client() as client:
+            workflow_id, path = deploy_workflow(client, flow)
+            for _ in range(REQUESTS):
+                res = hosts["gen-1"].run(f"curl -sS --max-time 60 -o /dev/null -w '%{{http_code}}' -X "
+                                         f"{webhook_method(flow)} -H 'content-type: application/json' "
+                                         f"-d '{{}}' {base}{path}", timeout_s=90)
+                assert res.stdout.strip() == "200", res.stdout
+            counts = client.count_executions(workflow_id)
+        assert counts.by_status == {"success": REQUESTS}, counts
+        worker_log = Path(worker.log).read_text()
+        assert all(re.search(rf"Worker started execution {i}\b", worker_log) for i in counts.success_ids), \
+            counts.success_ids
     finally:
         for h in hosts.values():
             h.close()
