@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -153,3 +154,23 @@ def test_lab_needs_root_and_says_so_in_one_line(tmp_path, verb):
     assert res.returncode == 2, res.stderr
     assert res.stderr.count("\n") == 1 and f"lab {verb} needs root" in res.stderr
     assert not (tmp_path / "lab.json").exists()
+
+
+def test_the_lab_caddyfile_changes_addresses_only():
+    import yaml
+
+    from n8n_sizer.deploy.render_topology import render_topology
+    from n8n_sizer.deploy.secrets import generate_secrets
+    from n8n_sizer.lab.ingest import lab_caddyfile
+
+    bundle = render_topology(parse_topology(TOPOLOGY), generate_secrets()).hosts["ingest"]
+    rendered = yaml.safe_load(bundle.compose)["configs"]["caddyfile"]["content"]
+    text = lab_caddyfile(rendered, "10.213.7.11")
+    assert "http://10.213.7.11:5678 {\n  bind 10.213.7.11\n" in text and "admin 127.0.0.1:2019" in text
+    assert "reverse_proxy 127.0.0.1:5681 127.0.0.1:5682 {" in text and "reverse_proxy 127.0.0.1:5678 {" in text
+    assert "n8n-" not in text
+    # Everything but the addresses is as rendered: the routes, health checks and the closed /metrics.
+    def upstreams_masked(t: str) -> str:
+        return re.sub(r"(n8n-[a-z0-9-]+|127\.0\.0\.1):\d+", "UPSTREAM", t)
+
+    assert upstreams_masked(text.split("bind 10.213.7.11\n", 1)[1]) == upstreams_masked(rendered.split("\n", 1)[1])
