@@ -20,6 +20,13 @@ state). A failure or Ctrl-C removes everything it made. Needs root.
 Example: n8n-sizer lab up --topology advice.json --generators 2 --out lab.json
 """
 
+DEPLOY_HELP = """Deploy the lab's topology over SSH, role by role: Postgres and Redis on the data host, main, the
+webhook processors and Caddy (the rendered routing) on the ingest host, the workers on theirs. Prints the
+URL the generators load. Needs the shared n8n install and Debian's postgresql, redis-server and caddy.
+
+Example: n8n-sizer lab deploy --inventory lab.json
+"""
+
 DOWN_HELP = """Remove a lab by name and PID: every process in its namespaces, the namespaces, links, bridge
 and keys; then the inventory file. Needs root.
 
@@ -30,6 +37,7 @@ Example: n8n-sizer lab down --inventory lab.json
 def register(app: typer.Typer) -> None:
     lab = typer.Typer(help=LAB_HELP, no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
     lab.command("up", help=UP_HELP)(up)
+    lab.command("deploy", help=DEPLOY_HELP)(deploy)
     lab.command("down", help=DOWN_HELP)(down)
     app.add_typer(lab, name="lab")
 
@@ -64,6 +72,21 @@ def up(
     for name, h in hosts.items():
         print(f"  {name:16} {h['role']:8} {h['address']}")
     print(f"ssh: ssh -i {state.client_key} root@ADDRESS; remove it all: n8n-sizer lab down --inventory {out}")
+
+
+def deploy(
+    inventory: Path = typer.Option(..., "--inventory", help="The lab.json that `lab up --out` wrote."),
+    json_out: bool = typer.Option(False, "--json", help="Print the URL and every process as one JSON object."),
+) -> None:
+    from n8n_sizer.lab.deploy import deploy_lab
+
+    cluster = deploy_lab(inventory)
+    if json_out:
+        print(cluster.model_dump_json(indent=2))
+        return
+    print(f"lab deployed; load it at {cluster.url}")
+    for host, procs in cluster.processes.items():
+        print(f"  {host:16} " + ", ".join(f"{p.name} (PID {p.pid})" for p in procs))
 
 
 def down(

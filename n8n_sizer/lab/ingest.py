@@ -21,7 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.errors import InputError, RemoteError
-from n8n_sizer.lab.n8n_role import HEALTH_PORT, MAIN_PORT
+from n8n_sizer.lab.n8n_role import MAIN_PORT, WEBHOOK_BASE_PORT
 
 READY_TIMEOUT_S = 60.0
 
@@ -41,7 +41,7 @@ def lab_caddyfile(rendered: str, listen: str) -> str:
         raise InputError(f"the ingest Caddyfile does not start with ':{MAIN_PORT} {{'; render it with "
                          "`n8n-sizer render --topology`")
     text = rendered.replace(f"n8n-main:{MAIN_PORT}", f"127.0.0.1:{MAIN_PORT}")
-    text = re.sub(rf"n8n-webhook-(\d+):{MAIN_PORT}", lambda m: f"127.0.0.1:{HEALTH_PORT + int(m.group(1))}", text)
+    text = re.sub(rf"n8n-webhook-(\d+):{MAIN_PORT}", lambda m: f"127.0.0.1:{WEBHOOK_BASE_PORT + int(m.group(1))}", text)
     if re.search(r"\bn8n-[a-z0-9-]+:\d+", text):
         raise InputError("the ingest Caddyfile names an upstream the lab does not run; re-render it")
     site = f"http://{listen}:{MAIN_PORT} {{\n  bind {listen}"

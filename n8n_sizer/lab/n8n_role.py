@@ -7,7 +7,7 @@ variables the compose templates render) and the shared n8n install (never instal
         --listen 10.89.0.12 --main 10.89.0.11 --secrets FILE
 
 Every host has its own port space, so main listens on 5678, as in the rendered bundles, and a worker's
-health check on 5680. Behind the ingest host's load balancer, main and the webhook processors listen on the
+health check on 5720+N. Behind the ingest host's load balancer, main and the webhook processors listen on the
 host's loopback only (`--listen 127.0.0.1`, webhook processor N on 5680+N) and Caddy on its private address,
 as only Caddy publishes a port in the rendered ingest bundle; main then runs with production webhooks off. `--secrets` is a 0600 JSON file with the cluster's one
 encryption key and the data host's two passwords. Prints the process as JSON (no secrets) once it is ready.
@@ -29,7 +29,9 @@ from n8n_sizer.lab.data import POSTGRES_PORT, REDIS_PORT
 
 MAIN_PORT = 5678  # n8n's own default, as in the rendered bundles
 BROKER_PORT = 5679  # each process runs its own task broker, on its host's loopback
-HEALTH_PORT = 5680
+WEBHOOK_BASE_PORT = 5680  # webhook processor N listens on 5680+N (N <= 9), its unused broker port 5690+N
+WORKER_BROKER_BASE_PORT = 5700  # worker N of a host: broker 5700+N, health check 5720+N (N <= 19)
+WORKER_HEALTH_BASE_PORT = 5720
 READY_TIMEOUT_S = 300.0  # a cold n8n start on a busy 2-core machine, migrations included
 
 
@@ -47,8 +49,11 @@ def role_ports(role: str, index: int):
     from n8n_sizer.deploy.n8n_env import N8nPorts
 
     if role == "webhook":  # `n8n webhook` starts no task broker; its broker port is only kept apart
-        return N8nPorts(http=HEALTH_PORT + index, broker=BROKER_PORT + 10 + index)
-    return N8nPorts(http=MAIN_PORT, broker=BROKER_PORT, health=HEALTH_PORT if role == "worker" else None)
+        return N8nPorts(http=WEBHOOK_BASE_PORT + index, broker=WEBHOOK_BASE_PORT + 10 + index)
+    if role == "worker":  # N8N_PORT is main's, for WEBHOOK_URL; a worker serves only its health check
+        return N8nPorts(http=MAIN_PORT, broker=WORKER_BROKER_BASE_PORT + index,
+                        health=WORKER_HEALTH_BASE_PORT + index)
+    return N8nPorts(http=MAIN_PORT, broker=BROKER_PORT)
 
 
 def start_n8n_role(role: str, name: str, state: Path, data: str, listen: str, main: str, secrets_file: Path,

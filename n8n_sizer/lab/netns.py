@@ -125,7 +125,7 @@ def lab_up(topology: Topology, generators: int, out: Path, sshd_path: str = "/us
     require_root("lab up")
     plan = plan_lab(topology, generators, lab_id or secrets.token_hex(3))
     preflight(plan, out, sshd_path)
-    rec = Recorder(plan)
+    rec = Recorder(plan, topology)
     with _signals_interrupt():
         try:
             _build(plan, rec, out, sshd_path)

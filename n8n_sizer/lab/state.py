@@ -42,13 +42,15 @@ class LabState(_Strict):
     folder: str | None = None  # keys, sshd configs and logs; set once created
     client_key: str | None = None
     namespaces: tuple[NamespaceRecord, ...] = ()
+    topology: dict | None = None  # the topology the lab was made for, as `parse_topology` reads it (`lab deploy`)
 
 
 class Recorder:
     """The record of a lab being built (mutable while `lab up` runs; `state()` freezes it)."""
 
-    def __init__(self, plan: LabPlan) -> None:
+    def __init__(self, plan: LabPlan, topology: Topology | None = None) -> None:
         self.plan = plan
+        self.topology = None if topology is None else topology_dict(topology)
         self.bridge: str | None = None
         self.folder: Path | None = None
         self.client_key: Path | None = None
@@ -64,7 +66,15 @@ class Recorder:
         return LabState(lab_id=self.plan.lab_id, bridge=self.bridge, subnet=self.plan.subnet,
                         folder=None if self.folder is None else str(self.folder),
                         client_key=None if self.client_key is None else str(self.client_key),
-                        namespaces=tuple(NamespaceRecord(**n) for n in self.namespaces.values()))
+                        namespaces=tuple(NamespaceRecord(**n) for n in self.namespaces.values()),
+                        topology=self.topology)
+
+
+def topology_dict(topology: Topology) -> dict:
+    """`topology` in the input shape `parse_topology` reads back."""
+    data = topology.model_dump(mode="json")
+    data["topology"] = data.pop("groups")
+    return data
 
 
 def machine_arch() -> str:
