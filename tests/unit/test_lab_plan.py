@@ -174,3 +174,12 @@ def test_the_lab_caddyfile_changes_addresses_only():
         return re.sub(r"(n8n-[a-z0-9-]+|127\.0\.0\.1):\d+", "UPSTREAM", t)
 
     assert upstreams_masked(text.split("bind 10.213.7.11\n", 1)[1]) == upstreams_masked(rendered.split("\n", 1)[1])
+
+
+def test_bench_and_drill_say_a_cluster_inventory_is_not_theirs_yet(tmp_path):
+    from n8n_sizer.bench.session import read_inventory_file
+
+    path = tmp_path / "lab.json"
+    path.write_text(lab_inventory(_plan(), parse_topology(TOPOLOGY), _state()).model_dump_json())
+    with pytest.raises(InputError, match="is a cluster inventory .* lab deploy"):
+        read_inventory_file(path)
