@@ -197,6 +197,15 @@ def _runs_config(pid: int, config: str) -> bool:
         return False
 
 
+def _own_config(state: LabState, config: str | None) -> bool:
+    """Only a config file inside the lab's own folder identifies one of its sshds (a record naming, say,
+    /usr/sbin/sshd must not single out this machine's own sshd)."""
+    if not config or not state.folder:
+        return False
+    path = Path(config)
+    return path.parent == Path(state.folder) and path.name.endswith(".sshd_config")
+
+
 def stop_pids(pids: list[int]) -> list[int]:
     """SIGTERM, a grace period, then SIGKILL; the PIDs that still run after all that."""
     for sig, wait_s in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 2.0)):
@@ -242,7 +251,7 @@ def remove_lab(state: LabState) -> Removal:
     pids = [p for rec in ours for p in _pids_in(rec.name)]
     # A recorded sshd outside its namespace's list (its namespace already deleted) still holds that namespace.
     pids += [rec.sshd_pid for rec in state.namespaces if rec.sshd_pid and rec.sshd_pid not in pids
-             and rec.sshd_config and _runs_config(rec.sshd_pid, rec.sshd_config)]
+             and _own_config(state, rec.sshd_config) and _runs_config(rec.sshd_pid, rec.sshd_config)]
     left = stop_pids(pids)
     r.removed += [f"process {p}" for p in pids if p not in left]
     r.failed += [f"process {p} (still running after SIGKILL)" for p in left]

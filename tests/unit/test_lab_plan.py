@@ -183,3 +183,12 @@ def test_bench_and_drill_say_a_cluster_inventory_is_not_theirs_yet(tmp_path):
     path.write_text(lab_inventory(_plan(), parse_topology(TOPOLOGY), _state()).model_dump_json())
     with pytest.raises(InputError, match="is a cluster inventory .* lab deploy"):
         read_inventory_file(path)
+
+
+def test_a_record_naming_a_config_outside_the_lab_folder_singles_out_no_process():
+    from n8n_sizer.lab.netns import _own_config
+
+    state = _state()
+    assert _own_config(state, "/lab/data.sshd_config")
+    assert not _own_config(state, "/usr/sbin/sshd") and not _own_config(state, "/etc/ssh/sshd_config")
+    assert not _own_config(state, "/lab/sub/data.sshd_config") and not _own_config(state, None)
