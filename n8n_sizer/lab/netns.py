@@ -23,8 +23,8 @@ from typing import Iterator
 from n8n_sizer.deploy.topology import Topology
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.lab import sshd
-from n8n_sizer.lab.plan import (BRIDGE_PREFIX, VETH_PREFIX, LabPlan, bridge_commands, link_commands,
-                                overlapping_routes, plan_lab)
+from n8n_sizer.lab.plan import (BRIDGE_PREFIX, VETH_PREFIX, LabPlan, bridge_commands, forward_rule,
+                                link_commands, overlapping_routes, plan_lab)
 from n8n_sizer.lab.state import MARKER, LabState, Recorder, lab_inventory, read_lab_state
 from n8n_sizer.safety.write import probe_writable, write_atomic
 
@@ -61,6 +61,26 @@ def _run(args: list[str]) -> None:
 
 def _link_exists(name: str) -> bool:
     return _ip(["ip", "link", "show", "dev", name]).returncode == 0
+
+
+def bridged_frames_filtered() -> bool:
+    """True when br_netfilter passes bridged frames through iptables (and iptables is there to answer)."""
+    try:
+        on = Path("/proc/sys/net/bridge/bridge-nf-call-iptables").read_text().strip() == "1"
+    except OSError:
+        return False
+    return on and shutil.which("iptables") is not None
+
+
+def _remove_forward_rule(state: LabState, r: Removal) -> None:
+    if not (state.forward_rule and state.bridge and state.bridge.startswith(BRIDGE_PREFIX)):
+        return
+    rule = forward_rule(state.bridge, state.lab_id)
+    if _ip(["iptables", "-w", "5", "-C", *rule]).returncode != 0:
+        r.gone.append("iptables FORWARD rule")
+        return
+    res = _ip(["iptables", "-w", "5", "-D", *rule])
+    (r.removed if res.returncode == 0 else r.failed).append("iptables FORWARD rule")
 
 
 def netns_inode(name: str) -> int | None:
@@ -159,6 +179,9 @@ def _build(plan: LabPlan, rec: Recorder, out: Path, sshd_path: str) -> None:
     rec.bridge = plan.bridge
     for cmd in rest:
         _run(cmd)
+    if bridged_frames_filtered():
+        _run(["iptables", "-w", "5", "-I", *forward_rule(plan.bridge, plan.lab_id)])
+        rec.forward_rule = True
     for ns in plan.namespaces:
         _run(["ip", "netns", "add", ns.name])
         inode = netns_inode(ns.name)
@@ -266,6 +289,7 @@ def remove_lab(state: LabState) -> Removal:
         else:
             r.failed.append(f"namespace {rec.name} ({' '.join(res.stderr.split())[-160:]})")
     _remove_links([state.bridge] if state.bridge else [], r)
+    _remove_forward_rule(state, r)
     if state.folder:
         folder = Path(state.folder)
         try:

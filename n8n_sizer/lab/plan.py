@@ -102,6 +102,14 @@ def link_commands(plan: LabPlan, ns: LabNamespace) -> list[list[str]]:
             ["ip", "-n", ns.name, "link", "set", INNER_IFACE, "up"]]
 
 
+def forward_rule(bridge: str, lab_id: str) -> list[str]:
+    """iptables' FORWARD rule that lets the lab's own bridge forward between its own ports. Needed where
+    br_netfilter hands bridged frames to iptables and the FORWARD policy is DROP (Docker sets both); it
+    matches only frames entering and leaving the lab's bridge, so it opens nothing else."""
+    return ["FORWARD", "-i", bridge, "-o", bridge, "-m", "comment", "--comment", f"n8n-sizer lab {lab_id}",
+            "-j", "ACCEPT"]
+
+
 def sshd_command(ns_name: str, sshd_path: str, config: str) -> list[str]:
     """sshd in the namespace, in its own UTS namespace named after the host (so `hostname` tells hosts apart).
     `ip netns exec`, `unshare` (no --fork) and `sh -c exec` each replace themselves: the PID is sshd's."""

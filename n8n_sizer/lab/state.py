@@ -38,6 +38,7 @@ class NamespaceRecord(_Strict):
 class LabState(_Strict):
     lab_id: str
     bridge: str | None = None  # set once the bridge exists
+    forward_rule: bool = False  # set once `plan.forward_rule` is in iptables' FORWARD chain
     subnet: str
     folder: str | None = None  # keys, sshd configs and logs; set once created
     client_key: str | None = None
@@ -52,6 +53,7 @@ class Recorder:
         self.plan = plan
         self.topology = None if topology is None else topology_dict(topology)
         self.bridge: str | None = None
+        self.forward_rule = False
         self.folder: Path | None = None
         self.client_key: Path | None = None
         self.namespaces: dict[str, dict] = {}
@@ -63,7 +65,8 @@ class Recorder:
         self.namespaces[name].update(fields)
 
     def state(self) -> LabState:
-        return LabState(lab_id=self.plan.lab_id, bridge=self.bridge, subnet=self.plan.subnet,
+        return LabState(lab_id=self.plan.lab_id, bridge=self.bridge, forward_rule=self.forward_rule,
+                        subnet=self.plan.subnet,
                         folder=None if self.folder is None else str(self.folder),
                         client_key=None if self.client_key is None else str(self.client_key),
                         namespaces=tuple(NamespaceRecord(**n) for n in self.namespaces.values()),

@@ -25,7 +25,8 @@ from n8n_sizer.deploy.topology import parse_topology
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.hosts.host import SshHost
-from n8n_sizer.lab.netns import lab_up, remove_lab
+from n8n_sizer.lab.netns import bridged_frames_filtered, lab_up, remove_lab
+from n8n_sizer.lab.plan import forward_rule
 from n8n_sizer.lab.state import read_lab_state
 
 pytestmark = [
@@ -75,6 +76,9 @@ def assert_nothing_left(workdir: Path, before: set[str]) -> None:
     assert not _lab_links(), _lab_links()
     assert not _processes_mentioning(str(workdir)), _processes_mentioning(str(workdir))
     assert not list(workdir.glob(".n8nsz-lab-*")), list(workdir.glob(".n8nsz-lab-*"))
+    if shutil.which("iptables"):
+        rules = subprocess.run(["iptables", "-w", "5", "-S", "FORWARD"], capture_output=True, text=True).stdout
+        assert "n8n-sizer lab" not in rules, rules
 
 
 @pytest.fixture
@@ -161,6 +165,12 @@ def test_lab_down_removes_every_namespace_link_process_and_key(workdir, clean):
     try:
         assert shown["hosts"]["gen-2"] == {"address": "10.213.7.8", "role": "loadgen"}
         assert set(NAMES) <= _namespaces() and len(_lab_links()) == len(NAMES) + 1
+        # Where br_netfilter hands bridged frames to iptables (Docker's FORWARD policy is DROP), the lab adds
+        # one rule for its own bridge, and down takes it out again.
+        rule = ["iptables", "-w", "5", "-C", *forward_rule(state.bridge, state.lab_id)]
+        assert state.forward_rule == bridged_frames_filtered()
+        if state.forward_rule:
+            assert subprocess.run(rule, capture_output=True).returncode == 0
         pids = [ns.sshd_pid for ns in state.namespaces]
         assert all(Path(f"/proc/{p}").exists() for p in pids)
         # An open session is a process in the namespace too; down must take it with the rest.
@@ -172,6 +182,8 @@ def test_lab_down_removes_every_namespace_link_process_and_key(workdir, clean):
         removed = json.loads(down.stdout)["removed"]
         assert {f"namespace {n}" for n in NAMES} <= set(removed) and f"link {state.bridge}" in removed
         assert not (workdir / "lab.json").exists() and not Path(state.folder).exists()
+        if state.forward_rule:
+            assert subprocess.run(rule, capture_output=True).returncode != 0
         assert not [p for p in pids if _processes_mentioning(f"{state.folder}/")], pids
         session.close()
     finally:
