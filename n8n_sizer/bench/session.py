@@ -86,6 +86,10 @@ def _inventory_dict(text: str, source: str) -> dict:
         inventory = load_inventory(text)
     except InputError as exc:
         raise InputError(f"{source}: {exc}") from None
+    if inventory.cluster_hosts():  # `lab up` or a cluster stack: hosts with roles, not targets with a setup
+        raise InputError(f"{source}: this is a cluster inventory (hosts with roles); bench drives single-host "
+                         "targets only so far: deploy the cluster with `n8n-sizer lab deploy` and load its URL, "
+                         "see docs/lab.md")
     if not inventory.targets():
         raise InputError(f"{source}: the inventory lists no target host; add targets to the stack and `pulumi up`")
     return json.loads(text)

@@ -19,6 +19,7 @@ from n8n_sizer.cli import fleet as _fleet
 from n8n_sizer.cli import bench as _bench
 from n8n_sizer.cli import report as _report
 from n8n_sizer.cli import drill as _drill
+from n8n_sizer.cli import lab as _lab
 
 app = typer.Typer(
     name="n8n-sizer",
@@ -34,6 +35,7 @@ _fleet.register(app)
 _bench.register(app)
 _report.register(app)
 _drill.register(app)
+_lab.register(app)
 
 # Modules that only an optional extra installs (pyproject.toml), and that extra. A command that reaches one
 # without the extra gets one line naming the install, not a traceback; any other missing module is a bug.

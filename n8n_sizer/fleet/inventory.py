@@ -10,12 +10,17 @@ Shape (JSON):
 
 `private_ip` is None on Hetzner (the fleet uses public addresses, filtered by the firewall) and the
 VPC address on GCP. `setup` is None for the load generator and the target's `Setup` otherwise.
+
+A cluster (a cluster stack, or `lab up`'s namespaces) lists hosts of role "cluster" with `roles` (the
+topology's process counts on that host) instead of a `setup`, and may have several load generators. A lab's
+inventory also carries `lab`: the lab's own state (bridge, namespaces, PIDs, key folder) that `lab down`
+reads; this model keeps it opaque and n8n_sizer.lab validates it.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -23,7 +28,7 @@ from n8n_sizer.advisor.catalog import Arch, Provider
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.errors import InputError
 
-Role = Literal["target", "loadgen"]
+Role = Literal["target", "loadgen", "cluster"]
 
 
 class InventoryHost(BaseModel):
@@ -39,9 +44,14 @@ class InventoryHost(BaseModel):
     private_ip: str | None = None
     ssh_user: str
     setup: Setup | None = None
+    roles: dict[str, int] | None = None  # a cluster host's process counts per role (deploy.topology.Roles)
 
     @model_validator(mode="after")
     def _setup_for_targets(self) -> "InventoryHost":
+        if self.role == "cluster" and (self.roles is None or self.setup is not None):
+            raise ValueError(f"cluster host {self.name} needs roles and no setup")
+        if self.role != "cluster" and self.roles is not None:
+            raise ValueError(f"{self.role} {self.name} must not carry roles (only cluster hosts do)")
         if self.role == "target" and self.setup is None:
             raise ValueError(f"target {self.name} has no setup")
         if self.role == "loadgen" and self.setup is not None:
@@ -57,6 +67,8 @@ class Inventory(BaseModel):
     location: str
     expires_at: str
     hosts: dict[str, InventoryHost] = Field(min_length=2)
+    subnet: str | None = None  # a cluster's private network
+    lab: dict[str, Any] | None = None  # `lab up`'s state, for `lab down` (see the module docstring)
 
     @model_validator(mode="after")
     def _one_loadgen(self) -> "Inventory":
@@ -64,9 +76,20 @@ class Inventory(BaseModel):
             if key != host.name:
                 raise ValueError(f"hosts[{key!r}] names itself {host.name!r}")
         loadgens = [h for h in self.hosts.values() if h.role == "loadgen"]
-        if len(loadgens) != 1:
+        if self.cluster_hosts():
+            if not loadgens:
+                raise ValueError("a cluster inventory needs at least one load generator, found none")
+            if self.targets():
+                raise ValueError("an inventory lists either targets or cluster hosts, not both")
+        elif len(loadgens) != 1:
             raise ValueError(f"an inventory has exactly one load generator, found {len(loadgens)}")
         return self
+
+    def cluster_hosts(self) -> list[InventoryHost]:
+        return [h for h in self.hosts.values() if h.role == "cluster"]
+
+    def loadgens(self) -> list[InventoryHost]:
+        return [h for h in self.hosts.values() if h.role == "loadgen"]
 
     def targets(self) -> list[InventoryHost]:
         return [h for h in self.hosts.values() if h.role == "target"]

@@ -243,9 +243,9 @@ def init_postgres(data_dir: Path, superuser: str, password: str) -> None:
 
 
 def start_postgres(data_dir: Path, port: int, max_connections: int, log_path: Path,
-                   cpus: str | None = None) -> RunningProcess:
+                   cpus: str | None = None, listen: tuple[str, ...] = ("127.0.0.1",)) -> RunningProcess:
     argv = [str(postgres_bin_dir() / "postgres"), "-D", str(data_dir), "-p", str(port),
-            "-c", "listen_addresses=127.0.0.1", "-c", f"unix_socket_directories={data_dir}",
+            "-c", f"listen_addresses={','.join(listen)}", "-c", f"unix_socket_directories={data_dir}",
             "-c", f"max_connections={max_connections}"]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
     return spawn("postgres", argv, env, log_path, port, cwd=data_dir, user=_service_user(), cpus=cpus,
@@ -274,11 +274,12 @@ def create_database(data_dir: Path, port: int, superuser: str, database: str) ->
 REDIS_PERSISTENCE = ("aof", "none")
 
 
-def write_redis_config(path: Path, data_dir: Path, port: int, password: str, persistence: str) -> None:
+def write_redis_config(path: Path, data_dir: Path, port: int, password: str, persistence: str,
+                       listen: tuple[str, ...] = ("127.0.0.1",)) -> None:
     """Seed 000's settings: AOF everysec (or no persistence at all, for the drill), noeviction."""
     if persistence not in REDIS_PERSISTENCE:
         raise InputError(f"redis persistence {persistence!r} is unknown; try one of {', '.join(REDIS_PERSISTENCE)}")
-    lines = [f"port {port}", "bind 127.0.0.1", f"dir {data_dir}", "daemonize no", "protected-mode yes",
+    lines = [f"port {port}", f"bind {' '.join(listen)}", f"dir {data_dir}", "daemonize no", "protected-mode yes",
              f"requirepass {password}", "maxmemory-policy noeviction", 'save ""']
     lines += ["appendonly yes", "appendfsync everysec"] if persistence == "aof" else ["appendonly no"]
     path.write_text("\n".join(lines) + "\n")

@@ -28,9 +28,10 @@ ALLOWED: dict[str, set[str]] = {
     "stack": {"advisor", "deploy", "hosts", "localstack", "telemetry"},
     "bench": {"advisor", "deploy", "fleet", "hosts", "localstack", "n8n", "runs", "stack", "telemetry"},
     "report": {"advisor", "bench", "runs", "telemetry"},
+    "lab": {"advisor", "deploy", "fleet", "hosts", "localstack"},  # fleet: the inventory model only
     "drills": {"advisor", "bench", "deploy", "hosts", "localstack", "n8n", "runs", "stack"},
-    "cli": {"advisor", "bench", "deploy", "drills", "fleet", "hosts", "localstack", "n8n", "report", "runs",
-            "stack", "telemetry"},
+    "cli": {"advisor", "bench", "deploy", "drills", "fleet", "hosts", "localstack", "lab", "n8n", "report",
+            "runs", "stack", "telemetry"},
 }
 SHARED = {"errors", "versions", "safety", ""}  # safety: the shared guards (numbers, files, YAML, writes)  # "" is `import n8n_sizer` / `from n8n_sizer import versions`
 # What the pure core may not import at all (I/O and heavy optional packages).

@@ -1,0 +1,119 @@
+"""The data role on a lab host: Debian's PostgreSQL and Redis listening on the host's private address.
+
+Runs ON the data host (over SSH, in its namespace), with the native stack's own building blocks:
+
+    python -m n8n_sizer.lab.data up --state DIR --listen 10.89.0.10 --subnet 10.89.0.0/24
+
+Postgres takes scram-authenticated TCP from the subnet only (one pg_hba line added to initdb's), Redis demands
+its password, AOF everysec and noeviction as in the rendered data host. Both use their standard ports: each
+namespace has its own port space, as each server of a cluster does. `DIR/secrets.json` (0600) holds the two
+passwords; stdout gets the endpoints as JSON, never a secret. The processes are detached; `lab down` stops
+them with every other process of the namespace.
+
+`deploy_data_host(host, ...)` is the caller's side: it runs that command over any `Host` and parses it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import secrets
+import shlex
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from n8n_sizer.deploy.n8n_env import POSTGRES_DATABASE, POSTGRES_USER
+from n8n_sizer.errors import InputError, RemoteError
+
+POSTGRES_PORT = 5432
+REDIS_PORT = 6379
+START_TIMEOUT_S = 60.0
+
+
+class DataEndpoints(BaseModel):
+    """Where the data host's services answer (no secrets: those stay in `secrets_file` on the host)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    address: str
+    postgres_port: int
+    postgres_pid: int
+    redis_port: int
+    redis_pid: int
+    database: str
+    user: str
+    secrets_file: str
+
+
+def pg_hba_line(subnet: str) -> str:
+    """Password (scram) logins over TCP from the cluster's subnet and from nowhere else."""
+    net = ipaddress.ip_network(subnet)
+    return f"host all all {net} scram-sha-256\n"
+
+
+def start_data_services(state: Path, listen: str, subnet: str, max_connections: int) -> DataEndpoints:
+    from n8n_sizer.localstack import services
+    from n8n_sizer.safety.write import write_atomic
+
+    if ipaddress.ip_address(listen) not in ipaddress.ip_network(subnet):
+        raise InputError(f"--listen {listen} is not in --subnet {subnet}; pass the data host's private address")
+    state.mkdir(parents=True, mode=0o755)  # Debian's postgres user must reach its data folder inside
+    pg_password, redis_password = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+    write_atomic(state / "secrets.json", json.dumps({"postgres_password": pg_password,
+                                                     "redis_password": redis_password}) + "\n", private=True)
+    pg_data = state / "postgres"
+    services.init_postgres(pg_data, POSTGRES_USER, pg_password)
+    with open(pg_data / "pg_hba.conf", "a") as hba:
+        hba.write(pg_hba_line(subnet))
+    where = ("127.0.0.1", listen)
+    pg = services.start_postgres(pg_data, POSTGRES_PORT, max_connections, state / "postgres.log", listen=where)
+    services.wait_postgres(pg, pg_data, START_TIMEOUT_S)
+    services.create_database(pg_data, POSTGRES_PORT, POSTGRES_USER, POSTGRES_DATABASE)
+    redis_dir = state / "redis"
+    redis_dir.mkdir(mode=0o700)
+    services.write_redis_config(redis_dir / "redis.conf", redis_dir, REDIS_PORT, redis_password, "aof",
+                                listen=where)
+    redis = services.start_redis(redis_dir / "redis.conf", REDIS_PORT, state / "redis.log")
+    services.wait_redis(redis, redis_password, START_TIMEOUT_S)
+    return DataEndpoints(address=listen, postgres_port=POSTGRES_PORT, postgres_pid=pg.pid, redis_port=REDIS_PORT,
+                         redis_pid=redis.pid, database=POSTGRES_DATABASE, user=POSTGRES_USER,
+                         secrets_file=str(state / "secrets.json"))
+
+
+def deploy_data_host(host, python: str, state: str, listen: str, subnet: str,
+                     max_connections: int = 100) -> DataEndpoints:
+    """Start the data role on `host` (a `hosts.host.Host`) with the host's `python`; its endpoints."""
+    cmd = " ".join(shlex.quote(w) for w in [python, "-m", "n8n_sizer.lab.data", "up", "--state", state,
+                                             "--listen", listen, "--subnet", subnet,
+                                             "--max-connections", str(max_connections)])
+    res = host.run(cmd, timeout_s=START_TIMEOUT_S * 3)
+    try:
+        return DataEndpoints.model_validate_json(res.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise RemoteError(f"{host.name}: the data role printed no endpoints: {res.stdout[-200:]!r}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m n8n_sizer.lab.data")
+    parser.add_argument("command", choices=["up"])
+    parser.add_argument("--state", type=Path, required=True)
+    parser.add_argument("--listen", required=True)
+    parser.add_argument("--subnet", required=True)
+    parser.add_argument("--max-connections", type=int, default=100)
+    args = parser.parse_args(argv)
+    try:
+        if args.state.exists():
+            raise InputError(f"--state {args.state} exists; the data role starts in a fresh folder")
+        endpoints = start_data_services(args.state, args.listen, args.subnet, args.max_connections)
+    except (InputError, RemoteError) as exc:
+        print(f"lab data: {exc}".replace("\n", " "), file=sys.stderr)
+        return 2 if isinstance(exc, InputError) else 1
+    print(endpoints.model_dump_json())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

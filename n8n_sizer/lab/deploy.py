@@ -1,0 +1,120 @@
+"""`lab deploy`: the lab's topology deployed role by role over SSH, as it would be to a fleet's servers.
+
+Order matters and follows what each role waits for: the data host first (Postgres, Redis), then main (it runs
+the database migrations), then the webhook processors, the load balancer and the workers. One secret set for
+the whole cluster: the data host's two passwords plus one encryption key, in a 0600 file in the lab's folder
+(every namespace shares this machine's filesystem, so each host reads it there; a fleet would copy it).
+Nothing is deployed twice: a host whose state folder exists is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.errors import InputError
+from n8n_sizer.fleet.inventory import load_inventory
+from n8n_sizer.hosts.host import SshHost
+from n8n_sizer.lab.data import deploy_data_host
+from n8n_sizer.lab.ingest import deploy_caddy, lab_caddyfile
+from n8n_sizer.lab.n8n_role import MAIN_PORT, N8nProcess, deploy_n8n_role
+from n8n_sizer.lab.state import LabState, read_lab_state
+from n8n_sizer.safety.files import read_user_text
+from n8n_sizer.safety.write import write_atomic
+
+
+class LabCluster(BaseModel):
+    """What `lab deploy` started, where the load goes, and every process per host (no secrets)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: str  # the load balancer, or main when there is none: what the generators load
+    data_host: str
+    processes: dict[str, list[N8nProcess]]
+    load_balancer_pid: int | None = None
+    secrets_file: str
+
+
+def _render_caddyfile(state: LabState, topology) -> str:
+    import yaml
+
+    from n8n_sizer.deploy.render_topology import render_topology
+    from n8n_sizer.deploy.secrets import generate_secrets
+
+    # Only the routing table is taken from this render; its secrets are thrown away with it.
+    ingest = next(h for h in topology.hosts() if h.roles.load_balancer)
+    compose = yaml.safe_load(render_topology(topology, generate_secrets()).hosts[ingest.name].compose)
+    return compose["configs"]["caddyfile"]["content"]
+
+
+def deploy_lab(path: Path, python: str = sys.executable) -> LabCluster:
+    state = read_lab_state(path)
+    if state.topology is None or state.folder is None or state.client_key is None:
+        raise InputError(f"--inventory {path} records no topology; it was written by an older `lab up`: "
+                         "lab down and up again")
+    topology = parse_topology(state.topology, f"--inventory {path}: lab.topology")
+    inventory = load_inventory(read_user_text(path, "--inventory", fix="pass the lab.json of `lab up`"))
+    root = Path(state.folder) / "hosts"
+    if root.exists():
+        raise InputError(f"the lab of {path} is already deployed ({root} exists); `lab down` and `lab up` for a "
+                         "fresh one")
+    hosts = {h.name: SshHost(h.name, h.private_ip, h.ssh_user, key_file=Path(state.client_key))
+             for h in inventory.hosts.values()}
+    try:
+        return _deploy(state, topology, hosts, root, python)
+    finally:
+        for host in hosts.values():
+            host.close()
+
+
+def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, python: str) -> LabCluster:
+    topo_hosts = topology.hosts()
+    data = next(h for h in topo_hosts if h.roles.postgres)
+    ingest = next(h for h in topo_hosts if h.roles.main)
+    ends = deploy_data_host(hosts[data.name], python, str(root / data.name), data.private_ip, state.subnet,
+                            max_connections=_max_connections(topology))
+    data_secrets = root / "data-secrets.json"
+    hosts[data.name].get(ends.secrets_file, data_secrets)
+    cluster_secrets = root / "cluster-secrets.json"
+    write_atomic(cluster_secrets, json.dumps({"encryption_key": secrets.token_hex(32),
+                                              **json.loads(data_secrets.read_text())}) + "\n", private=True)
+    data_secrets.unlink()
+    common = {"data": data.private_ip, "main": ingest.private_ip, "secrets_file": str(cluster_secrets),
+              "concurrency": topology.concurrency}
+    behind_lb = bool(ingest.roles.load_balancer)
+    main_listen = "127.0.0.1" if behind_lb else ingest.private_ip
+    procs: dict[str, list[N8nProcess]] = {h.name: [] for h in topo_hosts}
+    procs[ingest.name].append(deploy_n8n_role(hosts[ingest.name], python, role="main", name="main",
+                                              state=str(root / ingest.name), listen=main_listen,
+                                              production_off=ingest.roles.webhook > 0, **common))
+    for i in range(1, ingest.roles.webhook + 1):
+        procs[ingest.name].append(deploy_n8n_role(hosts[ingest.name], python, role="webhook", name=f"webhook-{i}",
+                                                  index=i, state=str(root / ingest.name), listen="127.0.0.1",
+                                                  **common))
+    lb_pid = None
+    if behind_lb:
+        caddyfile = root / ingest.name / "Caddyfile"
+        write_atomic(caddyfile, lab_caddyfile(_render_caddyfile(state, topology), ingest.private_ip), private=True)
+        lb_pid = deploy_caddy(hosts[ingest.name], python, state=str(root / ingest.name), config=str(caddyfile),
+                              listen=ingest.private_ip).pid
+    for host in topo_hosts:
+        for w in range(1, host.roles.workers + 1):
+            name = f"{host.name}-worker-{w}"  # unique in the cluster, says where it runs
+            # Each worker of a host gets its own health port: they share the host's port space.
+            procs[host.name].append(deploy_n8n_role(hosts[host.name], python, role="worker", name=name,
+                                                    index=w, state=str(root / host.name), listen=host.private_ip,
+                                                    **common))
+    return LabCluster(url=f"http://{ingest.private_ip}:{MAIN_PORT}", data_host=data.name,
+                      processes={k: v for k, v in procs.items() if v}, load_balancer_pid=lb_pid,
+                      secrets_file=str(cluster_secrets))
+
+
+def _max_connections(topology) -> int:
+    from n8n_sizer.deploy.topology import max_connections
+
+    return max_connections(topology)

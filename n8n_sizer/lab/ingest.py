@@ -1,0 +1,94 @@
+"""The ingest host's load balancer in the lab: Debian's Caddy running the Caddyfile `render --topology` wrote.
+
+`lab_caddyfile` (pure) changes only addresses: the compose service names of the upstreams become the ingest
+host's loopback ports where the lab runs main and the webhook processors, and the site listens on the host's
+private address, port 5678, as the rendered bundle publishes it. The routing table, health checks and the
+closed /metrics stay exactly as rendered. On the host:
+
+    python -m n8n_sizer.lab.ingest up --state DIR --config Caddyfile --listen 10.89.0.11
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.lab.n8n_role import MAIN_PORT, WEBHOOK_BASE_PORT
+
+READY_TIMEOUT_S = 60.0
+
+
+class CaddyProcess(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pid: int
+    url: str
+    log: str
+
+
+def lab_caddyfile(rendered: str, listen: str) -> str:
+    """The rendered ingest Caddyfile with lab addresses: n8n-main -> 127.0.0.1:5678, n8n-webhook-N ->
+    127.0.0.1:(5680+N), the site bound to `listen`:5678, and Caddy's admin API on the host's loopback."""
+    if not rendered.startswith(f":{MAIN_PORT} {{"):
+        raise InputError(f"the ingest Caddyfile does not start with ':{MAIN_PORT} {{'; render it with "
+                         "`n8n-sizer render --topology`")
+    text = rendered.replace(f"n8n-main:{MAIN_PORT}", f"127.0.0.1:{MAIN_PORT}")
+    text = re.sub(rf"n8n-webhook-(\d+):{MAIN_PORT}", lambda m: f"127.0.0.1:{WEBHOOK_BASE_PORT + int(m.group(1))}", text)
+    if re.search(r"\bn8n-[a-z0-9-]+:\d+", text):
+        raise InputError("the ingest Caddyfile names an upstream the lab does not run; re-render it")
+    site = f"http://{listen}:{MAIN_PORT} {{\n  bind {listen}"
+    return "{\n  admin 127.0.0.1:2019\n}\n" + site + text[len(f":{MAIN_PORT} {{"):]
+
+
+def start_caddy(state: Path, config: Path, listen: str) -> CaddyProcess:
+    from n8n_sizer.localstack import services
+
+    caddy = shutil.which("caddy")
+    if caddy is None:
+        raise InputError("Debian's caddy is not installed on the ingest host; apt-get install caddy")
+    state.mkdir(parents=True, exist_ok=True)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(state),
+           "XDG_DATA_HOME": str(state / "caddy-data"), "XDG_CONFIG_HOME": str(state / "caddy-config")}
+    log = state / "caddy.log"
+    proc = services.spawn("caddy", [caddy, "run", "--config", str(config), "--adapter", "caddyfile"], env, log,
+                          MAIN_PORT)
+    url = f"http://{listen}:{MAIN_PORT}/healthz"
+    services.wait_until(proc, lambda: services.http_ok(url), READY_TIMEOUT_S, f"routing {url} to main")
+    return CaddyProcess(pid=proc.pid, url=url, log=str(log))
+
+
+def deploy_caddy(host, python: str, *, state: str, config: str, listen: str) -> CaddyProcess:
+    words = [python, "-m", "n8n_sizer.lab.ingest", "up", "--state", state, "--config", config, "--listen", listen]
+    res = host.run(" ".join(shlex.quote(w) for w in words), timeout_s=READY_TIMEOUT_S + 30)
+    try:
+        return CaddyProcess.model_validate_json(res.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise RemoteError(f"{host.name}: caddy printed no process: {res.stdout[-200:]!r}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m n8n_sizer.lab.ingest")
+    parser.add_argument("command", choices=["up"])
+    parser.add_argument("--state", type=Path, required=True)
+    parser.add_argument("--config", type=Path, required=True)
+    parser.add_argument("--listen", required=True)
+    args = parser.parse_args(argv)
+    try:
+        proc = start_caddy(args.state, args.config, args.listen)
+    except (InputError, RemoteError, OSError) as exc:
+        print(f"lab ingest: {exc}".replace("\n", " "), file=sys.stderr)
+        return 2 if isinstance(exc, InputError) else 1
+    print(proc.model_dump_json())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""An n8n process of a lab host (main, a webhook processor or a worker) against the data host's Postgres and Redis.
+
+Runs ON the host (over SSH, in its namespace), with the native stack's environment (`deploy.n8n_env`, the same
+variables the compose templates render) and the shared n8n install (never installed here):
+
+    python -m n8n_sizer.lab.n8n_role up --role worker --name worker-1 --state DIR --data 10.89.0.10 \
+        --listen 10.89.0.12 --main 10.89.0.11 --secrets FILE
+
+Every host has its own port space, so main listens on 5678, as in the rendered bundles, and a worker's
+health check on 5720+N. Behind the ingest host's load balancer, main and the webhook processors listen on the
+host's loopback only (`--listen 127.0.0.1`, webhook processor N on 5680+N) and Caddy on its private address,
+as only Caddy publishes a port in the rendered ingest bundle; main then runs with production webhooks off. `--secrets` is a 0600 JSON file with the cluster's one
+encryption key and the data host's two passwords. Prints the process as JSON (no secrets) once it is ready.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.lab.data import POSTGRES_PORT, REDIS_PORT
+
+MAIN_PORT = 5678  # n8n's own default, as in the rendered bundles
+BROKER_PORT = 5679  # each process runs its own task broker, on its host's loopback
+WEBHOOK_BASE_PORT = 5680  # webhook processor N listens on 5680+N (N <= 9), its unused broker port 5690+N
+WORKER_BROKER_BASE_PORT = 5700  # worker N of a host: broker 5700+N, health check 5720+N (N <= 19)
+WORKER_HEALTH_BASE_PORT = 5720
+READY_TIMEOUT_S = 300.0  # a cold n8n start on a busy 2-core machine, migrations included
+
+
+class N8nProcess(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    role: str
+    pid: int
+    ready_url: str
+    log: str
+
+
+def role_ports(role: str, index: int):
+    from n8n_sizer.deploy.n8n_env import N8nPorts
+
+    if role == "webhook":  # `n8n webhook` starts no task broker; its broker port is only kept apart
+        return N8nPorts(http=WEBHOOK_BASE_PORT + index, broker=WEBHOOK_BASE_PORT + 10 + index)
+    if role == "worker":  # N8N_PORT is main's, for WEBHOOK_URL; a worker serves only its health check
+        return N8nPorts(http=MAIN_PORT, broker=WORKER_BROKER_BASE_PORT + index,
+                        health=WORKER_HEALTH_BASE_PORT + index)
+    return N8nPorts(http=MAIN_PORT, broker=BROKER_PORT)
+
+
+def start_n8n_role(role: str, name: str, state: Path, data: str, listen: str, main: str, secrets_file: Path,
+                   concurrency: int, index: int = 1, production_off: bool = False) -> N8nProcess:
+    from n8n_sizer.advisor.setup import Setup
+    from n8n_sizer.deploy.n8n_env import StackSecrets, n8n_argv, n8n_env
+    from n8n_sizer.localstack import services
+    from n8n_sizer.localstack.install import find_installed
+
+    install = find_installed()
+    if install is None:
+        raise InputError("n8n is not installed on this host; run `bash scripts/test.sh` once (it installs n8n)")
+    secrets = StackSecrets.model_validate_json(secrets_file.read_text())
+    setup = Setup(mode="queue", workers=1, concurrency=concurrency, db="postgres")
+    folder = state / name
+    folder.mkdir(parents=True, exist_ok=False)
+    ports = role_ports(role, index)
+    extra = {"N8N_DISABLE_PRODUCTION_MAIN_PROCESS": "true"} if production_off else {}
+    # A webhook processor takes main's settings (it serves what main would serve), its own argv below.
+    env = n8n_env(setup, role="worker" if role == "worker" else "main", ports=ports, user_folder=folder,
+                  secrets=secrets, postgres_port=POSTGRES_PORT, redis_port=REDIS_PORT, path=install.env_path(), home=str(folder),
+                  extra={"DB_POSTGRESDB_HOST": data, "QUEUE_BULL_REDIS_HOST": data, "N8N_LISTEN_ADDRESS": listen,
+                         "N8N_HOST": main, "WEBHOOK_URL": f"http://{main}:{MAIN_PORT}/", **extra})
+    if role == "webhook":
+        argv = [str(install.node_bin), str(install.n8n_bin), "webhook"]
+    else:
+        argv = n8n_argv(install.node_bin, install.n8n_bin, setup, role)
+    log = state / f"{name}.log"
+    port = ports.health if role == "worker" else ports.http
+    proc = services.spawn(name, argv, env, log, port, cwd=folder, health_port=ports.health, broker_port=BROKER_PORT)
+    url = f"http://{listen}:{port}/healthz/readiness"
+    services.wait_until(proc, lambda: services.http_ok(url), READY_TIMEOUT_S, f"ready at {url}")
+    return N8nProcess(name=name, role=role, pid=proc.pid, ready_url=url, log=str(log))
+
+
+def deploy_n8n_role(host, python: str, *, role: str, name: str, state: str, data: str, listen: str, main: str,
+                    secrets_file: str, concurrency: int = 5, index: int = 1,
+                    production_off: bool = False) -> N8nProcess:
+    """Start `role` on `host` (a `hosts.host.Host`) and wait until it is ready."""
+    words = [python, "-m", "n8n_sizer.lab.n8n_role", "up", "--role", role, "--name", name, "--state", state,
+             "--data", data, "--listen", listen, "--main", main, "--secrets", secrets_file,
+             "--concurrency", str(concurrency), "--index", str(index)] + (["--production-off"] if production_off else [])
+    res = host.run(" ".join(shlex.quote(w) for w in words), timeout_s=READY_TIMEOUT_S + 60)
+    try:
+        return N8nProcess.model_validate_json(res.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise RemoteError(f"{host.name}: {role} printed no process: {res.stdout[-200:]!r}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m n8n_sizer.lab.n8n_role")
+    parser.add_argument("command", choices=["up"])
+    parser.add_argument("--role", choices=["main", "webhook", "worker"], required=True)
+    for flag in ("--name", "--data", "--listen", "--main"):
+        parser.add_argument(flag, required=True)
+    parser.add_argument("--state", type=Path, required=True)
+    parser.add_argument("--secrets", type=Path, required=True)
+    parser.add_argument("--concurrency", type=int, default=5)
+    parser.add_argument("--index", type=int, default=1)
+    parser.add_argument("--production-off", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        if os.stat(args.secrets).st_mode & 0o077:
+            raise InputError(f"--secrets {args.secrets} is readable by others; chmod 600 it")
+        proc = start_n8n_role(args.role, args.name, args.state, args.data, args.listen, args.main, args.secrets,
+                              args.concurrency, args.index, args.production_off)
+    except (InputError, RemoteError, OSError) as exc:
+        print(f"lab n8n: {exc}".replace("\n", " "), file=sys.stderr)
+        return 2 if isinstance(exc, InputError) else 1
+    print(proc.model_dump_json())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
