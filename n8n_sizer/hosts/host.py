@@ -211,6 +211,8 @@ class SshHost:
                                      f"({exc}); results so far are kept; try `n8n-sizer bench --resume RUN`") from None
             raise
         if res.exited == -1 or (res.exited is None):
+            if time.monotonic() - started >= timeout_s:  # invoke's timer fired while the channel closed: a timeout
+                raise command_error(self.name, command, None, res.stderr, f"after {timeout_s:g} s")
             raise ConnectionLost(f"{self.name}: the SSH connection to {self._where()} dropped while running "
                                  f"`{_one_line(command, 120)}`; try `n8n-sizer bench --resume RUN`")
         result = CommandResult(host=self.name, command=command, exit_code=res.exited, stdout=res.stdout,

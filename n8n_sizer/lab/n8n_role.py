@@ -16,7 +16,6 @@ encryption key and the data host's two passwords. Prints the process as JSON (no
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import sys
