@@ -1,6 +1,6 @@
 """The built-in load driver: open model (constant arrival rate) and closed model (fixed concurrency).
 
-Open model: request i is due at start + i / rate, whatever the server does. The scheduler never waits for
+Open model: request i is due at start + i / rate (or at its shape's time, bench.shapes), whatever the server does. The scheduler never waits for
 a response, so a slow server cannot slow the offered load (no coordinated omission), and latency is
 measured from the *scheduled* time. When `max_in_flight` requests are open, the due request is not sent
 and is recorded as `dropped` (k6 calls these dropped iterations): nothing is silently skipped.
@@ -19,9 +19,10 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 from urllib.parse import urlsplit
 
+from n8n_sizer.bench.shapes import arrival_times, constant
 from n8n_sizer.runs.records import RequestRecord, StepTally
 from n8n_sizer.errors import InputError
 
@@ -211,21 +212,23 @@ class _Recorder:
 async def run_open(client: HttpPost, *, rate_per_s: float, duration_s: float, max_in_flight: int, step: str,
                    target: str, seq_start: int = 0, sink: Sink | None = None,
                    should_stop: Callable[[], bool] | None = None,
-                   abort: Callable[[], bool] | None = None, abort_grace_s: float = ABORT_GRACE_S) -> StepTally:
-    """Offer `rate_per_s` for `duration_s` (open model). `should_stop` is polled to end a step early (the
-    requests in flight still complete); `abort` also cancels them after a short grace (Ctrl-C)."""
+                   abort: Callable[[], bool] | None = None, abort_grace_s: float = ABORT_GRACE_S,
+                   times: Sequence[float] | None = None) -> StepTally:
+    """Offer `rate_per_s` for `duration_s` (open model), or, given `times` (seconds from the step's start, from
+    bench.shapes.arrival_times), one request at each of them (a ramp or a burst). `should_stop` is polled to end a
+    step early (the requests in flight still complete); `abort` also cancels them after a short grace (Ctrl-C)."""
     if rate_per_s <= 0 or duration_s <= 0:
         raise InputError(f"rate {rate_per_s} req/s for {duration_s} s: both must be > 0; try --rates 5,20,50")
+    if times is None:
+        times = arrival_times(constant(rate_per_s), duration_s)
     clock = _Clock()
     rec = _Recorder(step, target, seq_start, sink, clock)
-    total = max(1, round(rate_per_s * duration_s))
-    interval = 1.0 / rate_per_s
     tasks: set[asyncio.Task] = set()
     start = time.monotonic() + 0.01
     next_check = start
     out = StepTally(step=step, started_s=clock.unix(start), finished_s=0.0)
-    for i in range(total):
-        due = start + i * interval
+    for offset in times:
+        due = start + offset
         delay = due - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)

@@ -28,6 +28,7 @@ from n8n_sizer.hosts.host import ConnectionLost, Host, HostError
 from n8n_sizer.runs.ledger import build_ledger
 from n8n_sizer.bench.load import HttpPost, run_closed, run_open
 from n8n_sizer.bench.plan import FindMax, LoadPlan, RateStep
+from n8n_sizer.bench.shapes import arrival_times
 from n8n_sizer.runs.records import Ledger, Sample
 from n8n_sizer.runs.store import RunStore, summarize_step
 from n8n_sizer.stack import open_stack
@@ -279,10 +280,12 @@ class _TargetRun:
         watcher.start()
         try:
             if isinstance(step, RateStep):
+                times = None if step.shape is None else arrival_times(step.shape, step.duration_s)
                 outcome = asyncio.run(run_open(client, rate_per_s=step.rate_per_s, duration_s=step.duration_s,
                                                max_in_flight=plan.max_in_flight, step=step.name, target=name,
                                                seq_start=seq_start, sink=self.store.append_request,
-                                               should_stop=self._should_stop, abort=self.job.stop.is_set))
+                                               should_stop=self._should_stop, abort=self.job.stop.is_set,
+                                               times=times))
             else:
                 outcome = asyncio.run(run_closed(client, concurrency=step.users, duration_s=step.duration_s,
                                                  step=step.name, target=name, seq_start=seq_start,

@@ -98,7 +98,7 @@ def check_ssh_key(path: Path | None) -> None:
 def check_bench_args(*, stack=None, local: bool, mode: str, workers, db, cpus, workflow: str, body, inventory, rates: str,
                      step_seconds: float, sweep: str, warmup: int, timeout_s: float, max_in_flight: int,
                      drain_s: float, ssh_key, ssh_port: int, p95_ms: float, error_budget: float, tolerance: float,
-                     soak, rate, out: str, find_max: bool = False) -> Path:
+                     soak, rate, out: str, find_max: bool = False, shape: str = "constant") -> Path:
     """Everything `bench` can check before it starts anything; returns the --out folder."""
     chosen = [name for name, on in (("--stack", stack), ("--inventory", inventory), ("--local", local)) if on]
     if len(chosen) != 1:  # the same words as bench's own check, which runs after this one
@@ -112,6 +112,11 @@ def check_bench_args(*, stack=None, local: bool, mode: str, workers, db, cpus, w
                      "--p95-ms": (p95_ms, n.LATENCY_MS), "--error-budget": (error_budget, n.FRACTION),
                      "--tolerance": (tolerance, TOLERANCE), "--rate": (rate, n.RATE_PER_S)})
     check_list(rates, "--rates", n.RATE_PER_S, integer=False)
+    from n8n_sizer.bench.shapes import parse_shape
+
+    if parse_shape(shape) is not None and (find_max or soak is not None):
+        raise InputError(f"--shape {shape} is one step of its own; --find-max and --soak hold constant rates: "
+                         f"drop --shape or run them separately")
     check_list(sweep, "--concurrency-sweep", USERS, integer=True)
     if soak is not None:
         from n8n_sizer.bench.plan import parse_duration

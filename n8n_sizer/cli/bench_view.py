@@ -19,7 +19,7 @@ from n8n_sizer.errors import InputError
 
 def make_request(*, stack, inventory, local, mode, workers, db, cpus, workflow, rates, step_seconds, sweep,
                  warmup, timeout_s, max_in_flight, drain_s, ssh_key, ssh_port, find_max=False, p95_ms=2000.0,
-                 error_budget=0.0, tolerance=1.0, soak=None, rate=None) -> BenchRequest:
+                 error_budget=0.0, tolerance=1.0, soak=None, rate=None, shape="constant") -> BenchRequest:
     chosen = [name for name, on in (("--stack", stack), ("--inventory", inventory), ("--local", local)) if on]
     if len(chosen) != 1:
         raise InputError("say where to run: exactly one of --stack NAME, --inventory FILE or --local"
@@ -41,8 +41,10 @@ def make_request(*, stack, inventory, local, mode, workers, db, cpus, workflow, 
         rates, step_seconds = f"{rate:g}", parse_duration(soak)
     elif rate is not None:
         raise InputError("--rate goes with --soak DURATION; for steps use --rates 5,20,50")
+    from n8n_sizer.bench.shapes import parse_shape
+
     plan = build_plan(parse_rates(rates), step_seconds, parse_sweep(sweep), timeout_s=timeout_s,
-                      max_in_flight=max_in_flight, warmup_requests=warmup, drain_s=drain_s)
+                      max_in_flight=max_in_flight, warmup_requests=warmup, drain_s=drain_s, shape=parse_shape(shape))
     mode_fields = {"find_max": search, "soak": soak is not None}
     if ssh_key is not None and not ssh_key.is_file():
         raise InputError(f"--ssh-key {ssh_key}: no such file; pass the private key the fleet was created with")
