@@ -19,7 +19,8 @@ from n8n_sizer.errors import InputError
 
 def make_request(*, stack, inventory, local, mode, workers, db, cpus, workflow, rates, step_seconds, sweep,
                  warmup, timeout_s, max_in_flight, drain_s, ssh_key, ssh_port, find_max=False, p95_ms=2000.0,
-                 error_budget=0.0, tolerance=1.0, soak=None, rate=None, shape="constant") -> BenchRequest:
+                 error_budget=0.0, tolerance=1.0, soak=None, rate=None, shape="constant", payload_bytes=None,
+                 hmac_secret_file=None, malformed=0.0, respond=None) -> BenchRequest:
     chosen = [name for name, on in (("--stack", stack), ("--inventory", inventory), ("--local", local)) if on]
     if len(chosen) != 1:
         raise InputError("say where to run: exactly one of --stack NAME, --inventory FILE or --local"
@@ -45,7 +46,8 @@ def make_request(*, stack, inventory, local, mode, workers, db, cpus, workflow, 
 
     plan = build_plan(parse_rates(rates), step_seconds, parse_sweep(sweep), timeout_s=timeout_s,
                       max_in_flight=max_in_flight, warmup_requests=warmup, drain_s=drain_s, shape=parse_shape(shape))
-    mode_fields = {"find_max": search, "soak": soak is not None}
+    mode_fields = {"find_max": search, "soak": soak is not None, "payload_bytes": payload_bytes, "malformed": malformed,
+                   "hmac_secret_file": str(Path(hmac_secret_file).resolve()) if hmac_secret_file else None, "respond": respond}
     if ssh_key is not None and not ssh_key.is_file():
         raise InputError(f"--ssh-key {ssh_key}: no such file; pass the private key the fleet was created with")
     if local:
