@@ -204,6 +204,8 @@ def _payloads(req: BenchRequest, flow: BenchWorkflow, store: RunStore):
         return None, None
     path = Path(req.hmac_secret_file) if req.hmac_secret_file else (store.folder / "secrets" / "hmac-secret"
                                                                     if signed else None)
+    if path is not None and not req.hmac_secret_file:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the run's own secrets folder
     secret = load_secret(path) if path is not None else None
     return Payloads(payload_bytes=req.payload_bytes or DEFAULT_PAYLOAD_BYTES, malformed=req.malformed,
                     secret=secret), secret
