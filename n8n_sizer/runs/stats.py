@@ -119,6 +119,26 @@ def step_concurrency(step: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def per_second(records: Sequence[RequestRecord]) -> list[tuple[int, int, int, int]]:
+    """(second from the step's first scheduled request, scheduled, answered 2xx, refused or failed) per whole
+    second: the offered shape against what was answered, by when it was due and when its answer came."""
+    if not records:
+        return []
+    t0 = min(r.scheduled_s for r in records)
+    scheduled: dict[int, int] = defaultdict(int)
+    answered: dict[int, int] = defaultdict(int)
+    failed: dict[int, int] = defaultdict(int)
+    for r in records:
+        scheduled[int(r.scheduled_s - t0)] += 1
+        done = int(_completed_s(r) - t0)
+        if is_ok(r) and r.latency_ms is not None:
+            answered[done] += 1
+        else:
+            failed[done] += 1
+    last = max([*scheduled, *answered, *failed])
+    return [(s, scheduled[s], answered[s], failed[s]) for s in range(last + 1)]
+
+
 # A step saturated when what it answered fell this far below what was offered, with latency growing through it
 # (a queue building), or when this share of what it sent failed.
 SATURATION_SHARE = 0.9
