@@ -11,6 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from n8n_sizer.advisor.measurements import Hardware, Load, MeasuredSetup, Measurement, Results
+from n8n_sizer.runs.stats import is_shaped
 from n8n_sizer.runs.records import Sample
 from n8n_sizer.runs.store import RUN_JSON, RunStore
 from n8n_sizer.errors import InputError
@@ -50,6 +51,8 @@ def measurements_from_run(folder: Path) -> list[Measurement]:
     workflow = _workflow_name(manifest.workflow)
     out: list[Measurement] = []
     for (target, step), samples in sorted(steps.items()):
+        if is_shaped(step):  # a ramp or a burst is no steady state: the capacity model fits steady rates only
+            continue
         info = manifest.hosts.get(target, {})
         facts = info.get("facts") or {}
         setup = info.get("setup") or manifest.setup
