@@ -34,12 +34,18 @@ def test_signed_webhook_refuses_by_class_and_loses_nothing(queue_stack, respond,
 
     shape = parse_shape("burst:4:12:2:4")  # 32 requests over 4 s
     records = []
-    client = HttpPost(f"{queue_stack.main_url}{path}", flow.body, timeout_s=60,
-                      headers=signature_headers(secret, flow.body))
-    tally = asyncio.run(run_open(client, rate_per_s=mean_rate(shape, 4.0), duration_s=4.0, max_in_flight=100,
-                                 step=shape.name, target="local", sink=records.append,
-                                 times=arrival_times(shape, 4.0), payloads=payloads))
-    client.close()
+
+    async def send():
+        client = HttpPost(f"{queue_stack.main_url}{path}", flow.body, timeout_s=60,
+                          headers=signature_headers(secret, flow.body))
+        try:
+            return await run_open(client, rate_per_s=mean_rate(shape, 4.0), duration_s=4.0, max_in_flight=100,
+                                  step=shape.name, target="local", sink=records.append,
+                                  times=arrival_times(shape, 4.0), payloads=payloads)
+        finally:
+            client.close()  # inside the loop: its sockets close with it
+
+    tally = asyncio.run(send())
     assert tally.scheduled == len(records) == 32
 
     for r in records:

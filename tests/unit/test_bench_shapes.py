@@ -147,3 +147,20 @@ def test_driver_sends_at_the_schedule(tmp_path):
     assert offsets == pytest.approx(times, abs=1e-6)
     assert all(r.status == 200 for r in got)
     assert not math.isnan(tally.finished_s)
+
+
+def test_k6_script_of_a_burst_uses_ramping_arrival_rate_and_the_same_schedule():
+    import json
+    import re
+
+    from n8n_sizer.bench.k6 import render_script
+
+    plan = build_plan((), 60.0, shape=shapes.parse_shape("burst:2:8:10:30"))
+    script = render_script(plan.steps[0], "http://10.0.0.2:5678/webhook/x", b'{"number": 21}', plan, "cx23")
+    assert "executor: 'ramping-arrival-rate'" in script and "startRate: 8000" in script
+    stages = json.loads(re.search(r"stages: (\[.*?\]),", script).group(1))
+    assert stages[:2] == [{"duration": "10000ms", "target": 8000}, {"duration": "0ms", "target": 2000}]
+    due = json.loads(re.search(r"const DUE_MS = (\[.*?\]);", script).group(1))
+    assert len(due) == 240 and due[:2] == [0.0, 125.0]
+    constant_script = render_script(build_plan((5.0,), 60.0).steps[0], "http://h/x", b"{}", plan, "cx23")
+    assert "constant-arrival-rate" in constant_script and "const DUE_MS = null;" in constant_script
