@@ -1,6 +1,6 @@
 """signed-webhook's two response modes side by side on the local stack: the same burst and malformed share.
 
-For each of `--respond last-node` and `--respond immediately`: one `n8n-sizer bench --local` run (a fresh queue
+For each of `--respond last-node`, `immediately` and `received`: one `n8n-sizer bench --local` run (a fresh queue
 stack, 1 worker) with --shape (default burst:2:8:10:30 for 60 s) and --malformed 0.08; then prints, per mode,
 requests, valid accepted, refused by class, accepted then lost, throughput (answered per second over the
 answers' span) and p50/p95/p99 of the accepted answers, from the run's own records and ledger.
@@ -53,7 +53,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("/tmp/n8n-sizer-signed-modes"))
     ap.add_argument("--existing", action="store_true", help="only read runs already under --out/<mode>")
     args = ap.parse_args()
-    for mode in ("last-node", "immediately"):
+    for mode in ("last-node", "immediately", "received"):
         folder = sorted(find_runs(args.out / mode))[-1] if args.existing else run_mode(mode, args.shape,
                                                                                         args.seconds, args.out)
         print(f"{mode:<12} {json.dumps(figures(folder))}")

@@ -49,7 +49,7 @@ class BenchRequest(BaseModel):
     payload_bytes: int | None = None
     malformed: float = 0.0
     hmac_secret_file: str | None = None
-    respond: Literal["last-node", "immediately"] | None = None  # signed-webhook's response mode
+    respond: Literal["last-node", "immediately", "received"] | None = None  # signed-webhook's response mode
 
 
 class BenchSummary(BaseModel):

@@ -87,8 +87,8 @@ def check_payload_args(payload_bytes, hmac_secret_file, malformed, respond, work
                      "--malformed": (malformed, n.Range(0, 1, example="0.08"))})
     if malformed >= 1:
         raise InputError(f"--malformed {malformed:g}: every request malformed leaves nothing to measure; try 0.08")
-    if respond is not None and respond not in ("last-node", "immediately"):
-        raise InputError(f"--respond {respond}: choose last-node or immediately")
+    if respond is not None and respond not in ("last-node", "immediately", "received"):
+        raise InputError(f"--respond {respond}: choose last-node, immediately or received")
     if respond is not None and workflow != "signed-webhook":
         raise InputError(f"--respond {respond} sets signed-webhook's response mode; add --workflow signed-webhook")
     if hmac_secret_file is not None:

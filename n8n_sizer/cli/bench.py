@@ -38,7 +38,7 @@ def bench(
     payload_bytes: Optional[int] = typer.Option(None, "--payload-bytes", help="Send a JSON body of about N bytes (default 1200 with signed-webhook or --malformed)."),
     hmac_secret_file: Optional[Path] = typer.Option(None, "--hmac-secret-file", help="HMAC-SHA256 secret signing each body (X-Signature); generated 0600 when absent, never printed."),
     malformed: float = typer.Option(0.0, "--malformed", help="Share of malformed requests: bad signature, invalid JSON, schema mismatch, oversize, in turn."),
-    respond: Optional[str] = typer.Option(None, "--respond", help="signed-webhook: last-node (answer after the work, default) or immediately (202, work after)."),
+    respond: Optional[str] = typer.Option(None, "--respond", help="signed-webhook: last-node (answer after the work, default), immediately (202 once checked, work after) or received (202 at ingest, nothing refused)."),
     rates: str = typer.Option("5,20,50", "--rates", help="Constant arrival rates, req/s, one step each (the queue-mode test's plan)."),
     step_seconds: float = typer.Option(180.0, "--step-seconds", help="Seconds per step."),
     sweep: str = typer.Option("", "--concurrency-sweep", help="Closed-model steps after the rates, e.g. 1,10,25,50 (the five-VPS benchmark's sweep)."),

@@ -8,7 +8,10 @@ run.json (the spec keeps the placeholder copy) and never in a log.
 
 Response modes: `last-node` answers after the work (Check -> Work -> Respond, 200); `immediately` answers as
 soon as the request is checked (Check -> Respond -> Work, 202 for a valid request: the work runs after the
-answer). Refusals (401/400/422/413) are answered from the check in both modes.
+answer). Refusals (401/400/422/413) are answered from the check in both modes. In queue mode both answers come from
+the worker, after the job left Redis. `received` is the Webhook node's own "Immediately" mode: main answers 202 as
+it takes the request (before the queue), so nothing can be refused: the check runs after the answer (no Respond
+node: n8n refuses a workflow whose Respond to Webhook node the Webhook would never use).
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ from typing import Any, Literal
 
 from n8n_sizer.errors import InputError
 
-RespondMode = Literal["last-node", "immediately"]
+RespondMode = Literal["last-node", "immediately", "received"]
 SECRET_MARK = '"__HMAC_SECRET__"'
 MAX_BYTES_MARK = '"__MAX_BODY_BYTES__"'
-VALID_STATUS = {"last-node": 200, "immediately": 202}
+VALID_STATUS = {"last-node": 200, "immediately": 202, "received": 202}
 
 
 def _node(definition: dict[str, Any], name: str) -> dict[str, Any]:
@@ -35,8 +38,17 @@ def _node(definition: dict[str, Any], name: str) -> dict[str, Any]:
 def with_respond_mode(definition: dict[str, Any], mode: RespondMode) -> dict[str, Any]:
     """A copy wired for `mode` (see the module's docstring)."""
     if mode not in VALID_STATUS:
-        raise InputError(f"--respond {mode}: choose last-node or immediately")
+        raise InputError(f"--respond {mode}: choose last-node, immediately or received")
     out = copy.deepcopy(definition)
+    if mode == "received":
+        hook = _node(out, "Webhook")["parameters"]
+        hook["responseMode"] = "onReceived"
+        # Webhook v2 keeps its code in a fixed collection (n8n's getResponseCode reads options.responseCode.values)
+        hook.setdefault("options", {})["responseCode"] = {"values": {"responseCode": VALID_STATUS[mode]}}
+        out["nodes"] = [n for n in out["nodes"] if n.get("name") != "Respond"]
+        out["connections"] = {"Webhook": {"main": [[{"node": "Check", "type": "main", "index": 0}]]},
+                              "Check": {"main": [[{"node": "Work", "type": "main", "index": 0}]]}}
+        return out
     respond = _node(out, "Respond")
     respond["parameters"].setdefault("options", {})["responseCode"] = f"={{{{ $json.status || {VALID_STATUS[mode]} }}}}"
     if mode == "immediately":

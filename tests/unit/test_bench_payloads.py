@@ -106,6 +106,10 @@ def test_signed_webhook_modes_and_secret():
     assert last["connections"]["Work"]["main"][0][0]["node"] == "Respond"
     assert now["connections"]["Respond"]["main"][0][0]["node"] == "Work"
     assert "202" in json.dumps(now["nodes"]) and "|| 200" in json.dumps(last["nodes"])
+    at_ingest = with_respond_mode(flow.definition, "received")
+    hook = [n for n in at_ingest["nodes"] if n["name"] == "Webhook"][0]["parameters"]
+    assert hook["responseMode"] == "onReceived" and hook["options"]["responseCode"]["values"]["responseCode"] == 202
+    assert "Respond" not in {n["name"] for n in at_ingest["nodes"]} and "Respond" not in json.dumps(at_ingest["connections"])
     secret = "a1" * 16
     deployed = deployed_workflow(flow.model_copy(update={"definition": last}), secret, None)
     code = [n for n in deployed.definition["nodes"] if n["name"] == "Check"][0]["parameters"]["jsCode"]
@@ -122,7 +126,7 @@ def test_signed_webhook_modes_and_secret():
     (["--malformed", "1"], "leaves nothing"),
     (["--malformed", "-0.1"], "--malformed"),
     (["--payload-bytes", "10"], "--payload-bytes"),
-    (["--respond", "later"], "choose last-node or immediately"),
+    (["--respond", "later"], "choose last-node, immediately or received"),
     (["--respond", "immediately"], "add --workflow signed-webhook"),
     (["--hmac-secret-file", "/nonexistent-dir/k"], "does not exist"),
     (["--shape", "ramp:1:5", "--soak", "1h", "--rate", "1"], "one step of its own"),
