@@ -122,7 +122,7 @@ def print_summary(summary: BenchSummary, json_out: bool) -> None:
         return
     store = RunStore.open(Path(summary.folder))
     print(f"run {summary.run_id}: {summary.folder}")
-    print(f"{'target':<16} {'step':<10} {'offered':>8} {'achieved':>9} {'answered/min':>12} {'p50 ms':>8} "
+    print(f"{'target':<16} {'step':<16} {'offered':>8} {'achieved':>9} {'answered/min':>12} {'p50 ms':>8} "
           f"{'p95 ms':>8} {'p99 ms':>8}  errors")
     for r in step_rows(store):
         offered = r.get("offered_rate", r.get("concurrency"))
@@ -131,7 +131,7 @@ def print_summary(summary: BenchSummary, json_out: bool) -> None:
             return f"{r[key]:>8.0f}" if key in r else f"{'-':>8}"
 
         errors = ", ".join(f"{k} {v}" for k, v in sorted(r["errors"].items())) or "0"
-        print(f"{r['target']:<16} {r['step']:<10} {offered:>8g} {r.get('achieved_rate', 0):>9.2f} "
+        print(f"{r['target']:<16} {r['step']:<16} {offered:>8g} {r.get('achieved_rate', 0):>9.2f} "
               f"{r.get('answered_per_min', 0):>12.0f} {ms('latency_p50')} {ms('latency_p95')} {ms('latency_p99')}  {errors}")
     for name, ledger in summary.ledgers.items():
         print(format_ledger(name, ledger))
