@@ -20,6 +20,7 @@ from n8n_sizer.bench.load import BODY_SNIPPET_BYTES
 from n8n_sizer.fleet.locations import LOADGEN_READY_MARKER  # the load generator's cloud-init writes it
 from n8n_sizer.runs.records import StepTally
 from n8n_sizer.bench.plan import LoadPlan, RateStep
+from n8n_sizer.bench.shapes import arrival_times, k6_stages
 from n8n_sizer.runs.records import RequestRecord
 from n8n_sizer.errors import InputError
 from n8n_sizer.versions import K6_IMAGE
@@ -33,7 +34,15 @@ def render_script(step, url: str, body: bytes, plan: LoadPlan, target: str) -> s
     env = Environment(loader=PackageLoader("n8n_sizer", "templates"), undefined=StrictUndefined,
                       keep_trailing_newline=True)
     rate = step.rate_per_s if isinstance(step, RateStep) else None
+    shape = step.shape if isinstance(step, RateStep) else None
+    start_rate, stages = k6_stages(shape, step.duration_s) if shape is not None else (None, None)
     return env.get_template("k6/bench.js.j2").render(
+        shape=None if shape is None else shape.name,
+        start_rate_milli=None if start_rate is None else round(start_rate * 1000),
+        stages=None if stages is None else [{"duration": f"{d * 1000:.0f}ms", "target": round(r * 1000)}
+                                            for d, r in stages],
+        # each request's scheduled time, as the built-in driver computes it (k6 numbers iterations in order)
+        due_ms=None if shape is None else [round(t * 1000, 3) for t in arrival_times(shape, step.duration_s)],
         step_name=step.name, target=target, url=url, body=body.decode("utf-8"), rate_per_s=rate,
         rate_milli=None if rate is None else round(rate * 1000),
         prealloc_vus=None if rate is None else min(plan.max_in_flight, max(1, int(rate * PREALLOCATED_VUS_PER_RATE))),

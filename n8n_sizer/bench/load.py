@@ -1,6 +1,6 @@
 """The built-in load driver: open model (constant arrival rate) and closed model (fixed concurrency).
 
-Open model: request i is due at start + i / rate, whatever the server does. The scheduler never waits for
+Open model: request i is due at start + i / rate (or at its shape's time, bench.shapes), whatever the server does. The scheduler never waits for
 a response, so a slow server cannot slow the offered load (no coordinated omission), and latency is
 measured from the *scheduled* time. When `max_in_flight` requests are open, the due request is not sent
 and is recorded as `dropped` (k6 calls these dropped iterations): nothing is silently skipped.
@@ -19,9 +19,11 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 from urllib.parse import urlsplit
 
+from n8n_sizer.bench.payloads import Payloads
+from n8n_sizer.bench.shapes import arrival_times, constant
 from n8n_sizer.runs.records import RequestRecord, StepTally
 from n8n_sizer.errors import InputError
 
@@ -71,6 +73,7 @@ class HttpPost:
     body: bytes
     timeout_s: float = 120.0
     content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)  # sent with every request (e.g. a signature)
     _idle: list[_Conn] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -79,9 +82,14 @@ class HttpPost:
             raise InputError(f"load URL {self.url!r} is not plain http://host[:port]/path; the built-in driver "
                              f"speaks HTTP/1.1 without TLS (use k6 for https)")
         self.host, self.port = parts.hostname, parts.port or 80
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self._head = (f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nContent-Type: {self.content_type}\r\n"
-                      f"Content-Length: {len(self.body)}\r\nConnection: keep-alive\r\n\r\n").encode() + self.body
+        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._netloc = parts.netloc
+        self._head = self.request_bytes(self.body, self.headers)
+
+    def request_bytes(self, body: bytes, headers: dict[str, str]) -> bytes:
+        extra = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        return (f"POST {self._path} HTTP/1.1\r\nHost: {self._netloc}\r\nContent-Type: {self.content_type}\r\n"
+                f"{extra}Content-Length: {len(body)}\r\nConnection: keep-alive\r\n\r\n").encode() + body
 
     async def _connection(self) -> _Conn:
         now = time.monotonic()
@@ -93,15 +101,16 @@ class HttpPost:
         reader, writer = await asyncio.open_connection(self.host, self.port)
         return _Conn(reader, writer)
 
-    async def post(self) -> tuple[int, bytes, float]:
-        """Returns (status, body, monotonic time the request was written). Raises `RequestFailed`."""
+    async def post(self, raw: bytes | None = None) -> tuple[int, bytes, float]:
+        """POST the fixed body, or `raw` (a whole request from `request_bytes`). Returns (status, body, monotonic
+        time the request was written). Raises `RequestFailed`."""
         conn = None
         sent = time.monotonic()
         try:
             async with asyncio.timeout(self.timeout_s):
                 conn = await self._connection()
                 sent = time.monotonic()
-                conn.writer.write(self._head)
+                conn.writer.write(self._head if raw is None else raw)
                 status, body, keep = await _read_response(conn.reader)
         except TimeoutError:
             _close(conn)
@@ -181,51 +190,59 @@ class _Recorder:
         self.seq += 1
         return seq
 
-    async def fire(self, client: HttpPost, seq: int, due: float) -> None:
+    async def fire(self, client: HttpPost, seq: int, due: float, raw: bytes | None = None,
+                   payload_class: str | None = None) -> None:
+        cls = payload_class
         try:
-            status, body, sent = await client.post()
+            status, body, sent = await client.post(raw)
         except RequestFailed as exc:
-            self.emit(seq, due, exc.sent, None, None, exc.error_class, exc.error)
+            self.emit(seq, due, exc.sent, None, None, exc.error_class, exc.error, payload_class=cls)
             return
         except asyncio.CancelledError:  # the run was stopped (Ctrl-C): still one record for this request
             self.emit(seq, due, due, None, None, "other",
-                      "cancelled before a response: the run was stopped (Ctrl-C); it may have reached the server")
+                      "cancelled before a response: the run was stopped (Ctrl-C); it may have reached the server",
+                      payload_class=cls)
             return
         now = time.monotonic()
         if 200 <= status < 300:
-            self.emit(seq, due, sent, status, (now - due) * 1000.0, execution_id=execution_id_of(body))
-        else:
+            self.emit(seq, due, sent, status, (now - due) * 1000.0, execution_id=execution_id_of(body),
+                      payload_class=cls)
+        else:  # a refusal may name its execution too (signed-webhook does): the ledger counts those executions
             snippet = body[:BODY_SNIPPET_BYTES].decode("utf-8", "replace")
-            self.emit(seq, due, sent, status, (now - due) * 1000.0, "non-2xx", f"HTTP {status}", snippet)
+            self.emit(seq, due, sent, status, (now - due) * 1000.0, "non-2xx", f"HTTP {status}", snippet,
+                      execution_id=execution_id_of(body), payload_class=cls)
 
     def emit(self, seq, due, sent, status, latency_ms, error_class=None, error=None, snippet=None,
-             execution_id=None) -> None:
+             execution_id=None, payload_class=None) -> None:
         if self.sink is None:
             return
         self.sink(RequestRecord(seq=seq, step=self.step, target=self.target, scheduled_s=self.clock.unix(due),
                                 sent_s=self.clock.unix(sent), status=status, latency_ms=latency_ms,
                                 error_class=error_class, error=error, body_snippet=snippet,
-                                execution_id=execution_id))
+                                execution_id=execution_id, payload_class=payload_class))
 
 
 async def run_open(client: HttpPost, *, rate_per_s: float, duration_s: float, max_in_flight: int, step: str,
                    target: str, seq_start: int = 0, sink: Sink | None = None,
                    should_stop: Callable[[], bool] | None = None,
-                   abort: Callable[[], bool] | None = None, abort_grace_s: float = ABORT_GRACE_S) -> StepTally:
-    """Offer `rate_per_s` for `duration_s` (open model). `should_stop` is polled to end a step early (the
-    requests in flight still complete); `abort` also cancels them after a short grace (Ctrl-C)."""
+                   abort: Callable[[], bool] | None = None, abort_grace_s: float = ABORT_GRACE_S,
+                   times: Sequence[float] | None = None, payloads: Payloads | None = None) -> StepTally:
+    """Offer `rate_per_s` for `duration_s` (open model), or, given `times` (seconds from the step's start, from
+    bench.shapes.arrival_times), one request at each of them (a ramp or a burst). `should_stop` is polled to end a
+    step early (the requests in flight still complete); `abort` also cancels them after a short grace (Ctrl-C).
+    `payloads` gives each request its own body, headers and class (bench.payloads), by its place in the step."""
     if rate_per_s <= 0 or duration_s <= 0:
         raise InputError(f"rate {rate_per_s} req/s for {duration_s} s: both must be > 0; try --rates 5,20,50")
+    if times is None:
+        times = arrival_times(constant(rate_per_s), duration_s)
     clock = _Clock()
     rec = _Recorder(step, target, seq_start, sink, clock)
-    total = max(1, round(rate_per_s * duration_s))
-    interval = 1.0 / rate_per_s
     tasks: set[asyncio.Task] = set()
     start = time.monotonic() + 0.01
     next_check = start
     out = StepTally(step=step, started_s=clock.unix(start), finished_s=0.0)
-    for i in range(total):
-        due = start + i * interval
+    for offset in times:
+        due = start + offset
         delay = due - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
@@ -234,12 +251,16 @@ async def run_open(client: HttpPost, *, rate_per_s: float, duration_s: float, ma
                 break
             next_check = time.monotonic() + STOP_POLL_S
         seq = rec.next_seq()
+        raw, cls = None, None
+        if payloads is not None:
+            body, headers, cls = payloads.request(seq - seq_start)
+            raw = client.request_bytes(body, headers)
         out.scheduled += 1
         if len(tasks) >= max_in_flight:
             rec.emit(seq, due, due, None, None, "dropped",
-                     f"not sent: {max_in_flight} requests already in flight (max in flight)")
+                     f"not sent: {max_in_flight} requests already in flight (max in flight)", payload_class=cls)
             continue
-        task = asyncio.create_task(rec.fire(client, seq, due))
+        task = asyncio.create_task(rec.fire(client, seq, due, raw, cls))
         tasks.add(task)
         task.add_done_callback(tasks.discard)
         out.sent += 1

@@ -10,6 +10,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from n8n_sizer.bench.shapes import Shape
 from n8n_sizer.errors import InputError
 
 DEFAULT_RATES_PER_S = (5.0, 20.0, 50.0)  # seed 000, "Load"
@@ -28,10 +29,14 @@ class RateStep(BaseModel):
     rate_per_s: float = Field(gt=0, le=100_000)
     duration_s: float = Field(gt=0)
     label: str | None = None  # a name of its own, e.g. "rate-17.5-max3" for the third --find-max measurement
+    # A ramp or a burst (bench.shapes); then `rate_per_s` is the shape's mean rate over the step. None: constant.
+    shape: Shape | None = None
 
     @property
     def name(self) -> str:
-        return self.label or f"rate-{self.rate_per_s:g}"
+        if self.label:
+            return self.label
+        return self.shape.name if self.shape is not None else f"rate-{self.rate_per_s:g}"
 
 
 class ConcurrencyStep(BaseModel):
@@ -96,10 +101,18 @@ def _parse_list(text: str, flag: str, kind, example: str) -> list:
 def build_plan(rates: tuple[float, ...] = DEFAULT_RATES_PER_S, step_s: float = DEFAULT_STEP_S,
                sweep: tuple[int, ...] = (), timeout_s: float = DEFAULT_TIMEOUT_S,
                max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, warmup_requests: int = DEFAULT_WARMUP_REQUESTS,
-               drain_s: float = DEFAULT_DRAIN_S) -> LoadPlan:
-    """Rate steps first, then the concurrency sweep, each `step_s` long."""
+               drain_s: float = DEFAULT_DRAIN_S, shape: Shape | None = None) -> LoadPlan:
+    """Rate steps first, then the concurrency sweep, each `step_s` long. A `shape` (ramp or burst) is one step
+    of its own instead of the rate steps."""
     if step_s <= 0:
         raise InputError(f"--step-seconds {step_s:g} must be > 0; try --step-seconds 180")
+    if shape is not None:
+        from n8n_sizer.bench.shapes import mean_rate
+
+        step = RateStep(rate_per_s=mean_rate(shape, step_s), duration_s=step_s, shape=shape)
+        steps_shaped: list = [step] + [ConcurrencyStep(users=c, duration_s=step_s) for c in sweep]
+        return LoadPlan(steps=tuple(steps_shaped), timeout_s=timeout_s, max_in_flight=max_in_flight,
+                        warmup_requests=warmup_requests, drain_s=drain_s)
     if not rates and not sweep:
         raise InputError("nothing to run: --rates and --concurrency-sweep are both empty; try --rates 5,20,50")
     steps: list = [RateStep(rate_per_s=r, duration_s=step_s) for r in rates]

@@ -27,7 +27,9 @@ from n8n_sizer.hosts.facts import host_facts
 from n8n_sizer.hosts.host import ConnectionLost, Host, HostError
 from n8n_sizer.runs.ledger import build_ledger
 from n8n_sizer.bench.load import HttpPost, run_closed, run_open
+from n8n_sizer.bench.payloads import Payloads, deployed_workflow, signature_headers
 from n8n_sizer.bench.plan import FindMax, LoadPlan, RateStep
+from n8n_sizer.bench.shapes import arrival_times
 from n8n_sizer.runs.records import Ledger, Sample
 from n8n_sizer.runs.store import RunStore, summarize_step
 from n8n_sizer.stack import open_stack
@@ -62,6 +64,8 @@ class BenchJob:
     progress: Progress | None = None
     find_max: FindMax | None = None  # instead of the plan's steps: search the highest sustainable rate
     stop: threading.Event = field(default_factory=threading.Event)  # set on Ctrl-C: every target winds down
+    payloads: Payloads | None = None  # per-request bodies, signatures and malformed classes (bench.payloads)
+    hmac_secret: str | None = field(default=None, repr=False)  # written into signed-webhook when it is deployed
 
 
 def run_bench(job: BenchJob) -> dict[str, Ledger]:
@@ -192,7 +196,7 @@ class _TargetRun:
         secrets_path = self.store.folder / "secrets" / f"{self.t.name}.json"
         if "workflow_id" not in info:
             self.say("setting n8n up")
-            link = n8n_link.setup_target(main_url, self.job.workflow, secrets_path, self.t.name)
+            link = n8n_link.setup_target(main_url, self._deployed_workflow(), secrets_path, self.t.name)
             self.save_info(n8n_version=link.n8n_version, workflow_id=link.workflow_id,
                            warmup_workflow_id=link.warmup_workflow_id, webhook_path=link.webhook_path,
                            warmup_webhook_path=link.warmup_webhook_path)
@@ -218,6 +222,14 @@ class _TargetRun:
             self.say("drain", plan.duration_s)
             self._ledger(main_url, info["workflow_id"], secrets_path)
         self.say("done", plan.duration_s)
+
+    def _deployed_workflow(self) -> BenchWorkflow:
+        return deployed_workflow(self.job.workflow, self.job.hmac_secret, self.job.payloads)
+
+    def _client(self, url: str) -> HttpPost:
+        """The workflow's fixed body, signed when there is a secret (warm-up, the valid requests)."""
+        body = self.job.workflow.body
+        return HttpPost(url, body, self.job.plan.timeout_s, headers=signature_headers(self.job.hmac_secret, body))
 
     def _find_max(self, spec: FindMax, url: str) -> None:
         """The bisection (`search.find_max_rate`), each measurement a full recorded rate step."""
@@ -259,7 +271,7 @@ class _TargetRun:
     def _warmup(self, url: str) -> None:
         """Warm-up requests are not results, but what happened to them is kept in run.json (`warmups`)."""
         plan = self.job.plan
-        client = HttpPost(url, self.job.workflow.body, timeout_s=plan.timeout_s)
+        client = self._client(url)
         per_user = -(-plan.warmup_requests // WARMUP_CONCURRENCY)
         summary = asyncio.run(_closed_count(client, WARMUP_CONCURRENCY, per_user))
         self.save_info(warmups=[*self.info().get("warmups", []), summary])
@@ -273,16 +285,18 @@ class _TargetRun:
         self.store.mark_step(name, step.name, "running", seq_start=seq_start)
         if self.t.kind == "compose" and self.t.loadgen is not None:
             return self._k6_step(step, seq_start)
-        client = HttpPost(url, self.job.workflow.body, timeout_s=plan.timeout_s)
+        client = self._client(url)
         watcher = threading.Thread(target=self._watch, args=(step,), daemon=True)
         self._step_done = threading.Event()
         watcher.start()
         try:
             if isinstance(step, RateStep):
+                times = None if step.shape is None else arrival_times(step.shape, step.duration_s)
                 outcome = asyncio.run(run_open(client, rate_per_s=step.rate_per_s, duration_s=step.duration_s,
                                                max_in_flight=plan.max_in_flight, step=step.name, target=name,
                                                seq_start=seq_start, sink=self.store.append_request,
-                                               should_stop=self._should_stop, abort=self.job.stop.is_set))
+                                               should_stop=self._should_stop, abort=self.job.stop.is_set,
+                                               times=times, payloads=self.job.payloads))
             else:
                 outcome = asyncio.run(run_closed(client, concurrency=step.users, duration_s=step.duration_s,
                                                  step=step.name, target=name, seq_start=seq_start,

@@ -44,6 +44,12 @@ class BenchRequest(BaseModel):
     ssh_port: int = 22
     find_max: FindMax | None = None  # --find-max: search instead of the plan's steps
     soak: bool = False  # --soak: the plan is one long step; the summary adds seed 004's 30-minute buckets
+    # Payloads (bench.payloads): None/0 = the workflow's fixed body, as before. The secret file's path is kept
+    # (for --resume), never the secret.
+    payload_bytes: int | None = None
+    malformed: float = 0.0
+    hmac_secret_file: str | None = None
+    respond: Literal["last-node", "immediately", "received"] | None = None  # signed-webhook's response mode
 
 
 class BenchSummary(BaseModel):
@@ -125,6 +131,7 @@ def start_bench(req: BenchRequest, out_dir: Path, progress: Progress | None = No
                 workflow_body: Path | None = None) -> BenchSummary:
     run_id = new_run_id()
     flow = load_bench_workflow(req.workflow, workflow_body, run_tag=run_id.rsplit("-", 1)[-1])
+    flow = _shaped_workflow(req, flow)
     targets = build_targets(req)
     _check_targets_reachable(targets)
     kind = "find-max" if req.find_max is not None else ("soak" if req.soak else "bench")
@@ -155,8 +162,12 @@ def resume_bench(run: str, out_dir: Path, progress: Progress | None = None) -> B
 def _run(store: RunStore, req: BenchRequest, flow: BenchWorkflow, targets: list[Target],
          progress: Progress | None) -> BenchSummary:
     try:
+        payloads, secret = _payloads(req, flow, store)
+        if payloads is not None and any(t.kind == "compose" for t in targets):
+            raise InputError("--payload-bytes, --malformed and signed requests run with the built-in driver (--local "
+                             "or localstack hosts); the k6 script sends the fixed body only")
         ledgers = run_bench(BenchJob(store=store, plan=req.plan, workflow=flow, targets=targets, progress=progress,
-                                     find_max=req.find_max))
+                                     find_max=req.find_max, payloads=payloads, hmac_secret=secret))
         if req.soak:
             _soak_tables(store)
     except (InputError, RemoteError) as exc:
@@ -170,6 +181,38 @@ def _run(store: RunStore, req: BenchRequest, flow: BenchWorkflow, targets: list[
             if t.loadgen is not None:
                 t.loadgen.close()
     return BenchSummary(run_id=store.run_id, folder=str(store.folder), ledgers=ledgers)
+
+
+def _shaped_workflow(req: BenchRequest, flow: BenchWorkflow) -> BenchWorkflow:
+    """signed-webhook wired for its response mode, with a valid signed-sized body as its fixed one (warm-up)."""
+    from n8n_sizer.bench.payloads import DEFAULT_PAYLOAD_BYTES, body_of
+
+    if req.respond is not None and req.workflow != "signed-webhook":
+        raise InputError(f"--respond {req.respond} sets the response mode of --workflow signed-webhook; "
+                         f"drop it or use --workflow signed-webhook")
+    if req.workflow != "signed-webhook":
+        return flow
+    from n8n_sizer.n8n.signed import with_respond_mode
+
+    return flow.model_copy(update={"definition": with_respond_mode(flow.definition, req.respond or "last-node"),
+                                   "body": body_of(0, req.payload_bytes or DEFAULT_PAYLOAD_BYTES)})
+
+
+def _payloads(req: BenchRequest, flow: BenchWorkflow, store: RunStore):
+    """(Payloads, secret) for the driver, or (None, None) when every request sends the workflow's fixed body.
+    signed-webhook without --hmac-secret-file gets a secret generated in the run's secrets folder (0600)."""
+    from n8n_sizer.bench.payloads import DEFAULT_PAYLOAD_BYTES, Payloads, load_secret
+
+    signed = req.workflow == "signed-webhook"
+    if not (signed or req.payload_bytes or req.malformed or req.hmac_secret_file):
+        return None, None
+    path = Path(req.hmac_secret_file) if req.hmac_secret_file else (store.folder / "secrets" / "hmac-secret"
+                                                                    if signed else None)
+    if path is not None and not req.hmac_secret_file:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the run's own secrets folder
+    secret = load_secret(path) if path is not None else None
+    return Payloads(payload_bytes=req.payload_bytes or DEFAULT_PAYLOAD_BYTES, malformed=req.malformed,
+                    secret=secret), secret
 
 
 def _soak_tables(store: RunStore) -> None:

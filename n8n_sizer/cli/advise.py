@@ -17,7 +17,8 @@ ADVISE_HELP = """Recommend mode, workers, concurrency, pools and servers (one ho
 Works on the measurements embedded in the package; --results refits on your own bench runs.
 
 Examples: advise --rps 40 --vcpu 4 | advise --rps 200 --json > advice.json | advise --rps 20 --max-hosts 1 |
-advise --rps 5 --vcpu 4 --workload code-heavy --json | advise --rps 20 --provider hetzner | advise --validate
+advise --rps 5 --vcpu 4 --workload code-heavy --json | advise --rps 20 --provider hetzner | advise --validate |
+advise --rps 10 --vcpu 4 --burst 4 --burst-seconds 60
 """
 
 
@@ -33,6 +34,8 @@ def advise(
     p95_ms: Optional[float] = typer.Option(None, "--p95-ms", help="p95 latency target in ms at the requested rate."),
     results: Optional[Path] = typer.Option(None, "--results", help="Folder of your bench results to refit the model on."),
     validate: bool = typer.Option(False, "--validate", help="Leave-one-out accuracy over the embedded measurements, then exit."),
+    burst: Optional[float] = typer.Option(None, "--burst", help="A burst at --rps x this multiple (e.g. 4): backlog, drain time, p95 and what to put in front; with --burst-seconds."),
+    burst_seconds: Optional[float] = typer.Option(None, "--burst-seconds", help="How long the --burst lasts, seconds."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of the report."),
     compose: Optional[str] = typer.Option(None, "--compose", help="Also render the recommended stack into this folder."),
     generate_missing_secrets: bool = typer.Option(False, "--generate-missing-secrets", help="--compose: an existing .env there lacks a secret: generate it (never replaces one that is there)."),
@@ -41,4 +44,5 @@ def advise(
 
     return run_advise(rps=rps, vcpu=vcpu, max_hosts=max_hosts, arch=arch, provider=provider, workload=workload, cpu_ms=cpu_ms,
                wait_ms=wait_ms, p95_ms=p95_ms, results=results, validate=validate, json_out=json_out,
-               compose=compose, generate_missing_secrets=generate_missing_secrets)
+               compose=compose, generate_missing_secrets=generate_missing_secrets, burst=burst,
+               burst_seconds=burst_seconds)

@@ -50,12 +50,13 @@ def _check_inputs(rps: float | None, vcpu: int | None, arch: str, provider: str 
 
 
 def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, results, validate, json_out,
-               compose, generate_missing_secrets: bool = False, max_hosts=None) -> int:
+               compose, generate_missing_secrets: bool = False, max_hosts=None, burst=None, burst_seconds=None) -> int:
     from n8n_sizer.advisor.engine import build_advisor
     from n8n_sizer.advisor.profiles import profile_for
     from n8n_sizer.advisor.recommend import MAX_HOSTS_DEFAULT, Request
 
     _check_inputs(rps, vcpu, arch, provider, p95_ms, validate, cpu_ms, wait_ms, workload, max_hosts)
+    _check_burst(burst, burst_seconds, validate)
     workload = workload or "light"
     if validate and compose is not None:
         raise InputError("--validate renders no stack, so --compose would be ignored; drop one of them")
@@ -103,8 +104,15 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
         raise InputError(f"--compose writes a single-host stack, and this answer is {rec.hosts} hosts: save it with "
                          f"--json > advice.json and run `{rec.render_command}`, or use --max-hosts 1")
     written = _write_compose(rec, compose, generate_missing_secrets) if compose is not None else None
+    surge = None
+    if burst is not None:
+        from n8n_sizer.advisor.answer.burst import burst_advice
+
+        surge = burst_advice(rps, burst, burst_seconds, rec.capacity_per_s.mid, rec.p95_ms, rec.mode)
     if json_out:
         data = rec.model_dump(mode="json")
+        if surge is not None:
+            data["burst"] = surge.model_dump(mode="json")
         if changes is not None:
             data["changes"] = changes
         if written is not None:
@@ -112,7 +120,28 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
         print(json.dumps(data, indent=2))
     else:
         _print_recommendation(rec, changes, written, compose, bool(extra))
+        if surge is not None:
+            _print_burst(surge)
     return 0
+
+
+def _check_burst(burst, burst_seconds, validate: bool) -> None:
+    from n8n_sizer.safety import numbers as n
+
+    n.check_numbers({"--burst": (burst, n.Range(1, 1000, example="4")), "--burst-seconds": (burst_seconds, n.SECONDS)})
+    if (burst is None) != (burst_seconds is None):
+        raise InputError("--burst and --burst-seconds go together: the peak as a multiple of --rps and how long it "
+                         "lasts, e.g. --burst 4 --burst-seconds 60")
+    if burst is not None and validate:
+        raise InputError("--validate scores the model and sizes nothing, so --burst would be ignored; drop one")
+
+
+def _print_burst(b) -> None:
+    drain = "never (capacity <= base rate)" if b.drain_s is None else f"{b.drain_s:,.0f} s"
+    p95 = "n/a" if b.p95_ms is None else f"{b.p95_ms:,.0f} ms"
+    print(f"\nburst: {b.peak_multiple:g}x for {b.burst_s:g} s = {b.peak_per_s:g} req/s against {b.capacity_per_s:.1f} "
+          f"req/s capacity\n  backlog at its end  {b.backlog_max:,.0f}\n  drain time          {drain}\n"
+          f"  p95 during it       {p95} (queue wait p95 {b.queue_wait_p95_ms:,.0f} ms)\n  advice              {b.advice}")
 
 
 def _changes(before, after, req, new) -> dict:

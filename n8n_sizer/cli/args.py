@@ -14,8 +14,9 @@ from n8n_sizer.errors import InputError
 from n8n_sizer.safety import numbers as n
 from n8n_sizer.safety.files import read_user_bytes, read_user_text, require_folder, require_output_folder
 
-BUILT_IN_WORKFLOWS = ("light", "code-heavy", "long-wait", "binary-read")
+BUILT_IN_WORKFLOWS = ("light", "code-heavy", "long-wait", "binary-read", "signed-webhook")
 MAX_BODY_BYTES = 1 << 20
+PAYLOAD_BYTES = n.Range(64, MAX_BODY_BYTES, example="1200")
 MAX_KEY_BYTES = 64 * 1024
 SOAK_S = n.Range(0, 30 * 86_400, low_open=True, example="4h")  # a month: beyond it, a typo
 STEP_S = n.Range(0, 86_400, low_open=True, example="180")
@@ -79,6 +80,28 @@ def check_workflow(spec: str) -> None:
             raise InputError(f"--workflow {spec}: `{key}` has the wrong type; {fix}")
 
 
+def check_payload_args(payload_bytes, hmac_secret_file, malformed, respond, workflow: str) -> None:
+    """--payload-bytes, --malformed (a share below 1), --respond (signed-webhook only), --hmac-secret-file (an
+    existing file is read as it is, never overwritten; a new one needs a folder to be written in)."""
+    n.check_numbers({"--payload-bytes": (payload_bytes, PAYLOAD_BYTES),
+                     "--malformed": (malformed, n.Range(0, 1, example="0.08"))})
+    if malformed >= 1:
+        raise InputError(f"--malformed {malformed:g}: every request malformed leaves nothing to measure; try 0.08")
+    if respond is not None and respond not in ("last-node", "immediately", "received"):
+        raise InputError(f"--respond {respond}: choose last-node, immediately or received")
+    if respond is not None and workflow != "signed-webhook":
+        raise InputError(f"--respond {respond} sets signed-webhook's response mode; add --workflow signed-webhook")
+    if hmac_secret_file is not None:
+        path = Path(hmac_secret_file)
+        if path.exists():
+            from n8n_sizer.bench.payloads import load_secret
+
+            load_secret(path)
+        elif not path.parent.is_dir():
+            raise InputError(f"--hmac-secret-file {path}: its folder {path.parent} does not exist; create it or "
+                             f"point at a file in an existing folder")
+
+
 def check_body(path: Path) -> None:
     fix = "pass the JSON your webhook expects, in UTF-8"
     data = read_user_bytes(path, "--body", fix=fix, max_bytes=MAX_BODY_BYTES)
@@ -98,7 +121,8 @@ def check_ssh_key(path: Path | None) -> None:
 def check_bench_args(*, stack=None, local: bool, mode: str, workers, db, cpus, workflow: str, body, inventory, rates: str,
                      step_seconds: float, sweep: str, warmup: int, timeout_s: float, max_in_flight: int,
                      drain_s: float, ssh_key, ssh_port: int, p95_ms: float, error_budget: float, tolerance: float,
-                     soak, rate, out: str, find_max: bool = False) -> Path:
+                     soak, rate, out: str, find_max: bool = False, shape: str = "constant", payload_bytes=None,
+                     hmac_secret_file=None, malformed: float = 0.0, respond=None) -> Path:
     """Everything `bench` can check before it starts anything; returns the --out folder."""
     chosen = [name for name, on in (("--stack", stack), ("--inventory", inventory), ("--local", local)) if on]
     if len(chosen) != 1:  # the same words as bench's own check, which runs after this one
@@ -112,6 +136,12 @@ def check_bench_args(*, stack=None, local: bool, mode: str, workers, db, cpus, w
                      "--p95-ms": (p95_ms, n.LATENCY_MS), "--error-budget": (error_budget, n.FRACTION),
                      "--tolerance": (tolerance, TOLERANCE), "--rate": (rate, n.RATE_PER_S)})
     check_list(rates, "--rates", n.RATE_PER_S, integer=False)
+    check_payload_args(payload_bytes, hmac_secret_file, malformed, respond, workflow)
+    from n8n_sizer.bench.shapes import parse_shape
+
+    if parse_shape(shape) is not None and (find_max or soak is not None):
+        raise InputError(f"--shape {shape} is one step of its own; --find-max and --soak hold constant rates: "
+                         f"drop --shape or run them separately")
     check_list(sweep, "--concurrency-sweep", USERS, integer=True)
     if soak is not None:
         from n8n_sizer.bench.plan import parse_duration

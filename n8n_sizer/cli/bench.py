@@ -20,6 +20,7 @@ Examples:
   n8n-sizer bench --resume 20261130T151500Z-1a2b3c
   n8n-sizer bench --local --find-max --rates 5,60 --step-seconds 60 --p95-ms 2000
   n8n-sizer bench --local --soak 4h --rate 0.2
+  n8n-sizer bench --local --mode queue --workers 1 --workflow signed-webhook --shape burst:2:8:10:30 --malformed 0.08
 """
 
 
@@ -31,8 +32,13 @@ def bench(
     workers: Optional[int] = typer.Option(None, "--workers", help="--local: queue-mode workers (default 1 in queue mode)."),
     db: Optional[str] = typer.Option(None, "--db", help="--local: postgres (default) or sqlite (regular mode only)."),
     cpus: Optional[int] = typer.Option(None, "--cpus", help="--local: pin the stack to this many cores (taskset)."),
-    workflow: str = typer.Option("light", "--workflow", help="light, code-heavy or a workflow JSON file."),
+    workflow: str = typer.Option("light", "--workflow", help="light, code-heavy, signed-webhook or a workflow JSON file."),
     body: Optional[Path] = typer.Option(None, "--body", help="JSON request body for your own --workflow FILE."),
+    shape: str = typer.Option("constant", "--shape", help="constant (the --rates steps), ramp:FROM:TO or burst:BASE:PEAK:BURST_S:PERIOD_S (one step of --step-seconds)."),
+    payload_bytes: Optional[int] = typer.Option(None, "--payload-bytes", help="Send a JSON body of about N bytes (default 1200 with signed-webhook or --malformed)."),
+    hmac_secret_file: Optional[Path] = typer.Option(None, "--hmac-secret-file", help="HMAC-SHA256 secret signing each body (X-Signature); generated 0600 when absent, never printed."),
+    malformed: float = typer.Option(0.0, "--malformed", help="Share of malformed requests: bad signature, invalid JSON, schema mismatch, oversize, in turn."),
+    respond: Optional[str] = typer.Option(None, "--respond", help="signed-webhook: last-node (answer after the work, default), immediately (202 once checked, work after) or received (202 at ingest, nothing refused)."),
     rates: str = typer.Option("5,20,50", "--rates", help="Constant arrival rates, req/s, one step each (the queue-mode test's plan)."),
     step_seconds: float = typer.Option(180.0, "--step-seconds", help="Seconds per step."),
     sweep: str = typer.Option("", "--concurrency-sweep", help="Closed-model steps after the rates, e.g. 1,10,25,50 (the five-VPS benchmark's sweep)."),
@@ -66,7 +72,8 @@ def bench(
                                    sweep=sweep, warmup=warmup, timeout_s=timeout_s, max_in_flight=max_in_flight,
                                    drain_s=drain_s, ssh_key=ssh_key, ssh_port=ssh_port, p95_ms=p95_ms,
                                    error_budget=error_budget, tolerance=tolerance, soak=soak, rate=rate, out=out,
-                                   find_max=find_max)
+                                   find_max=find_max, shape=shape, payload_bytes=payload_bytes,
+                                   hmac_secret_file=hmac_secret_file, malformed=malformed, respond=respond)
     out = out_dir
     # Defaults applied here, so a --find-max-only flag given without --find-max was refused above.
     p95_ms = 2000.0 if p95_ms is None else p95_ms
@@ -82,6 +89,8 @@ def bench(
                                cpus=cpus, workflow=workflow, rates=rates, step_seconds=step_seconds, sweep=sweep,
                                warmup=warmup, timeout_s=timeout_s, max_in_flight=max_in_flight, drain_s=drain_s,
                                ssh_key=ssh_key, ssh_port=ssh_port, find_max=find_max, p95_ms=p95_ms,
-                               error_budget=error_budget, tolerance=tolerance, soak=soak, rate=rate)
+                               error_budget=error_budget, tolerance=tolerance, soak=soak, rate=rate, shape=shape,
+                               payload_bytes=payload_bytes, hmac_secret_file=hmac_secret_file, malformed=malformed,
+                               respond=respond)
             summary = start_bench(req, out, progress, workflow_body=body)
     print_summary(summary, json_out)

@@ -19,7 +19,8 @@ from n8n_sizer.errors import InputError
 
 def make_request(*, stack, inventory, local, mode, workers, db, cpus, workflow, rates, step_seconds, sweep,
                  warmup, timeout_s, max_in_flight, drain_s, ssh_key, ssh_port, find_max=False, p95_ms=2000.0,
-                 error_budget=0.0, tolerance=1.0, soak=None, rate=None) -> BenchRequest:
+                 error_budget=0.0, tolerance=1.0, soak=None, rate=None, shape="constant", payload_bytes=None,
+                 hmac_secret_file=None, malformed=0.0, respond=None) -> BenchRequest:
     chosen = [name for name, on in (("--stack", stack), ("--inventory", inventory), ("--local", local)) if on]
     if len(chosen) != 1:
         raise InputError("say where to run: exactly one of --stack NAME, --inventory FILE or --local"
@@ -41,9 +42,12 @@ def make_request(*, stack, inventory, local, mode, workers, db, cpus, workflow, 
         rates, step_seconds = f"{rate:g}", parse_duration(soak)
     elif rate is not None:
         raise InputError("--rate goes with --soak DURATION; for steps use --rates 5,20,50")
+    from n8n_sizer.bench.shapes import parse_shape
+
     plan = build_plan(parse_rates(rates), step_seconds, parse_sweep(sweep), timeout_s=timeout_s,
-                      max_in_flight=max_in_flight, warmup_requests=warmup, drain_s=drain_s)
-    mode_fields = {"find_max": search, "soak": soak is not None}
+                      max_in_flight=max_in_flight, warmup_requests=warmup, drain_s=drain_s, shape=parse_shape(shape))
+    mode_fields = {"find_max": search, "soak": soak is not None, "payload_bytes": payload_bytes, "malformed": malformed,
+                   "hmac_secret_file": str(Path(hmac_secret_file).resolve()) if hmac_secret_file else None, "respond": respond}
     if ssh_key is not None and not ssh_key.is_file():
         raise InputError(f"--ssh-key {ssh_key}: no such file; pass the private key the fleet was created with")
     if local:
@@ -118,7 +122,7 @@ def print_summary(summary: BenchSummary, json_out: bool) -> None:
         return
     store = RunStore.open(Path(summary.folder))
     print(f"run {summary.run_id}: {summary.folder}")
-    print(f"{'target':<16} {'step':<10} {'offered':>8} {'achieved':>9} {'answered/min':>12} {'p50 ms':>8} "
+    print(f"{'target':<16} {'step':<16} {'offered':>8} {'achieved':>9} {'answered/min':>12} {'p50 ms':>8} "
           f"{'p95 ms':>8} {'p99 ms':>8}  errors")
     for r in step_rows(store):
         offered = r.get("offered_rate", r.get("concurrency"))
@@ -127,7 +131,7 @@ def print_summary(summary: BenchSummary, json_out: bool) -> None:
             return f"{r[key]:>8.0f}" if key in r else f"{'-':>8}"
 
         errors = ", ".join(f"{k} {v}" for k, v in sorted(r["errors"].items())) or "0"
-        print(f"{r['target']:<16} {r['step']:<10} {offered:>8g} {r.get('achieved_rate', 0):>9.2f} "
+        print(f"{r['target']:<16} {r['step']:<16} {offered:>8g} {r.get('achieved_rate', 0):>9.2f} "
               f"{r.get('answered_per_min', 0):>12.0f} {ms('latency_p50')} {ms('latency_p95')} {ms('latency_p99')}  {errors}")
     for name, ledger in summary.ledgers.items():
         print(format_ledger(name, ledger))

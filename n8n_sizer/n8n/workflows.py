@@ -21,9 +21,9 @@ from pydantic import BaseModel, ConfigDict
 from n8n_sizer.errors import InputError
 from n8n_sizer.n8n.client import N8nClient
 
-# The packaged workflows (templates/workflows/); the bench loads the first two, the drills all of them.
-WORKFLOW_TEMPLATES = ("light", "code-heavy", "long-wait", "binary-read")
-BUILT_IN = ("light", "code-heavy")
+# The packaged workflows (templates/workflows/); the bench loads BUILT_IN, the drills the first four.
+WORKFLOW_TEMPLATES = ("light", "code-heavy", "long-wait", "binary-read", "signed-webhook")
+BUILT_IN = ("light", "code-heavy", "signed-webhook")
 
 WEBHOOK_TYPE = "n8n-nodes-base.webhook"
 # The built-in workflows read a number from the body (seed 002: "doubles a number from the request body").

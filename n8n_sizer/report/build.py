@@ -90,7 +90,13 @@ def render_ledger(run: RunData) -> str:
             shown = ", ".join(str(s) for s in l.lost_seqs[:20]) + (" ..." if len(l.lost_seqs) > 20 else "")
             notes.append(f"- {t}: every accepted request matched to its stored execution by id: "
                          f"{len(l.lost_seqs)} without one{f' (seq {shown})' if l.lost_seqs else ''}.")
-    return head + "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n"
+    classes = ["\n| target | payload class | fired | refused as it should be | accepted (2xx) | other |\n"
+               "|---|---|---:|---:|---:|---:|"]
+    for t, l in run.manifest.ledgers.items():
+        classes += [f"| {t} | {c} | {k.fired:,} | {k.refused_as_expected:,} | {k.accepted:,} | {k.other:,} |"
+                    for c, k in (l.by_class or {}).items()]
+    by_class = "\n".join(classes) + "\n" if len(classes) > 1 else ""
+    return head + "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n" + by_class
 
 
 def render_alerts(run: RunData) -> str:
@@ -235,6 +241,9 @@ def build_report(runs: Sequence[str | Path], out_dir: Path, *, extra_sections: S
                 parts.extend(_image(p) for p in made)
                 if not made:
                     parts.append(f"No telemetry samples for {target}: no time-series plot.\n")
+                shaped = plotting.plot_shaped_steps(d, target, out_dir)  # ramps and bursts: offered vs answered
+                images += shaped
+                parts.extend(_image(p) for p in shaped)
     parts.extend(extra_sections)
     md = out_dir / "report.md"
     write_atomic(md, "\n".join(p.rstrip() + "\n" for p in parts), private=False, what=f"report {md}")

@@ -16,7 +16,7 @@ from n8n_sizer.errors import InputError
 from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample
 from n8n_sizer.runs.stats import (
     answered_latencies, error_kind, peak_stack_ram_mib, percentile, select, step_concurrency, step_rate,
-    role_demands_ms, step_throughput, step_windows, within,
+    role_demands_ms, step_throughput, step_windows, within, is_shaped, shaped_offered_per_s,
 )
 from n8n_sizer.runs.store import RunStore
 
@@ -126,7 +126,7 @@ def step_rows(run: RunData) -> list[StepRow]:
             if not reqs:
                 continue
             sent = [r for r in reqs if r.error_class != "dropped"]
-            rate = step_rate(step)
+            rate = step_rate(step) or (shaped_offered_per_s(reqs) if is_shaped(step) else None)
             # a rate step: answered over the span the answers needed (runs.stats.step_throughput), so a step that
             # fell behind reads as what it carried; a closed step: per minute of the step's own span
             carried = step_throughput(reqs, rate) if rate else None

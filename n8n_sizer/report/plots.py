@@ -252,3 +252,29 @@ def _top_series(groups: dict[str, list]) -> list[tuple[str, list[tuple[float, fl
         for t, v in series[name]:
             summed[t] += v
     return sorted((n, series[n]) for n in keep) + [(f"{len(rest)} others, summed", sorted(summed.items()))]
+
+
+def plot_shaped_steps(run: RunData, target: str, out_dir: Path) -> list[Path]:
+    """For each ramp or burst step: requests scheduled per second (the offered shape) against those answered 2xx
+    and those refused or failed per second, so a backlog shows as answers trailing the burst."""
+    from n8n_sizer.runs.stats import is_shaped, per_second
+
+    made = []
+    for step in sorted({r.step for r in run.requests if r.target == target and is_shaped(r.step)}):
+        rows = per_second([r for r in run.requests if r.target == target and r.step == step])
+        if not rows:
+            continue
+        plt = _pyplot()
+        fig, ax = plt.subplots(figsize=(11.5, 4.2))
+        xs = [s for s, *_ in rows]
+        ax.step(xs, [sched for _, sched, _, _ in rows], where="post", linewidth=1.6, label="scheduled (offered)")
+        ax.plot(xs, [ok for _, _, ok, _ in rows], linewidth=1.4, label="answered 2xx")
+        ax.plot(xs, [bad for _, _, _, bad in rows], linewidth=1.0, linestyle="--", label="refused or failed")
+        ax.set_xlabel("seconds from the step's start")
+        ax.set_ylabel("requests per second")
+        ax.set_title(f"{step}: offered vs answered, {setup_label(run.setup(target))} on "
+                     f"{host_label(target, run.facts(target))}")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc="upper right")
+        made.append(_save(fig, out_dir / f"shape-{_slug(run.manifest.run_id)}-{_slug(target)}-{_slug(step)}.png"))
+    return made

@@ -13,7 +13,7 @@ from pathlib import Path
 from n8n_sizer.advisor.measurements import Hardware, Load, MeasuredSetup, Measurement, Results
 from n8n_sizer.advisor.roles import MEASURED_ROLES  # the roles whose CPU per execution the fit takes as data
 from n8n_sizer.runs.records import Sample
-from n8n_sizer.runs.stats import role_demands_ms, step_windows
+from n8n_sizer.runs.stats import is_shaped, role_demands_ms, step_windows
 from n8n_sizer.runs.store import RUN_JSON, RunStore
 from n8n_sizer.errors import InputError
 
@@ -54,6 +54,8 @@ def measurements_from_run(folder: Path) -> list[Measurement]:
     windows = _step_windows(manifest, store.read_requests()) if telemetry else {}
     out: list[Measurement] = []
     for (target, step), samples in sorted(steps.items()):
+        if is_shaped(step):  # a ramp or a burst is no steady state: the capacity model fits steady rates only
+            continue
         info = manifest.hosts.get(target, {})
         facts = info.get("facts") or {}
         setup = info.get("setup") or manifest.setup

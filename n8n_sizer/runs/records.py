@@ -18,6 +18,13 @@ from pydantic import BaseModel, ConfigDict, Field
 # "dropped": not sent because the in-flight cap was reached (k6's dropped iterations); its sent_s is the
 # scheduled time and its status None.
 ErrorClass = Literal["timeout", "reset", "refused", "non-2xx", "dropped", "other"]
+# A request deliberately malformed (bench.payloads, `--malformed`); None on a record = a valid request.
+PayloadClass = Literal["bad-signature", "invalid-json", "schema", "oversize"]
+# The answers that refuse each class as a webhook receiver should. n8n itself refuses a body that does not parse as
+# the JSON its Content-Type says with 422 "Failed to parse request body" before any workflow runs (seen on 2.41.1),
+# so for invalid JSON either answer is the right refusal.
+REFUSAL_STATUS: dict[str, tuple[int, ...]] = {"bad-signature": (401,), "invalid-json": (400, 422), "schema": (422,),
+                                              "oversize": (413,)}
 
 
 class Sample(BaseModel):
@@ -50,6 +57,18 @@ class RequestRecord(BaseModel):
     # The execution n8n answered for (the bench workflows return `executionId`), to match every accepted
     # request to a stored execution one by one; None when the workflow does not return it.
     execution_id: str | None = None
+    payload_class: PayloadClass | None = None  # what was deliberately wrong with it (--malformed); None = valid
+
+
+class ClassTally(BaseModel):
+    """One payload class in the ledger: what was fired, refused as it should be, accepted, or failed otherwise."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fired: int = Field(ge=0)
+    refused_as_expected: int = Field(ge=0)  # answered with the class's refusal status (REFUSAL_STATUS): not lost
+    accepted: int = Field(ge=0)  # 2xx: for a malformed class, the receiver let it through
+    other: int = Field(ge=0)  # another status, a timeout or a reset
 
 
 class Ledger(BaseModel):
@@ -67,6 +86,11 @@ class Ledger(BaseModel):
     # Accepted requests whose execution is not among the stored successful ones, matched by execution id;
     # None when not every accepted answer carried its execution id (then only the counts above are known).
     lost_seqs: list[int] | None = None
+    # Per payload class ("valid" and bench.payloads' classes) when the run sent malformed requests (--malformed).
+    by_class: dict[str, ClassTally] | None = None
+    # Refusals answered from inside the workflow (their answer names an execution): those executions are stored
+    # too, so they are expected among the successful ones and do not hide a lost accepted request.
+    refusals_with_execution: int = Field(0, ge=0)
 
 
 class RunManifest(BaseModel):

@@ -75,10 +75,35 @@ def step_windows(records: Iterable[RequestRecord]) -> dict[str, tuple[float, flo
     """Each load step's span from its requests' schedule: first scheduled to last scheduled (+ one
     interarrival for a rate step), i.e. while load was offered, not the answers' tail."""
     spans: dict[str, tuple[float, float]] = {}
+    counts: dict[str, int] = defaultdict(int)
     for r in records:
         lo, hi = spans.get(r.step, (r.scheduled_s, r.scheduled_s))
         spans[r.step] = (min(lo, r.scheduled_s), max(hi, r.scheduled_s))
-    return {step: (lo, hi + (1 / rate if (rate := step_rate(step)) else 0.0)) for step, (lo, hi) in spans.items()}
+        counts[r.step] += 1
+
+    def tail(step: str, lo: float, hi: float) -> float:
+        if (rate := step_rate(step)) is not None:
+            return 1 / rate
+        if is_shaped(step) and counts[step] > 1:  # a ramp or burst: one mean interarrival
+            return (hi - lo) / (counts[step] - 1)
+        return 0.0
+
+    return {step: (lo, hi + tail(step, lo, hi)) for step, (lo, hi) in spans.items()}
+
+
+def is_shaped(step: str) -> bool:
+    """A step whose offered rate moves (bench.shapes): "ramp-2-20", "burst-2-8-10-30"."""
+    return re.fullmatch(r"(ramp|burst)-[\d.]+(-[\d.]+)+", step) is not None
+
+
+def shaped_offered_per_s(records: Sequence[RequestRecord]) -> float | None:
+    """A shaped step's mean offered rate: scheduled requests over their window (first to last + one mean
+    interarrival, so a constant schedule reads as its rate exactly); None for fewer than two requests."""
+    times = [r.scheduled_s for r in records]
+    if len(times) < 2 or max(times) <= min(times):
+        return None
+    span = max(times) - min(times)
+    return len(times) / (span + span / (len(times) - 1))
 
 
 def step_rate(step: str) -> float | None:
@@ -92,6 +117,26 @@ def step_concurrency(step: str) -> int | None:
     """The users of a closed-model step named "c-10" (seed 002's sweep), else None."""
     m = re.fullmatch(r"c-(\d+)(?:-.*)?", step)
     return int(m.group(1)) if m else None
+
+
+def per_second(records: Sequence[RequestRecord]) -> list[tuple[int, int, int, int]]:
+    """(second from the step's first scheduled request, scheduled, answered 2xx, refused or failed) per whole
+    second: the offered shape against what was answered, by when it was due and when its answer came."""
+    if not records:
+        return []
+    t0 = min(r.scheduled_s for r in records)
+    scheduled: dict[int, int] = defaultdict(int)
+    answered: dict[int, int] = defaultdict(int)
+    failed: dict[int, int] = defaultdict(int)
+    for r in records:
+        scheduled[int(r.scheduled_s - t0)] += 1
+        done = int(_completed_s(r) - t0)
+        if is_ok(r) and r.latency_ms is not None:
+            answered[done] += 1
+        else:
+            failed[done] += 1
+    last = max([*scheduled, *answered, *failed])
+    return [(s, scheduled[s], answered[s], failed[s]) for s in range(last + 1)]
 
 
 # A step saturated when what it answered fell this far below what was offered, with latency growing through it
@@ -137,6 +182,8 @@ def step_throughput(records: Sequence[RequestRecord], rate_per_s: float) -> Step
         return None
     start = min(r.scheduled_s for r in records)
     window_end = max(r.scheduled_s for r in records) + 1.0 / rate_per_s
+    # offered = what was scheduled over the window: the constant rate itself, a ramp's or burst's mean rate
+    rate_per_s = len(records) / (window_end - start)
     ok = sorted((r for r in sent if is_ok(r) and r.latency_ms is not None), key=lambda r: r.scheduled_s)
     in_window = sum(1 for r in ok if _completed_s(r) <= window_end)
     failed = len(sent) - len(ok) + (len(records) - len(sent))  # not sent (in-flight cap full) is not carried

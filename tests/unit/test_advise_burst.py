@@ -1,0 +1,74 @@
+"""advise --burst: the fluid-queue math (advisor/answer/burst.py) and the CLI's JSON and refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+
+from n8n_sizer.advisor.answer.burst import burst_advice
+from n8n_sizer.cli import _run, app
+
+
+def test_backlog_drain_and_p95_follow_the_laws():
+    b = burst_advice(10.0, 4.0, 60.0, capacity_per_s=30.0, service_p95_ms=50.0, mode="queue")
+    assert b.peak_per_s == 40.0
+    assert b.backlog_max == pytest.approx((40 - 30) * 60)  # 600 jobs
+    assert b.drain_s == pytest.approx(600 / (30 - 10))  # 30 s
+    assert b.queue_wait_p95_ms == pytest.approx(0.95 * 600 / 30 * 1000)  # Little's law: W = L / throughput
+    assert b.p95_ms == pytest.approx(50.0 + 19_000.0)
+    assert "Redis" in b.where and "answer immediately" in b.advice and "buffer in front" in b.advice
+
+
+def test_a_burst_under_capacity_builds_nothing():
+    b = burst_advice(5.0, 2.0, 60.0, capacity_per_s=30.0, service_p95_ms=None, mode="regular")
+    assert b.backlog_max == 0 and b.drain_s == 0 and b.queue_wait_p95_ms == 0
+    assert b.p95_ms is None  # an unknown p95 stays unknown
+    assert "fits" in b.advice
+
+
+def test_no_buffer_advice_at_or_below_three_times_baseline():
+    b = burst_advice(10.0, 3.0, 30.0, capacity_per_s=20.0, service_p95_ms=40.0, mode="queue")
+    assert b.backlog_max == pytest.approx(300) and "answer immediately" in b.advice
+    assert "buffer" not in b.advice
+
+
+def test_never_drains_when_capacity_is_at_or_below_the_base_rate():
+    b = burst_advice(30.0, 2.0, 10.0, capacity_per_s=30.0, service_p95_ms=40.0, mode="queue")
+    assert b.drain_s is None and not b.drains and "never" in b.advice and "infinite" in b.advice
+
+
+def _cli(args, capsys):
+    with pytest.raises(SystemExit) as done:
+        _run(typer.main.get_command(app), "n8n-sizer", ["advise", *args])
+    out = capsys.readouterr()
+    return done.value.code, out.out, out.err
+
+
+def test_advise_json_carries_burst(capsys):
+    code, out, _ = _cli(["--rps", "10", "--vcpu", "4", "--burst", "4", "--burst-seconds", "60", "--json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    burst = data["burst"]
+    assert {"peak_per_s", "backlog_max", "drain_s", "p95_ms", "advice"} <= set(burst)
+    capacity = data["capacity_per_s"]["mid"]
+    assert burst["peak_per_s"] == 40.0
+    assert burst["backlog_max"] == pytest.approx(max(0.0, 40.0 - capacity) * 60)
+    if burst["backlog_max"] > 0:
+        assert burst["drain_s"] == pytest.approx(burst["backlog_max"] / (capacity - 10.0))
+    code, out, _ = _cli(["--rps", "10", "--vcpu", "4", "--json"], capsys)
+    assert "burst" not in json.loads(out)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--burst", "4"], "go together"),
+    (["--burst-seconds", "60"], "go together"),
+    (["--burst", "0.5", "--burst-seconds", "60"], "--burst"),
+    (["--burst", "4", "--burst-seconds", "inf"], "--burst-seconds"),
+    (["--burst", "nan", "--burst-seconds", "60"], "--burst"),
+])
+def test_bad_burst_input_is_one_line_exit_2(args, words, capsys):
+    code, out, err = _cli(["--rps", "10", "--vcpu", "4", *args], capsys)
+    assert code == 2 and out == ""
+    assert words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
