@@ -36,6 +36,20 @@ def label_description(labels: Mapping[str, str]) -> str:
     return "n8n-sizer fleet: " + " ".join(f"{k}={v}" for k, v in labels.items())
 
 
+def gcp_network(parent: pulumi.Resource, name: str, *, spec: FleetSpec, expires: str,
+                cidr: str) -> tuple[gcp.compute.Network, gcp.compute.Subnetwork]:
+    """The stack's own VPC and subnet; their labels live in the description (networks have none)."""
+    described = label_description(fleet_labels(stack=spec.stack, owner=spec.owner, role="fleet", expires=expires))
+    # A description change would replace a network; the first `up`'s expiry stays (see the reaper).
+    child = pulumi.ResourceOptions(parent=parent, ignore_changes=["description"])
+    network = gcp.compute.Network(f"{name}-net", name=resource_name(spec, "net"),
+                                  auto_create_subnetworks=False, description=described, opts=child)
+    subnetwork = gcp.compute.Subnetwork(f"{name}-subnet", name=resource_name(spec, "subnet"), network=network.id,
+                                        region=gcp_region(spec.location), ip_cidr_range=cidr, description=described,
+                                        opts=child)
+    return network, subnetwork
+
+
 def gcp_instance(parent: pulumi.Resource, name: str, *, spec: FleetSpec, host: HostSpec, role: str,
                  subnetwork: pulumi.Input[str], public_key: pulumi.Input[str], user_data: pulumi.Input[str] | None,
                  expires: str, tags: list[str], network_ip: str | None = None) -> gcp.compute.Instance:
@@ -90,14 +104,9 @@ class GcpFleet(pulumi.ComponentResource):
                  user_data: Mapping[str, pulumi.Input[str]], loadgen_user_data: str, expires: str,
                  opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("n8n-sizer:fleet:GcpFleet", name, None, opts)
+        self.network, self.subnetwork = gcp_network(self, name, spec=spec, expires=expires, cidr=SUBNET_CIDR)
         described = label_description(fleet_labels(stack=spec.stack, owner=spec.owner, role="fleet", expires=expires))
-        # A description change would replace a network; the first `up`'s expiry stays (see the reaper).
-        child = pulumi.ResourceOptions(parent=self, ignore_changes=["description"])
-        self.network = gcp.compute.Network(f"{name}-net", name=resource_name(spec, "net"),
-                                           auto_create_subnetworks=False, description=described, opts=child)
-        self.subnetwork = gcp.compute.Subnetwork(f"{name}-subnet", name=resource_name(spec, "subnet"),
-                                                 network=self.network.id, region=gcp_region(spec.location),
-                                                 ip_cidr_range=SUBNET_CIDR, description=described, opts=child)
+        child = pulumi.ResourceOptions(parent=self, ignore_changes=["description"])  # as the network's (gcp_network)
         host_tag, target_tag = resource_name(spec, "host"), resource_name(spec, "target")
         self.ssh_firewall = gcp.compute.Firewall(
             f"{name}-fw-ssh", name=resource_name(spec, "ssh"), network=self.network.self_link, direction="INGRESS",

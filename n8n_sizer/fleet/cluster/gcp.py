@@ -16,9 +16,9 @@ import pulumi_gcp as gcp
 
 from n8n_sizer.deploy.render_topology import WEBHOOK_HOST_PORT
 from n8n_sizer.fleet.cluster.spec import ROLE_TYPES, ClusterSpec, host_kind, role_label
-from n8n_sizer.fleet.gcp import gcp_instance, label_description
+from n8n_sizer.fleet.gcp import gcp_instance, gcp_network, label_description
 from n8n_sizer.fleet.labels import fleet_labels
-from n8n_sizer.fleet.locations import GCP_SSH_USER, gcp_region
+from n8n_sizer.fleet.locations import GCP_SSH_USER
 from n8n_sizer.fleet.spec import HostSpec
 
 SSH_USER = GCP_SSH_USER
@@ -48,13 +48,9 @@ class GcpCluster(pulumi.ComponentResource):
         from n8n_sizer.fleet.locations import LOADGEN_CLOUD_INIT
 
         topology = spec.topology
+        self.network, self.subnetwork = gcp_network(self, name, spec=spec, expires=expires, cidr=topology.subnet)
         described = label_description(fleet_labels(stack=spec.stack, owner=spec.owner, role="fleet", expires=expires))
-        child = pulumi.ResourceOptions(parent=self, ignore_changes=["description"])
-        self.network = gcp.compute.Network(f"{name}-net", name=resource_name(spec, "net"),
-                                           auto_create_subnetworks=False, description=described, opts=child)
-        self.subnetwork = gcp.compute.Subnetwork(f"{name}-subnet", name=resource_name(spec, "subnet"),
-                                                 network=self.network.id, region=gcp_region(spec.location),
-                                                 ip_cidr_range=topology.subnet, description=described, opts=child)
+        child = pulumi.ResourceOptions(parent=self, ignore_changes=["description"])  # as the network's (gcp_network)
         tag = {k: resource_name(spec, k) for k in ("host", "data", "n8n", "lb")}
 
         def rule(suffix: str, ports: list[str], sources: pulumi.Input, target: str) -> gcp.compute.Firewall:
