@@ -41,7 +41,7 @@ class ParamSpec:
 
 BASE_SPECS: tuple[ParamSpec, ...] = (
     ParamSpec("main_share_regular", 0.02, 1.0, 0.3, 1.0,
-              "share of n8n's overhead in main's event loop, regular mode; weak prior, fitted from the 8 vCPU plateau (seed 002)"),
+              "share of n8n's overhead in main's event loop, regular mode; weak prior, fitted from the 8 vCPU plateau (the five-VPS benchmark)"),
     ParamSpec("queue_factor", 1.0, 4.0, 1.2, 0.5,
               "queue-mode overhead relative to regular; notes/real-n8n.md measured 28.9/s regular vs 24.5/s queue"),
     ParamSpec("main_share_queue", 0.02, 1.0, 0.15, 0.7,
@@ -50,9 +50,9 @@ BASE_SPECS: tuple[ParamSpec, ...] = (
               "a worker's share in queue mode: it runs the execution (notes/real-n8n.md's worker profile: Postgres "
               "writes and ORM ~40%, Redis/Bull 4-8%, the expression engine ~8%) while main only receives and enqueues"),
     ParamSpec("runner_factor", 0.5, 2.0, 1.0, 0.3,
-              "runner CPU per ms of Code node CPU; seed 000 measured the Code node at 187 ms warm"),
+              "runner CPU per ms of Code node CPU; the queue-mode test measured the Code node at 187 ms warm"),
     ParamSpec("arm_factor", 0.5, 3.0, 1.0, 1.0,
-              "ARM (Ampere) CPU time relative to x86; seed 002 CAX vs CX"),
+              "ARM (Ampere) CPU time relative to x86; the five-VPS benchmark CAX vs CX"),
     ParamSpec("process_cores", 1.0, 2.0, 1.45, 0.15,
               "cores one n8n process keeps busy; notes/real-n8n.md saw main at 1.3-1.6 cores under load"),
 )

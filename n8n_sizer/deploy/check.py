@@ -109,7 +109,7 @@ def _redis_rule(rule: str, flag: str, wanted: str, default: str, why: str) -> Ca
                 wrong.append(f"{service.name} {flag} {value or default}" + (" (Redis' default)" if value is None else ""))
         if wrong:
             return fail(rule, f"{', '.join(wrong)}: {why}", f"start Redis with {flag} {wanted}")
-        note = f" (Redis' default on {', '.join(implicit)}; seed 000 sets it explicitly)" if implicit else ""
+        note = f" (Redis' default on {', '.join(implicit)}; the queue-mode test sets it explicitly)" if implicit else ""
         return ok(rule, f"{flag} {wanted} on {names(redis)}{note}")
 
     check.__name__ = f"rule_{rule.replace('-', '_')}"
@@ -118,10 +118,10 @@ def _redis_rule(rule: str, flag: str, wanted: str, default: str, why: str) -> Ca
 
 rule_redis_noeviction = _redis_rule(
     "redis-noeviction", "--maxmemory-policy", "noeviction", "noeviction",
-    "an evicting policy may delete Bull's job keys without a warning (seed 000)")
+    "an evicting policy may delete Bull's job keys without a warning (the queue-mode test)")
 rule_redis_appendonly = _redis_rule(
     "redis-appendonly", "--appendonly", "yes", "no",
-    "without AOF a Redis restart crashed all 20 waiting executions; with it, none (seed 000)")
+    "without AOF a Redis restart crashed all 20 waiting executions; with it, none (the queue-mode test)")
 
 
 def _pool(service: Service) -> int:

@@ -120,7 +120,7 @@ def _validate(setup: Setup, profile: str, domain: str | None, public_url: str | 
             and setup.production_limit != setup.concurrency:
         raise InputError(
             f"--production-limit {setup.production_limit} would override --concurrency "
-            f"{setup.concurrency} on every worker in queue mode (it is per worker, seed 000); drop "
+            f"{setup.concurrency} on every worker in queue mode (it is per worker, the queue-mode test); drop "
             f"--production-limit or set it to {setup.concurrency}")
     if setup.db != "postgres":
         if max_connections is not None:

@@ -135,7 +135,7 @@ def rule_cluster_pool(c: Cluster) -> RuleResult:
     if total > limit:
         return fail("cluster-pool", f"every host's pools need {arithmetic} + {CONNECTION_HEADROOM} headroom = {total}, "
                     f"above max_connections {limit}: Postgres would refuse connections under load "
-                    "('remaining connection slots are reserved', seed 000)",
+                    "('remaining connection slots are reserved', the queue-mode test)",
                     f"raise max_connections to {total} on the data host (mind its memory) or lower "
                     "DB_POSTGRESDB_POOL_SIZE on workers")
     return ok("cluster-pool", f"{arithmetic} + {CONNECTION_HEADROOM} headroom = {total} <= max_connections {limit}")
@@ -249,7 +249,7 @@ def rule_cluster_redis(c: Cluster) -> RuleResult:
             problems.append(f"{h.name}/{s.name} has no --requirepass (other hosts reach it over the network)")
     if problems:
         return fail("cluster-redis", "; ".join(problems) + ": without AOF a Redis restart lost every waiting "
-                    "execution, an evicting policy may drop Bull's keys (seed 000)",
+                    "execution, an evicting policy may drop Bull's keys (the queue-mode test)",
                     "start Redis with --requirepass ${REDIS_PASSWORD} --appendonly yes --maxmemory-policy noeviction")
     return ok("cluster-redis", f"{_where(servers)}: password, AOF and noeviction")
 
@@ -269,7 +269,7 @@ def rule_pgbouncer_transaction(c: Cluster) -> RuleResult:
     queue = any(s.role == "worker" or s.env.get("EXECUTIONS_MODE") == "queue" for _, s in c.n8n)
     if poolers and queue:
         return fail("pgbouncer-transaction", f"PgBouncer in transaction mode ({_where(poolers)}) in front of queue "
-                    "mode: n8n's advisory locks and LISTEN/NOTIFY need a session, and broke within a day (seed 000)",
+                    "mode: n8n's advisory locks and LISTEN/NOTIFY need a session, and broke within a day (the queue-mode test)",
                     "connect n8n straight to Postgres (size max_connections with the pool arithmetic), or run "
                     "PgBouncer with POOL_MODE=session")
     return ok("pgbouncer-transaction", "no transaction-mode PgBouncer in front of n8n")

@@ -85,7 +85,7 @@ def rule_runner_healthcheck(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     bare = [r for r in runners if not r.has_healthcheck]
     if bare:
         return fail("runner-healthcheck", f"no healthcheck on {names(bare)}: platforms mark them running:unknown "
-                    "and fail the stack (seed 000, field note 2)",
+                    "and fail the stack (the queue-mode test, field note 2)",
                     'add healthcheck: test: ["CMD-SHELL", "wget -qO- http://127.0.0.1:5680/healthz"]')
     return ok("runner-healthcheck", f"healthcheck on {len(runners)} runners")
 
@@ -124,7 +124,7 @@ def rule_worker_concurrency(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
                     f"give each worker a number, e.g. --concurrency={DEFAULT_WORKER_CONCURRENCY}")
     low = [f"{w.name} --concurrency={_concurrency(w)}" for w in workers if _concurrency(w) < MIN_WORKER_CONCURRENCY]
     if low:
-        return fail("worker-concurrency", f"{', '.join(low)}: at 5, two workers fell to 426/min with 238 errors (seed 000)",
+        return fail("worker-concurrency", f"{', '.join(low)}: at 5, two workers fell to 426/min with 238 errors (the queue-mode test)",
                     f"use --concurrency={DEFAULT_WORKER_CONCURRENCY} (n8n's default; it held 519/min with no errors)")
     values = sorted({_concurrency(w) for w in workers})
     note = "" if min(values) >= DEFAULT_WORKER_CONCURRENCY else f" ({DEFAULT_WORKER_CONCURRENCY} recommended)"
@@ -164,7 +164,7 @@ def rule_binary_data(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     sources = {s.name: mount(s) for s in procs}
     if None in sources.values() or len(set(sources.values())) > 1:
         return fail("binary-data", "filesystem binary data without one volume shared by main and every worker: "
-                    "a worker could not read main's upload (HTTP 500, seed 000 drill 5)",
+                    "a worker could not read main's upload (HTTP 500, the queue-mode test drill 5)",
                     "remove N8N_DEFAULT_BINARY_DATA_MODE (queue mode then stores binary data in Postgres), "
                     "or mount one shared volume at the storage path on every n8n service")
     return ok("binary-data", f"filesystem binary data on one shared volume ({next(iter(sources.values()))})")
@@ -197,7 +197,7 @@ def rule_pruning(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     unset = [m for m in mains if "EXECUTIONS_DATA_MAX_AGE" not in m.env and "EXECUTIONS_DATA_PRUNE_MAX_COUNT" not in m.env]
     if unset:
         return fail("pruning", f"no pruning limits on {names(unset)}: defaults are 336 h or 10,000 executions, "
-                    "only 18 minutes of history at 550/min (seed 000)",
+                    "only 18 minutes of history at 550/min (the queue-mode test)",
                     "set EXECUTIONS_DATA_MAX_AGE (hours) and EXECUTIONS_DATA_PRUNE_MAX_COUNT for your volume")
     return ok("pruning", "pruning on, with explicit limits")
 
@@ -218,7 +218,7 @@ def rule_shutdown_timeout(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
             problems.append(f"{s.name}: N8N_GRACEFUL_SHUTDOWN_TIMEOUT {n8n_s} s <= longest execution "
                             f"{ctx.longest_execution_s} s")
     if problems:
-        return fail("shutdown-timeout", "; ".join(problems) + " (seed 000 drill 6: runs past the timeout were cut off)",
+        return fail("shutdown-timeout", "; ".join(problems) + " (the queue-mode test drill 6: runs past the timeout were cut off)",
                     "raise N8N_GRACEFUL_SHUTDOWN_TIMEOUT above your longest execution and stop_grace_period above that")
     tail = "" if ctx.longest_execution_s is not None else "; pass --longest-execution-s to compare with your workflows"
     return ok("shutdown-timeout", f"n8n waits {shortest} s, Docker longer{tail}")

@@ -34,7 +34,7 @@ def build_single(adv, req, s, carries: bool, fits, sizes) -> Recommendation:
             alt = max(adv.host_options(profile, host), key=lambda o: o.mid)
             if alt.setup.mode == "queue" and alt.mid > mid:
                 warnings.append(f"one process is the ceiling ({c.bound.name}) while the cores are only ~{util:.0%} "
-                                f"busy: seed 000's signal for queue mode, where {alt.setup.workers} workers would "
+                                f"busy: the queue-mode test's signal for queue mode, where {alt.setup.workers} workers would "
                                 f"carry about {alt.mid:.1f}/s on this host")
     if s.shared_core:
         soak = adv.soak
