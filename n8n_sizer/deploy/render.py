@@ -33,6 +33,7 @@ from n8n_sizer.deploy.secrets import (
     generate_secrets,
     merge_secrets,
     read_env_strict,
+    secret_messages,
 )
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.files import read_user_text
@@ -261,13 +262,9 @@ def write_bundle(setup: Setup, out_dir: Path, *, profile: str = "bench", domain:
     messages = [f"wrote {compose_path} ({describe(setup, profile)})"]
     if saved is not None:
         messages.append(f"the previous {COMPOSE_FILE} differed: kept as {saved}")
-    if kept:
-        messages.append(f"kept {len(kept)} existing secret(s) in {env_path}: {', '.join(kept)} "
-                        "(rotating N8N_ENCRYPTION_KEY would break every stored credential)")
-    new = [n for n in ENV_NAMES.values() if n not in kept]
-    if new:
-        messages.append(f"wrote {env_path} (mode 0600) with new secret(s): {', '.join(new)}")
-    elif kept:
+    said, new = secret_messages(kept, f"in {env_path}", env_path)
+    messages += said
+    if not new and kept:
         messages.append(f"wrote {env_path} (mode 0600), no new secrets")
     if extra:
         messages.append(f"kept {len(extra)} other variable(s) of the previous .env: {', '.join(sorted(extra))}")

@@ -35,6 +35,7 @@ from n8n_sizer.deploy.secrets import (
     generate_secrets,
     merge_secrets,
     parse_env_text,
+    secret_messages,
     write_private,
 )
 from n8n_sizer.errors import InputError
@@ -242,12 +243,7 @@ def write_topology(t: topo.Topology, out_dir: Path, *, profile: str = "bench", d
     except OSError as exc:
         raise InputError(f"--out {out_dir}: writing failed ({exc.strerror or exc}); try another folder") from None
     messages.insert(0, f"rendered {len(cluster.hosts)} host bundle(s): {describe_topology(t, profile)}")
-    if kept:
-        messages.append(f"kept {len(kept)} existing secret(s) from {origin}: {', '.join(kept)} "
-                        "(rotating N8N_ENCRYPTION_KEY would break every stored credential)")
-    new = [n for n in ENV_NAMES.values() if n not in kept]
-    if new:
-        messages.append(f"wrote {out_dir / SECRETS_FILE} (mode 0600) with new secret(s): {', '.join(new)}")
+    messages += secret_messages(kept, f"from {origin}", out_dir / SECRETS_FILE)[0]
     if not t.single_host:
         messages.append(f"Postgres pools: {topo.pool_arithmetic(t)}; check it all with "
                         f"`n8n-sizer check --topology {out_dir}`")

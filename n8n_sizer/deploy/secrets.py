@@ -179,3 +179,16 @@ def write_private(path: Path, text: str) -> None:
     from n8n_sizer.safety.write import write_atomic
 
     write_atomic(path, text, private=True)
+
+
+def secret_messages(kept: list[str], source: str, written: object) -> tuple[list[str], list[str]]:
+    """What a render says about its secrets, one host or a cluster alike: (message lines, names generated now).
+    `source` says where the kept ones came from ("in stack/.env"); `written` is the file that holds them."""
+    lines = []
+    if kept:
+        lines.append(f"kept {len(kept)} existing secret(s) {source}: {', '.join(kept)} "
+                     "(rotating N8N_ENCRYPTION_KEY would break every stored credential)")
+    new = [n for n in ENV_NAMES.values() if n not in kept]
+    if new:
+        lines.append(f"wrote {written} (mode 0600) with new secret(s): {', '.join(new)}")
+    return lines, new
