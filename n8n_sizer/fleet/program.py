@@ -8,7 +8,6 @@ with secrets generated at `pulumi up` time; it reaches the providers as a Pulumi
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable
 
@@ -19,6 +18,7 @@ from n8n_sizer.fleet.inventory import Inventory
 from n8n_sizer.fleet.labels import expires_at
 from n8n_sizer.fleet.sshkey import fleet_ssh_key
 from n8n_sizer.fleet.locations import LOADGEN_CLOUD_INIT
+from n8n_sizer.fleet.outputs import Fleet
 from n8n_sizer.fleet.spec import NAMESPACE, FleetSpec, TargetSpec
 
 USER_DATA_LIMIT_BYTES = 32 * 1024  # Hetzner's user_data limit; GCP's metadata value limit is larger
@@ -75,15 +75,6 @@ def render_user_data(spec: FleetSpec, render: RenderUserData) -> dict[str, str]:
     return out
 
 
-@dataclass
-class Fleet:
-    spec: FleetSpec
-    expires_at: str
-    inventory: pulumi.Output[dict[str, Any]]
-    ssh_private_key: pulumi.Output[str] | None
-    component: pulumi.ComponentResource
-
-
 def build_fleet(spec: FleetSpec, *, now: datetime | None = None,
                 render: RenderUserData = render_target_cloud_init) -> Fleet:
     """Create the fleet's resources for `spec` and return its outputs (inventory, generated SSH key).
@@ -92,7 +83,7 @@ def build_fleet(spec: FleetSpec, *, now: datetime | None = None,
     from n8n_sizer.fleet.cluster.spec import ClusterSpec
 
     if isinstance(spec, ClusterSpec):
-        return build_cluster(spec, now=now)  # type: ignore[return-value]
+        return build_cluster(spec, now=now)
     now = now or datetime.now(timezone.utc)
     expires = expires_at(now, spec.ttl_hours)
     user_data = render_user_data(spec, render)

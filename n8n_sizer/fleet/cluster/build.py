@@ -8,7 +8,6 @@ prints, or `{"topology": [...]}` written by hand, or `{"topology_file": "advice.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -19,6 +18,7 @@ from n8n_sizer.deploy.topology import Topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.cluster.spec import USER_DATA_LIMIT_BYTES, ClusterSpec, RenderCluster
 from n8n_sizer.fleet.labels import expires_at
+from n8n_sizer.fleet.outputs import Fleet
 from n8n_sizer.fleet.sshkey import fleet_ssh_key
 from n8n_sizer.fleet.spec import NAMESPACE, HostSpec
 
@@ -60,15 +60,6 @@ class ClusterInventory(BaseModel):
     hosts: dict[str, ClusterHostEntry]
 
 
-@dataclass
-class Cluster:
-    spec: ClusterSpec
-    expires_at: str
-    inventory: pulumi.Output[dict[str, Any]]
-    ssh_private_key: pulumi.Output[str] | None
-    component: pulumi.ComponentResource
-
-
 def cluster_user_data(spec: ClusterSpec, render: RenderCluster) -> dict[str, str]:
     try:
         rendered = render(spec.topology)
@@ -83,7 +74,7 @@ def cluster_user_data(spec: ClusterSpec, render: RenderCluster) -> dict[str, str
 
 
 def build_cluster(spec: ClusterSpec, *, now: datetime | None = None,
-                  render: RenderCluster = render_cluster_cloud_init) -> Cluster:
+                  render: RenderCluster = render_cluster_cloud_init) -> Fleet:
     """Create the cluster's network, firewalls and servers; return its inventory output."""
     now = now or datetime.now(timezone.utc)
     expires = expires_at(now, spec.ttl_hours)
@@ -116,5 +107,5 @@ def build_cluster(spec: ClusterSpec, *, now: datetime | None = None,
                                 expires_at=expires, subnet=spec.topology.subnet, hosts=entries).model_dump(mode="json")
 
     inventory = pulumi.Output.all(*public_ips).apply(to_inventory)
-    return Cluster(spec=spec, expires_at=expires, inventory=inventory, ssh_private_key=private_key,
+    return Fleet(spec=spec, expires_at=expires, inventory=inventory, ssh_private_key=private_key,
                    component=component)
