@@ -326,7 +326,7 @@ class _TargetRun:
         name, info = self.t.name, self.info()
         url = f"http://{self.t.load_address}:{N8N_PORT}/webhook/{info['webhook_path']}"
         records, outcome = run_k6_step(self.t.loadgen, step, url, self.job.workflow.body, self.job.plan, name,
-                                       self.store.run_id, seq_start)
+                                       self.store.run_id, seq_start, payloads=self.job.payloads)
         for record in records:
             self.store.append_request(record)
         kind, value = ("rate", step.rate_per_s) if isinstance(step, RateStep) else ("concurrency", float(step.users))

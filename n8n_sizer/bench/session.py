@@ -164,8 +164,9 @@ def _run(store: RunStore, req: BenchRequest, flow: BenchWorkflow, targets: list[
     try:
         payloads, secret = _payloads(req, flow, store)
         if payloads is not None and any(t.kind == "compose" for t in targets):
-            raise InputError("--payload-bytes, --malformed and signed requests run with the built-in driver (--local "
-                             "or localstack hosts); the k6 script sends the fixed body only")
+            from n8n_sizer.bench.k6 import check_payloads_budget  # k6 holds each step's requests in memory
+
+            check_payloads_budget(req.plan.steps, payloads)
         ledgers = run_bench(BenchJob(store=store, plan=req.plan, workflow=flow, targets=targets, progress=progress,
                                      find_max=req.find_max, payloads=payloads, hmac_secret=secret))
         if req.soak:
