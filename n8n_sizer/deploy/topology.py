@@ -12,9 +12,9 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from n8n_sizer.advisor.catalog import ServerSize, UnknownSize, find_size
 from n8n_sizer.advisor.setup import (
@@ -27,6 +27,7 @@ from n8n_sizer.advisor.setup import (
     Setup,
 )
 from n8n_sizer.errors import InputError
+from n8n_sizer.safety.names import matching
 from n8n_sizer.versions import N8N_VERSION
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,20}[a-z0-9]$")
@@ -59,21 +60,14 @@ class Roles(_Strict):
 
 
 class HostGroup(_Strict):
-    name: str
+    name: Annotated[str, AfterValidator(matching(NAME_RE, "{value!r} is not a host group name; use 2-22 lowercase "
+                                                 "letters, digits and dashes, starting with a letter, e.g. worker"))]
     provider: Literal["hetzner", "gcp"]
     size: str
     vcpu: int | None = Field(None, ge=1)
     count: int = Field(1, ge=1, le=32)
     roles: Roles
     monthly_eur: float | None = Field(None, ge=0)  # what `advise --json` estimated; informational, not rendered
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not NAME_RE.fullmatch(v):
-            raise ValueError(f"{v!r} is not a host group name; use 2-22 lowercase letters, digits and dashes, "
-                             "starting with a letter, e.g. worker")
-        return v
 
 
 class PoolSizes(_Strict):

@@ -22,13 +22,14 @@ import ipaddress
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Annotated, Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from n8n_sizer.advisor.catalog import ServerSize, UnknownSize, find_size
 from n8n_sizer.advisor.setup import Setup, required_max_connections
 from n8n_sizer.errors import InputError
+from n8n_sizer.safety.names import matching
 from n8n_sizer.fleet.locations import GCP_ZONE_RE, HETZNER_EU_ONLY_PREFIXES, HETZNER_LOCATIONS
 
 NAMESPACE = "n8n-sizer"
@@ -50,6 +51,10 @@ _MISSING_HINTS = {
 }
 
 
+HostName = Annotated[str, AfterValidator(matching(NAME_RE, "{value!r} is not a valid host name; use 2-30 lowercase "
+                                                  "letters, digits and dashes, starting with a letter, e.g. cx33-queue-2w"))]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -57,18 +62,10 @@ class _Strict(BaseModel):
 class HostSpec(_Strict):
     """One VM of the fleet. `provider`/`location` default to the fleet's and must equal them."""
 
-    name: str
+    name: HostName
     size: str
     provider: Literal["hetzner", "gcp"] | None = None
     location: str | None = None
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, v: str) -> str:
-        if not NAME_RE.fullmatch(v):
-            raise ValueError(f"{v!r} is not a valid host name; use 2-30 lowercase letters, digits and "
-                             "dashes, starting with a letter, e.g. cx33-queue-2w")
-        return v
 
     @property
     def server(self) -> ServerSize:
@@ -96,14 +93,17 @@ class TargetSpec(HostSpec):
 
 
 class LoadGenSpec(HostSpec):
-    name: str = "loadgen"
+    name: HostName = "loadgen"
 
 
 class FleetSpec(_Strict):
     """The whole fleet of one stack: targets and a load generator in one provider location."""
 
-    stack: str
-    owner: str
+    stack: Annotated[str, AfterValidator(matching(
+        STACK_RE, "stack name {value!r} must be 2-20 lowercase letters, digits and dashes (it becomes a label value "
+        "and part of resource names); try `pulumi stack init bench-1`"))]
+    owner: Annotated[str, AfterValidator(matching(
+        OWNER_RE, "{value!r} is not a valid label value; use lowercase letters, digits, '-' or '_', e.g. alice"))]
     ttl_hours: float = Field(gt=0, le=MAX_TTL_HOURS)
     operator_cidr: str
     provider: Literal["hetzner", "gcp"]
@@ -111,21 +111,6 @@ class FleetSpec(_Strict):
     ssh_public_key: str | None = None  # None: the program generates one with pulumi-tls
     loadgen: LoadGenSpec
     targets: tuple[TargetSpec, ...] = Field(min_length=1)
-
-    @field_validator("stack")
-    @classmethod
-    def _stack(cls, v: str) -> str:
-        if not STACK_RE.fullmatch(v):
-            raise ValueError(f"stack name {v!r} must be 2-20 lowercase letters, digits and dashes (it "
-                             "becomes a label value and part of resource names); try `pulumi stack init bench-1`")
-        return v
-
-    @field_validator("owner")
-    @classmethod
-    def _owner(cls, v: str) -> str:
-        if not OWNER_RE.fullmatch(v):
-            raise ValueError(f"{v!r} is not a valid label value; use lowercase letters, digits, '-' or '_', e.g. alice")
-        return v
 
     @field_validator("operator_cidr")
     @classmethod
