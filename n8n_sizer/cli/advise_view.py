@@ -248,7 +248,7 @@ def _print_recommendation(rec, changes, written, compose, refitted) -> None:
     out += ["", "topology (process counts per host):"]
     rows = []
     for g in rec.topology:
-        roles = ", ".join(f"{k} {v}" for k, v in g.roles.model_dump().items() if v)
+        roles = ", ".join(f"{k} {v}" for k, v in g.roles.counts().items() if v)
         rows.append([g.name, str(g.count), f"{g.provider or '-'} {g.size or '-'}", str(g.vcpu),
                      f"{g.monthly_eur:.2f}" if g.monthly_eur is not None else "-", roles])
     out += ["  " + x for x in _table(rows, ["group", "hosts", "size", "vCPU", "EUR/month each", "roles"])]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -57,8 +58,12 @@ class SizeFit(_Frozen):
     carries: bool
 
 
-class Roles(_Frozen):
-    """Process counts per host (main, postgres, redis, load_balancer 0/1)."""
+@dataclass(frozen=True, kw_only=True)
+class Roles:
+    """Process counts per host (main, postgres, redis, load_balancer 0/1): a host group's `roles` in the advise
+    JSON, and the role part of the topology search's `Group`, which inherits them. A plain dataclass, not a
+    model, so that the search's Group (built thousands of times) can inherit it without validation; pydantic
+    dumps it inside HostGroup to the same JSON object."""
 
     main: int = 0
     webhook: int = 0
@@ -66,6 +71,9 @@ class Roles(_Frozen):
     postgres: int = 0
     redis: int = 0
     load_balancer: int = 0
+
+    def counts(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(Roles)}
 
 
 class HostGroup(_Frozen):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from n8n_sizer.advisor import settings
 from n8n_sizer.advisor.answer import explain as explain
 from n8n_sizer.advisor.answer.base import (RENDER_TOPOLOGY, BindingBound, HostGroup, Interval, PoolSizes, Recommendation,
-                                      Roles, ServerChoice)
+                                      ServerChoice)
 from n8n_sizer.advisor.pools import MANY_CONNECTIONS, RAM_MIB_PER_VCPU_ASSUMED, connection_budget
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, Setup
 from n8n_sizer.advisor.answer.topology import COMFORT_UTILISATION, TopologyModel
@@ -41,7 +41,7 @@ def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:
                         f"{data_g.name}; above {MANY_CONNECTIONS} a connection pooler (PgBouncer) is the usual step, "
                         "which this tool does not set up")
     groups = [HostGroup(name=g.name, provider=g.provider, size=g.size, vcpu=int(g.host.vcpu), count=g.count,
-                        roles=Roles(**g.roles()), monthly_eur=g.monthly_eur) for g in lay.groups]
+                        roles=g.roles(), monthly_eur=g.monthly_eur) for g in lay.groups]
     worker_vcpu = sum(g.count * g.host.vcpu for g in lay.groups if g.workers)
     host_bounds = [x for x in tm.bounds() if x.name == "host"]
     util = max(min(req.rps, mid) / x.per_s for x in host_bounds)

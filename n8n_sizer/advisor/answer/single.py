@@ -22,7 +22,7 @@ def build_single(adv, req, s, carries: bool, fits, sizes) -> Recommendation:
         (" (shared-core)" if s.shared_core else "")
     roles = Roles(main=1, workers=setup.workers, postgres=1 if setup.db == "postgres" else 0,
                   redis=1 if setup.mode == "queue" else 0)
-    on_host = "+".join(r for r, n in roles.model_dump().items() if n)  # the cores bind every role on the host
+    on_host = "+".join(r for r, n in roles.counts().items() if n)  # the cores bind every role on the host
     bound = BindingBound(name=c.bound.name, role=_ROLE.get(c.bound.name, on_host), host="server", why=c.bound.why)
     warnings: list[str] = []
     choice_text = explain.describe_choice(c.mode, setup.workers, 0, 1, where)

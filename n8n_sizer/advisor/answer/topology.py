@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
+from n8n_sizer.advisor.answer.base import Roles
 from n8n_sizer.advisor.capacity import (P95_OF_EXPONENTIAL, PROCESS_IDLE_CORES, RUNNER_CORES, SERVICE_CV2,
                                         CapacityModel, HostShape, sakasegawa_wait_factor, softmin)
 from n8n_sizer.advisor.profiles import WorkflowProfile
@@ -31,22 +32,15 @@ from n8n_sizer.advisor.settings import BURST_FACTOR
 from n8n_sizer.advisor.setup import DEFAULT_WORKER_CONCURRENCY
 
 COMFORT_UTILISATION = 0.7  # as recommend.py: a 1.4x burst still fits
-ROLE_NAMES = ("main", "webhook", "workers", "postgres", "redis", "load_balancer")
 
 
 @dataclass(frozen=True)
-class Group:
-    """`count` identical hosts, each running these role counts (per host)."""
+class Group(Roles):
+    """`count` identical hosts, each running these role counts (per host; keyword-only, from Roles)."""
 
     name: str
     host: HostShape
     count: int = 1
-    main: int = 0
-    webhook: int = 0
-    workers: int = 0
-    postgres: int = 0
-    redis: int = 0
-    load_balancer: int = 0
     provider: str | None = None
     size: str | None = None
     monthly_eur: float | None = None  # per host
@@ -55,8 +49,8 @@ class Group:
     def processes(self) -> int:
         return self.main + self.webhook + self.workers
 
-    def roles(self) -> dict[str, int]:
-        return {r: getattr(self, r) for r in ROLE_NAMES}
+    def roles(self) -> Roles:
+        return Roles(**self.counts())
 
 
 @dataclass(frozen=True)
@@ -126,7 +120,7 @@ class TopologyModel:
             cpu = self._host_cpu_s(g)
             if cpu > 0:
                 free = max(g.host.vcpu - PROCESS_IDLE_CORES * g.processes, 1e-9)
-                roles = "+".join(r for r, n in g.roles().items() if n)
+                roles = "+".join(r for r, n in g.counts().items() if n)
                 out.append(TopologyBound("host", roles, g.name, free / cpu,
                                          f"{g.host.vcpu:g} vCPU / {cpu * 1000:.1f} ms CPU per execution of its roles"))
         main_g = lay.group_with("main")
