@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime, timezone
+from typing import Any, Callable
 
 import pulumi
 
+from n8n_sizer.fleet.labels import expires_at
+from n8n_sizer.fleet.sshkey import fleet_ssh_key
 from n8n_sizer.fleet.spec import FleetSpec
 
 
@@ -17,3 +20,17 @@ class Fleet:
     inventory: pulumi.Output[dict[str, Any]]
     ssh_private_key: pulumi.Output[str] | None
     component: pulumi.ComponentResource
+
+
+# (expires-at label value, the servers' SSH public key) -> (the provider component, its inventory output)
+CreateServers = Callable[[str, pulumi.Input[str]], tuple[pulumi.ComponentResource, pulumi.Output[dict[str, Any]]]]
+
+
+def assemble(spec: FleetSpec, now: datetime | None, create: CreateServers) -> Fleet:
+    """What every stack program does around its servers: one expiry stamp for every label, one SSH key (generated
+    unless the stack file gives one), then `create` builds the provider's component and its inventory."""
+    expires = expires_at(now or datetime.now(timezone.utc), spec.ttl_hours)
+    public_key, private_key = fleet_ssh_key(spec)
+    component, inventory = create(expires, public_key)
+    return Fleet(spec=spec, expires_at=expires, inventory=inventory, ssh_private_key=private_key,
+                 component=component)

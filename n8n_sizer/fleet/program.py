@@ -8,17 +8,15 @@ with secrets generated at `pulumi up` time; it reaches the providers as a Pulumi
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Callable
 
 import pulumi
 
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import Inventory
-from n8n_sizer.fleet.labels import expires_at
-from n8n_sizer.fleet.sshkey import fleet_ssh_key
 from n8n_sizer.fleet.locations import LOADGEN_CLOUD_INIT
-from n8n_sizer.fleet.outputs import Fleet
+from n8n_sizer.fleet.outputs import Fleet, assemble
 from n8n_sizer.fleet.spec import NAMESPACE, FleetSpec, TargetSpec
 
 USER_DATA_LIMIT_BYTES = 32 * 1024  # Hetzner's user_data limit; GCP's metadata value limit is larger
@@ -84,10 +82,11 @@ def build_fleet(spec: FleetSpec, *, now: datetime | None = None,
 
     if isinstance(spec, ClusterSpec):
         return build_cluster(spec, now=now)
-    now = now or datetime.now(timezone.utc)
-    expires = expires_at(now, spec.ttl_hours)
     user_data = render_user_data(spec, render)
-    public_key, private_key = fleet_ssh_key(spec)
+    return assemble(spec, now, lambda expires, public_key: _servers(spec, user_data, expires, public_key))
+
+
+def _servers(spec: FleetSpec, user_data: dict[str, str], expires: str, public_key: pulumi.Input[str]):
     if spec.provider == "hetzner":
         from n8n_sizer.fleet import hetzner as provider
         component = provider.HetznerFleet(spec.stack, spec=spec, public_key=public_key, user_data=user_data,
@@ -115,6 +114,4 @@ def build_fleet(spec: FleetSpec, *, now: datetime | None = None,
                               expires_at=expires, hosts=hosts)
         return inventory.model_dump(mode="json")
 
-    inventory = pulumi.Output.all(*flat).apply(to_inventory)
-    return Fleet(spec=spec, expires_at=expires, inventory=inventory, ssh_private_key=private_key,
-                 component=component)
+    return component, pulumi.Output.all(*flat).apply(to_inventory)

@@ -8,7 +8,7 @@ prints, or `{"topology": [...]}` written by hand, or `{"topology_file": "advice.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Literal
 
 import pulumi
@@ -17,9 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from n8n_sizer.deploy.topology import Topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.cluster.spec import USER_DATA_LIMIT_BYTES, ClusterSpec, RenderCluster
-from n8n_sizer.fleet.labels import expires_at
-from n8n_sizer.fleet.outputs import Fleet
-from n8n_sizer.fleet.sshkey import fleet_ssh_key
+from n8n_sizer.fleet.outputs import Fleet, assemble
 from n8n_sizer.fleet.spec import NAMESPACE, HostSpec
 
 
@@ -76,10 +74,11 @@ def cluster_user_data(spec: ClusterSpec, render: RenderCluster) -> dict[str, str
 def build_cluster(spec: ClusterSpec, *, now: datetime | None = None,
                   render: RenderCluster = render_cluster_cloud_init) -> Fleet:
     """Create the cluster's network, firewalls and servers; return its inventory output."""
-    now = now or datetime.now(timezone.utc)
-    expires = expires_at(now, spec.ttl_hours)
     user_data = cluster_user_data(spec, render)
-    public_key, private_key = fleet_ssh_key(spec)
+    return assemble(spec, now, lambda expires, public_key: _servers(spec, user_data, expires, public_key))
+
+
+def _servers(spec: ClusterSpec, user_data: dict[str, str], expires: str, public_key: pulumi.Input[str]):
     if spec.provider == "hetzner":
         from n8n_sizer.fleet.cluster import hetzner as provider
         component = provider.HetznerCluster(spec.stack, spec=spec, public_key=public_key, user_data=user_data,
@@ -106,6 +105,4 @@ def build_cluster(spec: ClusterSpec, *, now: datetime | None = None,
         return ClusterInventory(stack=spec.stack, provider=spec.provider, location=spec.location,
                                 expires_at=expires, subnet=spec.topology.subnet, hosts=entries).model_dump(mode="json")
 
-    inventory = pulumi.Output.all(*public_ips).apply(to_inventory)
-    return Fleet(spec=spec, expires_at=expires, inventory=inventory, ssh_private_key=private_key,
-                   component=component)
+    return component, pulumi.Output.all(*public_ips).apply(to_inventory)
