@@ -14,6 +14,15 @@ from n8n_sizer.advisor.measurements import Measurement
 from n8n_sizer.advisor.points import Excluded
 
 
+def pct_error(predicted: float, measured: float) -> float:
+    """A prediction's signed error, in percent of what was measured."""
+    return 100.0 * (predicted - measured) / measured
+
+
+def _abs_errors(rows) -> list[float]:
+    return [abs(r.error_pct) for r in rows]
+
+
 @dataclass(frozen=True)
 class HeldOut:
     id: str
@@ -27,7 +36,7 @@ class HeldOut:
 
     @property
     def error_pct(self) -> float:
-        return 100.0 * (self.predicted_per_s - self.measured_per_s) / self.measured_per_s
+        return pct_error(self.predicted_per_s, self.measured_per_s)
 
     @property
     def inside_interval(self) -> bool:
@@ -44,7 +53,7 @@ class LatencyCheck:
 
     @property
     def error_pct(self) -> float:
-        return 100.0 * (self.predicted_p95_ms - self.measured_p95_ms) / self.measured_p95_ms
+        return pct_error(self.predicted_p95_ms, self.measured_p95_ms)
 
 
 @dataclass(frozen=True)
@@ -59,7 +68,7 @@ class HeldOutDemand:
 
     @property
     def error_pct(self) -> float:
-        return 100.0 * (self.predicted_ms - self.measured_ms) / self.measured_ms
+        return pct_error(self.predicted_ms, self.measured_ms)
 
 
 @dataclass(frozen=True)
@@ -71,19 +80,19 @@ class Validation:
 
     @property
     def demand_median_abs_pct_error(self) -> float | None:
-        return statistics.median(abs(d.error_pct) for d in self.demand) if self.demand else None
+        return statistics.median(_abs_errors(self.demand)) if self.demand else None
 
     @property
     def demand_max_abs_pct_error(self) -> float | None:
-        return max(abs(d.error_pct) for d in self.demand) if self.demand else None
+        return max(_abs_errors(self.demand)) if self.demand else None
 
     @property
     def median_abs_pct_error(self) -> float:
-        return statistics.median(abs(p.error_pct) for p in self.points)
+        return statistics.median(_abs_errors(self.points))
 
     @property
     def max_abs_pct_error(self) -> float:
-        return max(abs(p.error_pct) for p in self.points)
+        return max(_abs_errors(self.points))
 
     @property
     def interval_coverage(self) -> float:
