@@ -7,6 +7,7 @@ Base URLs are parameters with environment overrides, so tests point them at a lo
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Callable, Literal
 
@@ -65,6 +66,14 @@ def check_base_url(url: str, env_name: str) -> str:
         raise InputError(f"{env_name}={url!r} is not an http(s) URL; unset it to use the provider's API, or "
                          "set it to e.g. http://127.0.0.1:8080/v1")
     return url
+
+
+def env_token(token: str | None, env_name: str, how: str) -> str:
+    """The API token given, else `$env_name`; `InputError` saying how to get one when neither is set."""
+    token = token or os.environ.get(env_name)
+    if not token:
+        raise InputError(f"{env_name} is not set; export {env_name}={how}")
+    return token
 
 
 class RetryingClient:
@@ -160,3 +169,12 @@ class Outcome(BaseModel):
     resource: CloudResource
     action: Literal["deleted", "already-gone", "would-delete", "kept", "failed"]
     detail: str = ""
+
+
+def bearer_client(token: str, base_url: str | None, url_env: str, default_url: str, *, name: str, hint: str,
+                  sleep: Callable[[float], None], backoff_s: float, attempts: int) -> RetryingClient:
+    """A RetryingClient sending `Authorization: Bearer <token>` to `base_url`, else `$url_env` (tests point it at a
+    local server), else the provider's own API."""
+    url = check_base_url(base_url or os.environ.get(url_env) or default_url, url_env)
+    return RetryingClient(url, {"Authorization": f"Bearer {token}"}, name=name, hint=hint, sleep=sleep,
+                          backoff_s=backoff_s, attempts=attempts)

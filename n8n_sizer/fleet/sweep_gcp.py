@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.labels import PROJECT_LABEL, resource_expired
-from n8n_sizer.fleet.api import CloudResource, Outcome, ProviderApiError, RetryingClient, check_base_url, check_token
+from n8n_sizer.fleet.api import CloudResource, Outcome, ProviderApiError, bearer_client, check_token, env_token
 
 URL_ENV = "N8N_SIZER_GCP_COMPUTE_URL"
 DEFAULT_URL = "https://compute.googleapis.com/compute/v1"
@@ -57,9 +57,7 @@ class GcpSweeper:
 
     def __init__(self, project: str | None = None, token: str | None = None, base_url: str | None = None, *,
                  sleep: Callable[[float], None] = time.sleep, backoff_s: float = 0.5, attempts: int = 6) -> None:
-        token = token or os.environ.get(TOKEN_ENV)
-        if not token:
-            raise InputError(f"{TOKEN_ENV} is not set; export {TOKEN_ENV}=$(gcloud auth print-access-token)")
+        token = env_token(token, TOKEN_ENV, "$(gcloud auth print-access-token)")
         project = project or next((os.environ[e] for e in PROJECT_ENVS if os.environ.get(e)), None)
         if not project:
             raise InputError("no GCP project: set gcp:project in the stack file or export GOOGLE_PROJECT=<project id>")
@@ -68,10 +66,9 @@ class GcpSweeper:
             raise InputError(f"GCP project {project!r} is not a project id (6-63 lowercase letters, digits, "
                              "dashes); set gcp:project or GOOGLE_PROJECT to the project id")
         self.project = project
-        self.client = RetryingClient(check_base_url(base_url or os.environ.get(URL_ENV) or DEFAULT_URL, URL_ENV),
-                                     {"Authorization": f"Bearer {token}"}, name="GCP Compute API",
-                                     hint=f"check {TOKEN_ENV} (it expires after an hour) and the project",
-                                     sleep=sleep, backoff_s=backoff_s, attempts=attempts)
+        self.client = bearer_client(token, base_url, URL_ENV, DEFAULT_URL, name="GCP Compute API",
+                                    hint=f"check {TOKEN_ENV} (it expires after an hour) and the project",
+                                    sleep=sleep, backoff_s=backoff_s, attempts=attempts)
 
     def close(self) -> None:
         self.client.close()

@@ -8,13 +8,11 @@ they are gone before it deletes firewalls and SSH keys.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Callable
 
-from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.labels import expiring_selector, stack_selector
-from n8n_sizer.fleet.api import CloudResource, Outcome, ProviderApiError, RetryingClient, check_base_url, check_token
+from n8n_sizer.fleet.api import CloudResource, Outcome, ProviderApiError, bearer_client, check_token, env_token
 from n8n_sizer.fleet.labels import selector_matches
 
 URL_ENV = "N8N_SIZER_HCLOUD_URL"
@@ -39,16 +37,13 @@ class HetznerSweeper:
     def __init__(self, token: str | None = None, base_url: str | None = None, *,
                  sleep: Callable[[float], None] = time.sleep, backoff_s: float = 0.5, attempts: int = 6,
                  gone_timeout_s: float = SERVER_GONE_TIMEOUT_S) -> None:
-        token = token or os.environ.get(TOKEN_ENV)
-        if not token:
-            raise InputError(f"{TOKEN_ENV} is not set; export {TOKEN_ENV}=<API token of the Hetzner project> "
-                             "(Console > Security > API tokens, read & write)")
+        token = env_token(token, TOKEN_ENV, "<API token of the Hetzner project> (Console > Security > API tokens, "
+                          "read & write)")
         check_token(token, TOKEN_ENV)
         self.sleep, self.gone_timeout_s = sleep, gone_timeout_s
-        self.client = RetryingClient(check_base_url(base_url or os.environ.get(URL_ENV) or DEFAULT_URL, URL_ENV),
-                                     {"Authorization": f"Bearer {token}"}, name="Hetzner API",
-                                     hint=f"check {TOKEN_ENV} (a read & write token of the right project)",
-                                     sleep=sleep, backoff_s=backoff_s, attempts=attempts)
+        self.client = bearer_client(token, base_url, URL_ENV, DEFAULT_URL, name="Hetzner API",
+                                    hint=f"check {TOKEN_ENV} (a read & write token of the right project)",
+                                    sleep=sleep, backoff_s=backoff_s, attempts=attempts)
 
     def close(self) -> None:
         self.client.close()
