@@ -45,6 +45,17 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
+def _dress(ax, xlabel: str, ylabel: str, title: str, *, title_size: float | None = None,
+           legend: dict | None = None, **grid) -> None:
+    """What every chart here carries: both axis labels, a title, a light grid and, where given, the legend."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, **({} if title_size is None else {"fontsize": title_size}))
+    ax.grid(True, alpha=0.3, **grid)
+    if legend is not None:
+        ax.legend(fontsize=8, **legend)
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60]
 
@@ -71,12 +82,9 @@ def plot_answered_vs_offered(rows: Sequence[StepRow], path: Path) -> Path | None
                             fontsize=8, color=line.get_color())
     ax.set_xlim(0, top)
     ax.set_ylim(0, top)
-    ax.set_xlabel("offered rate (requests/s)")
-    ax.set_ylabel("answered rate, HTTP 2xx (requests/s)")
     hosts = sorted({r.host for r in rate_rows})
-    ax.set_title(f"Answered vs offered rate\n{', '.join(hosts)}", fontsize=11)
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8)
+    _dress(ax, "offered rate (requests/s)", "answered rate, HTTP 2xx (requests/s)",
+           f"Answered vs offered rate\n{', '.join(hosts)}", title_size=11, legend={"loc": "upper left"})
     return _save(fig, path)
 
 
@@ -104,11 +112,9 @@ def plot_latency_by_step(rows: Sequence[StepRow], path: Path) -> Path | None:
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g} s" if v >= 1000 else f"{v:g} ms"))
     ax.yaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("load step (answered per minute)")
-    ax.set_ylabel("latency of answered requests (log scale)")
-    ax.set_title(f"Latency percentiles per step\n{rows[0].setup} on {rows[0].host}", fontsize=11)
-    ax.grid(True, axis="y", alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    _dress(ax, "load step (answered per minute)", "latency of answered requests (log scale)",
+           f"Latency percentiles per step\n{rows[0].setup} on {rows[0].host}", title_size=11, legend={},
+           axis="y", which="both")
     return _save(fig, path)
 
 
@@ -127,17 +133,12 @@ def plot_throughput_vs_concurrency(rows: Sequence[StepRow], path: Path) -> Path 
         users = [r.concurrency for r in group]
         ax.plot(users, [r.answered_per_min / 60 for r in group], marker="o", linewidth=2, label=label)
         ax_lat.plot(users, [r.p50_ms or float("nan") for r in group], marker="o", linewidth=2, label=label)
-    ax.set_xlabel("concurrent users (closed model)")
-    ax.set_ylabel("answered, HTTP 2xx (requests/s)")
     ax.set_ylim(bottom=0)
-    ax.set_title("Throughput vs concurrency", fontsize=10)
-    ax_lat.set_xlabel("concurrent users (closed model)")
-    ax_lat.set_ylabel("p50 latency (ms)")
     ax_lat.set_ylim(bottom=0)
-    ax_lat.set_title("Median latency vs concurrency", fontsize=10)
-    for a in (ax, ax_lat):
-        a.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    _dress(ax, "concurrent users (closed model)", "answered, HTTP 2xx (requests/s)", "Throughput vs concurrency",
+           title_size=10, legend={"loc": "lower right"})
+    _dress(ax_lat, "concurrent users (closed model)", "p50 latency (ms)", "Median latency vs concurrency",
+           title_size=10)
     fig.suptitle(f"Concurrency sweep on {', '.join(sorted({r.host for r in closed}))}", fontsize=11)
     return _save(fig, path)
 
@@ -270,11 +271,8 @@ def plot_shaped_steps(run: RunData, target: str, out_dir: Path) -> list[Path]:
         ax.step(xs, [sched for _, sched, _, _ in rows], where="post", linewidth=1.6, label="scheduled (offered)")
         ax.plot(xs, [ok for _, _, ok, _ in rows], linewidth=1.4, label="answered 2xx")
         ax.plot(xs, [bad for _, _, _, bad in rows], linewidth=1.0, linestyle="--", label="refused or failed")
-        ax.set_xlabel("seconds from the step's start")
-        ax.set_ylabel("requests per second")
-        ax.set_title(f"{step}: offered vs answered, {setup_label(run.setup(target))} on "
-                     f"{host_label(target, run.facts(target))}")
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8, loc="upper right")
+        _dress(ax, "seconds from the step's start", "requests per second",
+               f"{step}: offered vs answered, {setup_label(run.setup(target))} on "
+               f"{host_label(target, run.facts(target))}", legend={"loc": "upper right"})
         made.append(_save(fig, out_dir / f"shape-{_slug(run.manifest.run_id)}-{_slug(target)}-{_slug(step)}.png"))
     return made
