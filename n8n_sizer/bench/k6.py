@@ -13,6 +13,7 @@ on the load generator and removed after the step.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import tempfile
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from n8n_sizer.hosts.host import Host
+from n8n_sizer.hosts.host import Host, HostError
 from n8n_sizer.bench.load import BODY_SNIPPET_BYTES, EXECUTION_ID_MAX_BODY
 from n8n_sizer.fleet.locations import LOADGEN_READY_MARKER  # the load generator's cloud-init writes it
 from n8n_sizer.runs.records import StepTally
@@ -223,9 +224,13 @@ def run_k6_step(loadgen: Host, step, url: str, body: bytes, plan: LoadPlan, targ
                                             payloads_file=None if remote is None else f"/work/{PAYLOADS_FILE}"))
             loadgen.put(script, f"{workdir}/script.js")
             res = loadgen.run(docker_command(workdir), timeout_s=step.duration_s + plan.timeout_s + 300, check=False)
-        finally:
-            if remote is not None:
-                unstage_payloads(loadgen, remote)
+        except BaseException:
+            if remote is not None:  # try to remove the signed requests, but report the failure that stopped us
+                with contextlib.suppress(HostError):
+                    unstage_payloads(loadgen, remote)
+            raise
+        if remote is not None:
+            unstage_payloads(loadgen, remote)
         local = Path(tmp) / "requests.json"
         loadgen.get(f"{workdir}/requests.json", local)
         records = parse_k6_points(local.read_text(), step.name, target, seq_start)
