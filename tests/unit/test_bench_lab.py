@@ -185,3 +185,15 @@ def test_a_step_from_two_generators_merges_unique_seqs_from_both(server, tmp_pat
     assert all(r.status == 200 for r in records)
     assert sorted(p.name for p in scratch.iterdir()) == ["body"]  # the shares' files were merged and removed
     assert not list(Path("/tmp").glob("n8nsz-t1-rate-20-*"))  # nor left on the generators
+
+
+def test_peak_stack_ram_of_a_cluster_sums_its_hosts_sampled_on_their_own_clocks():
+    from n8n_sizer.runs.stats import peak_stack_ram_mib
+
+    rss = lambda host, proc, v, t: Sample(metric="process_rss_mib", value=v, unit="MiB", time_s=t,
+                                         labels={"host": host, "process": proc})
+    samples = [rss("ingest", "main", 400, 0.0), rss("ingest", "webhook-1", 300, 0.0),
+               rss("worker-1", "worker-1-worker-1", 250, 0.7), rss("data", "redis", 10, 1.3),
+               rss("ingest", "main", 420, 2.0), rss("ingest", "webhook-1", 300, 2.0)]
+    assert peak_stack_ram_mib(samples) == 420 + 300 + 250 + 10  # not the largest host's 720
+    assert peak_stack_ram_mib(samples[:2]) == 700 and peak_stack_ram_mib([]) is None
