@@ -42,6 +42,16 @@ def check_lab_inventory(inventory, source: str) -> None:
         raise InputError(f"{source}: the lab has no load generator; `lab up --generators 2` makes two")
 
 
+def check_lab_request(plan, workflow: str, payloads: bool) -> None:
+    """What a lab bench cannot run yet, refused before anything is deployed or loaded."""
+    if any(getattr(step, "kind", None) != "rate" or step.shape is not None for step in plan.steps):
+        raise InputError("a lab bench runs constant-rate steps: drop --concurrency-sweep and --shape for "
+                         "--inventory lab.json (e.g. --rates 4,8)")
+    if payloads or workflow == "signed-webhook":
+        raise InputError("--payload-bytes, --malformed, --hmac-secret-file and signed-webhook are not split over a "
+                         "lab's generators yet; bench the lab with another --workflow and its fixed body")
+
+
 def split_rate(rate_per_s: float, generators: int) -> list[float]:
     """The step's rate split evenly over the generators (each offers its share at its own even spacing)."""
     if generators < 1:

@@ -131,10 +131,11 @@ def build_targets(req: BenchRequest) -> list[Target]:
 
 def _lab_target(inventory, req: BenchRequest) -> Target:
     """A lab's whole cluster as one target named "cluster", reached over SSH with the lab's own client key."""
-    from n8n_sizer.bench.lab import LAB_TARGET, lab_setup, lab_target
+    from n8n_sizer.bench.lab import LAB_TARGET, check_lab_request, lab_setup, lab_target
     from n8n_sizer.deploy.topology import parse_topology
     from n8n_sizer.lab.state import read_lab_state
 
+    check_lab_request(req.plan, req.workflow, bool(req.payload_bytes or req.malformed or req.hmac_secret_file))
     if req.inventory_path is None:
         raise InputError("a lab bench needs its inventory file: pass --inventory lab.json")
     path = Path(req.inventory_path)

@@ -197,3 +197,18 @@ def test_peak_stack_ram_of_a_cluster_sums_its_hosts_sampled_on_their_own_clocks(
                rss("ingest", "main", 420, 2.0), rss("ingest", "webhook-1", 300, 2.0)]
     assert peak_stack_ram_mib(samples) == 420 + 300 + 250 + 10  # not the largest host's 720
     assert peak_stack_ram_mib(samples[:2]) == 700 and peak_stack_ram_mib([]) is None
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--concurrency-sweep", "1,2"], "constant-rate steps"),
+    (["--rates", "4", "--shape", "ramp:1:4"], "constant-rate steps"),
+    (["--rates", "4", "--malformed", "0.1"], "not split over a lab's generators"),
+])
+def test_what_a_lab_bench_cannot_run_is_refused_in_one_line_before_anything(tmp_path, flags, says):
+    path = tmp_path / "lab.json"
+    path.write_text(_lab_inventory().model_dump_json())
+    cli = [sys.executable, "-c", "from n8n_sizer.cli import main; main()"]
+    res = subprocess.run([*cli, "bench", "--inventory", str(path), "--step-seconds", "5", *flags,
+                          "--out", str(tmp_path / "results")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and says in res.stderr and "Traceback" not in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "results").exists()
