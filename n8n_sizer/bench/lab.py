@@ -15,7 +15,7 @@ import json
 import shlex
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -107,7 +107,6 @@ class LabTarget:
     python: str = sys.executable  # every namespace shares this machine's filesystem and venv
     cluster: object | None = None  # lab.deploy.LabCluster once `bring_up` ran
     reused: bool = False
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def close(self) -> None:
         for host in [*self.hosts.values(), *self.generators.values()]:

@@ -18,7 +18,6 @@ from n8n_sizer.bench.lab import (LabTarget, _recorded_pids, is_lab_inventory, me
                                  role_labelled, run_lab_step, seq_starts, share_counts, split_rate)
 from n8n_sizer.deploy.topology import parse_topology
 from n8n_sizer.errors import InputError, RemoteError
-from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.hosts.host import LocalHost
 from n8n_sizer.lab.deploy import CLUSTER_RECORD, LabCluster, deployed_cluster
 from n8n_sizer.lab.plan import plan_lab
