@@ -22,7 +22,8 @@ from pathlib import Path
 
 from n8n_sizer.deploy.topology import parse_topology
 from n8n_sizer.lab.netns import lab_up, remove_lab
-from n8n_sizer.runs.stats import step_rate, step_throughput
+from n8n_sizer.report.cluster import cpu_by_host_role
+from n8n_sizer.runs.stats import step_rate, step_throughput, step_windows
 from n8n_sizer.runs.store import RunStore
 
 CLI = [sys.executable, "-c", "from n8n_sizer.cli import main; main()"]
@@ -37,8 +38,9 @@ def topology(webhooks: int) -> dict:
         "subnet": "10.213.7.0/24"}
 
 
-def ladder(webhooks: int, rates: str, step_s: float, folder: Path) -> tuple[list[tuple[float, float, bool]], dict, Path]:
-    """[(offered, carried per s, kept up)] per step, the ledger, and the results folder."""
+def ladder(webhooks: int, rates: str, step_s: float, folder: Path) -> tuple[list[tuple], dict, Path]:
+    """[(offered, carried per s, kept up, {role: CPU cores over the step, all hosts})] per step, the ledger, and
+    the results folder."""
     out = folder / f"lab-{webhooks}.json"
     state = lab_up(parse_topology(topology(webhooks)), 2, out, generator_prefix="bl-gen-")
     results = folder / f"results-{webhooks}"
@@ -52,13 +54,17 @@ def ladder(webhooks: int, rates: str, step_s: float, folder: Path) -> tuple[list
         raise SystemExit(f"bench with {webhooks} webhook processor(s) failed: {res.stderr.strip()[-500:]}")
     summary = json.loads(res.stdout)
     store = RunStore.open(summary["run_id"], results)
-    records = store.read_requests()
+    records, samples = store.read_requests(), store.read_samples()
     rows = []
-    for step in dict.fromkeys(r.step for r in records):
+    for step, (start, end) in step_windows(records).items():
         rate = step_rate(step)
         carried = step_throughput([r for r in records if r.step == step], rate) if rate else None
+        roles: dict[str, float] = {}
+        for per_role in cpu_by_host_role(samples, start, end).values():
+            for role, cores in per_role.items():
+                roles[role] = roles.get(role, 0.0) + cores
         if carried is not None:
-            rows.append((rate, carried.throughput_per_s, not carried.saturated))
+            rows.append((rate, carried.throughput_per_s, not carried.saturated, roles))
     return rows, summary["ledgers"]["cluster"], results
 
 
@@ -92,11 +98,15 @@ def main() -> int:
         for webhooks in (1, 2):
             rows, ledger, res = ladder(webhooks, a.rates, a.step_seconds, folder)
             results.append(res)
+            unmatched = "n/a" if ledger["lost_seqs"] is None else len(ledger["lost_seqs"])
             print(f"{webhooks} webhook processor(s): ledger fired {ledger['fired']}, accepted {ledger['accepted']}, "
-                  f"lost {ledger['accepted_then_lost']}")
-            for offered, carried, kept in rows:
-                print(f"  offered {offered:5.1f}/s  carried {carried:5.2f}/s  {'kept up' if kept else 'did not keep up'}")
-            ceilings[webhooks] = max(c for _, c, _ in rows)
+                  f"accepted minus successful executions {ledger['accepted_then_lost']}, accepted without a stored "
+                  f"execution {unmatched}")
+            for offered, carried, kept, roles in rows:
+                busy = ", ".join(f"{role} {cores:.2f}" for role, cores in sorted(roles.items(), key=lambda kv: -kv[1]))
+                print(f"  offered {offered:5.1f}/s  carried {carried:5.2f}/s  {'kept up' if kept else 'did not keep up':15}"
+                      f"  CPU cores: {busy} (total {sum(roles.values()):.2f})")
+            ceilings[webhooks] = max(row[1] for row in rows)
             print(f"  ceiling {ceilings[webhooks]:.2f}/s")
         print(f"ratio 2/1 webhook processors: {ceilings[2] / ceilings[1]:.2f}")
         advice = advise_capacity(max(ceilings.values()), results, folder)
