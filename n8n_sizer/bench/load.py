@@ -308,3 +308,30 @@ async def run_closed(client: HttpPost, *, concurrency: int, duration_s: float, s
     await _finish({asyncio.create_task(user()) for _ in range(concurrency)}, abort)
     out.finished_s = clock.unix(time.monotonic())
     return out
+
+
+async def closed_count(client: HttpPost, users: int, per_user: int) -> dict:
+    """Warm-up: `users` loops of `per_user` requests each; returns counts (sent, ok, per failure class) and
+    the first failure's full error string."""
+    summary: dict = {"sent": 0, "ok": 0, "errors": {}, "first_error": None}
+
+    def failed(cls: str, error: str) -> None:
+        summary["errors"][cls] = summary["errors"].get(cls, 0) + 1
+        summary["first_error"] = summary["first_error"] or error
+
+    async def user() -> None:
+        for _ in range(per_user):
+            summary["sent"] += 1
+            try:
+                status, body, _ = await client.post()
+            except RequestFailed as exc:
+                failed(exc.error_class, exc.error)
+                continue
+            if 200 <= status < 300:
+                summary["ok"] += 1
+            else:
+                failed("non-2xx", f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}")
+
+    await asyncio.gather(*(user() for _ in range(users)))
+    client.close()
+    return summary

@@ -26,7 +26,8 @@ from n8n_sizer.n8n import link as n8n_link
 from n8n_sizer.hosts.facts import host_facts
 from n8n_sizer.hosts.host import ConnectionLost, Host, HostError
 from n8n_sizer.runs.ledger import build_ledger
-from n8n_sizer.bench.load import HttpPost, run_closed, run_open
+from n8n_sizer.bench import lab as lab_run
+from n8n_sizer.bench.load import HttpPost, closed_count, run_closed, run_open
 from n8n_sizer.bench.payloads import Payloads, deployed_workflow, signature_headers
 from n8n_sizer.bench.plan import FindMax, LoadPlan, RateStep
 from n8n_sizer.bench.shapes import arrival_times
@@ -53,6 +54,7 @@ class Target:
     loadgen: Host | None = None  # where k6 runs (compose targets)
     load_address: str | None = None  # the target's address as the load generator sees it
     stack_options: dict = field(default_factory=dict)  # LocalStack options for local kinds
+    lab: object | None = None  # bench.lab.LabTarget: a lab's whole cluster, deployed or reused, loaded by its generators
 
 
 @dataclass
@@ -174,6 +176,8 @@ class _TargetRun:
             self.say("host facts")
             self.save_info(kind=t.kind, setup=t.setup.model_dump(mode="json"),
                            facts=host_facts(t.host).model_dump(mode="json"))
+        if t.lab is not None:
+            return lab_run.lab_up(self)
         # --resume: a stack that kept running while the connection was down is attached to, not started again
         state_dir = info.get("stack_dir") or f"/tmp/n8n-sizer-{self.store.run_id}-{t.name}"
         attach = t.kind == "localstack-ssh" and "stack_dir" in info
@@ -256,6 +260,8 @@ class _TargetRun:
         /metrics (compose stacks), and the editor's own call timed every 5 s."""
         from n8n_sizer.telemetry.sampler import Sampler, http_editor_check
 
+        if self.t.lab is not None:
+            return lab_run.lab_telemetry(self, telemetry, main_url, info["workflow_id"], secrets_path)
         what = self.handle.sampler_args(n8n_metrics=self.t.setup.mode == "queue")
         if what is None:
             from n8n_sizer.telemetry.probes.host import host_probes
@@ -273,7 +279,7 @@ class _TargetRun:
         plan = self.job.plan
         client = self._client(url)
         per_user = -(-plan.warmup_requests // WARMUP_CONCURRENCY)
-        summary = asyncio.run(_closed_count(client, WARMUP_CONCURRENCY, per_user))
+        summary = asyncio.run(closed_count(client, WARMUP_CONCURRENCY, per_user))
         self.save_info(warmups=[*self.info().get("warmups", []), summary])
         if summary["ok"] == 0:
             raise HostError(f"{self.t.name}: no warm-up request to {url} was answered 2xx (first failure: "
@@ -285,6 +291,8 @@ class _TargetRun:
         self.store.mark_step(name, step.name, "running", seq_start=seq_start)
         if self.t.kind == "compose" and self.t.loadgen is not None:
             return self._k6_step(step, seq_start)
+        if self.t.lab is not None:
+            return lab_run.lab_step(self, step, url, seq_start)
         client = self._client(url)
         watcher = threading.Thread(target=self._watch, args=(step,), daemon=True)
         self._step_done = threading.Event()
@@ -367,32 +375,3 @@ class _TargetRun:
         ledgers = dict(self.store.manifest.ledgers)
         ledgers[name] = ledger
         self.store.update_manifest(ledgers=ledgers)
-
-
-async def _closed_count(client: HttpPost, users: int, per_user: int) -> dict:
-    """Warm-up: `users` loops of `per_user` requests each; returns counts (sent, ok, per failure class) and
-    the first failure's full error string."""
-    from n8n_sizer.bench.load import RequestFailed
-
-    summary: dict = {"sent": 0, "ok": 0, "errors": {}, "first_error": None}
-
-    def failed(cls: str, error: str) -> None:
-        summary["errors"][cls] = summary["errors"].get(cls, 0) + 1
-        summary["first_error"] = summary["first_error"] or error
-
-    async def user() -> None:
-        for _ in range(per_user):
-            summary["sent"] += 1
-            try:
-                status, body, _ = await client.post()
-            except RequestFailed as exc:
-                failed(exc.error_class, exc.error)
-                continue
-            if 200 <= status < 300:
-                summary["ok"] += 1
-            else:
-                failed("non-2xx", f"HTTP {status}: {body[:200].decode('utf-8', 'replace')}")
-
-    await asyncio.gather(*(user() for _ in range(users)))
-    client.close()
-    return summary

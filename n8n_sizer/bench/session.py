@@ -36,6 +36,7 @@ class BenchRequest(BaseModel):
     source: Literal["local", "inventory", "stack"]
     stack: str | None = None
     inventory: dict | None = None  # the inventory JSON (addresses and setups; no secrets)
+    inventory_path: str | None = None  # --inventory FILE, resolved: a lab's is deployed from it (bench.lab)
     local_setup: Setup | None = None
     pin_cpus: int | None = None
     plan: LoadPlan
@@ -93,9 +94,14 @@ def _inventory_dict(text: str, source: str) -> dict:
     except InputError as exc:
         raise InputError(f"{source}: {exc}") from None
     if inventory.cluster_hosts():  # `lab up` or a cluster stack: hosts with roles, not targets with a setup
-        raise InputError(f"{source}: this is a cluster inventory (hosts with roles); bench drives single-host "
-                         "targets only so far: deploy the cluster with `n8n-sizer lab deploy` and load its URL, "
-                         "see docs/lab.md")
+        from n8n_sizer.bench.lab import check_lab_inventory, is_lab_inventory
+
+        if is_lab_inventory(inventory):
+            check_lab_inventory(inventory, source)
+            return json.loads(text)
+        raise InputError(f"{source}: this is a cluster stack's inventory (hosts with roles); bench drives a "
+                         "cluster on a lab (`lab up --out lab.json`, then `bench --inventory lab.json`) and "
+                         "single-host targets, see docs/lab.md")
     if not inventory.targets():
         raise InputError(f"{source}: the inventory lists no target host; add targets to the stack and `pulumi up`")
     return json.loads(text)
@@ -109,6 +115,8 @@ def build_targets(req: BenchRequest) -> list[Target]:
     from n8n_sizer.fleet.inventory import Inventory
 
     inventory = Inventory.model_validate(req.inventory)
+    if inventory.lab is not None and inventory.cluster_hosts():
+        return [_lab_target(inventory, req)]
     key = Path(req.ssh_key) if req.ssh_key else None
     lg = inventory.loadgen()
     loadgen = SshHost(lg.name, lg.public_ip, lg.ssh_user, key_file=key, port=req.ssh_port)
@@ -119,6 +127,26 @@ def build_targets(req: BenchRequest) -> list[Target]:
             host=SshHost(host.name, host.public_ip, host.ssh_user, key_file=key, port=req.ssh_port),
             loadgen=loadgen, load_address=host.private_ip or host.public_ip))
     return targets
+
+
+def _lab_target(inventory, req: BenchRequest) -> Target:
+    """A lab's whole cluster as one target named "cluster", reached over SSH with the lab's own client key."""
+    from n8n_sizer.bench.lab import LAB_TARGET, check_lab_request, lab_setup, lab_target
+    from n8n_sizer.deploy.topology import parse_topology
+    from n8n_sizer.lab.state import read_lab_state
+
+    check_lab_request(req.plan, req.workflow, bool(req.payload_bytes or req.malformed or req.hmac_secret_file))
+    if req.inventory_path is None:
+        raise InputError("a lab bench needs its inventory file: pass --inventory lab.json")
+    path = Path(req.inventory_path)
+    state = read_lab_state(path)
+    if state.topology is None:
+        raise InputError(f"--inventory {path} records no topology; it was written by an older `lab up`: lab down "
+                         "and up again")
+    topology = parse_topology(state.topology, f"--inventory {path}: lab.topology")
+    lab = lab_target(inventory, path)
+    ingest = next(h.name for h in topology.hosts() if h.roles.main)
+    return Target(name=LAB_TARGET, setup=lab_setup(topology), kind="lab", host=lab.hosts[ingest], lab=lab)
 
 
 def _check_targets_reachable(targets: list[Target]) -> None:
@@ -181,6 +209,8 @@ def _run(store: RunStore, req: BenchRequest, flow: BenchWorkflow, targets: list[
             t.host.close()
             if t.loadgen is not None:
                 t.loadgen.close()
+            if t.lab is not None:
+                t.lab.close()
     return BenchSummary(run_id=store.run_id, folder=str(store.folder), ledgers=ledgers)
 
 

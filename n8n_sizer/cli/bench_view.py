@@ -70,6 +70,7 @@ def make_request(*, stack, inventory, local, mode, workers, db, cpus, workflow, 
                             workflow=workflow, ssh_key=str(ssh_key) if ssh_key else None, ssh_port=ssh_port,
                             **mode_fields)
     return BenchRequest(source="inventory", inventory=read_inventory_file(inventory), plan=plan, workflow=workflow,
+                        inventory_path=str(Path(inventory).resolve()),
                         ssh_key=str(ssh_key) if ssh_key else None, ssh_port=ssh_port, **mode_fields)
 
 

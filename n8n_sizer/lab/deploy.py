@@ -4,7 +4,8 @@ Order matters and follows what each role waits for: the data host first (Postgre
 the database migrations), then the webhook processors, the load balancer and the workers. One secret set for
 the whole cluster: the data host's two passwords plus one encryption key, in a 0600 file in the lab's folder
 (every namespace shares this machine's filesystem, so each host reads it there; a fleet would copy it).
-Nothing is deployed twice: a host whose state folder exists is refused.
+Nothing is deployed twice: a host whose state folder exists is refused. What was started is recorded in
+`hosts/cluster.json` (no secrets) once every role is up, so `bench --inventory` finds and reuses it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from n8n_sizer.deploy.topology import parse_topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.hosts.host import SshHost
-from n8n_sizer.lab.data import deploy_data_host
+from n8n_sizer.lab.data import DataEndpoints, deploy_data_host
 from n8n_sizer.lab.ingest import deploy_caddy, lab_caddyfile
 from n8n_sizer.lab.n8n_role import MAIN_PORT, N8nProcess, deploy_n8n_role
 from n8n_sizer.lab.state import LabState, read_lab_state
@@ -38,6 +39,26 @@ class LabCluster(BaseModel):
     processes: dict[str, list[N8nProcess]]
     load_balancer_pid: int | None = None
     secrets_file: str
+    data: DataEndpoints | None = None  # Postgres' and Redis' PIDs and ports on the data host (telemetry)
+
+
+CLUSTER_RECORD = "cluster.json"  # in the lab's `hosts/` folder, written once the whole topology is up
+
+
+def deployed_cluster(path: Path) -> LabCluster | None:
+    """What `lab deploy` (or a bench) started on the lab of `path`, or None when nothing is deployed yet.
+    A `hosts/` folder without the record is a deploy that did not finish: refused, it cannot be trusted."""
+    state = read_lab_state(path)
+    if state.folder is None:
+        return None
+    root = Path(state.folder) / "hosts"
+    record = root / CLUSTER_RECORD
+    if record.is_file():
+        return LabCluster.model_validate_json(record.read_text())
+    if root.exists():
+        raise InputError(f"the lab of {path} has a deploy that did not finish ({root} holds no {CLUSTER_RECORD}); "
+                         "`lab down` and `lab up` for a fresh one")
+    return None
 
 
 def _render_caddyfile(state: LabState, topology) -> str:
@@ -66,7 +87,9 @@ def deploy_lab(path: Path, python: str = sys.executable) -> LabCluster:
     hosts = {h.name: SshHost(h.name, h.private_ip, h.ssh_user, key_file=Path(state.client_key))
              for h in inventory.hosts.values()}
     try:
-        return _deploy(state, topology, hosts, root, python)
+        cluster = _deploy(state, topology, hosts, root, python)
+        write_atomic(root / CLUSTER_RECORD, cluster.model_dump_json(indent=2) + "\n", private=True)
+        return cluster
     finally:
         for host in hosts.values():
             host.close()
@@ -111,7 +134,7 @@ def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, py
                                                     **common))
     return LabCluster(url=f"http://{ingest.private_ip}:{MAIN_PORT}", data_host=data.name,
                       processes={k: v for k, v in procs.items() if v}, load_balancer_pid=lb_pid,
-                      secrets_file=str(cluster_secrets))
+                      secrets_file=str(cluster_secrets), data=ends)
 
 
 def _max_connections(topology) -> int:

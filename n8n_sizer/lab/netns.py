@@ -140,10 +140,10 @@ def _signals_ignored() -> Iterator[None]:
 
 
 def lab_up(topology: Topology, generators: int, out: Path, sshd_path: str = "/usr/sbin/sshd",
-           lab_id: str | None = None) -> LabState:
+           lab_id: str | None = None, generator_prefix: str = "gen-") -> LabState:
     """Create the lab and write its inventory to `out`; on any failure or interrupt remove all of it."""
     require_root("lab up")
-    plan = plan_lab(topology, generators, lab_id or secrets.token_hex(3))
+    plan = plan_lab(topology, generators, lab_id or secrets.token_hex(3), generator_prefix)
     preflight(plan, out, sshd_path)
     rec = Recorder(plan, topology)
     with _signals_interrupt():

@@ -56,8 +56,9 @@ class LabPlan(_Strict):
         return [n for n in self.namespaces if n.kind == "generator"]
 
 
-def plan_lab(topology: Topology, generators: int, lab_id: str) -> LabPlan:
-    """Names, addresses and links of a lab for `topology` plus `generators` load-generator namespaces."""
+def plan_lab(topology: Topology, generators: int, lab_id: str, generator_prefix: str = "gen-") -> LabPlan:
+    """Names, addresses and links of a lab for `topology` plus `generators` load-generator namespaces, named
+    `generator_prefix` + 1..N (namespace names are this machine's: two labs side by side need two prefixes)."""
     if not LAB_ID_RE.match(lab_id):
         raise ValueError(f"lab id {lab_id!r} is not 6 lowercase hex digits")
     if not 1 <= generators <= MAX_GENERATORS:
@@ -65,7 +66,7 @@ def plan_lab(topology: Topology, generators: int, lab_id: str) -> LabPlan:
                          f"(they take .{FIRST_HOST_OFFSET - 1} down to .2 of the subnet), e.g. --generators 2")
     net = ipaddress.ip_network(topology.subnet)
     hosts = topology.hosts()
-    names = [h.name for h in hosts] + [f"gen-{i}" for i in range(1, generators + 1)]
+    names = [h.name for h in hosts] + [f"{generator_prefix}{i}" for i in range(1, generators + 1)]
     if len(set(names)) != len(names):
         clash = next(n for n in names if names.count(n) > 1)
         raise InputError(f"the topology's host {clash!r} has the name of a load generator; rename that group "
@@ -74,7 +75,7 @@ def plan_lab(topology: Topology, generators: int, lab_id: str) -> LabPlan:
                         roles=h.roles.model_dump())
            for i, h in enumerate(hosts, start=1)]
     for g in range(1, generators + 1):
-        out.append(LabNamespace(name=f"gen-{g}", kind="generator", address=str(net[FIRST_HOST_OFFSET - g]),
+        out.append(LabNamespace(name=f"{generator_prefix}{g}", kind="generator", address=str(net[FIRST_HOST_OFFSET - g]),
                                 veth=veth_name(lab_id, len(hosts) + g)))
     return LabPlan(lab_id=lab_id, bridge=BRIDGE_PREFIX + lab_id, subnet=str(net), gateway=str(net[1]),
                    prefix_len=net.prefixlen, namespaces=tuple(out))

@@ -230,6 +230,9 @@ def build_report(runs: Sequence[str | Path], out_dir: Path, *, extra_sections: S
                 table = soak_table([r for r in d.requests if r.target == target], d.samples_of(target),
                                    lost_seqs=None if ledger is None else ledger.lost_seqs)
                 parts.append(f"### Soak buckets, {target}\n\n" + render_soak_table(table))
+        from n8n_sizer.report.cluster import render_cpu_by_host
+
+        parts.append(render_cpu_by_host(d))  # "" unless the samples name hosts and roles (a lab's cluster)
         parts.append("### Ledger\n\n" + render_ledger(d))
         parts.append("### Alerts\n\n" + render_alerts(d))
         if plots:

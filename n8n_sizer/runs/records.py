@@ -58,6 +58,9 @@ class RequestRecord(BaseModel):
     # request to a stored execution one by one; None when the workflow does not return it.
     execution_id: str | None = None
     payload_class: PayloadClass | None = None  # what was deliberately wrong with it (--malformed); None = valid
+    # The load-generator host that sent it when the load was split over several (a lab's gen-1 .. gen-N);
+    # None when the bench itself or the target's one load generator sent everything (and in older runs).
+    generator: str | None = None
 
 
 class ClassTally(BaseModel):

@@ -67,8 +67,23 @@ def stack_ram_by_tick(samples: Iterable[Sample]) -> list[tuple[float, float]]:
 
 
 def peak_stack_ram_mib(samples: Iterable[Sample]) -> float | None:
-    values = [v for _, v in stack_ram_by_tick(samples)]
-    return max(values) if values else None
+    """The stack's peak RAM: on several hosts (a lab's cluster, each host sampled on its own clock), at each tick
+    the sum of every host's latest total at that time, so the figure is the cluster's, not its largest host's."""
+    per_host: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    ticks: dict[tuple[str, float], float] = defaultdict(float)
+    for s in samples:
+        if s.metric in RAM_METRICS:
+            ticks[(s.labels.get("host", "?"), s.time_s)] += s.value
+    for (host, t), v in ticks.items():
+        per_host[host].append((t, v))
+    if not per_host:
+        return None
+    latest: dict[str, float] = {}
+    peak = 0.0
+    for t, host, v in sorted((t, h, v) for h, rows in per_host.items() for t, v in rows):
+        latest[host] = v
+        peak = max(peak, sum(latest.values()))
+    return peak
 
 
 def step_windows(records: Iterable[RequestRecord]) -> dict[str, tuple[float, float]]:

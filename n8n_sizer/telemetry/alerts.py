@@ -6,8 +6,12 @@ Seed 000, "The 3 numbers to alert on":
   - runner CPU above 90% of one core for 5 minutes while the other cores idle (regular mode's runner at
     100% of one core with 3 of 4 cores idle), or, in queue mode, the whole server above 85% (2 workers ran
     at 3.5 of 4 cores without errors; 4 workers at 3.6 began failing);
-  - any 503 {"message":"Database is not ready!"} from main (4 workers overloading 4 vCPU; 3 s during a
-    Postgres restart).
+  - 503 {"message":"Database is not ready!"} from main, sustained over 1 minute (4 workers overloading 4 vCPU
+    kept answering it; a Postgres restart caused 3 s of it, which is not worth a page);
+  - in regular mode, main's memory (it held every waiting request: 0.35 GB to 6.9 GB in about 3 minutes, while a
+    healthy queue-mode main stayed between 440 and 590 MB).
+On a lab (bench.lab) every sample also names its host and role, and two rules read them: any role's process
+pinned at one core while its host has idle cores, and main's memory growing, per host.
 Each rule says whether it fired, when first, and the evidence; a rule that could not be evaluated
 (no such samples, a run shorter than its window) says that instead of reporting "fine".
 """
@@ -27,6 +31,11 @@ RUNNER_PINNED_CORES = 0.9  # seed 000: "above 90% of one core"
 SERVER_BUSY_SHARE = 0.85  # seed 000: "the whole server above 85% (queue mode)"
 MAX_GAP_S = 30.0  # a hole in the samples longer than this breaks a "sustained" stretch
 DB_NOT_READY = "Database is not ready"
+DB_NOT_READY_WINDOW_S = 60.0  # seed 000: "any, sustained over 1 minute"
+DB_NOT_READY_GAP_S = 15.0  # a quiet spell longer than this ends a stretch of those 503s (a restart's 3 s does not)
+MAIN_RSS_WINDOW_S = 180.0  # seed 000: main went from 0.35 GB to 6.9 GB "in about 3 minutes"
+MAIN_RSS_GROWTH = 0.5  # +50% within the window: a healthy main moved 440 -> 590 MB (+34%) over a whole run
+MAIN_RSS_MIN_GROWTH_MIB = 256.0  # and by at least this much, so a small process' noise does not fire it
 
 
 class Alert(BaseModel):
@@ -149,19 +158,92 @@ def server_cpu_high(samples: Iterable[Sample], window_s: float = WINDOW_S, share
     return Alert(rule=rule, status="quiet", first_s=None, summary=f"peak {max(busy.values()) / max(cpus.values()):.0%} of the CPUs")
 
 
-def database_not_ready(requests: Iterable[RequestRecord]) -> Alert:
-    """Any HTTP 503 whose body says "Database is not ready"."""
-    rule = 'any 503 "Database is not ready!"'
+def database_not_ready(requests: Iterable[RequestRecord], window_s: float = DB_NOT_READY_WINDOW_S,
+                       max_gap_s: float = DB_NOT_READY_GAP_S) -> Alert:
+    """HTTP 503s whose body says "Database is not ready" kept coming for `window_s` (no quiet spell longer than
+    `max_gap_s` between two of them); a shorter burst is reported, not fired."""
+    rule = f'503 "Database is not ready!" sustained for {window_s / 60:g} min'
     hits = [r for r in requests if r.status == 503 and DB_NOT_READY in ((r.body_snippet or "") + (r.error or ""))]
     if not hits:
         return Alert(rule=rule, status="quiet", first_s=None, summary="none")
     first, last = min(r.scheduled_s for r in hits), max(r.scheduled_s for r in hits)
-    steps = sorted({r.step for r in hits})
-    return Alert(rule=rule, status="fired", first_s=first,
-                 summary=f"{len(hits):,} requests over {last - first:.0f} s in {', '.join(steps)}")
+    steps = ", ".join(sorted({r.step for r in hits}))
+    hit = sustained([(r.scheduled_s, 1.0) for r in hits], lambda v: True, window_s, max_gap_s)
+    if hit is None:
+        return Alert(rule=rule, status="quiet", first_s=None,
+                     summary=f"{len(hits):,} such 503s over {last - first:.0f} s in {steps}, never for "
+                             f"{window_s:.0f} s on end")
+    during = [r for r in hits if hit[0] <= r.scheduled_s <= hit[1]]
+    return Alert(rule=rule, status="fired", first_s=hit[0],
+                 summary=f"{len(hits):,} requests over {last - first:.0f} s in {steps}; {len(during):,} of them "
+                         f"in {hit[1] - hit[0]:.0f} s without a {max_gap_s:.0f} s pause")
+
+
+def main_memory_growing(samples: Iterable[Sample], window_s: float = MAIN_RSS_WINDOW_S,
+                        growth: float = MAIN_RSS_GROWTH, min_mib: float = MAIN_RSS_MIN_GROWTH_MIB) -> Alert:
+    """Main's RSS (process "main", on any host) up by `growth` and `min_mib` within `window_s`."""
+    rule = f"main's memory up {growth:.0%} within {window_s / 60:g} min"
+    rss = [x for x in select(samples, "process_rss_mib") if x.labels.get("process") == "main"]
+    if not rss:
+        return Alert(rule=rule, status="not evaluated", first_s=None, summary="no RSS samples of main")
+    for host, rows in per_label(rss, "host").items():
+        series = sorted((x.time_s, x.value) for x in rows)
+        for i, (t0, v0) in enumerate(series):
+            for t1, v1 in series[i + 1:]:
+                if t1 - t0 > window_s:
+                    break
+                if v1 >= v0 * (1 + growth) and v1 - v0 >= min_mib:
+                    return Alert(rule=rule, status="fired", first_s=t0,
+                                 summary=f"{host}: main grew from {v0:,.0f} to {v1:,.0f} MiB in {t1 - t0:.0f} s")
+    low, high = min(x.value for x in rss), max(x.value for x in rss)
+    return Alert(rule=rule, status="quiet", first_s=None, summary=f"main between {low:,.0f} and {high:,.0f} MiB")
+
+
+def role_cpu_pinned(samples: Iterable[Sample], window_s: float = WINDOW_S,
+                    pinned_cores: float = RUNNER_PINNED_CORES) -> Alert:
+    """Seed 000's pinned-runner rule for every role on a lab: any process with a `role` label (main, a webhook
+    processor, a worker, its runner, Postgres, Redis, Caddy) >= `pinned_cores` for `window_s` while its own host
+    had at least half of its other cores idle (one process on one core cannot use the rest)."""
+    rule = f"a role >= {pinned_cores:.0%} of one core for {window_s / 60:g} min while its host has idle cores"
+    samples = list(samples)
+    procs = [x for x in select(samples, "process_cpu_cores") if "role" in x.labels]
+    if not procs:
+        return Alert(rule=rule, status="not evaluated", first_s=None, summary="no per-role CPU samples")
+    idle = select(samples, "host_cpu_cores", state="idle")
+    cpus = {x.labels.get("host"): x.value for x in select(samples, "host_cpus")}
+    longest = 0.0
+    for (host, name), rows in _by_host_process(procs).items():
+        series = sorted((x.time_s, x.value) for x in rows)
+        longest = max(longest, _span(series))
+        hit = sustained(series, lambda v: v >= pinned_cores, window_s)
+        n = cpus.get(host)
+        idle_in = [x.value for x in idle if x.labels.get("host") == host and hit is not None
+                   and hit[0] <= x.time_s <= hit[1]]
+        if hit is None or n is None or not idle_in:
+            continue
+        mean_idle = sum(idle_in) / len(idle_in)
+        if mean_idle >= 0.5 * (n - 1):
+            return Alert(rule=rule, status="fired", first_s=hit[0],
+                         summary=f"{host}: {name} ({rows[0].labels['role']}) at >= {pinned_cores:g} core for "
+                                 f"{(hit[1] - hit[0]) / 60:.1f} min while {mean_idle:.1f} of {n:.0f} cores sat idle")
+    if longest < window_s:
+        return Alert(rule=rule, status="not evaluated", first_s=None,
+                     summary=f"per-role samples span {longest:.0f} s, shorter than the {window_s:.0f} s window")
+    peak = max(procs, key=lambda x: x.value)
+    return Alert(rule=rule, status="quiet", first_s=None,
+                 summary=f"peak {peak.value:.2f} cores ({peak.labels.get('host')}: {peak.labels.get('process')})")
+
+
+def _by_host_process(samples: Iterable[Sample]) -> dict[tuple[str | None, str | None], list[Sample]]:
+    out: dict[tuple[str | None, str | None], list[Sample]] = {}
+    for x in samples:
+        out.setdefault((x.labels.get("host"), x.labels.get("process")), []).append(x)
+    return out
 
 
 def evaluate_alerts(samples: Sequence[Sample], requests: Sequence[RequestRecord]) -> list[Alert]:
-    """Seed 000's three alerts on one run (its CPU alert in both forms: runner pinned, server full)."""
-    return [queue_waiting_rising(samples), runner_cpu_pinned(samples), server_cpu_high(samples),
-            database_not_ready(requests)]
+    """Seed 000's three alerts on one run (its CPU alert in both forms: runner pinned, server full) and main's
+    memory; a lab's run (samples with a `role`) checks every role for a pinned core, not only the runners."""
+    per_role = any("role" in x.labels for x in samples)
+    return [queue_waiting_rising(samples), role_cpu_pinned(samples) if per_role else runner_cpu_pinned(samples),
+            server_cpu_high(samples), database_not_ready(requests), main_memory_growing(samples)]

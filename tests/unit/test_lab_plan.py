@@ -176,12 +176,15 @@ def test_the_lab_caddyfile_changes_addresses_only():
     assert upstreams_masked(text.split("bind 10.213.7.11\n", 1)[1]) == upstreams_masked(rendered.split("\n", 1)[1])
 
 
-def test_bench_and_drill_say_a_cluster_inventory_is_not_theirs_yet(tmp_path):
+def test_bench_takes_a_lab_inventory_and_refuses_a_cluster_stack_without_a_lab(tmp_path):
     from n8n_sizer.bench.session import read_inventory_file
 
     path = tmp_path / "lab.json"
-    path.write_text(lab_inventory(_plan(), parse_topology(TOPOLOGY), _state()).model_dump_json())
-    with pytest.raises(InputError, match="is a cluster inventory .* lab deploy"):
+    inventory = lab_inventory(_plan(), parse_topology(TOPOLOGY), _state())
+    path.write_text(inventory.model_dump_json())
+    assert read_inventory_file(path)["lab"]["lab_id"] == inventory.lab["lab_id"]
+    path.write_text(inventory.model_copy(update={"lab": None}).model_dump_json())
+    with pytest.raises(InputError, match="cluster stack.s inventory .*lab up"):
         read_inventory_file(path)
 
 

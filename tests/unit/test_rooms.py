@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "telemetry": {"hosts", "n8n", "runs"},
     "fleet": {"advisor", "deploy"},
     "stack": {"advisor", "deploy", "hosts", "localstack", "telemetry"},
-    "bench": {"advisor", "deploy", "fleet", "hosts", "localstack", "n8n", "runs", "stack", "telemetry"},
+    "bench": {"advisor", "deploy", "fleet", "hosts", "lab", "localstack", "n8n", "runs", "stack", "telemetry"},
     "report": {"advisor", "bench", "runs", "telemetry"},
     "lab": {"advisor", "deploy", "fleet", "hosts", "localstack"},  # fleet: the inventory model only
     "drills": {"advisor", "bench", "deploy", "hosts", "localstack", "n8n", "runs", "stack"},

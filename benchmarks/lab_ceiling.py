@@ -1,0 +1,125 @@
+"""Prints the lab's ingest ceiling with 1 and with 2 webhook processors, next to `advise`'s capacity for the same
+machine refitted on those runs. Needs root, the shared n8n install, postgresql, redis-server, caddy.
+
+    .venv/bin/python benchmarks/lab_ceiling.py [--rates 4,8,12,16,20] [--step-seconds 20]
+
+For each count: `lab up` (data; ingest with main, N webhook processors and Caddy; 2 worker hosts; 2 generators,
+on 10.213.7.0/24 with `bl-` names), `bench --inventory` over a rate ladder through the CLI (which deploys the
+cluster), then `lab down`, whatever happened. The ceiling is the highest rate a step carried (answered per
+second over the span its answers needed, `runs.stats.step_throughput`); a step that did not keep up says so.
+Every lab host shares this machine's cores, so the absolute figures are this machine's, not a fleet's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.lab.netns import lab_up, remove_lab
+from n8n_sizer.report.cluster import cpu_by_host_role
+from n8n_sizer.runs.stats import step_rate, step_throughput, step_windows
+from n8n_sizer.runs.store import RunStore
+
+CLI = [sys.executable, "-c", "from n8n_sizer.cli import main; main()"]
+
+
+def topology(webhooks: int) -> dict:
+    return {"topology": [
+        {"name": "bl-data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
+        {"name": "bl-ingest", "provider": "hetzner", "size": "cx33",
+         "roles": {"main": 1, "webhook": webhooks, "load_balancer": 1}},
+        {"name": "bl-worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}}],
+        "subnet": "10.213.7.0/24"}
+
+
+def ladder(webhooks: int, rates: str, step_s: float, folder: Path) -> tuple[list[tuple], dict, Path]:
+    """[(offered, carried per s, kept up, {role: CPU cores over the step, all hosts})] per step, the ledger, and
+    the results folder."""
+    out = folder / f"lab-{webhooks}.json"
+    state = lab_up(parse_topology(topology(webhooks)), 2, out, generator_prefix="bl-gen-")
+    results = folder / f"results-{webhooks}"
+    try:
+        res = subprocess.run([*CLI, "bench", "--inventory", str(out), "--rates", rates, "--step-seconds",
+                              f"{step_s:g}", "--warmup", "20", "--drain-seconds", "180", "--out", str(results),
+                              "--json"], capture_output=True, text=True, timeout=3600)
+    finally:
+        remove_lab(state)
+    if res.returncode != 0:
+        raise SystemExit(f"bench with {webhooks} webhook processor(s) failed: {res.stderr.strip()[-500:]}")
+    summary = json.loads(res.stdout)
+    store = RunStore.open(summary["run_id"], results)
+    records, samples = store.read_requests(), store.read_samples()
+    rows = []
+    for step, (start, end) in step_windows(records).items():
+        rate = step_rate(step)
+        carried = step_throughput([r for r in records if r.step == step], rate) if rate else None
+        roles: dict[str, float] = {}
+        for per_role in cpu_by_host_role(samples, start, end).values():
+            for role, cores in per_role.items():
+                roles[role] = roles.get(role, 0.0) + cores
+        if carried is not None:
+            rows.append((rate, carried.throughput_per_s, not carried.saturated, roles))
+    return rows, summary["ledgers"]["cluster"], results
+
+
+def advise_capacity(rate: float, results: list[Path], folder: Path) -> dict:
+    """`advise --vcpu N --max-hosts 1` (this machine's cores) refitted on the lab's runs: its capacity."""
+    import os
+
+    merged = folder / "all-results"
+    merged.mkdir(exist_ok=True)
+    for r in results:
+        for run in r.iterdir():
+            if not (merged / run.name).exists():
+                shutil.copytree(run, merged / run.name, ignore=shutil.ignore_patterns("secrets"))
+    res = subprocess.run([*CLI, "advise", "--rps", f"{rate:g}", "--vcpu", str(os.cpu_count() or 1), "--max-hosts", "1",
+                          "--results", str(merged), "--json"], capture_output=True, text=True, timeout=600)
+    if res.returncode != 0:
+        return {"error": res.stderr.strip()[-300:]}
+    data = json.loads(res.stdout)
+    return {"mode": data["mode"], "workers": data["workers"], "capacity_per_s": data["capacity_per_s"]}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--rates", default="4,8,12,16,20")
+    p.add_argument("--step-seconds", type=float, default=20.0)
+    a = p.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="n8n-sizer-lab-ceiling-"))
+    folder.chmod(0o755)  # Debian's postgres user passes through it to the data host's folder
+    try:
+        ceilings, results = {}, []
+        for webhooks in (1, 2):
+            rows, ledger, res = ladder(webhooks, a.rates, a.step_seconds, folder)
+            results.append(res)
+            unmatched = "n/a" if ledger["lost_seqs"] is None else len(ledger["lost_seqs"])
+            print(f"{webhooks} webhook processor(s): ledger fired {ledger['fired']}, accepted {ledger['accepted']}, "
+                  f"accepted minus successful executions {ledger['accepted_then_lost']}, accepted without a stored "
+                  f"execution {unmatched}")
+            for offered, carried, kept, roles in rows:
+                busy = ", ".join(f"{role} {cores:.2f}" for role, cores in sorted(roles.items(), key=lambda kv: -kv[1]))
+                print(f"  offered {offered:5.1f}/s  carried {carried:5.2f}/s  {'kept up' if kept else 'did not keep up':15}"
+                      f"  CPU cores: {busy} (total {sum(roles.values()):.2f})")
+            ceilings[webhooks] = max(row[1] for row in rows)
+            print(f"  ceiling {ceilings[webhooks]:.2f}/s")
+        print(f"ratio 2/1 webhook processors: {ceilings[2] / ceilings[1]:.2f}")
+        advice = advise_capacity(max(ceilings.values()), results, folder)
+        if "error" in advice:
+            print(f"advise failed: {advice['error']}")
+        else:
+            cap = advice["capacity_per_s"]
+            print(f"advise (this machine's cores, one host, refitted on these runs): {advice['mode']}, "
+                  f"{advice['workers']} workers: {cap['mid']:.2f}/s ({cap['low']:.2f}-{cap['high']:.2f})")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,330 @@
+"""`bench --inventory lab.json`: a lab's whole cluster as ONE target ("cluster"), loaded from its generators.
+
+- Bring-up: the topology is deployed with `lab.deploy.deploy_lab` unless the lab's record
+  (`hosts/cluster.json`) says it already is; then every recorded process must still be alive, so a second
+  bench reuses the cluster instead of deploying it twice.
+- Load: a step's rate is split evenly over the generator hosts; each runs its share with the built-in driver
+  over SSH (`python -m n8n_sizer.bench.agent`, in its own namespace), with sequence numbers from its own
+  block, so they are unique across generators; the records come back over SFTP, tagged with their generator.
+- Telemetry: one sampler per cluster host over SSH, its processes tagged with their role (runs.stats.role_of).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.bench.shapes import arrival_times, constant
+from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.hosts.host import SshHost
+from n8n_sizer.runs.records import RequestRecord, Sample, StepTally
+from n8n_sizer.runs.stats import role_of
+
+LAB_TARGET = "cluster"  # the one target of a lab run: results, ledger and report stay one folder
+AGENT_GRACE_S = 30.0  # after its share ends, how long a generator's requests in flight may still answer
+OWNER_LOGIN = "n8n-owner.json"  # in the lab's hosts/ folder, beside the cluster's secrets
+LAB_SAMPLE_EVERY_S = 2.0  # one SSH round trip per host per tick, on a machine the cluster itself keeps busy
+
+
+def is_lab_inventory(inventory) -> bool:
+    """A lab's inventory (`lab up`): a `lab` section and hosts with roles rather than single-host targets."""
+    return inventory.lab is not None and bool(inventory.cluster_hosts())
+
+
+def check_lab_inventory(inventory, source: str) -> None:
+    if not inventory.loadgens():
+        raise InputError(f"{source}: the lab has no load generator; `lab up --generators 2` makes two")
+
+
+def check_lab_request(plan, workflow: str, payloads: bool) -> None:
+    """What a lab bench cannot run yet, refused before anything is deployed or loaded."""
+    if any(getattr(step, "kind", None) != "rate" or step.shape is not None for step in plan.steps):
+        raise InputError("a lab bench runs constant-rate steps: drop --concurrency-sweep and --shape for "
+                         "--inventory lab.json (e.g. --rates 4,8)")
+    if payloads or workflow == "signed-webhook":
+        raise InputError("--payload-bytes, --malformed, --hmac-secret-file and signed-webhook are not split over a "
+                         "lab's generators yet; bench the lab with another --workflow and its fixed body")
+
+
+def split_rate(rate_per_s: float, generators: int) -> list[float]:
+    """The step's rate split evenly over the generators (each offers its share at its own even spacing)."""
+    if generators < 1:
+        raise ValueError("at least one generator")
+    return [rate_per_s / generators] * generators
+
+
+def share_counts(rates: Sequence[float], duration_s: float) -> list[int]:
+    """How many requests each generator's share schedules: exactly the driver's own schedule (arrival_times)."""
+    return [len(arrival_times(constant(r), duration_s)) for r in rates]
+
+
+def seq_starts(seq_start: int, counts: Sequence[int]) -> list[int]:
+    """Each generator's first sequence number: consecutive blocks from `seq_start`, so none collide."""
+    out, at = [], seq_start
+    for n in counts:
+        out.append(at)
+        at += n
+    return out
+
+
+def merge_records(parts: Sequence[Sequence[RequestRecord]]) -> list[RequestRecord]:
+    """The generators' records as one list by sequence number; a duplicate number is a broken split."""
+    merged = sorted((r for part in parts for r in part), key=lambda r: r.seq)
+    for a, b in zip(merged, merged[1:]):
+        if a.seq == b.seq:
+            raise RemoteError(f"generators {a.generator} and {b.generator} both recorded request {a.seq}")
+    return merged
+
+
+def merge_tallies(step: str, tallies: Sequence[dict]) -> StepTally:
+    """One step's tally from the generators' own (the earliest start, the latest end, the sums)."""
+    sent = [t["last_sent_s"] for t in tallies if t.get("last_sent_s") is not None]
+    return StepTally(step=step, started_s=min(t["started_s"] for t in tallies),
+                     finished_s=max(t["finished_s"] for t in tallies),
+                     scheduled=sum(t["scheduled"] for t in tallies), sent=sum(t["sent"] for t in tallies),
+                     last_sent_s=max(sent) if sent else None)
+
+
+def lab_setup(topology) -> Setup:
+    """The cluster as a Setup for run.json and the report: queue mode with every host's workers."""
+    workers = sum(h.roles.workers for h in topology.hosts())
+    return Setup(mode="queue", workers=max(workers, 1), concurrency=topology.concurrency)
+
+
+@dataclass
+class LabTarget:
+    """How a run reaches a lab: its inventory file, an SSH host per cluster host and per generator."""
+
+    inventory_path: Path
+    hosts: dict[str, SshHost]
+    generators: dict[str, SshHost]
+    python: str = sys.executable  # every namespace shares this machine's filesystem and venv
+    cluster: object | None = None  # lab.deploy.LabCluster once `bring_up` ran
+    reused: bool = False
+
+    def close(self) -> None:
+        for host in [*self.hosts.values(), *self.generators.values()]:
+            host.close()
+
+
+def lab_target(inventory, inventory_path: Path) -> LabTarget:
+    from n8n_sizer.lab.state import read_lab_state
+
+    state = read_lab_state(inventory_path)
+    key = Path(state.client_key) if state.client_key else None
+
+    def ssh(h) -> SshHost:
+        return SshHost(h.name, h.private_ip or h.public_ip, h.ssh_user, key_file=key)
+
+    return LabTarget(inventory_path=inventory_path,
+                     hosts={h.name: ssh(h) for h in inventory.cluster_hosts()},
+                     generators={h.name: ssh(h) for h in inventory.loadgens()})
+
+
+def bring_up(lab: LabTarget):
+    """The lab's cluster: the recorded one when it runs (reused), else deployed now. Returns its LabCluster."""
+    from n8n_sizer.lab.deploy import deploy_lab, deployed_cluster
+
+    cluster = deployed_cluster(lab.inventory_path)
+    if cluster is None:
+        cluster = deploy_lab(lab.inventory_path, python=lab.python)
+        lab.reused = False
+    else:
+        for host, pids in _recorded_pids(cluster).items():
+            for name, pid in pids.items():
+                res = lab.hosts[host].run(f"kill -0 {int(pid)}", timeout_s=30, check=False)
+                if res.exit_code != 0:
+                    raise InputError(f"--inventory {lab.inventory_path}: the deployed cluster's {name} on {host} "
+                                     f"(PID {pid}) is not running; `lab down` and `lab up` for a fresh cluster")
+        lab.reused = True
+    lab.cluster = cluster
+    return cluster
+
+
+def _recorded_pids(cluster) -> dict[str, dict[str, int]]:
+    """{host: {process name: PID}} of everything the deploy started (n8n, Caddy, Postgres, Redis)."""
+    out: dict[str, dict[str, int]] = {}
+    for host, procs in cluster.processes.items():
+        out[host] = {p.name: p.pid for p in procs}
+    ingest = next((h for h, procs in cluster.processes.items() if any(p.role == "main" for p in procs)), None)
+    if cluster.load_balancer_pid is not None and ingest is not None:
+        out[ingest]["caddy"] = cluster.load_balancer_pid
+    if cluster.data is not None:
+        out.setdefault(cluster.data_host, {}).update(postgres=cluster.data.postgres_pid, redis=cluster.data.redis_pid)
+    return out
+
+
+def role_labelled(sink: Callable[[Sequence[Sample]], None]) -> Callable[[Sequence[Sample]], None]:
+    """A sink that adds `role` (runs.stats.role_of) to every per-process sample before writing it."""
+
+    def write(samples: Sequence[Sample]) -> None:
+        out = []
+        for s in samples:
+            name = s.labels.get("process")
+            if name is not None and "role" not in s.labels:
+                s = s.model_copy(update={"labels": {**s.labels, "role": role_of(name) or "other"}})
+            out.append(s)
+        sink(out)
+
+    return write
+
+
+def lab_samplers(lab: LabTarget, sink: Callable[[Sequence[Sample]], None], labels: dict[str, str],
+                 n8n_metrics: bool = True, editor_check: Callable[[], None] | None = None) -> list:
+    """A Sampler per cluster host (not started): its processes by role, Redis and Bull on the data host,
+    main's /metrics queue gauges on the ingest host (main listens on that host's loopback or address), and
+    `editor_check` timed by the ingest host's sampler."""
+    from n8n_sizer.telemetry.probes.host import host_probes
+    from n8n_sizer.telemetry.probes.services import n8n_metrics_probe, redis_probes
+    from n8n_sizer.telemetry.sampler import Sampler
+
+    cluster = lab.cluster
+    pids = _recorded_pids(cluster)
+    samplers = []
+    for name, host in lab.hosts.items():
+        probes = host_probes()
+        mine = dict(pids.get(name, {}))
+        trees = {k: mine.pop(k) for k in ("postgres", "redis") if k in mine}  # each with its children
+        if name == cluster.data_host and cluster.data is not None:
+            probes += redis_probes(cluster.data.redis_port, password_file=_redis_probe_secret(cluster))
+        main = next((p for p in cluster.processes.get(name, []) if p.role == "main"), None)
+        if main is not None and n8n_metrics:
+            probes.append(n8n_metrics_probe(main.ready_url.split("/healthz")[0]))
+        samplers.append(Sampler(host, role_labelled(sink), probes, processes=mine, trees=trees, labels=labels,
+                                interval_s=LAB_SAMPLE_EVERY_S, timeout_s=10.0,
+                                editor_check=editor_check if main is not None else None))
+    return samplers
+
+
+def _redis_probe_secret(cluster) -> str:
+    """The Redis password alone in a 0600 file next to the cluster's secrets, for redis-cli to read at run time
+    (never on a command line). Every namespace shares this machine's filesystem, so the data host reads it."""
+    from n8n_sizer.safety.write import write_atomic
+
+    path = Path(cluster.secrets_file).with_name("redis-probe.secret")
+    if not path.exists():
+        password = json.loads(Path(cluster.secrets_file).read_text())["redis_password"]
+        write_atomic(path, password, private=True)
+    return str(path)
+
+
+def run_lab_step(lab: LabTarget, *, url: str, body: bytes, rate_per_s: float, duration_s: float, step: str,
+                 seq_start: int, timeout_s: float, max_in_flight: int, run_id: str,
+                 scratch: Path) -> tuple[list[RequestRecord], StepTally]:
+    """One rate step from every generator at once: each its share, its own seq block; merged records and tally."""
+    names = sorted(lab.generators)
+    rates = split_rate(rate_per_s, len(names))
+    starts = seq_starts(seq_start, share_counts(rates, duration_s))
+    body_file = scratch / "body"
+    body_file.write_bytes(body)
+    results: dict[str, tuple[list[RequestRecord], dict]] = {}
+    errors: dict[str, BaseException] = {}
+    deadline = duration_s + min(timeout_s, AGENT_GRACE_S)
+
+    def one(gen: str, rate: float, first: int) -> None:
+        host = lab.generators[gen]
+        remote = f"/tmp/n8nsz-{run_id}-{step}-{gen}.jsonl"
+        remote_body = f"/tmp/n8nsz-{run_id}-{step}-{gen}.body"
+        cmd = " ".join(shlex.quote(w) for w in [
+            lab.python, "-m", "n8n_sizer.bench.agent", "--url", url, "--body-file", remote_body,
+            "--rate", f"{rate:g}", "--duration", f"{duration_s:g}", "--seq-start", str(first), "--step", step,
+            "--target", LAB_TARGET, "--generator", gen, "--out", remote, "--timeout", f"{timeout_s:g}",
+            "--max-in-flight", str(max_in_flight), "--deadline-s", f"{deadline:g}"])
+        try:
+            host.put(body_file, remote_body)
+            res = host.run(cmd, timeout_s=deadline + 60)
+            local = scratch / f"{step}-{gen}.jsonl"
+            host.get(remote, local)
+            records = [RequestRecord.model_validate_json(line) for line in local.read_text().splitlines() if line]
+            local.unlink()  # merged into the run's requests.jsonl below
+            results[gen] = (records, json.loads(res.stdout.strip().splitlines()[-1]))
+        except BaseException as exc:  # re-raised below, after every generator finished
+            errors[gen] = exc
+        finally:
+            try:
+                host.run(f"rm -f {shlex.quote(remote)} {shlex.quote(remote_body)}", timeout_s=30, check=False)
+            except Exception:  # the share's error (above) is the one worth reporting
+                pass
+
+    threads = [threading.Thread(target=one, args=(g, r, s), name=f"agent-{g}") for g, r, s in zip(names, rates, starts)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        gen, exc = next(iter(errors.items()))
+        raise RemoteError(f"generator {gen}: {exc}") from None
+    records = merge_records([results[g][0] for g in names])
+    return records, merge_tallies(step, [results[g][1] for g in names])
+
+
+# --- the bench's stages for a lab target (bench.run._TargetRun calls these with itself) -----------------------
+
+def lab_up(run) -> str:
+    """A lab's cluster, deployed now or reused (its record in the lab's folder); the load balancer's URL."""
+    lab = run.t.lab
+    run.say("deploying or reusing the lab's cluster")
+    cluster = bring_up(lab)
+    _owner_login(cluster, run.store.folder / "secrets" / f"{run.t.name}.json")
+    run.save_info(lab_url=cluster.url, lab_reused=lab.reused, lab_hosts=sorted(lab.hosts),
+                  generators=sorted(lab.generators))
+    return cluster.url
+
+
+def _owner_login(cluster, run_secrets: Path) -> None:
+    """n8n has one owner per cluster: the first bench sets it up and keeps its login next to the cluster's
+    secrets (0600), and every bench on that cluster starts from a copy in its own secrets folder."""
+    from n8n_sizer.n8n.link import saved_or_new_session
+    from n8n_sizer.safety.write import write_atomic
+
+    owner = Path(cluster.secrets_file).with_name(OWNER_LOGIN)
+    saved_or_new_session(cluster.url, owner, LAB_TARGET)
+    if not run_secrets.exists():
+        run_secrets.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_atomic(run_secrets, owner.read_text(), private=True)
+
+
+def lab_telemetry(run, telemetry, main_url: str, workflow_id: str, secrets_path: Path) -> None:
+    """One sampler per lab host over SSH (processes tagged with their role), and the editor's call timed from
+    this machine through the load balancer, as a user's browser makes it."""
+    from n8n_sizer.n8n import link as n8n_link
+    from n8n_sizer.telemetry.sampler import http_editor_check
+
+    editor = n8n_link.editor_client(main_url, secrets_path)
+    telemetry.callback(editor.close)
+    for sampler in lab_samplers(run.t.lab, run.store.append_samples, {"target": run.t.name},
+                                editor_check=http_editor_check(editor, workflow_id)):
+        sampler.start()
+        telemetry.callback(sampler.stop)
+
+
+def lab_step(run, step, url: str, seq_start: int) -> None:
+    """The step's rate split over the lab's generators, their records merged into the run's."""
+    from n8n_sizer.bench.plan import RateStep
+    from n8n_sizer.runs.store import summarize_step
+
+    if not isinstance(step, RateStep) or step.shape is not None:
+        raise InputError(f"{step.name}: a lab bench runs constant-rate steps (--rates); drop --concurrency-sweep "
+                         "and --shape for --inventory lab.json")
+    if run.job.payloads is not None:
+        raise InputError("--payload-bytes, --malformed and signed requests are not split over a lab's generators "
+                         "yet; bench the lab with the workflow's fixed body")
+    store, plan, name = run.store, run.job.plan, run.t.name
+    scratch = store.folder / "generators"
+    scratch.mkdir(exist_ok=True)
+    records, outcome = run_lab_step(run.t.lab, url=url, body=run.job.workflow.body, rate_per_s=step.rate_per_s,
+                                    duration_s=step.duration_s, step=step.name, seq_start=seq_start,
+                                    timeout_s=plan.timeout_s, max_in_flight=plan.max_in_flight,
+                                    run_id=store.run_id, scratch=scratch)
+    for record in records:
+        store.append_request(record)
+    store.append_samples(summarize_step(records, outcome, name, "rate", step.rate_per_s, step.duration_s))
+    seq_end = max((r.seq for r in records), default=seq_start - 1) + 1
+    store.mark_step(name, step.name, "done", seq_end=seq_end, started_s=outcome.started_s,
+                    finished_s=outcome.finished_s)
