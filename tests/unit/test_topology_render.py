@@ -239,3 +239,18 @@ def test_a_one_host_advice_with_per_role_pools_uses_the_worker_pool_everywhere()
     today = render_bundle(Setup(mode="queue", workers=2, db_pool_size=11), FAKE, max_connections=120)
     assert rendered.hosts["n8n"] == today
     assert json.loads(rendered.manifest)["max_connections"] == 120
+
+
+def test_n8n_behind_the_load_balancer_trusts_one_proxy_hop_in_every_profile() -> None:
+    """Caddy sets X-Forwarded-For: without N8N_PROXY_HOPS main's rate limiter sees every client as Caddy
+    (found bringing the bundles up under Docker: express-rate-limit's ValidationError at the first login)."""
+    for case in ("advise-rps-400", "gcp-three-hosts", "lb-apart"):
+        for host, bundle in cluster(case).hosts.items():
+            doc = yaml.safe_load(bundle.compose)
+            if "x-n8n-env" in doc:
+                assert doc["x-n8n-env"]["N8N_PROXY_HOPS"] == "1", (case, host)
+    doc = json.loads((TOPOLOGIES / "gcp-three-hosts.json").read_text())
+    doc["topology"][1]["roles"] = {"main": 1}  # no webhook processors, no load balancer: main takes traffic
+    for host, bundle in render_topology(parse_topology(doc), FAKE).hosts.items():
+        env = yaml.safe_load(bundle.compose).get("x-n8n-env", {})
+        assert "N8N_PROXY_HOPS" not in env, host  # nothing in front: a forged header must not be trusted
