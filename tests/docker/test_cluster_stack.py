@@ -5,7 +5,8 @@ ingest host (main, two webhook processors, Caddy as the load balancer) and two w
 each. Every host bundle is one Compose project on the one engine; the hosts' private addresses sit on the
 bridge of one Docker network with the topology's subnet (standins.cluster_network, docs/docker.md), so the
 bundles run as rendered: Postgres and Redis published on the data host's private address, every n8n process
-dialling that address. The subnet is this test's own (10.213.30.0/24); nothing else on the machine uses it.
+dialling that address. The hosts come up together, the data host last, as VMs boot in no order. The subnet
+is this test's own (10.213.30.0/24); nothing else on the machine uses it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -59,7 +61,10 @@ SERVICES = {
     "worker-1": {"n8n-worker-1", "runner-worker-1"},
     "worker-2": {"n8n-worker-1", "runner-worker-1"},
 }
-UP_ORDER = ("data", "ingest", "worker-1", "worker-2")  # n8n needs Postgres and Redis; nothing orders hosts
+UP_ORDER = ("data", "ingest", "worker-1", "worker-2")
+# The VMs boot in no order. Each host's `up --wait` starts together, and the data host's only this long after
+# the others: longer than the 10 s n8n waits for Redis by default before it exits (the bundles raise it).
+DATA_HOST_LATE_S = 20
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,16 @@ class Cluster:
     addresses: dict[str, str]  # host -> private address, from topology.json
 
     def up(self) -> None:
-        for name in UP_ORDER:
-            self.stacks[name].up()
+        """Every host's `up -d --wait` at once, the data host's DATA_HOST_LATE_S later: each must come up
+        healthy by itself, as on VMs that boot together (depends_on cannot cross hosts)."""
+        def start(name: str) -> float:
+            if name == "data":
+                time.sleep(DATA_HOST_LATE_S)
+            return self.stacks[name].up()
+
+        with ThreadPoolExecutor(max_workers=len(UP_ORDER)) as pool:
+            for future in [pool.submit(start, name) for name in UP_ORDER]:
+                future.result()  # compose's own error (which service, why) if a host did not come up
 
     def down(self, volumes: bool = False) -> None:
         for name in reversed(UP_ORDER):
@@ -133,6 +146,7 @@ def n8n(cluster: Cluster) -> Iterator[tuple[N8nClient, N8nSetup]]:
 
 
 def test_every_service_on_every_host_is_healthy_by_its_own_healthcheck(cluster: Cluster) -> None:
+    # the hosts came up together, the data host last (Cluster.up): n8n on the others waited for it
     for host, stack in cluster.stacks.items():
         states = {s["Service"]: (s["State"], s["Health"]) for s in stack.services()}
         assert set(states) == SERVICES[host], host
