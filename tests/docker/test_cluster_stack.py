@@ -131,10 +131,15 @@ def cluster(engine: DockerEngine, tmp_path_factory: pytest.TempPathFactory) -> I
         result.up()
         yield result
     finally:
-        for name in reversed(UP_ORDER):
-            save_logs(stacks[name])
-            stacks[name].down(volumes=True)
+        failed = []
+        for name in reversed(UP_ORDER):  # every host, even when one's down fails
+            try:
+                save_logs(stacks[name])
+                stacks[name].down(volumes=True)
+            except (AssertionError, subprocess.SubprocessError) as exc:
+                failed.append(f"{name}: {exc}")
         standins.remove_cluster_network(engine.engine, network)
+    assert not failed, failed
     left = leftovers(engine)
     assert not left, f"left on the engine after the cluster's teardown: {left}"
 
