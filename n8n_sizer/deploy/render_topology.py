@@ -106,6 +106,7 @@ def _host_context(t: topo.Topology, host: topo.Host, profile: str, domain: str |
     repo, runners_repo = versions.N8N_IMAGE.rsplit(":", 1)[0], versions.RUNNERS_IMAGE.rsplit(":", 1)[0]
     return dict(
         t=t, host=host, profile=profile, domain=domain or "", summary=describe_topology(t, profile),
+        behind_lb=lb_host is not None,
         n8n=bool(roles.main or roles.webhook or roles.workers),
         main=bool(roles.main), webhooks=webhooks, webhooks_total=t.total("webhook"),
         workers=[f"n8n-worker-{k}" for k in range(1, roles.workers + 1)],

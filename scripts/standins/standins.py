@@ -11,7 +11,9 @@ What it does (docs/docker.md has the why and every difference from the real imag
   built from a Debian 12 root filesystem (mmdebstrap) plus the n8n install the tests already made, and
   kept in the engine's persistent data root, keyed by the pins, the image files and the build recipe.
 - `write_override()`: the one override file that maps each pinned image to its stand-in and publishes
-  ports on 127.0.0.1 with a free host port.
+  ports on 127.0.0.1 with a free host port (a cluster bundle's ports on its private address stay).
+- `cluster_network()`: for the host bundles of `render --topology` on this one engine, a Docker network
+  with the topology's subnet whose bridge holds every host's private address.
 
 Command line (as root): `python scripts/standins/standins.py build` builds the images unless they are
 there, then stops its engine; `... up` starts an engine with the images and leaves it running (prints
@@ -351,11 +353,27 @@ def _docker_build(engine: Engine, context: Path, tag: str, build_args: dict[str,
 
 # --- the override -----------------------------------------------------------------------------------
 
-def override_text(compose_text: str, mapping: dict[str, str]) -> str:
+def _private_binding(port: str, private_subnet: str | None) -> bool:
+    """`ADDRESS:HOST:CONTAINER` with ADDRESS inside the cluster's private subnet (a data port or a process
+    published for a load balancer on another host): kept as rendered, since that address is the one the
+    other hosts' bundles dial (see `cluster_network`)."""
+    import ipaddress
+
+    parts = port.split(":")
+    if private_subnet is None or len(parts) != 3:
+        return False
+    try:
+        return ipaddress.ip_address(parts[0]) in ipaddress.ip_network(private_subnet)
+    except ValueError:
+        return False
+
+
+def override_text(compose_text: str, mapping: dict[str, str], private_subnet: str | None = None) -> str:
     """The override for one rendered file: stand-in images, ports on 127.0.0.1 with a free host port.
 
     `!override` (Compose >= 2.24) replaces the list instead of merging it, so no port of the rendered file
-    (80, 443, 5678) is bound on the host: tests on a shared machine cannot collide on them.
+    (80, 443, 5678) is bound on the host: tests on a shared machine cannot collide on them. A cluster bundle's
+    ports on its host's private address (inside `private_subnet`) stay as rendered.
     """
     import yaml
 
@@ -370,15 +388,66 @@ def override_text(compose_text: str, mapping: dict[str, str]) -> str:
         if spec.get("ports"):
             lines.append("    ports: !override")
             for port in spec["ports"]:
+                if _private_binding(str(port), private_subnet):
+                    lines.append(f'      - "{port}"')
+                    continue
                 container = str(port).rsplit(":", 1)[-1]
                 lines.append(f'      - "127.0.0.1::{container}"')
     return "\n".join(lines) + "\n"
 
 
-def write_override(compose_file: Path, mapping: dict[str, str]) -> Path:
+def write_override(compose_file: Path, mapping: dict[str, str], private_subnet: str | None = None) -> Path:
     target = compose_file.parent / "docker-compose.standins.yml"
-    target.write_text(override_text(compose_file.read_text(), mapping))
+    target.write_text(override_text(compose_file.read_text(), mapping, private_subnet))
     return target
+
+
+# --- a cluster's private network on one engine ------------------------------------------------------
+
+CLUSTER_BRIDGE = "nsz-cluster"  # one cluster per engine (the engine's lock keeps it to one test session)
+
+
+def cluster_network(engine: Engine, subnet: str, host_addresses: list[str], name: str = "n8n-sizer-cluster") -> str:
+    """A Docker network with the topology's subnet whose bridge holds every host's private address.
+
+    Each host bundle publishes its data ports (and, with the load balancer elsewhere, main and the webhook
+    processors) on `<host address>:PORT`, and the other hosts' n8n processes dial that address. Here every
+    host is one Compose project on one engine: the addresses sit on this bridge in this machine's network
+    stack, so docker-proxy can bind them and a container of any project reaches them through its own
+    project's gateway, delivered locally (no forwarding: the engine runs with ip_forward 0). No container
+    joins this network; its --ip-range is the subnet's upper half so that none could take a host's address.
+    The bridge, with its addresses, goes with the network (and `_remove_leftovers` prunes a killed run's).
+    """
+    import ipaddress
+
+    net = ipaddress.ip_network(subnet)
+    upper = list(net.subnets(prefixlen_diff=1))[1]
+    if any(ipaddress.ip_address(a) not in net or ipaddress.ip_address(a) in upper for a in host_addresses):
+        raise RuntimeError(f"host addresses {host_addresses} must lie in the lower half of {subnet}")
+    routes = run(["ip", "-4", "-o", "route", "show", "table", "all"]).stdout.splitlines()
+    for route in routes:  # a lab or another network already here: two owners of one subnet would clash
+        dest = route.split()[1] if route.split()[0] in ("local", "broadcast", "unicast") else route.split()[0]
+        try:
+            taken = ipaddress.ip_network(dest, strict=False)
+        except ValueError:
+            continue  # default, unreachable, ...
+        if taken.prefixlen > 0 and taken.overlaps(net):
+            raise RuntimeError(f"subnet {subnet} is already routed on this machine ({route.strip()}); render the "
+                               "topology with another subnet")
+    engine.docker("network", "create", "--driver", "bridge", "--subnet", subnet, "--ip-range", str(upper),
+                  "--gateway", str(net[1]), "-o", f"com.docker.network.bridge.name={CLUSTER_BRIDGE}",
+                  "--label", "n8n-sizer.cluster=1", name)
+    try:
+        for address in host_addresses:
+            run(["ip", "addr", "add", f"{address}/32", "dev", CLUSTER_BRIDGE])
+    except BaseException:
+        engine.docker("network", "rm", name, check=False)
+        raise
+    return name
+
+
+def remove_cluster_network(engine: Engine, name: str = "n8n-sizer-cluster") -> None:
+    engine.docker("network", "rm", name, check=False)
 
 
 def main(argv: list[str]) -> int:
@@ -386,7 +455,10 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     if argv[0] == "override":
-        print(override_text(Path(argv[1]).read_text(), standin_images()), end="")
+        compose = Path(argv[1])
+        manifest = compose.resolve().parent.parent / "topology.json"  # a host bundle of `render --topology`
+        subnet = json.loads(manifest.read_text())["subnet"] if manifest.is_file() else None
+        print(override_text(compose.read_text(), standin_images(), subnet), end="")
         return 0
     engine = start_engine()
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import ssl
 import subprocess
 import sys
@@ -209,3 +210,29 @@ def wait_success_count(client: N8nClient, workflow_id: str, at_least: int, timeo
             return count
         time.sleep(0.5)
     return count
+
+
+def blocked_queue_pops(redis_stack: Stack) -> int:
+    """Workers waiting on Bull's queue right now: Redis clients blocked in BRPOPLPUSH (one per worker)."""
+    clients = redis_stack.exec("n8n-redis", "redis-cli", "client", "list", check=True).stdout
+    return sum(1 for line in clients.splitlines() if "cmd=brpoplpush" in line)
+
+
+def kill_worker(stack: Stack, service: str, redis_stack: Stack, timeout_s: float = 60) -> float:
+    """SIGKILL the worker container's init from the host (a crash, not `docker stop`), then wait until
+    Redis has let go of its blocking pop; seconds that took.
+
+    Until the kernel has closed the dead worker's sockets, Redis still counts its BRPOPLPUSH as waiting and
+    may hand it the next job. n8n runs Bull with maxStalledCount 0, so such a job is failed by the stalled
+    check (every 30 s), never retried: a webhook sent in that instant answers 500 after 30-90 s (the flake of
+    docs/docker.md). The tests send their webhooks after the crash, not into it.
+    """
+    before = blocked_queue_pops(redis_stack)
+    pid = int(stack.inspect(service, "{{.State.Pid}}"))
+    started = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    while time.monotonic() - started < timeout_s:
+        if blocked_queue_pops(redis_stack) < before:
+            return time.monotonic() - started
+        time.sleep(0.1)
+    raise AssertionError(f"Redis still holds {before} blocked pops {timeout_s:.0f} s after {service} was killed")

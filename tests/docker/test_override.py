@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import yaml
 
 from n8n_sizer import versions
@@ -44,3 +46,32 @@ def test_the_stand_ins_follow_the_pins() -> None:
     mapping = standins.standin_images()
     assert set(mapping) == {versions.N8N_IMAGE, versions.RUNNERS_IMAGE, versions.POSTGRES_IMAGE,
                             versions.REDIS_IMAGE, versions.CADDY_IMAGE}
+
+
+def test_a_cluster_bundles_private_address_ports_stay_as_rendered() -> None:
+    """The other hosts dial the data host's private address: with the cluster's subnet given, those ports
+    stay; everything else still goes to loopback with a free port."""
+    cluster = GOLDEN / "cluster-advise-rps-400"
+    subnet = json.loads((cluster / "topology.json").read_text())["subnet"]
+    mapping = standins.standin_images()
+    data = yaml.safe_load(standins.override_text((cluster / "data" / "docker-compose.yml").read_text(), mapping,
+                                                 subnet).replace("!override", ""))["services"]
+    assert data["n8n-postgres"]["ports"] == ["10.89.0.10:5432:5432"]
+    assert data["n8n-redis"]["ports"] == ["10.89.0.10:6379:6379"]
+    ingest = yaml.safe_load(standins.override_text((cluster / "ingest" / "docker-compose.yml").read_text(), mapping,
+                                                   subnet).replace("!override", ""))["services"]
+    assert ingest["n8n-lb"]["ports"] == ["127.0.0.1::5678"]
+    # without the subnet (a single-host stack) or outside it, nothing is bound beyond loopback
+    for other in (None, "10.213.30.0/24"):
+        plain = yaml.safe_load(standins.override_text((cluster / "data" / "docker-compose.yml").read_text(), mapping,
+                                                      other).replace("!override", ""))["services"]
+        assert plain["n8n-postgres"]["ports"] == ["127.0.0.1::5432"], other
+
+
+def test_every_cluster_golden_host_has_its_stand_ins() -> None:
+    mapping = standins.standin_images()
+    hosts = list(GOLDEN.glob("cluster-*/*/docker-compose.yml"))
+    assert len(hosts) >= 10
+    for compose in hosts:
+        override = yaml.safe_load(standins.override_text(compose.read_text(), mapping).replace("!override", ""))
+        assert set(override["services"]) == set(yaml.safe_load(compose.read_text())["services"]), compose

@@ -239,3 +239,37 @@ def test_a_one_host_advice_with_per_role_pools_uses_the_worker_pool_everywhere()
     today = render_bundle(Setup(mode="queue", workers=2, db_pool_size=11), FAKE, max_connections=120)
     assert rendered.hosts["n8n"] == today
     assert json.loads(rendered.manifest)["max_connections"] == 120
+
+
+def test_n8n_behind_the_load_balancer_trusts_one_proxy_hop_in_every_profile() -> None:
+    """Caddy sets X-Forwarded-For: without N8N_PROXY_HOPS main's rate limiter sees every client as Caddy
+    (found bringing the bundles up under Docker: express-rate-limit's ValidationError at the first login)."""
+    for case in ("advise-rps-400", "gcp-three-hosts", "lb-apart"):
+        for host, bundle in cluster(case).hosts.items():
+            doc = yaml.safe_load(bundle.compose)
+            if "x-n8n-env" in doc:
+                assert doc["x-n8n-env"]["N8N_PROXY_HOPS"] == "1", (case, host)
+    doc = json.loads((TOPOLOGIES / "gcp-three-hosts.json").read_text())
+    doc["topology"][1]["roles"] = {"main": 1}  # no webhook processors, no load balancer: main takes traffic
+    for host, bundle in render_topology(parse_topology(doc), FAKE).hosts.items():
+        env = yaml.safe_load(bundle.compose).get("x-n8n-env", {})
+        assert "N8N_PROXY_HOPS" not in env, host  # nothing in front: a forged header must not be trusted
+
+
+def test_n8n_on_a_cluster_host_waits_minutes_for_the_data_host_not_seconds() -> None:
+    """Hosts boot in no order: n8n's defaults (exit after 10 s without Redis, 5 Postgres attempts) failed
+    `up --wait` on a worker host started 20 s before the data host (tests/docker/test_cluster_stack.py)."""
+    for case in ("advise-rps-400", "gcp-three-hosts", "lb-apart"):
+        for host, bundle in cluster(case).hosts.items():
+            env = yaml.safe_load(bundle.compose).get("x-n8n-env")
+            if env is None:
+                continue  # the data host runs no n8n
+            assert int(env["QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD"]) >= 120_000, (case, host)
+            assert int(env["DB_STARTUP_CONNECT_MAX_RETRIES"]) >= 8, (case, host)  # 1+2+4+8+16+30... s
+            # within the healthcheck's window: a process still retrying must not be counted unhealthy first
+            check = yaml.safe_load(bundle.compose)["services"]
+            n8n = [s for s in check.values() if "healthz" in str(s.get("healthcheck", {}).get("test"))
+                   and "5678" in str(s["healthcheck"]["test"])]
+            for spec in n8n:
+                window_s = int(spec["healthcheck"]["interval"].rstrip("s")) * spec["healthcheck"]["retries"]
+                assert int(env["QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD"]) / 1000 < window_s, (case, host)

@@ -1,0 +1,272 @@
+"""`render --topology` (the cluster bundles) under one real Docker Engine with stand-in images.
+
+The topology has the shape `advise --rps 200 --json` prints, made small: a data host (Postgres, Redis), an
+ingest host (main, two webhook processors, Caddy as the load balancer) and two worker hosts with one worker
+each. Every host bundle is one Compose project on the one engine; the hosts' private addresses sit on the
+bridge of one Docker network with the topology's subnet (standins.cluster_network, docs/docker.md), so the
+bundles run as rendered: Postgres and Redis published on the data host's private address, every n8n process
+dialling that address. The hosts come up together, the data host last, as VMs boot in no order. The subnet
+is this test's own (10.213.30.0/24); nothing else on the machine uses it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from n8n_sizer.n8n.client import N8nClient
+
+from .conftest import (
+    DockerEngine,
+    N8nSetup,
+    Stack,
+    blocked_queue_pops,
+    call_webhook,
+    kill_worker,
+    render,
+    save_logs,
+    set_up_n8n,
+    standins,
+    wait_healthy,
+    wait_success_count,
+    CLI,
+)
+
+pytestmark = pytest.mark.docker
+SUBNET = "10.213.30.0/24"
+# advise --rps 200's shape (data + ingest with webhook processors + worker hosts), one worker per host.
+# Concurrency 10 is n8n's default and what `check` asks for; the test sends a handful of webhooks.
+TOPOLOGY = {
+    "topology": [
+        {"name": "data", "provider": "hetzner", "size": "cx23", "count": 1, "roles": {"postgres": 1, "redis": 1}},
+        {"name": "ingest", "provider": "hetzner", "size": "cx33", "count": 1,
+         "roles": {"main": 1, "webhook": 2, "load_balancer": 1}},
+        {"name": "worker", "provider": "hetzner", "size": "cx23", "count": 2, "roles": {"workers": 1}},
+    ],
+    "concurrency": 10, "subnet": SUBNET,
+}
+SERVICES = {
+    "data": {"n8n-postgres", "n8n-redis"},
+    "ingest": {"n8n-main", "runner-main", "n8n-webhook-1", "n8n-webhook-2", "n8n-lb"},
+    "worker-1": {"n8n-worker-1", "runner-worker-1"},
+    "worker-2": {"n8n-worker-1", "runner-worker-1"},
+}
+UP_ORDER = ("data", "ingest", "worker-1", "worker-2")
+# The VMs boot in no order. Each host's `up --wait` starts together, and the data host's only this long after
+# the others: longer than the 10 s n8n waits for Redis by default before it exits (the bundles raise it).
+DATA_HOST_LATE_S = 20
+
+
+@dataclass(frozen=True)
+class Cluster:
+    folder: Path
+    stacks: dict[str, Stack]
+    addresses: dict[str, str]  # host -> private address, from topology.json
+
+    def up(self) -> None:
+        """Every host's `up -d --wait` at once, the data host's DATA_HOST_LATE_S later: each must come up
+        healthy by itself, as on VMs that boot together (depends_on cannot cross hosts)."""
+        def start(name: str) -> float:
+            if name == "data":
+                time.sleep(DATA_HOST_LATE_S)
+            return self.stacks[name].up()
+
+        with ThreadPoolExecutor(max_workers=len(UP_ORDER)) as pool:
+            for future in [pool.submit(start, name) for name in UP_ORDER]:
+                future.result()  # compose's own error (which service, why) if a host did not come up
+
+    def down(self, volumes: bool = False) -> None:
+        for name in reversed(UP_ORDER):
+            self.stacks[name].down(volumes=volumes)
+
+    def lb_client(self, api_key: str | None = None) -> N8nClient:
+        return N8nClient(f"http://127.0.0.1:{self.stacks['ingest'].port('n8n-lb', 5678)}", api_key)
+
+    def logs(self, host: str, *services: str) -> str:
+        return self.stacks[host].compose("logs", "--no-color", *services).stdout
+
+
+def project(name: str) -> str:
+    return f"n8nsizer-cl-{name}"
+
+
+def leftovers(docker: DockerEngine) -> list[str]:
+    """Containers, volumes and networks of this module's projects still on the engine."""
+    found = []
+    for kind in ("container", "volume", "network"):
+        listing = docker.engine.docker(kind, "ls", *(["-a"] if kind == "container" else []), "--format",
+                                       "{{.Names}}" if kind == "container" else "{{.Name}}").stdout.split()
+        found += [f"{kind} {n}" for n in listing if n.startswith("n8nsizer-cl-") or n == "n8n-sizer-cluster"]
+    if Path("/sys/class/net", standins.CLUSTER_BRIDGE).exists():
+        found.append(f"bridge {standins.CLUSTER_BRIDGE} (with the hosts' private addresses)")
+    return found
+
+
+@pytest.fixture(scope="module")
+def cluster(engine: DockerEngine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    base = tmp_path_factory.mktemp("cluster")
+    topology_file = base / "topology-input.json"
+    topology_file.write_text(json.dumps(TOPOLOGY))
+    folder = base / "bundles"
+    render(folder, "--topology", str(topology_file))
+    manifest = json.loads((folder / "topology.json").read_text())
+    addresses = {h["name"]: h["private_ip"] for h in manifest["hosts"]}
+    assert set(addresses) == set(UP_ORDER) and manifest["subnet"] == SUBNET
+    stacks = {name: Stack(engine, folder / name, project(name)) for name in UP_ORDER}
+    network = standins.cluster_network(engine.engine, SUBNET, list(addresses.values()))
+    try:
+        for name in UP_ORDER:
+            standins.write_override(folder / name / "docker-compose.yml", engine.images, SUBNET)
+        result = Cluster(folder, stacks, addresses)
+        result.up()
+        yield result
+    finally:
+        failed = []
+        for name in reversed(UP_ORDER):  # every host, even when one's down fails
+            try:
+                save_logs(stacks[name])
+                stacks[name].down(volumes=True)
+            except (AssertionError, subprocess.SubprocessError) as exc:
+                failed.append(f"{name}: {exc}")
+        standins.remove_cluster_network(engine.engine, network)
+    assert not failed, failed
+    left = leftovers(engine)
+    assert not left, f"left on the engine after the cluster's teardown: {left}"
+
+
+@pytest.fixture(scope="module")
+def n8n(cluster: Cluster) -> Iterator[tuple[N8nClient, N8nSetup]]:
+    with cluster.lb_client() as client:  # every call, the editor's API included, goes through Caddy
+        yield client, set_up_n8n(client)
+
+
+def test_every_service_on_every_host_is_healthy_by_its_own_healthcheck(cluster: Cluster) -> None:
+    # the hosts came up together, the data host last (Cluster.up): n8n on the others waited for it
+    for host, stack in cluster.stacks.items():
+        states = {s["Service"]: (s["State"], s["Health"]) for s in stack.services()}
+        assert set(states) == SERVICES[host], host
+        assert all(state == ("running", "healthy") for state in states.values()), (host, states)
+
+
+def test_data_ports_are_published_on_the_data_hosts_private_address_only(cluster: Cluster) -> None:
+    data = cluster.stacks["data"]
+    for service, port in (("n8n-postgres", 5432), ("n8n-redis", 6379)):
+        published = data.compose("port", service, str(port)).stdout.strip()
+        assert published == f"{cluster.addresses['data']}:{port}", (service, published)
+    # the load balancer is what clients reach (on loopback here, by the override); main is not published
+    assert cluster.stacks["ingest"].port("n8n-lb", 5678) > 0
+    unpublished = cluster.stacks["ingest"].compose("port", "n8n-main", "5678", check=False)
+    assert unpublished.returncode != 0 or unpublished.stdout.strip() in ("", ":0")
+
+
+def test_a_subnet_already_routed_here_is_refused(cluster: Cluster, engine: DockerEngine) -> None:
+    with pytest.raises(RuntimeError, match="already routed on this machine"):
+        standins.cluster_network(engine.engine, SUBNET, list(cluster.addresses.values()), name="n8n-sizer-clash")
+    assert "n8n-sizer-clash" not in engine.engine.docker("network", "ls", "--format", "{{.Name}}").stdout.split()
+
+
+def test_every_n8n_process_reaches_the_data_host_by_its_private_address(cluster: Cluster) -> None:
+    data_ip = cluster.addresses["data"]
+    for host in ("ingest", "worker-1", "worker-2"):
+        rendered = (cluster.folder / host / "docker-compose.yml").read_text()
+        assert f"DB_POSTGRESDB_HOST: {data_ip}" in rendered and f"QUEUE_BULL_REDIS_HOST: {data_ip}" in rendered
+    # each worker is waiting on the queue in the data host's Redis: one blocked pop per worker
+    assert blocked_queue_pops(cluster.stacks["data"]) == 2
+
+
+def test_webhook_through_the_load_balancer_runs_on_a_worker_host_and_is_stored(
+        cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]) -> None:
+    client, setup = n8n
+    assert call_webhook(client._http, setup.webhook, 6) == [200] * 6
+    assert wait_success_count(client, setup.workflow_id, 6) == 6
+    ingest = cluster.logs("ingest", "n8n-webhook-1", "n8n-webhook-2")
+    assert len(re.findall(r"Enqueued execution \d+", ingest)) >= 6  # the webhook processors took them
+    assert "Enqueued execution" not in cluster.logs("ingest", "n8n-main")  # main's production webhooks are off
+    ran = sum(cluster.logs(h, "n8n-worker-1").count("Worker finished execution") for h in ("worker-1", "worker-2"))
+    assert ran >= 6  # workers on the worker hosts ran them
+    assert "launching runner" in cluster.logs("worker-1", "runner-worker-1") + cluster.logs("worker-2",
+                                                                                          "runner-worker-1")
+    # behind Caddy main trusts one X-Forwarded-For hop (N8N_PROXY_HOPS); without it the login above made
+    # express-rate-limit log a ValidationError and key every client as the load balancer's address
+    assert "X-Forwarded-For" not in cluster.logs("ingest", "n8n-main")
+
+
+def test_the_production_webhook_path_reaches_webhook_processors_not_main(
+        cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]) -> None:
+    client, setup = n8n
+    # main itself, asked past the load balancer (from Caddy's container), refuses the production path:
+    # N8N_DISABLE_PRODUCTION_MAIN_PROCESS is in effect, so only the routing keeps webhooks working
+    direct = cluster.stacks["ingest"].exec(
+        "n8n-lb", "wget", "-S", "-O", "/dev/null", "--post-data", "{}", "--header", "content-type: application/json",
+        f"http://n8n-main:5678{setup.webhook}")
+    assert "HTTP/1.1 404 Not Found" in direct.stderr, direct.stderr
+    assert call_webhook(client._http, setup.webhook) == [200]  # the same request through Caddy
+    assert client._http.get("/metrics").status_code == 404  # closed at the load balancer
+
+
+def test_wrong_passwords_are_refused_on_the_private_address(cluster: Cluster) -> None:
+    data, ip = cluster.stacks["data"], cluster.addresses["data"]
+    wrong = data.exec("n8n-redis", "redis-cli", "-h", ip, "--no-auth-warning", "-a", "not-the-password", "ping")
+    assert "WRONGPASS" in wrong.stdout + wrong.stderr
+    right = data.exec("n8n-redis", "redis-cli", "-h", ip, "ping")  # REDISCLI_AUTH from the data host's .env
+    assert right.stdout.strip() == "PONG"
+    refused = data.exec("n8n-postgres", "env", "PGPASSWORD=not-the-password", "psql", "-h", ip, "-U", "n8n",
+                        "-d", "n8n", "-tAc", "select 1")
+    assert refused.returncode != 0 and "password authentication failed" in refused.stderr
+    taken = data.exec("n8n-postgres", "sh", "-c", f'PGPASSWORD="$POSTGRES_PASSWORD" psql -h {ip} -U n8n -d n8n '
+                      "-tAc 'select 1'")
+    assert taken.stdout.strip() == "1", taken.stderr
+
+
+def test_a_killed_worker_host_process_leaves_the_cluster_answering(
+        cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]) -> None:
+    client, setup = n8n
+    worker = cluster.stacks["worker-1"]
+    before = wait_success_count(client, setup.workflow_id, 1)
+    restarts = int(worker.inspect("n8n-worker-1", "{{.RestartCount}}"))
+    gone_s = kill_worker(worker, "n8n-worker-1", cluster.stacks["data"])
+    answers = []
+    for _ in range(6):
+        started = time.monotonic()
+        answers.append((call_webhook(client._http, setup.webhook, timeout_s=60)[0],
+                        round(time.monotonic() - started, 1)))
+    print(f"worker gone from Redis after {gone_s:.2f} s; webhooks after it (status, seconds): {answers}")
+    assert [status for status, _ in answers] == [200] * 6, answers
+    assert wait_success_count(client, setup.workflow_id, before + 6) == before + 6
+    deadline = time.monotonic() + 120
+    while int(worker.inspect("n8n-worker-1", "{{.RestartCount}}")) == restarts and time.monotonic() < deadline:
+        time.sleep(1)
+    assert int(worker.inspect("n8n-worker-1", "{{.RestartCount}}")) == restarts + 1
+    assert wait_healthy(worker, "n8n-worker-1") == "healthy"
+
+
+def test_down_then_up_keeps_the_data(cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]) -> None:
+    client, setup = n8n
+    before = wait_success_count(client, setup.workflow_id, 1)
+    cluster.down()
+    cluster.up()
+    with cluster.lb_client(setup.api_key) as again:
+        again.wait_ready(180)
+        again.login(setup.owner)
+        assert again.count_executions(setup.workflow_id).by_status.get("success", 0) == before
+        again.wait_webhook_registered(setup.webhook, timeout_s=60)
+        assert call_webhook(again._http, setup.webhook) == [200]
+        assert wait_success_count(again, setup.workflow_id, before + 1) == before + 1
+
+
+def test_check_topology_passes_the_same_files(cluster: Cluster) -> None:
+    command = [str(CLI)] if CLI.exists() else [sys.executable, "-c", "from n8n_sizer.cli import main; main()"]
+    proc = subprocess.run([*command, "check", "--topology", str(cluster.folder)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert " 0 failed" in proc.stdout
