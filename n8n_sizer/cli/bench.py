@@ -68,6 +68,10 @@ def bench(
     from n8n_sizer.safety.files import require_output_folder
     from n8n_sizer.safety.numbers import Range, check_number
 
+    if webhook_processors and (resume is not None or not local or mode != "queue"):
+        raise InputError(f"--webhook-processors {webhook_processors} applies to a new --local --mode queue run "
+                         "(webhook processors need queue mode); add --local --mode queue or drop it")
+    check_number("--webhook-processors", webhook_processors, Range(0, 9, example="2"))
     if resume is not None:
         out_dir = require_output_folder(out, "--out", fix="try --out results")
     else:
@@ -79,10 +83,6 @@ def bench(
                                    find_max=find_max, shape=shape, payload_bytes=payload_bytes,
                                    hmac_secret_file=hmac_secret_file, malformed=malformed, respond=respond)
     out = out_dir
-    if webhook_processors and (resume is not None or not local or mode != "queue"):
-        raise InputError(f"--webhook-processors {webhook_processors} applies to a new --local --mode queue run "
-                         "(webhook processors need queue mode); add --local --mode queue or drop it")
-    check_number("--webhook-processors", webhook_processors, Range(0, 9, example="2"))
     # Defaults applied here, so a --find-max-only flag given without --find-max was refused above.
     p95_ms = 2000.0 if p95_ms is None else p95_ms
     error_budget = 0.0 if error_budget is None else error_budget
