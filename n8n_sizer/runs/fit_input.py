@@ -87,6 +87,8 @@ def measurements_from_run(folder: Path) -> list[Measurement]:
             results=Results(answered_per_min=value.get("answered_per_min"), errors=errors,
                             p50_ms=value.get("latency_p50"), p95_ms=value.get("latency_p95"),
                             p99_ms=value.get("latency_p99"),
+                            demand_executions_per_s=(int(value.get("answered", 0)) / (span[1] - span[0])
+                                                     if demands and span[1] > span[0] else None),
                             **{f"{role}_cpu_ms": ms for role, ms in demands.items() if role in MEASURED_ROLES})))
     return out
 
