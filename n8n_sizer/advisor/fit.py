@@ -98,8 +98,17 @@ def select_demand_rows(measurements) -> list[DemandRow]:
 def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
     from n8n_sizer.advisor.roles import predicted_role_cpu_s
 
+    from n8n_sizer.advisor.capacity import PROCESS_IDLE_CORES
+
     m = row.measurement
-    return predicted_role_cpu_s(model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host_of(m), row.role)
+    busy = predicted_role_cpu_s(model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host_of(m), row.role)
+    rate = m.results.demand_executions_per_s
+    if busy is None or not rate:
+        return busy
+    # A role's idle CPU (each n8n process's PROCESS_IDLE_CORES, as the capacity bound subtracts) is in the
+    # measured figure too, spread over the window's executions.
+    processes = {"main": 1, "webhook": m.setup.webhook_processors, "worker": m.setup.workers}.get(row.role, 0)
+    return busy + PROCESS_IDLE_CORES * processes / rate
 
 
 def _overhead_spec(key: str) -> ParamSpec:
@@ -198,7 +207,10 @@ def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
     user_classes = sorted({p.measurement.hardware.host_class for p in points if is_user_point(p.measurement)})
     reference = user_classes[0] if user_classes else EMBEDDED_REFERENCE_CLASS
     overhead_keys = sorted({profile_of(p.measurement).overhead_key for p in points} | {"light", "code-heavy"})
-    classes = sorted({p.measurement.hardware.host_class for p in points} - {reference})
+    # Demand rows of a host class without capacity points (a machine shared with other work, whose CPU time
+    # per operation runs high) get a speed factor of their own: they then pin how CPU splits between roles.
+    classes = sorted(({p.measurement.hardware.host_class for p in points}
+                      | {r.measurement.hardware.host_class for r in demand_rows}) - {reference})
     specs = list(BASE_SPECS) + [_overhead_spec(k) for k in overhead_keys] + [_speed_spec(c) for c in classes]
     lo = np.log([s.lo for s in specs])
     hi = np.log([s.hi for s in specs])

@@ -84,6 +84,9 @@ class Results(_Frozen):
     postgres_cpu_ms: float | None = None
     redis_cpu_ms: float | None = None
     load_balancer_cpu_ms: float | None = None
+    # Executions per second over the window the `<role>_cpu_ms` figures come from: the utilisation law charges
+    # each process's idle CPU to them too, and the fit adds that share back to its prediction (fit.py).
+    demand_executions_per_s: float | None = None
     fired: int | None = None
     accepted: int | None = None
     refused: int | None = None

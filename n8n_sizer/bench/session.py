@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.hosts.host import HostError, LocalHost, SshHost
@@ -51,6 +51,7 @@ class BenchRequest(BaseModel):
     malformed: float = 0.0
     hmac_secret_file: str | None = None
     respond: Literal["last-node", "immediately", "received"] | None = None  # signed-webhook's response mode
+    webhook_processors: int = Field(0, ge=0, le=9)  # --local queue mode: `n8n webhook` processes behind Caddy
 
 
 class BenchSummary(BaseModel):
@@ -111,6 +112,8 @@ def build_targets(req: BenchRequest) -> list[Target]:
     if req.source == "local":
         setup = req.local_setup or Setup(mode="regular")
         options = {"pin_cpus": req.pin_cpus} if req.pin_cpus else {}
+        if req.webhook_processors:
+            options["webhook_processors"] = req.webhook_processors
         return [Target(name="local", setup=setup, kind="local", host=LocalHost(), stack_options=options)]
     from n8n_sizer.fleet.inventory import Inventory
 

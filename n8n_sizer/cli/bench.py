@@ -16,6 +16,7 @@ BENCH_HELP = """Benchmark real n8n: constant-rate steps, every request recorded,
 
 Examples:
   n8n-sizer bench --local --mode queue --workers 1 --rates 2 --step-seconds 10 --warmup 10
+  n8n-sizer bench --local --mode queue --workers 1 --webhook-processors 2 --rates 5,10 --step-seconds 30
   n8n-sizer bench --stack single --ssh-key ~/.ssh/n8n-sizer
   n8n-sizer bench --resume 20261130T151500Z-1a2b3c
   n8n-sizer bench --local --find-max --rates 5,60 --step-seconds 60 --p95-ms 2000
@@ -57,13 +58,20 @@ def bench(
     tolerance: Optional[float] = typer.Option(None, "--tolerance", help="--find-max: stop when the bracket is this narrow, req/s (default 1)."),
     soak: Optional[str] = typer.Option(None, "--soak", help="Soak: one steady --rate for this long (4h, 30m), 30-minute buckets (as the e2-micro soak)."),
     rate: Optional[float] = typer.Option(None, "--rate", help="--soak: the steady rate, req/s."),
+    webhook_processors: int = typer.Option(0, "--webhook-processors", help="--local --mode queue: `n8n webhook` processes behind Caddy, which takes the load (main keeps the editor and API)."),
 ) -> None:
     from n8n_sizer.cli.bench_view import bench_progress, print_summary
     from n8n_sizer.bench.session import resume_bench, start_bench
 
     from n8n_sizer.cli.args import check_bench_args
+    from n8n_sizer.errors import InputError
     from n8n_sizer.safety.files import require_output_folder
+    from n8n_sizer.safety.numbers import Range, check_number
 
+    if webhook_processors and (resume is not None or not local or mode != "queue"):
+        raise InputError(f"--webhook-processors {webhook_processors} applies to a new --local --mode queue run "
+                         "(webhook processors need queue mode); add --local --mode queue or drop it")
+    check_number("--webhook-processors", webhook_processors, Range(0, 9, example="2"))
     if resume is not None:
         out_dir = require_output_folder(out, "--out", fix="try --out results")
     else:
@@ -91,6 +99,6 @@ def bench(
                                ssh_key=ssh_key, ssh_port=ssh_port, find_max=find_max, p95_ms=p95_ms,
                                error_budget=error_budget, tolerance=tolerance, soak=soak, rate=rate, shape=shape,
                                payload_bytes=payload_bytes, hmac_secret_file=hmac_secret_file, malformed=malformed,
-                               respond=respond)
+                               respond=respond).model_copy(update={"webhook_processors": webhook_processors})
             summary = start_bench(req, out, progress, workflow_body=body)
     print_summary(summary, json_out)

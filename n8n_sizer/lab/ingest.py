@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shlex
 import shutil
 import sys
@@ -37,15 +36,10 @@ class CaddyProcess(BaseModel):
 def lab_caddyfile(rendered: str, listen: str) -> str:
     """The rendered ingest Caddyfile with lab addresses: n8n-main -> 127.0.0.1:5678, n8n-webhook-N ->
     127.0.0.1:(5680+N), the site bound to `listen`:5678, and Caddy's admin API on the host's loopback."""
-    if not rendered.startswith(f":{MAIN_PORT} {{"):
-        raise InputError(f"the ingest Caddyfile does not start with ':{MAIN_PORT} {{'; render it with "
-                         "`n8n-sizer render --topology`")
-    text = rendered.replace(f"n8n-main:{MAIN_PORT}", f"127.0.0.1:{MAIN_PORT}")
-    text = re.sub(rf"n8n-webhook-(\d+):{MAIN_PORT}", lambda m: f"127.0.0.1:{WEBHOOK_BASE_PORT + int(m.group(1))}", text)
-    if re.search(r"\bn8n-[a-z0-9-]+:\d+", text):
-        raise InputError("the ingest Caddyfile names an upstream the lab does not run; re-render it")
-    site = f"http://{listen}:{MAIN_PORT} {{\n  bind {listen}"
-    return "{\n  admin 127.0.0.1:2019\n}\n" + site + text[len(f":{MAIN_PORT} {{"):]
+    from n8n_sizer.deploy.caddyfile import rebind_caddyfile
+
+    return rebind_caddyfile(rendered, site=f"http://{listen}:{MAIN_PORT}", bind=listen, main=f"127.0.0.1:{MAIN_PORT}",
+                            webhook=lambda k: f"127.0.0.1:{WEBHOOK_BASE_PORT + k}", admin="127.0.0.1:2019")
 
 
 def start_caddy(state: Path, config: Path, listen: str) -> CaddyProcess:

@@ -6,6 +6,7 @@ SSH session does not stop it), writes DIR/state.json and prints the state (no se
 drills need on a host they reach only over SSH.
 
     python -m n8n_sizer.localstack up --mode queue --workers 1 --state /tmp/stack
+    python -m n8n_sizer.localstack up --mode queue --workers 1 --webhook-processors 2 --state /tmp/stack
     python -m n8n_sizer.localstack signal --state /tmp/stack --process worker-1 --signal KILL
     python -m n8n_sizer.localstack start-process --state /tmp/stack --process worker-1 --env N8N_ENCRYPTION_KEY=other
     python -m n8n_sizer.localstack redis --state /tmp/stack LLEN bull:jobs:wait
@@ -50,7 +51,8 @@ def _up(args: argparse.Namespace) -> int:
                       db=args.db, concurrency=args.concurrency, runner_concurrency=args.runner_concurrency,
                       production_limit=args.production_limit, db_pool_size=args.db_pool_size)
         options = StackOptions(redis_persistence=args.redis_persistence, pin_cpus=args.cpus,
-                               extra_env=_env_pairs(args.env), start_timeout_s=args.start_timeout)
+                               extra_env=_env_pairs(args.env), start_timeout_s=args.start_timeout,
+                               webhook_processors=args.webhook_processors)
     except ValidationError as exc:
         first = exc.errors()[0]
         flag = "--" + "-".join(str(p) for p in first["loc"]).replace("_", "-") if first["loc"] else "--mode/--workers/--db"
@@ -70,7 +72,8 @@ def _down(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     stack = LocalStack.attach(args.state)
     state = _state_json(stack)
-    state["healthy"] = {name: http_ok(stack.health_url(name)) for name in ["main", *stack.worker_names]
+    names = ["main", *stack.webhook_names, *(["caddy"] if stack.uses_load_balancer else []), *stack.worker_names]
+    state["healthy"] = {name: http_ok(stack.health_url(name)) for name in names
                         if stack.is_running(name)}
     print(json.dumps(state, indent=2))
     return 0 if all(state["running"].values()) and all(state["healthy"].values()) else 1
@@ -146,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--runner-concurrency", type=int, default=5, help="N8N_RUNNERS_MAX_CONCURRENCY (default 5)")
     up.add_argument("--production-limit", type=int, default=None, help="N8N_CONCURRENCY_PRODUCTION_LIMIT")
     up.add_argument("--db-pool-size", type=int, default=2, help="DB_POSTGRESDB_POOL_SIZE (default 2)")
+    up.add_argument("--webhook-processors", type=int, default=0,
+                    help="queue mode: `n8n webhook` processes behind Caddy on the stack's port (default 0)")
     up.add_argument("--redis-persistence", choices=["aof", "none"], default="aof")
     up.add_argument("--cpus", type=int, default=None, help="pin every process to cores 0..K-1 (taskset)")
     up.add_argument("--env", action="append", default=[], help="KEY=VALUE for every n8n process (repeatable)")
@@ -153,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     command("down", "stop every process of the stack by PID", _down)
     command("status", "print the state with which processes run; exit 1 unless all run and are healthy", _status)
     sig = command("signal", "send a signal to one process and its children", _signal)
-    sig.add_argument("--process", required=True, help="main, worker-N, redis or postgres")
+    sig.add_argument("--process", required=True, help="main, worker-N, webhook-N, caddy, redis or postgres")
     sig.add_argument("--signal", default="KILL", help="signal name (default KILL)")
     sig.add_argument("--no-group", action="store_true", help="only the process, not its children")
     stop = command("stop-process", "stop one process (TERM; Postgres INT), SIGKILL after --timeout", _stop_process)

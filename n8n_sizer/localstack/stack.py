@@ -10,7 +10,8 @@ process started (`python -m n8n_sizer.localstack up`, see `localstack.cli`).
 
 Process control is deliberately small and general, for the drills: `signal(name, sig)`,
 `stop_process(name)`, `start_process(name, env_overrides=...)`, plus `restart_redis` and
-`restart_postgres` built from them. Names: "main", "worker-1".."worker-N", "redis", "postgres".
+`restart_postgres` built from them. Names: "main", "worker-1".."worker-N", "redis", "postgres", and with
+`StackOptions.webhook_processors` N: "webhook-1".."webhook-N" and "caddy" (see localstack.ingest).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from pathlib import Path
 
 from n8n_sizer.advisor.setup import Setup, recommended_max_connections
 from n8n_sizer.localstack import services
+from n8n_sizer.localstack.datastores import DataStores
+from n8n_sizer.localstack.ingest import IngestProcesses, caddy_binary
 from n8n_sizer.localstack.install import N8nInstall, install_n8n
 from n8n_sizer.deploy.n8n_env import (
     POSTGRES_DATABASE, POSTGRES_USER, N8nPorts, StackSecrets, n8n_argv, n8n_env, shutdown_timeouts,
@@ -50,8 +53,9 @@ def _unique_ports(count: int) -> list[int]:
     return found
 
 
-class LocalStack:
-    """Start and stop one n8n deployment (regular or queue with N workers) on this machine."""
+class LocalStack(DataStores, IngestProcesses):
+    """Start and stop one n8n deployment (regular, or queue with N workers and optionally webhook processors
+    behind Caddy) on this machine."""
 
     def __init__(self, setup: Setup, options: StackOptions | None = None, stack_dir: Path | None = None,
                  install: N8nInstall | None = None) -> None:
@@ -60,6 +64,9 @@ class LocalStack:
         if self.options.pin_cpus is not None and self.options.pin_cpus > (os.cpu_count() or 1):
             raise InputError(f"--cpus {self.options.pin_cpus} (pin_cpus) exceeds this machine's {os.cpu_count()} cores; "
                              f"try --cpus {os.cpu_count()}")
+        if self.options.webhook_processors and setup.mode != "queue":
+            raise InputError(f"--webhook-processors {self.options.webhook_processors} needs queue mode (webhook "
+                             "processors take jobs off main through Redis); add --mode queue")
         self._own_dir = stack_dir is None
         self.stack_dir = Path(stack_dir) if stack_dir else Path(tempfile.mkdtemp(prefix="n8n-sizer-stack-"))
         self._install = install
@@ -70,11 +77,17 @@ class LocalStack:
         self.ports: dict[str, N8nPorts] = {}
         self.redis_port: int | None = None
         self.postgres_port: int | None = None
+        self.lb_port: int | None = None
 
     # --- public facts --------------------------------------------------------------------------
 
     @property
     def main_url(self) -> str:
+        """Where clients go: Caddy with webhook processors (it routes the rest to main), else main itself."""
+        return f"http://127.0.0.1:{self.lb_port}" if self.lb_port else self.direct_main_url
+
+    @property
+    def direct_main_url(self) -> str:
         return f"http://127.0.0.1:{self.ports['main'].http}"
 
     @property
@@ -114,7 +127,11 @@ class LocalStack:
 
     def health_url(self, name: str) -> str:
         if name == "main":
-            return f"{self.main_url}/healthz/readiness"
+            return f"{self.direct_main_url}/healthz/readiness"
+        if name == "caddy":  # through Caddy to main: its routing works
+            return f"{self.main_url}/healthz"
+        if name in self.webhook_names:
+            return f"http://127.0.0.1:{self.ports[name].http}/healthz/readiness"
         return f"http://127.0.0.1:{self.ports[name].health}/healthz"
 
     @property
@@ -132,7 +149,8 @@ class LocalStack:
         self.stop()
 
     def start(self) -> "LocalStack":
-        """Start Postgres, Redis, main and the workers; on any failure stop what did start, then raise."""
+        """Start Postgres, Redis, main, the webhook processors and Caddy, then the workers; on any failure stop
+        what did start, then raise."""
         try:
             self._prepare()
             if self.uses_postgres:
@@ -143,6 +161,12 @@ class LocalStack:
                 self._write_redis_config(self.options.redis_persistence)
                 self._ready_on_free_ports("redis")
             self._ready_on_free_ports("main")
+            for name in self.webhook_names:  # spawn all, then wait for them together
+                self.start_process(name, wait=False)
+            for name in self.webhook_names:
+                self._ready_on_free_ports(name, spawned=True)
+            if self.uses_load_balancer:
+                self._ready_on_free_ports("caddy")
             for name in self.worker_names:  # spawn all workers, then wait for them together
                 self.start_process(name, wait=False)
             for name in self.worker_names:
@@ -156,8 +180,8 @@ class LocalStack:
         return self
 
     def stop(self) -> None:
-        """Stop every process this stack started (workers, main, Redis, Postgres), by PID."""
-        order = [*reversed(self.worker_names), "main", "redis", "postgres"]
+        """Stop every process this stack started (workers, Caddy, webhook processors, main, Redis, Postgres), by PID."""
+        order = [*reversed(self.worker_names), "caddy", *reversed(self.webhook_names), "main", "redis", "postgres"]
         errors = []
         for name in order:
             if name in self.processes:
@@ -202,8 +226,10 @@ class LocalStack:
             if redis_persistence is not None:
                 self._write_redis_config(redis_persistence)
             proc = services.start_redis(self._redis_dir / "redis.conf", self.redis_port, self.log_path(name), self.cpus)
-        elif name == "main" or name in self.worker_names:
+        elif name == "main" or name in self.worker_names or name in self.webhook_names:
             proc = self._spawn_n8n(name, env_overrides or {})
+        elif name == "caddy" and self.uses_load_balancer:
+            proc = self._spawn_caddy()
         else:
             raise InputError(f"process {name!r} is not part of this stack; try one of {', '.join(self.ports) or 'main'}")
         self.processes[name] = proc
@@ -237,17 +263,6 @@ class LocalStack:
     def start_worker(self, index: int, env_overrides: dict[str, str] | None = None, wait: bool = True) -> RunningProcess:
         return self.start_process(f"worker-{index}", env_overrides, wait)
 
-    def restart_redis(self, persistence: str | None = None) -> None:
-        """SIGKILL Redis (no chance to write anything), then start it on the same port and folder."""
-        self.signal("redis", signals.SIGKILL)
-        self.stop_process("redis", timeout_s=5)
-        self.start_process("redis", redis_persistence=persistence)
-
-    def restart_postgres(self) -> None:
-        """Fast shutdown (SIGINT: clients disconnected, no recovery needed), then start again."""
-        self.stop_process("postgres")
-        self.start_process("postgres")
-
     # --- state file ----------------------------------------------------------------------------
 
     def state(self) -> StackState:
@@ -255,6 +270,7 @@ class LocalStack:
         return StackState(setup=self.setup, options=shown, stack_dir=self.stack_dir,
                           main_url=self.main_url, install=self._install,
                           ports=self.ports, redis_port=self.redis_port, postgres_port=self.postgres_port,
+                          lb_port=self.lb_port,
                           processes=self.processes, secrets_path=self.stack_dir / SECRETS_FILE,
                           start_seconds=self.start_seconds)
 
@@ -271,24 +287,11 @@ class LocalStack:
         stack._own_dir = False
         stack._secrets = secrets_
         stack.ports, stack.redis_port, stack.postgres_port = dict(state.ports), state.redis_port, state.postgres_port
+        stack.lb_port = state.lb_port
         stack.processes, stack.start_seconds = dict(state.processes), dict(state.start_seconds)
         return stack
 
-    @property
-    def postgres_socket_dir(self) -> Path:
-        """Where Postgres puts its unix socket (trust auth for the superuser): the data folder."""
-        return self._pg_data
-
     # --- internals -----------------------------------------------------------------------------
-
-    @property
-    def _pg_data(self) -> Path:
-        # Resolved: Postgres (its own user) must not walk through a private parent by the link's path.
-        return (self.stack_dir / "postgres").resolve() / "data"
-
-    @property
-    def _redis_dir(self) -> Path:
-        return self.stack_dir / "redis"
 
     def _proc(self, name: str) -> RunningProcess:
         if name not in self.processes:
@@ -297,6 +300,8 @@ class LocalStack:
         return self.processes[name]
 
     def _prepare(self) -> None:
+        if self.uses_load_balancer:
+            caddy_binary()  # refuse before anything is written or started when Caddy is missing
         if self._install is None:
             self._install = install_n8n(self.setup.n8n_version, quiet=True)
         self.stack_dir.mkdir(parents=True, exist_ok=True)
@@ -314,13 +319,16 @@ class LocalStack:
         fd = os.open(secrets_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w") as out:
             out.write(self._secrets.model_dump_json())
-        names = ["main", *self.worker_names]
-        ports = _unique_ports(2 * len(names) + 3)
+        names = ["main", *self.worker_names, *self.webhook_names]
+        ports = _unique_ports(2 * len(names) + 4)
         self.postgres_port, self.redis_port = ports.pop(), ports.pop()
         main_http = ports.pop()
         self.ports = {"main": N8nPorts(http=main_http, broker=ports.pop())}
         for name in self.worker_names:
             self.ports[name] = N8nPorts(http=main_http, broker=ports.pop(), health=ports.pop())
+        for name in self.webhook_names:  # `n8n webhook` starts no task broker; its broker port is only kept apart
+            self.ports[name] = N8nPorts(http=ports.pop(), broker=ports.pop())
+        self.lb_port = ports.pop() if self.uses_load_balancer else None
         if not self.uses_postgres:
             self.postgres_port = None
         if not self.uses_redis:
@@ -344,7 +352,7 @@ class LocalStack:
                 spawned = False
 
     def _repick_ports(self, name: str) -> None:
-        taken = {self.postgres_port, self.redis_port} | {p for ports in self.ports.values()
+        taken = {self.postgres_port, self.redis_port, self.lb_port} | {p for ports in self.ports.values()
                                                           for p in (ports.http, ports.broker, ports.health)}
         fresh = [p for p in _unique_ports(len(taken) + 2) if p not in taken][:2]
         if name == "postgres":
@@ -353,41 +361,30 @@ class LocalStack:
             self.redis_port = fresh[0]
             self._write_redis_config(self.options.redis_persistence)
         elif name == "main":  # workers are spawned after main: they take main's new HTTP port with them
-            self.ports = {n: p.model_copy(update={"http": fresh[0]}) for n, p in self.ports.items()}
+            self.ports = {n: p.model_copy(update={"http": fresh[0]}) if n not in self.webhook_names else p
+                          for n, p in self.ports.items()}
             self.ports["main"] = self.ports["main"].model_copy(update={"broker": fresh[1]})
+        elif name == "caddy":
+            self.lb_port = fresh[0]
+        elif name in self.webhook_names:
+            self.ports[name] = self.ports[name].model_copy(update={"http": fresh[0], "broker": fresh[1]})
         else:
             self.ports[name] = self.ports[name].model_copy(update={"broker": fresh[0], "health": fresh[1]})
 
-    def _init_postgres(self) -> None:
-        # As root, Postgres runs as Debian's `postgres` user, which must pass through every parent folder;
-        # a private parent (pytest's tmp_path is 0700) forces the data into a folder of its own in /tmp,
-        # linked from the stack folder so `attach` finds it.
-        pg_root = self.stack_dir / "postgres"
-        if os.geteuid() == 0 and not all(parent.stat().st_mode & 0o001 for parent in self.stack_dir.resolve().parents):
-            outside = Path(tempfile.mkdtemp(prefix="n8n-sizer-pg-"))
-            outside.chmod(0o711)
-            pg_root.symlink_to(outside)
-        else:
-            pg_root.mkdir()
-            pg_root.chmod(0o711)
-        services.init_postgres(self._pg_data, POSTGRES_USER, self.secrets.postgres_password)
-
-    def _write_redis_config(self, persistence: str) -> None:
-        self._redis_dir.mkdir(exist_ok=True)
-        services.write_redis_config(self._redis_dir / "redis.conf", self._redis_dir, self.redis_port,
-                                    self.secrets.redis_password, persistence)
-
     def _spawn_n8n(self, name: str, env_overrides: dict[str, str]) -> RunningProcess:
-        role = "main" if name == "main" else "worker"
+        role = "main" if name == "main" else "webhook" if name in self.webhook_names else "worker"
         folder = self.stack_dir / "n8n" / name
         folder.mkdir(parents=True, exist_ok=True)
         ports = self.ports[name]
-        env = n8n_env(self.setup, role=role, ports=ports, user_folder=folder, secrets=self.secrets,
+        # A webhook processor takes main's settings (it serves what main would serve), its own argv below.
+        env = n8n_env(self.setup, role="main" if role == "webhook" else role, ports=ports, user_folder=folder, secrets=self.secrets,
                       postgres_port=self.postgres_port, redis_port=self.redis_port,
                       path=self._install.env_path(), home=os.environ.get("HOME", str(folder)),
-                      log_level=self.options.n8n_log_level, extra={**self.options.extra_env, **env_overrides})
-        argv = n8n_argv(self._install.node_bin, self._install.n8n_bin, self.setup, role)
-        return services.spawn(name, argv, env, self.log_path(name), ports.http if role == "main" else ports.health,
+                      log_level=self.options.n8n_log_level,
+                      extra={**self._ingest_env(role), **self.options.extra_env, **env_overrides})
+        argv = (n8n_argv(self._install.node_bin, self._install.n8n_bin, self.setup, role) if role != "webhook"
+                else [str(self._install.node_bin), str(self._install.n8n_bin), "webhook"])
+        return services.spawn(name, argv, env, self.log_path(name), ports.health if role == "worker" else ports.http,
                               cwd=folder, cpus=self.cpus, health_port=ports.health, broker_port=ports.broker)
 
     def _write_state(self) -> None:

@@ -28,6 +28,8 @@ class StackOptions(BaseModel):
     start_timeout_s: float = 180.0  # 2 shared cores, first start migrates an empty database (~11 s alone)
     stop_timeout_s: float | None = None  # None: the stop grace period of deploy.n8n_env.shutdown_timeouts
     n8n_log_level: Literal["error", "warn", "info", "debug"] = "info"
+    # `n8n webhook` processes behind Caddy (queue mode only): see localstack.ingest
+    webhook_processors: int = Field(0, ge=0, le=9)
 
 
 class StackState(BaseModel):
@@ -38,11 +40,12 @@ class StackState(BaseModel):
     setup: Setup
     options: StackOptions
     stack_dir: Path
-    main_url: str
+    main_url: str  # where clients go: Caddy with webhook processors, else main
     install: N8nInstall
     ports: dict[str, N8nPorts]  # per n8n process
     redis_port: int | None
     postgres_port: int | None
+    lb_port: int | None = None  # Caddy's, with webhook processors: then main_url is Caddy's
     processes: dict[str, RunningProcess]
     secrets_path: Path
     start_seconds: dict[str, float]  # seconds from spawn to ready, per process (last start)

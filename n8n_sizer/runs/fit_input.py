@@ -79,13 +79,16 @@ def measurements_from_run(folder: Path) -> list[Measurement]:
             setup=MeasuredSetup(mode=setup["mode"], workers=setup.get("workers", 0), concurrency=setup.get("concurrency"),
                                 runner_concurrency=setup.get("runner_concurrency"),
                                 production_limit=setup.get("production_limit"), db=setup.get("db", "postgres"),
-                                db_pool_size=setup.get("db_pool_size")),
+                                db_pool_size=setup.get("db_pool_size"),
+                                webhook_processors=int(info.get("webhook_processors") or 0)),
             load=Load(kind="open" if open_load else "closed", offered_rps=value.get("offered_rate"),
                       concurrency=int(value["concurrency"]) if "concurrency" in value else None,
                       duration_s=value.get("step_duration"), generator="n8n-sizer bench"),
             results=Results(answered_per_min=value.get("answered_per_min"), errors=errors,
                             p50_ms=value.get("latency_p50"), p95_ms=value.get("latency_p95"),
                             p99_ms=value.get("latency_p99"),
+                            demand_executions_per_s=(int(value.get("answered", 0)) / (span[1] - span[0])
+                                                     if demands and span[1] > span[0] else None),
                             **{f"{role}_cpu_ms": ms for role, ms in demands.items() if role in MEASURED_ROLES})))
     return out
 

@@ -33,7 +33,8 @@ class LocalHandle(StackHandle):
         return self.stack.main_url
 
     def bookkeeping(self) -> dict[str, Any]:
-        return {"stack_dir": str(self.stack.stack_dir), "pids": {n: p.pid for n, p in self.stack.processes.items()}}
+        return {"stack_dir": str(self.stack.stack_dir), "pids": {n: p.pid for n, p in self.stack.processes.items()},
+                "webhook_processors": self.stack.options.webhook_processors}
 
     def sampler_args(self, n8n_metrics: bool) -> dict[str, Any] | None:
         from n8n_sizer.stack.sampling import local_stack_telemetry

@@ -33,5 +33,6 @@ def local_stack_telemetry(stack, *, n8n_metrics: bool = False) -> dict:
         probes.append(postgres_probe(stack.postgres_port, host=str(stack.postgres_socket_dir), user=POSTGRES_USER,
                                      database=POSTGRES_DATABASE))
     if n8n_metrics:
-        probes.append(n8n_metrics_probe(stack.main_url))
+        # main's own port: a load balancer in front (webhook processors) closes /metrics
+        probes.append(n8n_metrics_probe(stack.direct_main_url))
     return {"probes": probes, "processes": processes, "trees": trees}

@@ -24,7 +24,9 @@ def test_advise_json_renders_and_checks_as_a_cluster(tmp_path: Path, rps: int) -
                             capture_output=True, text=True)
     assert render.returncode == 0, render.stderr
     hosts = sorted(p.name for p in (tmp_path / "c").iterdir() if (p / "docker-compose.yml").is_file())
-    assert len(hosts) >= 3 and {"data", "ingest"} <= set(hosts), hosts
+    roles = [g["roles"] for g in data["topology"]]
+    assert len(hosts) >= 3 and any(r["load_balancer"] and r["webhook"] for r in roles), (hosts, roles)
+    assert sum(r["postgres"] for r in roles) == 1 and any(r["workers"] for r in roles), roles
     check = subprocess.run([str(BIN / "n8n-sizer"), "check", "--topology", "c", "--json"], cwd=tmp_path,
                            capture_output=True, text=True)
     results = json.loads(check.stdout)

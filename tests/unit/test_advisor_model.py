@@ -33,8 +33,8 @@ HOST4 = HostShape(vcpu=4.0, arch="x86", host_class="seed-000")
 
 def test_fit_reproduces_every_capacity_point_within_ten_percent(fitted):
     assert len(fitted.points) >= 15
-    for pid, log_err in fitted.residuals.items():
-        assert abs(math.exp(log_err) - 1.0) < 0.10, pid
+    for point in fitted.points:  # per-role rows: tests/unit/test_advisor_topology.py
+        assert abs(math.exp(fitted.residuals[point.measurement.id]) - 1.0) < 0.10, point.measurement.id
 
 
 def test_shipped_fit_equals_a_fresh_fit(fitted):

@@ -26,10 +26,15 @@ def _options(advisor):
 
 
 def test_per_role_rows_pin_the_split_and_a_process_uses_more_than_one_core(advisor):
-    """notes/real-n8n.md: worker 60 ms and main 12 ms per execution; main seen at 1.3-1.6 cores."""
+    """notes/real-n8n.md: worker 60 ms and main 12 ms per execution; main seen at 1.3-1.6 cores. The `local-*`
+    rows (bench --local with 0-2 webhook processors) add main and webhook figures; one of them, a first step
+    whose webhook processors were still warming up, sits 21% off, the rest within 15%."""
     fitted = advisor.fitted
-    assert {r.role for r in fitted.demand_rows} == {"main", "worker"}
+    assert {r.role for r in fitted.demand_rows} == {"main", "worker", "webhook"}
     for row in fitted.demand_rows:
+        assert predict_demand(fitted.model, row) == pytest.approx(row.cpu_s, rel=0.25), row.id
+    notes = [r for r in fitted.demand_rows if r.measurement.id == "notes-queue-cpu-per-exec"]
+    for row in notes:
         assert predict_demand(fitted.model, row) == pytest.approx(row.cpu_s, rel=0.10), row.id
     assert 1.3 <= fitted.model.process_cores <= 1.6
 
@@ -37,9 +42,12 @@ def test_per_role_rows_pin_the_split_and_a_process_uses_more_than_one_core(advis
 def test_webhook_processors_take_the_ingest_share_and_main_keeps_little(advisor):
     with_wh = role_demands(advisor.model, LIGHT, True)
     without = role_demands(advisor.model, LIGHT, False)
-    assert with_wh.ingest_s == pytest.approx(without.ingest_s)  # the same job, moved to another process
+    # the same job, moved to another process, which does it for webhook_factor of main's CPU (measured: 0.76)
+    factor = advisor.model.params["webhook_factor"]
+    assert with_wh.ingest_s == pytest.approx(factor * without.ingest_s) and 0.5 < factor < 1.0
     assert without.main_residual_s == 0 and 0 < with_wh.main_residual_s < 0.1 * with_wh.ingest_s
-    assert with_wh.total_s == pytest.approx(without.total_s + with_wh.main_residual_s)
+    assert with_wh.total_s == pytest.approx(without.total_s - without.ingest_s + with_wh.ingest_s
+                                            + with_wh.main_residual_s)
 
 
 def _layout(workers_hosts: int, webhooks: int = 2) -> Layout:
@@ -111,7 +119,11 @@ def test_a_measured_webhook_row_pins_its_prior_and_leaves_the_notes():
         "id": "test-webhook-row", "setup": base.setup.model_copy(update={"webhook_processors": 1}),
         "results": base.results.model_copy(update={"worker_cpu_ms": None, "main_cpu_ms": None, "webhook_cpu_ms": 18.0})})
     fitted = fit_capacity(tuple(rows) + (measured,))
-    assert fitted.params["webhook_factor"] > 1.2  # 18 ms measured against ~12 ms for main's ingest share
+    # 18 ms on the notes' quiet machine against ~12 ms for main's ingest share there: the factor rises
+    assert fitted.params["webhook_factor"] > build_advisor().model.params["webhook_factor"]
     names = " ".join(prior_notes(True, fitted.demand_rows))
     assert "webhook_factor" not in names and "postgres_share" in names
-    assert "webhook_factor" in " ".join(prior_notes(True, build_advisor().fitted.demand_rows))
+    # the embedded `local-*` rows already pin it; without any webhook row the prior is named again
+    assert "webhook_factor" not in " ".join(prior_notes(True, build_advisor().fitted.demand_rows))
+    no_webhook_rows = [r for r in build_advisor().fitted.demand_rows if r.role != "webhook"]
+    assert "webhook_factor" in " ".join(prior_notes(True, no_webhook_rows))

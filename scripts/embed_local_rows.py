@@ -1,0 +1,103 @@
+"""Turn `n8n-sizer bench --local` run folders into embedded per-role CPU rows of n8n_sizer/data/measurements.json.
+
+    .venv/bin/python scripts/embed_local_rows.py --page docs/findings/webhook-processors-measured.md RUN_DIR...
+
+Each finished steady step becomes one row: CPU milliseconds per execution by role (`runs/fit_input.py`, the
+utilisation law over the step's window), the setup (workers, webhook processors), the machine's facts, the date
+and the command that made it (rebuilt from run.json's `spec`). Throughput is NOT embedded: these runs share a
+2-core machine with other work, so what a step answered says how busy the machine was, not what the setup
+carries; CPU seconds per execution hold up far better (each process's own CPU time). The runner row of a
+workflow without a measured Code-node cost (light) is left out: the model has no runner demand for it.
+A step whose window answered fewer than MIN_RATE_PER_S executions a second is left out: there the model's own idle
+figure (0.02 cores per n8n process) is 10 ms or more per execution, as large as what is measured, so the row says
+more about background work than about an execution. Rows whose id starts with `local-` are replaced; every other
+row is kept. Then run scripts/refit_embedded.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+from n8n_sizer.advisor.profiles import BUILTIN
+from n8n_sizer.runs.fit_input import measurements_from_run
+from n8n_sizer.runs.store import RunStore
+
+DATA = Path(__file__).resolve().parent.parent / "n8n_sizer" / "data" / "measurements.json"
+# The same kind of machine as the notes' (2 x86 cores, 24 GiB, Debian 12), but shared with other work while
+# these ran (load average 8-18): CPU time per operation runs higher than on the quiet machine of the notes, so
+# the rows get a speed factor of their own (advisor/fit.py) and pin how CPU splits between roles, not its level.
+HOST_CLASS = "local-shared"
+PREFIX = "local-"
+MIN_RATE_PER_S = 2.0
+
+
+def command_of(spec: dict) -> str:
+    setup, plan = spec["local_setup"], spec["plan"]
+    rates = ",".join(f"{s['rate_per_s']:g}" for s in plan["steps"] if s["kind"] == "rate")
+    words = ["n8n-sizer bench --local", f"--mode {setup['mode']}"]
+    if setup["mode"] == "queue":
+        words.append(f"--workers {setup['workers']}")
+    if spec.get("webhook_processors"):
+        words.append(f"--webhook-processors {spec['webhook_processors']}")
+    words += [f"--workflow {spec['workflow']}", f"--rates {rates}", f"--step-seconds {plan['steps'][0]['duration_s']:g}",
+              f"--warmup {plan['warmup_requests']}", f"--drain-seconds {plan['drain_s']:g}"]
+    return " ".join(words)
+
+
+def rows_of(folder: Path, page: str, keep: set[str]) -> list[dict]:
+    store = RunStore.open(folder)
+    manifest = store.manifest
+    spec = json.loads((folder / "run.json").read_text())["spec"]
+    loads = [s.value for s in store.read_samples() if s.metric == "host_load_avg" and s.labels.get("window", "1m") == "1m"]
+    facts = manifest.hosts["local"]["facts"]
+    date = time.strftime("%Y-%m-%d", time.gmtime(manifest.created_s))
+    out = []
+    for m in measurements_from_run(folder):
+        roles = {k: v for k, v in m.results.model_dump().items()
+                 if k.endswith("_cpu_ms") and v is not None and k.removesuffix("_cpu_ms") in keep}
+        if BUILTIN[m.workflow].code_cpu_ms == 0:
+            roles.pop("runner_cpu_ms", None)
+        if not roles or (m.results.demand_executions_per_s or 0.0) < MIN_RATE_PER_S:
+            continue
+        step = m.id.rsplit("-local-", 1)[1]
+        wh = m.setup.webhook_processors
+        out.append({
+            "id": f"{PREFIX}{m.workflow}-q{m.setup.workers}w-wh{wh}-{step}",
+            "source": page, "table": f"run {manifest.run_id}, step {step}",
+            "n8n_version": m.n8n_version,
+            "hardware": {"provider": "local", "size": None, "vcpu": facts["vcpu"], "arch": "x86",
+                         "ram_mib": int(facts["ram_mib"]), "shared_core": False, "host_class": HOST_CLASS},
+            "workflow": m.workflow,
+            "setup": {**m.setup.model_dump(), "webhook_processors": wh},
+            "load": {"kind": "open", "offered_rps": m.load.offered_rps, "duration_s": m.load.duration_s,
+                     "generator": "n8n-sizer bench", "note": command_of(spec)},
+            "results": {**{k: round(v, 2) for k, v in roles.items()},
+                        "demand_executions_per_s": round(m.results.demand_executions_per_s, 3)},
+            "note": (f"{date}, {facts['cpu_model']}, {facts['os']}; per-role CPU per execution over the step "
+                     f"(answered {m.results.answered_per_min / 60:.2f}/s of {m.load.offered_rps:g}/s offered; "
+                     f"machine load average {statistics.mean(loads):.1f} on 2 cores, shared with other work)"
+                     if loads else f"{date}, {facts['cpu_model']}, {facts['os']}"),
+        })
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--page", required=True, help="the docs page with the runs' provenance (repo-relative)")
+    parser.add_argument("--roles", default="main,webhook", help="roles whose CPU rows are embedded (default main,webhook)")
+    args = parser.parse_args()
+    data = json.loads(DATA.read_text())
+    kept = [m for m in data["measurements"] if not m["id"].startswith(PREFIX)]
+    new = [row for folder in args.runs for row in rows_of(folder, args.page, set(args.roles.split(",")))]
+    data["measurements"] = kept + new
+    DATA.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"{len(new)} rows from {len(args.runs)} runs into {DATA}")
+
+
+if __name__ == "__main__":
+    main()
