@@ -124,7 +124,9 @@ def test_family_finds_the_group_and_children_in_sessions_of_their_own(tmp_path):
     proc = services.spawn("family", ["sh", "-c", script], {"PATH": "/usr/bin:/bin"}, tmp_path / "f.log", 0)
     try:
         deadline = time.monotonic() + 10
-        while len(services.family_pids(proc.pid)) < 3 and time.monotonic() < deadline:
+        # Wait for both children and for the second one's setsid() to have taken effect (a fork, then a call).
+        while ((len(services.family_pids(proc.pid)) < 3 or len(services.group_pids(proc.pid)) != 2)
+               and time.monotonic() < deadline):
             time.sleep(0.05)
         family, group = services.family_pids(proc.pid), services.group_pids(proc.pid)
         assert family[0] == proc.pid and len(family) == 3 and len(group) == 2
