@@ -27,6 +27,8 @@ from n8n_sizer.lab.state import LabState, read_lab_state
 from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.write import write_atomic
 
+CLUSTER_FILE = "cluster.json"  # in the lab's folder: the LabCluster of `lab deploy`, as JSON
+
 
 class LabCluster(BaseModel):
     """What `lab deploy` started, where the load goes, and every process per host (no secrets)."""
@@ -66,10 +68,22 @@ def deploy_lab(path: Path, python: str = sys.executable) -> LabCluster:
     hosts = {h.name: SshHost(h.name, h.private_ip, h.ssh_user, key_file=Path(state.client_key))
              for h in inventory.hosts.values()}
     try:
-        return _deploy(state, topology, hosts, root, python)
+        cluster = _deploy(state, topology, hosts, root, python)
     finally:
         for host in hosts.values():
             host.close()
+    # What the drills and the bench act on later (every process and its PID, no secrets): next to the lab's keys.
+    write_atomic(Path(state.folder) / CLUSTER_FILE, cluster.model_dump_json(indent=2) + "\n", private=False)
+    return cluster
+
+
+def read_cluster(state: LabState) -> LabCluster:
+    """The LabCluster `lab deploy` wrote into the lab's folder; one-line InputError when it is not there."""
+    path = Path(state.folder or ".") / CLUSTER_FILE
+    if not path.is_file():
+        raise InputError(f"the lab {state.lab_id} is not deployed ({path} is missing); run "
+                         "`n8n-sizer lab deploy --inventory lab.json` first")
+    return LabCluster.model_validate_json(path.read_text())
 
 
 def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, python: str) -> LabCluster:
