@@ -106,10 +106,12 @@ def _drill(workdir: Path, name: str) -> dict:
     assert res.returncode == 0, res.stderr[-3000:]
     [line] = res.stdout.strip().splitlines()
     record = json.loads(line)
-    run = json.loads((Path(record["folder"]) / "run.json").read_text())
+    folder = workdir / record["folder"]  # relative to the command's folder, as --out was given
+    print(json.dumps(record, indent=1))  # shown when an assertion below fails
+    run = json.loads((folder / "run.json").read_text())
     assert run["kind"] == "drill" and run["extra"]["drill"] == name
     assert list(run["ledgers"]) == [record["target"]]
-    requests = (Path(record["folder"]) / "requests.jsonl").read_text().splitlines()
+    requests = (folder / "requests.jsonl").read_text().splitlines()
     assert len(requests) == record["ledger"]["fired"] + record["ledger"]["not_sent"]
     return {**record, "run": run}
 

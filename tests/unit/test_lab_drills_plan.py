@@ -165,3 +165,34 @@ def test_cli_refuses_bad_input_for_a_lab_in_one_line(tmp_path, capsys, args, mes
     err = capsys.readouterr().err
     assert exited.value.code == 2, err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_redis_that_rewrote_its_title_is_snapshotted_with_its_config(tmp_path):
+    import shutil
+
+    from n8n_sizer.localstack import services
+    from n8n_sizer.localstack.redis import redis_ping
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("Debian's redis-server is not installed")
+    port = services.free_port()
+    conf = tmp_path / "redis.conf"
+    services.write_redis_config(conf, tmp_path, port, "pw-unit", "aof")
+    proc = services.start_redis(conf, port, tmp_path / "redis.log")
+    try:
+        services.wait_redis(proc, "pw-unit", 20)
+        title = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        saved = labagent.snapshot(proc.pid)
+        assert saved["argv"] == ["redis-server", str(conf)], title
+        assert redis_ping(port, "pw-unit")
+        # Stopped and started again from the snapshot, ready once it answers PING with the cluster's password.
+        secrets_file = tmp_path / "cluster-secrets.json"
+        secrets_file.write_text(json.dumps({"redis_password": "pw-unit"}))
+        assert labagent.stop(proc.pid, tmp_path / "redis.json", "TERM", 10)["forced"] is False
+        assert not redis_ping(port, "pw-unit")
+        again = labagent.start(tmp_path / "redis.json", None, str(secrets_file), 20)
+        proc = services.RunningProcess(name="redis", pid=again["pid"], port=port, log_path=tmp_path / "redis.log",
+                                       start_ticks=services.process_start_ticks(again["pid"]))
+        assert redis_ping(port, "pw-unit")
+    finally:
+        services.stop_process(proc, 5)
