@@ -32,6 +32,7 @@ LOGIN_FILE = "n8n-login.json"  # in the lab's folder, 0600: the owner login whoe
 MAX_IN_FLIGHT = 100
 REQUEST_TIMEOUT_S = 60.0
 DRAIN_TIMEOUT_S = 90.0
+AFTER_S = 8.0  # the load after a drill put things back: does the cluster answer everything again?
 
 
 @dataclass
@@ -52,8 +53,13 @@ class LabDrillContext:
         self.workflows.append(wid)
         return wid, self.lab.url + path
 
-    def load(self, url: str, rate_per_s: float, duration_s: float, step: str) -> "Load":
-        return Load.start(url, rate_per_s, duration_s, step, self.lab.name, self.request_sink)
+    def load(self, url: str, rate_per_s: float, duration_s: float, step: str, seq_start: int = 0) -> "Load":
+        return Load.start(url, rate_per_s, duration_s, step, self.lab.name, self.request_sink, seq_start)
+
+    def after_load(self, url: str, rate_per_s: float, before: list[RequestRecord]) -> list[RequestRecord]:
+        """AFTER_S more at the same rate once the drill is over (step "after"), numbered on from `before`."""
+        start = max((r.seq for r in before), default=-1) + 1
+        return self.load(url, rate_per_s, AFTER_S, "after", seq_start=start).wait()
 
     def executions(self, workflow_id: str) -> dict[str, str]:
         """Every stored execution of the workflow, open ones included: id -> status."""
@@ -93,7 +99,7 @@ class Load:
 
     @classmethod
     def start(cls, url: str, rate_per_s: float, duration_s: float, step: str, target: str,
-              sink: Callable[[RequestRecord], None] | None) -> "Load":
+              sink: Callable[[RequestRecord], None] | None, seq_start: int = 0) -> "Load":
         from n8n_sizer.bench.load import HttpPost, run_open
 
         records: list[RequestRecord] = []
@@ -107,7 +113,7 @@ class Load:
             client = HttpPost(url, json.dumps({"number": 21}).encode(), timeout_s=REQUEST_TIMEOUT_S)
             try:
                 await run_open(client, rate_per_s=rate_per_s, duration_s=duration_s, max_in_flight=MAX_IN_FLIGHT,
-                               step=step, target=target, sink=collect)
+                               step=step, target=target, seq_start=seq_start, sink=collect)
             finally:
                 client.close()
 
@@ -163,7 +169,8 @@ def record_lab_drill(name: str, drill: Callable[..., DrillOutcome], ctx: LabDril
     finally:
         ctx.request_sink = None
     ledger = Ledger.model_validate(outcome.observed["ledger"])
-    store.update_manifest(finished_s=time.time(), ledgers={ctx.lab.name: ledger}, extra=outcome_extra(outcome))
+    store.update_manifest(finished_s=time.time(), ledgers={ctx.lab.name: ledger},
+                          extra={**outcome_extra(outcome), "expected_heading": "what n8n promises"})
     store.close()
     return store
 

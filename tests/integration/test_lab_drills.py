@@ -189,3 +189,9 @@ def test_partition(lab):
     assert record["verdict"] == "matches", _checks(record)
     assert record["ledger"]["lost_seqs"] == []
     _whole(out)
+    report = subprocess.run(CLI + ["report", record["folder"], "--no-plots"], capture_output=True, text=True,
+                            timeout=120, cwd=workdir)
+    assert report.returncode == 0, report.stderr
+    text = (workdir / record["folder"] / "report" / "report.md").read_text()
+    assert "| observation | what n8n promises | verdict |" in text
+    assert "iptables DROP" in text and "| matches |" in text
