@@ -54,13 +54,15 @@ def _log_lines(ctx: LabDrillContext, procs: list[ClusterProcess], marks: dict[st
             for p in procs}
 
 
-def _wait_ready(ctx: LabDrillContext, procs: list[ClusterProcess], timeout_s: float = 90.0) -> dict[str, float | None]:
-    """Seconds until each process answered its readiness check (None: not within `timeout_s`)."""
+def _wait_ready(ctx: LabDrillContext, procs: list[ClusterProcess], since_s: float,
+                timeout_s: float = 90.0) -> dict[str, float | None]:
+    """Seconds from `since_s` (unix) until each process was first seen answering its readiness check (None: not
+    within `timeout_s`). The checks go one process after the other, each an SSH command: ~1 s resolution."""
     started, out = time.monotonic(), {}
     for p in procs:
         while True:
             if ctx.lab.ready(p):
-                out[p.name] = round(time.monotonic() - started, 1)
+                out[p.name] = round(time.time() - since_s, 1)
                 break
             if time.monotonic() - started > timeout_s:
                 out[p.name] = None
@@ -122,7 +124,7 @@ def stop_worker_host(ctx: LabDrillContext, host: str | None = None, rate_per_s: 
         if stopped:
             _restart_all(ctx, stopped)
     records = load.wait()
-    ready = _wait_ready(ctx, back)
+    ready = _wait_ready(ctx, back, t["restart"])
     after = ctx.after_load(url, rate_per_s, records)
     ledger, found = ctx.ledger(records + after, wid)
     during = window(records, t["down"], t["restart"])
@@ -141,7 +143,7 @@ def stop_worker_host(ctx: LabDrillContext, host: str | None = None, rate_per_s: 
               f"expected every request answered and run on {', '.join(others)}"),
         check(f"ledger: {ledger_text(ledger)}", "every accepted request executed (ledger: lost = 0)",
               nothing_lost(ledger), "accepted requests without a stored successful execution"),
-        check(f"{victim} started again: ready after {ready}; then {after_ok} of {len(after)} answered, run on "
+        check(f"{victim} started again: ready {ready} s after the start; then {after_ok} of {len(after)} answered, run on "
               f"{after_where}", "the stopped host's workers rejoin when started: they take jobs again",
               all(v is not None for v in ready.values()) and after_ok == len(after) and victim in after_where,
               f"{victim} took no job after its restart" if victim not in after_where else "a request failed after"),
@@ -234,12 +236,12 @@ def restart_redis(ctx: LabDrillContext, rate_per_s: float = 2.0, duration_s: flo
     finally:
         if stopped is not None:
             ctx.lab.start(stopped, timeout_s=60.0)
+    ready = _wait_ready(ctx, n8n, t["back"], timeout_s=60.0)
     records = load.wait()
     after = ctx.after_load(url, rate_per_s, records)
     ledger, found = ctx.ledger(records + after, wid)
     exited = [p.name for p in n8n if not ctx.lab.running(p)]
-    survivors = [p for p in n8n if p.name not in exited]
-    ready = _wait_ready(ctx, survivors, timeout_s=60.0)
+    ready = {k: v for k, v in ready.items() if k not in exited}
     lines = _log_lines(ctx, n8n, marks, REDIS_LINES)
     down_s = t["back"] - t["stop"]
     after_ok, after_sent = answered_after(after, 0.0)
@@ -247,7 +249,7 @@ def restart_redis(ctx: LabDrillContext, rate_per_s: float = 2.0, duration_s: flo
     expect_exit = down_s > 10.0
     checks = [
         check(f"Redis down {down_s:.2f} s (SIGTERM, AOF everysec; started again, PING in {ready_s:.2f} s); n8n "
-              f"processes that exited: {exited or 'none'}; the others ready again after {ready}",
+              f"processes that exited: {exited or 'none'}; the others ready again, seconds after Redis: {ready}",
               PROMISES["restart-redis"],
               (bool(exited) == expect_exit) and all(v is not None for v in ready.values()),
               "a process exited within the 10 s window" if exited else "a process did not get ready again"),
@@ -302,7 +304,7 @@ def partition(ctx: LabDrillContext, host: str | None = None, seconds: float = 12
             else:
                 lab.drop_snapshot(p)
     survivors = [p for p in procs if p.name not in exited_at]
-    ready = _wait_ready(ctx, survivors)
+    ready = _wait_ready(ctx, survivors, t["heal"])
     records = load.wait()
     after = ctx.after_load(url, rate_per_s, records)
     ledger, found = ctx.ledger(records + after, wid)
