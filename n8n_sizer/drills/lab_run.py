@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from n8n_sizer.drills.cluster import LabClusterHandle
-from n8n_sizer.drills.common import OPEN_STATUSES, DrillFailed, DrillOutcome, counts
+from n8n_sizer.drills.common import OPEN_STATUSES, DrillOutcome, counts
 from n8n_sizer.n8n.client import N8nSession
 from n8n_sizer.runs.records import Ledger, RequestRecord
 
@@ -177,8 +177,3 @@ def record_lab_drill(name: str, drill: Callable[..., DrillOutcome], ctx: LabDril
 
 def statuses(found: dict[str, str]) -> dict[str, int]:
     return counts(found)
-
-
-def require(condition: bool, what: str) -> None:
-    if not condition:
-        raise DrillFailed(what)
