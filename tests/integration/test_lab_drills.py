@@ -66,7 +66,9 @@ def _processes_mentioning(text: str) -> list[str]:
 def lab():
     if find_installed() is None or not all(shutil.which(t) for t in ("redis-server", "caddy", "curl", "iptables")):
         pytest.skip("needs the shared n8n install (scripts/test.sh), redis-server, caddy, curl and iptables")
-    assert not set(HOSTS) & _namespaces(), "a previous lab with these names is up: lab down it first"
+    clash = set(HOSTS) & _namespaces()
+    # Generators are gen-1.. in every lab: another lab up with a generator blocks this one, so say which.
+    assert not clash, f"namespaces {sorted(clash)} exist (another lab is up); lab down it first"
     workdir = Path(tempfile.mkdtemp(prefix="n8n-sizer-drills-lab-"))
     workdir.chmod(0o755)  # Debian's postgres user must pass through to the data host's folder
     out = workdir / "lab.json"
