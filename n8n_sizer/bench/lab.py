@@ -28,7 +28,6 @@ from n8n_sizer.runs.stats import role_of
 
 LAB_TARGET = "cluster"  # the one target of a lab run: results, ledger and report stay one folder
 AGENT_GRACE_S = 30.0  # after its share ends, how long a generator's requests in flight may still answer
-OWNER_LOGIN = "n8n-owner.json"  # in the lab's hosts/ folder, beside the cluster's secrets
 LAB_SAMPLE_EVERY_S = 2.0  # one SSH round trip per host per tick, on a machine the cluster itself keeps busy
 
 
@@ -280,10 +279,11 @@ def lab_up(run) -> str:
 def _owner_login(cluster, run_secrets: Path) -> None:
     """n8n has one owner per cluster: the first bench sets it up and keeps its login next to the cluster's
     secrets (0600), and every bench on that cluster starts from a copy in its own secrets folder."""
+    from n8n_sizer.lab.deploy import OWNER_LOGIN
     from n8n_sizer.n8n.link import saved_or_new_session
     from n8n_sizer.safety.write import write_atomic
 
-    owner = Path(cluster.secrets_file).with_name(OWNER_LOGIN)
+    owner = Path(cluster.secrets_file).with_name(OWNER_LOGIN)  # the lab's hosts/ folder, where the drills look too
     saved_or_new_session(cluster.url, owner, LAB_TARGET)
     if not run_secrets.exists():
         run_secrets.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

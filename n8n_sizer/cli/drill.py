@@ -33,6 +33,11 @@ Examples:
   n8n-sizer drill redis-restart --local --persistence none --json
   n8n-sizer drill kill-worker wrong-key --inventory inventory.json \\
       --target cx33-queue-2w --ssh-key ~/.ssh/n8n-sizer
+
+On a deployed lab (--inventory lab.json of `lab up`, after `lab deploy`; no
+--target): stop-worker-host, kill-webhook, restart-redis, partition, each
+under a short load through the lab's load balancer, with the cluster's ledger:
+  n8n-sizer drill stop-worker-host kill-webhook partition --inventory lab.json
 """
 
 
@@ -60,6 +65,12 @@ def drill(
     from n8n_sizer.drills import DRILLS, FAST_STALL_ENV, drill_stack
     from n8n_sizer.errors import InputError
 
+    if inventory is not None and _is_lab(inventory):
+        from n8n_sizer.cli.drill_lab import lab_drills
+
+        given = {"--local": local, "--stack": stack, "--target": target, "--ssh-key": ssh_key,
+                 "--n8n-login": n8n_login, "--persistence": persistence, "--seed-timing": seed_timing}
+        return lab_drills(names, inventory, out, json_out, [flag for flag, v in given.items() if v])
     for name in names:
         if name not in DRILLS:
             raise InputError(f"drill {name!r} is unknown; try one of {', '.join(DRILLS)}")
@@ -104,6 +115,17 @@ def drill(
     with context as ctx:
         for name in names:
             _run_one(name, ctx, out, persistence, json_out)
+
+
+def _is_lab(inventory: Path) -> bool:
+    """A lab's inventory (it has the `lab` section `lab up` writes): the cluster drills, not a fleet target."""
+    import json
+
+    try:  # anything unreadable is left to the fleet checks below, which name the problem
+        data = json.loads(inventory.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("lab"), dict)
 
 
 def _fleet_context(stack, inventory, target, ssh_key, ssh_port, n8n_login, out, stall, json_out):

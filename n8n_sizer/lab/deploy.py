@@ -43,6 +43,7 @@ class LabCluster(BaseModel):
 
 
 CLUSTER_RECORD = "cluster.json"  # in the lab's `hosts/` folder, written once the whole topology is up
+OWNER_LOGIN = "n8n-owner.json"  # beside it, 0600
 
 
 def deployed_cluster(path: Path) -> LabCluster | None:
@@ -52,7 +53,7 @@ def deployed_cluster(path: Path) -> LabCluster | None:
     if state.folder is None:
         return None
     root = Path(state.folder) / "hosts"
-    record = root / CLUSTER_RECORD
+    record = cluster_record(Path(state.folder))
     if record.is_file():
         return LabCluster.model_validate_json(record.read_text())
     if root.exists():
@@ -88,11 +89,34 @@ def deploy_lab(path: Path, python: str = sys.executable) -> LabCluster:
              for h in inventory.hosts.values()}
     try:
         cluster = _deploy(state, topology, hosts, root, python)
-        write_atomic(root / CLUSTER_RECORD, cluster.model_dump_json(indent=2) + "\n", private=True)
+        # What the bench and the drills act on later (every process and its PID, no secrets).
+        write_cluster(Path(state.folder), cluster)
         return cluster
     finally:
         for host in hosts.values():
             host.close()
+
+
+def cluster_record(folder: Path) -> Path:
+    return folder / "hosts" / CLUSTER_RECORD
+
+
+def owner_login(folder: Path) -> Path:
+    """The n8n owner login of the lab's cluster (0600): saved by whichever of bench and drill set n8n up first."""
+    return folder / "hosts" / OWNER_LOGIN
+
+
+def write_cluster(folder: Path, cluster: LabCluster) -> None:
+    write_atomic(cluster_record(folder), cluster.model_dump_json(indent=2) + "\n", private=True)
+
+
+def read_cluster(state: LabState) -> LabCluster:
+    """The LabCluster `lab deploy` recorded; one-line InputError when the lab is not deployed."""
+    path = cluster_record(Path(state.folder or "."))
+    if not path.is_file():
+        raise InputError(f"the lab {state.lab_id} is not deployed ({path} is missing); run "
+                         "`n8n-sizer lab deploy --inventory lab.json` first")
+    return LabCluster.model_validate_json(path.read_text())
 
 
 def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, python: str) -> LabCluster:

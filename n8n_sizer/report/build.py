@@ -122,7 +122,7 @@ def render_drill(run: RunData) -> str:
     target = run.manifest.spec.get("target")
     where = f" on `{target}`" if target else ""
     lines = [f"Drill `{extra.get('drill', run.manifest.run_id)}`{where}.{verdict}", "",
-             "| observation | the queue-mode test saw | verdict |", "|---|---|---|"]
+             f"| observation | {extra.get('expected_heading', 'the queue-mode test saw')} | verdict |", "|---|---|---|"]
     checks = extra.get("checks")
     if isinstance(checks, list) and checks:
         for c in checks:

@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "bench": {"advisor", "deploy", "fleet", "hosts", "lab", "localstack", "n8n", "runs", "stack", "telemetry"},
     "report": {"advisor", "bench", "runs", "telemetry"},
     "lab": {"advisor", "deploy", "fleet", "hosts", "localstack"},  # fleet: the inventory model only
-    "drills": {"advisor", "bench", "deploy", "hosts", "localstack", "n8n", "runs", "stack"},
+    "drills": {"advisor", "bench", "deploy", "fleet", "hosts", "lab", "localstack", "n8n", "runs", "stack"},
     "cli": {"advisor", "bench", "deploy", "drills", "fleet", "hosts", "localstack", "lab", "n8n", "report",
             "runs", "stack", "telemetry"},
 }

@@ -1,0 +1,372 @@
+"""The cluster drills on a deployed lab, each under a short bounded load through the lab's load balancer:
+
+- stop-worker-host: every n8n process of one worker host stopped (SIGTERM: n8n's graceful shutdown), kept down,
+  started again; the other worker host carries on;
+- kill-webhook: one webhook processor SIGKILLed (with its task runner), started again; Caddy routes around it;
+- restart-redis: the data host's Redis stopped and started again (AOF everysec); the n8n processes reconnect;
+- partition: iptables DROP of the data host's address inside one worker host's namespace for N seconds, healed.
+
+Each returns a `DrillOutcome` whose checks stand next to what n8n promises (`labplan.PROMISES`) and whose
+`observed` holds the cluster's ledger. Everything a drill changes is put back in a `finally`: processes it
+stopped are started from their snapshots, the partition's rules are deleted by their exact spec.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from collections.abc import Callable
+
+from n8n_sizer.drills.cluster import N8N_ROLES, ClusterProcess
+from n8n_sizer.drills.common import DrillFailed, DrillOutcome, check
+from n8n_sizer.drills.lab_run import LabDrillContext, record_lab_drill, statuses
+from n8n_sizer.drills.labplan import (HEALTH_INTERVAL_S, HEALTH_TIMEOUT_S, PROMISES, answered_after, iptables_command,
+                                      ledger_text, nothing_lost, ok, partition_outcome_matches, partition_rules, ran_on,
+                                      window)
+
+STARTED = re.compile(r"Worker started execution (\d+)")
+REDIS_LINES = r"Lost Redis connection|Recovered Redis connection|Unable to connect to Redis|Redis unavailable"
+
+
+def _sleep_until(t_s: float) -> None:
+    delay = t_s - time.time()
+    if delay > 0:
+        time.sleep(delay)
+
+
+def _marks(ctx: LabDrillContext, procs: list[ClusterProcess]) -> dict[str, int]:
+    return {p.name: ctx.lab.log_size(p) for p in procs}
+
+
+def _started_by_host(ctx: LabDrillContext, workers: list[ClusterProcess], marks: dict[str, int]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for p in workers:
+        lines = ctx.lab.log_since(p, marks[p.name])
+        out.setdefault(p.host, set()).update(m.group(1) for line in lines if (m := STARTED.search(line)))
+    return out
+
+
+def _log_lines(ctx: LabDrillContext, procs: list[ClusterProcess], marks: dict[str, int], pattern: str,
+               limit: int = 4) -> dict[str, list[str]]:
+    regex = re.compile(pattern)
+    return {p.name: [line[:300] for line in ctx.lab.log_since(p, marks[p.name]) if regex.search(line)][:limit]
+            for p in procs}
+
+
+def _wait_ready(ctx: LabDrillContext, procs: list[ClusterProcess], since_s: float,
+                timeout_s: float = 90.0) -> dict[str, float | None]:
+    """Seconds from `since_s` (unix) until each process was first seen answering its readiness check (None: not
+    within `timeout_s`). The checks go one process after the other, each an SSH command: ~1 s resolution."""
+    started, out = time.monotonic(), {}
+    for p in procs:
+        while True:
+            if ctx.lab.ready(p):
+                out[p.name] = round(time.time() - since_s, 1)
+                break
+            if time.monotonic() - started > timeout_s:
+                out[p.name] = None
+                break
+            time.sleep(1.0)
+    return out
+
+
+def _restart_all(ctx: LabDrillContext, stopped: list[ClusterProcess]) -> list[ClusterProcess]:
+    """Start what a drill stopped, every one even if one fails (the first error is raised after)."""
+    back, error = [], None
+    for p in stopped:
+        try:
+            back.append(ctx.lab.start(p)[0])
+        except Exception as exc:  # noqa: BLE001 - the others must still be started
+            error = error or exc
+    if error is not None:
+        raise error
+    return back
+
+
+def _n8n_on(ctx: LabDrillContext, host: str) -> list[ClusterProcess]:
+    return [p for p in ctx.lab.find(host=host) if p.role in N8N_ROLES]
+
+
+def _worker_hosts(ctx: LabDrillContext, host: str | None) -> tuple[str, list[str]]:
+    hosts = ctx.lab.worker_hosts()
+    if len(hosts) < 2:
+        raise DrillFailed(f"the lab has {len(hosts)} worker host(s); this drill needs 2 (one goes, one carries on)")
+    victim = host or hosts[0]
+    if victim not in hosts:
+        raise DrillFailed(f"{victim} runs no worker; worker hosts: {', '.join(hosts)}")
+    return victim, [h for h in hosts if h != victim]
+
+
+def stop_worker_host(ctx: LabDrillContext, host: str | None = None, rate_per_s: float = 2.0,
+                     duration_s: float = 30.0, stop_at_s: float = 5.0, down_for_s: float = 12.0) -> DrillOutcome:
+    victim, others = _worker_hosts(ctx, host)
+    wid, url = ctx.new_workflow("stop-worker-host")
+    victims = _n8n_on(ctx, victim)
+    workers = ctx.lab.find(role="worker")
+    marks = _marks(ctx, workers)
+    load = ctx.load(url, rate_per_s, duration_s, f"rate-{rate_per_s:g}")
+    stopped: list[ClusterProcess] = []
+    t: dict[str, float] = {}
+    try:
+        _sleep_until(load.started_s + stop_at_s)
+        t["stop"] = time.time()
+        for p in victims:
+            ctx.lab.stop(p, "TERM", grace_s=35.0)
+            stopped.append(p)
+        t["down"] = time.time()
+        _sleep_until(t["stop"] + down_for_s)
+        t["restart"] = time.time()
+        back = _restart_all(ctx, stopped)
+        stopped = []
+        t["back"] = time.time()
+    finally:
+        if stopped:
+            _restart_all(ctx, stopped)
+    records = load.wait()
+    ready = _wait_ready(ctx, back, t["restart"])
+    after = ctx.after_load(url, rate_per_s, records)
+    ledger, found = ctx.ledger(records + after, wid)
+    during = window(records, t["down"], t["restart"])
+    answered_ids = [r.execution_id for r in records if ok(r) and r.execution_id
+                    and t["down"] <= r.sent_s < t["restart"]]
+    started = _started_by_host(ctx, workers, marks)
+    where = ran_on(answered_ids, started)
+    after_where = ran_on([r.execution_id for r in after if ok(r) and r.execution_id], started)
+    after_ok = sum(1 for r in after if ok(r))
+    carried = during["answered"] > 0 and during["failed"] == 0 and set(where) <= set(others)
+    checks = [
+        check(f"{victim} down {t['restart'] - t['down']:.1f} s ({', '.join(p.name for p in victims)} stopped with "
+              f"SIGTERM in {t['down'] - t['stop']:.1f} s): {during['sent']} requests sent meanwhile, "
+              f"{during['answered']} answered, {during['failed']} failed {during['failures'] or ''}; their "
+              f"executions ran on {where or 'no host'}", PROMISES["stop-worker-host"], carried,
+              f"expected every request answered and run on {', '.join(others)}"),
+        check(f"ledger: {ledger_text(ledger)}", "every accepted request executed (ledger: lost = 0)",
+              nothing_lost(ledger), "accepted requests without a stored successful execution"),
+        check(f"{victim} started again: ready {ready} s after the start; then {after_ok} of {len(after)} answered, run on "
+              f"{after_where}", "the stopped host's workers rejoin when started: they take jobs again",
+              all(v is not None for v in ready.values()) and after_ok == len(after) and victim in after_where,
+              f"{victim} took no job after its restart" if victim not in after_where else "a request failed after"),
+    ]
+    return DrillOutcome(drill="stop-worker-host", checks=checks,
+                        observed={"host": victim, "others": others, "during": during, "ran_on": where,
+                                  "after": {"answered": after_ok, "sent": len(after), "ran_on": after_where},
+                                  "executions": statuses(found), "ledger": ledger.model_dump(),
+                                  "processes": [p.name for p in victims]},
+                        timings_s={"stopping_s": round(t["down"] - t["stop"], 2),
+                                   "down_s": round(t["restart"] - t["down"], 2),
+                                   "restart_s": round(t["back"] - t["restart"], 2)},
+                        log_lines={}, settings={"rate_per_s": str(rate_per_s), "duration_s": str(duration_s)})
+
+
+def kill_webhook(ctx: LabDrillContext, name: str = "webhook-1", rate_per_s: float = 2.0, duration_s: float = 30.0,
+                 kill_at_s: float = 5.0, down_for_s: float = 15.0) -> DrillOutcome:
+    found_procs = ctx.lab.find(role="webhook", name=name)
+    if not found_procs:
+        raise DrillFailed(f"the lab runs no webhook processor {name!r}; lab deploy a topology with webhook >= 2")
+    if len(ctx.lab.find(role="webhook")) < 2 or ctx.lab.cluster.load_balancer_pid is None:
+        raise DrillFailed("kill-webhook needs 2 webhook processors behind the load balancer")
+    proc = found_procs[0]
+    wid, url = ctx.new_workflow("kill-webhook")
+    load = ctx.load(url, rate_per_s, duration_s, f"rate-{rate_per_s:g}")
+    t: dict[str, float] = {}
+    killed = None
+    try:
+        _sleep_until(load.started_s + kill_at_s)
+        t["kill"] = time.time()
+        ctx.lab.stop(proc, "KILL", grace_s=5.0)
+        killed = proc
+        _sleep_until(t["kill"] + down_for_s)
+        t["restart"] = time.time()
+        proc, ready_s = ctx.lab.start(proc)
+        killed = None
+        t["back"] = time.time()
+    finally:
+        if killed is not None:
+            ctx.lab.start(killed)
+    records = load.wait()
+    after = ctx.after_load(url, rate_per_s, records)
+    ledger, found = ctx.ledger(records + after, wid)
+    noticed = t["kill"] + HEALTH_INTERVAL_S + HEALTH_TIMEOUT_S
+    first = window(records, t["kill"], noticed)
+    later = window(records, noticed, t["back"])
+    after_ok, after_sent = answered_after(after, 0.0)
+    checks = [
+        check(f"{name} SIGKILLed for {t['back'] - t['kill']:.1f} s: in the first {noticed - t['kill']:.0f} s "
+              f"(one health interval + timeout) {first['sent']} sent, {first['answered']} answered, "
+              f"{first['failed']} failed {first['failures'] or ''}; after that {later['sent']} sent, "
+              f"{later['answered']} answered, {later['failed']} failed {later['failures'] or ''}",
+              PROMISES["kill-webhook"], later["failed"] == 0 and later["sent"] > 0,
+              "requests failed after the load balancer should have taken it out"),
+        check(f"ledger: {ledger_text(ledger)}", "nothing accepted lost (ledger: lost = 0)", nothing_lost(ledger),
+              "accepted requests without a stored successful execution"),
+        check(f"{name} started again, ready in {ready_s:.1f} s; afterwards {after_ok} of {after_sent} answered",
+              "the processor rejoins; every request after it is back is answered",
+              after_sent > 0 and after_ok == after_sent, "requests failed after the restart"),
+    ]
+    return DrillOutcome(drill="kill-webhook", checks=checks,
+                        observed={"processor": name, "first_interval": first, "after_interval": later,
+                                  "during": window(records, t["kill"], t["back"]),
+                                  "after_restart": {"answered": after_ok, "sent": after_sent},
+                                  "executions": statuses(found), "ledger": ledger.model_dump()},
+                        timings_s={"down_s": round(t["back"] - t["kill"], 2), "ready_s": round(ready_s, 2)},
+                        log_lines={}, settings={"rate_per_s": str(rate_per_s), "duration_s": str(duration_s)})
+
+
+def restart_redis(ctx: LabDrillContext, rate_per_s: float = 2.0, duration_s: float = 30.0,
+                  restart_at_s: float = 8.0) -> DrillOutcome:
+    redis = ctx.lab.find(role="redis")
+    if not redis:
+        raise DrillFailed(f"no Redis runs on the data host {ctx.lab.data_host}")
+    n8n = [p for p in ctx.lab.processes() if p.role in N8N_ROLES]
+    marks = _marks(ctx, n8n)
+    wid, url = ctx.new_workflow("restart-redis")
+    load = ctx.load(url, rate_per_s, duration_s, f"rate-{rate_per_s:g}")
+    t: dict[str, float] = {}
+    stopped = None
+    try:
+        _sleep_until(load.started_s + restart_at_s)
+        t["stop"] = time.time()
+        ctx.lab.stop(redis[0], "TERM", grace_s=10.0)
+        stopped = redis[0]
+        t["down"] = time.time()
+        _, ready_s = ctx.lab.start(redis[0], timeout_s=60.0)
+        stopped = None
+        t["back"] = time.time()
+    finally:
+        if stopped is not None:
+            ctx.lab.start(stopped, timeout_s=60.0)
+    ready = _wait_ready(ctx, n8n, t["back"], timeout_s=60.0)
+    records = load.wait()
+    after = ctx.after_load(url, rate_per_s, records)
+    ledger, found = ctx.ledger(records + after, wid)
+    exited = [p.name for p in n8n if not ctx.lab.running(p)]
+    ready = {k: v for k, v in ready.items() if k not in exited}
+    lines = _log_lines(ctx, n8n, marks, REDIS_LINES)
+    down_s = t["back"] - t["stop"]
+    after_ok, after_sent = answered_after(after, 0.0)
+    during = window(records, t["stop"], None)
+    expect_exit = down_s > 10.0
+    checks = [
+        check(f"Redis down {down_s:.2f} s (SIGTERM, AOF everysec; started again, PING in {ready_s:.2f} s); n8n "
+              f"processes that exited: {exited or 'none'}; the others ready again, seconds after Redis: {ready}",
+              PROMISES["restart-redis"],
+              (bool(exited) == expect_exit) and all(v is not None for v in ready.values()),
+              "a process exited within the 10 s window" if exited else "a process did not get ready again"),
+        check(f"{during['sent']} requests sent from the stop to the end of the load: {during['answered']} answered, "
+              f"{during['failed']} failed {during['failures'] or ''}; then {after_ok} of {after_sent} answered", "the processes reconnect: requests answered again",
+              after_sent > 0 and after_ok == after_sent, "requests still failed after the processes reconnected"),
+        check(f"ledger: {ledger_text(ledger)}", "nothing accepted lost (AOF everysec)", nothing_lost(ledger),
+              "accepted requests without a stored successful execution"),
+    ]
+    return DrillOutcome(drill="restart-redis", checks=checks,
+                        observed={"exited": exited, "ready_after_s": ready, "during": during,
+                                  "after": {"answered": after_ok, "sent": after_sent},
+                                  "executions": statuses(found), "ledger": ledger.model_dump()},
+                        timings_s={"redis_down_s": round(down_s, 2), "redis_ready_s": round(ready_s, 2)},
+                        log_lines={k: v for k, v in lines.items() if v},
+                        settings={"rate_per_s": str(rate_per_s), "duration_s": str(duration_s)})
+
+
+def partition(ctx: LabDrillContext, host: str | None = None, seconds: float = 12.0, rate_per_s: float = 2.0,
+              duration_s: float = 30.0, cut_at_s: float = 5.0) -> DrillOutcome:
+    victim, others = _worker_hosts(ctx, host)
+    lab = ctx.lab
+    data_ip = lab.address(lab.data_host)
+    rules = partition_rules(data_ip, f"{lab.state.lab_id}-{secrets.token_hex(3)}")
+    procs = _n8n_on(ctx, victim)
+    marks = _marks(ctx, procs)
+    for p in procs:
+        lab.save(p)  # an n8n process that gives up on Redis exits: it is started again from this
+    wid, url = ctx.new_workflow("partition")
+    load = ctx.load(url, rate_per_s, duration_s, f"rate-{rate_per_s:g}")
+    t: dict[str, float] = {}
+    inserted: list[list[str]] = []
+    exited_at: dict[str, float] = {}
+    restarted: dict[str, float] = {}
+    left: list[str] = []
+    try:
+        _sleep_until(load.started_s + cut_at_s)
+        t["cut"] = time.time()
+        for rule in rules:
+            lab.run(victim, iptables_command("-I", rule))
+            inserted.append(rule)
+        _watch(lambda: t["cut"] + seconds, ctx, procs, exited_at)
+    finally:
+        t["heal"] = time.time()
+        for rule in inserted:  # by the exact spec it was inserted with
+            lab.run(victim, iptables_command("-D", rule), check=False)
+        left = [" ".join(r) for r in inserted if lab.run(victim, iptables_command("-C", r), check=False).exit_code == 0]
+        for p in procs:
+            if p.name in exited_at or not lab.running(p):
+                exited_at.setdefault(p.name, time.time())
+                restarted[p.name] = lab.start(p)[1]
+            else:
+                lab.drop_snapshot(p)
+    survivors = [p for p in procs if p.name not in exited_at]
+    ready = _wait_ready(ctx, survivors, t["heal"])
+    records = load.wait()
+    after = ctx.after_load(url, rate_per_s, records)
+    ledger, found = ctx.ledger(records + after, wid)
+    lines = _log_lines(ctx, procs, marks, REDIS_LINES + r"|Database connection|ECONNREFUSED|ETIMEDOUT|timeout")
+    cut_s = t["heal"] - t["cut"]
+    verdicts = []
+    for p in procs:
+        gone = exited_at.get(p.name)
+        matched, why = partition_outcome_matches(cut_s, gone is not None,
+                                                 None if gone is None else gone - t["cut"], ready.get(p.name) is not None)
+        state = (f"exited {gone - t['cut']:.1f} s in, started again ({restarted[p.name]:.1f} s to ready)"
+                 if gone is not None else f"rode it out, ready {ready.get(p.name)} s after the heal")
+        verdicts.append(check(f"{victim} cut off from {lab.data_host} ({data_ip}) for {cut_s:.1f} s (iptables DROP "
+                              f"both ways in its namespace): {p.name} {state}", PROMISES["partition"], matched, why))
+    during = window(records, t["cut"], t["heal"])
+    after_ok, after_sent = answered_after(after, 0.0)
+    healed = window(records, t["heal"], None)
+    checks = verdicts + [
+        check(f"during the partition {during['sent']} sent, {during['answered']} answered, {during['failed']} failed "
+              f"{during['failures'] or ''}; after the heal {healed['answered']} of {healed['sent']} answered, then "
+              f"{after_ok} of {after_sent}",
+              f"{', '.join(others)} keeps serving; after the heal everything is answered",
+              after_sent > 0 and after_ok == after_sent and during["answered"] > 0,
+              "requests still failed after the heal" if after_ok < after_sent else "nothing was answered meanwhile"),
+        check(f"ledger: {ledger_text(ledger)}", "nothing accepted lost (ledger: lost = 0)", nothing_lost(ledger),
+              "accepted requests without a stored successful execution"),
+        check(f"the drill's iptables rules left in {victim}: {left or 'none'}", "the partition is healed completely",
+              not left, "a rule could not be deleted"),
+    ]
+    return DrillOutcome(drill="partition", checks=checks,
+                        observed={"host": victim, "peer": data_ip, "rules": [" ".join(r) for r in rules],
+                                  "exited": sorted(exited_at), "during": during,
+                                  "healed": healed, "after": {"answered": after_ok, "sent": after_sent},
+                                  "rules_left": left,
+                                  "executions": statuses(found), "ledger": ledger.model_dump()},
+                        timings_s={"partition_s": round(cut_s, 2), **{f"{k}_ready_s": v for k, v in ready.items()}},
+                        log_lines={k: v for k, v in lines.items() if v},
+                        settings={"seconds": str(seconds), "rate_per_s": str(rate_per_s)})
+
+
+def _watch(until: Callable[[], float], ctx: LabDrillContext, procs: list[ClusterProcess],
+           exited_at: dict[str, float]) -> None:
+    """Sleep through the partition, noting when a process of the cut-off host exits."""
+    while time.time() < until():
+        for p in procs:
+            if p.name not in exited_at and not ctx.lab.running(p):
+                exited_at[p.name] = time.time()
+        time.sleep(min(1.0, max(0.0, until() - time.time())))
+
+
+LAB_DRILLS: dict[str, Callable[..., DrillOutcome]] = {
+    "stop-worker-host": stop_worker_host,
+    "kill-webhook": kill_webhook,
+    "restart-redis": restart_redis,
+    "partition": partition,
+}
+
+
+def run_lab_drill(name: str, ctx: LabDrillContext, out_dir, **params):
+    """Run the cluster drill `name` on the lab and record it in `out_dir` (a `RunStore`)."""
+    from n8n_sizer.errors import InputError
+
+    if name not in LAB_DRILLS:
+        raise InputError(f"drill {name!r} is unknown on a lab; try one of {', '.join(LAB_DRILLS)}")
+    return record_lab_drill(name, LAB_DRILLS[name], ctx, out_dir, **params)
