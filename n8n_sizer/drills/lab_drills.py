@@ -71,17 +71,44 @@ def _wait_ready(ctx: LabDrillContext, procs: list[ClusterProcess], since_s: floa
     return out
 
 
-def _restart_all(ctx: LabDrillContext, stopped: list[ClusterProcess]) -> list[ClusterProcess]:
-    """Start what a drill stopped, every one even if one fails (the first error is raised after)."""
+def _restart_all(ctx: LabDrillContext, stopped: list[ClusterProcess],
+                 timeout_s: float | None = None) -> list[tuple[ClusterProcess, float]]:
+    """Start what a drill stopped, every one even if one fails (the first error is raised after); each started
+    process with the seconds it took to be ready."""
     back, error = [], None
     for p in stopped:
         try:
-            back.append(ctx.lab.start(p)[0])
+            back.append(ctx.lab.start(p) if timeout_s is None else ctx.lab.start(p, timeout_s=timeout_s))
         except Exception as exc:  # noqa: BLE001 - the others must still be started
             error = error or exc
     if error is not None:
         raise error
     return back
+
+
+def _outage(ctx: LabDrillContext, at_s: float, procs: list[ClusterProcess], signal: str, grace_s: float,
+            down_for_s: float, start_timeout_s: float | None = None) -> tuple[dict[str, float], list]:
+    """Stop `procs` at `at_s` (unix), keep them down until `down_for_s` after the stop, start them again.
+    Times: stop (the signal), down (all stopped), restart, back (all ready). Whatever was stopped is started
+    again also when a step fails, so a drill never leaves the cluster short of a process."""
+    t: dict[str, float] = {}
+    stopped: list[ClusterProcess] = []
+    try:
+        _sleep_until(at_s)
+        t["stop"] = time.time()
+        for p in procs:
+            ctx.lab.stop(p, signal, grace_s=grace_s)
+            stopped.append(p)
+        t["down"] = time.time()
+        _sleep_until(t["stop"] + down_for_s)
+        t["restart"] = time.time()
+        back = _restart_all(ctx, stopped, start_timeout_s)
+        stopped = []
+        t["back"] = time.time()
+    finally:
+        if stopped:
+            _restart_all(ctx, stopped, start_timeout_s)
+    return t, back
 
 
 def _n8n_on(ctx: LabDrillContext, host: str) -> list[ClusterProcess]:
@@ -106,25 +133,9 @@ def stop_worker_host(ctx: LabDrillContext, host: str | None = None, rate_per_s: 
     workers = ctx.lab.find(role="worker")
     marks = _marks(ctx, workers)
     load = ctx.load(url, rate_per_s, duration_s, f"rate-{rate_per_s:g}")
-    stopped: list[ClusterProcess] = []
-    t: dict[str, float] = {}
-    try:
-        _sleep_until(load.started_s + stop_at_s)
-        t["stop"] = time.time()
-        for p in victims:
-            ctx.lab.stop(p, "TERM", grace_s=35.0)
-            stopped.append(p)
-        t["down"] = time.time()
-        _sleep_until(t["stop"] + down_for_s)
-        t["restart"] = time.time()
-        back = _restart_all(ctx, stopped)
-        stopped = []
-        t["back"] = time.time()
-    finally:
-        if stopped:
-            _restart_all(ctx, stopped)
+    t, back = _outage(ctx, load.started_s + stop_at_s, victims, "TERM", 35.0, down_for_s)
     records = load.wait()
-    ready = _wait_ready(ctx, back, t["restart"])
+    ready = _wait_ready(ctx, [p for p, _ in back], t["restart"])
     after = ctx.after_load(url, rate_per_s, records)
     ledger, found = ctx.ledger(records + after, wid)
     during = window(records, t["down"], t["restart"])
@@ -169,21 +180,8 @@ def kill_webhook(ctx: LabDrillContext, name: str = "webhook-1", rate_per_s: floa
     proc = found_procs[0]
     wid, url = ctx.new_workflow("kill-webhook")
     load = ctx.load(url, rate_per_s, duration_s, f"rate-{rate_per_s:g}")
-    t: dict[str, float] = {}
-    killed = None
-    try:
-        _sleep_until(load.started_s + kill_at_s)
-        t["kill"] = time.time()
-        ctx.lab.stop(proc, "KILL", grace_s=5.0)
-        killed = proc
-        _sleep_until(t["kill"] + down_for_s)
-        t["restart"] = time.time()
-        proc, ready_s = ctx.lab.start(proc)
-        killed = None
-        t["back"] = time.time()
-    finally:
-        if killed is not None:
-            ctx.lab.start(killed)
+    t, [(proc, ready_s)] = _outage(ctx, load.started_s + kill_at_s, [proc], "KILL", 5.0, down_for_s)
+    t["kill"] = t["stop"]
     records = load.wait()
     after = ctx.after_load(url, rate_per_s, records)
     ledger, found = ctx.ledger(records + after, wid)
@@ -222,20 +220,9 @@ def restart_redis(ctx: LabDrillContext, rate_per_s: float = 2.0, duration_s: flo
     marks = _marks(ctx, n8n)
     wid, url = ctx.new_workflow("restart-redis")
     load = ctx.load(url, rate_per_s, duration_s, f"rate-{rate_per_s:g}")
-    t: dict[str, float] = {}
-    stopped = None
-    try:
-        _sleep_until(load.started_s + restart_at_s)
-        t["stop"] = time.time()
-        ctx.lab.stop(redis[0], "TERM", grace_s=10.0)
-        stopped = redis[0]
-        t["down"] = time.time()
-        _, ready_s = ctx.lab.start(redis[0], timeout_s=60.0)
-        stopped = None
-        t["back"] = time.time()
-    finally:
-        if stopped is not None:
-            ctx.lab.start(stopped, timeout_s=60.0)
+    # Redis is started again at once: the drill is the restart, not an outage of chosen length.
+    t, [(_, ready_s)] = _outage(ctx, load.started_s + restart_at_s, redis[:1], "TERM", 10.0, 0.0,
+                                start_timeout_s=60.0)
     ready = _wait_ready(ctx, n8n, t["back"], timeout_s=60.0)
     records = load.wait()
     after = ctx.after_load(url, rate_per_s, records)

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.localstack.stack import LocalStack, StackOptions
 from n8n_sizer.localstack.services import ServiceError, http_ok
-from n8n_sizer.errors import InputError
+from n8n_sizer.errors import InputError, exit_code
 
 
 def _env_pairs(pairs: list[str]) -> dict[str, str]:
@@ -182,11 +182,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return args.handler(args)
-    except InputError as exc:
-        print(f"localstack: {exc}", file=sys.stderr)
-        return 2
-    except ServiceError as exc:
-        print(f"localstack: {exc}", file=sys.stderr)
-        return 1
+    return exit_code("localstack", lambda: args.handler(args), remote=(ServiceError,))

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from n8n_sizer.errors import InputError
+from n8n_sizer.errors import InputError, exit_code
 from n8n_sizer.versions import N8N_VERSION, NODE_PACKAGE
 
 CACHE_ENV = "N8N_SIZER_CACHE"
@@ -230,17 +230,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=None, help=f"cache folder (default: ${CACHE_ENV} or ~/.cache/n8n-sizer)")
     parser.add_argument("--json", action="store_true", help="print the install's paths as JSON")
     args = parser.parse_args(argv)
-    try:
+
+    def install() -> int:
         found = install_n8n(args.n8n_version, args.cache)
-    except InputError as exc:
-        print(f"install_n8n: {exc}", file=sys.stderr)
-        return 2
-    except RuntimeError as exc:
-        print(f"install_n8n: {exc}", file=sys.stderr)
-        return 1
-    if args.json:
-        print(found.model_dump_json())
-    return 0
+        if args.json:
+            print(found.model_dump_json())
+        return 0
+
+    # A failed npm or download step raises RuntimeError: one line, exit 1, like a remote failure.
+    return exit_code("install_n8n", install, remote=(RuntimeError,))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ Each rule says whether it fired, when first, and the evidence; a rule that could
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -63,6 +64,12 @@ def sustained(series: Sequence[tuple[float, float]], ok: Callable[[float], bool]
     return None
 
 
+def _too_short(rule: str, what: str, longest_s: float, window_s: float) -> Alert:
+    """Not evaluated: no series was as long as the rule's window, so "quiet" would claim more than was seen."""
+    return Alert(rule=rule, status="not evaluated", first_s=None,
+                 summary=f"{what} samples span {longest_s:.0f} s, shorter than the {window_s:.0f} s window")
+
+
 def _span(series: Sequence[tuple[float, float]]) -> float:
     return series[-1][0] - series[0][0] if series else 0.0
 
@@ -90,8 +97,7 @@ def queue_waiting_rising(samples: Iterable[Sample], window_s: float = WINDOW_S) 
                                      summary=f"{host}: waiting rose from {v0:,.0f} to {v1:,.0f} over {(t1 - t0) / 60:.1f} min")
                     break
     if longest < window_s:
-        return Alert(rule=rule, status="not evaluated", first_s=None,
-                     summary=f"queue samples span {longest:.0f} s, shorter than the {window_s:.0f} s window")
+        return _too_short(rule, "queue", longest, window_s)
     peak = max(s.value for s in waiting)
     return Alert(rule=rule, status="quiet", first_s=None, summary=f"waiting peaked at {peak:,.0f} and did not keep rising")
 
@@ -105,29 +111,22 @@ def runner_cpu_pinned(samples: Iterable[Sample], window_s: float = WINDOW_S, pin
                and "runner" in (s.labels.get("process") or s.labels.get("container") or "")]
     if not runners:
         return Alert(rule=rule, status="not evaluated", first_s=None, summary="no runner CPU samples")
-    idle = select(samples, "host_cpu_cores", state="idle")
-    cpus = {s.labels.get("host"): s.value for s in select(samples, "host_cpus")}
+    groups = {(rows[0].labels.get("host"), name): rows for name, rows
+              in per_label(runners, "process" if "process" in runners[0].labels else "container").items()}
     longest = 0.0
-    for name, rows in per_label(runners, "process" if "process" in runners[0].labels else "container").items():
-        series = sorted((s.time_s, s.value) for s in rows)
-        longest = max(longest, _span(series))
-        hit = sustained(series, lambda v: v >= pinned_cores, window_s)
-        if hit is None:
+    for p in _pinned(groups, samples, pinned_cores, window_s):
+        longest = max(longest, p.span_s)
+        if p.hit is None:
             continue
-        host = rows[0].labels.get("host")
-        idle_in = [s.value for s in idle if s.labels.get("host") == host and hit[0] <= s.time_s <= hit[1]]
-        n = cpus.get(host)
-        if not idle_in or n is None:
-            return Alert(rule=rule, status="fired", first_s=hit[0],
-                         summary=f"{name} pinned at >= {pinned_cores:g} core for {(hit[1] - hit[0]) / 60:.1f} min (host idle unknown)")
-        mean_idle = sum(idle_in) / len(idle_in)
-        if mean_idle >= 0.5 * (n - 1):
-            return Alert(rule=rule, status="fired", first_s=hit[0],
-                         summary=f"{name} pinned at >= {pinned_cores:g} core for {(hit[1] - hit[0]) / 60:.1f} min "
-                                 f"while {mean_idle:.1f} of {n:.0f} cores sat idle")
+        if p.mean_idle is None or p.cores is None:
+            return Alert(rule=rule, status="fired", first_s=p.hit[0],
+                         summary=f"{p.name} pinned at >= {pinned_cores:g} core for {p.minutes:.1f} min (host idle unknown)")
+        if p.host_idle:
+            return Alert(rule=rule, status="fired", first_s=p.hit[0],
+                         summary=f"{p.name} pinned at >= {pinned_cores:g} core for {p.minutes:.1f} min "
+                                 f"while {p.mean_idle:.1f} of {p.cores:.0f} cores sat idle")
     if longest < window_s:
-        return Alert(rule=rule, status="not evaluated", first_s=None,
-                     summary=f"runner samples span {longest:.0f} s, shorter than the {window_s:.0f} s window")
+        return _too_short(rule, "runner", longest, window_s)
     peak = max(s.value for s in runners)
     return Alert(rule=rule, status="quiet", first_s=None, summary=f"runner CPU peaked at {peak:.2f} cores")
 
@@ -153,8 +152,7 @@ def server_cpu_high(samples: Iterable[Sample], window_s: float = WINDOW_S, share
             return Alert(rule=rule, status="fired", first_s=hit[0],
                          summary=f"{host}: above {share:.0%} of {n:.0f} cores for {(hit[1] - hit[0]) / 60:.1f} min (peak {peak:.0%})")
     if longest < window_s:
-        return Alert(rule=rule, status="not evaluated", first_s=None,
-                     summary=f"host CPU samples span {longest:.0f} s, shorter than the {window_s:.0f} s window")
+        return _too_short(rule, "host CPU", longest, window_s)
     return Alert(rule=rule, status="quiet", first_s=None, summary=f"peak {max(busy.values()) / max(cpus.values()):.0%} of the CPUs")
 
 
@@ -209,29 +207,53 @@ def role_cpu_pinned(samples: Iterable[Sample], window_s: float = WINDOW_S,
     procs = [x for x in select(samples, "process_cpu_cores") if "role" in x.labels]
     if not procs:
         return Alert(rule=rule, status="not evaluated", first_s=None, summary="no per-role CPU samples")
-    idle = select(samples, "host_cpu_cores", state="idle")
-    cpus = {x.labels.get("host"): x.value for x in select(samples, "host_cpus")}
     longest = 0.0
-    for (host, name), rows in _by_host_process(procs).items():
-        series = sorted((x.time_s, x.value) for x in rows)
-        longest = max(longest, _span(series))
-        hit = sustained(series, lambda v: v >= pinned_cores, window_s)
-        n = cpus.get(host)
-        idle_in = [x.value for x in idle if x.labels.get("host") == host and hit is not None
-                   and hit[0] <= x.time_s <= hit[1]]
-        if hit is None or n is None or not idle_in:
-            continue
-        mean_idle = sum(idle_in) / len(idle_in)
-        if mean_idle >= 0.5 * (n - 1):
-            return Alert(rule=rule, status="fired", first_s=hit[0],
-                         summary=f"{host}: {name} ({rows[0].labels['role']}) at >= {pinned_cores:g} core for "
-                                 f"{(hit[1] - hit[0]) / 60:.1f} min while {mean_idle:.1f} of {n:.0f} cores sat idle")
+    for p in _pinned(_by_host_process(procs), samples, pinned_cores, window_s):
+        longest = max(longest, p.span_s)
+        if p.hit is not None and p.host_idle:  # a host whose idle is unknown is not judged on a lab
+            return Alert(rule=rule, status="fired", first_s=p.hit[0],
+                         summary=f"{p.host}: {p.name} ({p.rows[0].labels['role']}) at >= {pinned_cores:g} core for "
+                                 f"{p.minutes:.1f} min while {p.mean_idle:.1f} of {p.cores:.0f} cores sat idle")
     if longest < window_s:
-        return Alert(rule=rule, status="not evaluated", first_s=None,
-                     summary=f"per-role samples span {longest:.0f} s, shorter than the {window_s:.0f} s window")
+        return _too_short(rule, "per-role", longest, window_s)
     peak = max(procs, key=lambda x: x.value)
     return Alert(rule=rule, status="quiet", first_s=None,
                  summary=f"peak {peak.value:.2f} cores ({peak.labels.get('host')}: {peak.labels.get('process')})")
+
+
+@dataclass(frozen=True)
+class _Pinned:
+    """One process's CPU series judged against a pinned-at-one-core rule."""
+
+    host: str | None
+    name: str | None
+    rows: list[Sample]
+    span_s: float
+    hit: tuple[float, float] | None  # the sustained stretch at >= the pinned share, if any
+    mean_idle: float | None  # the host's mean idle cores over that stretch (None: unknown)
+    cores: float | None
+
+    @property
+    def minutes(self) -> float:
+        return 0.0 if self.hit is None else (self.hit[1] - self.hit[0]) / 60
+
+    @property
+    def host_idle(self) -> bool:
+        """At least half of the host's other cores idle: one process on one core could not use them."""
+        return self.mean_idle is not None and self.cores is not None and self.mean_idle >= 0.5 * (self.cores - 1)
+
+
+def _pinned(groups: dict[tuple[str | None, str | None], list[Sample]], samples: list[Sample], pinned_cores: float,
+            window_s: float) -> Iterator[_Pinned]:
+    idle = select(samples, "host_cpu_cores", state="idle")
+    cpus = {x.labels.get("host"): x.value for x in select(samples, "host_cpus")}
+    for (host, name), rows in groups.items():
+        series = sorted((x.time_s, x.value) for x in rows)
+        hit = sustained(series, lambda v: v >= pinned_cores, window_s)
+        idle_in = [] if hit is None else [x.value for x in idle
+                                          if x.labels.get("host") == host and hit[0] <= x.time_s <= hit[1]]
+        yield _Pinned(host=host, name=name, rows=rows, span_s=_span(series), hit=hit,
+                      mean_idle=sum(idle_in) / len(idle_in) if idle_in else None, cores=cpus.get(host))
 
 
 def _by_host_process(samples: Iterable[Sample]) -> dict[tuple[str | None, str | None], list[Sample]]:
