@@ -18,7 +18,7 @@ import pytest
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.localstack import services
 from n8n_sizer.localstack.install import N8nInstall, install_n8n
-from n8n_sizer.localstack.stack import LocalStack
+from n8n_sizer.localstack.stack import LocalStack, StackOptions
 from n8n_sizer.n8n.client import N8nClient, N8nSession, set_up_instance
 from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, with_webhook_path
 
@@ -58,8 +58,9 @@ def n8n_install() -> N8nInstall:
     return install_n8n()
 
 
-def _running(setup: Setup, install: N8nInstall) -> Iterator[RunningN8n]:
-    stack = LocalStack(setup, install=install)
+def running_stack(setup: Setup, install: N8nInstall, options: StackOptions | None = None) -> Iterator[RunningN8n]:
+    """A started local stack with n8n set up; on teardown it is stopped and nothing it started may be left."""
+    stack = LocalStack(setup, options, install=install)
     try:
         stack.start()
         yield RunningN8n(stack=stack, session=set_up_instance(stack.main_url))
@@ -72,9 +73,9 @@ def _running(setup: Setup, install: N8nInstall) -> Iterator[RunningN8n]:
 
 @pytest.fixture(scope="session")
 def regular_stack(n8n_install: N8nInstall) -> Iterator[RunningN8n]:
-    yield from _running(Setup(mode="regular", db="sqlite"), n8n_install)
+    yield from running_stack(Setup(mode="regular", db="sqlite"), n8n_install)
 
 
 @pytest.fixture(scope="session")
 def queue_stack(n8n_install: N8nInstall) -> Iterator[RunningN8n]:
-    yield from _running(Setup(mode="queue", workers=1), n8n_install)
+    yield from running_stack(Setup(mode="queue", workers=1), n8n_install)

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from n8n_sizer.hosts.host import HostError
 from n8n_sizer.lab.deploy import LabCluster, cluster_record, deploy_lab
 from n8n_sizer.lab.netns import lab_up, remove_lab
 from n8n_sizer.localstack.install import find_installed
+from tests.integration.test_lab import CLI, _namespaces, _processes_mentioning
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root (network namespaces)"),
@@ -41,26 +41,6 @@ TOPOLOGY = {"topology": [
     {"name": "dr-worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}}],
     "subnet": SUBNET}
 HOSTS = ["dr-data", "dr-ingest", "dr-worker-1", "dr-worker-2", "gen-1"]
-CLI = [sys.executable, "-c", "from n8n_sizer.cli import main; main()"]
-
-
-def _namespaces() -> set[str]:
-    return set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
-
-
-def _processes_mentioning(text: str) -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and entry.name != str(os.getpid()):
-            try:
-                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if text in cmd and state != "Z":
-                found.append(f"{entry.name}: {cmd[:200]}")
-    return found
-
 
 @pytest.fixture(scope="module")
 def lab():

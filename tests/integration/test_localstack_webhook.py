@@ -14,13 +14,11 @@ import pytest
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.hosts.host import LocalHost
-from n8n_sizer.localstack import services
-from n8n_sizer.localstack.stack import LocalStack, StackOptions
-from n8n_sizer.n8n.client import set_up_instance
+from n8n_sizer.localstack.stack import StackOptions
 from n8n_sizer.runs.stats import role_demands_ms
 from n8n_sizer.stack.sampling import local_stack_telemetry
 from n8n_sizer.telemetry.sampler import Sampler
-from tests.integration.conftest import RunningN8n
+from tests.integration.conftest import running_stack
 from tests.integration.test_telemetry import read_samples
 
 pytestmark = [pytest.mark.integration,
@@ -33,15 +31,7 @@ RECEIVED = 'Received webhook "POST" for path'
 @pytest.fixture(scope="module")
 def ingest_stack(n8n_install):
     options = StackOptions(webhook_processors=2, n8n_log_level="debug")  # debug: each webhook received is logged
-    stack = LocalStack(Setup(mode="queue", workers=1), options, install=n8n_install)
-    try:
-        stack.start()
-        yield RunningN8n(stack=stack, session=set_up_instance(stack.main_url))
-    finally:
-        procs = list(stack.processes.values())
-        stack.stop()
-        left = [f"{p.name} (PID {p.pid})" for p in procs if services.is_running(p) or services.group_pids(p.pid)]
-        assert not left, f"stop left processes running: {left}"
+    yield from running_stack(Setup(mode="queue", workers=1), n8n_install, options)
 
 
 def test_webhooks_go_through_caddy_to_both_processors_and_are_executed(ingest_stack, tmp_path):
