@@ -236,3 +236,24 @@ def kill_worker(stack: Stack, service: str, redis_stack: Stack, timeout_s: float
             return time.monotonic() - started
         time.sleep(0.1)
     raise AssertionError(f"Redis still holds {before} blocked pops {timeout_s:.0f} s after {service} was killed")
+
+
+def survives_worker_kill(client: N8nClient, setup: N8nSetup, worker_stack: Stack, redis_stack: Stack) -> None:
+    """Kill n8n-worker-1 (a crash), then 6 webhooks are answered and executed by the workers left; the restart
+    policy brings the killed one back, healthy by its own healthcheck."""
+    before = wait_success_count(client, setup.workflow_id, 1)
+    restarts = int(worker_stack.inspect("n8n-worker-1", "{{.RestartCount}}"))
+    gone_s = kill_worker(worker_stack, "n8n-worker-1", redis_stack)
+    answers = []
+    for _ in range(6):
+        started = time.monotonic()
+        answers.append((call_webhook(client._http, setup.webhook, timeout_s=60)[0],
+                        round(time.monotonic() - started, 1)))
+    print(f"worker gone from Redis after {gone_s:.2f} s; webhooks after it (status, seconds): {answers}")
+    assert [status for status, _ in answers] == [200] * 6, answers
+    assert wait_success_count(client, setup.workflow_id, before + 6) == before + 6
+    deadline = time.monotonic() + 120
+    while int(worker_stack.inspect("n8n-worker-1", "{{.RestartCount}}")) == restarts and time.monotonic() < deadline:
+        time.sleep(1)
+    assert int(worker_stack.inspect("n8n-worker-1", "{{.RestartCount}}")) == restarts + 1
+    assert wait_healthy(worker_stack, "n8n-worker-1") == "healthy"

@@ -32,12 +32,11 @@ from .conftest import (
     Stack,
     blocked_queue_pops,
     call_webhook,
-    kill_worker,
+    survives_worker_kill,
     render,
     save_logs,
     set_up_n8n,
     standins,
-    wait_healthy,
     wait_success_count,
     CLI,
 )
@@ -231,23 +230,7 @@ def test_wrong_passwords_are_refused_on_the_private_address(cluster: Cluster) ->
 def test_a_killed_worker_host_process_leaves_the_cluster_answering(
         cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]) -> None:
     client, setup = n8n
-    worker = cluster.stacks["worker-1"]
-    before = wait_success_count(client, setup.workflow_id, 1)
-    restarts = int(worker.inspect("n8n-worker-1", "{{.RestartCount}}"))
-    gone_s = kill_worker(worker, "n8n-worker-1", cluster.stacks["data"])
-    answers = []
-    for _ in range(6):
-        started = time.monotonic()
-        answers.append((call_webhook(client._http, setup.webhook, timeout_s=60)[0],
-                        round(time.monotonic() - started, 1)))
-    print(f"worker gone from Redis after {gone_s:.2f} s; webhooks after it (status, seconds): {answers}")
-    assert [status for status, _ in answers] == [200] * 6, answers
-    assert wait_success_count(client, setup.workflow_id, before + 6) == before + 6
-    deadline = time.monotonic() + 120
-    while int(worker.inspect("n8n-worker-1", "{{.RestartCount}}")) == restarts and time.monotonic() < deadline:
-        time.sleep(1)
-    assert int(worker.inspect("n8n-worker-1", "{{.RestartCount}}")) == restarts + 1
-    assert wait_healthy(worker, "n8n-worker-1") == "healthy"
+    survives_worker_kill(client, setup, cluster.stacks["worker-1"], cluster.stacks["data"])
 
 
 def test_down_then_up_keeps_the_data(cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]) -> None:

@@ -8,7 +8,6 @@ ACME). The test trusts that CA's root and nothing else.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Iterator
 
@@ -25,12 +24,11 @@ from .conftest import (
     bring_up,
     save_logs,
     call_webhook,
-    kill_worker,
+    survives_worker_kill,
     https_client,
     n8n_sizer_check,
     render,
     set_up_n8n,
-    wait_healthy,
     wait_success_count,
 )
 
@@ -114,23 +112,7 @@ def test_redis_refuses_a_wrong_password(stack: Stack) -> None:
 def test_a_killed_worker_leaves_the_stack_answering_and_comes_back(
         stack: Stack, n8n: tuple[N8nClient, N8nSetup]) -> None:
     client, setup = n8n
-    before = wait_success_count(client, setup.workflow_id, 1)
-    restarts = int(stack.inspect("n8n-worker-1", "{{.RestartCount}}"))
-    gone_s = kill_worker(stack, "n8n-worker-1", stack)  # SIGKILL from the host, then gone from Redis
-    answers = []
-    for _ in range(6):
-        started = time.monotonic()
-        answers.append((call_webhook(client._http, setup.webhook, timeout_s=60)[0],
-                        round(time.monotonic() - started, 1)))
-    print(f"worker gone from Redis after {gone_s:.2f} s; webhooks after it (status, seconds): {answers}")
-    assert [status for status, _ in answers] == [200] * 6, answers
-    assert wait_success_count(client, setup.workflow_id, before + 6) == before + 6
-    # restart: unless-stopped brings the worker back, healthy by its own healthcheck
-    deadline = time.monotonic() + 120
-    while int(stack.inspect("n8n-worker-1", "{{.RestartCount}}")) == restarts and time.monotonic() < deadline:
-        time.sleep(1)
-    assert int(stack.inspect("n8n-worker-1", "{{.RestartCount}}")) == restarts + 1
-    assert wait_healthy(stack, "n8n-worker-1") == "healthy"
+    survives_worker_kill(client, setup, stack, stack)  # SIGKILL from the host, then gone from Redis
 
 
 def test_down_then_up_keeps_data_and_the_certificate_authority(
