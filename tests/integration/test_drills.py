@@ -122,7 +122,10 @@ def test_postgres_restart(ctx: DrillContext, out: Path) -> None:
     assert set(kinds) <= {"503", "500", "timeout"} and kinds.get("503", 0) >= 1, observed
     assert all("Database is not ready!" in text for text in observed["failed_bodies"] if text.startswith("503"))
     assert extra["timings_s"]["main_ready_s"] < 15
-    assert set(observed["recovered_logged_after_s"]) == {"main", "worker-1", "worker-2"}
+    # every process that lost its connection logged its recovery (main always does: it answered 503s);
+    # one whose only connection was busy in a query when Postgres went may not notice at all
+    assert "main" in observed["recovered_logged_after_s"], observed
+    assert set(observed["lost_connection"]) <= set(observed["recovered_logged_after_s"]), observed
     # Now and then (1 run in 3 here) a request sent during the restart gets no answer at all and runs into the
     # client timeout: the seed saw none, so the drill records that check as "differs". Every other check matches.
     if "timeout" in kinds:

@@ -88,7 +88,10 @@ def test_drills_on_a_host_over_ssh(sshd, tmp_path):  # noqa: F811
         assert pg["observed"]["requests"] == 120
         assert pg["observed"]["failed"] <= round((pg["timings_s"]["main_ready_s"] + 2) * 4), pg["observed"]
         assert set(pg["observed"]["failed_by_kind"]) <= {"503", "500", "timeout"}, pg["observed"]
-        assert set(pg["observed"]["recovered_logged_after_s"]) == {"main", "worker-1", "worker-2"}
+        # every process that lost its connection logged its recovery (main always does: it answered 503s);
+        # one whose only connection was busy in a query when Postgres went may not notice at all
+        assert "main" in pg["observed"]["recovered_logged_after_s"], pg["observed"]
+        assert set(pg["observed"]["lost_connection"]) <= set(pg["observed"]["recovered_logged_after_s"]), pg["observed"]
 
         # binary-filesystem: main and worker-1 restarted over SSH with other settings, then as started
         binary = extra["binary-filesystem"]["observed"]
