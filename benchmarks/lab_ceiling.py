@@ -1,5 +1,7 @@
-"""Prints the lab's ingest ceiling with 1 and with 2 webhook processors, next to `advise`'s capacity for the same
-machine refitted on those runs. Needs root, the shared n8n install, postgresql, redis-server, caddy.
+"""Prints the lab's ingest ceiling with 1 and with 2 webhook processors, next to what `advise --topology FILE
+--on-this-machine --results DIR` predicts for the same topology with every lab host on this machine's cores,
+refitted on the other topology's run and on both. Needs root, the shared n8n install, postgresql, redis-server,
+caddy.
 
     .venv/bin/python benchmarks/lab_ceiling.py [--rates 4,8,12,16,20] [--step-seconds 20]
 
@@ -39,8 +41,8 @@ def topology(webhooks: int) -> dict:
 
 
 def ladder(webhooks: int, rates: str, step_s: float, folder: Path) -> tuple[list[tuple], dict, Path]:
-    """[(offered, carried per s, kept up, {role: CPU cores over the step, all hosts})] per step, the ledger, and
-    the results folder."""
+    """[(offered, carried per s, kept up, {role: CPU cores over the step, all hosts}, machine busy cores)] per
+    step, the ledger, and the results folder."""
     out = folder / f"lab-{webhooks}.json"
     state = lab_up(parse_topology(topology(webhooks)), 2, out, generator_prefix="bl-gen-")
     results = folder / f"results-{webhooks}"
@@ -64,26 +66,50 @@ def ladder(webhooks: int, rates: str, step_s: float, folder: Path) -> tuple[list
             for role, cores in per_role.items():
                 roles[role] = roles.get(role, 0.0) + cores
         if carried is not None:
-            rows.append((rate, carried.throughput_per_s, not carried.saturated, roles))
+            rows.append((rate, carried.throughput_per_s, not carried.saturated, roles,
+                         machine_busy(samples, start, end)))
     return rows, summary["ledgers"]["cluster"], results
 
 
-def advise_capacity(rate: float, results: list[Path], folder: Path) -> dict:
-    """`advise --vcpu N --max-hosts 1` (this machine's cores) refitted on the lab's runs: its capacity."""
-    import os
-
-    merged = folder / "all-results"
+def merged_results(results: list[Path], folder: Path, name: str) -> Path:
+    """One folder holding the runs of `results` (what `advise --results` reads), secrets left out."""
+    merged = folder / name
     merged.mkdir(exist_ok=True)
     for r in results:
         for run in r.iterdir():
             if not (merged / run.name).exists():
                 shutil.copytree(run, merged / run.name, ignore=shutil.ignore_patterns("secrets"))
-    res = subprocess.run([*CLI, "advise", "--rps", f"{rate:g}", "--vcpu", str(os.cpu_count() or 1), "--max-hosts", "1",
-                          "--results", str(merged), "--json"], capture_output=True, text=True, timeout=600)
+    return merged
+
+
+def predict(webhooks: int, results: Path, folder: Path) -> dict:
+    """`advise --topology <the lab's topology> --on-this-machine --results RESULTS`: the capacity the advisor
+    predicts for this topology with every host on this machine's cores, refitted on those runs."""
+    topo = folder / f"topology-{webhooks}.json"
+    topo.write_text(json.dumps(topology(webhooks)))
+    res = subprocess.run([*CLI, "advise", "--rps", "1", "--topology", str(topo), "--on-this-machine",
+                          "--results", str(results), "--json"], capture_output=True, text=True, timeout=600)
     if res.returncode != 0:
         return {"error": res.stderr.strip()[-300:]}
     data = json.loads(res.stdout)
-    return {"mode": data["mode"], "workers": data["workers"], "capacity_per_s": data["capacity_per_s"]}
+    return {"capacity_per_s": data["capacity_per_s"], "bound": data["bound"]}
+
+
+def machine_busy(samples, start: float, end: float) -> float | None:
+    """Mean busy cores of the whole machine over a window (the lab's hosts all read one /proc/stat)."""
+    from collections import defaultdict
+
+    from n8n_sizer.runs.stats import within
+
+    per_time: dict[tuple[str, float], float] = defaultdict(float)
+    for s in within(samples, start, end):
+        if s.metric == "host_cpu_cores" and s.labels.get("state") not in ("idle", "iowait"):
+            per_time[(s.labels.get("host", "?"), s.time_s)] += s.value
+    hosts = sorted({h for h, _ in per_time})
+    if not hosts:
+        return None
+    values = [v for (h, _), v in per_time.items() if h == hosts[0]]
+    return sum(values) / len(values)
 
 
 def main() -> int:
@@ -102,20 +128,29 @@ def main() -> int:
             print(f"{webhooks} webhook processor(s): ledger fired {ledger['fired']}, accepted {ledger['accepted']}, "
                   f"accepted minus successful executions {ledger['accepted_then_lost']}, accepted without a stored "
                   f"execution {unmatched}")
-            for offered, carried, kept, roles in rows:
+            for offered, carried, kept, roles, busy_all in rows:
                 busy = ", ".join(f"{role} {cores:.2f}" for role, cores in sorted(roles.items(), key=lambda kv: -kv[1]))
+                machine = "n/a" if busy_all is None else f"{busy_all:.2f}"
                 print(f"  offered {offered:5.1f}/s  carried {carried:5.2f}/s  {'kept up' if kept else 'did not keep up':15}"
-                      f"  CPU cores: {busy} (total {sum(roles.values()):.2f})")
+                      f"  CPU cores: {busy} (n8n stack {sum(roles.values()):.2f}, whole machine {machine})")
             ceilings[webhooks] = max(row[1] for row in rows)
             print(f"  ceiling {ceilings[webhooks]:.2f}/s")
         print(f"ratio 2/1 webhook processors: {ceilings[2] / ceilings[1]:.2f}")
-        advice = advise_capacity(max(ceilings.values()), results, folder)
-        if "error" in advice:
-            print(f"advise failed: {advice['error']}")
-        else:
-            cap = advice["capacity_per_s"]
-            print(f"advise (this machine's cores, one host, refitted on these runs): {advice['mode']}, "
-                  f"{advice['workers']} workers: {cap['mid']:.2f}/s ({cap['low']:.2f}-{cap['high']:.2f})")
+        # The advisor's prediction for each topology on this machine: refitted on the other topology's run
+        # (out of sample) and on both runs.
+        for webhooks, other in ((1, 2), (2, 1)):
+            fits = {"the other run": merged_results([results[other - 1]], folder, f"fit-{other}"),
+                    "both runs": merged_results(results, folder, "fit-both")}
+            for label, fit_on in fits.items():
+                got = predict(webhooks, fit_on, folder)
+                if "error" in got:
+                    print(f"advise for {webhooks} webhook processor(s), refitted on {label}: failed: {got['error']}")
+                    continue
+                cap, b = got["capacity_per_s"], got["bound"]
+                err = 100.0 * (cap["mid"] - ceilings[webhooks]) / ceilings[webhooks]
+                print(f"advise --topology (lab, {webhooks} webhook processor(s)) --on-this-machine, refitted on {label}: "
+                      f"{cap['mid']:.2f}/s ({cap['low']:.2f}-{cap['high']:.2f}), bound by {b['name']} ({b['why']}); "
+                      f"measured {ceilings[webhooks]:.2f}/s: {err:+.1f}%")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return 0

@@ -225,6 +225,12 @@ class Advisor:
     def _build_topology(self, req: Request, s: Scored, carries: bool, fits) -> Recommendation:
         return build_topology(self, req, s, carries, fits)
 
+    def evaluate(self, req: Request, layout) -> Recommendation:
+        """The answer for a topology the user gives (answer/given.py): no search, the same model."""
+        from n8n_sizer.advisor.answer.given import evaluate
+
+        return evaluate(self, req, layout, self._fits(req.profile, req, sizes_for(req.provider, req.arch)))
+
 
 def max_workers_on_host(host: HostShape) -> int:
     """One worker per 2 vCPU (at least 1) on a host that also runs main, Postgres and Redis. Seed 000: on

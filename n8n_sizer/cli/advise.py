@@ -18,7 +18,7 @@ Works on the measurements embedded in the package; --results refits on your own 
 
 Examples: advise --rps 40 --vcpu 4 | advise --rps 200 --json > advice.json | advise --rps 20 --max-hosts 1 |
 advise --rps 5 --vcpu 4 --workload code-heavy --json | advise --rps 20 --provider hetzner | advise --validate |
-advise --rps 10 --vcpu 4 --burst 4 --burst-seconds 60
+advise --rps 10 --vcpu 4 --burst 4 --burst-seconds 60 | advise --rps 200 --topology advice.json
 """
 
 
@@ -39,10 +39,12 @@ def advise(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of the report."),
     compose: Optional[str] = typer.Option(None, "--compose", help="Also render the recommended stack into this folder."),
     generate_missing_secrets: bool = typer.Option(False, "--generate-missing-secrets", help="--compose: an existing .env there lacks a secret: generate it (never replaces one that is there)."),
+    topology: Optional[Path] = typer.Option(None, "--topology", help="Score this topology (advise --json output, or {\"topology\": [...]}) instead of searching: its capacity, bound and pools."),
+    on_this_machine: bool = typer.Option(False, "--on-this-machine", help="With --topology: every host shares this machine's cores at this machine's measured speed (the lab, docs/lab.md)."),
 ) -> None:
     from n8n_sizer.cli.advise_view import run_advise
 
     return run_advise(rps=rps, vcpu=vcpu, max_hosts=max_hosts, arch=arch, provider=provider, workload=workload, cpu_ms=cpu_ms,
                wait_ms=wait_ms, p95_ms=p95_ms, results=results, validate=validate, json_out=json_out,
                compose=compose, generate_missing_secrets=generate_missing_secrets, burst=burst,
-               burst_seconds=burst_seconds)
+               burst_seconds=burst_seconds, topology=topology, on_this_machine=on_this_machine)

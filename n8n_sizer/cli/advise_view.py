@@ -50,13 +50,15 @@ def _check_inputs(rps: float | None, vcpu: int | None, arch: str, provider: str 
 
 
 def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, results, validate, json_out,
-               compose, generate_missing_secrets: bool = False, max_hosts=None, burst=None, burst_seconds=None) -> int:
+               compose, generate_missing_secrets: bool = False, max_hosts=None, burst=None, burst_seconds=None,
+               topology: Path | None = None, on_this_machine: bool = False) -> int:
     from n8n_sizer.advisor.engine import build_advisor
     from n8n_sizer.advisor.profiles import profile_for
     from n8n_sizer.advisor.recommend import MAX_HOSTS_DEFAULT, Request
 
     _check_inputs(rps, vcpu, arch, provider, p95_ms, validate, cpu_ms, wait_ms, workload, max_hosts)
     _check_burst(burst, burst_seconds, validate)
+    _check_given(topology, on_this_machine, validate, vcpu, max_hosts, provider, compose)
     workload = workload or "light"
     if validate and compose is not None:
         raise InputError("--validate renders no stack, so --compose would be ignored; drop one of them")
@@ -86,16 +88,21 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
         if f"overhead:{profile.overhead_key}" not in advisor.model.params:
             raise InputError(f"--workload {workload}: your results hold no capacity point for it; run "
                              f"`n8n-sizer bench --workflow FILE --concurrency-sweep 10,25` so a step saturates")
+    layout = None
+    if topology is not None:
+        from n8n_sizer.cli.advise_given import given_layout_from
+
+        layout, arch = given_layout_from(topology, advisor, on_this_machine)
     req = Request(rps=rps, vcpu=vcpu, arch=arch, provider=provider, profile=profile, p95_ms=p95_ms,
                   max_hosts=max_hosts if max_hosts is not None else 1 if compose is not None else MAX_HOSTS_DEFAULT)
     try:
-        rec = advisor.recommend(req)
+        rec = advisor.recommend(req) if layout is None else advisor.evaluate(req, layout)
     except ValidationError as exc:  # e.g. Little's law asks for more in-flight executions than a Setup allows
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "setup"
         raise InputError(f"no stack n8n-sizer renders fits these inputs: the {where} it would need is out of range "
                          f"({first.get('msg')}, got {first.get('input')}); lower --rps or --wait-ms") from None
-    changes = _changes(build_advisor(None), advisor, req, rec) if extra else None
+    changes = _changes(build_advisor(None), advisor, req, rec, layout) if extra else None
     if extra:  # never advise past the user's own evidence (the same rule the report's advice applies)
         from n8n_sizer.runs.evidence import overrule
 
@@ -125,6 +132,20 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
     return 0
 
 
+def _check_given(topology, on_this_machine: bool, validate: bool, vcpu, max_hosts, provider, compose) -> None:
+    """--topology scores the user's own layout: the search's flags would be ignored, so they are refused."""
+    if on_this_machine and topology is None:
+        raise InputError("--on-this-machine puts every host of a --topology on this machine's cores; pass "
+                         "--topology FILE with it (e.g. the lab's topology), or drop it")
+    if topology is None:
+        return
+    given = [f for f, v in (("--vcpu", vcpu), ("--max-hosts", max_hosts), ("--provider", provider),
+                            ("--compose", compose)) if v is not None] + (["--validate"] if validate else [])
+    if given:
+        raise InputError(f"--topology scores the topology in the file, so {', '.join(given)} would be ignored; "
+                         "drop it, or drop --topology to let advise search")
+
+
 def _check_burst(burst, burst_seconds, validate: bool) -> None:
     from n8n_sizer.safety import numbers as n
 
@@ -144,12 +165,15 @@ def _print_burst(b) -> None:
           f"  p95 during it       {p95} (queue wait p95 {b.queue_wait_p95_ms:,.0f} ms)\n  advice              {b.advice}")
 
 
-def _changes(before, after, req, new) -> dict:
-    """What the user's results changed: parameters and the recommendation (`new` is after's answer to `req`)."""
+def _changes(before, after, req, new, layout=None) -> dict:
+    """What the user's results changed: parameters and the recommendation (`new` is after's answer to `req`,
+    for `layout` when the user gave one)."""
     from n8n_sizer.advisor.fit import is_user_point
 
     known_before = f"overhead:{req.profile.overhead_key}" in before.model.params
-    old = before.recommend(req) if known_before else None  # a workflow only your results measured is new
+    old = None  # a workflow only your results measured is new
+    if known_before:
+        old = before.recommend(req) if layout is None else before.evaluate(req, layout)
     params = {}
     for name, value in after.model.params.items():
         prior = before.model.params.get(name)
@@ -173,14 +197,28 @@ def _write_compose(rec, out_dir: Path, generate_missing_secrets: bool = False) -
 
 
 def _mode_text(rec) -> str:
-    if rec.hosts > 1:
-        return (f"queue across {rec.hosts} hosts: {rec.webhook_processors} webhook processor(s) behind a load balancer, "
+    if _spread(rec):
+        return (f"queue across {rec.hosts} host(s): {rec.webhook_processors} webhook processor(s) behind a load balancer, "
                 f"{rec.workers} workers (each with its own task runner), one main")
     if rec.mode == "queue":
         return f"queue (EXECUTIONS_MODE=queue, {rec.workers} worker(s), each with its own task runner)"
     if rec.mode == "regular-limit":
         return f"regular, with N8N_CONCURRENCY_PRODUCTION_LIMIT={rec.production_limit}"
     return "regular (no Redis, no workers)"
+
+
+def _spread(rec) -> bool:
+    """A topology answer (hosts, or webhook processors behind a load balancer), not one host's stack."""
+    return rec.hosts > 1 or rec.webhook_processors > 0
+
+
+def _hosts_text(r: dict) -> str:
+    given = r.get("topology")
+    if given is None:
+        return f"up to {r['max_hosts']} host(s)"
+    if given["machine_vcpu"]:
+        return f"the given topology's {given['hosts']} host(s) sharing this machine's {given['machine_vcpu']:g} vCPU"
+    return f"the given topology ({given['hosts']} host(s))"
 
 
 def _table(rows: list[list[str]], head: list[str]) -> list[str]:
@@ -192,7 +230,7 @@ def _table(rows: list[list[str]], head: list[str]) -> list[str]:
 
 def _pool_text(rec) -> str:
     p = rec.db_pool_size
-    if rec.hosts > 1:
+    if _spread(rec):
         return (f"main {p.main}, webhook {p.webhook}, worker {p.worker}  -> {rec.postgres_connections} Postgres connections "
                 f"((main + 1) + {rec.webhook_processors} x webhook + {rec.workers} x worker); max_connections "
                 f"{rec.max_connections} (~{rec.max_connections_ram_mib:,.0f} MiB of backends)")
@@ -204,9 +242,10 @@ def _print_recommendation(rec, changes, written, compose, refitted) -> None:
     out = []
     r = rec.request
     profile = r["workload"] + (f" ({r['cpu_ms']:g} ms Code CPU, {r['wait_ms']:g} ms wait)" if r["workload"] == "custom" else "")
-    out.append(f"# n8n-sizer advise: {r['rps']:g} req/s, {'%d vCPU' % r['vcpu'] if r['vcpu'] else 'any size'} "
+    size = "" if r.get("topology") else f"{'%d vCPU' % r['vcpu'] if r['vcpu'] else 'any size'} "
+    out.append(f"# n8n-sizer advise: {r['rps']:g} req/s, {size}"
                f"{r['arch']}{', ' + r['provider'] if r['provider'] else ''}, workload {profile}"
-               f"{', p95 <= %g ms' % r['p95_ms'] if r['p95_ms'] else ''}, up to {r['max_hosts']} host(s)"
+               f"{', p95 <= %g ms' % r['p95_ms'] if r['p95_ms'] else ''}, {_hosts_text(r)}"
                f"{'  [refitted on your results]' if refitted else ''}")
     cap = rec.capacity_per_s
     server = rec.server
@@ -280,7 +319,7 @@ def _print_recommendation(rec, changes, written, compose, refitted) -> None:
     if written is not None:
         out.append(f"\nstack written to {compose}:")
         out += [f"  {m}" for m in written]
-    elif rec.hosts > 1:
+    elif _spread(rec):
         out.append(f"\nnext: save this answer with --json > advice.json, then {rec.render_command}")
     else:
         queue = f" --workers {rec.workers} --concurrency {rec.concurrency}" if rec.mode == "queue" else ""

@@ -1,0 +1,94 @@
+"""A topology the user gives (`advise --topology FILE`): what it carries, what binds it and its pools.
+
+The same model scores it as scores the search's candidates (topology.py), only nothing is searched: the host
+groups, their sizes and role counts are the user's. With `machine` every host of the topology shares that one
+machine's cores (the lab of docs/lab.md, where each host is a network namespace on this machine): the layout
+becomes one host group with every role, so its host bound is the machine's cores over the CPU of all roles,
+while the per-process bounds (main, each webhook processor, each worker, Redis) stay per process.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from n8n_sizer.advisor.answer.base import Recommendation, Request, Roles
+from n8n_sizer.advisor.answer.multi import build_topology
+from n8n_sizer.advisor.answer.search import Scored
+from n8n_sizer.advisor.answer.topology import Group, Layout, TopologyModel, plan_pools
+from n8n_sizer.advisor.capacity import HostShape
+from n8n_sizer.errors import InputError
+
+MACHINE_GROUP = "this-machine"
+NOT_CARRIED = "not sustainable:"  # how explain.infeasible_warning starts
+
+
+@dataclass(frozen=True)
+class GivenGroup:
+    """One host group as the topology file states it, with the model's shape of its size."""
+
+    name: str
+    provider: str | None
+    size: str | None
+    count: int
+    roles: Roles
+    host: HostShape
+    monthly_eur: float | None  # per host
+
+
+def given_layout(groups: list[GivenGroup], concurrency: int, worker_pool: int,
+                 machine: HostShape | None = None) -> Layout:
+    """The layout of `groups`; with `machine`, one group holding every role on the machine's cores."""
+    totals = {role: sum(g.count * n for g in groups for r, n in g.roles.counts().items() if r == role)
+              for role in Roles().counts()}
+    if not totals["workers"] or totals["main"] != 1 or totals["postgres"] != 1 or totals["redis"] != 1:
+        raise InputError("--topology: the advisor scores queue-mode topologies with one main, one Postgres, one "
+                         f"Redis and at least one worker (this one has {totals['main']}, {totals['postgres']}, "
+                         f"{totals['redis']}, {totals['workers']}); for one host in regular mode use --max-hosts 1")
+    if totals["webhook"] and not totals["load_balancer"]:
+        raise InputError("--topology: webhook processors need a load balancer in front (roles.load_balancer 1 on "
+                         "one host); add one, or drop the webhook processors")
+    if machine is not None:
+        merged = Group(name=MACHINE_GROUP, host=machine, **totals)
+        return Layout((merged,), concurrency=concurrency, worker_pool=worker_pool)
+    out = tuple(Group(name=g.name, host=g.host, count=g.count, provider=g.provider, size=g.size,
+                      monthly_eur=g.monthly_eur, **g.roles.counts()) for g in groups)
+    return Layout(out, concurrency=concurrency, worker_pool=worker_pool)
+
+
+def evaluate(adv, req: Request, layout: Layout, fits) -> Recommendation:
+    """The recommendation for exactly `layout`: capacity with its interval, the binding bound, pools, p95."""
+    tm = TopologyModel(adv.model, req.profile, layout)
+    cap = tm.capacity_per_s()
+    p95 = tm.p95_ms(req.rps)
+    carries = req.rps < cap and (req.p95_ms is None or p95 <= req.p95_ms)
+    eur = layout.monthly_eur
+    scored = Scored(layout, cap, (eur if eur is not None else math.inf, layout.hosts), plan_pools(tm, cap))
+    # max_hosts = its own hosts: the advice to add hosts is for the user to take, not for this answer
+    rec = build_topology(adv, req.model_copy(update={"max_hosts": layout.hosts}), scored, carries, fits)
+    warnings = [w for w in rec.warnings if not w.startswith(NOT_CARRIED)]
+    if len(warnings) < len(rec.warnings):  # the search's text speaks of options and --max-hosts: say it of this one
+        b, mid = rec.bound, rec.capacity_per_s.mid
+        warnings.insert(0, f"{NOT_CARRIED} this topology carries about {mid:.1f}/s, bound by {b.name} "
+                           f"({b.why}); {_remedy(b)}")
+    for g in layout.groups:
+        cls = g.host.host_class
+        if cls != adv.model.reference_class and f"speed:{cls}" not in adv.model.params:
+            warnings.append(f"no measurement of {g.name}'s CPU ({cls.removeprefix('user:')}) is in the fit: its "
+                            "speed is taken as the reference host's; pass --results with bench runs made on it")
+    machine = layout.groups[0].host.vcpu if layout.groups[0].name == MACHINE_GROUP else None
+    request = {**rec.request, "max_hosts": None, "topology": {"hosts": layout.hosts, "machine_vcpu": machine}}
+    return rec.model_copy(update={"warnings": warnings, "request": request})
+
+
+def _remedy(bound) -> str:
+    """What would carry more, in terms of this topology (the search's remedies speak of --max-hosts)."""
+    from n8n_sizer.advisor.answer import explain
+
+    if bound.name in ("host", "cpu"):
+        return f"more cores for {bound.host}: a larger size for it, or its roles spread over more hosts"
+    if bound.name in ("workers", "runners"):
+        return "more workers (each with its task runner): more worker hosts, or larger ones with more workers each"
+    if bound.name == "webhook":
+        return "more webhook processors, on the ingest host if it has idle cores, else on more hosts"
+    return explain.what_would_help(bound, True, 2, False)
