@@ -40,9 +40,11 @@ SOFTMIN_K = 20.0
 SERVICE_CV2 = 0.5
 # ln(20): the 95th percentile of an exponential wait is ln(20) = 3.0 times its mean.
 P95_OF_EXPONENTIAL = math.log(20.0)
-# A prior, no row pins it: CPU an idle n8n process and its runner keep busy (Bull's stalled-job checks,
-# heartbeats, the runner's health pings). It makes the N-th worker on a full host cost a little, so the
-# search's "most capacity" has an interior optimum instead of "as many workers as allowed".
+# CPU an idle n8n process and its runner keep busy (Bull's stalled-job checks, heartbeats, the runner's
+# health pings, the database ping every 2 s, a /metrics scrape). The prior; the fit pins `idle_cores` where
+# per-role rows of one setup were measured at two rates (fit.predict_demand). It makes the N-th worker on a
+# full host cost a little, so the search's "most capacity" has an interior optimum instead of "as many
+# workers as allowed".
 PROCESS_IDLE_CORES = 0.02
 RUNNER_CORES = 1.0  # seed 000: one runner at 187 ms of Code CPU topped out at 5.3/s = one core
 
@@ -104,6 +106,11 @@ class CapacityModel:
         self.reference_class = reference_class
 
     @property
+    def idle_cores(self) -> float:
+        """CPU one idle n8n process keeps busy (fitted where per-role rows speak, else the prior)."""
+        return self.params.get("idle_cores", PROCESS_IDLE_CORES)
+
+    @property
     def process_cores(self) -> float:
         """Cores one n8n process can keep busy (its loop plus helper threads)."""
         return self.params.get("process_cores", 1.0)
@@ -145,7 +152,7 @@ class CapacityModel:
     def bounds(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> list[Bound]:
         d = self.demands(profile, setup, host)
         pc = self.process_cores
-        free = max(host.vcpu - PROCESS_IDLE_CORES * setup.n8n_processes, 1e-9)
+        free = max(host.vcpu - self.idle_cores * setup.n8n_processes, 1e-9)
         out = [Bound("cpu", free / d.total_s, f"{host.vcpu:g} vCPU / {d.total_s * 1000:.0f} ms CPU per execution")]
         out.append(Bound("main", pc / d.main_s, f"main: {pc:.2f} cores / {d.main_s * 1000:.0f} ms per execution"))
         if setup.mode == "queue":

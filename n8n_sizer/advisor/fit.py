@@ -53,6 +53,9 @@ BASE_SPECS: tuple[ParamSpec, ...] = (
               "runner CPU per ms of Code node CPU; the queue-mode test measured the Code node at 187 ms warm"),
     ParamSpec("arm_factor", 0.5, 3.0, 1.0, 1.0,
               "ARM (Ampere) CPU time relative to x86; the five-VPS benchmark CAX vs CX"),
+    ParamSpec("idle_cores", 0.002, 0.2, 0.02, 0.7,
+              "CPU one idle n8n process keeps busy (timers, Bull's checks, the database ping); prior 0.02 cores, "
+              "pinned by per-role rows of one setup measured at two rates"),
     ParamSpec("process_cores", 1.0, 2.0, 1.45, 0.15,
               "cores one n8n process keeps busy; notes/real-n8n.md saw main at 1.3-1.6 cores under load"),
 )
@@ -98,17 +101,15 @@ def select_demand_rows(measurements) -> list[DemandRow]:
 def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
     from n8n_sizer.advisor.roles import predicted_role_cpu_s
 
-    from n8n_sizer.advisor.capacity import PROCESS_IDLE_CORES
-
     m = row.measurement
     busy = predicted_role_cpu_s(model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host_of(m), row.role)
     rate = m.results.demand_executions_per_s
     if busy is None or not rate:
         return busy
-    # A role's idle CPU (each n8n process's PROCESS_IDLE_CORES, as the capacity bound subtracts) is in the
-    # measured figure too, spread over the window's executions.
+    # A role's idle CPU (each n8n process's `idle_cores`, as the capacity bound subtracts) is in the measured
+    # figure too, spread over the window's executions: rows of one setup at two rates pin it.
     processes = {"main": 1, "webhook": m.setup.webhook_processors, "worker": m.setup.workers}.get(row.role, 0)
-    return busy + PROCESS_IDLE_CORES * processes / rate
+    return busy + model.idle_cores * processes / rate
 
 
 def _overhead_spec(key: str) -> ParamSpec:

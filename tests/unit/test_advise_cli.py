@@ -74,11 +74,10 @@ def test_validate_json_reports_leave_one_out():
     assert {r["role"] for r in demand["rows"]} >= {"main", "worker", "webhook"} and demand["max_abs_pct_error"] < 50
 
 
-@pytest.mark.xfail(strict=True, reason="missed today: per-role leave-one-out median 12.2% and max 25.7% over 12 rows "
-                   "(targets 10% and 25%); the largest miss is a first step whose webhook processors were still "
-                   "warming up, see docs/advise-topology.md 'The measurements behind it'")
 def test_validate_per_role_rows_meet_the_target():
+    # the targets for the per-role rows, held out one at a time (with `idle_cores` fitted: 6.7% and 22.2%)
     demand = json.loads(run(["--validate", "--json"]).stdout)["demand_rows"]
+    assert len(demand["rows"]) >= 12
     assert demand["median_abs_pct_error"] <= 10 and demand["max_abs_pct_error"] <= 25
 
 

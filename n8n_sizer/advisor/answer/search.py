@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import math
 
-from n8n_sizer.advisor.capacity import PROCESS_IDLE_CORES, RUNNER_CORES, SOFTMIN_K, CapacityModel, HostShape, softmin
+from n8n_sizer.advisor.capacity import RUNNER_CORES, SOFTMIN_K, CapacityModel, HostShape, softmin
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.roles import role_demands
 from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, connection_budget
@@ -68,7 +68,7 @@ def workers_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostOp
     per_exec = h * (d.worker_s + d.rest_worker_s + d.runner_s)
     caps = []
     for k in range(1, 2 * opt.vcpu + 2):
-        bounds = [max(v - PROCESS_IDLE_CORES * k, 1e-9) / per_exec, k * pc / (h * d.worker_s)]
+        bounds = [max(v - model.idle_cores * k, 1e-9) / per_exec, k * pc / (h * d.worker_s)]
         if d.runner_s > 0:
             bounds.append(k * RUNNER_CORES / (h * d.runner_s))
         caps.append(softmin(bounds))
@@ -80,7 +80,7 @@ def webhooks_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostO
     d = role_demands(model, profile, True)
     h, pc, v = model.host_factor(opt.shape), model.process_cores, opt.shape.vcpu
     per_exec = h * (d.ingest_s + d.rest_ingest_s + d.load_balancer_s)
-    caps = [softmin([max(v - PROCESS_IDLE_CORES * (k + 1), 1e-9) / per_exec, k * pc / (h * d.ingest_s)])
+    caps = [softmin([max(v - model.idle_cores * (k + 1), 1e-9) / per_exec, k * pc / (h * d.ingest_s)])
             for k in range(1, 2 * opt.vcpu + 2)]
     return _best_count(caps)
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from n8n_sizer.advisor.answer.base import Roles
-from n8n_sizer.advisor.capacity import (P95_OF_EXPONENTIAL, PROCESS_IDLE_CORES, RUNNER_CORES, SERVICE_CV2,
+from n8n_sizer.advisor.capacity import (P95_OF_EXPONENTIAL, RUNNER_CORES, SERVICE_CV2,
                                         CapacityModel, HostShape, sakasegawa_wait_factor, softmin)
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.roles import RoleDemands, role_demands
@@ -119,7 +119,7 @@ class TopologyModel:
         for g in lay.groups:
             cpu = self._host_cpu_s(g)
             if cpu > 0:
-                free = max(g.host.vcpu - PROCESS_IDLE_CORES * g.processes, 1e-9)
+                free = max(g.host.vcpu - self.model.idle_cores * g.processes, 1e-9)
                 roles = "+".join(r for r, n in g.counts().items() if n)
                 out.append(TopologyBound("host", roles, g.name, free / cpu,
                                          f"{g.host.vcpu:g} vCPU / {cpu * 1000:.1f} ms CPU per execution of its roles"))
