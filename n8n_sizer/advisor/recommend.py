@@ -225,11 +225,12 @@ class Advisor:
     def _build_topology(self, req: Request, s: Scored, carries: bool, fits) -> Recommendation:
         return build_topology(self, req, s, carries, fits)
 
-    def evaluate(self, req: Request, layout) -> Recommendation:
+    def evaluate(self, req: Request, layout, given_hosts: int | None = None) -> Recommendation:
         """The answer for a topology the user gives (answer/given.py): no search, the same model."""
         from n8n_sizer.advisor.answer.given import evaluate
 
-        return evaluate(self, req, layout, self._fits(req.profile, req, sizes_for(req.provider, req.arch)))
+        fits = self._fits(req.profile, req, sizes_for(req.provider, req.arch))
+        return evaluate(self, req, layout, fits, given_hosts)
 
 
 def max_workers_on_host(host: HostShape) -> int:

@@ -22,7 +22,7 @@ def this_machine():
 
 
 def given_layout_from(path: Path, advisor, on_this_machine: bool):
-    """(layout, arch) of the topology file at `path` (what `advise --json` prints, or {"topology": [...]})."""
+    """(layout, arch, hosts) of the topology file at `path` (what `advise --json` prints, or {"topology": [...]})."""
     from n8n_sizer.advisor.answer.base import Roles
     from n8n_sizer.advisor.answer.given import GivenGroup, given_layout
     from n8n_sizer.advisor.catalog import find_size
@@ -41,4 +41,4 @@ def given_layout_from(path: Path, advisor, on_this_machine: bool):
     machine = this_machine() if on_this_machine else None
     layout = given_layout(groups, topology.concurrency, topology.db_pool_size.worker, machine)
     arch = machine.arch if machine else layout.group_with("workers").host.arch
-    return layout, arch
+    return layout, arch, sum(g.count for g in topology.groups)

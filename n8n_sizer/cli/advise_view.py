@@ -88,15 +88,15 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
         if f"overhead:{profile.overhead_key}" not in advisor.model.params:
             raise InputError(f"--workload {workload}: your results hold no capacity point for it; run "
                              f"`n8n-sizer bench --workflow FILE --concurrency-sweep 10,25` so a step saturates")
-    layout = None
+    layout, given_hosts = None, None
     if topology is not None:
         from n8n_sizer.cli.advise_given import given_layout_from
 
-        layout, arch = given_layout_from(topology, advisor, on_this_machine)
+        layout, arch, given_hosts = given_layout_from(topology, advisor, on_this_machine)
     req = Request(rps=rps, vcpu=vcpu, arch=arch, provider=provider, profile=profile, p95_ms=p95_ms,
                   max_hosts=max_hosts if max_hosts is not None else 1 if compose is not None else MAX_HOSTS_DEFAULT)
     try:
-        rec = advisor.recommend(req) if layout is None else advisor.evaluate(req, layout)
+        rec = advisor.recommend(req) if layout is None else advisor.evaluate(req, layout, given_hosts)
     except ValidationError as exc:  # e.g. Little's law asks for more in-flight executions than a Setup allows
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "setup"

@@ -135,4 +135,5 @@ def test_on_this_machine_uses_this_machine_s_cores(tmp_path: Path) -> None:
     data = json.loads(p.stdout)
     assert data["topology"][0]["vcpu"] == os.cpu_count() and data["webhook_processors"] == 2 and data["workers"] == 2
     human = _advise("--rps", "4", "--topology", str(tmp_path / "lab.json"), "--on-this-machine")
-    assert f"sharing this machine's {os.cpu_count()} vCPU" in human.stdout, human.stdout[:400]
+    assert f"the given topology's 4 host(s) sharing this machine's {os.cpu_count()} vCPU" in human.stdout, human.stdout[:400]
+    assert data["request"]["topology"] == {"hosts": 4, "machine_vcpu": os.cpu_count()}

@@ -56,8 +56,9 @@ def given_layout(groups: list[GivenGroup], concurrency: int, worker_pool: int,
     return Layout(out, concurrency=concurrency, worker_pool=worker_pool)
 
 
-def evaluate(adv, req: Request, layout: Layout, fits) -> Recommendation:
-    """The recommendation for exactly `layout`: capacity with its interval, the binding bound, pools, p95."""
+def evaluate(adv, req: Request, layout: Layout, fits, given_hosts: int | None = None) -> Recommendation:
+    """The recommendation for exactly `layout`: capacity with its interval, the binding bound, pools, p95.
+    `given_hosts`: the hosts the user's file names (a layout on one machine has merged them into one)."""
     tm = TopologyModel(adv.model, req.profile, layout)
     cap = tm.capacity_per_s()
     p95 = tm.p95_ms(req.rps)
@@ -77,7 +78,8 @@ def evaluate(adv, req: Request, layout: Layout, fits) -> Recommendation:
             warnings.append(f"no measurement of {g.name}'s CPU ({cls.removeprefix('user:')}) is in the fit: its "
                             "speed is taken as the reference host's; pass --results with bench runs made on it")
     machine = layout.groups[0].host.vcpu if layout.groups[0].name == MACHINE_GROUP else None
-    request = {**rec.request, "max_hosts": None, "topology": {"hosts": layout.hosts, "machine_vcpu": machine}}
+    request = {**rec.request, "max_hosts": None,
+               "topology": {"hosts": given_hosts or layout.hosts, "machine_vcpu": machine}}
     return rec.model_copy(update={"warnings": warnings, "request": request})
 
 
