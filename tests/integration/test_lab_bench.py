@@ -10,13 +10,14 @@ figures come from benchmarks/lab_ceiling.py.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.integration.lab_cluster_fixture import GENERATORS, HOSTS, deployed_lab  # noqa: F401 (the fixture)
+from tests.integration.lab_cluster_fixture import GENERATORS, HOSTS, TOPOLOGY, deployed_lab  # noqa: F401 (the fixture)
 from tests.integration.test_lab import CLI, pytestmark
 
 # the lab's marks (root, sshd) with this module's own timeout: a deploy and two benches take minutes
@@ -66,6 +67,21 @@ def test_bench_on_the_lab_loses_nothing_and_sees_every_host(deployed_lab):  # no
     for host in HOSTS:
         assert f"| cluster | rate-8 | {host} |" in table, table
     assert "### CPU per execution by role" in text and '503 "Database is not ready!" sustained for 1 min' in text
+
+    # the advisor, refitted on this run, scores the lab's own topology with every host on this machine's cores
+    topology = lab.workdir / "topology.json"
+    topology.write_text(json.dumps(TOPOLOGY))
+    res = _cli("advise", "--rps", "8", "--topology", str(topology), "--on-this-machine", "--results", str(results),
+               "--json", timeout_s=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    advice = json.loads(res.stdout)
+    assert [(g["name"], g["roles"]["webhook"], g["roles"]["workers"]) for g in advice["topology"]] == \
+        [("this-machine", 2, 2)]
+    assert advice["request"]["topology"] == {"hosts": len(HOSTS), "machine_vcpu": os.cpu_count()}
+    # the run's per-role rows come from this machine's CPU, so its speed is fitted, not assumed
+    assert not [w for w in advice["warnings"] if "is in the fit" in w], advice["warnings"]
+    assert "speed:user:" in " ".join(advice["changes"]["params"]), advice["changes"]["params"]
+    assert advice["capacity_per_s"]["low"] < advice["capacity_per_s"]["mid"] < advice["capacity_per_s"]["high"]
 
 
 def test_a_second_bench_reuses_the_cluster_and_sets_nothing_up_twice(deployed_lab):  # noqa: F811

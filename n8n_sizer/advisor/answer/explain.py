@@ -38,8 +38,9 @@ def extrapolated(fitted: FittedModel, profile: WorkflowProfile, setup: Setup, ho
                         f"and adds your {profile.code_cpu_ms:g} ms of Code CPU and {profile.wait_ms:g} ms of waiting")
         return True
     if multi_host:
-        warnings.append("extrapolated: no embedded measurement ran n8n on several hosts or with webhook processors; "
-                        "the topology rests on the fitted per-role demands and the priors listed in the notes")
+        warnings.append("extrapolated: no capacity measurement (throughput at saturation) ran n8n on several hosts "
+                        "or with webhook processors; the topology rests on the fitted per-role demands (CPU per "
+                        "execution measured by role) and the priors listed in the notes")
         return True
     same = [p.measurement for p in fitted.points if same_measured(p.measurement, profile, setup, host)
             and (setup.mode == "regular" or p.measurement.setup.workers == setup.workers)]
