@@ -11,15 +11,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+from n8n_sizer.safety.frozen import Frozen
 
 Provider = Literal["hetzner", "gcp"]
 Arch = Literal["x86", "arm"]
 
 
-class ServerSize(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ServerSize(Frozen):
     provider: Provider
     size: str
     vcpu: int = Field(gt=0)

@@ -13,8 +13,10 @@ observation, gives a 90% interval on every prediction.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
+from importlib import resources
 
 from n8n_sizer.advisor.capacity import CapacityModel, HostShape
 from n8n_sizer.advisor.measurements import Measurement
@@ -39,26 +41,14 @@ class ParamSpec:
     why: str
 
 
-BASE_SPECS: tuple[ParamSpec, ...] = (
-    ParamSpec("main_share_regular", 0.02, 1.0, 0.3, 1.0,
-              "share of n8n's overhead in main's event loop, regular mode; weak prior, fitted from the 8 vCPU plateau (the five-VPS benchmark)"),
-    ParamSpec("queue_factor", 1.0, 4.0, 1.2, 0.5,
-              "queue-mode overhead relative to regular; notes/real-n8n.md measured 28.9/s regular vs 24.5/s queue"),
-    ParamSpec("main_share_queue", 0.02, 1.0, 0.15, 0.7,
-              "main's share in queue mode; notes/real-n8n.md: main ~12 ms vs worker ~60 ms per execution"),
-    ParamSpec("worker_share_queue", 0.05, 1.0, 0.75, 0.3,
-              "a worker's share in queue mode: it runs the execution (notes/real-n8n.md's worker profile: Postgres "
-              "writes and ORM ~40%, Redis/Bull 4-8%, the expression engine ~8%) while main only receives and enqueues"),
-    ParamSpec("runner_factor", 0.5, 2.0, 1.0, 0.3,
-              "runner CPU per ms of Code node CPU; the queue-mode test measured the Code node at 187 ms warm"),
-    ParamSpec("arm_factor", 0.5, 3.0, 1.0, 1.0,
-              "ARM (Ampere) CPU time relative to x86; the five-VPS benchmark CAX vs CX"),
-    ParamSpec("idle_cores", 0.002, 0.2, 0.02, 0.7,
-              "CPU one idle n8n process keeps busy (timers, Bull's checks, the database ping); prior 0.02 cores, "
-              "pinned by per-role rows of one setup measured at two rates"),
-    ParamSpec("process_cores", 1.0, 2.0, 1.45, 0.15,
-              "cores one n8n process keeps busy; notes/real-n8n.md saw main at 1.3-1.6 cores under load"),
-)
+def _base_specs() -> tuple[ParamSpec, ...]:
+    """The base parameters, their bounds and priors, each with its source: a table, so it lives as data
+    (data/priors.json) beside the measurements it is fitted to."""
+    text = resources.files("n8n_sizer").joinpath("data/priors.json").read_text(encoding="utf-8")
+    return tuple(ParamSpec(**row) for row in json.loads(text)["params"])
+
+
+BASE_SPECS: tuple[ParamSpec, ...] = _base_specs()
 
 
 def _role_prior_specs() -> tuple[ParamSpec, ...]:

@@ -12,14 +12,11 @@ from functools import lru_cache
 from importlib import resources
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+from n8n_sizer.safety.frozen import Frozen
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Hardware(_Frozen):
+class Hardware(Frozen):
     provider: str
     size: str | None
     vcpu: float = Field(gt=0)
@@ -30,7 +27,7 @@ class Hardware(_Frozen):
     host_class: str
 
 
-class MeasuredSetup(_Frozen):
+class MeasuredSetup(Frozen):
     mode: Literal["regular", "queue"]
     workers: int = 0
     concurrency: int | None = None
@@ -41,7 +38,7 @@ class MeasuredSetup(_Frozen):
     webhook_processors: int = 0  # `n8n webhook` processes (queue mode), behind a load balancer
 
 
-class Load(_Frozen):
+class Load(Frozen):
     kind: Literal["open", "closed", "idle", "set", "single"]
     offered_rps: float | None = None
     concurrency: int | None = None
@@ -53,7 +50,7 @@ class Load(_Frozen):
     note: str | None = None
 
 
-class Results(_Frozen):
+class Results(Frozen):
     answered_per_min: float | None = None
     executions_per_s: float | None = None
     errors: int | None = None
@@ -109,7 +106,7 @@ class Results(_Frozen):
         return None
 
 
-class Measurement(_Frozen):
+class Measurement(Frozen):
     id: str
     source: str  # file under shared/ (seeds/..., notes/...) or results/<run-id> for the user's runs
     table: str
@@ -122,7 +119,7 @@ class Measurement(_Frozen):
     note: str | None = None
 
 
-class MeasurementSet(_Frozen):
+class MeasurementSet(Frozen):
     schema_: int = Field(alias="schema")
     about: str
     measurements: tuple[Measurement, ...]

@@ -11,17 +11,16 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from n8n_sizer.errors import InputError
+from n8n_sizer.safety.frozen import Frozen
 
 CODE_HEAVY_CPU_MS = 187.0  # seed 000, "How we tested": Code node, 187 ms warm
 CODE_HEAVY_WAIT_MS = 500.0  # seed 000: Wait 0.5 s ("a slow API call")
 
 
-class WorkflowProfile(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class WorkflowProfile(Frozen):
     name: str
     code_cpu_ms: float = Field(ge=0)  # CPU per execution inside Code nodes (the task runner)
     wait_ms: float = Field(ge=0)  # time per execution spent waiting, holding a slot but no CPU

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from n8n_sizer.versions import N8N_VERSION
+from n8n_sizer.safety.frozen import Frozen
 
 Mode = Literal["regular", "queue"]
 Database = Literal["sqlite", "postgres"]
@@ -26,10 +27,8 @@ CONNECTION_HEADROOM = 10
 DEFAULT_GRACEFUL_SHUTDOWN_S = 30  # N8N_GRACEFUL_SHUTDOWN_TIMEOUT default (seed 000, drill 6)
 
 
-class Setup(BaseModel):
+class Setup(Frozen):
     """How n8n runs on one host. `workers` is 0 in regular mode."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     mode: Mode
     workers: int = Field(0, ge=0, le=MAX_WORKERS)

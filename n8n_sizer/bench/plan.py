@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from n8n_sizer.bench.shapes import Shape
 from n8n_sizer.errors import InputError
+from n8n_sizer.safety.frozen import Frozen
 
 DEFAULT_RATES_PER_S = (5.0, 20.0, 50.0)  # seed 000, "Load"
 DEFAULT_STEP_S = 180.0  # seed 000: 3 minutes per rate
@@ -22,9 +23,7 @@ DEFAULT_WARMUP_REQUESTS = 200  # seed 002 and notes/real-n8n.md: 200-request war
 DEFAULT_DRAIN_S = 60.0  # after the last step, how long stored executions may take to catch up
 
 
-class RateStep(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class RateStep(Frozen):
     kind: Literal["rate"] = "rate"
     rate_per_s: float = Field(gt=0, le=100_000)
     duration_s: float = Field(gt=0)
@@ -39,9 +38,7 @@ class RateStep(BaseModel):
         return self.shape.name if self.shape is not None else f"rate-{self.rate_per_s:g}"
 
 
-class ConcurrencyStep(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ConcurrencyStep(Frozen):
     kind: Literal["concurrency"] = "concurrency"
     users: int = Field(ge=1, le=10_000)
     duration_s: float = Field(gt=0)
@@ -54,10 +51,8 @@ class ConcurrencyStep(BaseModel):
 Step = Annotated[Union[RateStep, ConcurrencyStep], Field(discriminator="kind")]
 
 
-class LoadPlan(BaseModel):
+class LoadPlan(Frozen):
     """What to offer each target, in order. Warm-up requests are sent first and never recorded."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     steps: tuple[Step, ...]
     timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0)
@@ -121,10 +116,8 @@ def build_plan(rates: tuple[float, ...] = DEFAULT_RATES_PER_S, step_s: float = D
                     warmup_requests=warmup_requests, drain_s=drain_s)
 
 
-class FindMax(BaseModel):
+class FindMax(Frozen):
     """`--find-max`: bisect the highest constant rate in [low, high] within the error budget and p95 target."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     low_per_s: float = Field(gt=0)
     high_per_s: float = Field(gt=0)

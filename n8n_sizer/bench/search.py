@@ -13,17 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from n8n_sizer.runs.records import RequestRecord
 from n8n_sizer.runs.stats import answered_latencies, percentile, step_throughput
 from n8n_sizer.errors import InputError
+from n8n_sizer.safety.frozen import Frozen
 
 
-class StepOutcome(BaseModel):
+class StepOutcome(Frozen):
     """What one constant-rate step measured."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     rate_per_s: float = Field(gt=0)
     fired: int = Field(ge=0)
@@ -32,18 +31,14 @@ class StepOutcome(BaseModel):
     answered_per_s: float | None = None
 
 
-class SearchStep(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class SearchStep(Frozen):
     outcome: StepOutcome
     passed: bool
     reason: str  # why it passed or failed, in words
 
 
-class SearchResult(BaseModel):
+class SearchResult(Frozen):
     """The highest passing rate measured (None if even `low` failed), and every step as evidence."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_rate_per_s: float | None
     first_failing_rate_per_s: float | None  # the lowest rate measured to fail, None if none failed

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.hosts.host import HostError, LocalHost, SshHost
@@ -26,12 +26,11 @@ from n8n_sizer.stack.bringup import stack_kind_for
 from n8n_sizer.n8n.workflows import BenchWorkflow, load_bench_workflow
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer import versions
+from n8n_sizer.safety.frozen import Frozen
 
 
-class BenchRequest(BaseModel):
+class BenchRequest(Frozen):
     """What the user asked for, as stored in run.json's `spec`."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     source: Literal["local", "inventory", "stack"]
     stack: str | None = None
@@ -54,9 +53,7 @@ class BenchRequest(BaseModel):
     webhook_processors: int = Field(0, ge=0, le=9)  # --local queue mode: `n8n webhook` processes behind Caddy
 
 
-class BenchSummary(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class BenchSummary(Frozen):
     run_id: str
     folder: str
     ledgers: dict[str, Ledger]

@@ -16,19 +16,18 @@ import math
 from bisect import bisect_right
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety import numbers as n
+from n8n_sizer.safety.frozen import Frozen
 
 SHAPE_EXAMPLE = "--shape burst:2:8:10:30"
 MAX_REQUESTS_PER_STEP = 5_000_000  # a schedule this long is a typo (and would not fit in memory as times)
 
 
-class Shape(BaseModel):
+class Shape(Frozen):
     """One step's rate over time. Rates in req/s, times in seconds from the step's start."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: Literal["constant", "ramp", "burst"]
     rate_per_s: float | None = Field(None, gt=0)  # constant

@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Iterable, Sequence
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.runs.records import RequestRecord, Sample
 from n8n_sizer.runs.stats import answered_latencies, is_ok, peak_stack_ram_mib, percentile, select, within
+from n8n_sizer.safety.frozen import Frozen
 
 BUCKET_S = 1800.0  # seed 004's 30-minute buckets
 # A bucket whose p95 is over 3x the median bucket's p95 is flagged slow: in seed 004 that picks the
@@ -21,9 +21,7 @@ BUCKET_S = 1800.0  # seed 004's 30-minute buckets
 SLOW_P95_FACTOR = 3.0
 
 
-class SoakBucket(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class SoakBucket(Frozen):
     start_s: float
     label: str  # UTC HH:MM of the bucket's start, as seed 004's table
     fired: int

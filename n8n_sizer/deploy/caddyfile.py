@@ -13,12 +13,10 @@ import re
 import shlex
 from collections.abc import Callable
 
-from pydantic import BaseModel, ConfigDict
+from n8n_sizer.safety.frozen import Frozen
 
 
-class Route(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Route(Frozen):
     paths: tuple[str, ...]  # () = every path (a handle without a matcher, or a site-level reverse_proxy)
     upstreams: tuple[str, ...]
     health_uri: str | None

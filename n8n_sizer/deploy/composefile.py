@@ -11,9 +11,9 @@ import re
 import shlex
 from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.errors import InputError
+from n8n_sizer.safety.frozen import Frozen
 
 Role = Literal["main", "worker", "webhook", "runner", "postgres", "redis", "proxy", "other"]
 _REF = re.compile(r"\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])((?:[^{}]|\{[^{}]*\})*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -22,10 +22,8 @@ _REDIS = {"redis", "valkey", "keydb", "redis-stack-server", "dragonfly"}
 LOOPBACK = {"127.0.0.1", "::1", "localhost", "[::1]"}
 
 
-class Port(BaseModel):
+class Port(Frozen):
     """One published port: container port and the host address it listens on ('' = every address)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     container_port: int
     host_ip: str
@@ -36,9 +34,7 @@ class Port(BaseModel):
         return self.host_ip not in LOOPBACK
 
 
-class Service(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Service(Frozen):
     name: str
     role: Role
     image: str | None
@@ -54,9 +50,7 @@ class Service(BaseModel):
     aliases: list[str]  # service name, container_name, hostname
 
 
-class ComposeFile(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ComposeFile(Frozen):
     services: list[Service]
     unresolved: list[str]
     config_texts: list[str]  # inline `configs:` contents (e.g. a Caddyfile)

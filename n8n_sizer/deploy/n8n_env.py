@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.advisor.settings import queue_keep_last_env
 from n8n_sizer.advisor.setup import DEFAULT_GRACEFUL_SHUTDOWN_S, Setup
+from n8n_sizer.safety.frozen import Frozen
 
 # n8n's own timeout must exceed the longest execution (seed 000, drill 6: 50 s runs were cut at 30 s),
 # and the stop grace period (Docker's, or the native stack's SIGKILL deadline) must exceed n8n's, or the
@@ -93,10 +93,8 @@ EXECUTION_DATA = {
 }
 
 
-class StackSecrets(BaseModel):
+class StackSecrets(Frozen):
     """Generated per stack, kept in a 0600 file, never printed."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     encryption_key: str
     postgres_password: str
@@ -105,10 +103,8 @@ class StackSecrets(BaseModel):
     extra_env: dict[str, str] = {}
 
 
-class N8nPorts(BaseModel):
+class N8nPorts(Frozen):
     """The TCP ports one n8n process listens on (all on 127.0.0.1)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     http: int  # main's N8N_PORT (workers get main's too, for WEBHOOK_URL)
     broker: int  # N8N_RUNNERS_BROKER_PORT: each process runs its own task broker

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Literal, Mapping
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer import versions
 from n8n_sizer.advisor import settings
@@ -38,6 +37,7 @@ from n8n_sizer.deploy.secrets import (
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.write import probe_writable, write_atomic
+from n8n_sizer.safety.frozen import Frozen
 
 Profile = Literal["bench", "production"]
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
@@ -49,10 +49,8 @@ BENCH_PUBLIC_URL = "http://localhost:5678/"
 COMPOSE_FILE, ENV_FILE, CLOUD_INIT_FILE = "docker-compose.yml", ".env", "cloud-init.yaml"
 
 
-class Bundle(BaseModel):
+class Bundle(Frozen):
     """The three rendered files, as text."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     compose: str
     env: str  # holds the secrets

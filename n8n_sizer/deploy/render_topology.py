@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 from typing import Mapping
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer import versions
 from n8n_sizer.advisor import settings
@@ -39,6 +38,7 @@ from n8n_sizer.deploy.secrets import (
     write_private,
 )
 from n8n_sizer.errors import InputError
+from n8n_sizer.safety.frozen import Frozen
 
 SECRETS_FILE = ".secrets.env"
 MANIFEST_FILE = "topology.json"
@@ -50,10 +50,8 @@ WEBHOOK_HOST_PORT = 5700  # + k: a webhook processor published on its private ad
 WEBHOOK_PATHS = ("/webhook/*", "/webhook-waiting/*", "/form/*", "/form-waiting/*", "/mcp/*")
 
 
-class ClusterBundle(BaseModel):
+class ClusterBundle(Frozen):
     """Every host's bundle and the manifest (no secrets) that `check --topology` and the fleet read."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     hosts: dict[str, Bundle]
     manifest: str

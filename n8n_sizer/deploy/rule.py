@@ -5,17 +5,15 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.deploy.composefile import Service
+from n8n_sizer.safety.frozen import Frozen
 
 Status = Literal["pass", "fail", "n/a"]
 
 
-class RuleResult(BaseModel):
+class RuleResult(Frozen):
     """One checklist rule's verdict; `fix` is set for a failure."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     rule: str
     status: Status
@@ -23,10 +21,8 @@ class RuleResult(BaseModel):
     fix: str | None = None
 
 
-class CheckContext(BaseModel):
+class CheckContext(Frozen):
     """What the user told `check` about the host and the workflows."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     vcpu: int | None
     longest_execution_s: int | None

@@ -11,13 +11,13 @@ import ipaddress
 import re
 from typing import Callable
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM
 from n8n_sizer.deploy.caddyfile import parse_routes, route_for
 from n8n_sizer.deploy.check import _max_connections, _pool, _redis_arg
 from n8n_sizer.deploy.composefile import ComposeFile, Service, image_base
 from n8n_sizer.deploy.rule import RuleResult, fail, na, ok
+from n8n_sizer.safety.frozen import Frozen
 
 DATA_PORTS = {5432: "Postgres", 6379: "Redis"}
 # Paths n8n-io/n8n-hosting routes to webhook processors / keeps on main, probed with a sample path each.
@@ -25,17 +25,13 @@ PROCESSOR_PATHS = ("/webhook/x", "/webhook-waiting/x", "/form/x", "/form-waiting
 MAIN_PATHS = ("/webhook-test/x", "/form-test/x", "/rest/login", "/")
 
 
-class HostFiles(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class HostFiles(Frozen):
     name: str
     compose: ComposeFile
     private_ip: str | None = None  # from topology.json, when the folder has one
 
 
-class Cluster(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Cluster(Frozen):
     hosts: list[HostFiles]
     subnet: str | None = None
 

@@ -10,7 +10,8 @@ import re
 import secrets
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+from n8n_sizer.safety.frozen import Frozen
 
 # Names in the .env file, as seed 000's compose file spells them.
 ENV_NAMES = {
@@ -23,14 +24,12 @@ ENV_NAMES = {
 _SAFE = r"^[A-Za-z0-9+/=._:@%^*!,~-]{16,256}$"
 
 
-class StackSecrets(BaseModel):
+class StackSecrets(Frozen):
     """Secrets of one stack. Generated ones are hex: the key is 64 hex characters (32 random bytes).
 
     A kept key may be any safe string of 16+ characters: n8n accepts keys it generated itself, and a
     user's existing key must survive a re-render unchanged.
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     encryption_key: str = Field(pattern=_SAFE)
     postgres_password: str = Field(pattern=_SAFE)
@@ -86,10 +85,8 @@ def parse_env_text(text: str) -> dict[str, str]:
     return values
 
 
-class EnvEntry(BaseModel):
+class EnvEntry(Frozen):
     """One KEY=VALUE line of a .env: the value as Compose reads it, and as it was written."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     key: str
     value: str

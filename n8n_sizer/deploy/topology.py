@@ -14,7 +14,7 @@ import json
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, Field, ValidationError
 
 from n8n_sizer.advisor.catalog import ServerSize, UnknownSize, find_size
 from n8n_sizer.advisor.setup import (
@@ -29,6 +29,7 @@ from n8n_sizer.advisor.setup import (
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.names import matching
 from n8n_sizer.versions import N8N_VERSION
+from n8n_sizer.safety.frozen import Frozen
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,20}[a-z0-9]$")
 # One /24 inside the Hetzner network's /16 and GCP's subnet. Hetzner keeps .1 for its gateway and GCP the
@@ -41,11 +42,7 @@ SHARED_BUFFERS_FRACTION = 0.25
 MIN_WORK_MEM_MIB = 4
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Roles(_Strict):
+class Roles(Frozen):
     """Process counts on ONE host of a group."""
 
     main: int = Field(0, ge=0, le=1)  # multi-main needs an n8n licence: out of scope
@@ -59,7 +56,7 @@ class Roles(_Strict):
         return [name for name, n in self.model_dump().items() if n]
 
 
-class HostGroup(_Strict):
+class HostGroup(Frozen):
     name: Annotated[str, AfterValidator(matching(NAME_RE, "{value!r} is not a host group name; use 2-22 lowercase "
                                                  "letters, digits and dashes, starting with a letter, e.g. worker"))]
     provider: Literal["hetzner", "gcp"]
@@ -70,7 +67,7 @@ class HostGroup(_Strict):
     monthly_eur: float | None = Field(None, ge=0)  # what `advise --json` estimated; informational, not rendered
 
 
-class PoolSizes(_Strict):
+class PoolSizes(Frozen):
     """DB_POSTGRESDB_POOL_SIZE per role."""
 
     main: int = Field(DEFAULT_DB_POOL_SIZE, ge=1, le=500)
@@ -78,7 +75,7 @@ class PoolSizes(_Strict):
     worker: int = Field(DEFAULT_DB_POOL_SIZE, ge=1, le=500)
 
 
-class Host(_Strict):
+class Host(Frozen):
     """One server of an expanded topology."""
 
     name: str
@@ -91,7 +88,7 @@ class Host(_Strict):
     private_ip: str
 
 
-class Topology(_Strict):
+class Topology(Frozen):
     groups: tuple[HostGroup, ...] = Field(min_length=1)
     concurrency: int = Field(DEFAULT_WORKER_CONCURRENCY, ge=1, le=1000)
     runner_concurrency: int = Field(DEFAULT_RUNNER_CONCURRENCY, ge=1, le=1000)
@@ -160,7 +157,7 @@ def max_connections(t: Topology) -> int:
     return t.max_connections
 
 
-class PostgresMemory(_Strict):
+class PostgresMemory(Frozen):
     max_connections: int
     shared_buffers_mib: int
     work_mem_mib: int

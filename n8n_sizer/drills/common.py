@@ -14,22 +14,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.stack.handle import LOG_LINE_CHARS, LogMark, StackError, StackHandle, wait_until
 from n8n_sizer.n8n.client import N8nClient, N8nSession
 from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, webhook_path
 from n8n_sizer.runs.records import RequestRecord
+from n8n_sizer.safety.frozen import Frozen
 
 # The public API leaves executions in these statuses out of an unfiltered listing (seen on 2.41.1:
 # a running execution only shows with ?status=running), so they are asked for one by one.
 OPEN_STATUSES = ("new", "running", "waiting")
 
 
-class DrillCheck(BaseModel):
+class DrillCheck(Frozen):
     """One claim of seed 000, checked: what this machine showed next to what the seed saw."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     observation: str
     expected: str  # seed 000's figure, quoted
@@ -37,10 +35,8 @@ class DrillCheck(BaseModel):
     verdict: str  # "matches", or "differs: <why>"
 
 
-class DrillOutcome(BaseModel):
+class DrillOutcome(Frozen):
     """A drill's result: checks for the report, raw numbers, timings and the log lines that show it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     drill: str
     checks: list[DrillCheck]

@@ -12,9 +12,9 @@ import time
 from typing import Any, Callable, Literal
 
 import httpx
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.safety.frozen import Frozen
 
 DEFAULT_ATTEMPTS = 6
 DEFAULT_BACKOFF_S = 0.5
@@ -145,10 +145,8 @@ class RetryingClient:
         raise AssertionError("unreachable")  # the loop returns or raises
 
 
-class CloudResource(BaseModel):
+class CloudResource(Frozen):
     """One billable or policy-bearing thing a sweep found: what it is, where, and its labels."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     provider: Literal["hetzner", "gcp"]
     kind: str  # servers, firewalls, ssh_keys; instances, firewalls, subnetworks, networks
@@ -161,10 +159,8 @@ class CloudResource(BaseModel):
         return f"{self.provider} {self.kind[:-1] if self.kind.endswith('s') else self.kind} {self.name} (id {self.id})"
 
 
-class Outcome(BaseModel):
+class Outcome(Frozen):
     """What a sweep did to one resource."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     resource: CloudResource
     action: Literal["deleted", "already-gone", "would-delete", "kept", "failed"]

@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.spec import FleetSpec
+from n8n_sizer.safety.frozen import Frozen
 
 DEFAULT_WARN_EUR = 5.0
 
 
-class HostCost(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class HostCost(Frozen):
     name: str
     role: str
     size: str
@@ -30,9 +29,7 @@ class HostCost(BaseModel):
     price_source: str
 
 
-class CostEstimate(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class CostEstimate(Frozen):
     stack: str
     provider: str
     hours: float = Field(gt=0)

@@ -22,18 +22,17 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from n8n_sizer.advisor.catalog import Arch, Provider
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.errors import InputError
+from n8n_sizer.safety.frozen import Frozen
 
 Role = Literal["target", "loadgen", "cluster"]
 
 
-class InventoryHost(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class InventoryHost(Frozen):
     name: str
     role: Role
     provider: Provider
@@ -59,9 +58,7 @@ class InventoryHost(BaseModel):
         return self
 
 
-class Inventory(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Inventory(Frozen):
     stack: str
     provider: Provider
     location: str

@@ -14,7 +14,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Protocol
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.api import CloudResource, Outcome
@@ -24,6 +23,7 @@ from n8n_sizer.fleet.sweep_gcp import GcpSweeper
 from n8n_sizer.fleet.sweep_hetzner import HetznerSweeper
 from n8n_sizer.fleet.sweep_gcp import TOKEN_ENV as GCP_TOKEN_ENV
 from n8n_sizer.fleet.sweep_hetzner import TOKEN_ENV as HCLOUD_TOKEN_ENV
+from n8n_sizer.safety.frozen import Frozen
 
 DESTROY_TIMEOUT_S = 1800
 
@@ -43,18 +43,14 @@ class Sweeper(Protocol):
     def close(self) -> None: ...
 
 
-class DestroyResult(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class DestroyResult(Frozen):
     ran: bool
     ok: bool
     message: str
 
 
-class SweepReport(BaseModel):
+class SweepReport(Frozen):
     """What one teardown or reap found and did, per resource."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     what: str
     destroy: DestroyResult | None = None

@@ -24,13 +24,14 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
 from n8n_sizer.advisor.catalog import ServerSize, UnknownSize, find_size
 from n8n_sizer.advisor.setup import Setup, required_max_connections
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.names import matching
 from n8n_sizer.fleet.locations import GCP_ZONE_RE, HETZNER_EU_ONLY_PREFIXES, HETZNER_LOCATIONS
+from n8n_sizer.safety.frozen import Frozen
 
 NAMESPACE = "n8n-sizer"
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,28}[a-z0-9]$")
@@ -55,11 +56,7 @@ HostName = Annotated[str, AfterValidator(matching(NAME_RE, "{value!r} is not a v
                                                   "letters, digits and dashes, starting with a letter, e.g. cx33-queue-2w"))]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class HostSpec(_Strict):
+class HostSpec(Frozen):
     """One VM of the fleet. `provider`/`location` default to the fleet's and must equal them."""
 
     name: HostName
@@ -96,7 +93,7 @@ class LoadGenSpec(HostSpec):
     name: HostName = "loadgen"
 
 
-class FleetSpec(_Strict):
+class FleetSpec(Frozen):
     """The whole fleet of one stack: targets and a load generator in one provider location."""
 
     stack: Annotated[str, AfterValidator(matching(

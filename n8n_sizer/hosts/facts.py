@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.hosts.host import Host
+from n8n_sizer.safety.frozen import Frozen
 
 # One line per fact, `key=value`; every piece falls back to an empty value rather than failing the run.
 FACTS_COMMAND = (
@@ -18,9 +18,7 @@ FACTS_COMMAND = (
 )
 
 
-class HostFacts(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class HostFacts(Frozen):
     vcpu: int | None
     cpu_model: str | None
     ram_mib: float | None

@@ -20,9 +20,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Protocol
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.errors import RemoteError
+from n8n_sizer.safety.frozen import Frozen
 
 STDERR_TAIL_CHARS = 400
 
@@ -38,10 +38,8 @@ def quiet_paramiko() -> None:
         logger.addHandler(logging.NullHandler())
 
 
-class CommandResult(BaseModel):
+class CommandResult(Frozen):
     """What a finished command returned."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     host: str
     command: str

@@ -23,20 +23,18 @@ import shlex
 import sys
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.deploy.n8n_env import POSTGRES_DATABASE, POSTGRES_USER
 from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.safety.frozen import Frozen
 
 POSTGRES_PORT = 5432
 REDIS_PORT = 6379
 START_TIMEOUT_S = 60.0
 
 
-class DataEndpoints(BaseModel):
+class DataEndpoints(Frozen):
     """Where the data host's services answer (no secrets: those stay in `secrets_file` on the host)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     address: str
     postgres_port: int

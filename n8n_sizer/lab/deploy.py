@@ -15,7 +15,6 @@ import secrets
 import sys
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.deploy.topology import parse_topology
 from n8n_sizer.errors import InputError
@@ -27,12 +26,11 @@ from n8n_sizer.lab.n8n_role import MAIN_PORT, N8nProcess, deploy_n8n_role
 from n8n_sizer.lab.state import LabState, read_lab_state
 from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.write import write_atomic
+from n8n_sizer.safety.frozen import Frozen
 
 
-class LabCluster(BaseModel):
+class LabCluster(Frozen):
     """What `lab deploy` started, where the load goes, and every process per host (no secrets)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     url: str  # the load balancer, or main when there is none: what the generators load
     data_host: str

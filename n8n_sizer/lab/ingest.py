@@ -17,17 +17,15 @@ import shutil
 import sys
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.lab.n8n_role import MAIN_PORT, WEBHOOK_BASE_PORT
+from n8n_sizer.safety.frozen import Frozen
 
 READY_TIMEOUT_S = 60.0
 
 
-class CaddyProcess(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class CaddyProcess(Frozen):
     pid: int
     url: str
     log: str

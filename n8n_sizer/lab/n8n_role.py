@@ -21,10 +21,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.lab.data import POSTGRES_PORT, REDIS_PORT
+from n8n_sizer.safety.frozen import Frozen
 
 MAIN_PORT = 5678  # n8n's own default, as in the rendered bundles
 BROKER_PORT = 5679  # each process runs its own task broker, on its host's loopback
@@ -34,9 +34,7 @@ WORKER_HEALTH_BASE_PORT = 5720
 READY_TIMEOUT_S = 300.0  # a cold n8n start on a busy 2-core machine, migrations included
 
 
-class N8nProcess(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class N8nProcess(Frozen):
     name: str
     role: str
     pid: int

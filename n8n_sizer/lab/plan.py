@@ -13,10 +13,11 @@ import ipaddress
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from n8n_sizer.deploy.topology import FIRST_HOST_OFFSET, Topology
 from n8n_sizer.errors import InputError
+from n8n_sizer.safety.frozen import Frozen
 
 # Generators take .9 down to .2: .1 is the bridge, .10 upward are the topology's hosts.
 MAX_GENERATORS = FIRST_HOST_OFFSET - 2
@@ -27,11 +28,7 @@ INNER_IFACE = "eth0"  # the namespace's end of its veth; each namespace has only
 IFNAMSIZ = 15  # Linux's limit on an interface name (16 bytes with the NUL)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class LabNamespace(_Strict):
+class LabNamespace(Frozen):
     """One namespace of the lab: a topology host or a load generator."""
 
     name: str
@@ -41,7 +38,7 @@ class LabNamespace(_Strict):
     roles: dict[str, int] | None = None  # the topology's process counts on this host; None for a generator
 
 
-class LabPlan(_Strict):
+class LabPlan(Frozen):
     lab_id: str
     bridge: str
     subnet: str

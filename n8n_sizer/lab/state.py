@@ -11,23 +11,20 @@ import os
 import platform
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from n8n_sizer.deploy.topology import Topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import Inventory, InventoryHost, load_inventory
 from n8n_sizer.lab.plan import LabPlan
 from n8n_sizer.safety.files import read_user_text
+from n8n_sizer.safety.frozen import Frozen
 
 MARKER = ".n8n-sizer-lab"  # in the lab's folder, holding the lab id: down removes only a folder carrying it
 DOWN_FIX = "pass the lab.json that `n8n-sizer lab up --out` wrote"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class NamespaceRecord(_Strict):
+class NamespaceRecord(Frozen):
     name: str
     netns_inode: int  # identity of the namespace `ip netns add` made; down deletes NAME only if it still is it
     veth: str | None = None
@@ -35,7 +32,7 @@ class NamespaceRecord(_Strict):
     sshd_config: str | None = None
 
 
-class LabState(_Strict):
+class LabState(Frozen):
     lab_id: str
     bridge: str | None = None  # set once the bridge exists
     forward_rule: bool = False  # set once `plan.forward_rule` is in iptables' FORWARD chain

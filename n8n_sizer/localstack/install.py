@@ -30,10 +30,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.errors import InputError, exit_code
 from n8n_sizer.versions import N8N_VERSION, NODE_PACKAGE
+from n8n_sizer.safety.frozen import Frozen
 
 CACHE_ENV = "N8N_SIZER_CACHE"
 MARKER = "n8n-sizer-install.json"
@@ -44,10 +44,8 @@ KNOWN_GOOD_FALLBACK = "2.41.0"
 NPM_TIMEOUT_S = 1800
 
 
-class N8nInstall(BaseModel):
+class N8nInstall(Frozen):
     """A finished install: where the node binary and n8n's entry script are."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     n8n_version: str
     node_version: str

@@ -19,20 +19,18 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.safety.write import write_atomic
+from n8n_sizer.safety.frozen import Frozen
 
 
 class ServiceError(RemoteError):
     """A local service did not start or stop; the message names it and quotes its log."""
 
 
-class RunningProcess(BaseModel):
+class RunningProcess(Frozen):
     """One process the stack started: enough to find, signal and check it later, also from a state file."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str  # "main", "worker-1", "redis", "postgres"
     pid: int

@@ -6,21 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.localstack.install import N8nInstall
 from n8n_sizer.deploy.n8n_env import N8nPorts
 from n8n_sizer.localstack.services import RunningProcess
+from n8n_sizer.safety.frozen import Frozen
 
 STATE_FILE = "state.json"
 SECRETS_FILE = "secrets.json"
 
 
-class StackOptions(BaseModel):
+class StackOptions(Frozen):
     """How to run the stack on this machine, beyond the `Setup` it stands for."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     redis_persistence: Literal["aof", "none"] = "aof"  # seed 000: AOF everysec; "none" for drill 3
     pin_cpus: int | None = Field(None, ge=1)  # taskset every process onto cores 0..K-1 to stand for K vCPU
@@ -32,10 +31,8 @@ class StackOptions(BaseModel):
     webhook_processors: int = Field(0, ge=0, le=9)
 
 
-class StackState(BaseModel):
+class StackState(Frozen):
     """What `state.json` holds: no secret, only where the secrets file is."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     setup: Setup
     options: StackOptions

@@ -18,9 +18,10 @@ from collections import Counter
 from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import SecretStr
 
 from n8n_sizer.errors import RemoteError
+from n8n_sizer.safety.frozen import Frozen
 
 # The public API's largest page (n8n caps `limit` at 250).
 PAGE_LIMIT = 250
@@ -49,10 +50,8 @@ class N8nApiError(RemoteError):
         super().__init__(f"{method} {url}: {shown}: {body[:300]}")
 
 
-class OwnerLogin(BaseModel):
+class OwnerLogin(Frozen):
     """The owner account the bench creates; the password never leaves this object in clear."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     email: str
     password: SecretStr
@@ -65,10 +64,8 @@ class OwnerLogin(BaseModel):
         return cls(email=email, password=SecretStr(f"Nz9-{secrets.token_urlsafe(18)}"))
 
 
-class ExecutionCounts(BaseModel):
+class ExecutionCounts(Frozen):
     """Executions n8n stored for one workflow, by status (success, error, crashed, running, waiting, ...)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     workflow_id: str
     total: int
@@ -253,10 +250,8 @@ class N8nClient:
         return str(self._json("GET", f"/api/v1/executions/{execution_id}", public=True)["status"])
 
 
-class N8nSession(BaseModel):
+class N8nSession(Frozen):
     """An instance that is set up: where it is, its owner and the API key (both secret)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     base_url: str
     owner: OwnerLogin

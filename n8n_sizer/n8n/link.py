@@ -10,16 +10,15 @@ import json
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import SecretStr
 
 from n8n_sizer.hosts.host import HostError
 from n8n_sizer.n8n.client import FINAL_STATUSES, N8nApiError, N8nClient, N8nSession, OwnerLogin, set_up_instance
 from n8n_sizer.n8n.workflows import BenchWorkflow, deploy_workflow
+from n8n_sizer.safety.frozen import Frozen
 
 
-class TargetLink(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class TargetLink(Frozen):
     n8n_version: str | None
     workflow_id: str
     warmup_workflow_id: str
@@ -27,9 +26,7 @@ class TargetLink(BaseModel):
     warmup_webhook_path: str
 
 
-class Counts(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Counts(Frozen):
     stored: int
     succeeded: int
     finished: int

@@ -16,10 +16,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.errors import InputError
 from n8n_sizer.n8n.client import N8nClient
+from n8n_sizer.safety.frozen import Frozen
 
 # The packaged workflows (templates/workflows/); the bench loads BUILT_IN, the drills the first four.
 WORKFLOW_TEMPLATES = ("light", "code-heavy", "long-wait", "binary-read", "signed-webhook")
@@ -30,10 +30,8 @@ WEBHOOK_TYPE = "n8n-nodes-base.webhook"
 DEFAULT_BODY = b'{"number": 21}'
 
 
-class BenchWorkflow(BaseModel):
+class BenchWorkflow(Frozen):
     """A workflow ready to create through n8n's public API, with its webhook path and request body."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str  # "light", "code-heavy" or the file's name
     definition: dict[str, Any]

@@ -10,7 +10,6 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.errors import InputError
 from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample
@@ -19,6 +18,7 @@ from n8n_sizer.runs.stats import (
     role_demands_ms, step_throughput, step_windows, within, is_shaped, shaped_offered_per_s,
 )
 from n8n_sizer.runs.store import RunStore
+from n8n_sizer.safety.frozen import Frozen
 
 
 @dataclass(frozen=True)
@@ -61,10 +61,8 @@ def load_run(run: str | Path) -> RunData:
     return RunData(store.folder, store.manifest, store.read_requests(), store.read_samples())
 
 
-class StepRow(BaseModel):
+class StepRow(Frozen):
     """One line of seed 000's table: a setup at one load step."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     run_id: str
     target: str

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from n8n_sizer.safety.frozen import Frozen
 
 # "dropped": not sent because the in-flight cap was reached (k6's dropped iterations); its sent_s is the
 # scheduled time and its status None.
@@ -63,10 +64,8 @@ class RequestRecord(BaseModel):
     generator: str | None = None
 
 
-class ClassTally(BaseModel):
+class ClassTally(Frozen):
     """One payload class in the ledger: what was fired, refused as it should be, accepted, or failed otherwise."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     fired: int = Field(ge=0)
     refused_as_expected: int = Field(ge=0)  # answered with the class's refusal status (REFUSAL_STATUS): not lost
@@ -74,10 +73,8 @@ class ClassTally(BaseModel):
     other: int = Field(ge=0)  # another status, a timeout or a reset
 
 
-class Ledger(BaseModel):
+class Ledger(Frozen):
     """Seed 004's table: what was fired, accepted, refused, and accepted-then-lost (no stored execution)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     fired: int = Field(ge=0)
     accepted: int = Field(ge=0)

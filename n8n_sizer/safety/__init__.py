@@ -3,8 +3,9 @@
 - `numbers`: one validator for numeric flags (finite, in range, the range in the message);
 - `files`: one reader for every file argument (exists, regular file, readable, size cap, UTF-8);
 - `yamldoc`: YAML with bounded nesting and bounded alias expansion, checked before anything expands;
-- `write`: the one writer for user data (exclusive temp file, never a followed link, fsync, atomic rename).
+- `write`: the one writer for user data (exclusive temp file, never a followed link, fsync, atomic rename);
+- `frozen`: the one base of the package's records (frozen pydantic models refusing undeclared fields).
 
 Each raises `InputError` with one line that names the input and the fix. May import: `n8n_sizer.errors`,
-PyYAML and the standard library.
+PyYAML, pydantic and the standard library.
 """

@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.runs.records import RequestRecord, Sample
 from n8n_sizer.runs.stats import per_label, select
+from n8n_sizer.safety.frozen import Frozen
 
 WINDOW_S = 300.0  # seed 000: "for 5 minutes"
 RUNNER_PINNED_CORES = 0.9  # seed 000: "above 90% of one core"
@@ -39,9 +39,7 @@ MAIN_RSS_GROWTH = 0.5  # +50% within the window: a healthy main moved 440 -> 590
 MAIN_RSS_MIN_GROWTH_MIB = 256.0  # and by at least this much, so a small process' noise does not fire it
 
 
-class Alert(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Alert(Frozen):
     rule: str
     status: Literal["fired", "quiet", "not evaluated"]
     first_s: float | None  # when the condition started (start of the sustained window)

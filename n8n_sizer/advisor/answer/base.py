@@ -5,21 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.safety.frozen import Frozen
 
 RecommendedMode = Literal["regular", "regular-limit", "queue"]
 # The topology contract's render step (docs/advise-topology.md): `advise --json > advice.json` first.
 RENDER_TOPOLOGY = "n8n-sizer render --topology advice.json --out cluster/"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Request(_Frozen):
+class Request(Frozen):
     rps: float = Field(gt=0)
     vcpu: int | None = Field(None, gt=0)
     arch: Literal["x86", "arm"] = "x86"
@@ -31,13 +28,13 @@ class Request(_Frozen):
     max_hosts: int = Field(1, ge=1, le=200)
 
 
-class Interval(_Frozen):
+class Interval(Frozen):
     low: float
     mid: float
     high: float
 
 
-class ServerChoice(_Frozen):
+class ServerChoice(Frozen):
     provider: str | None
     size: str | None
     vcpu: float
@@ -46,7 +43,7 @@ class ServerChoice(_Frozen):
     shared_core: bool = False
 
 
-class SizeFit(_Frozen):
+class SizeFit(Frozen):
     provider: str
     size: str
     vcpu: int
@@ -76,7 +73,7 @@ class Roles:
         return {f.name: getattr(self, f.name) for f in fields(Roles)}
 
 
-class HostGroup(_Frozen):
+class HostGroup(Frozen):
     name: str
     provider: str | None
     size: str | None
@@ -86,7 +83,7 @@ class HostGroup(_Frozen):
     monthly_eur: float | None  # per host, None off the catalog (`--vcpu` without a matching size)
 
 
-class PoolSizes(_Frozen):
+class PoolSizes(Frozen):
     """DB_POSTGRESDB_POOL_SIZE per n8n role; None where the role does not run."""
 
     main: int
@@ -94,14 +91,14 @@ class PoolSizes(_Frozen):
     worker: int | None
 
 
-class BindingBound(_Frozen):
+class BindingBound(Frozen):
     name: str  # host | cpu | main | webhook | workers | runners | redis | slots | latency
     role: str  # main | webhook | worker | postgres | redis | load_balancer | several joined by +
     host: str | None  # the host group's name
     why: str
 
 
-class Recommendation(_Frozen):
+class Recommendation(Frozen):
     request: dict
     mode: RecommendedMode
     workers: int  # total over the topology

@@ -17,15 +17,14 @@ about 3x the baseline put a buffer in front (a queue or ingest service that acce
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+from n8n_sizer.safety.frozen import Frozen
 
 BUFFER_MULTIPLE = 3.0  # the webhook-ingest benchmark: bursts above about 3x baseline need a buffer in front
 WAIT_QUANTILE = 0.95
 
 
-class BurstAdvice(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class BurstAdvice(Frozen):
     base_per_s: float = Field(gt=0)
     peak_multiple: float = Field(ge=1)
     burst_s: float = Field(gt=0)

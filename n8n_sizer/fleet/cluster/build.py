@@ -12,13 +12,13 @@ from datetime import datetime
 from typing import Any, Literal
 
 import pulumi
-from pydantic import BaseModel, ConfigDict
 
 from n8n_sizer.deploy.topology import Topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.cluster.spec import USER_DATA_LIMIT_BYTES, ClusterSpec, RenderCluster
 from n8n_sizer.fleet.outputs import Fleet, assemble
 from n8n_sizer.fleet.spec import NAMESPACE, HostSpec
+from n8n_sizer.safety.frozen import Frozen
 
 
 def render_cluster_cloud_init(topology: Topology) -> dict[str, str]:
@@ -30,9 +30,7 @@ def render_cluster_cloud_init(topology: Topology) -> dict[str, str]:
     return {name: bundle.cloud_init for name, bundle in cluster.hosts.items()}
 
 
-class ClusterHostEntry(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ClusterHostEntry(Frozen):
     name: str
     role: Literal["cluster", "loadgen"]
     roles: dict[str, int]
@@ -45,10 +43,8 @@ class ClusterHostEntry(BaseModel):
     ssh_user: str
 
 
-class ClusterInventory(BaseModel):
+class ClusterInventory(Frozen):
     """The cluster as the operator and the bench driver see it: every host, its roles, both addresses."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     stack: str
     provider: Literal["hetzner", "gcp"]
