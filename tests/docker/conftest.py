@@ -238,6 +238,17 @@ def kill_worker(stack: Stack, service: str, redis_stack: Stack, timeout_s: float
     raise AssertionError(f"Redis still holds {before} blocked pops {timeout_s:.0f} s after {service} was killed")
 
 
+def serves_as_before(client: N8nClient, setup: N8nSetup, before: int) -> None:
+    """After a down and up: n8n is ready, the owner logs in, the `before` successful executions are still
+    stored, the webhook is registered again and one more call runs to success."""
+    client.wait_ready(180)
+    client.login(setup.owner)
+    assert client.count_executions(setup.workflow_id).by_status.get("success", 0) == before
+    client.wait_webhook_registered(setup.webhook, timeout_s=60)
+    assert call_webhook(client._http, setup.webhook) == [200]
+    assert wait_success_count(client, setup.workflow_id, before + 1) == before + 1
+
+
 def survives_worker_kill(client: N8nClient, setup: N8nSetup, worker_stack: Stack, redis_stack: Stack) -> None:
     """Kill n8n-worker-1 (a crash), then 6 webhooks are answered and executed by the workers left; the restart
     policy brings the killed one back, healthy by its own healthcheck."""

@@ -32,6 +32,7 @@ from .conftest import (
     Stack,
     blocked_queue_pops,
     call_webhook,
+    serves_as_before,
     survives_worker_kill,
     render,
     save_logs,
@@ -239,12 +240,7 @@ def test_down_then_up_keeps_the_data(cluster: Cluster, n8n: tuple[N8nClient, N8n
     cluster.down()
     cluster.up()
     with cluster.lb_client(setup.api_key) as again:
-        again.wait_ready(180)
-        again.login(setup.owner)
-        assert again.count_executions(setup.workflow_id).by_status.get("success", 0) == before
-        again.wait_webhook_registered(setup.webhook, timeout_s=60)
-        assert call_webhook(again._http, setup.webhook) == [200]
-        assert wait_success_count(again, setup.workflow_id, before + 1) == before + 1
+        serves_as_before(again, setup, before)
 
 
 def test_check_topology_passes_the_same_files(cluster: Cluster) -> None:

@@ -24,6 +24,7 @@ from .conftest import (
     bring_up,
     save_logs,
     call_webhook,
+    serves_as_before,
     survives_worker_kill,
     https_client,
     n8n_sizer_check,
@@ -125,12 +126,7 @@ def test_down_then_up_keeps_data_and_the_certificate_authority(
     assert caddy_root(stack) == root_before  # caddy-data volume: clients keep trusting the same CA
     again = client_through_caddy(stack, setup.api_key)
     try:
-        again.wait_ready(180)
-        again.login(setup.owner)
-        assert again.count_executions(setup.workflow_id).by_status.get("success", 0) == before
-        again.wait_webhook_registered(setup.webhook, timeout_s=60)
-        assert call_webhook(again._http, setup.webhook) == [200]
-        assert wait_success_count(again, setup.workflow_id, before + 1) == before + 1
+        serves_as_before(again, setup, before)
     finally:
         again.close()
 
