@@ -208,6 +208,8 @@ class Advisor:
         if latency_miss:
             row = self.soak.id if self.soak is not None and "shared-core" in choice_text else None
             out.append(explain.latency_warning(req.rps, p95, req.p95_ms, mid, choice_text, row))
+        elif not carries and req.given:
+            out.append(explain.given_infeasible_warning(mid, bound))
         elif not carries:
             remedy = explain.what_would_help(bound, multi, req.max_hosts, by_connections)
             out.append(explain.infeasible_warning(req.rps, mid, choice_text, bound, remedy, fits, multi))

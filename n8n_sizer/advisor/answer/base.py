@@ -26,6 +26,8 @@ class Request(Frozen):
     # 1 is the single-server question (what the library's callers, e.g. the bench report, ask by default);
     # `advise` passes its own default so the CLI also searches multi-host topologies.
     max_hosts: int = Field(1, ge=1, le=200)
+    # A topology the user gave (`advise --topology`): scored, not searched, so its warnings speak of it alone.
+    given: bool = False
 
 
 class Interval(Frozen):

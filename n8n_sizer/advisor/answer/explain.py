@@ -122,6 +122,20 @@ def infeasible_warning(rate: float, mid: float, choice_text: str, bound: Binding
     return head
 
 
+def given_infeasible_warning(mid: float, bound: BindingBound) -> str:
+    """A topology the user gave does not carry the rate: what it carries, what binds it, and what would carry
+    more in terms of that topology (the search's remedies speak of other options and --max-hosts)."""
+    if bound.name in ("host", "cpu"):
+        remedy = f"more cores for {bound.host}: a larger size for it, or its roles spread over more hosts"
+    elif bound.name in ("workers", "runners"):
+        remedy = "more workers (each with its task runner): more worker hosts, or larger ones with more workers each"
+    elif bound.name == "webhook":
+        remedy = "more webhook processors, on the ingest host if it has idle cores, else on more hosts"
+    else:
+        remedy = what_would_help(bound, True, 2, False)
+    return f"not sustainable: this topology carries about {mid:.1f}/s, bound by {bound.name} ({bound.why}); {remedy}"
+
+
 def latency_warning(rate: float, p95: float | None, target: float, mid: float, choice_text: str,
                     shared_core_row: str | None) -> str:
     got = "grows without bound" if p95 is None else f"is about {p95:,.0f} ms"

@@ -20,7 +20,6 @@ from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.errors import InputError
 
 MACHINE_GROUP = "this-machine"
-NOT_CARRIED = "not sustainable:"  # how explain.infeasible_warning starts
 
 
 @dataclass(frozen=True)
@@ -39,8 +38,7 @@ class GivenGroup:
 def given_layout(groups: list[GivenGroup], concurrency: int, worker_pool: int,
                  machine: HostShape | None = None) -> Layout:
     """The layout of `groups`; with `machine`, one group holding every role on the machine's cores."""
-    totals = {role: sum(g.count * n for g in groups for r, n in g.roles.counts().items() if r == role)
-              for role in Roles().counts()}
+    totals = {role: sum(g.count * getattr(g.roles, role) for g in groups) for role in Roles().counts()}
     if not totals["workers"] or totals["main"] != 1 or totals["postgres"] != 1 or totals["redis"] != 1:
         raise InputError("--topology: the advisor scores queue-mode topologies with one main, one Postgres, one "
                          f"Redis and at least one worker (this one has {totals['main']}, {totals['postgres']}, "
@@ -66,12 +64,9 @@ def evaluate(adv, req: Request, layout: Layout, fits, given_hosts: int | None = 
     eur = layout.monthly_eur
     scored = Scored(layout, cap, (eur if eur is not None else math.inf, layout.hosts), plan_pools(tm, cap))
     # max_hosts = its own hosts: the advice to add hosts is for the user to take, not for this answer
-    rec = build_topology(adv, req.model_copy(update={"max_hosts": layout.hosts}), scored, carries, fits)
-    warnings = [w for w in rec.warnings if not w.startswith(NOT_CARRIED)]
-    if len(warnings) < len(rec.warnings):  # the search's text speaks of options and --max-hosts: say it of this one
-        b, mid = rec.bound, rec.capacity_per_s.mid
-        warnings.insert(0, f"{NOT_CARRIED} this topology carries about {mid:.1f}/s, bound by {b.name} "
-                           f"({b.why}); {_remedy(b)}")
+    rec = build_topology(adv, req.model_copy(update={"max_hosts": layout.hosts, "given": True}), scored, carries,
+                         fits)
+    warnings = list(rec.warnings)
     for g in layout.groups:
         cls = g.host.host_class
         if cls != adv.model.reference_class and f"speed:{cls}" not in adv.model.params:
@@ -82,15 +77,3 @@ def evaluate(adv, req: Request, layout: Layout, fits, given_hosts: int | None = 
                "topology": {"hosts": given_hosts or layout.hosts, "machine_vcpu": machine}}
     return rec.model_copy(update={"warnings": warnings, "request": request})
 
-
-def _remedy(bound) -> str:
-    """What would carry more, in terms of this topology (the search's remedies speak of --max-hosts)."""
-    from n8n_sizer.advisor.answer import explain
-
-    if bound.name in ("host", "cpu"):
-        return f"more cores for {bound.host}: a larger size for it, or its roles spread over more hosts"
-    if bound.name in ("workers", "runners"):
-        return "more workers (each with its task runner): more worker hosts, or larger ones with more workers each"
-    if bound.name == "webhook":
-        return "more webhook processors, on the ingest host if it has idle cores, else on more hosts"
-    return explain.what_would_help(bound, True, 2, False)
