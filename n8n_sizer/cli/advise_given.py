@@ -28,10 +28,12 @@ def given_layout_from(path: Path, advisor, on_this_machine: bool):
     from n8n_sizer.advisor.catalog import find_size
     from n8n_sizer.deploy.topology import load_topology_text
 
-    if not path.is_file():
-        raise InputError(f"--topology {path}: no such file; save one with `n8n-sizer advise --rps 200 --json > "
-                         "advice.json`, or write {\"topology\": [...]} as docs/cluster.md shows")
-    topology = load_topology_text(path.read_text(encoding="utf-8", errors="replace"), f"--topology {path}")
+    from n8n_sizer.safety.files import read_user_text
+
+    text = read_user_text(path, "--topology", max_bytes=4 << 20,
+                          fix="save one with `n8n-sizer advise --rps 200 --json > advice.json`, or write "
+                              "{\"topology\": [...]} as docs/cluster.md shows")
+    topology = load_topology_text(text, f"--topology {path}")
     groups = []
     for g in topology.groups:
         size = find_size(g.size, g.provider)

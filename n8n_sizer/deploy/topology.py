@@ -10,7 +10,6 @@ servers the same ones, so no bundle waits for an address only known after `pulum
 from __future__ import annotations
 
 import ipaddress
-import json
 import re
 from typing import Annotated, Any, Literal
 
@@ -27,7 +26,9 @@ from n8n_sizer.advisor.setup import (
     Setup,
 )
 from n8n_sizer.errors import InputError
+from n8n_sizer.safety.jsondoc import load_json
 from n8n_sizer.safety.names import matching
+from n8n_sizer.safety.network import check_private_subnet
 from n8n_sizer.versions import N8N_VERSION
 from n8n_sizer.safety.frozen import Frozen
 
@@ -96,7 +97,7 @@ class Topology(Frozen):
     max_connections: int | None = Field(None, ge=1)
     n8n_version: str = N8N_VERSION
     longest_execution_s: int = Field(DEFAULT_GRACEFUL_SHUTDOWN_S, ge=1, le=86400)
-    subnet: str = DEFAULT_SUBNET
+    subnet: Annotated[str, AfterValidator(check_private_subnet)] = DEFAULT_SUBNET  # the one rule (safety.network)
 
     def total(self, role: str) -> int:
         return sum(getattr(g.roles, role) * g.count for g in self.groups)
@@ -252,9 +253,5 @@ def parse_topology(data: Any, source: str = "topology") -> Topology:
 
 
 def load_topology_text(text: str, source: str) -> Topology:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{source} is not JSON ({exc.msg} at line {exc.lineno}); pass the output of "
-                         "`advise --json`") from None
-    return parse_topology(data, source)
+    """A topology from JSON text: bounded nesting and numbers (safety.jsondoc), then `parse_topology`."""
+    return parse_topology(load_json(text, source, "pass the output of `advise --json`"), source)

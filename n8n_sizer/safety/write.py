@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import stat
 from pathlib import Path
 
 from n8n_sizer.errors import InputError
@@ -39,8 +40,10 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path | str, data: str | bytes, *, private: bool, what: str = "") -> None:
-    """Replace `path` with `data` atomically: mode 0600 when `private`, else 0644 (less the umask).
+def write_atomic(path: Path | str, data: str | bytes, *, private: bool, what: str = "",
+                 mode: int | None = None) -> None:
+    """Replace `path` with `data` atomically: mode 0600 when `private`, else `mode` when given (a copy keeps
+    its original's mode: a user's 0600 file stays 0600), else 0644 (less the umask).
 
     Raises `InputError` naming `what` (default: the path) when the write fails; the previous file, if
     any, is then untouched and no temporary file is left behind.
@@ -52,7 +55,7 @@ def write_atomic(path: Path | str, data: str | bytes, *, private: bool, what: st
     kept = f"the previous {path.name} is left as it was" if existed else "nothing was written"
     tmp = temp_name(path)
     try:
-        fd = os.open(tmp, _FLAGS, 0o600 if private else 0o644)
+        fd = os.open(tmp, _FLAGS, 0o600 if private or mode is not None else 0o644)
     except OSError as exc:
         raise InputError(f"{label}: cannot create a file in {path.parent} ({exc.strerror or exc}); {kept}; "
                          "pick a folder you can write to") from None
@@ -63,6 +66,8 @@ def write_atomic(path: Path | str, data: str | bytes, *, private: bool, what: st
                 view = view[os.write(fd, view):]
             if private:
                 os.fchmod(fd, 0o600)  # whatever the umask did
+            elif mode is not None:
+                os.fchmod(fd, mode & 0o777)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -87,3 +92,29 @@ def probe_writable(folder: Path, what: str, fix: str) -> None:
         raise InputError(f"{what} {folder} is not writable ({exc.strerror or exc}); {fix}") from None
     os.close(fd)
     os.unlink(probe)
+
+
+def make_folder(path: Path | str, what: str, *, fix: str) -> Path:
+    """Create `path` (one level, its parent must exist) or accept it when it is already a real folder of this
+    user's: a symbolic link (dangling or not), a file, or a folder owned by someone else is refused, so no
+    write lands where a planted link or another user's folder points."""
+    path = Path(path)
+    try:
+        os.mkdir(path, 0o755)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise InputError(f"{what} {path} cannot be created ({exc.strerror or exc}); {fix}") from None
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        raise InputError(f"{what} {path} cannot be used ({exc.strerror or exc}); {fix}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise InputError(f"{what} {path} is a symbolic link; n8n-sizer never writes through one: remove it "
+                         f"or {fix}")
+    if not stat.S_ISDIR(info.st_mode):
+        raise InputError(f"{what} {path} is a file, not a folder; remove it or {fix}")
+    if info.st_uid != os.geteuid():
+        raise InputError(f"{what} {path} belongs to user id {info.st_uid}, not to you ({os.geteuid()}); "
+                         f"n8n-sizer does not write into another user's folder: {fix}")
+    return path
