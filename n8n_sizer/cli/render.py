@@ -97,9 +97,9 @@ def render(
                    "--max-connections": max_connections}
         given = [flag for flag, value in ignored.items() if value is not None]
         if given:
-            raise InputError(f"{', '.join(given)} would be ignored: with --topology the topology file sets "
-                             "them (concurrency, db_pool_size, max_connections, n8n_version, longest_execution_s "
-                             "keys of advice.json); drop the flag(s) or edit the file")
+            raise InputError(f"{', '.join(given)} would be ignored: with --topology the file sets them (its "
+                             "concurrency, db_pool_size, max_connections, n8n_version, longest_execution_s keys); "
+                             f"drop {' '.join(given)}, or edit the file")
         out_dir = require_output_folder(out, "--out", fix="try --out ./cluster")
         return _say(out_dir, _render_topology(topology, out_dir, profile=profile, domain=domain,
                                               public_url=public_url, generate_missing=generate_missing_secrets),
