@@ -100,9 +100,10 @@ def teardown(
     whose = "every owner's" if owner is None else f"owner {owner}'s"
     if dry_run:
         spec = load_stack_file(stack_file(stack, stacks_dir))
-        print(f"dry run: would run `pulumi destroy --yes --stack {stack}` in {stacks_dir.resolve().parent}, "
-              f"destroying {spec.provider} {spec.location}: " + ", ".join(f"{h.name} ({h.size})" for h in spec.hosts))
-        print(f"dry run: then sweep {whose} resources labelled project=n8n-sizer, stack={stack}:")
+        if not json_out:  # --json prints one JSON object and nothing else
+            print(f"dry run: would run `pulumi destroy --yes --stack {stack}` in {stacks_dir.resolve().parent}, "
+                  f"destroying {spec.provider} {spec.location}: " + ", ".join(f"{h.name} ({h.size})" for h in spec.hosts))
+            print(f"dry run: then sweep {whose} resources labelled project=n8n-sizer, stack={stack}:")
         report = teardown_stack(stack, stacks_dir=stacks_dir, owner=owner, dry_run=True)
         if json_out:
             print(json.dumps({"dry_run": True, "destroy": f"pulumi destroy --yes --stack {stack}",

@@ -43,19 +43,20 @@ def check_private_subnet(value: object) -> str:
     return str(net)
 
 
-def check_ssh_cidr(value: object, *, allow_wide: bool = False) -> str:
-    """An SSH source range (`operator_cidr`): an IPv4 or IPv6 network without host bits, not a documentation
-    range, and no wider than a /16 (IPv4) or /48 (IPv6) unless `allow_wide`."""
+def check_ssh_cidr(value: object, *, allow_wide: bool = False, allow_example: bool = False) -> str:
+    """An SSH source range (`operator_cidr`): an IPv4 or IPv6 network without host bits, no wider than a /16
+    (IPv4) or /48 (IPv6) unless `allow_wide`, and not a documentation range unless `allow_example` (the
+    shipped stack files carry 203.0.113.7/32 as the placeholder: `cost` may read it, `pulumi up` may not)."""
     text = value if isinstance(value, str) else None
     if text is None or len(text) > 43:
-        raise ValueError(f"operator_cidr {str(value)[:60]!r} is not a network; give your address as a /32, "
+        raise ValueError(f"operator_cidr {str(value)[:60]!r} is not a CIDR; give your address as a /32, "
                          "e.g. 198.18.7.9/32 (what `curl -4 ifconfig.me` prints, plus /32)")
     try:
         net = ipaddress.ip_network(text.strip(), strict=True)
     except ValueError as exc:
-        why = "has host bits set" if "host bits" in str(exc) else "is not a network"
+        why = "has host bits set" if "host bits" in str(exc) else "is not a CIDR"
         raise ValueError(f"operator_cidr {text!r} {why}; give your address as a /32, e.g. 198.18.7.9/32") from None
-    if net.version == 4 and any(net.overlaps(d) for d in DOC_RANGES):
+    if not allow_example and net.version == 4 and any(net.overlaps(d) for d in DOC_RANGES):
         raise ValueError(f"operator_cidr {text} is a documentation example range (RFC 5737), not your "
                          "address; put your own public address with /32")
     widest = WIDEST_SSH_PREFIX if net.version == 4 else 48

@@ -5,7 +5,6 @@ components (`cluster/hetzner.py`, `cluster/gcp.py`).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
 
@@ -32,12 +31,16 @@ class ClusterSpec(FleetSpec):
     @classmethod
     def _read_file(cls, v: Any) -> Any:
         if isinstance(v, dict) and set(v) == {"topology_file"}:
+            from n8n_sizer.safety.files import read_user_text
+            from n8n_sizer.safety.jsondoc import load_json
+
             path = Path(str(v["topology_file"]))
-            try:
-                return json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise ValueError(f"topology_file {path} cannot be read as JSON ({exc}); write it with "
-                                 "`advise --json > advice.json`, relative to the project folder") from None
+            fix = "write it with `advise --json > advice.json`, relative to the project folder"
+            try:  # the one reader and the one JSON loader: a FIFO, a device, 100,000 brackets are one line
+                return load_json(read_user_text(path, "topology_file", fix=fix, max_bytes=4 << 20),
+                                 f"topology_file {path}", fix)
+            except InputError as exc:
+                raise ValueError(str(exc)) from None
         return v
 
     @model_validator(mode="after")
@@ -56,6 +59,16 @@ class ClusterSpec(FleetSpec):
         for host in topology.hosts():
             if self.provider == "hetzner" and host.size.startswith(("cx", "cax")) and self.location in ("ash", "hil", "sin"):
                 raise _KeyError("cluster", f"{host.size} is sold in Hetzner's EU locations only; use fsn1, nbg1 or hel1")
+        # Whatever `pulumi up` would refuse when it renders the hosts (max_connections under the pools, a
+        # Postgres host too small for its connections, cloud-init over the limit) is refused here, so `cost`
+        # never prices a stack the program will not build.
+        from n8n_sizer.deploy.render_topology import render_topology
+        from n8n_sizer.deploy.secrets import generate_secrets
+
+        try:
+            render_topology(topology, generate_secrets(), profile="bench")
+        except InputError as exc:
+            raise _KeyError("cluster", str(exc)) from None
         return self
 
     @property
