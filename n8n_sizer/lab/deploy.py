@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 
@@ -25,8 +27,11 @@ from n8n_sizer.lab.ingest import deploy_caddy, lab_caddyfile
 from n8n_sizer.lab.n8n_role import MAIN_PORT, N8nProcess, deploy_n8n_role
 from n8n_sizer.lab.state import LabState, read_lab_state
 from n8n_sizer.safety.files import read_user_text
+from n8n_sizer.safety.jsondoc import load_json
 from n8n_sizer.safety.write import write_atomic
 from n8n_sizer.safety.frozen import Frozen
+
+DEPLOY_FIX = "run `n8n-sizer lab deploy --inventory lab.json` again"
 
 
 class LabCluster(Frozen):
@@ -53,7 +58,7 @@ def deployed_cluster(path: Path) -> LabCluster | None:
     root = Path(state.folder) / "hosts"
     record = cluster_record(Path(state.folder))
     if record.is_file():
-        return LabCluster.model_validate_json(record.read_text())
+        return LabCluster.model_validate_json(read_user_text(record, "the lab's cluster record", fix=DEPLOY_FIX))
     if root.exists():
         raise InputError(f"the lab of {path} has a deploy that did not finish ({root} holds no {CLUSTER_RECORD}); "
                          "`lab down` and `lab up` for a fresh one")
@@ -114,7 +119,7 @@ def read_cluster(state: LabState) -> LabCluster:
     if not path.is_file():
         raise InputError(f"the lab {state.lab_id} is not deployed ({path} is missing); run "
                          "`n8n-sizer lab deploy --inventory lab.json` first")
-    return LabCluster.model_validate_json(path.read_text())
+    return LabCluster.model_validate_json(read_user_text(path, "the lab's cluster record", fix=DEPLOY_FIX))
 
 
 def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, python: str) -> LabCluster:
@@ -123,12 +128,20 @@ def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, py
     ingest = next(h for h in topo_hosts if h.roles.main)
     ends = deploy_data_host(hosts[data.name], python, str(root / data.name), data.private_ip, state.subnet,
                             max_connections=_max_connections(topology))
-    data_secrets = root / "data-secrets.json"
-    hosts[data.name].get(ends.secrets_file, data_secrets)
+    # The data host's passwords land in a private folder of their own (0700, unpredictable name), read through
+    # the one reader and removed at once: never at a predictable path with the umask's mode.
+    fetched = Path(tempfile.mkdtemp(prefix=".data-secrets-", dir=root))
+    try:
+        data_secrets = fetched / "data-secrets.json"
+        hosts[data.name].get(ends.secrets_file, data_secrets)
+        passwords = load_json(read_user_text(data_secrets, "the data host's secrets", max_bytes=1 << 16,
+                                             fix="run `n8n-sizer lab deploy` again"),
+                              "the data host's secrets", "run `n8n-sizer lab deploy` again")
+    finally:
+        shutil.rmtree(fetched, ignore_errors=True)
     cluster_secrets = root / "cluster-secrets.json"
-    write_atomic(cluster_secrets, json.dumps({"encryption_key": secrets.token_hex(32),
-                                              **json.loads(data_secrets.read_text())}) + "\n", private=True)
-    data_secrets.unlink()
+    write_atomic(cluster_secrets, json.dumps({"encryption_key": secrets.token_hex(32), **passwords}) + "\n",
+                 private=True)
     common = {"data": data.private_ip, "main": ingest.private_ip, "secrets_file": str(cluster_secrets),
               "concurrency": topology.concurrency}
     behind_lb = bool(ingest.roles.load_balancer)

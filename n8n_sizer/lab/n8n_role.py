@@ -63,7 +63,10 @@ def start_n8n_role(role: str, name: str, state: Path, data: str, listen: str, ma
     install = find_installed()
     if install is None:
         raise InputError("n8n is not installed on this host; run `bash scripts/test.sh` once (it installs n8n)")
-    secrets = StackSecrets.model_validate_json(secrets_file.read_text())
+    from n8n_sizer.safety.files import read_user_text
+
+    secrets = StackSecrets.model_validate_json(read_user_text(secrets_file, "--secrets", private=True, max_bytes=1 << 16,
+                                                              fix="pass the 0600 file `lab deploy` wrote"))
     setup = Setup(mode="queue", workers=1, concurrency=concurrency, db="postgres")
     folder = state / name
     folder.mkdir(parents=True, exist_ok=False)

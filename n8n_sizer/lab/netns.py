@@ -23,9 +23,10 @@ from typing import Iterator
 from n8n_sizer.deploy.topology import Topology
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.lab import sshd
-from n8n_sizer.lab.plan import (BRIDGE_PREFIX, VETH_PREFIX, LabPlan, bridge_commands, forward_rule,
+from n8n_sizer.lab.plan import (BRIDGE_PREFIX, VETH_PREFIX, LabPlan, bridge_commands, forward_rule, is_lab_netns,
                                 link_commands, overlapping_routes, plan_lab)
 from n8n_sizer.lab.state import MARKER, LabState, Recorder, lab_inventory, read_lab_state
+from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.write import probe_writable, write_atomic
 
 NETNS_DIR = Path("/run/netns")
@@ -101,11 +102,10 @@ def preflight(plan: LabPlan, out: Path, sshd_path: str) -> None:
         raise InputError(f"--out {out} exists; a lab never overwrites an inventory: `n8n-sizer lab down "
                          f"--inventory {out}` first, or pick another --out")
     probe_writable(out.parent if str(out.parent) else Path("."), "--out folder", "pick a folder you can write to")
-    taken = [ns.name for ns in plan.namespaces if os.path.lexists(NETNS_DIR / ns.name)]
+    taken = [ns.netns for ns in plan.namespaces if os.path.lexists(NETNS_DIR / ns.netns)]
     if taken:
-        raise InputError(f"network namespace(s) {', '.join(taken)} already exist on this machine; the lab "
-                         "names its namespaces after the topology's hosts: remove them (`ip netns del NAME`) "
-                         "or, if they are an older lab's, `n8n-sizer lab down --inventory` it first")
+        raise InputError(f"network namespace(s) {', '.join(taken)} already exist on this machine, with this "
+                         "lab's random id in their names; run lab up again (it draws a new id)")
     routes = _ip(["ip", "-o", "route", "show", "table", "all"]).stdout + _ip(["ip", "-o", "addr", "show"]).stdout
     hits = overlapping_routes(routes, plan.subnet)
     if hits:
@@ -170,10 +170,11 @@ def _build(plan: LabPlan, rec: Recorder, out: Path, sshd_path: str) -> None:
     folder.mkdir(mode=0o711)
     folder.chmod(0o711)  # whatever the umask did
     rec.folder = folder
-    (folder / MARKER).write_text(plan.lab_id + "\n")
+    write_atomic(folder / MARKER, plan.lab_id + "\n", private=True)
     rec.client_key = folder / "client_key"
     sshd.generate_key(rec.client_key, f"n8n-sizer-lab-{plan.lab_id}")
-    write_atomic(folder / "authorized_keys", (folder / "client_key.pub").read_text(), private=True)
+    write_atomic(folder / "authorized_keys", read_user_text(folder / "client_key.pub", "the lab's public key",
+                                                            fix="run lab up again"), private=True)
     first, *rest = bridge_commands(plan)
     _run(first)
     rec.bridge = plan.bridge
@@ -183,11 +184,11 @@ def _build(plan: LabPlan, rec: Recorder, out: Path, sshd_path: str) -> None:
         _run(["iptables", "-w", "5", "-I", *forward_rule(plan.bridge, plan.lab_id)])
         rec.forward_rule = True
     for ns in plan.namespaces:
-        _run(["ip", "netns", "add", ns.name])
-        inode = netns_inode(ns.name)
+        _run(["ip", "netns", "add", ns.netns])
+        inode = netns_inode(ns.netns)
         if inode is None:
-            raise RemoteError(f"lab: `ip netns add {ns.name}` left no {NETNS_DIR / ns.name}")
-        rec.namespace(ns.name, inode)
+            raise RemoteError(f"lab: `ip netns add {ns.netns}` left no {NETNS_DIR / ns.netns}")
+        rec.namespace(ns.name, ns.netns, inode)
         first, *rest = link_commands(plan, ns)
         _run(first)
         rec.update(ns.name, veth=ns.veth)
@@ -264,14 +265,21 @@ def remove_lab(state: LabState) -> Removal:
     r = Removal()
     ours = []
     for rec in state.namespaces:
-        inode = netns_inode(rec.name)
+        # Three checks, all needed: the name carries this lab's random id (a generic `data` or `worker-1` made
+        # by someone else never does), the record says it is the lab's, and the inode is still the one `ip netns
+        # add` gave it. An inode alone is not an identity: the kernel reuses it for the next namespace.
+        if rec.netns is None or not is_lab_netns(rec.netns, state.lab_id):
+            r.failed.append(f"namespace {rec.netns or rec.name} (its name does not carry lab id {state.lab_id}: "
+                            "left alone; remove it by hand if it is yours)")
+            continue
+        inode = netns_inode(rec.netns)
         if inode is None:
-            r.gone.append(f"namespace {rec.name}")
+            r.gone.append(f"namespace {rec.netns}")
         elif inode != rec.netns_inode:
-            r.gone.append(f"namespace {rec.name} (the name now belongs to another namespace: left alone)")
+            r.gone.append(f"namespace {rec.netns} (the name now belongs to another namespace: left alone)")
         else:
             ours.append(rec)
-    pids = [p for rec in ours for p in _pids_in(rec.name)]
+    pids = [p for rec in ours for p in _pids_in(rec.netns)]
     # A recorded sshd outside its namespace's list (its namespace already deleted) still holds that namespace.
     pids += [rec.sshd_pid for rec in state.namespaces if rec.sshd_pid and rec.sshd_pid not in pids
              and _own_config(state, rec.sshd_config) and _runs_config(rec.sshd_pid, rec.sshd_config)]
@@ -283,18 +291,18 @@ def remove_lab(state: LabState) -> Removal:
     veths = [rec.veth for rec in state.namespaces if rec.veth]
     _remove_links(veths, r)
     for rec in ours:
-        res = _ip(["ip", "netns", "del", rec.name])
+        res = _ip(["ip", "netns", "del", rec.netns])
         if res.returncode == 0:
-            r.removed.append(f"namespace {rec.name}")
+            r.removed.append(f"namespace {rec.netns}")
         else:
-            r.failed.append(f"namespace {rec.name} ({' '.join(res.stderr.split())[-160:]})")
+            r.failed.append(f"namespace {rec.netns} ({' '.join(res.stderr.split())[-160:]})")
     _remove_links([state.bridge] if state.bridge else [], r)
     _remove_forward_rule(state, r)
     if state.folder:
         folder = Path(state.folder)
         try:
-            mine = (folder / MARKER).read_text().strip() == state.lab_id
-        except OSError:
+            mine = read_user_text(folder / MARKER, "lab marker", fix="-", private=True).strip() == state.lab_id
+        except (OSError, InputError):
             mine = False
         if not folder.exists():
             r.gone.append(f"folder {folder}")

@@ -64,16 +64,18 @@ def test_a_topology_host_named_like_a_generator_is_refused():
 def test_link_commands_put_the_address_inside_and_the_veth_on_the_bridge():
     plan = _plan()
     cmds = link_commands(plan, plan.namespaces[1])
-    assert cmds[0] == ["ip", "link", "add", "nza1b2c3-2", "type", "veth", "peer", "name", "eth0", "netns", "ingest"]
+    ns = "n8nsz-a1b2c3-ingest"  # the lab's random id in the namespace's name (issue 24)
+    assert cmds[0] == ["ip", "link", "add", "nza1b2c3-2", "type", "veth", "peer", "name", "eth0", "netns", ns]
     assert ["ip", "link", "set", "nza1b2c3-2", "master", "n8nsz-a1b2c3"] in cmds
-    assert ["ip", "-n", "ingest", "addr", "add", "10.213.7.11/24", "dev", "eth0"] in cmds
-    assert ["ip", "-n", "ingest", "link", "set", "lo", "up"] in cmds
+    assert ["ip", "-n", ns, "addr", "add", "10.213.7.11/24", "dev", "eth0"] in cmds
+    assert ["ip", "-n", ns, "link", "set", "lo", "up"] in cmds
     assert not any("route" in c for c in cmds)  # no default route: nothing can leave the subnet
 
 
 def test_sshd_runs_in_its_namespace_under_its_hosts_name_and_keeps_its_pid():
-    cmd = sshd_command("worker-1", "/usr/sbin/sshd", "/lab/worker-1.sshd_config")
-    assert cmd[:5] == ["ip", "netns", "exec", "worker-1", "unshare"] and "--fork" not in cmd
+    ns = next(n for n in _plan().namespaces if n.name == "worker-1")
+    cmd = sshd_command(ns, "/usr/sbin/sshd", "/lab/worker-1.sshd_config")
+    assert cmd[:5] == ["ip", "netns", "exec", "n8nsz-a1b2c3-worker-1", "unshare"] and "--fork" not in cmd
     assert 'exec "$2" -D -e -f "$3"' in cmd[cmd.index("-c") + 1]
     assert cmd[-3:] == ["worker-1", "/usr/sbin/sshd", "/lab/worker-1.sshd_config"]
 
