@@ -44,7 +44,12 @@ def _save_session(path: Path, session: N8nSession) -> None:
 
 
 def _load_session(path: Path, base_url: str) -> N8nSession:
-    data = json.loads(path.read_text())
+    from n8n_sizer.safety.files import read_user_text
+    from n8n_sizer.safety.jsondoc import load_json
+
+    fix = "delete it; the next run sets n8n up again"
+    data = load_json(read_user_text(path, "the saved n8n login", private=True, max_bytes=1 << 16, fix=fix),
+                     f"the saved n8n login {path}", fix)
     owner = OwnerLogin(email=data["email"], password=SecretStr(data["password"]))
     return N8nSession(base_url=base_url, owner=owner, api_key=SecretStr(data["api_key"]))
 

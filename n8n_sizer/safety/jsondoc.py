@@ -63,7 +63,7 @@ def load_json(text: str, what: str, fix: str, *, max_depth: int = MAX_DEPTH) -> 
     try:
         return json.loads(text, parse_constant=_constant, parse_int=_number(int), parse_float=_number(float))
     except json.JSONDecodeError as exc:
-        raise InputError(f"{what} is not JSON ({exc.msg} at line {exc.lineno}); {fix}") from None
+        raise InputError(f"{what} is not JSON (not valid JSON: {exc.msg} at line {exc.lineno}); {fix}") from None
     except (ValueError, RecursionError) as exc:
         reason = str(exc)[:80] if isinstance(exc, ValueError) else "nested too deeply"
         raise InputError(f"{what} is not usable JSON ({reason}); {fix}") from None
