@@ -2,7 +2,8 @@
 
 `main()` runs the app so that every usage error, `InputError` or validation error becomes one line on
 stderr and exit code 2, and every `RemoteError` (a host, provider, service or n8n that failed) one line and
-exit code 1, with no traceback.
+exit code 1, with no traceback. Anything else is a bug: one line that says where the traceback was saved
+(a 0600 file in a fresh 0700 folder) and where to report it, exit code 70.
 """
 
 from __future__ import annotations
