@@ -286,12 +286,15 @@ def lab_up(run) -> str:
 def _owner_login(cluster, run_secrets: Path) -> None:
     """n8n has one owner per cluster: the first bench sets it up and keeps its login next to the cluster's
     secrets (0600), and every bench on that cluster starts from a copy in its own secrets folder."""
-    from n8n_sizer.lab.deploy import OWNER_LOGIN
+    from n8n_sizer.lab.deploy import OWNER_LOGIN, lab_owner
+    from n8n_sizer.n8n.client import OwnerLogin
     from n8n_sizer.n8n.link import saved_or_new_session
-    from n8n_sizer.safety.write import write_atomic
+    from pydantic import SecretStr
 
     owner = Path(cluster.secrets_file).with_name(OWNER_LOGIN)  # the lab's hosts/ folder, where the drills look too
-    saved_or_new_session(cluster.url, owner, LAB_TARGET)
+    made = lab_owner(owner.parent)  # the owner main created from its environment at start
+    saved_or_new_session(cluster.url, owner, LAB_TARGET,
+                         None if made is None else OwnerLogin(email=made[0], password=SecretStr(made[1])))
     if not run_secrets.exists():
         run_secrets.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         write_atomic(run_secrets, read_user_text(owner, "the lab's n8n login", private=True, max_bytes=1 << 16,

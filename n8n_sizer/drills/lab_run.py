@@ -131,11 +131,17 @@ class Load:
 def lab_drill_context(inventory: Path) -> Iterator[LabDrillContext]:
     """The deployed lab of `inventory` with n8n set up (the saved owner login in the lab's folder, or n8n set up
     now and its login saved there, 0600)."""
-    from n8n_sizer.lab.deploy import owner_login
+    from pydantic import SecretStr
+
+    from n8n_sizer.lab.deploy import lab_owner, owner_login
+    from n8n_sizer.n8n.client import OwnerLogin
     from n8n_sizer.n8n.link import saved_or_new_session
 
     with LabClusterHandle.open(inventory) as lab:
-        session = saved_or_new_session(lab.url, owner_login(lab.folder), lab.name)
+        login = owner_login(lab.folder)
+        made = lab_owner(login.parent)  # the owner main created from its environment at start
+        session = saved_or_new_session(lab.url, login, lab.name,
+                                       None if made is None else OwnerLogin(email=made[0], password=SecretStr(made[1])))
         yield LabDrillContext(lab=lab, session=session)
 
 

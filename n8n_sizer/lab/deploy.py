@@ -47,6 +47,8 @@ class LabCluster(Frozen):
 
 CLUSTER_RECORD = "cluster.json"  # in the lab's `hosts/` folder, written once the whole topology is up
 OWNER_LOGIN = "n8n-owner.json"  # beside it, 0600
+OWNER_CREDENTIALS = "n8n-owner-credentials.json"  # 0600: the owner main creates from its environment
+OWNER_EMAIL = "lab-owner@n8n-sizer.invalid"
 
 
 def deployed_cluster(path: Path) -> LabCluster | None:
@@ -104,6 +106,31 @@ def cluster_record(folder: Path) -> Path:
     return folder / "hosts" / CLUSTER_RECORD
 
 
+def lab_owner(hosts_dir: Path) -> tuple[str, str] | None:
+    """(email, password) of the owner `lab deploy` gave main through N8N_INSTANCE_OWNER_* (in the lab's
+    `hosts/` folder); None for a lab deployed before it did."""
+    path = hosts_dir / OWNER_CREDENTIALS
+    if not path.exists():
+        return None
+    doc = load_json(read_user_text(path, "the lab's owner credentials", private=True, max_bytes=1 << 12,
+                                   fix=DEPLOY_FIX), "the lab's owner credentials", DEPLOY_FIX)
+    return str(doc["email"]), str(doc["password"])
+
+
+def _owner_files(root: Path) -> Path:
+    """The owner main creates at start: its password (0600, for bench and drills to log in) and, for main,
+    only its bcrypt hash (0600). Nobody sets the owner up over the network, so nobody can claim it first."""
+    import bcrypt  # paramiko's dependency: the lab needs the bench extra anyway
+
+    password = f"Nz9-{secrets.token_urlsafe(18)}"  # n8n's rule: 8+ characters, a number and an uppercase letter
+    write_atomic(root / OWNER_CREDENTIALS, json.dumps({"email": OWNER_EMAIL, "password": password}) + "\n",
+                 private=True)
+    hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=10)).decode()
+    env_file = root / "n8n-owner-env.json"
+    write_atomic(env_file, json.dumps({"email": OWNER_EMAIL, "password_hash": hashed}) + "\n", private=True)
+    return env_file
+
+
 def owner_login(folder: Path) -> Path:
     """The n8n owner login of the lab's cluster (0600): saved by whichever of bench and drill set n8n up first."""
     return folder / "hosts" / OWNER_LOGIN
@@ -122,7 +149,25 @@ def read_cluster(state: LabState) -> LabCluster:
     return LabCluster.model_validate_json(read_user_text(path, "the lab's cluster record", fix=DEPLOY_FIX))
 
 
+def _same_code_python(root: Path, python: str) -> str:
+    """A `python` for the lab's hosts that imports this very n8n_sizer: the hosts share this machine's files,
+    and a role started over SSH must run the code that deployed it (its flags, its owner handling), not
+    whatever an editable install elsewhere points to. A 0700 script in the lab's root-owned folder."""
+    import shlex
+
+    import n8n_sizer
+
+    package_parent = Path(n8n_sizer.__file__).resolve().parent.parent
+    wrapper = root / "python"
+    write_atomic(wrapper, f'#!/bin/sh\nPYTHONPATH={shlex.quote(str(package_parent))} exec {shlex.quote(python)} "$@"\n',
+                 private=True)
+    wrapper.chmod(0o700)
+    return str(wrapper)
+
+
 def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, python: str) -> LabCluster:
+    root.mkdir(mode=0o755)  # Debian's postgres user passes through to its data folder inside
+    python = _same_code_python(root, python)
     topo_hosts = topology.hosts()
     data = next(h for h in topo_hosts if h.roles.postgres)
     ingest = next(h for h in topo_hosts if h.roles.main)
@@ -149,7 +194,8 @@ def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, py
     procs: dict[str, list[N8nProcess]] = {h.name: [] for h in topo_hosts}
     procs[ingest.name].append(deploy_n8n_role(hosts[ingest.name], python, role="main", name="main",
                                               state=str(root / ingest.name), listen=main_listen,
-                                              production_off=ingest.roles.webhook > 0, **common))
+                                              production_off=ingest.roles.webhook > 0,
+                                              owner_file=str(_owner_files(root)), **common))
     for i in range(1, ingest.roles.webhook + 1):
         procs[ingest.name].append(deploy_n8n_role(hosts[ingest.name], python, role="webhook", name=f"webhook-{i}",
                                                   index=i, state=str(root / ingest.name), listen="127.0.0.1",

@@ -274,3 +274,29 @@ def test_the_tool_raises_no_bare_runtime_error():
             if isinstance(node, ast.Raise) and node.exc is not None:
                 called = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
                 assert not (isinstance(called, ast.Name) and called.id == "RuntimeError"), f"{path}:{node.lineno}"
+
+
+# ---- the lab's n8n owner comes from main's environment ------------------------------------------------------
+
+def test_lab_main_gets_its_owner_from_a_private_file_never_over_the_network(tmp_path):
+    """No local user can claim the owner setup of a lab's n8n: main creates the owner at start from
+    N8N_INSTANCE_OWNER_* (a bcrypt hash, from a 0600 file); a file others can read, or no hash, is refused."""
+    import bcrypt
+
+    from n8n_sizer.lab.n8n_role import owner_env
+
+    good = tmp_path / "owner.json"
+    hashed = bcrypt.hashpw(b"Nz9-secret", bcrypt.gensalt(rounds=4)).decode()
+    good.write_text(json.dumps({"email": "lab-owner@n8n-sizer.invalid", "password_hash": hashed}))
+    good.chmod(0o600)
+    env = owner_env(good)
+    assert env == {"N8N_INSTANCE_OWNER_MANAGED_BY_ENV": "true", "N8N_INSTANCE_OWNER_EMAIL": "lab-owner@n8n-sizer.invalid",
+                   "N8N_INSTANCE_OWNER_PASSWORD_HASH": hashed}
+    good.chmod(0o644)
+    with pytest.raises(InputError, match="chmod 600"):
+        owner_env(good)
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"email": "a@b.invalid", "password_hash": "Nz9-secret"}))
+    plain.chmod(0o600)
+    with pytest.raises(InputError, match="bcrypt"):
+        owner_env(plain)
