@@ -58,6 +58,16 @@ def rule_host_folders(listed: list[str] | None, found: list[str]) -> RuleResult:
     return ok("host-folders", f"{len(found)} host folders, as {MANIFEST_FILE} lists")
 
 
+def _one_value(rule: str, where_by_value: dict[str, list[str]], what: str, fix: str) -> RuleResult:
+    """Pass when every process shows one value of `what`; else fail naming each value and where it runs."""
+    if not where_by_value:
+        return na(rule, f"no process with {what}")
+    if len(where_by_value) > 1:
+        listed = "; ".join(f"{v} on {', '.join(where[:4])}" for v, where in sorted(where_by_value.items()))
+        return fail(rule, f"{what} differs between hosts ({listed})", fix)
+    return ok(rule, f"one {what} ({next(iter(where_by_value))}) on every host")
+
+
 def rule_one_version(c: Cluster) -> RuleResult:
     """Every n8n process of the cluster runs one n8n version: a main on one version and workers on another
     migrate and read the database differently."""
@@ -65,13 +75,8 @@ def rule_one_version(c: Cluster) -> RuleResult:
     for h, s in c.n8n:
         tag = image_base(s.image)[1] if s.image else None
         tags.setdefault(tag or "latest", []).append(f"{h.name}/{s.name}")
-    if not tags:
-        return na("cluster-n8n-version", "no n8n process")
-    if len(tags) > 1:
-        listed = "; ".join(f"{tag} on {', '.join(where[:4])}" for tag, where in sorted(tags.items()))
-        return fail("cluster-n8n-version", f"n8n versions differ between hosts ({listed})",
-                    "render every host from one topology (one n8n_version), or set the same image tag everywhere")
-    return ok("cluster-n8n-version", f"one n8n version ({next(iter(tags))}) on every host")
+    return _one_value("cluster-n8n-version", tags, "n8n version",
+                      "render every host from one topology (one n8n_version), or set the same image tag everywhere")
 
 
 def rule_one_concurrency(c: Cluster) -> RuleResult:
@@ -80,13 +85,8 @@ def rule_one_concurrency(c: Cluster) -> RuleResult:
     for h, s in c.services("worker"):
         value = _concurrency(s)
         values.setdefault("unreadable" if value is None else str(value), []).append(f"{h.name}/{s.name}")
-    if not values:
-        return na("cluster-concurrency", "no workers")
-    if len(values) > 1:
-        listed = "; ".join(f"{v} on {', '.join(where[:4])}" for v, where in sorted(values.items()))
-        return fail("cluster-concurrency", f"workers differ in --concurrency ({listed})",
-                    "render every host from one topology (one concurrency), or give every worker the same value")
-    return ok("cluster-concurrency", f"every worker at --concurrency {next(iter(values))}")
+    return _one_value("cluster-concurrency", values, "worker --concurrency",
+                      "render every host from one topology (one concurrency), or give every worker the same value")
 
 
 def _host_dirs(folder: Path) -> list[Path]:

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from n8n_sizer.deploy.secrets import parse_env_text, read_env_strict
 from n8n_sizer.errors import InputError
+from tests.unit.test_security_inputs import INVENTORY
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE_TOPOLOGY = json.loads((ROOT / "tests" / "data" / "topologies" / "lb-apart.json").read_text())
@@ -202,12 +203,6 @@ def test_stack_files_through_cost_and_teardown(line, text):
             assert_clean(*run_cli("cost", "--stack", "fuzz", "--stacks-dir", project / "stacks"))
 
 
-INVENTORY = {"stack": "single", "provider": "hetzner", "location": "hel1", "expires_at": "2026-12-01t10-00z",
-             "hosts": {"loadgen": {"name": "loadgen", "role": "loadgen", "provider": "hetzner", "size": "cx23",
-                                   "vcpu": 2, "arch": "x86", "public_ip": "198.51.100.7", "ssh_user": "root"},
-                       "t1": {"name": "t1", "role": "target", "provider": "hetzner", "size": "cax11", "vcpu": 2,
-                              "arch": "arm", "public_ip": "198.51.100.9", "ssh_user": "root",
-                              "setup": {"mode": "regular"}}}}
 # Every generated host value carries a character no host name has, so no example can reach the network.
 hostile_host = st.tuples(nasty_text, st.sampled_from(["@", ":", "/", " ", "\n", "\x00", "%"]), nasty_text).map("".join)
 

@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import stat
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,20 +18,10 @@ from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.runs.records import RequestRecord, RunManifest
 from n8n_sizer.runs.store import RunStore
+from tests.unit.test_security_cluster import cli  # the real entry point, in-process
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGIES = ROOT / "tests" / "data" / "topologies"
-
-
-def cli(monkeypatch, capsys, *args) -> tuple[int, str, str]:
-    from n8n_sizer.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["n8n-sizer", *map(str, args)])
-    with pytest.raises(SystemExit) as exit_:
-        main()
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return exit_.value.code, out, err
 
 
 def one_line(code, err, *words, exit_code=2):
