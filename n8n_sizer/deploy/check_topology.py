@@ -23,6 +23,7 @@ from n8n_sizer.deploy.secrets import parse_env_text
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.files import read_user_text, require_folder
 from n8n_sizer.safety.jsondoc import load_json
+from n8n_sizer.safety.network import check_private_subnet
 
 MAX_HOST_FOLDERS = 256  # a topology has at most a few dozen hosts
 FIX = "pass the --out folder of `render --topology`"
@@ -37,10 +38,28 @@ def _manifest(folder: Path) -> dict | None:
     if not os.path.lexists(path):
         return None
     doc = load_json(_read(path, 1 << 20), f"--topology: {path}", "re-render the folder or delete that file")
+    fix = "re-render the folder or delete that file"
     if not isinstance(doc, dict) or not isinstance(doc.get("hosts", []), list):
-        raise InputError(f"--topology: {path} is not a topology.json (an object with a hosts list); re-render "
-                         "the folder or delete that file")
+        raise InputError(f"--topology: {path} is not a topology.json (an object with a hosts list); {fix}")
+    if doc.get("subnet") is not None:  # the one subnet rule: a hand-edited subnet is refused, not trusted
+        try:
+            check_private_subnet(doc["subnet"])
+        except ValueError as exc:
+            raise InputError(f"--topology: {path}: {exc}; {fix}") from None
+    for host in doc.get("hosts", []):
+        ip = host.get("private_ip") if isinstance(host, dict) else None
+        if ip is not None and not _is_ipv4(ip):
+            raise InputError(f"--topology: {path}: private_ip {str(ip)[:60]!r} is not an IPv4 address; {fix}")
     return doc
+
+
+def _is_ipv4(value: object) -> bool:
+    import ipaddress
+
+    try:
+        return isinstance(value, str) and len(value) <= 15 and ipaddress.ip_address(value).version == 4
+    except ValueError:
+        return False
 
 
 def rule_host_folders(listed: list[str] | None, found: list[str]) -> RuleResult:

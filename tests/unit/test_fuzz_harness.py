@@ -243,3 +243,29 @@ def test_run_records_through_report_and_advise(lines):
             (store.folder / name).write_bytes(b"\n".join(lines))
         assert_clean(*run_cli("report", store.folder, "--no-plots", "--out", Path(tmp) / "report"))
         assert_clean(*run_cli("advise", "--rps", "5", "--results", Path(tmp) / "results"))
+
+
+manifest_paths = st.lists(st.one_of(st.sampled_from(["subnet", "hosts", "private_ip", "vcpu", "name", "single_host",
+                                                     "max_connections", "roles"]), st.integers(0, 4)),
+                          min_size=1, max_size=3)
+
+
+@pytest.mark.timeout(120)
+@FUZZ
+@given(path=manifest_paths, value=json_value, host=st.sampled_from(["core", "worker", "hooks-1"]),
+       line=st.integers(0, 200), text=nasty_text)
+def test_hand_edited_cluster_folders_through_check_topology(path, value, host, line, text, rendered_once):
+    """A rendered folder whose topology.json and one host's compose file were edited by hand."""
+    import shutil
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cluster"
+        shutil.copytree(rendered_once, out)
+        manifest = json.loads((out / "topology.json").read_text())
+        (out / "topology.json").write_text(json.dumps(mutate(manifest, path, value)))
+        compose = out / host / "docker-compose.yml"
+        lines = compose.read_text().splitlines()
+        lines[line % len(lines)] = text
+        compose.write_bytes("\n".join(lines).encode("utf-8", "surrogateescape"))
+        assert_clean(*run_cli("check", "--topology", out))
+        assert_clean(*run_cli("check", "--topology", out, "--json"))

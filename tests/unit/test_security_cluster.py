@@ -258,3 +258,12 @@ def test_a_private_subnet_is_accepted(tmp_path, monkeypatch, capsys):
     path = tmp_path / "advice.json"
     path.write_text(_topology(subnet="192.168.40.0/24"))
     assert cli(monkeypatch, capsys, "render", "--topology", path, "--out", tmp_path / "o")[0] == 0
+
+
+@pytest.mark.parametrize("subnet", ["banana", "fd00::/64", "127.0.0.0/24", "0.0.0.0/24", "10.89.0.7/24", 5])
+def test_check_refuses_a_hand_edited_manifest_subnet(rendered, monkeypatch, capsys, subnet):
+    manifest = json.loads((rendered / "topology.json").read_text())
+    manifest["subnet"] = subnet
+    (rendered / "topology.json").write_text(json.dumps(manifest))
+    code, _, err = cli(monkeypatch, capsys, "check", "--topology", rendered)
+    refused(code, err, "topology.json", "subnet")
