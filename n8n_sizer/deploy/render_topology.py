@@ -42,7 +42,7 @@ from n8n_sizer.deploy.secrets import (
 )
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.frozen import Frozen
-from n8n_sizer.safety.write import make_folder, write_atomic
+from n8n_sizer.safety.write import check_folder, make_folder, write_atomic
 
 SECRETS_FILE = ".secrets.env"
 MANIFEST_FILE = "topology.json"
@@ -224,8 +224,10 @@ def write_topology(t: topo.Topology, out_dir: Path, *, profile: str = "bench", d
         if public_url is None and profile != "production" and values.get("N8N_PUBLIC_URL"):
             public_url = values["N8N_PUBLIC_URL"]
     cluster = render_topology(t, secrets, profile=profile, domain=domain, public_url=public_url, extra_env=extra)
-    _prepare_out_dir(out_dir)
     fix = "render into another --out folder"
+    for name in cluster.hosts:  # every host folder checked before the first byte is written
+        check_folder(out_dir / name, "--out: host folder", fix=fix, missing_ok=True)
+    _prepare_out_dir(out_dir)
     messages = []
     write_private(out_dir / SECRETS_FILE, "".join(f"{n}={getattr(secrets, f)}\n" for f, n in ENV_NAMES.items()))
     for name, bundle in cluster.hosts.items():

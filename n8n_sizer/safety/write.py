@@ -105,8 +105,20 @@ def make_folder(path: Path | str, what: str, *, fix: str) -> Path:
         pass
     except OSError as exc:
         raise InputError(f"{what} {path} cannot be created ({exc.strerror or exc}); {fix}") from None
+    check_folder(path, what, fix=fix)
+    return path
+
+
+def check_folder(path: Path | str, what: str, *, fix: str, missing_ok: bool = False) -> None:
+    """Refuse `path` as a folder to write into unless it is a real folder of this user's (not a link, not a
+    file, not someone else's); with `missing_ok`, a path that does not exist yet passes (make_folder makes it)."""
+    path = Path(path)
     try:
         info = os.lstat(path)
+    except FileNotFoundError:
+        if missing_ok:
+            return
+        raise InputError(f"{what} {path} does not exist; {fix}") from None
     except OSError as exc:
         raise InputError(f"{what} {path} cannot be used ({exc.strerror or exc}); {fix}") from None
     if stat.S_ISLNK(info.st_mode):
@@ -117,4 +129,3 @@ def make_folder(path: Path | str, what: str, *, fix: str) -> Path:
     if info.st_uid != os.geteuid():
         raise InputError(f"{what} {path} belongs to user id {info.st_uid}, not to you ({os.geteuid()}); "
                          f"n8n-sizer does not write into another user's folder: {fix}")
-    return path

@@ -267,3 +267,19 @@ def test_check_refuses_a_hand_edited_manifest_subnet(rendered, monkeypatch, caps
     (rendered / "topology.json").write_text(json.dumps(manifest))
     code, _, err = cli(monkeypatch, capsys, "check", "--topology", rendered)
     refused(code, err, "topology.json", "subnet")
+
+
+@pytest.mark.parametrize("kind", ["file", "other-user"])
+def test_a_bad_host_folder_is_refused_before_anything_is_written(tmp_path, monkeypatch, capsys, kind):
+    out = tmp_path / "cluster"
+    out.mkdir()
+    if kind == "file":
+        (out / "worker").write_text("not a folder\n")
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("chown to another user needs root")
+        (out / "worker").mkdir()
+        os.chown(out / "worker", 65534, 65534)
+    code, _, err = render_again(out, monkeypatch, capsys)
+    refused(code, err, "worker")
+    assert sorted(p.name for p in out.iterdir()) == ["worker"]  # not even .secrets.env
