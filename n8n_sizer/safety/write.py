@@ -40,10 +40,22 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
+def _kept_mode(path: Path) -> int | None:
+    """The permission bits of the user's own regular file at `path` (less group/other write), else None."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+        return None
+    return stat.S_IMODE(info.st_mode) & 0o755
+
+
 def write_atomic(path: Path | str, data: str | bytes, *, private: bool, what: str = "",
                  mode: int | None = None) -> None:
     """Replace `path` with `data` atomically: mode 0600 when `private`, else `mode` when given (a copy keeps
-    its original's mode: a user's 0600 file stays 0600), else 0644 (less the umask).
+    its original's mode: a user's 0600 file stays 0600), else the mode of the file it replaces (a user who
+    made their compose file 0600 keeps it so; never group- or other-writable), else 0644 (less the umask).
 
     Raises `InputError` naming `what` (default: the path) when the write fails; the previous file, if
     any, is then untouched and no temporary file is left behind.
@@ -51,6 +63,8 @@ def write_atomic(path: Path | str, data: str | bytes, *, private: bool, what: st
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     label = what or str(path)
+    if not private and mode is None:
+        mode = _kept_mode(path)
     existed = os.path.lexists(path)
     kept = f"the previous {path.name} is left as it was" if existed else "nothing was written"
     tmp = temp_name(path)

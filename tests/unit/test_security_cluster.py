@@ -283,3 +283,10 @@ def test_a_bad_host_folder_is_refused_before_anything_is_written(tmp_path, monke
     code, _, err = render_again(out, monkeypatch, capsys)
     refused(code, err, "worker")
     assert sorted(p.name for p in out.iterdir()) == ["worker"]  # not even .secrets.env
+
+
+def test_a_rewritten_compose_file_keeps_the_users_mode(rendered, monkeypatch, capsys):
+    compose = rendered / "core" / "docker-compose.yml"
+    compose.chmod(0o600)
+    assert render_again(rendered, monkeypatch, capsys)[0] == 0
+    assert stat.S_IMODE(compose.stat().st_mode) == 0o600
