@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -23,8 +24,8 @@ from typing import Iterator
 from n8n_sizer.deploy.topology import Topology
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.lab import sshd
-from n8n_sizer.lab.plan import (BRIDGE_PREFIX, VETH_PREFIX, LabPlan, bridge_commands, forward_rule, is_lab_netns,
-                                link_commands, overlapping_routes, plan_lab)
+from n8n_sizer.lab.plan import (BRIDGE_PREFIX, LAB_ID_RE, VETH_PREFIX, LabPlan, bridge_commands, forward_rule,
+                                is_lab_netns, link_commands, overlapping_routes, plan_lab)
 from n8n_sizer.lab.state import MARKER, LabState, Recorder, lab_inventory, read_lab_state
 from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.write import probe_writable, write_atomic
@@ -74,7 +75,7 @@ def bridged_frames_filtered() -> bool:
 
 
 def _remove_forward_rule(state: LabState, r: Removal) -> None:
-    if not (state.forward_rule and state.bridge and state.bridge.startswith(BRIDGE_PREFIX)):
+    if not (state.forward_rule and state.bridge == BRIDGE_PREFIX + state.lab_id and LAB_ID_RE.fullmatch(state.lab_id)):
         return
     rule = forward_rule(state.bridge, state.lab_id)
     if _ip(["iptables", "-w", "5", "-C", *rule]).returncode != 0:
@@ -221,10 +222,21 @@ def _runs_config(pid: int, config: str) -> bool:
         return False
 
 
+def _folder_is_the_labs(state: LabState) -> bool:
+    """The record's folder carries the lab's marker with its id (a record naming another folder does not)."""
+    if not state.folder:
+        return False
+    try:
+        marker = read_user_text(Path(state.folder) / MARKER, "lab marker", fix="-", private=True, max_bytes=64)
+    except (OSError, InputError):
+        return False
+    return marker.strip() == state.lab_id
+
+
 def _own_config(state: LabState, config: str | None) -> bool:
-    """Only a config file inside the lab's own folder identifies one of its sshds (a record naming, say,
-    /usr/sbin/sshd must not single out this machine's own sshd)."""
-    if not config or not state.folder:
+    """Only a config file inside the lab's own folder (the one carrying its marker) identifies one of its sshds
+    (a record naming, say, /usr/sbin/sshd or another folder must not single out this machine's own sshd)."""
+    if not config or not _folder_is_the_labs(state):
         return False
     path = Path(config)
     return path.parent == Path(state.folder) and path.name.endswith(".sshd_config")
@@ -246,10 +258,12 @@ def stop_pids(pids: list[int]) -> list[int]:
     return [p for p in pids if sshd.pid_alive(p)]
 
 
-def _remove_links(links: list[str], r: Removal) -> None:
+def _remove_links(links: list[str], r: Removal, lab_id: str) -> None:
     for link in links:
-        if not link.startswith((VETH_PREFIX, BRIDGE_PREFIX)):
-            r.failed.append(f"link {link} (not a lab link name: left alone)")
+        # only this lab's own names: its bridge n8nsz-<id> or a veth nz<id>-<n>, never another link
+        ours = LAB_ID_RE.fullmatch(lab_id) and re.fullmatch(rf"(?:{BRIDGE_PREFIX}{lab_id}|{VETH_PREFIX}{lab_id}-\d+)", link)
+        if not ours:
+            r.failed.append(f"link {link} (not a link of lab {lab_id}: left alone)")
             continue
         res = _ip(["ip", "link", "del", "dev", link])
         if res.returncode == 0:
@@ -289,21 +303,18 @@ def remove_lab(state: LabState) -> Removal:
     # Veths first, from this side: deleting one deletes its peer in the namespace at once, whereas a deleted
     # namespace frees its end later, in the kernel's own time.
     veths = [rec.veth for rec in state.namespaces if rec.veth]
-    _remove_links(veths, r)
+    _remove_links(veths, r, state.lab_id)
     for rec in ours:
         res = _ip(["ip", "netns", "del", rec.netns])
         if res.returncode == 0:
             r.removed.append(f"namespace {rec.netns}")
         else:
             r.failed.append(f"namespace {rec.netns} ({' '.join(res.stderr.split())[-160:]})")
-    _remove_links([state.bridge] if state.bridge else [], r)
+    _remove_links([state.bridge] if state.bridge else [], r, state.lab_id)
     _remove_forward_rule(state, r)
     if state.folder:
         folder = Path(state.folder)
-        try:
-            mine = read_user_text(folder / MARKER, "lab marker", fix="-", private=True).strip() == state.lab_id
-        except (OSError, InputError):
-            mine = False
+        mine = _folder_is_the_labs(state)
         if not folder.exists():
             r.gone.append(f"folder {folder}")
         elif not mine:

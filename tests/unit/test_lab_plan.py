@@ -190,10 +190,25 @@ def test_bench_takes_a_lab_inventory_and_refuses_a_cluster_stack_without_a_lab(t
         read_inventory_file(path)
 
 
-def test_a_record_naming_a_config_outside_the_lab_folder_singles_out_no_process():
+def test_a_record_naming_a_config_outside_the_lab_folder_singles_out_no_process(tmp_path):
     from n8n_sizer.lab.netns import _own_config
+    from n8n_sizer.lab.state import MARKER
 
-    state = _state()
-    assert _own_config(state, "/lab/data.sshd_config")
+    lab = tmp_path / "lab"
+    lab.mkdir()
+    state = _state().model_copy(update={"folder": str(lab)})
+    assert not _own_config(state, f"{lab}/data.sshd_config")  # no marker: a folder the record merely names
+    (lab / MARKER).write_text(state.lab_id + "\n")
+    (lab / MARKER).chmod(0o600)
+    assert _own_config(state, f"{lab}/data.sshd_config")
     assert not _own_config(state, "/usr/sbin/sshd") and not _own_config(state, "/etc/ssh/sshd_config")
-    assert not _own_config(state, "/lab/sub/data.sshd_config") and not _own_config(state, None)
+    assert not _own_config(state, f"{lab}/sub/data.sshd_config") and not _own_config(state, None)
+
+
+def test_down_removes_only_links_that_carry_the_labs_id():
+    """A hand-edited record naming someone else's link (or a look-alike) leaves it alone (issue 24)."""
+    from n8n_sizer.lab.netns import Removal, _remove_links
+
+    r = Removal()
+    _remove_links(["nz-victim", "eth0", "docker0", "n8nsz-ffffff", "nza1b2c3-1x", "n8nsz-a1b2c3-x"], r, "a1b2c3")
+    assert len(r.failed) == 6 and not r.removed and all("left alone" in f for f in r.failed)
