@@ -25,8 +25,8 @@ from n8n_sizer.advisor.fit import FittedModel
 from n8n_sizer.advisor.pools import worker_pool_size
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.ram import RamModel
-from n8n_sizer.advisor.answer.search import MAX_HOSTS_DEFAULT, HostOption, Scored, TopologySearch
-from n8n_sizer.advisor.setup import MAX_WORKERS, Setup
+from n8n_sizer.advisor.answer.search import MAX_HOSTS_DEFAULT, NEGLIGIBLE_GAIN, HostOption, Scored, TopologySearch
+from n8n_sizer.advisor.setup import Setup, most_workers
 from n8n_sizer.advisor.answer.topology import COMFORT_UTILISATION, TopologyModel
 from n8n_sizer.advisor.usl import UslModel
 from n8n_sizer.errors import InputError
@@ -92,10 +92,13 @@ class Advisor:
             setup = probe.model_copy(update={"db_pool_size": worker_pool_size(conc, busy)})
         else:
             setup = Setup(mode="regular", db_pool_size=settings.db_pool_size())
+            limit = settings.production_limit_for(model, profile, host, self._capacity(profile, setup, host))
+            setup = setup.model_copy(update={"production_limit": limit})
         mid = self._capacity(profile, setup, host)
         runner = settings.runner_concurrency(model, profile, setup, host, COMFORT_UTILISATION * mid)
         setup = setup.model_copy(update={"runner_concurrency": runner})
-        return _Candidate("queue" if workers else "regular", setup, mid, model.binding_bound(profile, setup, host))
+        mode = "queue" if workers else "regular-limit" if setup.production_limit else "regular"
+        return _Candidate(mode, setup, mid, model.binding_bound(profile, setup, host))
 
     def host_options(self, profile: WorkflowProfile, host: HostShape) -> list[_Candidate]:
         """Regular, then queue with 1 .. max_workers_on_host workers, simplest first."""
@@ -105,8 +108,10 @@ class Advisor:
         return self._options[key]
 
     def most_on_host(self, profile: WorkflowProfile, host: HostShape) -> _Candidate:
-        """The setup with the most capacity on this host (ties: the simpler)."""
-        return max(self.host_options(profile, host), key=lambda c: c.mid)
+        """The simplest setup within a negligible gain of the most capacity on this host."""
+        options = self.host_options(profile, host)
+        top = max(c.mid for c in options)
+        return next(c for c in options if c.mid >= (1.0 - NEGLIGIBLE_GAIN) * top)
 
     def _p95(self, profile: WorkflowProfile, c: _Candidate, host: HostShape, rate: float, shared: bool) -> float | None:
         if rate >= c.mid:
@@ -174,6 +179,12 @@ class Advisor:
             return self._build_single(req, answer, carries, fits, sizes)
         return self._build_topology(req, answer, carries, fits)
 
+    def answer(self, req: Request, cluster_hosts: int = MAX_HOSTS_DEFAULT) -> Recommendation:
+        """`recommend`, with the question asked first and the ways past it (answer/alternatives.py)."""
+        from n8n_sizer.advisor.answer.alternatives import with_alternatives
+
+        return with_alternatives(self.recommend, req, self.recommend(req), cluster_hosts)
+
     def _cheapest_comfortable(self, req: Request, options, search, p95_target):
         """The cheapest candidate (one host, or a topology) that carries the rate comfortably within the
         p95 target, or None; and every host's own answer."""
@@ -188,12 +199,15 @@ class Advisor:
         return (min(found, key=lambda t: (t[0], t[1]))[2] if found else None), singles
 
     def _fits(self, profile: WorkflowProfile, req: Request, sizes: list[ServerSize]) -> list[SizeFit]:
+        """Every catalog size of the provider and arch, judged by the verdict's rule (the warnings name a larger
+        size from it; the answer shows the ones --vcpu allows, `_finish`)."""
         out = []
         for size in sizes:
-            c, _, carries, _ = self.best_on_host(profile, self.host_for_size(size), req.rps, req.p95_ms, size.shared_core)
+            c, comfortable, carries, _ = self.best_on_host(profile, self.host_for_size(size), req.rps, req.p95_ms,
+                                                           size.shared_core)
             out.append(SizeFit(provider=size.provider, size=size.size, vcpu=size.vcpu, arch=size.arch,
                                monthly_eur=size.monthly_eur, mode=c.mode, workers=c.setup.workers,
-                               capacity_per_s=c.mid, carries=carries))
+                               capacity_per_s=c.mid, carries=carries, comfortable=comfortable))
         return out
 
     def _request_echo(self, req: Request) -> dict:
@@ -222,10 +236,24 @@ class Advisor:
         return out
 
     def _build_single(self, req: Request, s: _Single, carries: bool, fits, sizes) -> Recommendation:
-        return build_single(self, req, s, carries, fits, sizes)
+        return _finish(req, build_single(self, req, s, carries, fits, sizes))
 
     def _build_topology(self, req: Request, s: Scored, carries: bool, fits) -> Recommendation:
-        return build_topology(self, req, s, carries, fits)
+        return _finish(req, build_topology(self, req, s, carries, fits))
+
+    def evaluate_one_host(self, req: Request, setup: Setup, option: HostOption) -> Recommendation:
+        """The answer for one host the user gives (a one-host topology): exactly this setup, no search."""
+        profile, host = req.profile, option.shape
+        mid = self._capacity(profile, setup, host)
+        mode = "queue" if setup.mode == "queue" else "regular-limit" if setup.production_limit else "regular"
+        cand = _Candidate(mode, setup, mid, self.model.binding_bound(profile, setup, host))
+        p95 = self._p95(profile, cand, host, req.rps, False)
+        carries = req.rps < mid and (req.p95_ms is None or (p95 is not None and p95 <= req.p95_ms))
+        fits = self._fits(profile, req, sizes_for(req.provider, req.arch))
+        rec = self._build_single(req.model_copy(update={"given": True, "max_hosts": 1}),
+                                 _Single(option, False, cand, p95), carries, fits, [])
+        return rec.model_copy(update={"request": {**rec.request, "max_hosts": None,
+                                                  "topology": {"hosts": 1, "machine_vcpu": None}}})
 
     def evaluate(self, req: Request, layout, given_hosts: int | None = None) -> Recommendation:
         """The answer for a topology the user gives (answer/given.py): no search, the same model."""
@@ -235,13 +263,19 @@ class Advisor:
         return evaluate(self, req, layout, fits, given_hosts)
 
 
+def _finish(req: Request, rec: Recommendation) -> Recommendation:
+    """The verdict's comfort rule and the concurrency setting in words, the same for every kind of answer."""
+    mid = rec.capacity_per_s.mid
+    comfortable = rec.feasible and req.rps <= COMFORT_UTILISATION * mid
+    fits = [f for f in rec.fits if req.vcpu is None or f.vcpu == req.vcpu]
+    return rec.model_copy(update={"comfortable": comfortable, "concurrency_setting": explain.concurrency_setting(rec),
+                                  "fits": fits})
+
+
 def max_workers_on_host(host: HostShape) -> int:
-    """One worker per 2 vCPU (at least 1) on a host that also runs main, Postgres and Redis. Seed 000: on
-    4 vCPU, 2 workers answered the most and 4 answered no more while failing 1,013 requests at 50/s;
-    notes/real-n8n.md: on 2 vCPU, 1 worker answered 25.5/s and 2 workers 24.5/s. Extra workers cost RAM
-    (~225 MB idle each, seed 000) and compete for the same cores. Grows with the host, so a bigger host
-    never has fewer setups to choose from."""
-    return min(MAX_WORKERS, max(1, math.ceil(host.vcpu / 2.0)))
+    """Workers on a host that also runs main, Postgres and Redis (setup.most_workers: one per 2 vCPU). Grows with
+    the host, so a bigger host never has fewer setups to choose from."""
+    return most_workers(host.vcpu, shared=True)
 
 
 def _cost1(opt: HostOption) -> tuple:

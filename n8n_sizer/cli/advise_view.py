@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from n8n_sizer.cli.text import table as _table
 from n8n_sizer.errors import InputError
 
 ARCHES = ("x86", "arm")
@@ -51,14 +52,16 @@ def _check_inputs(rps: float | None, vcpu: int | None, arch: str, provider: str 
 
 def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, results, validate, json_out,
                compose, generate_missing_secrets: bool = False, max_hosts=None, burst=None, burst_seconds=None,
+               drain_seconds=None,
                topology: Path | None = None, on_this_machine: bool = False) -> int:
     from n8n_sizer.advisor.engine import build_advisor
     from n8n_sizer.advisor.profiles import profile_for
     from n8n_sizer.advisor.recommend import MAX_HOSTS_DEFAULT, Request
 
     _check_inputs(rps, vcpu, arch, provider, p95_ms, validate, cpu_ms, wait_ms, workload, max_hosts)
-    _check_burst(burst, burst_seconds, validate)
+    _check_burst(burst, burst_seconds, validate, drain_seconds)
     _check_given(topology, on_this_machine, validate, vcpu, max_hosts, provider, compose)
+    workload_given = workload is not None
     workload = workload or "light"
     if validate and compose is not None:
         raise InputError("--validate renders no stack, so --compose would be ignored; drop one of them")
@@ -74,35 +77,49 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
         require_folder(results, "--results", fix="pass the folder bench wrote its runs into, e.g. --results results")
         extra = load_results(results)
     user_workflows = sorted({m.workflow for m in extra or ()} - {"light", "code-heavy"})
+    if not workload_given and cpu_ms is None and wait_ms is None and len(user_workflows) == 1:
+        workload = user_workflows[0]  # the runs measured one workflow of yours: the question is about it
     if workload in user_workflows and cpu_ms is None and wait_ms is None:
         profile = None  # the user's own workflow, measured in their results: its own fitted demand
     else:
         profile = profile_for(workload, cpu_ms, wait_ms)
     if validate:
-        return _print_validation(extra, json_out)
+        from n8n_sizer.cli.advise_validate import print_validation
+
+        return print_validation(extra, json_out)
     advisor = build_advisor(extra)
     if profile is None:
         from n8n_sizer.advisor.profiles import user_profile
 
         profile = user_profile(workload)
-        if f"overhead:{profile.overhead_key}" not in advisor.model.params:
-            raise InputError(f"--workload {workload}: your results hold no capacity point for it; run "
-                             f"`n8n-sizer bench --workflow FILE --concurrency-sweep 10,25` so a step saturates")
-    layout, given_hosts = None, None
+        if not advisor.fitted.knows(profile):
+            raise InputError(f"--workload {workload}: your results hold no capacity point and no per-role CPU row "
+                             f"for it; run `n8n-sizer bench --local --workflow {workload}.json --rates 4,8,16,32` "
+                             "(a step that saturates, with telemetry) and pass its folder to --results")
+    layout, given_hosts, one_setup, one_option = None, None, None, None
     if topology is not None:
         from n8n_sizer.cli.advise_given import given_layout_from
 
-        layout, arch, given_hosts = given_layout_from(topology, advisor, on_this_machine)
+        given = given_layout_from(topology, advisor, on_this_machine)
+        arch = given[3] if given[0] == "one-host" else given[2]
+        if given[0] == "one-host":
+            one_setup, one_option = given[1], given[2]
+        else:
+            layout, given_hosts = given[1], given[3]
+    # --vcpu N asks about one N-vCPU server first (the ways past it follow as alternatives); --max-hosts M with it
+    # asks for the cheapest setup of N-vCPU hosts; without --vcpu, the cheapest comfortable answer of any size.
+    one_first = max_hosts is None and (vcpu is not None or compose is not None)
     req = Request(rps=rps, vcpu=vcpu, arch=arch, provider=provider, profile=profile, p95_ms=p95_ms,
-                  max_hosts=max_hosts if max_hosts is not None else 1 if compose is not None else MAX_HOSTS_DEFAULT)
+                  max_hosts=max_hosts if max_hosts is not None else 1 if one_first else MAX_HOSTS_DEFAULT)
     try:
-        rec = advisor.recommend(req) if layout is None else advisor.evaluate(req, layout, given_hosts)
+        rec = _answer(advisor, req, layout, given_hosts, one_setup, one_option)
     except ValidationError as exc:  # e.g. Little's law asks for more in-flight executions than a Setup allows
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "setup"
         raise InputError(f"no stack n8n-sizer renders fits these inputs: the {where} it would need is out of range "
                          f"({first.get('msg')}, got {first.get('input')}); lower --rps or --wait-ms") from None
-    changes = _changes(build_advisor(None), advisor, req, rec, layout) if extra else None
+    changes = _changes(build_advisor(None), advisor, req, rec,
+                       lambda adv: _answer(adv, req, layout, given_hosts, one_setup, one_option)) if extra else None
     if extra:  # never advise past the user's own evidence (the same rule the report's advice applies)
         from n8n_sizer.runs.evidence import overrule
 
@@ -112,10 +129,29 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
                          f"--json > advice.json and run `{rec.render_command}`, or use --max-hosts 1")
     written = _write_compose(rec, compose, generate_missing_secrets) if compose is not None else None
     surge = None
-    if burst is not None:
-        from n8n_sizer.advisor.answer.burst import burst_advice
+    targets = p95_ms is not None or drain_seconds is not None
+    if burst is not None and topology is None and targets and not one_first:
+        from n8n_sizer.advisor.answer.burst import size_for_burst
+
+        rec, surge, sized = size_for_burst(lambda rate: _answer(advisor, req.model_copy(update={"rps": rate}), None,
+                                                                None, None, None),
+                                           rps, burst, burst_seconds, p95_ms, drain_seconds)
+        if sized > rps:
+            note = (f"sized for {sized:.3g}/s, not {rps:g}/s: at {rps:g}/s the {burst:g}x burst for {burst_seconds:g} s "
+                    "would not drain within " + " and ".join(t for t in (
+                        f"the p95 target ({p95_ms:g} ms)" if p95_ms is not None else "",
+                        f"--drain-seconds {drain_seconds:g}" if drain_seconds is not None else "") if t))
+            rec = rec.model_copy(update={"request": {**rec.request, "rps": rps, "sized_for_rps": sized},
+                                         "warnings": [note, *rec.warnings]})
+    elif burst is not None:
+        from n8n_sizer.advisor.answer.burst import absorbs, burst_advice
 
         surge = burst_advice(rps, burst, burst_seconds, rec.capacity_per_s.mid, rec.p95_ms, rec.mode)
+        if targets and not absorbs(surge, p95_ms, drain_seconds):
+            rec = rec.model_copy(update={"warnings": [
+                f"this setup does not absorb the {burst:g}x burst within your targets (drain "
+                f"{'never' if surge.drain_s is None else f'{surge.drain_s:,.0f} s'}); ask without --vcpu (or with "
+                "--max-hosts) to be sized for it", *rec.warnings]})
     if json_out:
         data = rec.model_dump(mode="json")
         if surge is not None:
@@ -146,10 +182,14 @@ def _check_given(topology, on_this_machine: bool, validate: bool, vcpu, max_host
                          "drop it, or drop --topology to let advise search")
 
 
-def _check_burst(burst, burst_seconds, validate: bool) -> None:
+def _check_burst(burst, burst_seconds, validate: bool, drain_seconds=None) -> None:
     from n8n_sizer.safety import numbers as n
 
-    n.check_numbers({"--burst": (burst, n.Range(1, 1000, example="4")), "--burst-seconds": (burst_seconds, n.SECONDS)})
+    n.check_numbers({"--burst": (burst, n.Range(1, 1000, example="4")), "--burst-seconds": (burst_seconds, n.SECONDS),
+                     "--drain-seconds": (drain_seconds, n.SECONDS)})
+    if drain_seconds is not None and burst is None:
+        raise InputError("--drain-seconds is how soon a --burst's backlog must be worked off; give --burst and "
+                         "--burst-seconds with it, or drop it")
     if (burst is None) != (burst_seconds is None):
         raise InputError("--burst and --burst-seconds go together: the peak as a multiple of --rps and how long it "
                          "lasts, e.g. --burst 4 --burst-seconds 60")
@@ -165,15 +205,23 @@ def _print_burst(b) -> None:
           f"  p95 during it       {p95} (queue wait p95 {b.queue_wait_p95_ms:,.0f} ms)\n  advice              {b.advice}")
 
 
-def _changes(before, after, req, new, layout=None) -> dict:
-    """What the user's results changed: parameters and the recommendation (`new` is after's answer to `req`,
-    for `layout` when the user gave one)."""
+def _answer(advisor, req, layout, given_hosts, one_setup, one_option):
+    """The advisor's answer: to a topology the user gave (one host or several), else the search's, with the
+    priced ways past it."""
+    if one_setup is not None:
+        return advisor.evaluate_one_host(req, one_setup, one_option)
+    return advisor.answer(req) if layout is None else advisor.evaluate(req, layout, given_hosts)
+
+
+def _changes(before, after, req, new, answer) -> dict:
+    """What the user's results changed: parameters and the recommendation (`new` is after's answer to `req`;
+    `answer(advisor)` asks the same question of another advisor)."""
     from n8n_sizer.advisor.fit import is_user_point
 
-    known_before = f"overhead:{req.profile.overhead_key}" in before.model.params
+    known_before = before.fitted.knows(req.profile)
     old = None  # a workflow only your results measured is new
     if known_before:
-        old = before.recommend(req) if layout is None else before.evaluate(req, layout)
+        old = answer(before)
     params = {}
     for name, value in after.model.params.items():
         prior = before.model.params.get(name)
@@ -212,20 +260,15 @@ def _spread(rec) -> bool:
     return rec.hosts > 1 or rec.webhook_processors > 0
 
 
-def _hosts_text(r: dict) -> str:
+def _hosts_text(r: dict, one_host: bool = False) -> str:
     given = r.get("topology")
+    if one_host:
+        return "one server first, then the ways past it"
     if given is None:
         return f"up to {r['max_hosts']} host(s)"
     if given["machine_vcpu"]:
         return f"the given topology's {given['hosts']} host(s) sharing this machine's {given['machine_vcpu']:g} vCPU"
     return f"the given topology ({given['hosts']} host(s))"
-
-
-def _table(rows: list[list[str]], head: list[str]) -> list[str]:
-    """A plain text table (rich costs ~80 ms of import, a fifth of advise's start)."""
-    widths = [max(len(r[i]) for r in [head] + rows) for i in range(len(head))]
-    line = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
-    return [line(head), "  ".join("-" * w for w in widths)] + [line(r) for r in rows]
 
 
 def _pool_text(rec) -> str:
@@ -238,6 +281,24 @@ def _pool_text(rec) -> str:
             f"max_connections {rec.max_connections}")
 
 
+COMFORT = 0.7  # advisor.answer.topology.COMFORT_UTILISATION, kept here so that printing imports no advisor
+
+
+def _carries(carries: bool, comfortable: bool) -> str:
+    return "yes" if comfortable else "little headroom" if carries else "no"
+
+
+def _verdict(rec) -> str:
+    mid, rps = rec.capacity_per_s.mid, rec.request["rps"]
+    one = (f"one {rec.one_host.vcpu}-vCPU server " if rec.one_host is not None else "")
+    if rec.comfortable:
+        return f"{one}carries it ({rps / mid:.0%} of its capacity)"
+    if rec.feasible:
+        return f"{one}carries it, with little headroom ({rps / mid:.0%} of its capacity): a burst will queue"
+    return f"{one}does NOT carry it: about {mid:.1f}/s at most" + ("; see the ways past it below"
+                                                                    if rec.alternatives else "")
+
+
 def _print_recommendation(rec, changes, written, compose, refitted) -> None:
     out = []
     r = rec.request
@@ -245,7 +306,7 @@ def _print_recommendation(rec, changes, written, compose, refitted) -> None:
     size = "" if r.get("topology") else f"{'%d vCPU' % r['vcpu'] if r['vcpu'] else 'any size'} "
     out.append(f"# n8n-sizer advise: {r['rps']:g} req/s, {size}"
                f"{r['arch']}{', ' + r['provider'] if r['provider'] else ''}, workload {profile}"
-               f"{', p95 <= %g ms' % r['p95_ms'] if r['p95_ms'] else ''}, {_hosts_text(r)}"
+               f"{', p95 <= %g ms' % r['p95_ms'] if r['p95_ms'] else ''}, {_hosts_text(r, rec.one_host is not None)}"
                f"{'  [refitted on your results]' if refitted else ''}")
     cap = rec.capacity_per_s
     server = rec.server
@@ -257,14 +318,15 @@ def _print_recommendation(rec, changes, written, compose, refitted) -> None:
                 f" ({server.vcpu:g} vCPU {server.arch}{eur})"
     b = rec.bound
     lines = [
-        ("verdict", ("carries it" if rec.feasible else "does NOT carry it") + ("  (extrapolated)" if rec.extrapolated else "")),
+        ("verdict", _verdict(rec) + ("  (extrapolated)" if rec.extrapolated else "")),
         ("servers" if rec.hosts > 1 else "server", where),
         ("mode", _mode_text(rec)),
     ]
     if rec.mode == "queue":
         lines += [("workers", str(rec.workers)), ("worker --concurrency", str(rec.concurrency)),
                   ("concurrency per vCPU", f"{rec.concurrency_per_vcpu:g} execution slots per worker-host vCPU")]
-    lines += [("N8N_RUNNERS_MAX_CONCURRENCY", str(rec.runner_concurrency))]
+    lines += [("concurrency setting", rec.concurrency_setting),
+              ("N8N_RUNNERS_MAX_CONCURRENCY", str(rec.runner_concurrency))]
     if rec.production_limit is not None:
         lines += [("N8N_CONCURRENCY_PRODUCTION_LIMIT", str(rec.production_limit))]
     if rec.queue_keep_last is not None:
@@ -293,10 +355,18 @@ def _print_recommendation(rec, changes, written, compose, refitted) -> None:
     out += ["  " + x for x in _table(rows, ["group", "hosts", "size", "vCPU", "EUR/month each", "roles"])]
     if rec.warnings:
         out += ["", "warnings:"] + [f"  - {w}" for w in rec.warnings]
+    if rec.alternatives:
+        out += ["", "ways past it (each priced; ask its command for the whole answer, then render it):"]
+        rows = [[a.what, str(a.hosts), f"{a.monthly_eur:.2f}" if a.monthly_eur is not None else "-",
+                 f"{a.capacity_per_s.mid:.1f}", _carries(a.carries, a.comfortable), a.advise_command]
+                for a in rec.alternatives]
+        out += ["  " + x for x in _table(rows, ["option", "hosts", "EUR/month", "capacity/s", "carries", "command"])]
     rows = [[f.provider, f.size, str(f.vcpu), f.arch, f"{f.monthly_eur:.2f}",
              f"queue {f.workers}w" if f.mode == "queue" else f.mode, f"{f.capacity_per_s:.1f}",
-             "yes" if f.carries else "no"] for f in rec.fits]
-    out += ["", "single catalog sizes for this rate:"]
+             _carries(f.carries, f.comfortable)] for f in rec.fits]
+    vcpu = f"{r['vcpu']}-vCPU " if r.get("vcpu") else ""
+    out += ["", f"single {vcpu}catalog sizes for this rate (carries: the verdict's rule, at most "
+                f"{COMFORT:.0%} of capacity):"]
     out += ["  " + x for x in _table(rows, ["provider", "size", "vCPU", "arch", "EUR/month", "setup", "capacity/s", "carries"])]
     if changes:
         out.append(f"\nyour results: {len(changes['user_points'])} capacity point(s) used "
@@ -328,52 +398,3 @@ def _print_recommendation(rec, changes, written, compose, refitted) -> None:
                   f"--pool {rec.setup.db_pool_size}{limit} --out stack/  (or add --compose stack/ to this command)")
         out.append(f"\nnext: {render}")
     print("\n".join(out))
-
-
-def _print_validation(extra, json_out: bool) -> int:
-    from n8n_sizer.advisor.measurements import load_embedded
-    from n8n_sizer.advisor.validate import leave_one_out
-
-    rows = tuple(load_embedded()) + tuple(extra or ())
-    v = leave_one_out(rows)
-    if json_out:
-        print(json.dumps({
-            "median_abs_pct_error": v.median_abs_pct_error, "max_abs_pct_error": v.max_abs_pct_error,
-            "interval_coverage": v.interval_coverage,
-            "points": [{"id": p.id, "workflow": p.workflow, "setup": p.setup, "host": p.host,
-                        "measured_per_s": p.measured_per_s, "predicted_per_s": p.predicted_per_s,
-                        "low_per_s": p.low_per_s, "high_per_s": p.high_per_s, "error_pct": p.error_pct}
-                       for p in v.points],
-            "excluded": [{"id": e.measurement.id, "reason": e.reason} for e in v.excluded],
-            "latency_points": [{"id": c.id, "setup": c.setup, "offered_per_s": c.offered_per_s,
-                                "measured_p95_ms": c.measured_p95_ms, "predicted_p95_ms": c.predicted_p95_ms,
-                                "error_pct": c.error_pct} for c in v.latency],
-            "demand_rows": {"median_abs_pct_error": v.demand_median_abs_pct_error,
-                            "max_abs_pct_error": v.demand_max_abs_pct_error,
-                            "rows": [{"id": d.id, "role": d.role, "setup": d.setup, "measured_ms": d.measured_ms,
-                                      "predicted_ms": d.predicted_ms, "error_pct": d.error_pct} for d in v.demand]}},
-            indent=2))
-        return 0
-    out = ["leave-one-out: each capacity point predicted by a fit without it"]
-    rows = [[p.id, p.workflow, p.setup, p.host, f"{p.measured_per_s:.2f}", f"{p.predicted_per_s:.2f}",
-             f"{p.low_per_s:.1f}-{p.high_per_s:.1f}", f"{p.error_pct:+.1f}%"] for p in v.points]
-    out += _table(rows, ["measurement", "workflow", "setup", "host", "measured/s", "predicted/s", "90% interval", "error"])
-    out.append(f"throughput rows: median |error| {v.median_abs_pct_error:.1f}%, max |error| {v.max_abs_pct_error:.1f}%, "
-               f"measured value inside the 90% interval for {v.interval_coverage:.0%} of points "
-               f"({len(v.points)} capacity points)")
-    out += ["", "leave-one-out: each per-role CPU row predicted by a fit without it"]
-    rows = [[d.id, d.role, d.setup, f"{d.measured_ms:.1f} ms", f"{d.predicted_ms:.1f} ms", f"{d.error_pct:+.1f}%"]
-            for d in v.demand]
-    out += _table(rows, ["row", "role", "setup", "measured", "predicted", "error"])
-    if v.demand:
-        out.append(f"per-role demand rows: median |error| {v.demand_median_abs_pct_error:.1f}%, max |error| "
-                   f"{v.demand_max_abs_pct_error:.1f}% ({len(v.demand)} rows)")
-    out += ["", "latency check (not a target): p95 below capacity, constant-rate arrivals, plus the reported "
-            "network round trip"]
-    rows = [[c.id, c.setup, f"{c.offered_per_s:g}", f"{c.measured_p95_ms:,.0f} ms", f"{c.predicted_p95_ms:,.0f} ms",
-             f"{c.error_pct:+.0f}%"] for c in v.latency]
-    out += _table(rows, ["measurement", "setup", "offered/s", "measured p95", "predicted p95", "error"])
-    out += ["", "not used as capacity points, and why:"] + [f"  {e.measurement.id}: {e.reason}" for e in v.excluded]
-    print("\n".join(out))
-    sys.stdout.flush()
-    return 0

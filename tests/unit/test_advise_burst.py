@@ -18,7 +18,7 @@ def test_backlog_drain_and_p95_follow_the_laws():
     assert b.drain_s == pytest.approx(600 / (30 - 10))  # 30 s
     assert b.queue_wait_p95_ms == pytest.approx(0.95 * 600 / 30 * 1000)  # Little's law: W = L / throughput
     assert b.p95_ms == pytest.approx(50.0 + 19_000.0)
-    assert "Redis" in b.where and "answer immediately" in b.advice and "buffer in front" in b.advice
+    assert "Redis" in b.where and "Respond: Immediately" in b.advice and "answered no earlier" in b.advice and "buffer in front" in b.advice
 
 
 def test_a_burst_under_capacity_builds_nothing():
@@ -30,7 +30,7 @@ def test_a_burst_under_capacity_builds_nothing():
 
 def test_no_buffer_advice_at_or_below_three_times_baseline():
     b = burst_advice(10.0, 3.0, 30.0, capacity_per_s=20.0, service_p95_ms=40.0, mode="queue")
-    assert b.backlog_max == pytest.approx(300) and "answer immediately" in b.advice
+    assert b.backlog_max == pytest.approx(300) and "Respond: Immediately" in b.advice and "answered no earlier" in b.advice
     assert "buffer" not in b.advice
 
 

@@ -151,3 +151,18 @@ def prior_notes(multi_host: bool, demand_rows) -> list[str]:
     pinned = {r.role for r in demand_rows if r.role != "main" or r.measurement.setup.webhook_processors > 0}
     return [f"prior {p.name} = {p.value:g}, no measured row pins it: {p.why}" for p in PRIORS
             if PINNED_BY[p.name] not in pinned]
+
+
+def concurrency_setting(rec) -> str:
+    """How many executions run at once, per vCPU, in words: every mode states one."""
+    if rec.mode == "queue":
+        vcpu = rec.workers * rec.concurrency / rec.concurrency_per_vcpu if rec.concurrency_per_vcpu else None
+        return (f"worker --concurrency {rec.concurrency}: {rec.workers} x {rec.concurrency} = "
+                f"{rec.workers * rec.concurrency} execution slots"
+                + (f" on {vcpu:g} worker-host vCPU, {rec.concurrency_per_vcpu:g} per vCPU" if vcpu else ""))
+    vcpu = rec.server.vcpu
+    if rec.mode == "regular-limit":
+        return (f"N8N_CONCURRENCY_PRODUCTION_LIMIT={rec.production_limit}: {rec.production_limit / vcpu:.3g} "
+                f"executions per vCPU at once; a burst waits in main's FIFO instead of holding memory")
+    return ("N8N_CONCURRENCY_PRODUCTION_LIMIT=-1 (off): executions are short, so few run at once and a limit "
+            "would not bind; set one if your workflows grow longer (see --burst)")

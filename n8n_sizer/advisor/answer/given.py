@@ -33,6 +33,8 @@ class GivenGroup:
     roles: Roles
     host: HostShape
     monthly_eur: float | None  # per host
+    vcpu: int | None = None  # the catalog's vCPU (a shared-core size's host shape has its baseline)
+    ram_mib: int | None = None
 
 
 def given_layout(groups: list[GivenGroup], concurrency: int, worker_pool: int,

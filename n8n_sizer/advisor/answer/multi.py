@@ -40,7 +40,7 @@ def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:
         warnings.append(f"max_connections {s.pools.max_connections}: ~{need_mib:,.0f} MiB of Postgres backends on "
                         f"{data_g.name}; above {MANY_CONNECTIONS} a connection pooler (PgBouncer) is the usual step, "
                         "which this tool does not set up")
-    groups = [HostGroup(name=g.name, provider=g.provider, size=g.size, vcpu=int(g.host.vcpu), count=g.count,
+    groups = [HostGroup(name=g.name, provider=g.provider, size=g.size, vcpu=int(g.host.vcpu), arch=g.host.arch, count=g.count,
                         roles=g.roles(), monthly_eur=g.monthly_eur) for g in lay.groups]
     worker_vcpu = sum(g.count * g.host.vcpu for g in lay.groups if g.workers)
     host_bounds = [x for x in tm.bounds() if x.name == "host"]

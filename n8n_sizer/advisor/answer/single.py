@@ -60,7 +60,8 @@ def build_single(adv, req, s, carries: bool, fits, sizes) -> Recommendation:
     return Recommendation(
         request=adv._request_echo(req), mode=c.mode, workers=setup.workers,
         concurrency=setup.concurrency if queue else None,
-        concurrency_per_vcpu=round(setup.workers * setup.concurrency / opt.vcpu, 2) if queue else None,
+        concurrency_per_vcpu=(round(setup.workers * setup.concurrency / opt.vcpu, 2) if queue else
+                              round(setup.production_limit / opt.vcpu, 2) if setup.production_limit else None),
         runner_concurrency=setup.runner_concurrency, production_limit=setup.production_limit,
         db_pool_size=PoolSizes(main=setup.db_pool_size, webhook=None, worker=setup.db_pool_size if queue else None),
         postgres_connections=postgres_connections(setup), max_connections=maxc,
@@ -71,8 +72,8 @@ def build_single(adv, req, s, carries: bool, fits, sizes) -> Recommendation:
         cpu_utilisation=min(adv.model.cpu_utilisation_at(profile, setup, host, min(req.rps, mid)), 1.0),
         p95_ms=s.p95 if carries else None, bound=bound, ram_idle_mb=ram_idle, ram_peak_mb=ram_peak,
         server=server,
-        topology=[HostGroup(name="server", provider=opt.provider, size=opt.size, vcpu=opt.vcpu, count=1, roles=roles,
-                            monthly_eur=opt.monthly_eur)],
+        topology=[HostGroup(name="server", provider=opt.provider, size=opt.size, vcpu=opt.vcpu, arch=host.arch,
+                            count=1, roles=roles, monthly_eur=opt.monthly_eur)],
         webhook_processors=0, hosts=1, monthly_eur=opt.monthly_eur, render_command=RENDER_TOPOLOGY,
         fits=fits, warnings=warnings,
         evidence=explain.evidence(adv.fitted, adv.ram.evidence, profile, setup, host),

@@ -46,7 +46,10 @@ class ClusterSpec(FleetSpec):
             topology = self.topology
         except InputError as exc:
             raise _KeyError("cluster", str(exc)) from None
-        providers = {g.provider for g in topology.groups}
+        if any(g.size is None for g in topology.groups):
+            raise _KeyError("cluster", "a host group has no catalog size (only vcpu): a stack creates servers of a "
+                            "size; ask `advise` without --vcpu, or with one a catalog size has (e.g. --vcpu 4)")
+        providers = {g.provider or "none" for g in topology.groups}
         if providers != {self.provider}:
             raise _KeyError("cluster", f"the topology's provider {', '.join(sorted(providers))} differs from "
                             f"n8n-sizer:provider {self.provider}; one stack lives in one provider")
