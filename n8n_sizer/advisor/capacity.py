@@ -56,6 +56,7 @@ class HostShape:
     vcpu: float
     arch: str
     host_class: str
+    ram_mib: int | None = None  # None where unknown (a measured host); bounds regular mode's production limit
 
 
 @dataclass(frozen=True)

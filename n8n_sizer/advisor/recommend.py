@@ -22,7 +22,7 @@ from n8n_sizer.advisor.answer.multi import build_topology
 from n8n_sizer.advisor.capacity import Bound, HostShape
 from n8n_sizer.advisor.catalog import ServerSize, sizes_for
 from n8n_sizer.advisor.fit import FittedModel
-from n8n_sizer.advisor.pools import worker_pool_size
+from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, worker_pool_size
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.ram import RamModel
 from n8n_sizer.advisor.answer.search import MAX_HOSTS_DEFAULT, NEGLIGIBLE_GAIN, HostOption, Scored, TopologySearch
@@ -33,6 +33,9 @@ from n8n_sizer.errors import InputError
 
 __all__ = ["Advisor", "Request", "Recommendation", "COMFORT_UTILISATION", "MAX_HOSTS_DEFAULT"]
 
+
+
+RAM_SHARE = 0.8  # of a host's RAM, what n8n's stack may use (answer/single.py warns above it)
 
 
 class _Candidate:
@@ -66,10 +69,11 @@ class Advisor:
     # --- hosts ---------------------------------------------------------------------------------
     def host_for_size(self, size: ServerSize) -> HostShape:
         # Hetzner sizes run at seed 002's measured speed; GCP has no throughput measurement, so the same speed.
-        return HostShape(vcpu=size.baseline_vcpu, arch=size.arch, host_class="seed-002")
+        return HostShape(vcpu=size.baseline_vcpu, arch=size.arch, host_class="seed-002", ram_mib=size.ram_mib)
 
-    def host_for_vcpu(self, vcpu: int, arch: str) -> HostShape:
-        return HostShape(vcpu=float(vcpu), arch=arch, host_class=self.model.reference_class)
+    def host_for_vcpu(self, vcpu: int, arch: str, ram_mib: int | None = None) -> HostShape:
+        return HostShape(vcpu=float(vcpu), arch=arch, host_class=self.model.reference_class,
+                         ram_mib=ram_mib or RAM_MIB_PER_VCPU_ASSUMED * vcpu)
 
     # --- single-host candidates ----------------------------------------------------------------
     def _usl_cap(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> float:
@@ -92,7 +96,9 @@ class Advisor:
             setup = probe.model_copy(update={"db_pool_size": worker_pool_size(conc, busy)})
         else:
             setup = Setup(mode="regular", db_pool_size=settings.db_pool_size())
-            limit = settings.production_limit_for(model, profile, host, self._capacity(profile, setup, host))
+            room = None if host.ram_mib is None else (RAM_SHARE * host.ram_mib * 1.048576 - self.ram.idle_mb(setup))
+            ram_cap = None if room is None else max(1, int(room / self.ram.held_mb_per_execution))
+            limit = settings.production_limit_for(model, profile, host, self._capacity(profile, setup, host), ram_cap)
             setup = setup.model_copy(update={"production_limit": limit})
         mid = self._capacity(profile, setup, host)
         runner = settings.runner_concurrency(model, profile, setup, host, COMFORT_UTILISATION * mid)
@@ -141,7 +147,8 @@ class Advisor:
         if req.vcpu is not None:
             same = [s for s in sizes if s.vcpu == req.vcpu and not s.shared_core]
             s = same[0] if same else None
-            return [(HostOption(self.host_for_vcpu(req.vcpu, req.arch), s.provider if s else req.provider,
+            return [(HostOption(self.host_for_vcpu(req.vcpu, req.arch, s.ram_mib if s else None),
+                                s.provider if s else req.provider,
                                 s.size if s else None, req.vcpu, s.monthly_eur if s else None,
                                 s.ram_mib if s else None), False)], sizes
         if not sizes:

@@ -38,7 +38,7 @@ def given_layout_from(path: Path, advisor, on_this_machine: bool):
     for g in topology.groups:
         vcpu, ram_mib, arch = g.server()
         size = find_size(g.size, g.provider) if g.size is not None else None
-        host = advisor.host_for_size(size) if size is not None else advisor.host_for_vcpu(vcpu, arch)
+        host = advisor.host_for_size(size) if size is not None else advisor.host_for_vcpu(vcpu, arch, ram_mib)
         groups.append(GivenGroup(name=g.name, provider=g.provider, size=g.size, count=g.count, roles=g.roles,
                                  host=host, monthly_eur=size.monthly_eur if size else None, vcpu=vcpu, ram_mib=ram_mib))
     if topology.single_host:

@@ -23,7 +23,8 @@ def build_single(adv, req, s, carries: bool, fits, sizes) -> Recommendation:
     roles = Roles(main=1, workers=setup.workers, postgres=1 if setup.db == "postgres" else 0,
                   redis=1 if setup.mode == "queue" else 0)
     on_host = "+".join(r for r, n in roles.counts().items() if n)  # the cores bind every role on the host
-    bound = BindingBound(name=c.bound.name, role=_ROLE.get(c.bound.name, on_host), host="server", why=c.bound.why)
+    role = "main" if setup.mode == "regular" and c.bound.name == "slots" else _ROLE.get(c.bound.name, on_host)
+    bound = BindingBound(name=c.bound.name, role=role, host="server", why=c.bound.why)
     warnings: list[str] = []
     choice_text = explain.describe_choice(c.mode, setup.workers, 0, 1, where)
     warnings += adv._common_warnings(req, carries, low, mid, s.p95, choice_text, bound, fits, False, False)
@@ -50,6 +51,15 @@ def build_single(adv, req, s, carries: bool, fits, sizes) -> Recommendation:
     if opt.ram_mib is not None and ram_peak > RAM_WARN_SHARE * opt.ram_mib * 1.048576:
         warnings.append(f"predicted peak stack RAM {ram_peak:.0f} MB is above {RAM_WARN_SHARE:.0%} of "
                         f"{opt.size}'s {opt.ram_mib} MiB")
+    if setup.production_limit is not None and opt.ram_mib is not None:
+        # Each execution main has started holds ~6.5 MB until it finishes (ram.py): the limit bounds that memory.
+        held = adv.ram.held_mb_per_execution * setup.production_limit
+        room = RAM_WARN_SHARE * opt.ram_mib * 1.048576 - ram_idle
+        if held > room:
+            most = max(1, int(room / adv.ram.held_mb_per_execution))
+            warnings.append(f"N8N_CONCURRENCY_PRODUCTION_LIMIT={setup.production_limit} lets main hold ~{held:,.0f} MB of "
+                            f"running executions, more than {opt.size or 'this host'} has to spare (~{room:,.0f} MB): "
+                            f"lower it to {most}, or use queue mode (the backlog then waits in Redis)")
     if setup.mode == "queue" and setup.production_limit is None:
         warnings.append("keep N8N_CONCURRENCY_PRODUCTION_LIMIT unset (-1) in queue mode: when set, each worker "
                         "takes its limit from it instead of --concurrency (per worker, not a total)")
