@@ -25,9 +25,9 @@ from n8n_sizer.advisor.fit import FittedModel
 from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, worker_pool_size
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.ram import RamModel
-from n8n_sizer.advisor.answer.search import MAX_HOSTS_DEFAULT, NEGLIGIBLE_GAIN, HostOption, Scored, TopologySearch
+from n8n_sizer.advisor.answer.topology_search import MAX_HOSTS_DEFAULT, NEGLIGIBLE_GAIN, HostOption, Scored, TopologySearch
 from n8n_sizer.advisor.setup import Setup, most_workers
-from n8n_sizer.advisor.answer.topology import COMFORT_UTILISATION, TopologyModel
+from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION, TopologyModel
 from n8n_sizer.advisor.usl import UslModel
 from n8n_sizer.errors import InputError
 

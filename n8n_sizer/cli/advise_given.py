@@ -25,7 +25,7 @@ def given_layout_from(path: Path, advisor, on_this_machine: bool):
     """What the topology file at `path` asks to score (what `advise --json` prints, or {"topology": [...]}):
     `("layout", layout, arch, hosts)` for a queue-mode topology, `("one-host", setup, option, arch)` for one host."""
     from n8n_sizer.advisor.answer.given import GivenGroup, given_layout
-    from n8n_sizer.advisor.answer.search import HostOption
+    from n8n_sizer.advisor.answer.topology_search import HostOption
     from n8n_sizer.advisor.catalog import find_size
     from n8n_sizer.deploy.topology import load_topology_text
 

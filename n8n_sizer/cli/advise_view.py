@@ -281,7 +281,7 @@ def _pool_text(rec) -> str:
             f"max_connections {rec.max_connections}")
 
 
-COMFORT = 0.7  # advisor.answer.topology.COMFORT_UTILISATION, kept here so that printing imports no advisor
+COMFORT = 0.7  # advisor.answer.layout.COMFORT_UTILISATION, kept here so that printing imports no advisor
 
 
 def _carries(carries: bool, comfortable: bool) -> str:

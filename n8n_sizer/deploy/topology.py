@@ -16,13 +16,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from n8n_sizer.advisor.catalog import UnknownSize, find_size
-from n8n_sizer.advisor.answer.contract import (DEFAULT_SUBNET, FIRST_HOST_OFFSET, NAME_RE, TOPOLOGY_KEYS, Host, HostGroup,
+from n8n_sizer.advisor.answer.contract import (DEFAULT_SUBNET, FIRST_HOST_OFFSET, NAME_RE, TOPOLOGY_KEYS, ClusterHost, HostGroup,
                                         PoolSizes, Roles, Topology)
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, POSTGRES_DEFAULT_MAX_CONNECTIONS
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.frozen import Frozen
 
-__all__ = ["DEFAULT_SUBNET", "FIRST_HOST_OFFSET", "NAME_RE", "Host", "HostGroup", "PoolSizes", "Roles", "Topology",
+__all__ = ["DEFAULT_SUBNET", "FIRST_HOST_OFFSET", "NAME_RE", "ClusterHost", "HostGroup", "PoolSizes", "Roles", "Topology",
            "parse_topology", "load_topology_text", "postgres_connections", "pool_arithmetic", "max_connections",
            "postgres_memory"]
 

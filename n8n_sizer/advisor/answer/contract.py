@@ -91,7 +91,7 @@ class PoolSizes(Frozen):
         return DEFAULT_DB_POOL_SIZE if value is None else value
 
 
-class Host(Frozen):
+class ClusterHost(Frozen):
     """One server of an expanded topology."""
 
     name: str
@@ -125,19 +125,19 @@ class Topology(Frozen):
     def single_host(self) -> bool:
         return len(self.groups) == 1 and self.groups[0].count == 1
 
-    def hosts(self) -> list[Host]:
+    def hosts(self) -> list[ClusterHost]:
         net = ipaddress.ip_network(self.subnet)
-        out: list[Host] = []
+        out: list[ClusterHost] = []
         for group in self.groups:
             vcpu, ram, arch = group.server()
             for i in range(1, group.count + 1):
                 name = group.name if group.count == 1 else f"{group.name}-{i}"
-                out.append(Host(name=name, group=group.name, provider=group.provider, size=group.size, vcpu=vcpu,
+                out.append(ClusterHost(name=name, group=group.name, provider=group.provider, size=group.size, vcpu=vcpu,
                                 ram_mib=ram, arch=arch, roles=group.roles,
                                 private_ip=str(net[FIRST_HOST_OFFSET + len(out)])))
         return out
 
-    def host_with(self, role: str) -> Host | None:
+    def host_with(self, role: str) -> ClusterHost | None:
         return next((h for h in self.hosts() if getattr(h.roles, role)), None)
 
     def single_setup(self) -> Setup:

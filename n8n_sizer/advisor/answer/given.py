@@ -1,6 +1,6 @@
 """A topology the user gives (`advise --topology FILE`): what it carries, what binds it and its pools.
 
-The same model scores it as scores the search's candidates (topology.py), only nothing is searched: the host
+The same model scores it as scores the search's candidates (layout.py), only nothing is searched: the host
 groups, their sizes and role counts are the user's. With `machine` every host of the topology shares that one
 machine's cores (the lab of docs/lab.md, where each host is a network namespace on this machine): the layout
 becomes one host group with every role, so its host bound is the machine's cores over the CPU of all roles,
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from n8n_sizer.advisor.answer.base import Recommendation, Request, Roles
 from n8n_sizer.advisor.answer.multi import build_topology
-from n8n_sizer.advisor.answer.search import Scored
-from n8n_sizer.advisor.answer.topology import Group, Layout, TopologyModel, plan_pools
+from n8n_sizer.advisor.answer.topology_search import Scored
+from n8n_sizer.advisor.answer.layout import Group, Layout, TopologyModel, plan_pools
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.errors import InputError
 

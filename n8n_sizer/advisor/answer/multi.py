@@ -8,7 +8,7 @@ from n8n_sizer.advisor.answer.base import (RENDER_TOPOLOGY, BindingBound, HostGr
                                       ServerChoice)
 from n8n_sizer.advisor.pools import MANY_CONNECTIONS, RAM_MIB_PER_VCPU_ASSUMED, connection_budget
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, Setup
-from n8n_sizer.advisor.answer.topology import COMFORT_UTILISATION, TopologyModel
+from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION, TopologyModel
 
 
 def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:

@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from pydantic import Field, field_validator, model_validator
 
-from n8n_sizer.deploy.topology import Host, Topology, parse_topology
+from n8n_sizer.deploy.topology import ClusterHost, Topology, parse_topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.spec import NAMESPACE, FleetSpec, HostSpec, TargetSpec, _KeyError
 
@@ -75,7 +75,7 @@ class ClusterSpec(FleetSpec):
         return str(ipaddress.ip_network(self.topology.subnet)[LOADGEN_OFFSET])
 
 
-def host_kind(host: Host) -> str:
+def host_kind(host: ClusterHost) -> str:
     """The component type of a host: its most load-bearing role decides (data > ingest > worker)."""
     roles = host.roles
     if roles.postgres or roles.redis:
@@ -85,7 +85,7 @@ def host_kind(host: Host) -> str:
     return "worker"
 
 
-def role_label(host: Host) -> str:
+def role_label(host: ClusterHost) -> str:
     """`postgres-redis`, `main-webhook-lb`, `workers`: a label value valid on both providers."""
     short = {"load_balancer": "lb"}
     return "-".join(short.get(r, r) for r in host.roles.listed())

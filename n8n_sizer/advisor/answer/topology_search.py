@@ -8,7 +8,7 @@ Shapes (all queue mode with webhook processors behind a load balancer; main 1 in
 
 Per host the process counts are fixed first (the count that gives that host size the most capacity for its
 role), so the search only chooses sizes and host counts. Every candidate is scored by the full topology
-model (topology.py); the list of candidates does not depend on the requested rate, so a higher rate never
+model (layout.py); the list of candidates does not depend on the requested rate, so a higher rate never
 gets an answer with less capacity (a candidate that carried the old rate and still carries the new one stays
 the cheapest). Fast: a few thousand arithmetic evaluations, no numpy.
 """
@@ -24,7 +24,7 @@ from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.roles import role_demands
 from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, connection_budget
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, most_workers
-from n8n_sizer.advisor.answer.topology import (COMFORT_UTILISATION, Group, Layout, PoolPlan, TopologyModel, plan_pools,
+from n8n_sizer.advisor.answer.layout import (COMFORT_UTILISATION, Group, Layout, PoolPlan, TopologyModel, plan_pools,
                                         worker_settings)
 
 MAX_HOSTS_DEFAULT = 40
