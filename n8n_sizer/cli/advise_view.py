@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -50,43 +51,66 @@ def _check_inputs(rps: float | None, vcpu: int | None, arch: str, provider: str 
         raise InputError(f"--p95-ms must be > 0 (got {p95_ms:g}); it is the latency target in milliseconds")
 
 
-def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, results, validate, json_out,
-               compose, generate_missing_secrets: bool = False, max_hosts=None, burst=None, burst_seconds=None,
-               drain_seconds=None,
-               topology: Path | None = None, on_this_machine: bool = False) -> int:
+@dataclass(frozen=True)
+class AdviseOptions:
+    """What `advise` was asked, as one object: the command line as typer parsed it, before any check."""
+
+    rps: float | None
+    vcpu: int | None
+    arch: str
+    provider: str | None
+    workload: str | None
+    cpu_ms: float | None
+    wait_ms: float | None
+    p95_ms: float | None
+    results: Path | None
+    validate: bool
+    json_out: bool
+    compose: str | None
+    generate_missing_secrets: bool = False
+    max_hosts: int | None = None
+    burst: float | None = None
+    burst_seconds: float | None = None
+    drain_seconds: float | None = None
+    topology: Path | None = None
+    on_this_machine: bool = False
+
+
+def run_advise(o: "AdviseOptions") -> int:
     from n8n_sizer.advisor.engine import build_advisor
     from n8n_sizer.advisor.profiles import profile_for
     from n8n_sizer.advisor.recommend import MAX_HOSTS_DEFAULT, Request
 
-    _check_inputs(rps, vcpu, arch, provider, p95_ms, validate, cpu_ms, wait_ms, workload, max_hosts)
-    _check_burst(burst, burst_seconds, validate, drain_seconds)
-    _check_given(topology, on_this_machine, validate, vcpu, max_hosts, provider, compose)
+    workload, compose, arch = o.workload, o.compose, o.arch  # each is replaced below once it is resolved
+    _check_inputs(o.rps, o.vcpu, arch, o.provider, o.p95_ms, o.validate, o.cpu_ms, o.wait_ms, workload, o.max_hosts)
+    _check_burst(o.burst, o.burst_seconds, o.validate, o.drain_seconds)
+    _check_given(o.topology, o.on_this_machine, o.validate, o.vcpu, o.max_hosts, o.provider, compose)
     workload_given = workload is not None
     workload = workload or "light"
-    if validate and compose is not None:
+    if o.validate and compose is not None:
         raise InputError("--validate renders no stack, so --compose would be ignored; drop one of them")
     if compose is not None:
         from n8n_sizer.safety.files import require_output_folder
 
         compose = require_output_folder(compose, "--compose", fix="try --compose ./n8n-stack")
     extra = None
-    if results is not None:
+    if o.results is not None:
         from n8n_sizer.runs.fit_input import load_results
         from n8n_sizer.safety.files import require_folder
 
-        require_folder(results, "--results", fix="pass the folder bench wrote its runs into, e.g. --results results")
-        extra = load_results(results)
+        require_folder(o.results, "--results", fix="pass the folder bench wrote its runs into, e.g. --results results")
+        extra = load_results(o.results)
     user_workflows = sorted({m.workflow for m in extra or ()} - {"light", "code-heavy"})
-    if not workload_given and cpu_ms is None and wait_ms is None and len(user_workflows) == 1:
+    if not workload_given and o.cpu_ms is None and o.wait_ms is None and len(user_workflows) == 1:
         workload = user_workflows[0]  # the runs measured one workflow of yours: the question is about it
-    if workload in user_workflows and cpu_ms is None and wait_ms is None:
+    if workload in user_workflows and o.cpu_ms is None and o.wait_ms is None:
         profile = None  # the user's own workflow, measured in their results: its own fitted demand
     else:
-        profile = profile_for(workload, cpu_ms, wait_ms)
-    if validate:
+        profile = profile_for(workload, o.cpu_ms, o.wait_ms)
+    if o.validate:
         from n8n_sizer.cli.advise_validate import print_validation
 
-        return print_validation(extra, json_out)
+        return print_validation(extra, o.json_out)
     advisor = build_advisor(extra)
     if profile is None:
         from n8n_sizer.advisor.profiles import user_profile
@@ -97,10 +121,10 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
                              f"for it; run `n8n-sizer bench --local --workflow {workload}.json --rates 4,8,16,32` "
                              "(a step that saturates, with telemetry) and pass its folder to --results")
     layout, given_hosts, one_setup, one_option = None, None, None, None
-    if topology is not None:
+    if o.topology is not None:
         from n8n_sizer.cli.advise_given import given_layout_from
 
-        given = given_layout_from(topology, advisor, on_this_machine)
+        given = given_layout_from(o.topology, advisor, o.on_this_machine)
         arch = given[3] if given[0] == "one-host" else given[2]
         if given[0] == "one-host":
             one_setup, one_option = given[1], given[2]
@@ -108,9 +132,9 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
             layout, given_hosts = given[1], given[3]
     # --vcpu N asks about one N-vCPU server first (the ways past it follow as alternatives); --max-hosts M with it
     # asks for the cheapest setup of N-vCPU hosts; without --vcpu, the cheapest comfortable answer of any size.
-    one_first = max_hosts is None and (vcpu is not None or compose is not None)
-    req = Request(rps=rps, vcpu=vcpu, arch=arch, provider=provider, profile=profile, p95_ms=p95_ms,
-                  max_hosts=max_hosts if max_hosts is not None else 1 if one_first else MAX_HOSTS_DEFAULT)
+    one_first = o.max_hosts is None and (o.vcpu is not None or compose is not None)
+    req = Request(rps=o.rps, vcpu=o.vcpu, arch=arch, provider=o.provider, profile=profile, p95_ms=o.p95_ms,
+                  max_hosts=o.max_hosts if o.max_hosts is not None else 1 if one_first else MAX_HOSTS_DEFAULT)
     try:
         rec = _answer(advisor, req, layout, given_hosts, one_setup, one_option)
     except ValidationError as exc:  # e.g. Little's law asks for more in-flight executions than a Setup allows
@@ -127,32 +151,32 @@ def run_advise(*, rps, vcpu, arch, provider, workload, cpu_ms, wait_ms, p95_ms, 
     if compose is not None and rec.hosts > 1:  # --compose alone asks the single-server question (above)
         raise InputError(f"--compose writes a single-host stack, and this answer is {rec.hosts} hosts: save it with "
                          f"--json > advice.json and run `{rec.render_command}`, or use --max-hosts 1")
-    written = _write_compose(rec, compose, generate_missing_secrets) if compose is not None else None
+    written = _write_compose(rec, compose, o.generate_missing_secrets) if compose is not None else None
     surge = None
-    targets = p95_ms is not None or drain_seconds is not None
-    if burst is not None and topology is None and targets and not one_first:
+    targets = o.p95_ms is not None or o.drain_seconds is not None
+    if o.burst is not None and o.topology is None and targets and not one_first:
         from n8n_sizer.advisor.answer.burst import size_for_burst
 
         rec, surge, sized = size_for_burst(lambda rate: _answer(advisor, req.model_copy(update={"rps": rate}), None,
                                                                 None, None, None),
-                                           rps, burst, burst_seconds, p95_ms, drain_seconds)
-        if sized > rps:
+                                           o.rps, o.burst, o.burst_seconds, o.p95_ms, o.drain_seconds)
+        if sized > o.rps:
             note = (f"sized for {sized:.3g}/s, not {rps:g}/s: at {rps:g}/s the {burst:g}x burst for {burst_seconds:g} s "
                     "would not drain within " + " and ".join(t for t in (
-                        f"the p95 target ({p95_ms:g} ms)" if p95_ms is not None else "",
-                        f"--drain-seconds {drain_seconds:g}" if drain_seconds is not None else "") if t))
-            rec = rec.model_copy(update={"request": {**rec.request, "rps": rps, "sized_for_rps": sized},
+                        f"the p95 target ({p95_ms:g} ms)" if o.p95_ms is not None else "",
+                        f"--drain-seconds {drain_seconds:g}" if o.drain_seconds is not None else "") if t))
+            rec = rec.model_copy(update={"request": {**rec.request, "rps": o.rps, "sized_for_rps": sized},
                                          "warnings": [note, *rec.warnings]})
-    elif burst is not None:
+    elif o.burst is not None:
         from n8n_sizer.advisor.answer.burst import absorbs, burst_advice
 
-        surge = burst_advice(rps, burst, burst_seconds, rec.capacity_per_s.mid, rec.p95_ms, rec.mode)
-        if targets and not absorbs(surge, p95_ms, drain_seconds):
+        surge = burst_advice(o.rps, o.burst, o.burst_seconds, rec.capacity_per_s.mid, rec.p95_ms, rec.mode)
+        if targets and not absorbs(surge, o.p95_ms, o.drain_seconds):
             rec = rec.model_copy(update={"warnings": [
                 f"this setup does not absorb the {burst:g}x burst within your targets (drain "
                 f"{'never' if surge.drain_s is None else f'{surge.drain_s:,.0f} s'}); ask without --vcpu (or with "
                 "--max-hosts) to be sized for it", *rec.warnings]})
-    if json_out:
+    if o.json_out:
         data = rec.model_dump(mode="json")
         if surge is not None:
             data["burst"] = surge.model_dump(mode="json")

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
+from dataclasses import dataclass
+
 from pydantic import Field
 
 from n8n_sizer.advisor.answer.contract import HostGroup, PoolSizes, Roles
+from n8n_sizer.advisor.capacity import Bound, CapacityModel
+from n8n_sizer.advisor.fit import FittedModel
+from n8n_sizer.advisor.measurements import Measurement
+from n8n_sizer.advisor.ram import RamModel
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.safety.frozen import Frozen
@@ -28,6 +34,48 @@ class Request(Frozen):
     max_hosts: int = Field(1, ge=1, le=200)
     # A topology the user gave (`advise --topology`): scored, not searched, so its warnings speak of it alone.
     given: bool = False
+
+
+def request_echo(req: Request) -> dict:
+    """The request as the answer repeats it (the inputs it was based on, PGTune style)."""
+    p = req.profile
+    return {"rps": req.rps, "vcpu": req.vcpu, "arch": req.arch, "provider": req.provider, "workload": p.name,
+            "cpu_ms": p.code_cpu_ms, "wait_ms": p.wait_ms, "p95_ms": req.p95_ms, "max_hosts": req.max_hosts}
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What every answer rests on, handed to the builders (single.py, multi.py, given.py) as typed input: the fit,
+    the RAM model, the model's notes and the longest shared-core soak (the latency floor of burstable sizes)."""
+
+    fitted: FittedModel
+    ram: RamModel
+    notes: tuple[str, ...]
+    soak: Measurement | None
+
+    @property
+    def model(self) -> CapacityModel:
+        return self.fitted.model
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One setup on one host with its capacity and what binds it (settings sized at its own comfortable rate)."""
+
+    mode: str
+    setup: Setup
+    mid: float
+    bound: Bound
+
+
+@dataclass(frozen=True)
+class SingleChoice:
+    """A single-host answer: where (a HostOption), the setup, and its p95 at the rate."""
+
+    option: object  # topology_search.HostOption (kept untyped here: that module imports this one)
+    shared_core: bool
+    cand: Candidate
+    p95: float | None
 
 
 class Interval(Frozen):

@@ -8,6 +8,7 @@ runners bind, a latency miss only when the capacity carries the rate but the p95
 from __future__ import annotations
 
 from n8n_sizer.advisor.answer.base import BindingBound, SizeFit
+from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION as COMFORT
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.fit import FittedModel, profile_of
 from n8n_sizer.advisor.profiles import WorkflowProfile
@@ -166,3 +167,26 @@ def concurrency_setting(rec) -> str:
                 f"executions per vCPU at once; a burst waits in main's FIFO instead of holding memory")
     return ("N8N_CONCURRENCY_PRODUCTION_LIMIT=-1 (off): executions are short, so few run at once and a limit "
             "would not bind; set one if your workflows grow longer (see --burst)")
+
+
+def common_warnings(basis, req, carries: bool, low: float, mid: float, p95: float | None, choice_text: str,
+                    bound: BindingBound, fits, multi: bool, by_connections: bool) -> list[str]:
+    """The warnings every kind of answer gives: a latency miss, a rate not carried (with the remedy its bound
+    calls for), little headroom, or an interval whose low end is below the rate."""
+    out = []
+    latency_miss = req.p95_ms is not None and req.rps < mid and (p95 is None or p95 > req.p95_ms)
+    if latency_miss:
+        row = basis.soak.id if basis.soak is not None and "shared-core" in choice_text else None
+        out.append(latency_warning(req.rps, p95, req.p95_ms, mid, choice_text, row))
+    elif not carries and req.given:
+        out.append(given_infeasible_warning(mid, bound))
+    elif not carries:
+        remedy = what_would_help(bound, multi, req.max_hosts, by_connections)
+        out.append(infeasible_warning(req.rps, mid, choice_text, bound, remedy, fits, multi))
+    elif req.rps > COMFORT * mid:
+        out.append(f"little headroom: {req.rps:g}/s is {req.rps / mid:.0%} of the predicted capacity "
+                   f"({mid:.1f}/s); a burst will queue")
+    if carries and req.rps > low:
+        out.append(f"the low end of the capacity interval ({low:.1f}/s) is below {req.rps:g}/s: "
+                   "measure your workflow (`n8n-sizer bench`) before relying on it")
+    return out
