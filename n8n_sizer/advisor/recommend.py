@@ -16,11 +16,10 @@ import math
 
 from n8n_sizer.advisor import settings
 from n8n_sizer.advisor.answer import explain as explain
-from n8n_sizer.advisor.answer.base import (Basis, BindingBound, Candidate, Recommendation, Request, SingleChoice, SizeFit,
-                                          request_echo)
+from n8n_sizer.advisor.answer.base import (Basis, Candidate, Recommendation, Request, SingleChoice, SizeFit)
 from n8n_sizer.advisor.answer.single import build_single
 from n8n_sizer.advisor.answer.multi import build_topology
-from n8n_sizer.advisor.capacity import Bound, HostShape
+from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.catalog import ServerSize, sizes_for
 from n8n_sizer.advisor.fit import FittedModel
 from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, worker_pool_size

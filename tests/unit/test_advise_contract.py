@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from n8n_sizer.advisor.engine import build_advisor
 from n8n_sizer.advisor.profiles import profile_for
 from n8n_sizer.advisor.recommend import MAX_HOSTS_DEFAULT, Request
-from n8n_sizer.cli.advise_given import given_layout_from
+from n8n_sizer.cli.advise.given import given_layout_from
 from n8n_sizer.deploy.check_topology import check_topology
 from n8n_sizer.deploy.render_topology import write_topology
 from n8n_sizer.deploy.topology import parse_topology

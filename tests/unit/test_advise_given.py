@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.advisor.answer.base import Request, Roles
+from n8n_sizer.advisor.answer.base import Request
+from n8n_sizer.advisor.answer.contract import Roles
 from n8n_sizer.advisor.answer.given import MACHINE_GROUP, GivenGroup, evaluate, given_layout
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.catalog import find_size

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from n8n_sizer.advisor.answer.contract import HostGroup, PoolSizes, Roles
+from n8n_sizer.advisor.answer.contract import HostGroup, PoolSizes
 from n8n_sizer.advisor.capacity import Bound, CapacityModel
 from n8n_sizer.advisor.fit import FittedModel
 from n8n_sizer.advisor.measurements import Measurement

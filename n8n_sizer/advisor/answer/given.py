@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from n8n_sizer.advisor.answer.base import Basis, Recommendation, Request, Roles, SizeFit
+from n8n_sizer.advisor.answer.base import Basis, Recommendation, Request, SizeFit
+from n8n_sizer.advisor.answer.contract import Roles
 from n8n_sizer.advisor.answer.multi import build_topology
 from n8n_sizer.advisor.answer.topology_search import Scored
 from n8n_sizer.advisor.answer.layout import Group, Layout, TopologyModel, plan_pools

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from n8n_sizer.advisor import settings
 from n8n_sizer.advisor.answer import explain as explain
-from n8n_sizer.advisor.answer.base import (RENDER_TOPOLOGY, Basis, BindingBound, HostGroup, Interval, PoolSizes,
-                                          Recommendation, Request, ServerChoice, SizeFit, request_echo)
+from n8n_sizer.advisor.answer.base import (RENDER_TOPOLOGY, Basis, BindingBound, Interval, Recommendation, Request,
+                                          ServerChoice, SizeFit, request_echo)
+from n8n_sizer.advisor.answer.contract import HostGroup, PoolSizes
 from n8n_sizer.advisor.pools import MANY_CONNECTIONS, RAM_MIB_PER_VCPU_ASSUMED, connection_budget
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, Setup
 from n8n_sizer.advisor.answer.topology_search import Scored

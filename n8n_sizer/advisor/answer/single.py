@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from n8n_sizer.advisor import settings
 from n8n_sizer.advisor.answer import explain as explain
-from n8n_sizer.advisor.answer.base import (RENDER_TOPOLOGY, Basis, BindingBound, Candidate, HostGroup, Interval,
-                                          PoolSizes, Recommendation, Request, Roles, ServerChoice, SingleChoice, SizeFit,
-                                          request_echo)
+from n8n_sizer.advisor.answer.base import (RENDER_TOPOLOGY, Basis, BindingBound, Candidate, Interval, Recommendation,
+                                          Request, ServerChoice, SingleChoice, SizeFit, request_echo)
+from n8n_sizer.advisor.answer.contract import HostGroup, PoolSizes, Roles
 from n8n_sizer.advisor.pools import connection_ram_mib
 from n8n_sizer.advisor.setup import postgres_connections, recommended_max_connections
 

@@ -43,7 +43,7 @@ def advise(
     topology: Optional[Path] = typer.Option(None, "--topology", help="Score this topology (advise --json output, or {\"topology\": [...]}) instead of searching: its capacity, bound and pools."),
     on_this_machine: bool = typer.Option(False, "--on-this-machine", help="With --topology: every host shares this machine's cores at this machine's measured speed (the lab, docs/lab.md)."),
 ) -> None:
-    from n8n_sizer.cli.advise_view import AdviseOptions, run_advise
+    from n8n_sizer.cli.advise.view import AdviseOptions, run_advise
 
     return run_advise(AdviseOptions(
         rps=rps, vcpu=vcpu, max_hosts=max_hosts, arch=arch, provider=provider, workload=workload, cpu_ms=cpu_ms,
