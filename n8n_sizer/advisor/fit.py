@@ -162,11 +162,12 @@ class FittedModel:
 
     def throughput_interval(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> tuple[float, float, float]:
         """(low, mid, high) executions per second, a 90% interval."""
-        return self.interval_of(lambda model: model.throughput_at(profile, setup, host))
+        return self.interval_of(lambda model: model.throughput_at(profile, setup, host), profile.ratio_sd_log)
 
-    def interval_of(self, capacity) -> tuple[float, float, float]:
+    def interval_of(self, capacity, extra_sd_log: float = 0.0) -> tuple[float, float, float]:
         """(low, mid, high) of `capacity(model)`, a 90% interval: the delta method on the log parameters'
-        covariance, plus the residual noise of a new observation."""
+        covariance, plus the residual noise of a new observation, plus `extra_sd_log` (a workflow priced from
+        its nodes: its price's own uncertainty, taken as moving capacity one for one, the most it can)."""
         mid = capacity(self.model)
         grad = [0.0] * len(self.specs)
         base = dict(self.model.params)
@@ -178,7 +179,7 @@ class FittedModel:
             grad[i] = (math.log(other) - math.log(mid)) / step
         cov = self.log_cov
         var = sum(grad[i] * cov[i][j] * grad[j] for i in range(len(grad)) for j in range(len(grad)))
-        var += self.resid_sd_log ** 2
+        var += self.resid_sd_log ** 2 + extra_sd_log ** 2
         half = Z90 * math.sqrt(max(var, 0.0))
         return mid * math.exp(-half), mid, mid * math.exp(half)
 

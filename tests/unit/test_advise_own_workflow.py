@@ -41,3 +41,14 @@ def test_a_heavier_own_workflow_gets_less_capacity_than_a_lighter_one():
 def test_steps_without_cpu_rows_or_saturation_do_not_know_the_workflow():
     advisor = build_advisor([_step(r, None) for r in (4, 8)])
     assert not advisor.fitted.knows(user_profile("my-flow"))
+
+
+def test_a_workflow_priced_at_twice_lights_overhead_carries_about_half_with_a_wider_interval():
+    from n8n_sizer.advisor.profiles import LIGHT
+
+    advisor = build_advisor()
+    twice = LIGHT.model_copy(update={"name": "priced", "overhead_ratio": 2.0, "ratio_sd_log": 0.2, "measured": False})
+    a = advisor.recommend(Request(rps=2, vcpu=4, profile=LIGHT)).capacity_per_s
+    b = advisor.recommend(Request(rps=2, vcpu=4, profile=twice)).capacity_per_s
+    assert 0.4 < b.mid / a.mid < 0.6
+    assert b.high / b.low > a.high / a.low  # the price's own uncertainty widens the interval

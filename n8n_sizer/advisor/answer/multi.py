@@ -16,7 +16,8 @@ from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION, TopologyModel
 def build_topology(basis: Basis, req: Request, s: Scored, carries: bool, fits: list[SizeFit]) -> Recommendation:
     profile, lay = req.profile, s.layout
     tm = TopologyModel(basis.model, profile, lay)
-    low, mid, high = basis.fitted.interval_of(lambda model: TopologyModel(model, profile, lay).capacity_per_s())
+    low, mid, high = basis.fitted.interval_of(lambda model: TopologyModel(model, profile, lay).capacity_per_s(),
+                                              profile.ratio_sd_log)
     b = tm.binding()
     bound = BindingBound(name=b.name, role=b.role, host=b.host, why=b.why)
     worker_g = lay.group_with("workers")
