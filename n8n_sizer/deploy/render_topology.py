@@ -75,7 +75,7 @@ def _validate(t: topo.Topology, profile: str, domain: str | None, public_url: st
     validate_access(profile, domain, public_url)
 
 
-def _lb_context(t: topo.Topology, lb_host: topo.Host | None, profile: str, domain: str | None) -> dict | None:
+def _lb_context(t: topo.Topology, lb_host: topo.ClusterHost | None, profile: str, domain: str | None) -> dict | None:
     if lb_host is None:
         return None
     webhook_up, main_up = [], []
@@ -90,7 +90,7 @@ def _lb_context(t: topo.Topology, lb_host: topo.Host | None, profile: str, domai
             "webhook_upstreams": webhook_up, "main_upstreams": main_up}
 
 
-def _host_context(t: topo.Topology, host: topo.Host, profile: str, domain: str | None,
+def _host_context(t: topo.Topology, host: topo.ClusterHost, profile: str, domain: str | None,
                   pg: topo.PostgresMemory) -> dict:
     pg_host, redis_host, lb_host = t.host_with("postgres"), t.host_with("redis"), t.host_with("load_balancer")
     roles = host.roles

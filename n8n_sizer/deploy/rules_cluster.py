@@ -104,9 +104,10 @@ def rule_data_endpoints(c: Cluster) -> RuleResult:
         c, "postgres", ("DB_POSTGRESDB_HOST", "DB_POSTGRESDB_PORT", "DB_POSTGRESDB_DATABASE", "DB_POSTGRESDB_USER",
                         "DB_POSTGRESDB_PASSWORD"), 5432, lambda s: s.env.get("POSTGRES_PASSWORD"),
         "DB_POSTGRESDB_PASSWORD")
-    problems += _endpoint_problems(
-        c, "redis", ("QUEUE_BULL_REDIS_HOST", "QUEUE_BULL_REDIS_PORT", "QUEUE_BULL_REDIS_PASSWORD"), 6379,
-        lambda s: _redis_arg(s, "--requirepass"), "QUEUE_BULL_REDIS_PASSWORD")
+    if any(s.env.get("EXECUTIONS_MODE") == "queue" for _, s in c.n8n):  # regular mode on one host uses no Redis
+        problems += _endpoint_problems(
+            c, "redis", ("QUEUE_BULL_REDIS_HOST", "QUEUE_BULL_REDIS_PORT", "QUEUE_BULL_REDIS_PASSWORD"), 6379,
+            lambda s: _redis_arg(s, "--requirepass"), "QUEUE_BULL_REDIS_PASSWORD")
     if problems:
         return fail("cluster-data-endpoints", "; ".join(problems),
                     "point every n8n process at the data host's private address with the same database, user "

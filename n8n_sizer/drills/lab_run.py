@@ -52,8 +52,8 @@ class LabDrillContext:
         self.workflows.append(wid)
         return wid, self.lab.url + path
 
-    def load(self, url: str, rate_per_s: float, duration_s: float, step: str, seq_start: int = 0) -> "Load":
-        return Load.start(url, rate_per_s, duration_s, step, self.lab.name, self.request_sink, seq_start)
+    def load(self, url: str, rate_per_s: float, duration_s: float, step: str, seq_start: int = 0) -> "BackgroundLoad":
+        return BackgroundLoad.start(url, rate_per_s, duration_s, step, self.lab.name, self.request_sink, seq_start)
 
     def after_load(self, url: str, rate_per_s: float, before: list[RequestRecord]) -> list[RequestRecord]:
         """AFTER_S more at the same rate once the drill is over (step "after"), numbered on from `before`."""
@@ -89,7 +89,7 @@ class LabDrillContext:
 
 
 @dataclass
-class Load:
+class BackgroundLoad:
     """The built-in open-model driver in a thread: `rate_per_s` for `duration_s`, every request recorded."""
 
     thread: threading.Thread
@@ -98,7 +98,7 @@ class Load:
 
     @classmethod
     def start(cls, url: str, rate_per_s: float, duration_s: float, step: str, target: str,
-              sink: Callable[[RequestRecord], None] | None, seq_start: int = 0) -> "Load":
+              sink: Callable[[RequestRecord], None] | None, seq_start: int = 0) -> "BackgroundLoad":
         from n8n_sizer.bench.load import HttpPost, run_open
 
         records: list[RequestRecord] = []

@@ -152,7 +152,7 @@ def render_search(run: RunData) -> str:
 
 
 def _render_one_search(search: dict) -> str:
-    from n8n_sizer.bench.search import SearchResult
+    from n8n_sizer.bench.find_max import SearchResult
 
     res = SearchResult.model_validate(search)
     found = "none: even the lowest rate failed" if res.max_rate_per_s is None else f"{res.max_rate_per_s:.3g} req/s"

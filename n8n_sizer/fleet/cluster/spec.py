@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from pydantic import Field, field_validator, model_validator
 
-from n8n_sizer.deploy.topology import Host, Topology, parse_topology
+from n8n_sizer.deploy.topology import ClusterHost, Topology, parse_topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.spec import NAMESPACE, FleetSpec, HostSpec, TargetSpec, _KeyError
 
@@ -49,7 +49,10 @@ class ClusterSpec(FleetSpec):
             topology = self.topology
         except InputError as exc:
             raise _KeyError("cluster", str(exc)) from None
-        providers = {g.provider for g in topology.groups}
+        if any(g.size is None for g in topology.groups):
+            raise _KeyError("cluster", "a host group has no catalog size (only vcpu): a stack creates servers of a "
+                            "size; ask `advise` without --vcpu, or with one a catalog size has (e.g. --vcpu 4)")
+        providers = {g.provider or "none" for g in topology.groups}
         if providers != {self.provider}:
             raise _KeyError("cluster", f"the topology's provider {', '.join(sorted(providers))} differs from "
                             f"n8n-sizer:provider {self.provider}; one stack lives in one provider")
@@ -85,7 +88,7 @@ class ClusterSpec(FleetSpec):
         return str(ipaddress.ip_network(self.topology.subnet)[LOADGEN_OFFSET])
 
 
-def host_kind(host: Host) -> str:
+def host_kind(host: ClusterHost) -> str:
     """The component type of a host: its most load-bearing role decides (data > ingest > worker)."""
     roles = host.roles
     if roles.postgres or roles.redis:
@@ -95,7 +98,7 @@ def host_kind(host: Host) -> str:
     return "worker"
 
 
-def role_label(host: Host) -> str:
+def role_label(host: ClusterHost) -> str:
     """`postgres-redis`, `main-webhook-lb`, `workers`: a label value valid on both providers."""
     short = {"load_balancer": "lb"}
     return "-".join(short.get(r, r) for r in host.roles.listed())

@@ -22,9 +22,10 @@ def this_machine():
 
 
 def given_layout_from(path: Path, advisor, on_this_machine: bool):
-    """(layout, arch, hosts) of the topology file at `path` (what `advise --json` prints, or {"topology": [...]})."""
-    from n8n_sizer.advisor.answer.base import Roles
+    """What the topology file at `path` asks to score (what `advise --json` prints, or {"topology": [...]}):
+    `("layout", layout, arch, hosts)` for a queue-mode topology, `("one-host", setup, option, arch)` for one host."""
     from n8n_sizer.advisor.answer.given import GivenGroup, given_layout
+    from n8n_sizer.advisor.answer.topology_search import HostOption
     from n8n_sizer.advisor.catalog import find_size
     from n8n_sizer.deploy.topology import load_topology_text
 
@@ -34,13 +35,20 @@ def given_layout_from(path: Path, advisor, on_this_machine: bool):
                           fix="save one with `n8n-sizer advise --rps 200 --json > advice.json`, or write "
                               "{\"topology\": [...]} as docs/cluster.md shows")
     topology = load_topology_text(text, f"--topology {path}")
+    machine = this_machine() if on_this_machine else None
     groups = []
     for g in topology.groups:
-        size = find_size(g.size, g.provider)
-        groups.append(GivenGroup(name=g.name, provider=g.provider, size=size.size, count=g.count,
-                                 roles=Roles(**g.roles.model_dump()), host=advisor.host_for_size(size),
-                                 monthly_eur=size.monthly_eur))
-    machine = this_machine() if on_this_machine else None
-    layout = given_layout(groups, topology.concurrency, topology.db_pool_size.worker, machine)
+        vcpu, ram_mib, arch = g.server()
+        size = find_size(g.size, g.provider) if g.size is not None else None
+        host = advisor.host_for_size(size) if size is not None else advisor.host_for_vcpu(vcpu, arch, ram_mib)
+        groups.append(GivenGroup(name=g.name, provider=g.provider, size=g.size, count=g.count, roles=g.roles,
+                                 host=host, monthly_eur=size.monthly_eur if size else None, vcpu=vcpu, ram_mib=ram_mib))
+    if topology.single_host:
+        g = groups[0]
+        host = machine or g.host
+        option = HostOption(host, g.provider, g.size, int(host.vcpu) if machine else g.vcpu,
+                            None if machine else g.monthly_eur, None if machine else g.ram_mib)
+        return "one-host", topology.single_setup(), option, host.arch
+    layout = given_layout(groups, topology.concurrency, topology.db_pool_size.of("worker"), machine)
     arch = machine.arch if machine else layout.group_with("workers").host.arch
-    return layout, arch, sum(g.count for g in topology.groups)
+    return "layout", layout, arch, sum(g.count for g in topology.groups)
