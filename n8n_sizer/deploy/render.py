@@ -26,7 +26,6 @@ from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
 from n8n_sizer.deploy.n8n_env import n8n_settings, shutdown_timeouts
 from n8n_sizer.deploy.secrets import (
     ENV_NAMES,
-    EnvEntry,
     StackSecrets,
     read_secret_copy,
     secret_messages,

@@ -18,7 +18,6 @@ The Pulumi program reads the same keys through `pulumi.Config`, the `cost` comma
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from pathlib import Path

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from n8n_sizer.deploy.topology import parse_topology
-from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.errors import RemoteError
 from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.hosts.host import SshHost
 from n8n_sizer.lab.netns import bridged_frames_filtered, lab_up, remove_lab
