@@ -289,3 +289,11 @@ def test_lab_main_gets_its_owner_from_a_private_file_never_over_the_network(tmp_
     plain.chmod(0o600)
     with pytest.raises(InputError, match="bcrypt"):
         owner_env(plain)
+
+
+@pytest.mark.parametrize("finished", [True, False])
+def test_advise_results_never_advises_a_resume_bench_refuses(tmp_path, monkeypatch, capsys, finished):
+    run = _run(tmp_path, finished=finished)
+    code, _, err = cli(monkeypatch, capsys, "advise", "--rps", "5", "--results", run.parent)
+    one_line(code, err, "no finished load steps")
+    assert ("--resume r1" in err) == (not finished), err
