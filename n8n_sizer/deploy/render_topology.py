@@ -195,7 +195,8 @@ def _secret_copies(out_dir: Path, host_names: list[str]) -> list[SecretCopy]:
 
 
 def _previous_hosts(out_dir: Path) -> list[str]:
-    """Host folders a previous render left (a folder with a .env or cloud-init.yaml), at most 256."""
+    """Host folders a previous render left (a folder with a .env or cloud-init.yaml); more than 64 is refused
+    (a topology has at most a few dozen hosts, and each copy is read whole: their number is bounded too)."""
     if not out_dir.is_dir():
         return []
     found = []
@@ -203,7 +204,10 @@ def _previous_hosts(out_dir: Path) -> list[str]:
         if entry.is_dir(follow_symlinks=False) and topo.NAME_RE.fullmatch(entry.name) and any(
                 os.path.lexists(os.path.join(entry.path, f)) for f in (ENV_FILE, CLOUD_INIT_FILE)):
             found.append(entry.name)
-    return found[:256]
+    if len(found) > 64:
+        raise InputError(f"--out {out_dir} holds {len(found)} host folders, more than any topology has (64 at "
+                         "most are read); render into a fresh folder")
+    return found
 
 
 def write_topology(t: topo.Topology, out_dir: Path, *, profile: str = "bench", domain: str | None = None,

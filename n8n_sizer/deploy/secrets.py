@@ -247,7 +247,7 @@ def read_secret_copy(path: Path, *, strict: bool = True) -> SecretCopy | None:
 
     if not os.path.lexists(path):
         return None
-    text = read_user_text(path, "the existing secrets file", private=True, max_bytes=4 << 20,
+    text = read_user_text(path, "the existing secrets file", private=True, max_bytes=1 << 20,
                           fix="it holds the stack's secrets and is never overwritten unread: fix it or render "
                               "into another --out folder")
     if path.name == "cloud-init.yaml":
