@@ -297,3 +297,10 @@ def test_advise_results_never_advises_a_resume_bench_refuses(tmp_path, monkeypat
     code, _, err = cli(monkeypatch, capsys, "advise", "--rps", "5", "--results", run.parent)
     one_line(code, err, "no finished load steps")
     assert ("--resume r1" in err) == (not finished), err
+
+
+def test_cost_prices_the_placeholder_stack_but_warns_that_pulumi_up_refuses_it(tmp_path, monkeypatch, capsys):
+    project = _project(tmp_path)  # the shipped stack file, with its RFC 5737 placeholder
+    code, out, err = cli(monkeypatch, capsys, "cost", "--stack", "single", "--stacks-dir", project / "stacks")
+    assert code == 0 and "total:" in out
+    assert "documentation example range" in err and "pulumi up" in err
