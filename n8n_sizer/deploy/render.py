@@ -6,6 +6,7 @@ it with golden files; `write_bundle` is the I/O edge that keeps an existing .env
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -14,7 +15,6 @@ from typing import Literal, Mapping
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from n8n_sizer import versions
-from n8n_sizer.advisor import settings
 from n8n_sizer.advisor.setup import (
     CONNECTION_HEADROOM,
     Setup,
@@ -23,7 +23,7 @@ from n8n_sizer.advisor.setup import (
     required_max_connections,
 )
 from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
-from n8n_sizer.deploy.n8n_env import n8n_settings, shutdown_timeouts
+from n8n_sizer.deploy.n8n_env import COMPOSE_WIRING, role_env, shape_of_setup, shutdown_timeouts
 from n8n_sizer.deploy.secrets import (
     ENV_NAMES,
     EnvEntry,
@@ -63,12 +63,25 @@ class Bundle(Frozen):
 
 
 def template_env() -> Environment:
-    return Environment(
+    env = Environment(
         loader=FileSystemLoader(str(TEMPLATES_DIR)),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,  # YAML and dotenv, not HTML
     )
+    env.filters["yaml_value"] = json.dumps  # a JSON string is a YAML double-quoted scalar: "true" stays a string
+    return env
+
+
+def compose_env(setup: Setup, profile: str, domain: str | None) -> dict[str, dict[str, str]]:
+    """Each n8n service's environment (main, its runner, every worker and its runner) from `role_env`."""
+    shape = shape_of_setup(setup, profile, domain)
+    out = {"n8n-main": role_env(shape, "main", COMPOSE_WIRING),
+           "runner-main": role_env(shape, "runner", COMPOSE_WIRING, broker_host="n8n-main")}
+    for n in range(1, setup.workers + 1):
+        out[f"n8n-worker-{n}"] = role_env(shape, "worker", COMPOSE_WIRING)
+        out[f"runner-worker-{n}"] = role_env(shape, "runner", COMPOSE_WIRING, broker_host=f"n8n-worker-{n}")
+    return out
 
 
 def pool_arithmetic(setup: Setup) -> str:
@@ -151,7 +164,7 @@ def render_bundle(setup: Setup, secrets: StackSecrets, *, profile: str = "bench"
     max_conn = _validate(setup, profile, domain, public_url, max_connections)
     env = template_env()
     summary = describe(setup, profile)
-    shutdown_s, stop_grace_s = shutdown_timeouts(setup)
+    stop_grace_s = shutdown_timeouts(setup)[1]
     repo = versions.N8N_IMAGE.rsplit(":", 1)[0]
     runners_repo = versions.RUNNERS_IMAGE.rsplit(":", 1)[0]
     compose = env.get_template("compose.yml.j2").render(
@@ -168,12 +181,10 @@ def render_bundle(setup: Setup, secrets: StackSecrets, *, profile: str = "bench"
             "redis": versions.REDIS_IMAGE,
             "caddy": versions.CADDY_IMAGE,
         },
-        shutdown_s=shutdown_s,
         stop_grace_s=stop_grace_s,
         max_connections=max_conn,
         pool_arithmetic=pool_arithmetic(setup) if setup.db == "postgres" else "",
-        queue_keep_last=settings.queue_keep_last_env(),
-        n8n={role: n8n_settings(setup, role) for role in ("main", "worker")},
+        env=compose_env(setup, profile, domain),
     )
     if public_url is None:
         public_url = f"https://{domain}/" if profile == "production" else BENCH_PUBLIC_URL

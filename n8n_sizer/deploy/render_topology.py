@@ -13,10 +13,9 @@ from typing import Mapping
 
 
 from n8n_sizer import versions
-from n8n_sizer.advisor import settings
 from n8n_sizer.deploy import topology as topo
 from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
-from n8n_sizer.deploy.n8n_env import shutdown_seconds
+from n8n_sizer.deploy.n8n_env import COMPOSE_WIRING, Wiring, role_env, shape_of_topology, shutdown_seconds
 from n8n_sizer.deploy.render import (
     BENCH_PUBLIC_URL,
     CLOUD_INIT_FILE,
@@ -86,9 +85,33 @@ def _lb_context(t: topo.Topology, lb_host: topo.Host | None, profile: str, domai
             "webhook_upstreams": webhook_up, "main_upstreams": main_up}
 
 
+def cluster_wiring(t: topo.Topology) -> Wiring:
+    """How a container of any host finds Postgres and Redis: the data host's private address."""
+    pg_host, redis_host = t.host_with("postgres"), t.host_with("redis")
+    return COMPOSE_WIRING.model_copy(update={"postgres_host": pg_host.private_ip if pg_host else "",
+                                             "redis_host": redis_host.private_ip if redis_host else ""})
+
+
+def host_env(t: topo.Topology, host: topo.Host, profile: str, domain: str | None,
+             wiring: Wiring | None = None) -> dict[str, dict[str, str]]:
+    """Every n8n service of `host` (by its compose name) and its environment, from `role_env`. The lab
+    starts the same processes with the same function and its own `wiring`."""
+    shape, wiring = shape_of_topology(t, profile, domain), wiring or cluster_wiring(t)
+    out: dict[str, dict[str, str]] = {}
+    if host.roles.main:
+        out["n8n-main"] = role_env(shape, "main", wiring)
+        out["runner-main"] = role_env(shape, "runner", wiring, broker_host="n8n-main")
+    for k in range(1, host.roles.webhook + 1):
+        out[f"n8n-webhook-{k}"] = role_env(shape, "webhook", wiring)
+    for k in range(1, host.roles.workers + 1):
+        out[f"n8n-worker-{k}"] = role_env(shape, "worker", wiring)
+        out[f"runner-worker-{k}"] = role_env(shape, "runner", wiring, broker_host=f"n8n-worker-{k}")
+    return out
+
+
 def _host_context(t: topo.Topology, host: topo.Host, profile: str, domain: str | None,
                   pg: topo.PostgresMemory) -> dict:
-    pg_host, redis_host, lb_host = t.host_with("postgres"), t.host_with("redis"), t.host_with("load_balancer")
+    lb_host = t.host_with("load_balancer")
     roles = host.roles
     lb_elsewhere = lb_host is not None and lb_host.name != host.name
     if roles.main and lb_elsewhere:
@@ -100,23 +123,20 @@ def _host_context(t: topo.Topology, host: topo.Host, profile: str, domain: str |
     webhooks = [{"name": f"n8n-webhook-{k}",
                  "publish": f"{host.private_ip}:{WEBHOOK_HOST_PORT + k}" if lb_elsewhere else None}
                 for k in range(1, roles.webhook + 1)]
-    n8n_seconds, grace_seconds = shutdown_seconds(t.longest_execution_s)
+    grace_seconds = shutdown_seconds(t.longest_execution_s)[1]
     repo, runners_repo = versions.N8N_IMAGE.rsplit(":", 1)[0], versions.RUNNERS_IMAGE.rsplit(":", 1)[0]
     return dict(
         t=t, host=host, profile=profile, domain=domain or "", summary=describe_topology(t, profile),
-        behind_lb=lb_host is not None,
         n8n=bool(roles.main or roles.webhook or roles.workers),
-        main=bool(roles.main), webhooks=webhooks, webhooks_total=t.total("webhook"),
+        main=bool(roles.main), webhooks=webhooks,
         workers=[f"n8n-worker-{k}" for k in range(1, roles.workers + 1)],
         postgres=bool(roles.postgres), redis=bool(roles.redis),
         lb=_lb_context(t, lb_host, profile, domain) if roles.load_balancer else None,
         main_publish=main_publish,
-        pg_host=pg_host.private_ip if pg_host else "", redis_host=redis_host.private_ip if redis_host else "",
         pg=pg, pool_arithmetic=topo.pool_arithmetic(t),
         images={"n8n": f"{repo}:{t.n8n_version}", "runners": f"{runners_repo}:{t.n8n_version}",
                 "postgres": versions.POSTGRES_IMAGE, "redis": versions.REDIS_IMAGE, "caddy": versions.CADDY_IMAGE},
-        shutdown_s=n8n_seconds, stop_grace_s=grace_seconds,
-        queue_keep_last=settings.queue_keep_last_env(),
+        stop_grace_s=grace_seconds, env=host_env(t, host, profile, domain),
     )
 
 

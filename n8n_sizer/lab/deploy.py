@@ -129,14 +129,15 @@ def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, py
     write_atomic(cluster_secrets, json.dumps({"encryption_key": secrets.token_hex(32),
                                               **json.loads(data_secrets.read_text())}) + "\n", private=True)
     data_secrets.unlink()
+    topology_file = root / "topology.json"  # what every n8n process starts from, as `render --topology` does
+    write_atomic(topology_file, json.dumps(state.topology) + "\n", private=False)
     common = {"data": data.private_ip, "main": ingest.private_ip, "secrets_file": str(cluster_secrets),
-              "concurrency": topology.concurrency}
+              "topology_file": str(topology_file)}
     behind_lb = bool(ingest.roles.load_balancer)
     main_listen = "127.0.0.1" if behind_lb else ingest.private_ip
     procs: dict[str, list[N8nProcess]] = {h.name: [] for h in topo_hosts}
     procs[ingest.name].append(deploy_n8n_role(hosts[ingest.name], python, role="main", name="main",
-                                              state=str(root / ingest.name), listen=main_listen,
-                                              production_off=ingest.roles.webhook > 0, **common))
+                                              state=str(root / ingest.name), listen=main_listen, **common))
     for i in range(1, ingest.roles.webhook + 1):
         procs[ingest.name].append(deploy_n8n_role(hosts[ingest.name], python, role="webhook", name=f"webhook-{i}",
                                                   index=i, state=str(root / ingest.name), listen="127.0.0.1",

@@ -223,7 +223,7 @@ def test_production_profile_puts_tls_on_the_load_balancer_and_passes_check(tmp_p
     ingest = yaml.safe_load((out / "ingest" / "docker-compose.yml").read_text())
     assert ingest["services"]["n8n-lb"]["ports"] == ["80:80", "443:443", "443:443/udp"]
     assert ingest["configs"]["caddyfile"]["content"].startswith("n8n.example.com {")
-    assert ingest["x-n8n-env"]["N8N_PROTOCOL"] == "https"
+    assert {e["N8N_PROTOCOL"] for e in _n8n_envs(ingest)} == {"https"}
     assert parse_env_text((out / "ingest" / ".env").read_text())["N8N_PUBLIC_URL"] == "https://n8n.example.com/"
     tool = Path(sys.executable).parent / "check-jsonschema"
     proc = subprocess.run([str(tool), "--builtin-schema", "vendor.compose-spec", str(out / "ingest" / "docker-compose.yml")],
@@ -241,19 +241,24 @@ def test_a_one_host_advice_with_per_role_pools_uses_the_worker_pool_everywhere()
     assert json.loads(rendered.manifest)["max_connections"] == 120
 
 
+def _n8n_envs(doc: dict) -> list[dict]:
+    """The environment of every n8n process (main, webhook processor, worker) of one host's compose file."""
+    return [svc["environment"] for name, svc in doc["services"].items() if name.startswith("n8n-")
+            and "/n8n:" in svc["image"]]
+
+
 def test_n8n_behind_the_load_balancer_trusts_one_proxy_hop_in_every_profile() -> None:
     """Caddy sets X-Forwarded-For: without N8N_PROXY_HOPS main's rate limiter sees every client as Caddy
     (found bringing the bundles up under Docker: express-rate-limit's ValidationError at the first login)."""
     for case in ("advise-rps-400", "gcp-three-hosts", "lb-apart"):
         for host, bundle in cluster(case).hosts.items():
-            doc = yaml.safe_load(bundle.compose)
-            if "x-n8n-env" in doc:
-                assert doc["x-n8n-env"]["N8N_PROXY_HOPS"] == "1", (case, host)
+            for env in _n8n_envs(yaml.safe_load(bundle.compose)):
+                assert env["N8N_PROXY_HOPS"] == "1", (case, host)
     doc = json.loads((TOPOLOGIES / "gcp-three-hosts.json").read_text())
     doc["topology"][1]["roles"] = {"main": 1}  # no webhook processors, no load balancer: main takes traffic
     for host, bundle in render_topology(parse_topology(doc), FAKE).hosts.items():
-        env = yaml.safe_load(bundle.compose).get("x-n8n-env", {})
-        assert "N8N_PROXY_HOPS" not in env, host  # nothing in front: a forged header must not be trusted
+        for env in _n8n_envs(yaml.safe_load(bundle.compose)):
+            assert "N8N_PROXY_HOPS" not in env, host  # nothing in front: a forged header must not be trusted
 
 
 def test_n8n_on_a_cluster_host_waits_minutes_for_the_data_host_not_seconds() -> None:
@@ -261,9 +266,10 @@ def test_n8n_on_a_cluster_host_waits_minutes_for_the_data_host_not_seconds() -> 
     `up --wait` on a worker host started 20 s before the data host (tests/docker/test_cluster_stack.py)."""
     for case in ("advise-rps-400", "gcp-three-hosts", "lb-apart"):
         for host, bundle in cluster(case).hosts.items():
-            env = yaml.safe_load(bundle.compose).get("x-n8n-env")
-            if env is None:
+            envs = _n8n_envs(yaml.safe_load(bundle.compose))
+            if not envs:
                 continue  # the data host runs no n8n
+            env = envs[0]
             assert int(env["QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD"]) >= 120_000, (case, host)
             assert int(env["DB_STARTUP_CONNECT_MAX_RETRIES"]) >= 8, (case, host)  # 1+2+4+8+16+30... s
             # within the healthcheck's window: a process still retrying must not be counted unhealthy first
