@@ -121,6 +121,33 @@ def validate_access(profile: str, domain: str | None, public_url: str | None) ->
                          "quotes, '#' or '$'; try --public-url https://n8n.example.com/")
 
 
+def public_url_for(profile: str, domain: str | None, public_url: str | None, *, cluster: bool = False) -> str:
+    """The URL n8n gives out for its webhooks and editor. A cluster and the production profile are reached from
+    outside: theirs is --public-url, or https://<domain>/ in production; never a loopback name or address
+    (webhooks registered with other services would point nowhere). One bench host keeps localhost."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    if public_url is None:
+        if profile == "production":
+            return f"https://{domain}/"
+        if cluster:
+            raise InputError("a cluster needs --public-url, the address its webhooks are called at (the load "
+                             "balancer's); try --public-url http://n8n.example.com:5678/")
+        return BENCH_PUBLIC_URL
+    if profile == "production" or cluster:
+        host = (urlsplit(public_url).hostname or "").lower()
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback or ipaddress.ip_address(host).is_unspecified
+        except ValueError:
+            loopback = host == "localhost" or host.endswith(".localhost")
+        if loopback:
+            raise InputError(f"--public-url {public_url} is this machine's own address; a "
+                             f"{'cluster' if cluster else 'production stack'} is called from outside: try "
+                             "--public-url https://n8n.example.com/")
+    return public_url
+
+
 def _validate(setup: Setup, profile: str, domain: str | None, public_url: str | None,
               max_connections: int | None) -> int:
     """Refuse inputs that would render a broken stack; return Postgres' max_connections."""
@@ -186,8 +213,7 @@ def render_bundle(setup: Setup, secrets: StackSecrets, *, profile: str = "bench"
         pool_arithmetic=pool_arithmetic(setup) if setup.db == "postgres" else "",
         env=compose_env(setup, profile, domain),
     )
-    if public_url is None:
-        public_url = f"https://{domain}/" if profile == "production" else BENCH_PUBLIC_URL
+    public_url = public_url_for(profile, domain, public_url)
     env_text = env.get_template("env.j2").render(secrets=secrets, public_url=public_url,
                                                  extra_env=dict(extra_env or {}))
     cloud_init = render_cloud_init(env, compose=compose, env_text=env_text, summary=summary,

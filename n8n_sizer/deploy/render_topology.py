@@ -17,7 +17,6 @@ from n8n_sizer.deploy import topology as topo
 from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
 from n8n_sizer.deploy.n8n_env import COMPOSE_WIRING, Wiring, role_env, shape_of_topology, shutdown_seconds
 from n8n_sizer.deploy.render import (
-    BENCH_PUBLIC_URL,
     CLOUD_INIT_FILE,
     COMPOSE_FILE,
     ENV_FILE,
@@ -25,6 +24,7 @@ from n8n_sizer.deploy.render import (
     validate_access,
     Bundle,
     render_bundle,
+    public_url_for,
     template_env,
 )
 from n8n_sizer.deploy.secrets import (
@@ -140,6 +140,20 @@ def _host_context(t: topo.Topology, host: topo.Host, profile: str, domain: str |
     )
 
 
+def ingest_caddyfile(t: topo.Topology, profile: str = "bench", domain: str | None = None) -> str:
+    """The load balancer's Caddyfile exactly as `render_topology` writes it into the ingest bundle (no secrets,
+    no public URL needed: the routing table only), for the native stack and the lab."""
+    import yaml
+
+    lb_host = t.host_with("load_balancer")
+    if lb_host is None:
+        raise InputError("the topology has no load balancer; give one host load_balancer: 1")
+    pg_host = t.host_with("postgres")
+    pg = topo.postgres_memory(t, pg_host.ram_mib, pg_host.size)
+    compose = template_env().get_template("cluster-compose.yml.j2").render(**_host_context(t, lb_host, profile, domain, pg))
+    return yaml.safe_load(compose)["configs"]["caddyfile"]["content"]
+
+
 def _env_values(secrets: StackSecrets, n8n: bool, public_url: str) -> dict[str, str]:
     if not n8n:  # least privilege: a data host never sees the encryption key or the runner token
         return {"POSTGRES_PASSWORD": secrets.postgres_password, "REDIS_PASSWORD": secrets.redis_password}
@@ -167,8 +181,7 @@ def render_topology(t: topo.Topology, secrets: StackSecrets, *, profile: str = "
     too small for its connections, an unpinned version, or a cloud-init over the user-data limit."""
     _validate(t, profile, domain, public_url)
     extra_env = extra_env or {}
-    if public_url is None:
-        public_url = f"https://{domain}/" if profile == "production" else BENCH_PUBLIC_URL
+    public_url = public_url_for(profile, domain, public_url, cluster=not t.single_host)
     hosts = t.hosts()
     if t.single_host:
         host = hosts[0]

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 
+from n8n_sizer.deploy.render_topology import ingest_caddyfile
 from n8n_sizer.deploy.topology import parse_topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import load_inventory
@@ -58,18 +59,6 @@ def deployed_cluster(path: Path) -> LabCluster | None:
         raise InputError(f"the lab of {path} has a deploy that did not finish ({root} holds no {CLUSTER_RECORD}); "
                          "`lab down` and `lab up` for a fresh one")
     return None
-
-
-def _render_caddyfile(state: LabState, topology) -> str:
-    import yaml
-
-    from n8n_sizer.deploy.render_topology import render_topology
-    from n8n_sizer.deploy.secrets import generate_secrets
-
-    # Only the routing table is taken from this render; its secrets are thrown away with it.
-    ingest = next(h for h in topology.hosts() if h.roles.load_balancer)
-    compose = yaml.safe_load(render_topology(topology, generate_secrets()).hosts[ingest.name].compose)
-    return compose["configs"]["caddyfile"]["content"]
 
 
 def deploy_lab(path: Path, python: str = sys.executable) -> LabCluster:
@@ -145,7 +134,7 @@ def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, py
     lb_pid = None
     if behind_lb:
         caddyfile = root / ingest.name / "Caddyfile"
-        write_atomic(caddyfile, lab_caddyfile(_render_caddyfile(state, topology), ingest.private_ip), private=True)
+        write_atomic(caddyfile, lab_caddyfile(ingest_caddyfile(topology), ingest.private_ip), private=True)
         lb_pid = deploy_caddy(hosts[ingest.name], python, state=str(root / ingest.name), config=str(caddyfile),
                               listen=ingest.private_ip).pid
     for host in topo_hosts:

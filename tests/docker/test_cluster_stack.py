@@ -62,6 +62,7 @@ SERVICES = {
     "worker-2": {"n8n-worker-1", "runner-worker-1"},
 }
 UP_ORDER = ("data", "ingest", "worker-1", "worker-2")
+INGEST_IP = "10.213.30.11"  # the second host of the subnet: where the load balancer answers (the public URL)
 # The VMs boot in no order. Each host's `up --wait` starts together, and the data host's only this long after
 # the others: longer than the 10 s n8n waits for Redis by default before it exits (the bundles raise it).
 DATA_HOST_LATE_S = 20
@@ -118,7 +119,7 @@ def cluster(engine: DockerEngine, tmp_path_factory: pytest.TempPathFactory) -> I
     topology_file = base / "topology-input.json"
     topology_file.write_text(json.dumps(TOPOLOGY))
     folder = base / "bundles"
-    render(folder, "--topology", str(topology_file))
+    render(folder, "--topology", str(topology_file), "--public-url", f"http://{INGEST_IP}:5678/")
     manifest = json.loads((folder / "topology.json").read_text())
     addresses = {h["name"]: h["private_ip"] for h in manifest["hosts"]}
     assert set(addresses) == set(UP_ORDER) and manifest["subnet"] == SUBNET

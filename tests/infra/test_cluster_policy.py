@@ -49,8 +49,8 @@ def built(request):
     rendered: dict[str, str] = {}
     out: dict = {}
 
-    def remember(topology):
-        rendered.update(render_cluster_cloud_init(topology))
+    def remember(topology, public_url):
+        rendered.update(render_cluster_cloud_init(topology, public_url))
         return dict(rendered)
 
     def body():
@@ -167,7 +167,7 @@ def test_user_data_is_each_hosts_rendered_cloud_init_secret_and_under_the_limit(
     mocks, rendered, inventory = built
     assert set(rendered) == {n for n, h in inventory.hosts.items() if h.role == "cluster"}
     limit = USER_DATA_LIMIT_BYTES[inventory.provider]
-    keys = set()
+    keys, urls = set(), set()
     for res in servers(mocks):
         wire = res.inputs["userData"] if res.typ.startswith("hcloud") else res.inputs["metadata"]
         assert isinstance(wire, dict) and wire.get("4dabf18193072939515e22adb298388d") == SECRET_SIG
@@ -177,7 +177,11 @@ def test_user_data_is_each_hosts_rendered_cloud_init_secret_and_under_the_limit(
         assert text.startswith("#cloud-config") and len(text.encode()) <= min(limit, 32 * 1024)
         if name != "loadgen":
             keys |= {line.split("=", 1)[1] for line in _env_of(text).splitlines() if line.startswith("N8N_ENCRYPTION_KEY=")}
+            urls |= {line.split("=", 1)[1] for line in _env_of(text).splitlines() if line.startswith("N8N_PUBLIC_URL=")}
     assert len(keys) == 1  # one secret set for the whole cluster
+    # the stack's public URL reaches every n8n host (never localhost: webhooks are called from outside)
+    stack = next(p for p in STACKS if stack_name(p) == inventory.stack)
+    assert urls == {yaml.safe_load(stack.read_text())["config"]["n8n-sizer:public_url"]}
 
 
 def _env_of(cloud_init: str) -> str:
@@ -225,3 +229,14 @@ def test_a_cluster_stack_with_a_bad_topology_stops_with_one_line(tmp_path: Path)
     with pytest.raises(pulumi.RunError) as err:
         run_main("bad-cluster", config)
     assert "n8n-sizer:cluster" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("url", [None, "http://localhost:5678/", "http://127.0.0.1:5678/"])
+def test_a_cluster_stack_without_a_public_url_stops_with_one_line(url) -> None:
+    config = read_stack_config(STACKS[0])
+    config.pop("n8n-sizer:public_url")
+    if url is not None:
+        config["n8n-sizer:public_url"] = url
+    with pytest.raises(pulumi.RunError) as err:
+        run_main("no-url-cluster", config)
+    assert "n8n-sizer:public_url" in str(err.value) and "\n" not in str(err.value)

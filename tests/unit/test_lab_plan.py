@@ -163,7 +163,8 @@ def test_the_lab_caddyfile_changes_addresses_only():
     from n8n_sizer.deploy.secrets import generate_secrets
     from n8n_sizer.lab.ingest import lab_caddyfile
 
-    bundle = render_topology(parse_topology(TOPOLOGY), generate_secrets()).hosts["ingest"]
+    bundle = render_topology(parse_topology(TOPOLOGY), generate_secrets(),
+                             public_url="http://10.213.7.11:5678/").hosts["ingest"]
     rendered = yaml.safe_load(bundle.compose)["configs"]["caddyfile"]["content"]
     text = lab_caddyfile(rendered, "10.213.7.11")
     assert "http://10.213.7.11:5678 {\n  bind 10.213.7.11\n" in text and "admin 127.0.0.1:2019" in text

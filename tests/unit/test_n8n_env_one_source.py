@@ -82,7 +82,7 @@ def test_every_cluster_service_gets_exactly_role_env_and_the_lab_the_same_settin
     shape, wiring = shape_of_topology(t, "bench"), cluster_wiring(t)
     secrets = StackSecrets(encryption_key="k" * 32, postgres_password="pg", redis_password="rd")
     seen = set()
-    for host, bundle in render_topology(t, generate_secrets()).hosts.items():
+    for host, bundle in render_topology(t, generate_secrets(), public_url="http://n8n.example.com:5678/").hosts.items():
         for service, env in _rendered_envs(bundle.compose).items():
             role = _role_of(service)
             assert env == role_env(shape, role, wiring, broker_host=_broker(service)), (host, service)

@@ -46,7 +46,7 @@ EDITS = {
 
 def render_good(folder: Path) -> None:
     topology = load_topology_text((HERE / "advise-rps-400.json").read_text(), "advise-rps-400.json")
-    cluster = render_topology(topology, FAKE)
+    cluster = render_topology(topology, FAKE, public_url="http://n8n.example.com:5678/")
     folder.mkdir(parents=True)
     (folder / MANIFEST_FILE).write_text(cluster.manifest)
     for name, bundle in cluster.hosts.items():
