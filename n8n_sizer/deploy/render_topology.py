@@ -14,7 +14,7 @@ from typing import Mapping
 
 from n8n_sizer import versions
 from n8n_sizer.deploy import topology as topo
-from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
+from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, data_port_rules, render_cloud_init
 from n8n_sizer.deploy.n8n_env import COMPOSE_WIRING, Wiring, role_env, shape_of_topology, shutdown_seconds
 from n8n_sizer.deploy.render import (
     CLOUD_INIT_FILE,
@@ -140,6 +140,11 @@ def _host_context(t: topo.Topology, host: topo.Host, profile: str, domain: str |
     )
 
 
+def data_clients(t: topo.Topology) -> list[str]:
+    """The private addresses that may reach Postgres and Redis: the hosts that run an n8n process."""
+    return [h.private_ip for h in t.hosts() if h.roles.main or h.roles.webhook or h.roles.workers]
+
+
 def ingest_caddyfile(t: topo.Topology, profile: str = "bench", domain: str | None = None) -> str:
     """The load balancer's Caddyfile exactly as `render_topology` writes it into the ingest bundle (no secrets,
     no public URL needed: the routing table only), for the native stack and the lab."""
@@ -202,7 +207,9 @@ def render_topology(t: topo.Topology, secrets: StackSecrets, *, profile: str = "
         try:
             cloud_init = render_cloud_init(env, compose=compose, env_text=env_text,
                                            summary=f"host {host.name}: {describe_topology(t, profile)}",
-                                           benchmark_host=True, workers=host.roles.workers)
+                                           benchmark_host=True, workers=host.roles.workers,
+                                           data_rules=data_port_rules(t.subnet, data_clients(t))
+                                           if host.roles.postgres or host.roles.redis else None)
         except InputError as exc:
             raise InputError(f"host {host.name}: {exc}") from None
         out[host.name] = Bundle(compose=compose, env=env_text, cloud_init=cloud_init)

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 
-from n8n_sizer.deploy.render_topology import ingest_caddyfile
+from n8n_sizer.deploy.render_topology import data_clients, ingest_caddyfile
 from n8n_sizer.deploy.topology import parse_topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import load_inventory
@@ -111,7 +111,7 @@ def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, py
     data = next(h for h in topo_hosts if h.roles.postgres)
     ingest = next(h for h in topo_hosts if h.roles.main)
     ends = deploy_data_host(hosts[data.name], python, str(root / data.name), data.private_ip, state.subnet,
-                            max_connections=_max_connections(topology))
+                            max_connections=_max_connections(topology), clients=data_clients(topology))
     data_secrets = root / "data-secrets.json"
     hosts[data.name].get(ends.secrets_file, data_secrets)
     cluster_secrets = root / "cluster-secrets.json"

@@ -120,10 +120,13 @@ def test_no_data_or_n8n_port_is_open_to_the_world_and_each_comes_from_its_own_pl
         assert not nets & WORLD, (port, nets)
         if port == "22":
             assert nets == {ipaddress.ip_network("203.0.113.7/32")}
-        elif port in ("5432", "6379"):
-            assert nets == {subnet}
-        else:  # 5678 (and webhook ports): the load generator, or the private subnet only
-            assert nets <= loadgen_nets or nets == {subnet}, (port, nets)
+        elif port in ("5432", "6379"):  # the hosts that run n8n, never the load generator
+            n8n_hosts = {ipaddress.ip_network(f"{h.private_ip}/32") for h in inventory.hosts.values()
+                         if h.roles.get("main") or h.roles.get("webhook") or h.roles.get("workers")}
+            assert nets == n8n_hosts and not nets & loadgen_nets, (port, nets)
+        else:  # 5678 (and webhook ports): the load generator, or the load balancer's host only
+            lb = next(h for h in inventory.hosts.values() if h.roles.get("load_balancer"))
+            assert nets <= loadgen_nets or nets == {ipaddress.ip_network(f"{lb.private_ip}/32")}, (port, nets)
 
 
 def test_firewalls_follow_the_roles(built):
@@ -240,3 +243,24 @@ def test_a_cluster_stack_without_a_public_url_stops_with_one_line(url) -> None:
     with pytest.raises(pulumi.RunError) as err:
         run_main("no-url-cluster", config)
     assert "n8n-sizer:public_url" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_data_host_admits_only_the_n8n_hosts_to_its_data_ports(built):
+    """Hetzner's firewall leaves the private network open and the load generator shares the subnet: the data
+    host's own DOCKER-USER rules (in its cloud-init) admit the n8n hosts to 5432/6379 and reset everyone else."""
+    from n8n_sizer.deploy.cloudinit import METADATA_BLOCK_SCRIPT
+
+    _, rendered, inventory = built
+    data = next(n for n, h in inventory.hosts.items() if h.roles.get("postgres"))
+    [script] = [f["content"] for f in yaml.safe_load(rendered[data])["write_files"] if f["path"] == METADATA_BLOCK_SCRIPT]
+    n8n_hosts = [h.private_ip for h in inventory.hosts.values()
+                 if h.roles.get("main") or h.roles.get("webhook") or h.roles.get("workers")]
+    inserts = [line.split("|| iptables -I ", 1)[1] for line in script.splitlines() if "|| iptables -I " in line]
+    # -I puts each rule at the top: the last inserted is evaluated first
+    order = list(reversed(inserts))
+    for port in ("5432", "6379"):
+        admits = [r for r in order if f"--dport {port} -j RETURN" in r]
+        assert sorted(r.split()[2] for r in admits) == sorted(f"{ip}/32" for ip in n8n_hosts)
+        reject = order.index(f"DOCKER-USER -s {inventory.subnet} -p tcp --dport {port} -j REJECT --reject-with tcp-reset")
+        assert all(order.index(r) < reject for r in admits)
+    assert inventory.hosts["loadgen"].private_ip not in script

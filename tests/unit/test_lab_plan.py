@@ -196,3 +196,18 @@ def test_a_record_naming_a_config_outside_the_lab_folder_singles_out_no_process(
     assert _own_config(state, "/lab/data.sshd_config")
     assert not _own_config(state, "/usr/sbin/sshd") and not _own_config(state, "/etc/ssh/sshd_config")
     assert not _own_config(state, "/lab/sub/data.sshd_config") and not _own_config(state, None)
+
+
+def test_the_lab_data_host_admits_only_the_n8n_hosts_to_its_data_ports() -> None:
+    """The same policy as the rendered data host's DOCKER-USER rules: n8n hosts first, then the subnet reset."""
+    from n8n_sizer.deploy.render_topology import data_clients
+    from n8n_sizer.lab.data import data_port_rules
+
+    t = parse_topology(TOPOLOGY)
+    clients = data_clients(t)
+    assert clients == [h.private_ip for h in t.hosts() if h.roles.main or h.roles.webhook or h.roles.workers]
+    rules = data_port_rules(t.subnet, clients)
+    for port in ("5432", "6379"):
+        mine = [r for r in rules if r[3] == port]
+        assert [r[5] for r in mine[:-1]] == [f"{ip}/32" for ip in clients] and all(r[-1] == "ACCEPT" for r in mine[:-1])
+        assert mine[-1][5] == t.subnet and mine[-1][-3:] == ["REJECT", "--reject-with", "tcp-reset"]
