@@ -33,8 +33,8 @@ volumes:
 EDITS = {
     "cluster-encryption-key": ("worker-2", ".env", "N8N_ENCRYPTION_KEY=0123456789abcdef",
                                "N8N_ENCRYPTION_KEY=fedcba9876543210"),
-    "cluster-data-endpoints": ("worker-2", "docker-compose.yml", "DB_POSTGRESDB_HOST: 10.89.0.10",
-                               "DB_POSTGRESDB_HOST: 10.89.0.99"),
+    "cluster-data-endpoints": ("worker-2", "docker-compose.yml", 'DB_POSTGRESDB_HOST: "10.89.0.10"',
+                               'DB_POSTGRESDB_HOST: "10.89.0.99"'),
     "cluster-pool": ("data", "docker-compose.yml", "max_connections=120", "max_connections=100"),
     "webhook-routes": ("ingest", "docker-compose.yml", "handle /form/* {", "handle /forms/* {"),
     "main-webhooks-off": ("ingest", "docker-compose.yml", '      N8N_DISABLE_PRODUCTION_MAIN_PROCESS: "true"\n', ""),
@@ -62,7 +62,8 @@ def main() -> None:
         render_good(folder)
         path = folder / host / name
         text = path.read_text()
-        assert text.count(old) == 1, (rule, old)
+        # one place, or every n8n service of one host (each carries its own environment)
+        assert text.count(old) >= 1, (rule, old)
         path.write_text(text.replace(old, new))
 
 
