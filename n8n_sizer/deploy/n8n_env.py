@@ -269,6 +269,24 @@ class N8nPorts(Frozen):
 
 POSTGRES_USER = "n8n"
 POSTGRES_DATABASE = "n8n"
+# Run by the postgres image's entrypoint on the first start of an empty volume (sourced: no `set -e` of its own).
+# n8n's role owns its database and nothing else; the superuser is refused over TCP (pg_hba's first line), so
+# it is reachable only from inside the container (`docker compose exec n8n-postgres psql -U postgres`).
+# `$$` is Compose's escape for `$`: Compose interpolates configs' content too.
+POSTGRES_INIT_SCRIPT = """\
+# n8n-sizer: n8n's own Postgres role (least privilege); the superuser only for setup, over the socket.
+psql -v ON_ERROR_STOP=1 --username "$$POSTGRES_USER" --dbname postgres --set pw="$$PG_ROLE_PASSWORD" <<'SQL'
+CREATE ROLE {user} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD :'pw';
+CREATE DATABASE {database} OWNER {user};
+REVOKE ALL ON DATABASE postgres, template1 FROM PUBLIC;
+SQL
+sed -i "1i host all $$POSTGRES_USER all reject" "$$PGDATA/pg_hba.conf"
+""".format(user=POSTGRES_USER, database=POSTGRES_DATABASE)
+
+
+def postgres_init() -> dict[str, str]:
+    """The Postgres container's side of n8n's role: its name and the init script that creates it."""
+    return {"user": POSTGRES_USER, "database": POSTGRES_DATABASE, "script": POSTGRES_INIT_SCRIPT}
 
 
 def native_wiring(secrets: StackSecrets, *, http_port: int, broker_port: int, postgres_port: int | None,

@@ -24,7 +24,7 @@ from n8n_sizer.advisor.setup import (
 )
 from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
 from n8n_sizer.deploy.limits import memory_table
-from n8n_sizer.deploy.n8n_env import COMPOSE_WIRING, role_env, shape_of_setup, shutdown_timeouts
+from n8n_sizer.deploy.n8n_env import COMPOSE_WIRING, postgres_init, role_env, shape_of_setup, shutdown_timeouts
 from n8n_sizer.deploy.secrets import (
     ENV_NAMES,
     EnvEntry,
@@ -213,7 +213,7 @@ def render_bundle(setup: Setup, secrets: StackSecrets, *, profile: str = "bench"
         max_connections=max_conn,
         pool_arithmetic=pool_arithmetic(setup) if setup.db == "postgres" else "",
         env=compose_env(setup, profile, domain),
-        memory_mib=memory_table(),
+        memory_mib=memory_table(), postgres_init=postgres_init(),
     )
     public_url = public_url_for(profile, domain, public_url)
     env_text = env.get_template("env.j2").render(secrets=secrets, public_url=public_url,

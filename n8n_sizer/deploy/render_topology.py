@@ -16,7 +16,8 @@ from n8n_sizer import versions
 from n8n_sizer.deploy import topology as topo
 from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, data_port_rules, render_cloud_init
 from n8n_sizer.deploy.limits import memory_table
-from n8n_sizer.deploy.n8n_env import COMPOSE_WIRING, Wiring, role_env, shape_of_topology, shutdown_seconds
+from n8n_sizer.deploy.n8n_env import (COMPOSE_WIRING, Wiring, postgres_init, role_env, shape_of_topology,
+                                      shutdown_seconds)
 from n8n_sizer.deploy.render import (
     CLOUD_INIT_FILE,
     COMPOSE_FILE,
@@ -138,6 +139,7 @@ def _host_context(t: topo.Topology, host: topo.Host, profile: str, domain: str |
         images={"n8n": f"{repo}:{t.n8n_version}", "runners": f"{runners_repo}:{t.n8n_version}",
                 "postgres": versions.POSTGRES_IMAGE, "redis": versions.REDIS_IMAGE, "caddy": versions.CADDY_IMAGE},
         stop_grace_s=grace_seconds, env=host_env(t, host, profile, domain), memory_mib=memory_table(),
+        postgres_init=postgres_init(),
     )
 
 

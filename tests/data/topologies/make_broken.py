@@ -27,7 +27,7 @@ PGBOUNCER = '''
       DB_PASSWORD: "${POSTGRES_PASSWORD}"
       POOL_MODE: transaction
 
-volumes:
+configs:
 '''
 # rule -> (host, file, old text, new text)
 EDITS = {
@@ -40,7 +40,7 @@ EDITS = {
     "main-webhooks-off": ("ingest", "docker-compose.yml", '      N8N_DISABLE_PRODUCTION_MAIN_PROCESS: "true"\n', ""),
     "data-ports-private": ("data", "docker-compose.yml", '"10.89.0.10:5432:5432"', '"5432:5432"'),
     "cluster-redis": ("data", "docker-compose.yml", '"--appendonly", "yes"', '"--appendonly", "no"'),
-    "pgbouncer-transaction": ("data", "docker-compose.yml", "\nvolumes:\n", PGBOUNCER),
+    "pgbouncer-transaction": ("data", "docker-compose.yml", "\nconfigs:\n", PGBOUNCER),
 }
 
 
