@@ -210,6 +210,7 @@ RULES: dict[str, Callable[[ComposeFile, CheckContext], RuleResult]] = {
     "metrics-public": rule_metrics_public,
     "production-limit": n8n.rule_production_limit,
     "main-memory-limit": n8n.rule_main_memory_limit,
+    "postgres-role": n8n.rule_postgres_role,
 }
 
 

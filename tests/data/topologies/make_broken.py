@@ -41,6 +41,9 @@ EDITS = {
     "data-ports-private": ("data", "docker-compose.yml", '"10.89.0.10:5432:5432"', '"5432:5432"'),
     "cluster-redis": ("data", "docker-compose.yml", '"--appendonly", "yes"', '"--appendonly", "no"'),
     "pgbouncer-transaction": ("data", "docker-compose.yml", "\nconfigs:\n", PGBOUNCER),
+    "cluster-postgres-role": ("data", "docker-compose.yml", "POSTGRES_USER: postgres", "POSTGRES_USER: n8n"),
+    "cluster-public-url": ("ingest", ".env", "N8N_PUBLIC_URL=http://n8n.example.com:5678/",
+                           "N8N_PUBLIC_URL=http://localhost:5678/"),
 }
 
 
