@@ -44,6 +44,9 @@ from n8n_sizer.safety.frozen import Frozen
 SECRETS_FILE = ".secrets.env"
 MANIFEST_FILE = "topology.json"
 LB_PORT = 5678  # the bench driver and the firewall keep n8n's port: the load balancer answers on it
+# How long Caddy keeps retrying a request whose upstream refused the connection (a processor that is stopping
+# or restarting) on the others: longer than a health check's interval and timeout, shorter than a client's wait.
+LB_TRY_S = 10
 WEBHOOK_HOST_PORT = 5700  # + k: a webhook processor published on its private address for an LB elsewhere
 # Paths n8n stops serving on main with N8N_DISABLE_PRODUCTION_MAIN_PROCESS=true (the `webhooksEnabled` block
 # of packages/cli/src/abstract-server.ts): production webhooks, waiting webhooks, forms, waiting forms, MCP.
@@ -138,7 +141,7 @@ def _host_context(t: topo.Topology, host: topo.Host, profile: str, domain: str |
         pg=pg, pool_arithmetic=topo.pool_arithmetic(t),
         images={"n8n": f"{repo}:{t.n8n_version}", "runners": f"{runners_repo}:{t.n8n_version}",
                 "postgres": versions.POSTGRES_IMAGE, "redis": versions.REDIS_IMAGE, "caddy": versions.CADDY_IMAGE},
-        stop_grace_s=grace_seconds, env=host_env(t, host, profile, domain), memory_mib=memory_table(),
+        stop_grace_s=grace_seconds, lb_try_s=LB_TRY_S, env=host_env(t, host, profile, domain), memory_mib=memory_table(),
         postgres_init=postgres_init(),
     )
 
