@@ -80,3 +80,20 @@ def test_the_figures_rest_on_the_ram_model_with_headroom() -> None:
                                        ("", None), ("lots", None), (None, None)])
 def test_compose_memory_values_are_read_in_mib(text, mib) -> None:
     assert parse_memory_mib(text) == mib
+
+
+def test_docs_state_the_figures_deploy_renders() -> None:
+    """docs/cluster.md's memory table is this module's table (written by hand once, checked here)."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "cluster.md").read_text()
+    names = {"main": "main", "webhook processor": "webhook", "worker": "worker", "task runner": "runner",
+             "postgres": "postgres", "redis": "redis"}
+    rows = {}
+    for line in docs.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 4 and cells[0] in names:
+            rows[names[cells[0]]] = (cells[1], cells[2])
+    assert set(rows) == set(names.values())
+    for role, (reservation, limit) in rows.items():
+        want = role_memory(role)
+        assert reservation == f"{want.reservation_mib:,} MiB", role
+        assert limit == (f"{want.limit_mib:,} MiB" if want.limit_mib else "none"), role
