@@ -27,7 +27,6 @@ from n8n_sizer.safety.frozen import Frozen
 # process is killed before it finishes waiting.
 SHUTDOWN_MARGIN_S = 15
 ROLES = ("main", "webhook", "worker", "runner")
-Role = Literal["main", "webhook", "worker", "runner"]
 # Bull's lock on a running job (n8n: QUEUE_WORKER_LOCK_DURATION / _RENEW_TIME / _STALLED_INTERVAL, defaults
 # 60 s / 10 s / 30 s). A worker renews it every RENEW; a job whose lock lapses is "stalled" and n8n fails its
 # execution. A starved worker (CPU saturated, its timers late) misses renewals, so the lock must outlast the
