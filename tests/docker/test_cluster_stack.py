@@ -291,6 +291,7 @@ def test_a_rolling_restart_under_load_loses_nothing_accepted_and_fails_no_execut
         for sender in senders:
             sender.join(timeout=90)
     accepted = sum(200 <= s < 300 for s in statuses)
+    print(f"rolling restart: {len(statuses)} sent, statuses {dict(Counter(statuses))}")  # shown with -s
     assert accepted >= 20, statuses
     want = before.by_status.get("success", 0) + accepted
     got = wait_success_count(client, setup.workflow_id, want, timeout_s=180)
