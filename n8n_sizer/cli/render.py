@@ -73,7 +73,7 @@ def render(
     max_connections: Optional[int] = typer.Option(None, "--max-connections", help="Postgres max_connections, 1..262143 (default: 100 or what the pools need)."),
     profile: str = typer.Option("bench", "--profile", help="bench (plain HTTP on 5678) or production (Caddy TLS for --domain)."),
     domain: Optional[str] = typer.Option(None, "--domain", help="Public DNS name for --profile production."),
-    public_url: Optional[str] = typer.Option(None, "--public-url", help="URL n8n shows for webhooks (default from --domain, else http://localhost:5678/)."),
+    public_url: Optional[str] = typer.Option(None, "--public-url", help="URL n8n shows for webhooks: required for a --topology of several hosts (never localhost); default from --domain, else http://localhost:5678/ on one bench host."),
     out: str = typer.Option(..., "--out", help="Folder to write into (created if missing)."),
     topology: Optional[Path] = typer.Option(None, "--topology", help="advise --json output (or {\"topology\": [...]}): one bundle per host."),
     generate_missing_secrets: bool = typer.Option(False, "--generate-missing-secrets", help="An existing .env in --out lacks a secret: generate it (never replaces one that is there)."),

@@ -235,6 +235,8 @@ RULES: dict[str, Callable[[ComposeFile, CheckContext], RuleResult]] = {
     "shutdown-timeout": n8n.rule_shutdown_timeout,
     "metrics-public": rule_metrics_public,
     "production-limit": n8n.rule_production_limit,
+    "main-memory-limit": n8n.rule_main_memory_limit,
+    "postgres-role": n8n.rule_postgres_role,
 }
 
 

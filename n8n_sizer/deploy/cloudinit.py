@@ -29,15 +29,32 @@ _RULE = f"DOCKER-USER -d {METADATA_IP}/32 -j REJECT --reject-with icmp-port-unre
 METADATA_BLOCK_CHECK = f"iptables -C {_RULE}"
 
 
-def metadata_block_script() -> str:
-    """Idempotent shell: make DOCKER-USER if Docker has not yet, and put the reject rule at its top once.
+DATA_PORTS = (5432, 6379)  # Postgres, Redis: published on the data host's private address
+
+
+def data_port_rules(subnet: str | None, clients: list[str]) -> list[str]:
+    """DOCKER-USER rules, top first: the data ports answer the n8n hosts (`clients`) and no other address of the
+    private subnet (the load generator shares it; Hetzner's firewall does not filter the private network)."""
+    if not subnet:
+        return []
+    rules = [f"DOCKER-USER -s {ip}/32 -p tcp --dport {port} -j RETURN" for port in DATA_PORTS for ip in clients]
+    return rules + [f"DOCKER-USER -s {subnet} -p tcp --dport {port} -j REJECT --reject-with tcp-reset"
+                    for port in DATA_PORTS]
+
+
+def metadata_block_script(data_rules: list[str] | None = None) -> str:
+    """Idempotent shell: make DOCKER-USER if Docker has not yet, and put the reject rule at its top once; on a
+    data host also the `data_port_rules` above it, in their order.
 
     REJECT, not DROP: a container that asks gets an immediate error instead of hanging on a timeout."""
-    return ("#!/bin/sh\n"
-            "# Reject forwarded (container) traffic to the cloud metadata endpoint; see cloud-init.yaml.\n"
-            "set -eu\n"
-            "iptables -N DOCKER-USER 2>/dev/null || true\n"
-            f"iptables -C {_RULE} 2>/dev/null || iptables -I {_RULE}\n")
+    lines = ["#!/bin/sh",
+             "# Reject forwarded (container) traffic to the cloud metadata endpoint; see cloud-init.yaml.",
+             "set -eu", "iptables -N DOCKER-USER 2>/dev/null || true",
+             f"iptables -C {_RULE} 2>/dev/null || iptables -I {_RULE}"]
+    if data_rules:
+        lines.append("# The data ports for the n8n hosts only (inserted bottom-up: each -I goes to the top).")
+        lines += [f"iptables -C {rule} 2>/dev/null || iptables -I {rule}" for rule in reversed(data_rules)]
+    return "\n".join(lines) + "\n"
 
 
 def gzip_b64(text: str) -> str:
@@ -46,7 +63,7 @@ def gzip_b64(text: str) -> str:
 
 
 def render_cloud_init(env: Environment, *, compose: str, env_text: str, summary: str,
-                      benchmark_host: bool, workers: int) -> str:
+                      benchmark_host: bool, workers: int, data_rules: list[str] | None = None) -> str:
     """Render `#cloud-config` user data, readable when it fits in Hetzner's 32 KiB, else with the files
     gzip+base64 encoded; refuse with the size when even that does not fit."""
     env.filters.setdefault("gzip_b64", gzip_b64)
@@ -56,7 +73,7 @@ def render_cloud_init(env: Environment, *, compose: str, env_text: str, summary:
             compose=compose, env=env_text, summary=summary, benchmark_host=benchmark_host,
             compressed=compressed, stack_dir=STACK_DIR, marker_dir=MARKER_DIR,
             ready_marker=READY_MARKER, failed_marker=FAILED_MARKER, wait_timeout_s=WAIT_TIMEOUT_S,
-            metadata_ip=METADATA_IP, metadata_block=metadata_block_script(),
+            metadata_ip=METADATA_IP, metadata_block=metadata_block_script(data_rules),
             metadata_block_script=METADATA_BLOCK_SCRIPT, metadata_block_check=METADATA_BLOCK_CHECK,
         )
         size = len(text.encode("utf-8"))

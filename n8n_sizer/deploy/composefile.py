@@ -48,6 +48,7 @@ class Service(Frozen):
     labels: dict[str, str]
     volumes: list[tuple[str, str]]  # (source, target)
     aliases: list[str]  # service name, container_name, hostname
+    mem_limit_mib: float | None = None  # mem_limit, or deploy.resources.limits.memory
 
 
 class ComposeFile(Frozen):
@@ -266,7 +267,16 @@ def _service(name: str, spec: dict, env: Mapping[str, str], env_files: Mapping[s
         stop_grace_s=duration_s(spec.get("stop_grace_period")), ports=_ports(spec),
         host_network=_scalar(spec.get("network_mode")) == "host",
         labels={str(k): _scalar(v) for k, v in labels.items()}, volumes=volumes, aliases=aliases,
+        mem_limit_mib=_mem_limit(spec),
     )
+
+
+def _mem_limit(spec: dict) -> float | None:
+    from n8n_sizer.deploy.limits import parse_memory_mib
+
+    deploy = spec.get("deploy") if isinstance(spec.get("deploy"), dict) else {}
+    limits = ((deploy.get("resources") or {}).get("limits") or {}) if isinstance(deploy.get("resources"), dict) else {}
+    return parse_memory_mib(spec.get("mem_limit")) or parse_memory_mib(limits.get("memory") if isinstance(limits, dict) else None)
 
 
 def parse_compose_doc(text: str) -> Any:

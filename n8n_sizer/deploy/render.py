@@ -6,6 +6,7 @@ it with golden files; `write_bundle` is the I/O edge that keeps an existing .env
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -14,7 +15,6 @@ from typing import Literal, Mapping
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from n8n_sizer import versions
-from n8n_sizer.advisor import settings
 from n8n_sizer.advisor.setup import (
     CONNECTION_HEADROOM,
     Setup,
@@ -23,7 +23,8 @@ from n8n_sizer.advisor.setup import (
     required_max_connections,
 )
 from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
-from n8n_sizer.deploy.n8n_env import n8n_settings, shutdown_timeouts
+from n8n_sizer.deploy.limits import memory_table
+from n8n_sizer.deploy.n8n_env import COMPOSE_WIRING, postgres_init, role_env, shape_of_setup, shutdown_timeouts
 from n8n_sizer.deploy.secrets import (
     ENV_NAMES,
     StackSecrets,
@@ -60,12 +61,25 @@ class Bundle(Frozen):
 
 
 def template_env() -> Environment:
-    return Environment(
+    env = Environment(
         loader=FileSystemLoader(str(TEMPLATES_DIR)),
         undefined=StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,  # YAML and dotenv, not HTML
     )
+    env.filters["yaml_value"] = json.dumps  # a JSON string is a YAML double-quoted scalar: "true" stays a string
+    return env
+
+
+def compose_env(setup: Setup, profile: str, domain: str | None) -> dict[str, dict[str, str]]:
+    """Each n8n service's environment (main, its runner, every worker and its runner) from `role_env`."""
+    shape = shape_of_setup(setup, profile, domain)
+    out = {"n8n-main": role_env(shape, "main", COMPOSE_WIRING),
+           "runner-main": role_env(shape, "runner", COMPOSE_WIRING, broker_host="n8n-main")}
+    for n in range(1, setup.workers + 1):
+        out[f"n8n-worker-{n}"] = role_env(shape, "worker", COMPOSE_WIRING)
+        out[f"runner-worker-{n}"] = role_env(shape, "runner", COMPOSE_WIRING, broker_host=f"n8n-worker-{n}")
+    return out
 
 
 def pool_arithmetic(setup: Setup) -> str:
@@ -103,6 +117,33 @@ def validate_access(profile: str, domain: str | None, public_url: str | None) ->
     if public_url is not None and not URL_RE.fullmatch(public_url):
         raise InputError(f"--public-url {public_url!r} must be an http:// or https:// URL without spaces, "
                          "quotes, '#' or '$'; try --public-url https://n8n.example.com/")
+
+
+def public_url_for(profile: str, domain: str | None, public_url: str | None, *, cluster: bool = False) -> str:
+    """The URL n8n gives out for its webhooks and editor. A cluster and the production profile are reached from
+    outside: theirs is --public-url, or https://<domain>/ in production; never a loopback name or address
+    (webhooks registered with other services would point nowhere). One bench host keeps localhost."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    if public_url is None:
+        if profile == "production":
+            return f"https://{domain}/"
+        if cluster:
+            raise InputError("a cluster needs --public-url, the address its webhooks are called at (the load "
+                             "balancer's); try --public-url http://n8n.example.com:5678/")
+        return BENCH_PUBLIC_URL
+    if profile == "production" or cluster:
+        host = (urlsplit(public_url).hostname or "").lower()
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback or ipaddress.ip_address(host).is_unspecified
+        except ValueError:
+            loopback = host == "localhost" or host.endswith(".localhost")
+        if loopback:
+            raise InputError(f"--public-url {public_url} is this machine's own address; a "
+                             f"{'cluster' if cluster else 'production stack'} is called from outside: try "
+                             "--public-url https://n8n.example.com/")
+    return public_url
 
 
 def _validate(setup: Setup, profile: str, domain: str | None, public_url: str | None,
@@ -148,7 +189,7 @@ def render_bundle(setup: Setup, secrets: StackSecrets, *, profile: str = "bench"
     max_conn = _validate(setup, profile, domain, public_url, max_connections)
     env = template_env()
     summary = describe(setup, profile)
-    shutdown_s, stop_grace_s = shutdown_timeouts(setup)
+    stop_grace_s = shutdown_timeouts(setup)[1]
     repo = versions.N8N_IMAGE.rsplit(":", 1)[0]
     runners_repo = versions.RUNNERS_IMAGE.rsplit(":", 1)[0]
     compose = env.get_template("compose.yml.j2").render(
@@ -165,15 +206,13 @@ def render_bundle(setup: Setup, secrets: StackSecrets, *, profile: str = "bench"
             "redis": versions.REDIS_IMAGE,
             "caddy": versions.CADDY_IMAGE,
         },
-        shutdown_s=shutdown_s,
         stop_grace_s=stop_grace_s,
         max_connections=max_conn,
         pool_arithmetic=pool_arithmetic(setup) if setup.db == "postgres" else "",
-        queue_keep_last=settings.queue_keep_last_env(),
-        n8n={role: n8n_settings(setup, role) for role in ("main", "worker")},
+        env=compose_env(setup, profile, domain),
+        memory_mib=memory_table(), postgres_init=postgres_init(),
     )
-    if public_url is None:
-        public_url = f"https://{domain}/" if profile == "production" else BENCH_PUBLIC_URL
+    public_url = public_url_for(profile, domain, public_url)
     env_text = env.get_template("env.j2").render(secrets=secrets, public_url=public_url,
                                                  extra_env=dict(extra_env or {}))
     cloud_init = render_cloud_init(env, compose=compose, env_text=env_text, summary=summary,

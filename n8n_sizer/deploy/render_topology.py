@@ -14,12 +14,12 @@ from typing import Mapping
 
 
 from n8n_sizer import versions
-from n8n_sizer.advisor import settings
 from n8n_sizer.deploy import topology as topo
-from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
-from n8n_sizer.deploy.n8n_env import shutdown_seconds
+from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, data_port_rules, render_cloud_init
+from n8n_sizer.deploy.limits import memory_table
+from n8n_sizer.deploy.n8n_env import (COMPOSE_WIRING, Wiring, postgres_init, role_env, shape_of_topology,
+                                      shutdown_seconds)
 from n8n_sizer.deploy.render import (
-    BENCH_PUBLIC_URL,
     _prepare_out_dir,
     keep_previous,
     CLOUD_INIT_FILE,
@@ -29,6 +29,7 @@ from n8n_sizer.deploy.render import (
     validate_access,
     Bundle,
     render_bundle,
+    public_url_for,
     template_env,
 )
 from n8n_sizer.deploy.secrets import (
@@ -47,6 +48,9 @@ from n8n_sizer.safety.write import check_folder, make_folder, write_atomic
 SECRETS_FILE = ".secrets.env"
 MANIFEST_FILE = "topology.json"
 LB_PORT = 5678  # the bench driver and the firewall keep n8n's port: the load balancer answers on it
+# How long Caddy keeps retrying a request whose upstream refused the connection (a processor that is stopping
+# or restarting) on the others: longer than a health check's interval and timeout, shorter than a client's wait.
+LB_TRY_S = 10
 WEBHOOK_HOST_PORT = 5700  # + k: a webhook processor published on its private address for an LB elsewhere
 # Paths n8n stops serving on main with N8N_DISABLE_PRODUCTION_MAIN_PROCESS=true (the `webhooksEnabled` block
 # of packages/cli/src/abstract-server.ts): production webhooks, waiting webhooks, forms, waiting forms, MCP.
@@ -64,7 +68,7 @@ class ClusterBundle(Frozen):
 def describe_topology(t: topo.Topology, profile: str) -> str:
     return (f"1 main, {t.total('webhook')} webhook processors, {t.total('workers')} workers x --concurrency "
             f"{t.concurrency} on {len(t.hosts())} hosts; pools main {t.db_pool_size.main}, webhook "
-            f"{t.db_pool_size.webhook}, worker {t.db_pool_size.worker}; runner limit {t.runner_concurrency}; "
+            f"{t.db_pool_size.of('webhook')}, worker {t.db_pool_size.of('worker')}; runner limit {t.runner_concurrency}; "
             f"n8n {t.n8n_version}; profile {profile}")
 
 
@@ -90,9 +94,33 @@ def _lb_context(t: topo.Topology, lb_host: topo.ClusterHost | None, profile: str
             "webhook_upstreams": webhook_up, "main_upstreams": main_up}
 
 
+def cluster_wiring(t: topo.Topology) -> Wiring:
+    """How a container of any host finds Postgres and Redis: the data host's private address."""
+    pg_host, redis_host = t.host_with("postgres"), t.host_with("redis")
+    return COMPOSE_WIRING.model_copy(update={"postgres_host": pg_host.private_ip if pg_host else "",
+                                             "redis_host": redis_host.private_ip if redis_host else ""})
+
+
+def host_env(t: topo.Topology, host: topo.ClusterHost, profile: str, domain: str | None,
+             wiring: Wiring | None = None) -> dict[str, dict[str, str]]:
+    """Every n8n service of `host` (by its compose name) and its environment, from `role_env`. The lab
+    starts the same processes with the same function and its own `wiring`."""
+    shape, wiring = shape_of_topology(t, profile, domain), wiring or cluster_wiring(t)
+    out: dict[str, dict[str, str]] = {}
+    if host.roles.main:
+        out["n8n-main"] = role_env(shape, "main", wiring)
+        out["runner-main"] = role_env(shape, "runner", wiring, broker_host="n8n-main")
+    for k in range(1, host.roles.webhook + 1):
+        out[f"n8n-webhook-{k}"] = role_env(shape, "webhook", wiring)
+    for k in range(1, host.roles.workers + 1):
+        out[f"n8n-worker-{k}"] = role_env(shape, "worker", wiring)
+        out[f"runner-worker-{k}"] = role_env(shape, "runner", wiring, broker_host=f"n8n-worker-{k}")
+    return out
+
+
 def _host_context(t: topo.Topology, host: topo.ClusterHost, profile: str, domain: str | None,
                   pg: topo.PostgresMemory) -> dict:
-    pg_host, redis_host, lb_host = t.host_with("postgres"), t.host_with("redis"), t.host_with("load_balancer")
+    lb_host = t.host_with("load_balancer")
     roles = host.roles
     lb_elsewhere = lb_host is not None and lb_host.name != host.name
     if roles.main and lb_elsewhere:
@@ -104,24 +132,41 @@ def _host_context(t: topo.Topology, host: topo.ClusterHost, profile: str, domain
     webhooks = [{"name": f"n8n-webhook-{k}",
                  "publish": f"{host.private_ip}:{WEBHOOK_HOST_PORT + k}" if lb_elsewhere else None}
                 for k in range(1, roles.webhook + 1)]
-    n8n_seconds, grace_seconds = shutdown_seconds(t.longest_execution_s)
+    grace_seconds = shutdown_seconds(t.longest_execution_s)[1]
     repo, runners_repo = versions.N8N_IMAGE.rsplit(":", 1)[0], versions.RUNNERS_IMAGE.rsplit(":", 1)[0]
     return dict(
         t=t, host=host, profile=profile, domain=domain or "", summary=describe_topology(t, profile),
-        behind_lb=lb_host is not None,
         n8n=bool(roles.main or roles.webhook or roles.workers),
-        main=bool(roles.main), webhooks=webhooks, webhooks_total=t.total("webhook"),
+        main=bool(roles.main), webhooks=webhooks,
         workers=[f"n8n-worker-{k}" for k in range(1, roles.workers + 1)],
         postgres=bool(roles.postgres), redis=bool(roles.redis),
         lb=_lb_context(t, lb_host, profile, domain) if roles.load_balancer else None,
         main_publish=main_publish,
-        pg_host=pg_host.private_ip if pg_host else "", redis_host=redis_host.private_ip if redis_host else "",
         pg=pg, pool_arithmetic=topo.pool_arithmetic(t),
         images={"n8n": f"{repo}:{t.n8n_version}", "runners": f"{runners_repo}:{t.n8n_version}",
                 "postgres": versions.POSTGRES_IMAGE, "redis": versions.REDIS_IMAGE, "caddy": versions.CADDY_IMAGE},
-        shutdown_s=n8n_seconds, stop_grace_s=grace_seconds,
-        queue_keep_last=settings.queue_keep_last_env(),
+        stop_grace_s=grace_seconds, lb_try_s=LB_TRY_S, env=host_env(t, host, profile, domain), memory_mib=memory_table(),
+        postgres_init=postgres_init(),
     )
+
+
+def data_clients(t: topo.Topology) -> list[str]:
+    """The private addresses that may reach Postgres and Redis: the hosts that run an n8n process."""
+    return [h.private_ip for h in t.hosts() if h.roles.main or h.roles.webhook or h.roles.workers]
+
+
+def ingest_caddyfile(t: topo.Topology, profile: str = "bench", domain: str | None = None) -> str:
+    """The load balancer's Caddyfile exactly as `render_topology` writes it into the ingest bundle (no secrets,
+    no public URL needed: the routing table only), for the native stack and the lab."""
+    import yaml
+
+    lb_host = t.host_with("load_balancer")
+    if lb_host is None:
+        raise InputError("the topology has no load balancer; give one host load_balancer: 1")
+    pg_host = t.host_with("postgres")
+    pg = topo.postgres_memory(t, pg_host.ram_mib, pg_host.size)
+    compose = template_env().get_template("cluster-compose.yml.j2").render(**_host_context(t, lb_host, profile, domain, pg))
+    return yaml.safe_load(compose)["configs"]["caddyfile"]["content"]
 
 
 def _env_values(secrets: StackSecrets, n8n: bool, public_url: str) -> dict[str, str]:
@@ -151,8 +196,7 @@ def render_topology(t: topo.Topology, secrets: StackSecrets, *, profile: str = "
     too small for its connections, an unpinned version, or a cloud-init over the user-data limit."""
     _validate(t, profile, domain, public_url)
     extra_env = extra_env or {}
-    if public_url is None:
-        public_url = f"https://{domain}/" if profile == "production" else BENCH_PUBLIC_URL
+    public_url = public_url_for(profile, domain, public_url, cluster=not t.single_host)
     hosts = t.hosts()
     if t.single_host:
         host = hosts[0]
@@ -173,7 +217,9 @@ def render_topology(t: topo.Topology, secrets: StackSecrets, *, profile: str = "
         try:
             cloud_init = render_cloud_init(env, compose=compose, env_text=env_text,
                                            summary=f"host {host.name}: {describe_topology(t, profile)}",
-                                           benchmark_host=True, workers=host.roles.workers)
+                                           benchmark_host=True, workers=host.roles.workers,
+                                           data_rules=data_port_rules(t.subnet, data_clients(t))
+                                           if host.roles.postgres or host.roles.redis else None)
         except InputError as exc:
             raise InputError(f"host {host.name}: {exc}") from None
         out[host.name] = Bundle(compose=compose, env=env_text, cloud_init=cloud_init)

@@ -276,6 +276,36 @@ def rule_pgbouncer_transaction(c: Cluster) -> RuleResult:
     return ok("pgbouncer-transaction", "no transaction-mode PgBouncer in front of n8n")
 
 
+def rule_cluster_postgres_role(c: Cluster) -> RuleResult:
+    """Least privilege across hosts: no n8n process on any host logs in as the data host's superuser."""
+    from n8n_sizer.deploy.rules_n8n import POSTGRES_ROLE_FIX, superuser_logins
+
+    postgres = [s for _, s in c.services("postgres")]
+    if not postgres or not c.n8n:
+        return na("cluster-postgres-role", "no Postgres or no n8n process")
+    bad = superuser_logins(postgres, [s for _, s in c.n8n])
+    if bad:
+        where = _where([(h, s) for h, s in c.n8n if any(b.startswith(f"{s.name}=") for b in bad)])
+        return fail("cluster-postgres-role", f"{where} log in as the Postgres superuser", POSTGRES_ROLE_FIX)
+    return ok("cluster-postgres-role", f"{len(c.n8n)} n8n processes log in with n8n's own role")
+
+
+def rule_public_url(c: Cluster) -> RuleResult:
+    """The URL n8n gives out for webhooks: a cluster is called from outside, never at a loopback address."""
+    procs = c.n8n
+    if not procs:
+        return na("cluster-public-url", "no n8n process")
+    if len(c.hosts) == 1:  # one bench host keeps localhost; production's own rule checks its domain
+        return na("cluster-public-url", "one host: its single-host rules apply")
+    loopback = re.compile(r"^https?://(localhost|127\.[0-9.]+|\[::1\]|0\.0\.0\.0)(:|/|$)", re.IGNORECASE)
+    bad = [(h, s) for h, s in procs if not s.env.get("WEBHOOK_URL") or loopback.match(s.env["WEBHOOK_URL"])]
+    if bad:
+        return fail("cluster-public-url", f"WEBHOOK_URL is unset or this host's own address on {_where(bad)}: "
+                    "webhooks registered with other services would point nowhere",
+                    "render with --public-url <the load balancer's public URL> (N8N_PUBLIC_URL in each .env)")
+    return ok("cluster-public-url", f"webhooks are given out at {procs[0][1].env['WEBHOOK_URL']}")
+
+
 RULES: dict[str, Callable[[Cluster], RuleResult]] = {
     "cluster-encryption-key": rule_one_key,
     "cluster-data-endpoints": rule_data_endpoints,
@@ -285,4 +315,6 @@ RULES: dict[str, Callable[[Cluster], RuleResult]] = {
     "data-ports-private": rule_data_ports_private,
     "cluster-redis": rule_cluster_redis,
     "pgbouncer-transaction": rule_pgbouncer_transaction,
+    "cluster-postgres-role": rule_cluster_postgres_role,
+    "cluster-public-url": rule_public_url,
 }

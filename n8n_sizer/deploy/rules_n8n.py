@@ -236,3 +236,51 @@ def rule_production_limit(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
                     "remove N8N_CONCURRENCY_PRODUCTION_LIMIT from workers (a regular-mode leftover), or set it "
                     "equal to --concurrency")
     return ok("production-limit", "no N8N_CONCURRENCY_PRODUCTION_LIMIT overriding --concurrency")
+
+
+def rule_main_memory_limit(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
+    """A main without a memory limit on a host it shares: under overload main grew from 0.8 to 2.2 GB
+    (notes/real-n8n.md) and takes its neighbours (workers, Postgres) down with the host."""
+    from n8n_sizer.deploy.limits import role_memory
+
+    mains = cf.by_role("main")
+    if not mains:
+        return na("main-memory-limit", "no n8n main service")
+    others = [s for s in cf.services if s.role not in ("main", "runner")]
+    if not others:
+        return na("main-memory-limit", "main has the host to itself (and its runner)")
+    unlimited = [m for m in mains if m.mem_limit_mib is None]
+    if unlimited:
+        want = role_memory("main")
+        return fail("main-memory-limit", f"{names(unlimited)} has no memory limit on a host it shares with "
+                    f"{names(others)}: a main that grows under overload takes them with it",
+                    f"set mem_limit: {want.limit_mib}m (and mem_reservation: {want.reservation_mib}m) on main: "
+                    "2 x its modelled peak (docs/cluster.md#memory-limits)")
+    return ok("main-memory-limit", f"main limited to {mains[0].mem_limit_mib:,.0f} MiB beside {names(others)}")
+
+
+POSTGRES_DEFAULT_SUPERUSER = "postgres"  # the postgres image's POSTGRES_USER default, and n8n's DB user default
+
+
+def superuser_logins(postgres: list[Service], n8n: list[Service]) -> list[str]:
+    """n8n services that log in to Postgres as the image's superuser (`name=user`), for one host or a cluster."""
+    supers = {s.env.get("POSTGRES_USER") or POSTGRES_DEFAULT_SUPERUSER for s in postgres}
+    return [f"{s.name}={s.env.get('DB_POSTGRESDB_USER') or POSTGRES_DEFAULT_SUPERUSER}" for s in n8n
+            if s.env.get("DB_TYPE") == "postgresdb"
+            and (s.env.get("DB_POSTGRESDB_USER") or POSTGRES_DEFAULT_SUPERUSER) in supers]
+
+
+POSTGRES_ROLE_FIX = ("give n8n a role of its own that owns its database (an init script in "
+                     "/docker-entrypoint-initdb.d, as `render` writes) and set DB_POSTGRESDB_USER to it; keep "
+                     "POSTGRES_USER for setup")
+
+
+def rule_postgres_role(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
+    postgres = cf.by_role("postgres")
+    if not postgres or not cf.n8n:
+        return na("postgres-role", "no Postgres beside n8n in this file")
+    bad = superuser_logins(postgres, cf.n8n)
+    if bad:
+        return fail("postgres-role", f"{', '.join(bad)} logs in as the Postgres superuser: any n8n process could "
+                    "drop every database", POSTGRES_ROLE_FIX)
+    return ok("postgres-role", "n8n logs in with a role of its own, not the superuser")

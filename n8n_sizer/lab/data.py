@@ -52,13 +52,38 @@ def pg_hba_line(subnet: str) -> str:
     return f"host all all {net} scram-sha-256\n"
 
 
-def start_data_services(state: Path, listen: str, subnet: str, max_connections: int) -> DataEndpoints:
+def data_port_rules(subnet: str, clients: list[str]) -> list[list[str]]:
+    """iptables INPUT rules of the data host's namespace, in order: Postgres and Redis answer the hosts that run
+    n8n (`clients`) and reset every other address of the subnet (the load generators share it), as the rendered
+    data host does (`deploy.cloudinit.data_port_rules`)."""
+    rules = [["-p", "tcp", "--dport", str(port), "-s", f"{ip}/32", "-j", "ACCEPT"]
+             for port in (POSTGRES_PORT, REDIS_PORT) for ip in clients]
+    return rules + [["-p", "tcp", "--dport", str(port), "-s", str(ipaddress.ip_network(subnet)), "-j", "REJECT",
+                     "--reject-with", "tcp-reset"] for port in (POSTGRES_PORT, REDIS_PORT)]
+
+
+def close_data_ports(subnet: str, clients: list[str]) -> None:
+    import subprocess
+
+    for rule in data_port_rules(subnet, clients):
+        try:
+            subprocess.run(["iptables", "-w", "5", "-A", "INPUT", *rule], check=True, capture_output=True, text=True,
+                           timeout=30)
+        except (OSError, subprocess.SubprocessError) as exc:
+            detail = getattr(exc, "stderr", None) or exc
+            raise RemoteError(f"iptables could not close the data ports to the rest of the subnet: {detail}") from None
+
+
+def start_data_services(state: Path, listen: str, subnet: str, max_connections: int,
+                        clients: list[str] | None = None) -> DataEndpoints:
     from n8n_sizer.localstack import services
     from n8n_sizer.safety.write import write_atomic
 
     if ipaddress.ip_address(listen) not in ipaddress.ip_network(subnet):
         raise InputError(f"--listen {listen} is not in --subnet {subnet}; pass the data host's private address")
     state.mkdir(parents=True, mode=0o755)  # Debian's postgres user must reach its data folder inside
+    if clients:
+        close_data_ports(subnet, clients)
     pg_password, redis_password = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
     write_atomic(state / "secrets.json", json.dumps({"postgres_password": pg_password,
                                                      "redis_password": redis_password}) + "\n", private=True)
@@ -82,11 +107,13 @@ def start_data_services(state: Path, listen: str, subnet: str, max_connections: 
 
 
 def deploy_data_host(host, python: str, state: str, listen: str, subnet: str,
-                     max_connections: int = 100) -> DataEndpoints:
-    """Start the data role on `host` (a `hosts.host.Host`) with the host's `python`; its endpoints."""
+                     max_connections: int = 100, clients: list[str] | None = None) -> DataEndpoints:
+    """Start the data role on `host` (a `hosts.host.Host`) with the host's `python`; its endpoints. With
+    `clients`, only those addresses of the subnet reach Postgres and Redis."""
     cmd = " ".join(shlex.quote(w) for w in [python, "-m", "n8n_sizer.lab.data", "up", "--state", state,
                                              "--listen", listen, "--subnet", subnet,
-                                             "--max-connections", str(max_connections)])
+                                             "--max-connections", str(max_connections)]
+                   + (["--clients", ",".join(clients)] if clients else []))
     res = host.run(cmd, timeout_s=START_TIMEOUT_S * 3)
     try:
         return DataEndpoints.model_validate_json(res.stdout.strip().splitlines()[-1])
@@ -101,11 +128,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--listen", required=True)
     parser.add_argument("--subnet", required=True)
     parser.add_argument("--max-connections", type=int, default=100)
+    parser.add_argument("--clients", default="", help="comma-separated addresses that may reach the data ports")
     args = parser.parse_args(argv)
     try:
         if args.state.exists():
             raise InputError(f"--state {args.state} exists; the data role starts in a fresh folder")
-        endpoints = start_data_services(args.state, args.listen, args.subnet, args.max_connections)
+        clients = [c for c in args.clients.split(",") if c]
+        endpoints = start_data_services(args.state, args.listen, args.subnet, args.max_connections, clients)
     except (InputError, RemoteError) as exc:
         print(f"lab data: {exc}".replace("\n", " "), file=sys.stderr)
         return 2 if isinstance(exc, InputError) else 1

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 
+from n8n_sizer.deploy.render_topology import data_clients, ingest_caddyfile
 from n8n_sizer.deploy.topology import parse_topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import load_inventory
@@ -65,18 +66,6 @@ def deployed_cluster(path: Path) -> LabCluster | None:
         raise InputError(f"the lab of {path} has a deploy that did not finish ({root} holds no {CLUSTER_RECORD}); "
                          "`lab down` and `lab up` for a fresh one")
     return None
-
-
-def _render_caddyfile(state: LabState, topology) -> str:
-    import yaml
-
-    from n8n_sizer.deploy.render_topology import render_topology
-    from n8n_sizer.deploy.secrets import generate_secrets
-
-    # Only the routing table is taken from this render; its secrets are thrown away with it.
-    ingest = next(h for h in topology.hosts() if h.roles.load_balancer)
-    compose = yaml.safe_load(render_topology(topology, generate_secrets()).hosts[ingest.name].compose)
-    return compose["configs"]["caddyfile"]["content"]
 
 
 def deploy_lab(path: Path, python: str = sys.executable) -> LabCluster:
@@ -172,7 +161,7 @@ def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, py
     data = next(h for h in topo_hosts if h.roles.postgres)
     ingest = next(h for h in topo_hosts if h.roles.main)
     ends = deploy_data_host(hosts[data.name], python, str(root / data.name), data.private_ip, state.subnet,
-                            max_connections=_max_connections(topology))
+                            max_connections=_max_connections(topology), clients=data_clients(topology))
     # The data host's passwords land in a private folder of their own (0700, unpredictable name), read through
     # the one reader and removed at once: never at a predictable path with the umask's mode.
     fetched = Path(tempfile.mkdtemp(prefix=".data-secrets-", dir=root))
@@ -187,14 +176,15 @@ def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, py
     cluster_secrets = root / "cluster-secrets.json"
     write_atomic(cluster_secrets, json.dumps({"encryption_key": secrets.token_hex(32), **passwords}) + "\n",
                  private=True)
+    topology_file = root / "topology.json"  # what every n8n process starts from, as `render --topology` does
+    write_atomic(topology_file, json.dumps(state.topology) + "\n", private=False)
     common = {"data": data.private_ip, "main": ingest.private_ip, "secrets_file": str(cluster_secrets),
-              "concurrency": topology.concurrency}
+              "topology_file": str(topology_file)}
     behind_lb = bool(ingest.roles.load_balancer)
     main_listen = "127.0.0.1" if behind_lb else ingest.private_ip
     procs: dict[str, list[N8nProcess]] = {h.name: [] for h in topo_hosts}
     procs[ingest.name].append(deploy_n8n_role(hosts[ingest.name], python, role="main", name="main",
                                               state=str(root / ingest.name), listen=main_listen,
-                                              production_off=ingest.roles.webhook > 0,
                                               owner_file=str(_owner_files(root)), **common))
     for i in range(1, ingest.roles.webhook + 1):
         procs[ingest.name].append(deploy_n8n_role(hosts[ingest.name], python, role="webhook", name=f"webhook-{i}",
@@ -203,7 +193,7 @@ def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, py
     lb_pid = None
     if behind_lb:
         caddyfile = root / ingest.name / "Caddyfile"
-        write_atomic(caddyfile, lab_caddyfile(_render_caddyfile(state, topology), ingest.private_ip), private=True)
+        write_atomic(caddyfile, lab_caddyfile(ingest_caddyfile(topology), ingest.private_ip), private=True)
         lb_pid = deploy_caddy(hosts[ingest.name], python, state=str(root / ingest.name), config=str(caddyfile),
                               listen=ingest.private_ip).pid
     for host in topo_hosts:

@@ -1,15 +1,17 @@
 """An n8n process of a lab host (main, a webhook processor or a worker) against the data host's Postgres and Redis.
 
-Runs ON the host (over SSH, in its namespace), with the native stack's environment (`deploy.n8n_env`, the same
-variables the compose templates render) and the shared n8n install (never installed here):
+Runs ON the host (over SSH, in its namespace) with exactly the environment `render --topology` writes for that
+role (`deploy.n8n_env.role_env` of the topology in `--topology`, pools, limits and timeouts included), addresses
+aside, and the shared n8n install (never installed here):
 
     python -m n8n_sizer.lab.n8n_role up --role worker --name worker-1 --state DIR --data 10.89.0.10 \
-        --listen 10.89.0.12 --main 10.89.0.11 --secrets FILE
+        --listen 10.89.0.12 --main 10.89.0.11 --secrets FILE --topology FILE
 
 Every host has its own port space, so main listens on 5678, as in the rendered bundles, and a worker's
 health check on 5720+N. Behind the ingest host's load balancer, main and the webhook processors listen on the
 host's loopback only (`--listen 127.0.0.1`, webhook processor N on 5680+N) and Caddy on its private address,
-as only Caddy publishes a port in the rendered ingest bundle; main then runs with production webhooks off. `--secrets` is a 0600 JSON file with the cluster's one
+as only Caddy publishes a port in the rendered ingest bundle; main then runs with production webhooks off (as
+rendered). `--secrets` is a 0600 JSON file with the cluster's one
 encryption key and the data host's two passwords. Prints the process as JSON (no secrets) once it is ready.
 """
 
@@ -68,15 +70,27 @@ def owner_env(owner_file: Path) -> dict[str, str]:
     if not isinstance(doc, dict) or not isinstance(doc.get("email"), str) \
             or not BCRYPT_RE.fullmatch(str(doc.get("password_hash", ""))):
         raise InputError(f"--owner {owner_file} is not an owner file (email, bcrypt password_hash); {fix}")
-    return {"N8N_INSTANCE_OWNER_MANAGED_BY_ENV": "true", "N8N_INSTANCE_OWNER_EMAIL": doc["email"],
-            "N8N_INSTANCE_OWNER_PASSWORD_HASH": doc["password_hash"]}
+    from n8n_sizer.deploy.n8n_env import instance_owner_env
+
+    return instance_owner_env(doc["email"], doc["password_hash"])
+
+
+def lab_env(topology, role: str, *, ports, folder: Path, secrets, data: str, listen: str, main: str,
+            path: str) -> dict[str, str]:
+    """The environment `render --topology` gives this role (`deploy.n8n_env.role_env` of the topology, bench
+    profile), wired to the lab's addresses: the data host's Postgres and Redis, runners internal."""
+    from n8n_sizer.deploy.n8n_env import native_wiring, process_env, shape_of_topology
+
+    wiring = native_wiring(secrets, http_port=MAIN_PORT, broker_port=ports.broker, postgres_port=POSTGRES_PORT,
+                           redis_port=REDIS_PORT, host=data, public_url=f"http://{main}:{MAIN_PORT}/")
+    return process_env(shape_of_topology(topology, "bench"), role, wiring, ports=ports, user_folder=folder,
+                       path=path, home=str(folder), listen=listen)
 
 
 def start_n8n_role(role: str, name: str, state: Path, data: str, listen: str, main: str, secrets_file: Path,
-                   concurrency: int, index: int = 1, production_off: bool = False,
-                   owner_file: Path | None = None) -> N8nProcess:
-    from n8n_sizer.advisor.setup import Setup
-    from n8n_sizer.deploy.n8n_env import StackSecrets, n8n_argv, n8n_env
+                   topology_file: Path, index: int = 1, owner_file: Path | None = None) -> N8nProcess:
+    from n8n_sizer.deploy.n8n_env import StackSecrets
+    from n8n_sizer.deploy.topology import load_topology_text
     from n8n_sizer.localstack import services
     from n8n_sizer.localstack.install import find_installed
 
@@ -87,22 +101,18 @@ def start_n8n_role(role: str, name: str, state: Path, data: str, listen: str, ma
 
     secrets = StackSecrets.model_validate_json(read_user_text(secrets_file, "--secrets", private=True, max_bytes=1 << 16,
                                                               fix="pass the 0600 file `lab deploy` wrote"))
-    setup = Setup(mode="queue", workers=1, concurrency=concurrency, db="postgres")
+    topology = load_topology_text(read_user_text(topology_file, "--topology", max_bytes=1 << 20,
+                                                 fix="pass the topology.json `lab deploy` wrote"),
+                                  f"--topology {topology_file}")
     folder = state / name
     folder.mkdir(parents=True, exist_ok=False)
     ports = role_ports(role, index)
-    extra = {"N8N_DISABLE_PRODUCTION_MAIN_PROCESS": "true"} if production_off else {}
+    env = lab_env(topology, role, ports=ports, folder=folder, secrets=secrets, data=data, listen=listen, main=main,
+                  path=install.env_path())
     if owner_file is not None:
-        extra |= owner_env(owner_file)
-    # A webhook processor takes main's settings (it serves what main would serve), its own argv below.
-    env = n8n_env(setup, role="worker" if role == "worker" else "main", ports=ports, user_folder=folder,
-                  secrets=secrets, postgres_port=POSTGRES_PORT, redis_port=REDIS_PORT, path=install.env_path(), home=str(folder),
-                  extra={"DB_POSTGRESDB_HOST": data, "QUEUE_BULL_REDIS_HOST": data, "N8N_LISTEN_ADDRESS": listen,
-                         "N8N_HOST": main, "WEBHOOK_URL": f"http://{main}:{MAIN_PORT}/", **extra})
-    if role == "webhook":
-        argv = [str(install.node_bin), str(install.n8n_bin), "webhook"]
-    else:
-        argv = n8n_argv(install.node_bin, install.n8n_bin, setup, role)
+        env |= owner_env(owner_file)
+    argv = [str(install.node_bin), str(install.n8n_bin)]
+    argv += {"main": ["start"], "webhook": ["webhook"], "worker": ["worker", f"--concurrency={topology.concurrency}"]}[role]
     log = state / f"{name}.log"
     port = ports.health if role == "worker" else ports.http
     proc = services.spawn(name, argv, env, log, port, cwd=folder, health_port=ports.health, broker_port=BROKER_PORT)
@@ -112,12 +122,12 @@ def start_n8n_role(role: str, name: str, state: Path, data: str, listen: str, ma
 
 
 def deploy_n8n_role(host, python: str, *, role: str, name: str, state: str, data: str, listen: str, main: str,
-                    secrets_file: str, concurrency: int = 5, index: int = 1,
-                    production_off: bool = False, owner_file: str | None = None) -> N8nProcess:
+                    secrets_file: str, topology_file: str, index: int = 1,
+                    owner_file: str | None = None) -> N8nProcess:
     """Start `role` on `host` (a `hosts.host.Host`) and wait until it is ready."""
     words = [python, "-m", "n8n_sizer.lab.n8n_role", "up", "--role", role, "--name", name, "--state", state,
              "--data", data, "--listen", listen, "--main", main, "--secrets", secrets_file,
-             "--concurrency", str(concurrency), "--index", str(index)] + (["--production-off"] if production_off else [])
+             "--topology", topology_file, "--index", str(index)]
     words += ["--owner", owner_file] if owner_file else []
     res = host.run(" ".join(shlex.quote(w) for w in words), timeout_s=READY_TIMEOUT_S + 60)
     try:
@@ -134,16 +144,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(flag, required=True)
     parser.add_argument("--state", type=Path, required=True)
     parser.add_argument("--secrets", type=Path, required=True)
-    parser.add_argument("--concurrency", type=int, default=5)
+    parser.add_argument("--topology", type=Path, required=True)
     parser.add_argument("--index", type=int, default=1)
-    parser.add_argument("--production-off", action="store_true")
     parser.add_argument("--owner", type=Path, default=None)
     args = parser.parse_args(argv)
     try:
         if os.stat(args.secrets).st_mode & 0o077:
             raise InputError(f"--secrets {args.secrets} is readable by others; chmod 600 it")
         proc = start_n8n_role(args.role, args.name, args.state, args.data, args.listen, args.main, args.secrets,
-                              args.concurrency, args.index, args.production_off, args.owner)
+                              args.topology, args.index, args.owner)
     except (InputError, RemoteError, OSError) as exc:
         print(f"lab n8n: {exc}".replace("\n", " "), file=sys.stderr)
         return 2 if isinstance(exc, InputError) else 1

@@ -23,10 +23,7 @@ _RENDER_SIZE = "cx43"
 
 def rendered_ingest_caddyfile(webhook_processors: int, workers: int) -> str:
     """The ingest host's Caddyfile of the cluster render for this many webhook processors and workers."""
-    import yaml
-
-    from n8n_sizer.deploy.render_topology import render_topology
-    from n8n_sizer.deploy.secrets import generate_secrets
+    from n8n_sizer.deploy.render_topology import ingest_caddyfile
     from n8n_sizer.deploy.topology import parse_topology
 
     topology = parse_topology({"topology": [
@@ -34,9 +31,7 @@ def rendered_ingest_caddyfile(webhook_processors: int, workers: int) -> str:
          "roles": {"main": 1, "webhook": webhook_processors, "load_balancer": 1}},
         {"name": "data", "provider": "hetzner", "size": _RENDER_SIZE,
          "roles": {"postgres": 1, "redis": 1, "workers": max(1, workers)}}]}, "the local stack's topology")
-    # Only the routing table is taken from this render; its secrets are thrown away with it.
-    compose = yaml.safe_load(render_topology(topology, generate_secrets()).hosts["ingest"].compose)
-    return compose["configs"]["caddyfile"]["content"]
+    return ingest_caddyfile(topology)
 
 
 def local_caddyfile(port: int, main_port: int, webhook_ports: list[int], workers: int) -> str:

@@ -16,12 +16,15 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+import httpx
 import pytest
 
 from n8n_sizer.n8n.client import N8nClient
@@ -38,6 +41,7 @@ from .conftest import (
     save_logs,
     set_up_n8n,
     standins,
+    wait_healthy,
     wait_success_count,
     CLI,
 )
@@ -62,6 +66,7 @@ SERVICES = {
     "worker-2": {"n8n-worker-1", "runner-worker-1"},
 }
 UP_ORDER = ("data", "ingest", "worker-1", "worker-2")
+INGEST_IP = "10.213.30.11"  # the second host of the subnet: where the load balancer answers (the public URL)
 # The VMs boot in no order. Each host's `up --wait` starts together, and the data host's only this long after
 # the others: longer than the 10 s n8n waits for Redis by default before it exits (the bundles raise it).
 DATA_HOST_LATE_S = 20
@@ -118,7 +123,7 @@ def cluster(engine: DockerEngine, tmp_path_factory: pytest.TempPathFactory) -> I
     topology_file = base / "topology-input.json"
     topology_file.write_text(json.dumps(TOPOLOGY))
     folder = base / "bundles"
-    render(folder, "--topology", str(topology_file))
+    render(folder, "--topology", str(topology_file), "--public-url", f"http://{INGEST_IP}:5678/")
     manifest = json.loads((folder / "topology.json").read_text())
     addresses = {h["name"]: h["private_ip"] for h in manifest["hosts"]}
     assert set(addresses) == set(UP_ORDER) and manifest["subnet"] == SUBNET
@@ -179,7 +184,7 @@ def test_every_n8n_process_reaches_the_data_host_by_its_private_address(cluster:
     data_ip = cluster.addresses["data"]
     for host in ("ingest", "worker-1", "worker-2"):
         rendered = (cluster.folder / host / "docker-compose.yml").read_text()
-        assert f"DB_POSTGRESDB_HOST: {data_ip}" in rendered and f"QUEUE_BULL_REDIS_HOST: {data_ip}" in rendered
+        assert f'DB_POSTGRESDB_HOST: "{data_ip}"' in rendered and f'QUEUE_BULL_REDIS_HOST: "{data_ip}"' in rendered
     # each worker is waiting on the queue in the data host's Redis: one blocked pop per worker
     assert blocked_queue_pops(cluster.stacks["data"]) == 2
 
@@ -224,14 +229,76 @@ def test_wrong_passwords_are_refused_on_the_private_address(cluster: Cluster) ->
                         "-d", "n8n", "-tAc", "select 1")
     assert refused.returncode != 0 and "password authentication failed" in refused.stderr
     taken = data.exec("n8n-postgres", "sh", "-c", f'PGPASSWORD="$POSTGRES_PASSWORD" psql -h {ip} -U n8n -d n8n '
-                      "-tAc 'select 1'")
-    assert taken.stdout.strip() == "1", taken.stderr
+                      "-tAc 'select rolsuper from pg_roles where rolname = current_user'")
+    assert taken.stdout.strip() == "f", taken.stderr  # n8n's own role, not the superuser (least privilege)
+    root = data.exec("n8n-postgres", "sh", "-c", f'PGPASSWORD="$POSTGRES_PASSWORD" psql -h {ip} -U postgres '
+                     "-d postgres -tAc 'select 1'")
+    assert root.returncode != 0 and "rejects connection" in root.stderr, root.stderr  # the superuser stays inside
 
 
 def test_a_killed_worker_host_process_leaves_the_cluster_answering(
         cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]) -> None:
     client, setup = n8n
     survives_worker_kill(client, setup, cluster.stacks["worker-1"], cluster.stacks["data"])
+
+
+ROLLING_RATE_PER_S = 4  # bounded load: at most ROLLING_MAX_S x this many requests, two senders
+ROLLING_MAX_S = 150
+
+
+def _send_until(url: str, path: str, stop: threading.Event, statuses: list[int]) -> None:
+    """POST the webhook at about ROLLING_RATE_PER_S / 2 until `stop` (or ROLLING_MAX_S); every status kept
+    (0 for a request that got no answer)."""
+    started = time.monotonic()
+    with httpx.Client(base_url=url, timeout=60) as http:
+        while not stop.is_set() and time.monotonic() - started < ROLLING_MAX_S:
+            t0 = time.monotonic()
+            try:
+                statuses.append(http.post(path, json={"rolling": True}).status_code)
+            except httpx.HTTPError:
+                statuses.append(0)
+            time.sleep(max(0.0, 2 / ROLLING_RATE_PER_S - (time.monotonic() - t0)))
+
+
+def _restart(stack: Stack, service: str) -> None:
+    """`docker compose stop` (SIGTERM, then the rendered stop_grace_period) and start again, healthy."""
+    stack.compose("stop", service, timeout=300)
+    stack.compose("start", service, timeout=120)
+    wait_healthy(stack, service, timeout_s=240)
+
+
+def test_a_rolling_restart_under_load_loses_nothing_accepted_and_fails_no_execution(
+        cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]) -> None:
+    """Issue 28's bar: every webhook processor and a worker on each worker host are stopped and started one
+    after another while webhooks arrive through the load balancer. Every 2xx became a stored successful
+    execution, and no execution failed (the stopping processes finished what they held; Caddy sent new
+    requests to the others)."""
+    client, setup = n8n
+    before = client.count_executions(setup.workflow_id)
+    url = f"http://127.0.0.1:{cluster.stacks['ingest'].port('n8n-lb', 5678)}"
+    stop, statuses = threading.Event(), []
+    senders = [threading.Thread(target=_send_until, args=(url, setup.webhook, stop, statuses)) for _ in range(2)]
+    for sender in senders:
+        sender.start()
+    try:
+        time.sleep(3)
+        for host, service in (("ingest", "n8n-webhook-1"), ("ingest", "n8n-webhook-2"),
+                              ("worker-1", "n8n-worker-1"), ("worker-2", "n8n-worker-1")):
+            _restart(cluster.stacks[host], service)
+        time.sleep(3)
+    finally:
+        stop.set()
+        for sender in senders:
+            sender.join(timeout=90)
+    accepted = sum(200 <= s < 300 for s in statuses)
+    print(f"rolling restart: {len(statuses)} sent, statuses {dict(Counter(statuses))}")  # shown with -s
+    assert accepted >= 20, statuses
+    want = before.by_status.get("success", 0) + accepted
+    got = wait_success_count(client, setup.workflow_id, want, timeout_s=180)
+    after = client.count_executions(setup.workflow_id)
+    assert got >= want, (got, want, Counter(statuses))
+    failed = {k: v - before.by_status.get(k, 0) for k, v in after.by_status.items() if k not in ("success",)}
+    assert not any(failed.values()), (failed, Counter(statuses))
 
 
 def test_down_then_up_keeps_the_data(cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]) -> None:

@@ -49,8 +49,8 @@ def built(request):
     rendered: dict[str, str] = {}
     out: dict = {}
 
-    def remember(topology):
-        rendered.update(render_cluster_cloud_init(topology))
+    def remember(topology, public_url):
+        rendered.update(render_cluster_cloud_init(topology, public_url))
         return dict(rendered)
 
     def body():
@@ -111,7 +111,6 @@ def _rules(mocks: FleetMocks) -> list[tuple[str, set, list[str]]]:
 
 def test_no_data_or_n8n_port_is_open_to_the_world_and_each_comes_from_its_own_place(built):
     mocks, _, inventory = built
-    subnet = ipaddress.ip_network(inventory.subnet)
     loadgen = inventory.hosts["loadgen"]
     loadgen_nets = {ipaddress.ip_network(f"{ip}/32") for ip in (loadgen.public_ip, loadgen.private_ip)}
     rules = _rules(mocks)
@@ -120,10 +119,13 @@ def test_no_data_or_n8n_port_is_open_to_the_world_and_each_comes_from_its_own_pl
         assert not nets & WORLD, (port, nets)
         if port == "22":
             assert nets == {ipaddress.ip_network(OPERATOR)}
-        elif port in ("5432", "6379"):
-            assert nets == {subnet}
-        else:  # 5678 (and webhook ports): the load generator, or the private subnet only
-            assert nets <= loadgen_nets or nets == {subnet}, (port, nets)
+        elif port in ("5432", "6379"):  # the hosts that run n8n, never the load generator
+            n8n_hosts = {ipaddress.ip_network(f"{h.private_ip}/32") for h in inventory.hosts.values()
+                         if h.roles.get("main") or h.roles.get("webhook") or h.roles.get("workers")}
+            assert nets == n8n_hosts and not nets & loadgen_nets, (port, nets)
+        else:  # 5678 (and webhook ports): the load generator, or the load balancer's host only
+            lb = next(h for h in inventory.hosts.values() if h.roles.get("load_balancer"))
+            assert nets <= loadgen_nets or nets == {ipaddress.ip_network(f"{lb.private_ip}/32")}, (port, nets)
 
 
 def test_firewalls_follow_the_roles(built):
@@ -167,7 +169,7 @@ def test_user_data_is_each_hosts_rendered_cloud_init_secret_and_under_the_limit(
     mocks, rendered, inventory = built
     assert set(rendered) == {n for n, h in inventory.hosts.items() if h.role == "cluster"}
     limit = USER_DATA_LIMIT_BYTES[inventory.provider]
-    keys = set()
+    keys, urls = set(), set()
     for res in servers(mocks):
         wire = res.inputs["userData"] if res.typ.startswith("hcloud") else res.inputs["metadata"]
         assert isinstance(wire, dict) and wire.get("4dabf18193072939515e22adb298388d") == SECRET_SIG
@@ -177,7 +179,11 @@ def test_user_data_is_each_hosts_rendered_cloud_init_secret_and_under_the_limit(
         assert text.startswith("#cloud-config") and len(text.encode()) <= min(limit, 32 * 1024)
         if name != "loadgen":
             keys |= {line.split("=", 1)[1] for line in _env_of(text).splitlines() if line.startswith("N8N_ENCRYPTION_KEY=")}
+            urls |= {line.split("=", 1)[1] for line in _env_of(text).splitlines() if line.startswith("N8N_PUBLIC_URL=")}
     assert len(keys) == 1  # one secret set for the whole cluster
+    # the stack's public URL reaches every n8n host (never localhost: webhooks are called from outside)
+    stack = next(p for p in STACKS if stack_name(p) == inventory.stack)
+    assert urls == {yaml.safe_load(stack.read_text())["config"]["n8n-sizer:public_url"]}
 
 
 def _env_of(cloud_init: str) -> str:
@@ -225,3 +231,35 @@ def test_a_cluster_stack_with_a_bad_topology_stops_with_one_line(tmp_path: Path)
     with pytest.raises(pulumi.RunError) as err:
         run_main("bad-cluster", config)
     assert "n8n-sizer:cluster" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("url", [None, "http://localhost:5678/", "http://127.0.0.1:5678/"])
+def test_a_cluster_stack_without_a_public_url_stops_with_one_line(url) -> None:
+    config = read_stack_config(STACKS[0])
+    config.pop("n8n-sizer:public_url")
+    if url is not None:
+        config["n8n-sizer:public_url"] = url
+    with pytest.raises(pulumi.RunError) as err:
+        run_main("no-url-cluster", config)
+    assert "n8n-sizer:public_url" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_data_host_admits_only_the_n8n_hosts_to_its_data_ports(built):
+    """Hetzner's firewall leaves the private network open and the load generator shares the subnet: the data
+    host's own DOCKER-USER rules (in its cloud-init) admit the n8n hosts to 5432/6379 and reset everyone else."""
+    from n8n_sizer.deploy.cloudinit import METADATA_BLOCK_SCRIPT
+
+    _, rendered, inventory = built
+    data = next(n for n, h in inventory.hosts.items() if h.roles.get("postgres"))
+    [script] = [f["content"] for f in yaml.safe_load(rendered[data])["write_files"] if f["path"] == METADATA_BLOCK_SCRIPT]
+    n8n_hosts = [h.private_ip for h in inventory.hosts.values()
+                 if h.roles.get("main") or h.roles.get("webhook") or h.roles.get("workers")]
+    inserts = [line.split("|| iptables -I ", 1)[1] for line in script.splitlines() if "|| iptables -I " in line]
+    # -I puts each rule at the top: the last inserted is evaluated first
+    order = list(reversed(inserts))
+    for port in ("5432", "6379"):
+        admits = [r for r in order if f"--dport {port} -j RETURN" in r]
+        assert sorted(r.split()[2] for r in admits) == sorted(f"{ip}/32" for ip in n8n_hosts)
+        reject = order.index(f"DOCKER-USER -s {inventory.subnet} -p tcp --dport {port} -j REJECT --reject-with tcp-reset")
+        assert all(order.index(r) < reject for r in admits)
+    assert inventory.hosts["loadgen"].private_ip not in script

@@ -26,7 +26,8 @@ TOPOLOGY = Path(__file__).resolve().parents[1] / "data" / "topologies" / "advise
 
 
 def _data_services():
-    bundle = render_topology(load_topology_text(TOPOLOGY.read_text(), "t"), generate_secrets()).hosts["data"]
+    bundle = render_topology(load_topology_text(TOPOLOGY.read_text(), "t"), generate_secrets(),
+                           public_url="http://n8n.example.com:5678/").hosts["data"]
     env = parse_env_text(bundle.env)
     return {s.name: s for s in load_compose(bundle.compose, env).services}, env
 

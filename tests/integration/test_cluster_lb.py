@@ -78,7 +78,8 @@ def caddy(tmp_path: Path):
     tool = shutil.which("caddy")
     if tool is None:
         pytest.fail("Debian's caddy is not installed (apt-get install caddy; scripts/test.sh installs it)")
-    ingest = render_topology(load_topology_text(TOPOLOGY.read_text(), "t"), generate_secrets()).hosts["ingest"]
+    ingest = render_topology(load_topology_text(TOPOLOGY.read_text(), "t"), generate_secrets(),
+                           public_url="http://n8n.example.com:5678/").hosts["ingest"]
     text = yaml.safe_load(ingest.compose)["configs"]["caddyfile"]["content"]
     stubs = {name: Stub(name) for name in ("n8n-main", "n8n-webhook-1", "n8n-webhook-2")}
     lb_port, admin_port = _free_port(), _free_port()

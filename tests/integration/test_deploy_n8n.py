@@ -4,7 +4,8 @@ accepted, none is reported invalid or deprecated, and the queue metrics it turns
 
 Only what cannot be the same outside Docker is left to the local stack: hosts, ports, secrets, and the
 runner mode (the npm package has no external-runner launcher, notes/real-n8n.md). Every process gets
-main's variables, a superset of the workers' (they share the `x-n8n-env` anchor).
+main's variables (deploy/n8n_env.py::role_env); the workers' own (lock and stall settings) are checked on
+the worker.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ LOCAL_ONLY = {
     "DB_POSTGRESDB_HOST", "DB_POSTGRESDB_PORT", "DB_POSTGRESDB_PASSWORD",
     "QUEUE_BULL_REDIS_HOST", "QUEUE_BULL_REDIS_PORT", "QUEUE_BULL_REDIS_PASSWORD",
     "N8N_ENCRYPTION_KEY", "N8N_RUNNERS_MODE", "N8N_RUNNERS_BROKER_LISTEN_ADDRESS", "N8N_RUNNERS_BROKER_PORT",
-    "N8N_RUNNERS_AUTH_TOKEN", "N8N_EDITOR_BASE_URL", "N8N_WEBHOOK_URL",
+    "N8N_RUNNERS_AUTH_TOKEN", "N8N_EDITOR_BASE_URL", "WEBHOOK_URL",
 }
 
 

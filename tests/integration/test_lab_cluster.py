@@ -94,6 +94,10 @@ def test_main_and_a_worker_per_host_use_the_data_host_over_the_bridge(workdir, c
                 assert _status(hosts["gen-1"], p.ready_url) == "200", p
         for port in (5432, 6379):
             assert {ip["ingest"], ip["worker-1"], ip["worker-2"]} <= _peers(hosts["data"], port), port
+            # the data ports answer the n8n hosts only: the generator, in the same subnet, gets a reset
+            probe = hosts["gen-1"].run(f"curl -sS --max-time 5 telnet://{ip['data']}:{port} </dev/null; "
+                                       "echo exit=$?", timeout_s=30)
+            assert "exit=7" in probe.stdout, (port, probe.stdout, probe.stderr)
         codes, counts, _, _ = _load_and_count(cluster.url, hosts["gen-1"], REQUESTS, state)
         assert codes == ["200"] * REQUESTS, codes
         assert counts.by_status == {"success": REQUESTS}, counts

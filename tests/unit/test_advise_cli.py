@@ -144,7 +144,7 @@ def test_json_topology_contract_for_200_and_400_per_s(rps):
         assert set(g["roles"]) == {"main", "webhook", "workers", "postgres", "redis", "load_balancer"}
     assert set(data["db_pool_size"]) == {"main", "webhook", "worker"}
     assert set(data["bound"]) >= {"name", "role", "host"}
-    assert data["render_command"] == "n8n-sizer render --topology advice.json --out cluster/"
+    assert data["render_command"] == "n8n-sizer render --topology advice.json --out cluster/ --public-url http://n8n.example.com:5678/"
 
 
 def test_human_topology_output_names_hosts_roles_and_the_render_command():

@@ -41,7 +41,9 @@ def _round_trip(tmp: Path, rps: float, vcpu: int | None, workload: str, one_host
     topology = parse_topology(data, "advise --json")
     assert len({g.provider for g in topology.groups}) == 1, data["topology"]  # one provider per cluster
     out = tmp / "bundle"
-    write_topology(topology, out)
+    write_topology(topology, out, public_url=None if topology.single_host else "http://n8n.example.com:5678/")
+    if not topology.single_host:  # the render command the answer prints names a public URL
+        assert "--public-url" in rec.render_command
     failed = [r for r in check_topology(out) if r.status == "fail"]
     assert not failed, [(r.rule, r.message) for r in failed]
     (tmp / "advice.json").write_text(json.dumps(data))

@@ -20,7 +20,8 @@ def test_advise_json_renders_and_checks_as_a_cluster(tmp_path: Path, rps: int) -
     assert data["feasible"] and data["webhook_processors"] >= 1 and data["workers"] >= 2
     assert data["postgres_connections"] <= data["max_connections"] and data["monthly_eur"] > 0
     (tmp_path / "a.json").write_text(advice)
-    render = subprocess.run([str(BIN / "n8n-sizer"), "render", "--topology", "a.json", "--out", "c"], cwd=tmp_path,
+    render = subprocess.run([str(BIN / "n8n-sizer"), "render", "--topology", "a.json", "--out", "c",
+                             "--public-url", "http://n8n.example.com:5678/"], cwd=tmp_path,
                             capture_output=True, text=True)
     assert render.returncode == 0, render.stderr
     hosts = sorted(p.name for p in (tmp_path / "c").iterdir() if (p / "docker-compose.yml").is_file())

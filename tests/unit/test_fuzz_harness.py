@@ -130,7 +130,8 @@ def test_topology_files_through_render_advise_and_check(path, value, raw):
 @pytest.fixture(scope="module")
 def rendered_once(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("fuzz") / "cluster"
-    assert run_cli("render", "--topology", ROOT / "tests" / "data" / "topologies" / "lb-apart.json", "--out", out)[0] == 0
+    assert run_cli("render", "--topology", ROOT / "tests" / "data" / "topologies" / "lb-apart.json", "--out", out,
+                   "--public-url", "http://n8n.example.com:5678/")[0] == 0
     return out
 
 

@@ -165,7 +165,8 @@ def test_the_lab_caddyfile_changes_addresses_only():
     from n8n_sizer.deploy.secrets import generate_secrets
     from n8n_sizer.lab.ingest import lab_caddyfile
 
-    bundle = render_topology(parse_topology(TOPOLOGY), generate_secrets()).hosts["ingest"]
+    bundle = render_topology(parse_topology(TOPOLOGY), generate_secrets(),
+                             public_url="http://10.213.7.11:5678/").hosts["ingest"]
     rendered = yaml.safe_load(bundle.compose)["configs"]["caddyfile"]["content"]
     text = lab_caddyfile(rendered, "10.213.7.11")
     assert "http://10.213.7.11:5678 {\n  bind 10.213.7.11\n" in text and "admin 127.0.0.1:2019" in text
@@ -212,3 +213,19 @@ def test_down_removes_only_links_that_carry_the_labs_id():
     r = Removal()
     _remove_links(["nz-victim", "eth0", "docker0", "n8nsz-ffffff", "nza1b2c3-1x", "n8nsz-a1b2c3-x"], r, "a1b2c3")
     assert len(r.failed) == 6 and not r.removed and all("left alone" in f for f in r.failed)
+
+
+
+def test_the_lab_data_host_admits_only_the_n8n_hosts_to_its_data_ports() -> None:
+    """The same policy as the rendered data host's DOCKER-USER rules: n8n hosts first, then the subnet reset."""
+    from n8n_sizer.deploy.render_topology import data_clients
+    from n8n_sizer.lab.data import data_port_rules
+
+    t = parse_topology(TOPOLOGY)
+    clients = data_clients(t)
+    assert clients == [h.private_ip for h in t.hosts() if h.roles.main or h.roles.webhook or h.roles.workers]
+    rules = data_port_rules(t.subnet, clients)
+    for port in ("5432", "6379"):
+        mine = [r for r in rules if r[3] == port]
+        assert [r[5] for r in mine[:-1]] == [f"{ip}/32" for ip in clients] and all(r[-1] == "ACCEPT" for r in mine[:-1])
+        assert mine[-1][5] == t.subnet and mine[-1][-3:] == ["REJECT", "--reject-with", "tcp-reset"]

@@ -43,7 +43,8 @@ def refused(code: int, err: str, *words: str) -> None:
 @pytest.fixture
 def rendered(tmp_path, monkeypatch, capsys) -> Path:
     out = tmp_path / "cluster"
-    code, _, err = cli(monkeypatch, capsys, "render", "--topology", TOPOLOGIES / "lb-apart.json", "--out", out)
+    code, _, err = cli(monkeypatch, capsys, "render", "--topology", TOPOLOGIES / "lb-apart.json", "--out", out,
+                         "--public-url", "http://n8n.example.com:5678/")
     assert code == 0, err
     return out
 
@@ -63,7 +64,8 @@ def snapshot(out: Path) -> dict[str, bytes]:
 
 
 def render_again(out, monkeypatch, capsys, *extra):
-    return cli(monkeypatch, capsys, "render", "--topology", TOPOLOGIES / "lb-apart.json", "--out", out, *extra)
+    return cli(monkeypatch, capsys, "render", "--topology", TOPOLOGIES / "lb-apart.json", "--out", out, "--public-url", "http://n8n.example.com:5678/",
+               *extra)
 
 
 # ---- secrets never rotate ---------------------------------------------------------------------------------
@@ -257,7 +259,7 @@ def test_hostile_topologies_are_one_line_everywhere(tmp_path, monkeypatch, capsy
 def test_a_private_subnet_is_accepted(tmp_path, monkeypatch, capsys):
     path = tmp_path / "advice.json"
     path.write_text(_topology(subnet="192.168.40.0/24"))
-    assert cli(monkeypatch, capsys, "render", "--topology", path, "--out", tmp_path / "o")[0] == 0
+    assert cli(monkeypatch, capsys, "render", "--topology", path, "--out", tmp_path / "o", "--public-url", "http://n8n.example.com:5678/")[0] == 0
 
 
 @pytest.mark.parametrize("subnet", ["banana", "fd00::/64", "127.0.0.0/24", "0.0.0.0/24", "10.89.0.7/24", 5])

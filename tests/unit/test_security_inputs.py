@@ -105,7 +105,8 @@ def test_postgres_pool_still_passes_a_sound_file():
 @pytest.fixture
 def cluster(tmp_path, monkeypatch, capsys) -> Path:
     out = tmp_path / "cluster"
-    assert cli(monkeypatch, capsys, "render", "--topology", TOPOLOGIES / "advise-rps-400.json", "--out", out)[0] == 0
+    assert cli(monkeypatch, capsys, "render", "--topology", TOPOLOGIES / "advise-rps-400.json", "--out", out,
+               "--public-url", "http://n8n.example.com:5678/")[0] == 0
     return out
 
 
@@ -232,6 +233,12 @@ def test_cost_refuses_a_cluster_stack_the_program_would_refuse(tmp_path, monkeyp
                                                                                    "max_connections: 12"))
     code, _, err = cli(monkeypatch, capsys, "cost", "--stack", "cluster-hetzner", "--stacks-dir", project / "stacks")
     one_line(code, err, "max_connections")
+
+
+def test_cost_prices_the_committed_cluster_stacks(monkeypatch, capsys):
+    for stack in ("cluster-hetzner", "cluster-gcp"):  # what pulumi up builds (its public_url included) is priced
+        code, out, err = cli(monkeypatch, capsys, "cost", "--stack", stack, "--stacks-dir", ROOT / "stacks")
+        assert code == 0 and "total:" in out, err
 
 
 # ---- the last resort ---------------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ FAKE = StackSecrets(encryption_key="0123456789abcdef" * 4, postgres_password="go
 CASES = ("advise-rps-400", "gcp-three-hosts", "lb-apart", "single-host")
 FILES = {"docker-compose.yml": "compose", "env": "env", "cloud-init.yaml": "cloud_init"}
 CLI = Path(sys.executable).parent / "n8n-sizer"
+PUBLIC = "http://n8n.example.com:5678/"  # a cluster is called from outside: its URL is required, never localhost
 
 
 def topology(case: str):
@@ -42,7 +43,7 @@ def topology(case: str):
 
 
 def cluster(case: str):
-    return render_topology(topology(case), FAKE)
+    return render_topology(topology(case), FAKE, public_url=PUBLIC)
 
 
 def _golden(path: Path, text: str) -> None:
@@ -120,7 +121,7 @@ def test_every_host_cloud_init_passes_debians_schema_and_quiets_apt(case: str, t
 
 @pytest.mark.parametrize("case", CASES)
 def test_every_rendered_cluster_passes_check_topology(case: str, tmp_path: Path) -> None:
-    write_topology(topology(case), tmp_path / "c")
+    write_topology(topology(case), tmp_path / "c", public_url=PUBLIC)
     results = check_topology(tmp_path / "c")
     assert [(r.rule, r.message) for r in results if r.status == "fail"] == []
     assert sum(r.status == "pass" for r in results) >= 10
@@ -128,14 +129,15 @@ def test_every_rendered_cluster_passes_check_topology(case: str, tmp_path: Path)
 
 def test_one_host_topology_renders_todays_single_host_stack() -> None:
     rendered = cluster("single-host")
-    today = render_bundle(Setup(mode="queue", workers=2, concurrency=10, db_pool_size=2), FAKE, benchmark_host=True)
+    today = render_bundle(Setup(mode="queue", workers=2, concurrency=10, db_pool_size=2), FAKE, benchmark_host=True,
+                         public_url=PUBLIC)
     assert rendered.hosts == {"n8n": today}
 
 
 def test_one_secret_set_written_0600_and_kept_on_re_render(tmp_path: Path) -> None:
     out = tmp_path / "c"
     t = topology("advise-rps-400")
-    first = write_topology(t, out)
+    first = write_topology(t, out, public_url=PUBLIC)
     assert any("new secret(s)" in line for line in first)
     shared = parse_env_text((out / SECRETS_FILE).read_text())
     assert stat.S_IMODE((out / SECRETS_FILE).stat().st_mode) == 0o600
@@ -186,7 +188,7 @@ def _groups(**changes) -> dict:
 ])
 def test_bad_topologies_are_refused_with_the_fix(change: dict, message: str) -> None:
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")):
-        render_topology(parse_topology(_groups(**change)), FAKE)
+        render_topology(parse_topology(_groups(**change)), FAKE, public_url=PUBLIC)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -196,8 +198,15 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 def test_cli_render_then_check_topology(tmp_path: Path) -> None:
     out = tmp_path / "c"
-    proc = _cli("render", "--topology", str(TOPOLOGIES / "advise-rps-400.json"), "--out", str(out))
+    refused = _cli("render", "--topology", str(TOPOLOGIES / "advise-rps-400.json"), "--out", str(out))
+    assert refused.returncode == 2 and "a cluster needs --public-url" in refused.stderr and not out.exists()
+    assert len(refused.stderr.strip().splitlines()) == 1
+    local = _cli("render", "--topology", str(TOPOLOGIES / "advise-rps-400.json"), "--out", str(out),
+                 "--public-url", "http://127.0.0.1:5678/")
+    assert local.returncode == 2 and "this machine's own address" in local.stderr
+    proc = _cli("render", "--topology", str(TOPOLOGIES / "advise-rps-400.json"), "--out", str(out), "--public-url", PUBLIC)
     assert proc.returncode == 0, proc.stderr
+    assert parse_env_text((out / "ingest" / ".env").read_text())["N8N_PUBLIC_URL"] == PUBLIC
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["data", "ingest", "worker-1", "worker-2"]
     checked = _cli("check", "--topology", str(out))
     assert checked.returncode == 0, checked.stdout
@@ -223,7 +232,7 @@ def test_production_profile_puts_tls_on_the_load_balancer_and_passes_check(tmp_p
     ingest = yaml.safe_load((out / "ingest" / "docker-compose.yml").read_text())
     assert ingest["services"]["n8n-lb"]["ports"] == ["80:80", "443:443", "443:443/udp"]
     assert ingest["configs"]["caddyfile"]["content"].startswith("n8n.example.com {")
-    assert ingest["x-n8n-env"]["N8N_PROTOCOL"] == "https"
+    assert {e["N8N_PROTOCOL"] for e in _n8n_envs(ingest)} == {"https"}
     assert parse_env_text((out / "ingest" / ".env").read_text())["N8N_PUBLIC_URL"] == "https://n8n.example.com/"
     tool = Path(sys.executable).parent / "check-jsonschema"
     proc = subprocess.run([str(tool), "--builtin-schema", "vendor.compose-spec", str(out / "ingest" / "docker-compose.yml")],
@@ -241,19 +250,24 @@ def test_a_one_host_advice_with_per_role_pools_uses_the_worker_pool_everywhere()
     assert json.loads(rendered.manifest)["max_connections"] == 120
 
 
+def _n8n_envs(doc: dict) -> list[dict]:
+    """The environment of every n8n process (main, webhook processor, worker) of one host's compose file."""
+    return [svc["environment"] for name, svc in doc["services"].items() if name.startswith("n8n-")
+            and "/n8n:" in svc["image"]]
+
+
 def test_n8n_behind_the_load_balancer_trusts_one_proxy_hop_in_every_profile() -> None:
     """Caddy sets X-Forwarded-For: without N8N_PROXY_HOPS main's rate limiter sees every client as Caddy
     (found bringing the bundles up under Docker: express-rate-limit's ValidationError at the first login)."""
     for case in ("advise-rps-400", "gcp-three-hosts", "lb-apart"):
         for host, bundle in cluster(case).hosts.items():
-            doc = yaml.safe_load(bundle.compose)
-            if "x-n8n-env" in doc:
-                assert doc["x-n8n-env"]["N8N_PROXY_HOPS"] == "1", (case, host)
+            for env in _n8n_envs(yaml.safe_load(bundle.compose)):
+                assert env["N8N_PROXY_HOPS"] == "1", (case, host)
     doc = json.loads((TOPOLOGIES / "gcp-three-hosts.json").read_text())
     doc["topology"][1]["roles"] = {"main": 1}  # no webhook processors, no load balancer: main takes traffic
-    for host, bundle in render_topology(parse_topology(doc), FAKE).hosts.items():
-        env = yaml.safe_load(bundle.compose).get("x-n8n-env", {})
-        assert "N8N_PROXY_HOPS" not in env, host  # nothing in front: a forged header must not be trusted
+    for host, bundle in render_topology(parse_topology(doc), FAKE, public_url=PUBLIC).hosts.items():
+        for env in _n8n_envs(yaml.safe_load(bundle.compose)):
+            assert "N8N_PROXY_HOPS" not in env, host  # nothing in front: a forged header must not be trusted
 
 
 def test_n8n_on_a_cluster_host_waits_minutes_for_the_data_host_not_seconds() -> None:
@@ -261,9 +275,10 @@ def test_n8n_on_a_cluster_host_waits_minutes_for_the_data_host_not_seconds() -> 
     `up --wait` on a worker host started 20 s before the data host (tests/docker/test_cluster_stack.py)."""
     for case in ("advise-rps-400", "gcp-three-hosts", "lb-apart"):
         for host, bundle in cluster(case).hosts.items():
-            env = yaml.safe_load(bundle.compose).get("x-n8n-env")
-            if env is None:
+            envs = _n8n_envs(yaml.safe_load(bundle.compose))
+            if not envs:
                 continue  # the data host runs no n8n
+            env = envs[0]
             assert int(env["QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD"]) >= 120_000, (case, host)
             assert int(env["DB_STARTUP_CONNECT_MAX_RETRIES"]) >= 8, (case, host)  # 1+2+4+8+16+30... s
             # within the healthcheck's window: a process still retrying must not be counted unhealthy first

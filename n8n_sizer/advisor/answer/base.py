@@ -20,6 +20,8 @@ from n8n_sizer.safety.frozen import Frozen
 RecommendedMode = Literal["regular", "regular-limit", "queue"]
 # The topology contract's render step (docs/advise-topology.md): `advise --json > advice.json` first.
 RENDER_TOPOLOGY = "n8n-sizer render --topology advice.json --out cluster/"
+# Several hosts are called from outside: their webhooks' address is the load balancer's public URL (yours).
+RENDER_CLUSTER = RENDER_TOPOLOGY + " --public-url http://n8n.example.com:5678/"
 
 
 class Request(Frozen):

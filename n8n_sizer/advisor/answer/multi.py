@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from n8n_sizer.advisor import settings
 from n8n_sizer.advisor.answer import explain as explain
-from n8n_sizer.advisor.answer.base import (RENDER_TOPOLOGY, Basis, BindingBound, Interval, Recommendation, Request,
+from n8n_sizer.advisor.answer.base import (RENDER_CLUSTER, RENDER_TOPOLOGY, Basis, BindingBound, Interval, Recommendation, Request,
                                           ServerChoice, SizeFit, request_echo)
 from n8n_sizer.advisor.answer.contract import HostGroup, PoolSizes
 from n8n_sizer.advisor.pools import MANY_CONNECTIONS, RAM_MIB_PER_VCPU_ASSUMED, connection_budget
@@ -68,7 +68,7 @@ def build_topology(basis: Basis, req: Request, s: Scored, carries: bool, fits: l
         server=ServerChoice(provider=worker_g.provider, size=worker_g.size, vcpu=worker_g.host.vcpu,
                             arch=worker_g.host.arch, monthly_eur=worker_g.monthly_eur),
         topology=groups, webhook_processors=lay.webhooks, hosts=lay.hosts, monthly_eur=lay.monthly_eur,
-        render_command=RENDER_TOPOLOGY, fits=fits, warnings=warnings,
+        render_command=RENDER_CLUSTER if lay.hosts > 1 else RENDER_TOPOLOGY, fits=fits, warnings=warnings,
         evidence=explain.evidence(basis.fitted, basis.ram.evidence, profile, setup, worker_g.host),
         notes=list(basis.notes) + explain.prior_notes(True, basis.fitted.demand_rows), extrapolated=extrapolated, setup=setup)
 

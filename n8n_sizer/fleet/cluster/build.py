@@ -21,12 +21,12 @@ from n8n_sizer.fleet.spec import NAMESPACE, HostSpec
 from n8n_sizer.safety.frozen import Frozen
 
 
-def render_cluster_cloud_init(topology: Topology) -> dict[str, str]:
+def render_cluster_cloud_init(topology: Topology, public_url: str) -> dict[str, str]:
     """Each host's `#cloud-config`, rendered once with one freshly generated secret set."""
     from n8n_sizer.deploy.render_topology import render_topology
     from n8n_sizer.deploy.secrets import generate_secrets
 
-    cluster = render_topology(topology, generate_secrets(), profile="bench")
+    cluster = render_topology(topology, generate_secrets(), profile="bench", public_url=public_url)
     return {name: bundle.cloud_init for name, bundle in cluster.hosts.items()}
 
 
@@ -56,7 +56,7 @@ class ClusterInventory(Frozen):
 
 def cluster_user_data(spec: ClusterSpec, render: RenderCluster) -> dict[str, str]:
     try:
-        rendered = render(spec.topology)
+        rendered = render(spec.topology, spec.public_url or "")
     except InputError as exc:
         raise InputError(f"{NAMESPACE}:cluster: {exc}") from None
     limit = USER_DATA_LIMIT_BYTES[spec.provider]

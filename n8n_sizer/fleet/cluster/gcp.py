@@ -2,8 +2,9 @@
 host at the address its bundle was rendered with (pulumi-gcp).
 
 GCP firewalls also filter traffic inside the VPC, so besides SSH from the operator (every host) and 5678
-from the load generator (the load balancer's host), two rules admit the private subnet: 5432/6379 to the
-data host, and n8n's ports (5678, 5701-5732) to the n8n hosts for a load balancer on another host.
+from the load generator (the load balancer's host), two rules admit private addresses: 5432/6379 to the
+data host from the hosts that run n8n only, and n8n's ports (5678, 5701-5732) to the n8n hosts from the load
+balancer's host only. The load generator, in the same subnet, reaches neither.
 Networks, subnetworks and firewall rules take no labels: they carry them in their description (gcp.py).
 """
 
@@ -14,7 +15,7 @@ from typing import Mapping
 import pulumi
 import pulumi_gcp as gcp
 
-from n8n_sizer.deploy.render_topology import WEBHOOK_HOST_PORT
+from n8n_sizer.deploy.render_topology import WEBHOOK_HOST_PORT, data_clients
 from n8n_sizer.fleet.cluster.spec import ROLE_TYPES, ClusterSpec, host_kind, role_label
 from n8n_sizer.fleet.gcp import gcp_instance, gcp_network, label_description
 from n8n_sizer.fleet.labels import fleet_labels
@@ -60,9 +61,12 @@ class GcpCluster(pulumi.ComponentResource):
                 source_ranges=sources, target_tags=[target], description=described, opts=child)
 
         self.ssh_firewall = rule("ssh", ["22"], [spec.operator_cidr], tag["host"])
-        self.data_firewall = rule("data", ["5432", "6379"], [topology.subnet], tag["data"])
+        # The data ports for the hosts that run n8n, n8n's ports for the load balancer's host: the load
+        # generator shares the subnet and reaches neither.
+        self.data_firewall = rule("data", ["5432", "6379"], [f"{ip}/32" for ip in data_clients(topology)], tag["data"])
+        lb_host = topology.host_with("load_balancer") or topology.host_with("main")
         self.n8n_firewall = rule("n8n-private", ["5678", f"{WEBHOOK_HOST_PORT + 1}-{WEBHOOK_HOST_PORT + 32}"],
-                                 [topology.subnet], tag["n8n"])
+                                 [f"{lb_host.private_ip}/32"], tag["n8n"])
         after_ssh = pulumi.ResourceOptions(parent=self, depends_on=[self.ssh_firewall])
         self.loadgen = GcpClusterHost(
             f"{name}-{spec.loadgen.name}", kind="loadgen", spec=spec, host=spec.loadgen, role="loadgen",

@@ -4,7 +4,8 @@ Every server joins the network at creation (`networks=[...]` with the address it
 with), so the private interface exists when cloud-init binds Postgres and Redis to it. Firewalls: SSH from
 the operator on every server; on the data host 5432/6379 only from the private subnet; on the load
 balancer's host 5678 only from the load generator. Hetzner firewalls filter the public interface only, so
-the data ports are also bound to the private address alone (the bundles do that).
+the data ports are also bound to the private address alone and the data host's cloud-init admits only the n8n
+hosts' private addresses to them (the load generator shares the subnet).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Mapping
 import pulumi
 import pulumi_hcloud as hcloud
 
+from n8n_sizer.deploy.render_topology import data_clients
 from n8n_sizer.deploy.topology import ClusterHost
 from n8n_sizer.fleet.cluster.spec import ROLE_TYPES, ClusterSpec, host_kind, role_label
 from n8n_sizer.fleet.hetzner import hetzner_server
@@ -81,8 +83,11 @@ class HetznerCluster(pulumi.ComponentResource):
                                       description="SSH from the operator")
         self.ssh_firewall = hcloud.Firewall(f"{name}-fw-ssh", name=resource_name(spec, "ssh"), rules=[ssh],
                                             labels=shared, opts=child)
-        data_rules = [hcloud.FirewallRuleArgs(direction="in", protocol="tcp", port=port, source_ips=[topology.subnet],
-                                              description=f"{what} from the private subnet")
+        # Hetzner filters the public interface only; on the private network the data host's own DOCKER-USER
+        # rules (its cloud-init, deploy.cloudinit.data_port_rules) admit the same n8n hosts and no one else.
+        data_rules = [hcloud.FirewallRuleArgs(direction="in", protocol="tcp", port=port,
+                                              source_ips=[f"{ip}/32" for ip in data_clients(topology)],
+                                              description=f"{what} from the n8n hosts")
                       for port, what in (("5432", "Postgres"), ("6379", "Redis"))]
         self.data_firewall = hcloud.Firewall(f"{name}-fw-data", name=resource_name(spec, "data"), rules=data_rules,
                                              labels=shared, opts=child)

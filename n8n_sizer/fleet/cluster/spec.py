@@ -18,7 +18,7 @@ USER_DATA_LIMIT_BYTES = {"hetzner": 32 * 1024, "gcp": 256 * 1024}  # Hetzner's u
 LOADGEN_OFFSET = 9  # the load generator's private address: just below the first cluster host's (.10)
 ROLE_TYPES = {"data": "n8n-sizer:cluster:DataHost", "ingest": "n8n-sizer:cluster:IngestHost",
               "worker": "n8n-sizer:cluster:WorkerHost", "loadgen": "n8n-sizer:fleet:LoadGenerator"}
-RenderCluster = Callable[[Topology], dict[str, str]]
+RenderCluster = Callable[[Topology, str], dict[str, str]]  # (topology, public URL) -> host: cloud-init
 
 
 class ClusterSpec(FleetSpec):
@@ -26,6 +26,8 @@ class ClusterSpec(FleetSpec):
 
     targets: tuple[TargetSpec, ...] = Field(default=(), max_length=0)
     cluster: dict[str, Any]
+    # The URL n8n gives out for webhooks: the load balancer's name as the outside calls it (never localhost).
+    public_url: str | None = None
 
     @field_validator("cluster", mode="before")
     @classmethod
@@ -56,6 +58,13 @@ class ClusterSpec(FleetSpec):
         if providers != {self.provider}:
             raise _KeyError("cluster", f"the topology's provider {', '.join(sorted(providers))} differs from "
                             f"n8n-sizer:provider {self.provider}; one stack lives in one provider")
+        from n8n_sizer.deploy.render import public_url_for
+
+        try:
+            public_url_for("bench", None, self.public_url, cluster=True)
+        except InputError as exc:
+            raise _KeyError("public_url", f"{exc}; set it: pulumi config set n8n-sizer:public_url "
+                            "http://n8n.example.com:5678/ (a name pointed at the load balancer's host)") from None
         names = {h.name for h in topology.hosts()}
         if self.loadgen.name in names:
             raise _KeyError("loadgen.name", f"{self.loadgen.name!r} is also a cluster host; rename one")
@@ -69,7 +78,7 @@ class ClusterSpec(FleetSpec):
         from n8n_sizer.deploy.secrets import generate_secrets
 
         try:
-            render_topology(topology, generate_secrets(), profile="bench")
+            render_topology(topology, generate_secrets(), profile="bench", public_url=self.public_url)
         except InputError as exc:
             raise _KeyError("cluster", str(exc)) from None
         return self

@@ -1,0 +1,73 @@
+"""Graceful stop as rendered: the load balancer drains a stopping upstream (retries a refused connection on
+another, health-checks often), and every n8n process waits for its longest execution before Docker kills it.
+The Caddyfile is validated by the real Caddy (Debian's, the load balancer of the lab and the stand-ins)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from n8n_sizer.deploy.composefile import duration_s
+from n8n_sizer.deploy.render_topology import render_topology
+from n8n_sizer.deploy.secrets import generate_secrets
+from n8n_sizer.deploy.topology import parse_topology
+
+TOPOLOGIES = Path(__file__).resolve().parents[1] / "data" / "topologies"
+CASES = ("advise-rps-400", "gcp-three-hosts", "lb-apart")
+
+
+def _cluster(case: str, longest_s: int = 30):
+    doc = json.loads((TOPOLOGIES / f"{case}.json").read_text())
+    doc["longest_execution_s"] = longest_s
+    return render_topology(parse_topology(doc), generate_secrets(), public_url="http://n8n.example.com:5678/")
+
+
+def _caddyfile(case: str) -> str:
+    for bundle in _cluster(case).hosts.values():
+        doc = yaml.safe_load(bundle.compose)
+        if "caddyfile" in doc.get("configs", {}):
+            return doc["configs"]["caddyfile"]["content"]
+    raise AssertionError(f"{case}: no load balancer")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_upstream_is_retried_and_health_checked_faster_than_it_drains(case: str) -> None:
+    text = _caddyfile(case)
+    blocks = re.findall(r"reverse_proxy [^{]+\{([^}]*)\}", text)
+    assert blocks
+    for block in blocks:
+        opts = dict(line.split(None, 1) for line in block.strip().splitlines())
+        try_s = duration_s(opts["lb_try_duration"])
+        check_s = duration_s(opts["health_interval"]) + duration_s(opts["health_timeout"])
+        # a refused connection is retried elsewhere for longer than a health check takes to flip
+        assert try_s is not None and try_s > check_s, opts
+        assert opts["health_uri"] in ("/healthz", "/healthz/readiness")
+
+
+@pytest.mark.skipif(shutil.which("caddy") is None, reason="Debian's caddy is installed by scripts/test.sh")
+@pytest.mark.parametrize("case", CASES)
+def test_the_rendered_caddyfile_is_valid_for_the_real_caddy(case: str, tmp_path: Path) -> None:
+    path = tmp_path / "Caddyfile"
+    path.write_text(_caddyfile(case))
+    proc = subprocess.run(["caddy", "validate", "--config", str(path), "--adapter", "caddyfile"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-800:]
+
+
+@pytest.mark.parametrize("longest_s", [30, 300])
+def test_webhook_processors_and_workers_wait_for_the_longest_execution_before_docker_kills_them(longest_s: int) -> None:
+    seen = set()
+    for bundle in _cluster("advise-rps-400", longest_s).hosts.values():
+        for name, spec in yaml.safe_load(bundle.compose)["services"].items():
+            if not re.match(r"n8n-(main|webhook|worker)", name):
+                continue
+            n8n_s = int(spec["environment"]["N8N_GRACEFUL_SHUTDOWN_TIMEOUT"])
+            assert longest_s < n8n_s < duration_s(spec["stop_grace_period"]), name
+            seen.add(re.match(r"n8n-(main|webhook|worker)", name).group(1))
+    assert seen == {"main", "webhook", "worker"}
