@@ -1,0 +1,116 @@
+"""Validate the per-node pricer on workflows that did not feed the table: predicted vs measured, relative to light.
+
+Each workflow below (node mixes, items, a sub-workflow, an HTTP call to a local stub, Respond to Webhook, a Webhook
+-> Set with two expressions) is priced by `price_workflow` from the embedded table, then measured on one local
+stack (regular mode, Postgres) interleaved with the packaged light workflow: --rounds rounds, each a closed loop of
+--requests at --concurrency per workflow. Measured, per round and then the median: the ratio of light's throughput
+to the workflow's (what the capacity model divides by) and the ratio of CPU per execution (main with its runner,
+plus Postgres). Predicted: `overhead_ratio_to_light`. Error = predicted / measured - 1.
+
+Run: PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/workflow_price.py [--rounds 3] [--requests 100]
+Last line: `N workflows: median |error| X%, max |error| Y%` (of the throughput ratio).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+from nodecost_lib import (Flow, SUB_WORKFLOW, StubServer, chain, code_items, deploy_flows, make_node, per_round,
+                          run_rounds, set_node)
+
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.advisor.workflow_price import load_node_costs, price_workflow
+from n8n_sizer.localstack.stack import LocalStack
+from n8n_sizer.n8n.client import set_up_instance
+from n8n_sizer.n8n.workflows import read_workflow, with_webhook_path
+
+
+def say(text: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {text}", file=sys.stderr, flush=True)
+
+
+def _n(kind: str, name: str, ctx: dict) -> dict:
+    return make_node(kind, name, ctx)
+
+
+def workflows(ctx: dict) -> list[tuple[str, dict, int]]:
+    """(key, definition, items per execution): none of these shapes was measured for the table."""
+    body = "$json.body.n"
+    return [
+        ("webhook-set-2expr", chain("v set2", "v-set2", [set_node("Set", 0, 2, source=body)]), 1),
+        ("if-set3-code-noop", chain("v mix", "v-mix", [_n("if", "If", ctx), set_node("Set", 0, 3, source=body),
+                                                         _n("code", "Code", ctx), _n("noOp", "Done", ctx)]), 1),
+        ("items10-set-filter-agg", chain("v items", "v-items", [code_items(10), set_node("Set", 1, 1, True),
+                                                                 _n("filter", "Filter", ctx),
+                                                                 _n("aggregate", "Aggregate", ctx)]), 10),
+        ("set-subworkflow-set", chain("v sub", "v-sub", [set_node("Before", 2, 0), _n("executeWorkflow", "Sub", ctx),
+                                                          set_node("After", 1, 1, True, source="$json.c0.length")]), 1),
+        ("http-set-if", chain("v http", "v-http", [_n("httpRequest", "Call", ctx), set_node("Set", 0, 1, source="$json.n"),
+                                                    _n("if", "If", ctx)]), 1),
+        ("long-mix-9", chain("v long", "v-long", [code_items(1), _n("dateTime", "Now", ctx), _n("crypto", "Hash", ctx),
+                                                   _n("switch", "Route", ctx), _n("merge", "Merge", ctx),
+                                                   set_node("Set", 2, 2, True), _n("noOp", "A", ctx),
+                                                   _n("splitOut", "Split", ctx), _n("noOp", "B", ctx)]), 1),
+        ("respond-node", chain("v respond", "v-respond", [set_node("Set", 1, 1, True, source=body),
+                                                           _n("respondToWebhook", "Respond", ctx)], "responseNode"), 1),
+        ("code-x3", chain("v code3", "v-code3", [_n("code", "C1", ctx), _n("code", "C2", ctx),
+                                                  _n("code", "C3", ctx)]), 1),
+    ]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=100)
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--max-run-s", type=float, default=60.0)
+    ap.add_argument("--max-minutes", type=float, default=25.0)
+    args = ap.parse_args()
+    deadline = time.monotonic() + args.max_minutes * 60
+    table = load_node_costs()
+    stub = StubServer()
+    stack = LocalStack(Setup(mode="regular"))
+    client = None
+    try:
+        stack.start()
+        client = set_up_instance(stack.main_url).client(timeout_s=120)
+        sub = client.create_workflow(SUB_WORKFLOW)
+        client.activate_workflow(sub["id"])
+        ctx = {"stub_url": stub.url, "sub_id": sub["id"]}
+        defs = workflows(ctx)
+        light = with_webhook_path(read_workflow("light"), "v-light", "v light")
+        flows = [Flow("light", "s", light)] + [Flow(key, "s", d) for key, d, _ in defs]
+        deploy_flows(flows, {"s": stack}, {"s": client}, say)
+        raw = run_rounds(flows, {"s": stack}, rounds=args.rounds, requests=args.requests,
+                         concurrency=args.concurrency, max_run_s=args.max_run_s, deadline=deadline,
+                         warmup=args.warmup, say=say, campaign="validate-" + time.strftime("%Y%m%dT%H%M%SZ"))
+    finally:
+        stub.close()
+        if client is not None:
+            client.close()
+        stack.stop()
+    rate, cpu = per_round(raw, "throughput_per_s"), per_round(raw, "cpu_ms")
+    print(f"table: {table.about.get('campaign')} (n8n {table.about.get('n8n_version')}); measured: {len(rate)} "
+          f"rounds x {args.requests} requests at c={args.concurrency}, interleaved with light")
+    print(f"{'workflow':24s} {'items':>5s} {'predicted':>18s} {'measured rate':>13s} {'err':>6s} "
+          f"{'measured CPU':>12s} {'err':>6s}")
+    errors = []
+    for key, definition, items in defs:
+        price = price_workflow(definition, table, items=items)
+        mid, low, high = price.overhead_ratio_to_light
+        by_rate = statistics.median(rate[r]["light"] / rate[r][key] for r in rate if key in rate[r])
+        by_cpu = statistics.median(cpu[r][key] / cpu[r]["light"] for r in cpu if key in cpu[r])
+        err, err_cpu = mid / by_rate - 1, mid / by_cpu - 1
+        errors.append(abs(err))
+        print(f"{key:24s} {items:5d} {mid:5.2f} [{low:4.2f}-{high:4.2f}] {by_rate:13.2f} {err:+6.0%} "
+              f"{by_cpu:12.2f} {err_cpu:+6.0%}" + (f"  unknown: {price.unknown_types}" if price.unknown_types else ""))
+    print(f"{len(errors)} workflows: median |error| {statistics.median(errors):.0%}, max |error| {max(errors):.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
