@@ -141,7 +141,11 @@ def main() -> int:
     ap.add_argument("--max-minutes", type=float, default=40.0)
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--only", default="", help="comma-separated flow keys (a quick check of some workflows)")
+    ap.add_argument("--show", action="store_true", help="print --out's table as Markdown (for docs) and exit")
     args = ap.parse_args()
+    if args.show:
+        print(markdown(json.loads(args.out.read_text())))
+        return 0
     deadline = time.monotonic() + args.max_minutes * 60
     campaign = "nodecost-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     install = install_n8n(quiet=True)
@@ -199,6 +203,37 @@ def main() -> int:
             client.close()
         for stack in stacks.values():
             stack.stop()
+
+
+def markdown(doc: dict) -> str:
+    """The table as docs/workflow-price.md shows it: every figure with its spread over rounds."""
+    t, a = doc["table"], doc["about"]
+
+    def fig(f: dict) -> str:
+        return f"{f['ms']:.2f} | {f['low_ms']:.2f} .. {f['high_ms']:.2f}"
+
+    light = t["light"]["ms"]
+    lines = [f"Campaign `{a['campaign']}`, {a['date']}, n8n {a['n8n_version']}, Node {a['node_version']}, "
+             f"{a['machine']}; {a['mode']} mode, {a['db']}, closed loop c={a['concurrency']}, "
+             f"{a['requests_per_run']} requests per run, {a['rounds']} interleaved rounds.", "",
+             "| row | n8n node type | CPU ms per node per execution | spread over rounds (min .. max) | of it main + runner | share of light |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    lines.append(f"| base | Webhook alone (receive, start, save, respond) | {fig(t['base'])} | | "
+                 f"{t['base']['ms'] / light:.0%} |")
+    for row in t["nodes"]:
+        lines.append(f"| {row['id']} | `{row['type']}` | {fig(row['cpu'])} | {row['main_ms']:.2f} | "
+                     f"{row['cpu']['ms'] / light:.0%} |")
+    lines += ["", "| figure | ms | spread (min .. max) |", "| --- | --- | --- |",
+              f"| light, measured whole | {fig(t['light'])} |",
+              f"| per extra item per node (Set, 1 to 50 items) | {fig(t['per_item_ms'])} |",
+              f"| per extra item per node (Set, 1 to 10 items) | {fig(t['per_item_ms_at_10'])} |",
+              f"| per KiB of execution data saved | {fig(t['per_kib_saved_ms'])} |",
+              f"| per expression, default engine | {fig(t['per_expression_ms']['default'])} |",
+              f"| per expression, legacy engine | {fig(t['per_expression_ms']['legacy'])} |",
+              f"| base, legacy engine | {fig(t['legacy_base'])} |",
+              f"| light, legacy engine | {fig(t['legacy_light'])} |",
+              f"| light's rate, legacy over default (ratio, not ms) | {fig(t['light_throughput_ratio_legacy'])} |"]
+    return "\n".join(lines)
 
 
 def _cpu_model() -> str:

@@ -317,7 +317,8 @@ def deploy_flows(flows: list[Flow], stacks: dict[str, Any], clients: dict[str, A
 
 
 def run_rounds(flows: list[Flow], stacks: dict[str, Any], *, rounds: int, requests: int, concurrency: int,
-               max_run_s: float, deadline: float, warmup: int, say: Any, campaign: str) -> list[dict[str, Any]]:
+               max_run_s: float, deadline: float, warmup: int, say: Any, campaign: str,
+               partner: Flow | None = None) -> list[dict[str, Any]]:
     """Warm every flow up, then `rounds` rounds; in each, every flow once, in an order rotated per round so no
     flow always follows the same neighbour. Stops at `deadline` (monotonic) after the round in progress."""
     for flow in flows:
@@ -332,9 +333,14 @@ def run_rounds(flows: list[Flow], stacks: dict[str, Any], *, rounds: int, reques
         order = flows[shift:] + flows[:shift]
         if r % 2:
             order.reverse()
+        if partner is not None:  # the partner runs before and after every other flow
+            others = [f for f in order if f is not partner]
+            order = [partner]
+            for flow in others:
+                order += [flow, partner]
         for i, flow in enumerate(order):
             run = measure_run(stacks[flow.stack], flow.url, BODY, requests, concurrency, max_run_s)
-            run.update(id=f"{campaign}/r{r + 1}/{flow.key}", round=r + 1, key=flow.key, stack=flow.stack,
+            run.update(id=f"{campaign}/r{r + 1}/{i + 1}/{flow.key}", round=r + 1, seq=i, key=flow.key, stack=flow.stack,
                        at=time.strftime("%H:%M:%S"))
             raw.append(run)
             say(f"round {r + 1}/{rounds} [{i + 1}/{len(order)}] {flow.key:28s} {run['throughput_per_s']:6.1f}/s "

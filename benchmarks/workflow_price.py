@@ -2,10 +2,11 @@
 
 Each workflow below (node mixes, items, a sub-workflow, an HTTP call to a local stub, Respond to Webhook, a Webhook
 -> Set with two expressions) is priced by `price_workflow` from the embedded table, then measured on one local
-stack (regular mode, Postgres) interleaved with the packaged light workflow: --rounds rounds, each a closed loop of
---requests at --concurrency per workflow. Measured, per round and then the median: the ratio of light's throughput
-to the workflow's (what the capacity model divides by) and the ratio of CPU per execution (main with its runner,
-plus Postgres). Predicted: `overhead_ratio_to_light`. Error = predicted / measured - 1.
+stack (regular mode, Postgres) with the packaged light workflow run just before and after each of them: --rounds
+rounds, each run a closed loop of --requests at --concurrency. Measured, per run against the mean of its two light
+neighbours, then the median over rounds: light's throughput over the workflow's (what the capacity model divides
+by) and the workflow's CPU per execution over light's (main with its runner, plus Postgres). Predicted:
+`overhead_ratio_to_light`. Error = predicted / measured - 1.
 
 Run: PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/workflow_price.py [--rounds 3] [--requests 100]
 Last line: `N workflows: median |error| X%, max |error| Y%` (of the throughput ratio).
@@ -18,8 +19,8 @@ import statistics
 import sys
 import time
 
-from nodecost_lib import (Flow, SUB_WORKFLOW, StubServer, chain, code_items, deploy_flows, make_node, per_round,
-                          run_rounds, set_node)
+from nodecost_lib import (Flow, SUB_WORKFLOW, StubServer, chain, code_items, deploy_flows, make_node, run_rounds,
+                          set_node)
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.advisor.workflow_price import load_node_costs, price_workflow
@@ -61,6 +62,25 @@ def workflows(ctx: dict) -> list[tuple[str, dict, int]]:
     ]
 
 
+def neighbour_ratios(raw: list[dict]) -> dict[str, dict[str, list[float]]]:
+    """Per workflow run, against the mean of the light runs just before and after it (same round): light's rate
+    over the workflow's, and the workflow's CPU per execution over light's."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for i, run in enumerate(raw):
+        if run["key"] == "light":
+            continue
+        near = [raw[j] for j in (i - 1, i + 1) if 0 <= j < len(raw) and raw[j]["key"] == "light"
+                and raw[j]["round"] == run["round"]]
+        if not near:
+            continue
+        light_rate = statistics.mean(n["throughput_per_s"] for n in near)
+        light_cpu = statistics.mean(n["cpu_ms"] for n in near)
+        entry = out.setdefault(run["key"], {"rate": [], "cpu": []})
+        entry["rate"].append(light_rate / run["throughput_per_s"])
+        entry["cpu"].append(run["cpu_ms"] / light_cpu)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -87,23 +107,25 @@ def main() -> int:
         deploy_flows(flows, {"s": stack}, {"s": client}, say)
         raw = run_rounds(flows, {"s": stack}, rounds=args.rounds, requests=args.requests,
                          concurrency=args.concurrency, max_run_s=args.max_run_s, deadline=deadline,
-                         warmup=args.warmup, say=say, campaign="validate-" + time.strftime("%Y%m%dT%H%M%SZ"))
+                         warmup=args.warmup, say=say, campaign="validate-" + time.strftime("%Y%m%dT%H%M%SZ"),
+                         partner=flows[0])
     finally:
         stub.close()
         if client is not None:
             client.close()
         stack.stop()
-    rate, cpu = per_round(raw, "throughput_per_s"), per_round(raw, "cpu_ms")
-    print(f"table: {table.about.get('campaign')} (n8n {table.about.get('n8n_version')}); measured: {len(rate)} "
-          f"rounds x {args.requests} requests at c={args.concurrency}, interleaved with light")
+    ratios = neighbour_ratios(raw)
+    rounds = len({run["round"] for run in raw})
+    print(f"table: {table.about.get('campaign')} (n8n {table.about.get('n8n_version')}); measured: {rounds} "
+          f"rounds x {args.requests} requests at c={args.concurrency}, light run before and after every workflow")
     print(f"{'workflow':24s} {'items':>5s} {'predicted':>18s} {'measured rate':>13s} {'err':>6s} "
           f"{'measured CPU':>12s} {'err':>6s}")
     errors = []
     for key, definition, items in defs:
         price = price_workflow(definition, table, items=items)
         mid, low, high = price.overhead_ratio_to_light
-        by_rate = statistics.median(rate[r]["light"] / rate[r][key] for r in rate if key in rate[r])
-        by_cpu = statistics.median(cpu[r][key] / cpu[r]["light"] for r in cpu if key in cpu[r])
+        by_rate = statistics.median(ratios[key]["rate"])
+        by_cpu = statistics.median(ratios[key]["cpu"])
         err, err_cpu = mid / by_rate - 1, mid / by_cpu - 1
         errors.append(abs(err))
         print(f"{key:24s} {items:5d} {mid:5.2f} [{low:4.2f}-{high:4.2f}] {by_rate:13.2f} {err:+6.0%} "

@@ -164,7 +164,8 @@ def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_
     mid_total = base.ms + sum(line.cost_ms for line in lines)
     below, above = _spread(parts, unknown_parts)
     low_total, high_total = max(mid_total - below, 0.0), mid_total + above
-    light = table.base.ms + table.row_by_id("code").cpu.ms  # light on the default engine, always
+    # light on the default engine, always, with its Code row floored at 0 as every line is
+    light = table.base.ms + max(table.row_by_id("code").cpu.ms, 0.0)
     ratio = (mid_total / light, low_total / light, high_total / light)
     return WorkflowPrice(
         name=parsed.name, engine=engine, items=items, lines=tuple(lines), base_ms=base.ms,
