@@ -11,7 +11,9 @@ after each run (benchmarks/nodecost_lib.py); each run is a closed loop of --requ
 workflows run interleaved, in an order rotated every round, for --rounds rounds, and every figure is the median
 over rounds with its min..max. Every workflow is checked first (HTTP 200 and stored successful executions).
 
-Run: PYTHONPATH=. .venv/bin/python benchmarks/node_costs.py [--rounds 3] [--requests 100] [--out FILE]
+Run: PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/node_costs.py [--rounds 3] [--requests 100] [--out FILE]
+Then `--refine-nodes 16` re-measures the node rows of --out with chains of 1 and 16 nodes (a cheap node's cost is
+small next to the run-to-run noise; a longer chain multiplies it), and `--show` prints --out as Markdown.
 Bounded: --max-minutes for the whole campaign (the round in progress finishes), --max-run-s per run.
 """
 
@@ -84,29 +86,52 @@ def build_flows(ctx: dict) -> list[Flow]:
     return flows
 
 
-def derive(raw: list[dict], kinds: dict[str, str]) -> dict:
+def build_node_flows(ctx: dict, k_high: int, kinds: list[str]) -> list[Flow]:
+    """The node rows only, with a longer chain (K = 1 and `k_high`): a finer slope for the cheap nodes."""
+    one = code_items(1)
+    flows = [Flow("base", "default", chain("nodecost base", "nr-base", [])),
+             Flow("light", "default", light_flow("nr-light"))]
+    for kind in kinds:
+        for k in (1, k_high):
+            flows.append(Flow(f"{kind}-k{k}", "default", repeated(kind, k, f"nr-{kind.lower()}-k{k}", ctx, [one])))
+    return flows
+
+
+def _over(table: dict[int, dict[str, float]], fn) -> dict:
+    values = []
+    for r in sorted(table):
+        try:
+            values.append(fn(table[r]))
+        except KeyError:
+            continue
+    return figure(values)
+
+
+def derive_rows(raw: list[dict], kinds: dict[str, str], k_high: int, campaign: str) -> list[dict]:
+    """One row per node kind: the slope (K=k_high - K=1) / (k_high - 1), within each round."""
+    cpu, main = per_round(raw, "cpu_ms"), per_round(raw, "main_ms")
+    rows = []
+    for kind, type_ in kinds.items():
+        def slope(x, kind=kind):
+            return (x[f"{kind}-k{k_high}"] - x[f"{kind}-k1"]) / (k_high - 1)
+        rows.append({"id": kind, "type": type_, "cpu": _over(cpu, slope), "main_ms": _over(main, slope)["ms"],
+                     "runs": [f"{campaign}/{kind}-k1", f"{campaign}/{kind}-k{k_high}"]})
+    return rows
+
+
+def derive(raw: list[dict], kinds: dict[str, str], campaign: str = "") -> dict:
     """The table from the raw runs: every figure computed within each round, then median and min..max over rounds."""
     cpu, main = per_round(raw, "cpu_ms"), per_round(raw, "main_ms")
-    rounds = [r for r in sorted(cpu) if all(k in cpu[r] for k in ("base", "light"))]
 
     def over(fn, source=cpu) -> dict:
-        values = []
-        for r in rounds:
-            try:
-                values.append(fn(source[r]))
-            except KeyError:
-                continue
-        return figure(values)
+        return _over(source, fn)
 
     def slope(kind: str):
         return lambda x: (x[f"{kind}-k6"] - x[f"{kind}-k1"]) / 5
 
-    rows = []
-    for kind, type_ in kinds.items():
-        rows.append({"id": kind, "type": type_, "cpu": over(slope(kind)), "main_ms": over(slope(kind), main)["ms"],
-                     "runs": [f"{kind}-k1", f"{kind}-k6"]})
+    rows = derive_rows(raw, kinds, 6, campaign)
     rows.append({"id": "respondToWebhook", "type": "n8n-nodes-base.respondToWebhook",
-                 "cpu": over(lambda x: x["respond"] - x["base"]), "runs": ["respond", "base"],
+                 "cpu": over(lambda x: x["respond"] - x["base"]), "runs": [f"{campaign}/respond", f"{campaign}/base"],
                  "main_ms": over(lambda x: x["respond"] - x["base"], main)["ms"]})
     set_slope = slope("set")
     per_item = over(lambda x: ((x["items50-set-k6"] - x["items50-set-k1"]) / 5 - set_slope(x)) / 49)
@@ -142,6 +167,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--only", default="", help="comma-separated flow keys (a quick check of some workflows)")
     ap.add_argument("--show", action="store_true", help="print --out's table as Markdown (for docs) and exit")
+    ap.add_argument("--refine-nodes", type=int, default=0, metavar="K",
+                    help="re-measure the node rows of --out with chains of 1 and K nodes (sub-workflow apart)")
     args = ap.parse_args()
     if args.show:
         print(markdown(json.loads(args.out.read_text())))
@@ -154,15 +181,17 @@ def main() -> int:
     clients = {}
     try:
         stacks["default"] = LocalStack(Setup(mode="regular")).start()
-        stacks["legacy"] = LocalStack(Setup(mode="regular"),
-                                      StackOptions(extra_env={"N8N_EXPRESSION_ENGINE": "legacy"})).start()
+        if not args.refine_nodes:
+            stacks["legacy"] = LocalStack(Setup(mode="regular"),
+                                          StackOptions(extra_env={"N8N_EXPRESSION_ENGINE": "legacy"})).start()
         say(f"stacks up: n8n {N8N_VERSION}, Node {install.node_version}, regular mode, Postgres")
         for label, stack in stacks.items():
             clients[label] = set_up_instance(stack.main_url).client(timeout_s=120)
         sub = clients["default"].create_workflow(SUB_WORKFLOW)
         clients["default"].activate_workflow(sub["id"])  # 2.x calls only published sub-workflows
         ctx = {"stub_url": stub.url, "sub_id": sub["id"], "wait_s": 0.05}
-        flows = build_flows(ctx)
+        refine = {k: t for k, t in KINDS.items() if k != "executeWorkflow"}  # its slope is large already
+        flows = build_node_flows(ctx, args.refine_nodes, list(refine)) if args.refine_nodes else build_flows(ctx)
         if args.only:
             keep = set(args.only.split(","))
             flows = [f for f in flows if f.key in keep]
@@ -175,7 +204,19 @@ def main() -> int:
         say("stored executions by status: " + json.dumps(checks))
         if args.only:
             return 0
-        table = derive(raw, KINDS)
+        if args.refine_nodes:
+            doc = json.loads(args.out.read_text())
+            fresh = {row["id"]: row for row in derive_rows(raw, refine, args.refine_nodes, campaign)}
+            doc["table"]["nodes"] = [fresh.get(row["id"], row) for row in doc["table"]["nodes"]]
+            doc["about"]["node_rows"] = (f"{campaign}: chains of 1 and {args.refine_nodes} nodes, "
+                                         f"{max(r['round'] for r in raw)} rounds (Execute Workflow, Respond to Webhook: "
+                                         f"{doc['about']['campaign']})")
+            doc["node_rounds"] = raw
+            doc["node_executions_by_status"] = checks
+            write_atomic(args.out, json.dumps(doc, indent=1) + "\n", private=False)
+            say(f"refined the node rows of {args.out}")
+            return 0
+        table = derive(raw, KINDS, campaign)
         doc = {
             "about": {
                 "what": "CPU per execution (main with its task runner, plus Postgres with its backends) of n8n's "

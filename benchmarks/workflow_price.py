@@ -15,12 +15,14 @@ Last line: `N workflows: median |error| X%, max |error| Y%` (of the throughput r
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
-from nodecost_lib import (Flow, SUB_WORKFLOW, StubServer, chain, code_items, deploy_flows, make_node, run_rounds,
-                          set_node)
+from nodecost_lib import (Flow, SUB_WORKFLOW, StubServer, chain, code_items, deploy_flows, final_check, make_node,
+                          run_rounds, set_node)
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.advisor.workflow_price import load_node_costs, price_workflow
@@ -89,9 +91,17 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--max-run-s", type=float, default=60.0)
     ap.add_argument("--max-minutes", type=float, default=25.0)
+    ap.add_argument("--save", type=Path, default=Path("/tmp/n8n-sizer-workflow-price.json"),
+                    help="where the measured runs are kept (to price them again with --from)")
+    ap.add_argument("--from", dest="from_file", type=Path, default=None,
+                    help="price the runs kept by an earlier --save again, without measuring")
     args = ap.parse_args()
+    if args.from_file is not None:
+        kept = json.loads(args.from_file.read_text())
+        report(workflows({"stub_url": "http://127.0.0.1:1/stub", "sub_id": "sub"}), kept["raw"], kept["requests"],
+               kept["concurrency"], kept["statuses"])
+        return 0
     deadline = time.monotonic() + args.max_minutes * 60
-    table = load_node_costs()
     stub = StubServer()
     stack = LocalStack(Setup(mode="regular"))
     client = None
@@ -109,15 +119,29 @@ def main() -> int:
                          concurrency=args.concurrency, max_run_s=args.max_run_s, deadline=deadline,
                          warmup=args.warmup, say=say, campaign="validate-" + time.strftime("%Y%m%dT%H%M%SZ"),
                          partner=flows[0])
+        statuses = final_check(flows, {"s": client}, raw)
     finally:
         stub.close()
         if client is not None:
             client.close()
         stack.stop()
+    args.save.write_text(json.dumps({"requests": args.requests, "concurrency": args.concurrency, "raw": raw,
+                                     "statuses": statuses}))
+    report(defs, raw, args.requests, args.concurrency, statuses)
+    return 0
+
+
+def report(defs: list[tuple[str, dict, int]], raw: list[dict], requests: int, concurrency: int,
+           statuses: dict[str, dict[str, int]]) -> None:
+    """Predicted (from the embedded table, read now) against measured, one line per workflow, and the summary."""
+    table = load_node_costs()
     ratios = neighbour_ratios(raw)
     rounds = len({run["round"] for run in raw})
+    failed = sum(run["bad"] for run in raw)
+    not_ok = {key: by for key, by in statuses.items() if set(by) != {"success"}}
+    print(f"answers other than 200: {failed}; stored executions not all successful: {not_ok or 'none'}")
     print(f"table: {table.about.get('campaign')} (n8n {table.about.get('n8n_version')}); measured: {rounds} "
-          f"rounds x {args.requests} requests at c={args.concurrency}, light run before and after every workflow")
+          f"rounds x {requests} requests at c={concurrency}, light run before and after every workflow")
     print(f"{'workflow':24s} {'items':>5s} {'predicted':>18s} {'measured rate':>13s} {'err':>6s} "
           f"{'measured CPU':>12s} {'err':>6s}")
     errors = []
@@ -131,7 +155,6 @@ def main() -> int:
         print(f"{key:24s} {items:5d} {mid:5.2f} [{low:4.2f}-{high:4.2f}] {by_rate:13.2f} {err:+6.0%} "
               f"{by_cpu:12.2f} {err_cpu:+6.0%}" + (f"  unknown: {price.unknown_types}" if price.unknown_types else ""))
     print(f"{len(errors)} workflows: median |error| {statistics.median(errors):.0%}, max |error| {max(errors):.0%}")
-    return 0
 
 
 if __name__ == "__main__":
