@@ -7,8 +7,8 @@
 The Code nodes' own JavaScript is apart (`code_cpu_ms`: the user's --cpu-ms or a calibration), as is waiting
 (HTTP Request calls x `wait_ms_per_call`, Wait nodes' configured time): they are what `WorkflowProfile` already
 carries. A node type the table does not have is priced as the median known node with an interval from 0 to twice
-the costliest known one, and named in `unknown_types`. Spreads of known rows add in quadrature (independent
-rounds), unknown nodes' add linearly (they could all be costly).
+the costliest ordinary one (Execute Workflow, a whole sub-execution, apart), and named in `unknown_types`. Spreads
+of known rows add in quadrature (independent rounds), unknown nodes' add linearly (they could all be costly).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ WEBHOOK = "n8n-nodes-base.webhook"
 CODE = "n8n-nodes-base.code"
 HTTP_REQUEST = "n8n-nodes-base.httpRequest"
 WAIT = "n8n-nodes-base.wait"
+EXECUTE_WORKFLOW = "n8n-nodes-base.executeWorkflow"
 NO_COST = {"n8n-nodes-base.stickyNote"}  # canvas notes: never executed
 MAX_ITEMS = 1_000_000
 ENGINES = ("default", "legacy")
@@ -101,7 +102,9 @@ def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_
     per_item = table.per_item_ms
     known = [r.cpu.ms for r in table.nodes]
     unknown_mid = max(0.0, statistics.median(known))
-    unknown_high = 2.0 * max(max(r.cpu.high_ms for r in table.nodes), unknown_mid)
+    # Execute Workflow runs a whole sub-execution: it is not what an unknown node is like, so it does not set the bound.
+    ordinary = [r.cpu.high_ms for r in table.nodes if r.type != EXECUTE_WORKFLOW] or [unknown_mid]
+    unknown_high = 2.0 * max(max(ordinary), unknown_mid)
     lines: list[NodeLine] = []
     parts: list[tuple[float, float, float]] = []
     unknown_parts: list[tuple[float, float, float]] = []
@@ -133,6 +136,8 @@ def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_
             mid, low, high = row.cpu.ms + extra[0], row.cpu.low_ms + extra[1], row.cpu.high_ms + extra[2]
             parts.append((mid, low, high))
             row_id, note = row.id, ""
+            if node.type == EXECUTE_WORKFLOW:
+                note = "a whole sub-execution (measured with a trigger-only sub-workflow): price its nodes apart"
         if node.type == HTTP_REQUEST:
             http_calls += items
         elif node.type == WAIT:
