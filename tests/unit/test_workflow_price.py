@@ -192,3 +192,16 @@ def test_pricing_does_not_change_the_export():
     before = copy.deepcopy(export)
     price_workflow(export, TABLE, items=5)
     assert export == before
+
+
+def test_the_docs_show_the_embedded_table_as_node_costs_py_prints_it():
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        import node_costs
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+    page = (root / "docs" / "workflow-price.md").read_text(encoding="utf-8")
+    shown = page.split("<!-- node-costs:start -->\n", 1)[1].split("<!-- node-costs:end -->", 1)[0]
+    doc = json.loads((root / "n8n_sizer" / "data" / "node_costs.json").read_text(encoding="utf-8"))
+    assert shown.strip() == node_costs.markdown(doc).strip(), "regenerate: benchmarks/node_costs.py --show"
