@@ -9,7 +9,8 @@ by) and the workflow's CPU per execution over light's (main with its runner, plu
 `overhead_ratio_to_light`. Error = predicted / measured - 1.
 
 Run: PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/workflow_price.py [--rounds 3] [--requests 100]
-Last line: `N workflows: median |error| X%, max |error| Y%` (of the throughput ratio).
+Last line: `N workflows: median |error| X%, max |error| Y%` (of the throughput ratio; the line before it: of the
+CPU ratio). `--from A.json B.json` prices runs kept by earlier `--save`s again, pooled, without measuring.
 """
 
 from __future__ import annotations
@@ -95,13 +96,19 @@ def main() -> int:
     ap.add_argument("--max-minutes", type=float, default=25.0)
     ap.add_argument("--save", type=Path, default=Path("/tmp/n8n-sizer-workflow-price.json"),
                     help="where the measured runs are kept (to price them again with --from)")
-    ap.add_argument("--from", dest="from_file", type=Path, default=None,
-                    help="price the runs kept by an earlier --save again, without measuring")
+    ap.add_argument("--from", dest="from_files", type=Path, nargs="+", default=None,
+                    help="price the runs kept by earlier --save files again (pooled), without measuring")
     args = ap.parse_args()
-    if args.from_file is not None:
-        kept = json.loads(args.from_file.read_text())
-        report(workflows({"stub_url": "http://127.0.0.1:1/stub", "sub_id": "sub"}), kept["raw"], kept["requests"],
-               kept["concurrency"], kept["statuses"])
+    if args.from_files is not None:
+        kept = [json.loads(f.read_text()) for f in args.from_files]
+        statuses: dict[str, dict[str, int]] = {}
+        for k in kept:
+            for key, by in k["statuses"].items():
+                for status, n in by.items():
+                    statuses.setdefault(key, {}).setdefault(status, 0)
+                    statuses[key][status] += n
+        report(workflows({"stub_url": "http://127.0.0.1:1/stub", "sub_id": "sub"}), [k["raw"] for k in kept],
+               kept[0]["requests"], kept[0]["concurrency"], statuses)
         return 0
     deadline = time.monotonic() + args.max_minutes * 60
     stub = StubServer()
@@ -129,24 +136,30 @@ def main() -> int:
         stack.stop()
     args.save.write_text(json.dumps({"requests": args.requests, "concurrency": args.concurrency, "raw": raw,
                                      "statuses": statuses}))
-    report(defs, raw, args.requests, args.concurrency, statuses)
+    report(defs, [raw], args.requests, args.concurrency, statuses)
     return 0
 
 
-def report(defs: list[tuple[str, dict, int]], raw: list[dict], requests: int, concurrency: int,
+def report(defs: list[tuple[str, dict, int]], raws: list[list[dict]], requests: int, concurrency: int,
            statuses: dict[str, dict[str, int]]) -> None:
-    """Predicted (from the embedded table, read now) against measured, one line per workflow, and the summary."""
+    """Predicted (from the embedded table, read now) against measured, one line per workflow, and the summary.
+    `raws`: one list of runs per measurement (neighbours are looked up within a list; the ratios are pooled)."""
     table = load_node_costs()
-    ratios = neighbour_ratios(raw)
-    rounds = len({run["round"] for run in raw})
-    failed = sum(run["bad"] for run in raw)
+    ratios: dict[str, dict[str, list[float]]] = {}
+    for raw in raws:
+        for key, got in neighbour_ratios(raw).items():
+            for what, values in got.items():
+                ratios.setdefault(key, {}).setdefault(what, []).extend(values)
+    rounds = sum(len({run["round"] for run in raw}) for raw in raws)
+    failed = sum(run["bad"] for raw in raws for run in raw)
     not_ok = {key: by for key, by in statuses.items() if set(by) != {"success"}}
     print(f"answers other than 200: {failed}; stored executions not all successful: {not_ok or 'none'}")
-    print(f"table: {table.about.get('campaign')} (n8n {table.about.get('n8n_version')}); measured: {rounds} "
+    print(f"table: {table.about.get('campaign')}, node rows {table.about.get('node_rows', 'same')} "
+          f"(n8n {table.about.get('n8n_version')}); measured: {rounds} "
           f"rounds x {requests} requests at c={concurrency}, light run before and after every workflow")
     print(f"{'workflow':24s} {'items':>5s} {'predicted':>18s} {'measured rate':>13s} {'err':>6s} "
           f"{'measured CPU':>12s} {'err':>6s}")
-    errors = []
+    errors, errors_cpu = [], []
     for key, definition, items in defs:
         price = price_workflow(definition, table, items=items)
         mid, low, high = price.overhead_ratio_to_light
@@ -154,8 +167,11 @@ def report(defs: list[tuple[str, dict, int]], raw: list[dict], requests: int, co
         by_cpu = statistics.median(ratios[key]["cpu"])
         err, err_cpu = mid / by_rate - 1, mid / by_cpu - 1
         errors.append(abs(err))
+        errors_cpu.append(abs(err_cpu))
         print(f"{key:24s} {items:5d} {mid:5.2f} [{low:4.2f}-{high:4.2f}] {by_rate:13.2f} {err:+6.0%} "
               f"{by_cpu:12.2f} {err_cpu:+6.0%}" + (f"  unknown: {price.unknown_types}" if price.unknown_types else ""))
+    print(f"by CPU per execution: {len(errors_cpu)} workflows: median |error| {statistics.median(errors_cpu):.0%}, "
+          f"max |error| {max(errors_cpu):.0%}")
     print(f"{len(errors)} workflows: median |error| {statistics.median(errors):.0%}, max |error| {max(errors):.0%}")
 
 
