@@ -8,7 +8,8 @@ The Code nodes' own JavaScript is apart (`code_cpu_ms`: the user's --cpu-ms or a
 (HTTP Request calls x `wait_ms_per_call`, Wait nodes' configured time): they are what `WorkflowProfile` already
 carries. A node type the table does not have is priced as the median known node with an interval from 0 to twice
 the costliest ordinary one (Execute Workflow, a whole sub-execution, apart), and named in `unknown_types`. Spreads
-of known rows add in quadrature (independent rounds), unknown nodes' add linearly (they could all be costly).
+of known rows add in quadrature (independent rounds), unknown nodes' add linearly (they could all be costly); the
+ratio's interval also holds the validated error of the method (`VALIDATED_RATIO_ERROR`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ MAX_ITEMS = 1_000_000
 ENGINES = ("default", "legacy")
 # The Wait node's units (n8n 2.41.1, n8n-nodes-base Wait.node.js): a missing unit is "hours" with amount 1 in
 # version 1, "seconds" with amount 5 from 1.1 on.
+# What the table's own spread does not hold: how far priced ratios fell from measured ones on workflows that did
+# not feed the table (docs/workflow-price.md#validation-workflows-that-did-not-feed-the-table, the median |error|
+# of the throughput ratio), added in quadrature to every ratio's interval.
+VALIDATED_RATIO_ERROR = 0.15
 UNIT_S = {"seconds": 1.0, "minutes": 60.0, "hours": 3600.0, "days": 86400.0}
 
 
@@ -55,7 +60,7 @@ class WorkflowPrice(Frozen):
     overhead_ms: tuple[float, float, float]  # (mid, low, high) n8n CPU per execution on the table's machine
     light_ms: float  # light priced from the same table (base + one Code node)
     overhead_ratio_to_light: tuple[float, float, float]  # (mid, low, high)
-    relative_uncertainty: float  # half the interval over the mid
+    relative_uncertainty: float  # half the ratio's interval over its mid
     code_cpu_ms: float  # the Code nodes' own JavaScript per execution (the task runner's), apart from overhead
     wait_ms: float  # per execution: HTTP Request calls x wait per call, Wait nodes' configured time
     unknown_types: tuple[str, ...]
@@ -165,18 +170,29 @@ def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_
                              "benchmarks/node_costs.py or use the default engine")
         # Measured: the per-execution set-up of the isolated engine is most of what legacy saves.
         base = table.legacy_base
+    nodes_mid = sum(line.cost_ms for line in lines)
+    node_below, node_above = _spread(parts, unknown_parts)
     parts.append((base.ms, base.low_ms, base.high_ms))
-    mid_total = base.ms + sum(line.cost_ms for line in lines)
+    mid_total = base.ms + nodes_mid
     below, above = _spread(parts, unknown_parts)
     low_total, high_total = max(mid_total - below, 0.0), mid_total + above
     # light on the default engine, always, with its Code row floored at 0 as every line is
-    light = table.base.ms + max(table.row_by_id("code").cpu.ms, 0.0)
-    ratio = (mid_total / light, low_total / light, high_total / light)
+    code = max(table.row_by_id("code").cpu.ms, 0.0)
+    light = table.base.ms + code
+    mid_ratio = mid_total / light
+    # The base is in light too: on the default engine its error mostly cancels in the ratio, so the ratio's spread
+    # takes the base at its lowest and highest round on both sides; legacy's base is another measurement.
+    same = engine == "default"
+    swings = [(b + nodes_mid) / ((b if same else table.base.ms) + code) for b in (base.low_ms, base.high_ms)]
+    model = VALIDATED_RATIO_ERROR * mid_ratio
+    low_ratio = max(mid_ratio - math.hypot(node_below / light, max(0.0, mid_ratio - min(swings)), model), 0.0)
+    high_ratio = mid_ratio + math.hypot(node_above / light, max(0.0, max(swings) - mid_ratio), model)
+    ratio = (mid_ratio, low_ratio, high_ratio)
     return WorkflowPrice(
         name=parsed.name, engine=engine, items=items, lines=tuple(lines), base_ms=base.ms,
         overhead_ms=(round(mid_total, 3), round(low_total, 3), round(high_total, 3)), light_ms=round(light, 3),
         overhead_ratio_to_light=tuple(round(r, 4) for r in ratio),
-        relative_uncertainty=round((high_total - low_total) / (2 * mid_total), 4) if mid_total else 0.0,
+        relative_uncertainty=round((high_ratio - low_ratio) / (2 * mid_ratio), 4) if mid_ratio else 0.0,
         code_cpu_ms=float(code_cpu_ms or 0.0), wait_ms=round(wait_ms, 3), unknown_types=tuple(sorted(unknown_types)),
         notes=tuple(notes))
 
