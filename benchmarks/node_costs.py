@@ -256,7 +256,8 @@ def markdown(doc: dict) -> str:
     light = t["light"]["ms"]
     lines = [f"Campaign `{a['campaign']}`, {a['date']}, n8n {a['n8n_version']}, Node {a['node_version']}, "
              f"{a['machine']}; {a['mode']} mode, {a['db']}, closed loop c={a['concurrency']}, "
-             f"{a['requests_per_run']} requests per run, {a['rounds']} interleaved rounds.", "",
+             f"{a['requests_per_run']} requests per run, {a['rounds']} interleaved rounds."
+             + (f" Node rows: {a['node_rows']}." if a.get("node_rows") else ""), "",
              "| row | n8n node type | CPU ms per node per execution | spread over rounds (min .. max) | of it main + runner | share of light |",
              "| --- | --- | --- | --- | --- | --- |"]
     lines.append(f"| base | Webhook alone (receive, start, save, respond) | {fig(t['base'])} | | "

@@ -2,14 +2,17 @@
 from n8n's execution data; the pure part (medians, the Code nodes' own JavaScript) is
 `advisor.workflow_price.calibration`.
 
-The stack is the one `bench --local` starts (regular mode, Postgres). Next to the user's workflow runs a reference,
-the packaged `light` workflow (one trivial Code node), interleaved request by request, so the Code node's runner
-round trip is measured on the same stack at the same time and subtracted.
+The stack is the one `bench --local` starts (regular mode, Postgres). Beside the user's workflow runs a reference,
+the packaged `light` workflow (one trivial Code node), on the same stack: the Code node's runner round trip is
+measured there and subtracted. The two run in batches (the workflow's calls, then the reference's), so the task
+runner's CPU, read from /proc before and after each batch, is each batch's own: unlike an execution time, it does
+not grow when other work on the machine keeps the runner waiting for a core.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,11 +24,13 @@ from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.advisor.workflow_price.calibration import Calibration, summarize
 from n8n_sizer.advisor.workflow_price.export import parse_export
 from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.localstack import services
 from n8n_sizer.localstack.stack import LocalStack
 from n8n_sizer.n8n.client import FINAL_STATUSES, N8nClient, set_up_instance
 from n8n_sizer.n8n.workflows import DEFAULT_BODY, deploy_workflow, read_workflow, with_webhook_path
 from n8n_sizer.safety.files import read_user_bytes, read_user_text
 
+TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
 MAX_RUNS = 500
 MAX_RATE = 10.0
 REFERENCE_NODE = "Double"  # light's Code node (templates/workflows/light.json)
@@ -69,10 +74,38 @@ def _finished(client: N8nClient, workflow_id: str, expected: int, timeout_s: flo
         time.sleep(0.5)
 
 
+def runner_cpu_ms(main_pid: int) -> float | None:
+    """CPU so far (utime + stime, ms) of main's JavaScript task runner, or None when it is not found."""
+    total, found = 0, False
+    for pid in services.family_pids(main_pid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"task-runner" not in f.read():
+                    continue
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # it ended between listing and reading
+            continue
+        total += int(fields[11]) + int(fields[12])
+        found = True
+    return total * TICK_MS if found else None
+
+
+def _batch(http: httpx.Client, url: str, body: bytes, runs: int, rate: float, main_pid: int) -> float | None:
+    """`runs` calls at `rate`; the task runner's CPU per call over the batch (None if the runner was not found)."""
+    before = runner_cpu_ms(main_pid)
+    for _ in range(runs):
+        started = time.monotonic()
+        _post(http, url, body)
+        time.sleep(max(0.0, 1.0 / rate - (time.monotonic() - started)))
+    after = runner_cpu_ms(main_pid)
+    return None if before is None or after is None else (after - before) / runs
+
+
 def calibrate_workflow(path: Path, body_file: Path | None = None, runs: int = 30, rate: float = 2.0,
                        warmup: int = 3, say: Callable[[str], None] = lambda _: None) -> Calibration:
-    """Bring the local stack up, run the workflow `runs` times at `rate` (with the reference beside it), read the
-    execution data, stop the stack."""
+    """Bring the local stack up, run the workflow `runs` times at `rate`, then the reference as many times, read the
+    execution data and the task runner's CPU, stop the stack."""
     _check(runs, rate)
     export = load_export(path)
     body = read_user_bytes(body_file, "--body", fix="pass the JSON your webhook expects") if body_file else b"{}"
@@ -93,12 +126,13 @@ def calibrate_workflow(path: Path, body_file: Path | None = None, runs: int = 30
             for key, definition in (("measured", measured), ("reference", reference)):
                 ids[key], hook_path = deploy_workflow(client, definition)
                 ids[key + "_url"] = stack.main_url + hook_path
-            say(f"running {path.name} {runs} times at {rate:g}/s, with the reference beside it")
-            for i in range(warmup + runs):  # the first ones warm the runner and the engine; their data is left out
-                started = time.monotonic()
+            say(f"running {path.name} {runs} times at {rate:g}/s, then the reference as many times")
+            for _ in range(warmup):  # warm the runner and the engine; their data is left out below
                 _post(http, ids["measured_url"], body)
                 _post(http, ids["reference_url"], DEFAULT_BODY)
-                time.sleep(max(0.0, 1.0 / rate - (time.monotonic() - started)))
+            # In batches, so the task runner's CPU (from the kernel, steady on a busy machine) is each one's own.
+            runner = {key: _batch(http, ids[f"{key}_url"], b, runs, rate, stack.pid("main"))
+                      for key, b in (("measured", body), ("reference", DEFAULT_BODY))}
             version = None
             try:
                 client.login(session.owner)
@@ -112,4 +146,5 @@ def calibrate_workflow(path: Path, body_file: Path | None = None, runs: int = 30
                                   "it with this body to see why")
             data = {key: [client.get_execution(i, include_data=True) for i in found[key]] for key in found}
     return summarize(path.name, types, data["measured"], data["reference"], REFERENCE_NODE,
-                     time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), version)
+                     time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), version,
+                     runner_cpu_ms=runner["measured"], reference_runner_cpu_ms=runner["reference"])

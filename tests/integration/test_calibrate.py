@@ -57,4 +57,8 @@ def test_calibrate_reads_per_node_times_from_real_executions(n8n_install, tmp_pa
     busy, set_node = cal.timing("Busy"), cal.timing("Set")
     # The loop makes the Code node the slow one; what is left after the trivial Code node's time is its JS.
     assert busy.median_ms > set_node.median_ms and busy.median_ms > cal.code_round_trip_ms
-    assert cal.code_cpu_ms == pytest.approx(busy.median_ms - cal.code_round_trip_ms, abs=0.01)
+    assert cal.code_time_ms == pytest.approx(busy.median_ms - cal.code_round_trip_ms, abs=0.01)
+    # The task runner's CPU was read for both batches: the loop's workflow costs it more than the trivial Code node.
+    assert cal.runner_cpu_ms is not None and cal.reference_runner_cpu_ms is not None
+    assert cal.runner_cpu_ms > cal.reference_runner_cpu_ms
+    assert cal.code_cpu_ms == pytest.approx(cal.runner_cpu_ms - cal.reference_runner_cpu_ms, abs=0.01)

@@ -164,9 +164,13 @@ def test_a_calibration_reads_n8n_execution_data_and_subtracts_the_code_round_tri
     types = {"Webhook": "n8n-nodes-base.webhook", "Work": "n8n-nodes-base.code", "Set": "n8n-nodes-base.set"}
     cal = summarize("flow.json", types, executions, reference, "Double", "2026-12-01T00:00:00Z", "2.41.1")
     assert cal.timing("Work").median_ms == 42 and cal.code_round_trip_ms == 8
-    assert cal.code_cpu_ms == pytest.approx(34.0)  # only Code nodes, less the trivial one's time
+    assert cal.code_cpu_ms == cal.code_time_ms == pytest.approx(34.0)  # only Code nodes, less the trivial one's
     again = calibration_from_json(json.loads(cal.model_dump_json()))
     assert again == cal
+    # With the task runner's CPU read: that, less the reference's once per Code node (times hold waiting too).
+    by_cpu = summarize("flow.json", types, executions, reference, "Double", "t", None, runner_cpu_ms=40.0,
+                       reference_runner_cpu_ms=9.0)
+    assert by_cpu.code_cpu_ms == pytest.approx(31.0) and by_cpu.code_time_ms == pytest.approx(34.0)
     assert node_times({"data": None}) == {} and node_times(_execution({"a": [-1]})) == {}
     with pytest.raises(InputError, match="not a calibration") as caught:
         calibration_from_json({"workflow": "x"})
