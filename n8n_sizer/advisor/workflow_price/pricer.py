@@ -36,7 +36,7 @@ ENGINES = ("default", "legacy")
 # What the table's own spread does not hold: how far priced ratios fell from measured ones on workflows that did
 # not feed the table (docs/workflow-price.md#validation-workflows-that-did-not-feed-the-table, the median |error|
 # of the throughput ratio), added in quadrature to every ratio's interval.
-VALIDATED_RATIO_ERROR = 0.15
+VALIDATED_RATIO_ERROR = 0.10
 UNIT_S = {"seconds": 1.0, "minutes": 60.0, "hours": 3600.0, "days": 86400.0}
 
 
