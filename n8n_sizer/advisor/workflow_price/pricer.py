@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
 
 from n8n_sizer.advisor.workflow_price.export import ExportNode, parse_export
 from n8n_sizer.advisor.workflow_price.table import NodeCostTable
@@ -196,7 +195,3 @@ def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_
         code_cpu_ms=float(code_cpu_ms or 0.0), wait_ms=round(wait_ms, 3), unknown_types=tuple(sorted(unknown_types)),
         notes=tuple(notes))
 
-
-def price_summary(price: WorkflowPrice) -> dict[str, Any]:
-    """The price as plain data (for --json and the docs)."""
-    return price.model_dump()
