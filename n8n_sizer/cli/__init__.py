@@ -21,6 +21,7 @@ from n8n_sizer.cli import bench as _bench
 from n8n_sizer.cli import report as _report
 from n8n_sizer.cli import drill as _drill
 from n8n_sizer.cli import lab as _lab
+from n8n_sizer.cli import calibrate as _calibrate
 
 app = typer.Typer(
     name="n8n-sizer",
@@ -37,6 +38,7 @@ _bench.register(app)
 _report.register(app)
 _drill.register(app)
 _lab.register(app)
+_calibrate.register(app)
 
 # Modules that only an optional extra installs (pyproject.toml), and that extra. A command that reaches one
 # without the extra gets one line naming the install, not a traceback; any other missing module is a bug.

@@ -245,6 +245,11 @@ class N8nClient:
         return ExecutionCounts(workflow_id=workflow_id, total=len(status_by_id),
                                by_status=dict(sorted(by_status.items())), success_ids=success)
 
+    def get_execution(self, execution_id: str, include_data: bool = False) -> dict[str, Any]:
+        """One execution; with `include_data` also its run data (each node's output and `executionTime`)."""
+        params = {"includeData": "true"} if include_data else {}
+        return self._json("GET", f"/api/v1/executions/{execution_id}", public=True, params=params)
+
     def execution_status(self, execution_id: str) -> str:
         """One execution's status: new, running, waiting, success, error, crashed, canceled, unknown."""
         return str(self._json("GET", f"/api/v1/executions/{execution_id}", public=True)["status"])

@@ -1,0 +1,295 @@
+"""Measure the per-node cost table (n8n_sizer/data/node_costs.json) on real n8n on this machine.
+
+For each node type a workflow Webhook -> Code (one item) -> K copies of the node, K = 1 and 6: the node's cost is
+the slope, (cost at 6 - cost at 1) / 5, so the Webhook, the Code node and the response cancel out. The base is a
+Webhook alone; `light` is the packaged workflow. Items: Set copies after a Code node that emits 1, 10 or 50 items.
+Saved data: a Code node that emits 0, 64 or 256 KiB. Expressions: one Set node with 1, 4 or 16 expressions, on
+the default engine and on a second stack with N8N_EXPRESSION_ENGINE=legacy.
+
+Cost = CPU per execution of main (with its task runner) plus Postgres (with its backends), from /proc before and
+after each run (benchmarks/nodecost_lib.py); each run is a closed loop of --requests at --concurrency. All
+workflows run interleaved, in an order rotated every round, for --rounds rounds, and every figure is the median
+over rounds with its min..max. Every workflow is checked first (HTTP 200 and stored successful executions).
+
+Run: PYTHONPATH=.:benchmarks .venv/bin/python benchmarks/node_costs.py [--rounds 3] [--requests 100] [--out FILE]
+Then `--refine-nodes 16` re-measures the node rows of --out with chains of 1 and 16 nodes (a cheap node's cost is
+small next to the run-to-run noise; a longer chain multiplies it), and `--show` prints --out as Markdown.
+Bounded: --max-minutes for the whole campaign (the round in progress finishes), --max-run-s per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from nodecost_lib import (Flow, SUB_WORKFLOW, StubServer, code_items, code_payload, deploy_flows, figure,
+                          final_check, make_node, per_round, repeated, run_rounds, set_node, chain)
+
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.localstack.install import install_n8n
+from n8n_sizer.localstack.stack import LocalStack, StackOptions
+from n8n_sizer.n8n.client import set_up_instance
+from n8n_sizer.n8n.workflows import read_workflow, with_webhook_path
+from n8n_sizer.safety.write import write_atomic
+from n8n_sizer.versions import N8N_VERSION
+
+# node kind -> n8n node type (the table's row id is the kind)
+KINDS = {
+    "set": "n8n-nodes-base.set", "noOp": "n8n-nodes-base.noOp", "if": "n8n-nodes-base.if",
+    "filter": "n8n-nodes-base.filter", "switch": "n8n-nodes-base.switch", "merge": "n8n-nodes-base.merge",
+    "code": "n8n-nodes-base.code", "httpRequest": "n8n-nodes-base.httpRequest", "wait": "n8n-nodes-base.wait",
+    "dateTime": "n8n-nodes-base.dateTime", "crypto": "n8n-nodes-base.crypto", "splitOut": "n8n-nodes-base.splitOut",
+    "aggregate": "n8n-nodes-base.aggregate", "executeWorkflow": "n8n-nodes-base.executeWorkflow",
+}
+ITEMS = (10, 50)
+PAYLOAD_KIB = (0, 64, 256)
+EXPRESSIONS = (1, 4, 16)
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "n8n_sizer" / "data" / "node_costs.json"
+
+
+def say(text: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {text}", flush=True)
+
+
+def light_flow(path: str) -> dict:
+    return with_webhook_path(read_workflow("light"), path, f"nodecost {path}")
+
+
+def build_flows(ctx: dict) -> list[Flow]:
+    one = code_items(1)
+    flows = [Flow("base", "default", chain("nodecost base", "nc-base", [])),
+             Flow("light", "default", light_flow("nc-light"))]
+    for kind in KINDS:
+        for k in (1, 6):
+            flows.append(Flow(f"{kind}-k{k}", "default", repeated(kind, k, f"nc-{kind.lower()}-k{k}", ctx, [one])))
+    respond = make_node("respondToWebhook", "Respond", ctx)
+    flows.append(Flow("respond", "default", chain("nodecost respond", "nc-respond", [respond], "responseNode")))
+    for n in ITEMS:
+        for k in (1, 6):
+            flows.append(Flow(f"items{n}-set-k{k}", "default", repeated("set", k, f"nc-items{n}-k{k}", ctx,
+                                                                        [code_items(n)])))
+    for kib in PAYLOAD_KIB:
+        flows.append(Flow(f"payload{kib}", "default", chain(f"nodecost payload {kib}", f"nc-payload{kib}",
+                                                            [code_payload(kib), set_node("Small")])))
+    for engine in ("default", "legacy"):
+        prefix = "" if engine == "default" else "legacy-"
+        for n in EXPRESSIONS:
+            flows.append(Flow(f"{prefix}expr{n}", engine, chain(f"nodecost expr {n} {engine}", f"nc-{prefix}expr{n}",
+                                                                [set_node("Expr", 0, n, source="$json.body.n")])))
+    flows += [Flow("legacy-base", "legacy", chain("nodecost base legacy", "nc-legacy-base", [])),
+              Flow("legacy-light", "legacy", light_flow("nc-legacy-light"))]
+    return flows
+
+
+def build_node_flows(ctx: dict, k_high: int, kinds: list[str]) -> list[Flow]:
+    """The node rows only, with a longer chain (K = 1 and `k_high`): a finer slope for the cheap nodes."""
+    one = code_items(1)
+    flows = [Flow("base", "default", chain("nodecost base", "nr-base", [])),
+             Flow("light", "default", light_flow("nr-light"))]
+    for kind in kinds:
+        for k in (1, k_high):
+            flows.append(Flow(f"{kind}-k{k}", "default", repeated(kind, k, f"nr-{kind.lower()}-k{k}", ctx, [one])))
+    return flows
+
+
+def _over(table: dict[int, dict[str, float]], fn) -> dict:
+    values = []
+    for r in sorted(table):
+        try:
+            values.append(fn(table[r]))
+        except KeyError:
+            continue
+    return figure(values)
+
+
+def derive_rows(raw: list[dict], kinds: dict[str, str], k_high: int, campaign: str) -> list[dict]:
+    """One row per node kind: the slope (K=k_high - K=1) / (k_high - 1), within each round."""
+    cpu, main = per_round(raw, "cpu_ms"), per_round(raw, "main_ms")
+    rows = []
+    for kind, type_ in kinds.items():
+        def slope(x, kind=kind):
+            return (x[f"{kind}-k{k_high}"] - x[f"{kind}-k1"]) / (k_high - 1)
+        rows.append({"id": kind, "type": type_, "cpu": _over(cpu, slope), "main_ms": _over(main, slope)["ms"],
+                     "runs": [f"{campaign}/{kind}-k1", f"{campaign}/{kind}-k{k_high}"]})
+    return rows
+
+
+def derive(raw: list[dict], kinds: dict[str, str], campaign: str = "") -> dict:
+    """The table from the raw runs: every figure computed within each round, then median and min..max over rounds."""
+    cpu, main = per_round(raw, "cpu_ms"), per_round(raw, "main_ms")
+
+    def over(fn, source=cpu) -> dict:
+        return _over(source, fn)
+
+    def slope(kind: str):
+        return lambda x: (x[f"{kind}-k6"] - x[f"{kind}-k1"]) / 5
+
+    rows = derive_rows(raw, kinds, 6, campaign)
+    rows.append({"id": "respondToWebhook", "type": "n8n-nodes-base.respondToWebhook",
+                 "cpu": over(lambda x: x["respond"] - x["base"]), "runs": [f"{campaign}/respond", f"{campaign}/base"],
+                 "main_ms": over(lambda x: x["respond"] - x["base"], main)["ms"]})
+    set_slope = slope("set")
+    per_item = over(lambda x: ((x["items50-set-k6"] - x["items50-set-k1"]) / 5 - set_slope(x)) / 49)
+    per_item_10 = over(lambda x: ((x["items10-set-k6"] - x["items10-set-k1"]) / 5 - set_slope(x)) / 9)
+    lo, hi = PAYLOAD_KIB[0], PAYLOAD_KIB[-1]
+    per_kib = over(lambda x: (x[f"payload{hi}"] - x[f"payload{lo}"]) / (hi - lo), cpu)
+    e_lo, e_hi = EXPRESSIONS[0], EXPRESSIONS[-1]
+    per_expr = {"default": over(lambda x: (x[f"expr{e_hi}"] - x[f"expr{e_lo}"]) / (e_hi - e_lo)),
+                "legacy": over(lambda x: (x[f"legacy-expr{e_hi}"] - x[f"legacy-expr{e_lo}"]) / (e_hi - e_lo))}
+    return {
+        "base": over(lambda x: x["base"]),
+        "light": over(lambda x: x["light"]),
+        "legacy_base": over(lambda x: x["legacy-base"]),
+        "legacy_light": over(lambda x: x["legacy-light"]),
+        "nodes": rows,
+        "per_item_ms": per_item,
+        "per_item_ms_at_10": per_item_10,
+        "per_kib_saved_ms": per_kib,
+        "per_expression_ms": per_expr,
+        "light_throughput_ratio_legacy": over(lambda x: x["legacy-light"] / x["light"],
+                                              per_round(raw, "throughput_per_s")),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=100, help="requests per run (closed loop)")
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--max-run-s", type=float, default=60.0)
+    ap.add_argument("--max-minutes", type=float, default=40.0)
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--only", default="", help="comma-separated flow keys (a quick check of some workflows)")
+    ap.add_argument("--show", action="store_true", help="print --out's table as Markdown (for docs) and exit")
+    ap.add_argument("--refine-nodes", type=int, default=0, metavar="K",
+                    help="re-measure the node rows of --out with chains of 1 and K nodes (sub-workflow apart)")
+    args = ap.parse_args()
+    if args.show:
+        print(markdown(json.loads(args.out.read_text())))
+        return 0
+    deadline = time.monotonic() + args.max_minutes * 60
+    campaign = "nodecost-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    install = install_n8n(quiet=True)
+    stub = StubServer()
+    stacks: dict[str, LocalStack] = {}
+    clients = {}
+    try:
+        stacks["default"] = LocalStack(Setup(mode="regular")).start()
+        if not args.refine_nodes:
+            stacks["legacy"] = LocalStack(Setup(mode="regular"),
+                                          StackOptions(extra_env={"N8N_EXPRESSION_ENGINE": "legacy"})).start()
+        say(f"stacks up: n8n {N8N_VERSION}, Node {install.node_version}, regular mode, Postgres")
+        for label, stack in stacks.items():
+            clients[label] = set_up_instance(stack.main_url).client(timeout_s=120)
+        sub = clients["default"].create_workflow(SUB_WORKFLOW)
+        clients["default"].activate_workflow(sub["id"])  # 2.x calls only published sub-workflows
+        ctx = {"stub_url": stub.url, "sub_id": sub["id"], "wait_s": 0.05}
+        refine = {k: t for k, t in KINDS.items() if k != "executeWorkflow"}  # its slope is large already
+        flows = build_node_flows(ctx, args.refine_nodes, list(refine)) if args.refine_nodes else build_flows(ctx)
+        if args.only:
+            keep = set(args.only.split(","))
+            flows = [f for f in flows if f.key in keep]
+        deploy_flows(flows, stacks, clients, say)
+        raw = run_rounds(flows, stacks, rounds=args.rounds, requests=args.requests, concurrency=args.concurrency,
+                         max_run_s=args.max_run_s, deadline=deadline, warmup=args.warmup, say=say,
+                         campaign=campaign)
+        checks = final_check(flows, clients, raw)
+        ok_total = {f.key: sum(r["ok"] for r in raw if r["key"] == f.key) for f in flows}
+        say("stored executions by status: " + json.dumps(checks))
+        if args.only:
+            return 0
+        if args.refine_nodes:
+            doc = json.loads(args.out.read_text())
+            fresh = {row["id"]: row for row in derive_rows(raw, refine, args.refine_nodes, campaign)}
+            doc["table"]["nodes"] = [fresh.get(row["id"], row) for row in doc["table"]["nodes"]]
+            doc["about"]["node_rows"] = (f"{campaign}: chains of 1 and {args.refine_nodes} nodes, "
+                                         f"{max(r['round'] for r in raw)} rounds (Execute Workflow, Respond to Webhook: "
+                                         f"{doc['about']['campaign']})")
+            doc["node_rounds"] = raw
+            doc["node_executions_by_status"] = checks
+            write_atomic(args.out, json.dumps(doc, indent=1) + "\n", private=False)
+            say(f"refined the node rows of {args.out}")
+            return 0
+        table = derive(raw, KINDS, campaign)
+        doc = {
+            "about": {
+                "what": "CPU per execution (main with its task runner, plus Postgres with its backends) of n8n's "
+                        "per-node work, measured by benchmarks/node_costs.py",
+                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "n8n_version": N8N_VERSION, "node_version": install.node_version,
+                "machine": f"{platform.node()}: {platform.machine()}, {_cpu_model()}, {_cores()} cores (shared)",
+                "mode": "regular", "db": "postgres", "concurrency": args.concurrency,
+                "requests_per_run": args.requests, "rounds": max(r["round"] for r in raw),
+                "method": "closed loop per workflow, all workflows interleaved per round; per-node cost = "
+                          "(K=6 - K=1)/5; CPU from /proc/<pid>/stat of main's and Postgres' process families",
+                "campaign": campaign,
+            },
+            "table": table,
+            "executions_by_status": checks,
+            "answered_ok": ok_total,
+            "rounds": raw,
+        }
+        write_atomic(args.out, json.dumps(doc, indent=1) + "\n", private=False)
+        say(f"wrote {args.out}")
+        return 0
+    finally:
+        stub.close()
+        for client in clients.values():
+            client.close()
+        for stack in stacks.values():
+            stack.stop()
+
+
+def markdown(doc: dict) -> str:
+    """The table as docs/workflow-price.md shows it: every figure with its spread over rounds."""
+    t, a = doc["table"], doc["about"]
+
+    def fig(f: dict) -> str:
+        return f"{f['ms']:.2f} | {f['low_ms']:.2f} .. {f['high_ms']:.2f}"
+
+    light = t["light"]["ms"]
+    lines = [f"Campaign `{a['campaign']}`, {a['date']}, n8n {a['n8n_version']}, Node {a['node_version']}, "
+             f"{a['machine']}; {a['mode']} mode, {a['db']}, closed loop c={a['concurrency']}, "
+             f"{a['requests_per_run']} requests per run, {a['rounds']} interleaved rounds."
+             + (f" Node rows: {a['node_rows']}." if a.get("node_rows") else ""), "",
+             "| row | n8n node type | CPU ms per node per execution | spread over rounds (min .. max) | of it main + runner | share of light |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    lines.append(f"| base | Webhook alone (receive, start, save, respond) | {fig(t['base'])} | | "
+                 f"{t['base']['ms'] / light:.0%} |")
+    for row in t["nodes"]:
+        lines.append(f"| {row['id']} | `{row['type']}` | {fig(row['cpu'])} | {row['main_ms']:.2f} | "
+                     f"{row['cpu']['ms'] / light:.0%} |")
+    lines += ["", "| figure | ms | spread (min .. max) |", "| --- | --- | --- |",
+              f"| light, measured whole | {fig(t['light'])} |",
+              f"| per extra item per node (Set, 1 to 50 items) | {fig(t['per_item_ms'])} |",
+              f"| per extra item per node (Set, 1 to 10 items) | {fig(t['per_item_ms_at_10'])} |",
+              f"| per KiB of execution data saved | {fig(t['per_kib_saved_ms'])} |",
+              f"| per expression, default engine | {fig(t['per_expression_ms']['default'])} |",
+              f"| per expression, legacy engine | {fig(t['per_expression_ms']['legacy'])} |",
+              f"| base, legacy engine | {fig(t['legacy_base'])} |",
+              f"| light, legacy engine | {fig(t['legacy_light'])} |",
+              f"| light's rate, legacy over default (ratio, not ms) | {fig(t['light_throughput_ratio_legacy'])} |"]
+    return "\n".join(lines)
+
+
+def _cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown CPU"
+
+
+def _cores() -> int:
+    import os
+
+    return os.cpu_count() or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

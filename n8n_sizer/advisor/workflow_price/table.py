@@ -1,0 +1,67 @@
+"""The per-node cost table (`n8n_sizer/data/node_costs.json`), measured by `benchmarks/node_costs.py`.
+
+Every figure is CPU per execution, in ms, on the machine named in `about`: the executing n8n process with its task
+runner, plus the Postgres work it causes (both read from the kernel's per-process accounting). A node's figure is
+the slope of a chain of copies (cost with 6 copies minus cost with 1, over 5), so the Webhook, the response and
+saving the execution are in `base` (a Webhook alone), not in any node. Each `Figure` is the median over interleaved
+rounds with the lowest and highest round (`per_round`); `runs` name the workflows of the campaign it came from.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+
+from pydantic import Field
+
+from n8n_sizer.safety.frozen import Frozen
+
+
+class Figure(Frozen):
+    ms: float
+    low_ms: float
+    high_ms: float
+    per_round: tuple[float, ...] = ()
+
+
+class NodeRow(Frozen):
+    id: str  # the row id lines cite, e.g. "set"
+    type: str  # n8n's node type, e.g. "n8n-nodes-base.set"
+    cpu: Figure  # per node per execution, one item, no expression
+    main_ms: float | None = None  # of which main with its task runner
+    runs: tuple[str, ...] = ()  # the campaign's workflows it was derived from
+
+
+class NodeCostTable(Frozen):
+    about: dict[str, str | int | float] = {}
+    base: Figure  # Webhook alone: receive, start, save the execution, respond
+    light: Figure  # the packaged light workflow, measured whole (a check of base + code)
+    legacy_base: Figure | None = None  # the same under N8N_EXPRESSION_ENGINE=legacy
+    legacy_light: Figure | None = None
+    nodes: tuple[NodeRow, ...] = Field(min_length=1)
+    per_item_ms: Figure  # per extra item per node (Set, 1 -> 50 items)
+    per_item_ms_at_10: Figure | None = None  # the same from 1 -> 10 items (a check)
+    per_kib_saved_ms: Figure  # per KiB of execution data saved
+    per_expression_ms: dict[str, Figure]  # per expression evaluated, by engine ("default", "legacy")
+    light_throughput_ratio_legacy: Figure | None = None  # light's rate on legacy over default, same rounds
+
+    def row(self, node_type: str) -> NodeRow | None:
+        for row in self.nodes:
+            if row.type == node_type:
+                return row
+        return None
+
+    def row_by_id(self, row_id: str) -> NodeRow:
+        for row in self.nodes:
+            if row.id == row_id:
+                return row
+        raise KeyError(row_id)
+
+
+@lru_cache(maxsize=1)
+def load_node_costs() -> NodeCostTable:
+    """The embedded table (package data, like the embedded measurements)."""
+    text = resources.files("n8n_sizer").joinpath("data/node_costs.json").read_text(encoding="utf-8")
+    doc = json.loads(text)
+    return NodeCostTable.model_validate({**doc["table"], "about": doc["about"]})
