@@ -302,6 +302,18 @@ def lab_telemetry(run, telemetry, main_url: str, workflow_id: str, secrets_path:
                                 editor_check=http_editor_check(editor, workflow_id)):
         sampler.start()
         telemetry.callback(sampler.stop)
+    run.use_accounting(telemetry, _lab_accounting(run.t.lab))
+
+
+def _lab_accounting(lab: LabTarget):
+    """Per-role cpuacct groups under the lab's own top group (lab.cpu), Redis and Postgres counters."""
+    from n8n_sizer.bench.accounting import lab_accounting
+    from n8n_sizer.lab.state import read_lab_state
+
+    cpu = read_lab_state(lab.inventory_path).cpu
+    cluster = lab.cluster
+    secret = _redis_probe_secret(cluster) if cluster.data is not None else None
+    return lab_accounting(_recorded_pids(cluster), cluster.data, secret, top=cpu.group if cpu else None)
 
 
 def lab_step(run, step, url: str, seq_start: int) -> None:
