@@ -170,6 +170,10 @@ class CpuGroup:
         self._write("cpu", "cpu.cfs_quota_us", str(quota))
         return quota
 
+    def set_shares(self, shares: int) -> None:
+        """The group's weight against its siblings when the CPU is oversubscribed (1024: one plain process)."""
+        self._write("cpu", "cpu.shares", str(int(shares)))
+
     def add(self, pid: int, with_children: bool = True) -> list[int]:
         """Move `pid` (and, by default, every process already below it) into the group; the PIDs moved.
         A process that exited meanwhile is skipped."""

@@ -28,6 +28,13 @@ from n8n_sizer.hosts.cgroups import PERIOD_US, PREFIX, CgroupError, CpuGroup, av
 from n8n_sizer.safety.frozen import Frozen
 
 GENERATOR_RESERVE_CORES = 0.5  # left outside the hosts' budgets for the generators, the bench and its samplers
+# The lab's weight against other work on this machine (cgroup v1 cpu.shares; a process outside any group weighs
+# 1024). A quota is only a cap: on a machine shared with other work (load average 8-16 seen here) a host would
+# get far less than its budget and the topology's shape would drown in that noise. The quotas cap the hosts at
+# the usable cores, so the weight only decides who waits when the machine is oversubscribed; other work keeps at
+# least the cores the quotas leave. The generators share the weight (no quota) so the load is sent on time.
+LAB_SHARES = 65536
+GENERATORS = "generators"  # the group of the load-generator namespaces, beside the hosts'
 
 
 class HostCpu(Frozen):
@@ -49,7 +56,12 @@ class LabCpu(Frozen):
     usable_cores: float = Field(gt=0)
     total_vcpu: int = Field(ge=1)
     scale: float = Field(gt=0, le=1)  # cores here per vCPU of the topology
+    shares: int = Field(LAB_SHARES, ge=2, le=262144)  # the top group's cpu.shares
     hosts: tuple[HostCpu, ...]
+
+    @property
+    def generators_group(self) -> str:
+        return f"{self.group}/{GENERATORS}"
 
     def host(self, name: str) -> HostCpu | None:
         return next((h for h in self.hosts if h.name == name), None)
@@ -103,21 +115,19 @@ def lab_cpu_mounts() -> dict[str, Path]:
     return mounts
 
 
-def create_host_group(cpu: LabCpu, host: str, mounts: dict[str, Path]) -> CpuGroup:
-    """The host's group under cpu and cpuacct, its quota set."""
-    h = cpu.host(host)
-    if h is None:
-        raise ValueError(f"no CPU budget planned for host {host}")
-    group = CpuGroup(h.cgroup, mounts).create()
-    group.set_quota(h.cores, h.period_us)
-    return group
+def create_lab_groups(cpu: LabCpu, mounts: dict[str, Path]) -> None:
+    """The lab's top group with its weight, each host's group with its quota, the generators' group."""
+    CpuGroup(cpu.group, mounts).create().set_shares(cpu.shares)
+    for h in cpu.hosts:
+        CpuGroup(h.cgroup, mounts).create().set_quota(h.cores, h.period_us)
+    CpuGroup(cpu.generators_group, mounts).create()
 
 
-def place_in_host(cpu: LabCpu, host: str, pid: int, mounts: dict[str, Path]) -> None:
-    """Move `pid` (a host's sshd, right after it started) and its children into the host's group."""
-    h = cpu.host(host)
-    if h is not None:
-        CpuGroup(h.cgroup, mounts).add(pid)
+def place_in_host(cpu: LabCpu, namespace: str, pid: int, mounts: dict[str, Path]) -> None:
+    """Move `pid` (a namespace's sshd, right after it started) and its children into its host's group, or the
+    generators' group for a namespace that is not a topology host."""
+    h = cpu.host(namespace)
+    CpuGroup(h.cgroup if h is not None else cpu.generators_group, mounts).add(pid)
 
 
 def remove_cpu_groups(cpu: LabCpu) -> tuple[list[str], list[str]]:

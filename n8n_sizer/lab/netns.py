@@ -199,8 +199,7 @@ def _build(plan: LabPlan, rec: Recorder, out: Path, sshd_path: str, budget=None,
             _run(cmd)
     if budget is not None:
         rec.cpu = budget  # recorded first: its name carries the lab's id, and removal tolerates what is not there
-        for host in budget.hosts:
-            lab_cpu.create_host_group(budget, host.name, mounts)
+        lab_cpu.create_lab_groups(budget, mounts)
     started = []
     for ns in plan.namespaces:
         host_key = folder / f"{ns.name}.host_key"
