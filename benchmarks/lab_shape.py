@@ -1,0 +1,216 @@
+"""Prints, for several lab topologies whose hosts each have their own CPU, the advisor's predicted ceiling next to the
+one the project's own bench measures over the lab, with the bound that binds. Needs root, the shared n8n install
+(~/.cache/n8n-sizer, `bash scripts/test.sh`), Debian's postgresql, redis-server and caddy.
+
+    .venv/bin/python benchmarks/lab_shape.py [--quick] [--step-seconds 20] [--scale 0.125]
+
+Every topology runs at ONE scale (cores here per vCPU, `--scale`; default: the largest topology fills 1.5 cores),
+so a 2-vCPU host has the same cores in each and one more worker host is one more budget: `lab up --cpu-cores
+scale x total vCPU` (lab/cpu.py). Per topology: `lab up` (2 generators, `ls-` names, 10.213.9.0/24), `bench
+--inventory` over a rate ladder around the topology's expected ceiling (bounded: 5 steps of --step-seconds, a
+drain of at most 180 s), `lab down` whatever happened. Measured: the highest rate a step carried
+(`runs.stats.step_throughput`), and the ledger (every accepted request matched to its stored execution). Predicted:
+the advisor's capacity for the same topology with each host scored as its own host of `vcpu x scale` cores
+(`lab.cpu.lab_host_cores`) at this machine's speed, with its binding bound. The machine is shared: the load
+average before and after each bench is printed beside its figure. `--quick` runs the first 3 topologies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.lab.cpu import lab_host_cores
+from n8n_sizer.lab.netns import lab_up, remove_lab
+from n8n_sizer.runs.stats import step_rate, step_throughput
+from n8n_sizer.runs.store import RunStore
+
+CLI = [sys.executable, "-c", "from n8n_sizer.cli import main; main()"]
+SUBNET = "10.213.9.0/24"
+USABLE_CORES = 1.5  # the largest topology's budgets fill this many of the 2 cores; the generators have the rest
+LADDER = (0.5, 0.75, 1.0, 1.25, 1.5)  # x the expected ceiling
+# The ladder's centre, from this machine's notes (docs/../shared notes real-n8n: a worker ~60 ms and main ~12-17 ms of
+# CPU per light execution), not from the prediction under test: a ladder centred on a wrong prediction would cap
+# what can be measured.
+WORKER_MS, MAIN_MS, DATA_MS = 60.0, 17.0, 11.0
+DATA = {"name": "ls-data", "provider": "hetzner", "size": "cx23", "roles": {"postgres": 1, "redis": 1}}
+INGEST = {"name": "ls-ingest", "provider": "hetzner", "size": "cx23", "roles": {"main": 1}}
+
+
+def workers(n: int) -> dict:
+    return {"name": "ls-worker", "provider": "hetzner", "size": "cx23", "count": n, "roles": {"workers": 1}}
+
+
+# (label, host groups, what should bind): chosen so that different roles bind. Every host is 2 vCPU.
+TOPOLOGIES = [
+    ("1 worker host", [DATA, INGEST, workers(1)], "the worker host"),
+    ("2 worker hosts", [DATA, INGEST, workers(2)], "the worker hosts"),
+    ("4 worker hosts, main takes the webhooks", [DATA, INGEST, workers(4)], "the ingest host"),
+    ("4 worker hosts, a webhook processor host",
+     [DATA, {**INGEST, "roles": {"main": 1, "load_balancer": 1}},
+      {"name": "ls-hook", "provider": "hetzner", "size": "cx23", "roles": {"webhook": 1}}, workers(4)],
+     "the worker hosts again"),
+    ("data and main on one host, 3 worker hosts",
+     [{**INGEST, "name": "ls-app", "roles": {"main": 1, "postgres": 1, "redis": 1}}, workers(3)], "the app host"),
+]
+
+
+def topology(groups: list[dict]) -> dict:
+    return {"topology": groups, "subnet": SUBNET, "concurrency": 10}
+
+
+def total_vcpu(groups: list[dict]) -> int:
+    return sum(h.vcpu for h in parse_topology(topology(groups)).hosts())
+
+
+def expected_ceiling(groups: list[dict], scale: float) -> float:
+    """Each host's cores over the notes' CPU per execution of its roles (workers share the executions)."""
+    hosts = parse_topology(topology(groups)).hosts()
+    n_workers = sum(h.roles.workers for h in hosts)
+    bounds = []
+    for h in hosts:
+        r = h.roles
+        ms = (WORKER_MS * r.workers / n_workers + MAIN_MS * (r.main or r.webhook)
+              + DATA_MS * (r.postgres or r.redis))
+        bounds.append(h.vcpu * scale * 1000.0 / ms)
+    return min(bounds)
+
+
+def loadavg() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def predict(groups: list[dict], scale: float) -> dict:
+    """The advisor's capacity for `groups` with each host its own `vcpu x scale` cores at this machine's speed."""
+    from n8n_sizer.advisor.answer.base import Roles
+    from n8n_sizer.advisor.answer.given import GivenGroup, given_layout
+    from n8n_sizer.advisor.capacity import HostShape
+    from n8n_sizer.advisor.engine import build_advisor
+    from n8n_sizer.advisor.profiles import profile_for
+    from n8n_sizer.advisor.recommend import Request
+    from n8n_sizer.cli.advise_given import this_machine
+    from n8n_sizer.lab.cpu import plan_for_topology
+
+    topo = parse_topology(topology(groups))
+    cpu = plan_for_topology(topo, "000000", cores=scale * total_vcpu(groups))
+    record = {"topology": topology(groups), "cpu": cpu.model_dump(mode="json")}
+    machine = this_machine()
+    advisor = build_advisor(None)
+    given = [GivenGroup(name=h.name, provider="hetzner", size=None, count=1, roles=Roles(**h.roles),
+                        host=HostShape(vcpu=h.cores, arch=machine.arch, host_class=machine.host_class),
+                        monthly_eur=None) for h in lab_host_cores(record)]
+    layout = given_layout(given, topo.concurrency, topo.db_pool_size.worker)
+    rec = advisor.evaluate(Request(rps=1, profile=profile_for("light", None, None), max_hosts=len(given)), layout,
+                           len(given))
+    data = rec.model_dump(mode="json")
+    return {"capacity": data["capacity_per_s"], "bound": data.get("bound")}
+
+
+def measure(label: str, groups: list[dict], scale: float, expected: float, step_s: float, folder: Path,
+            index: int) -> dict:
+    out = folder / f"lab-{index}.json"
+    cores = scale * total_vcpu(groups)
+    state = lab_up(parse_topology(topology(groups)), 2, out, generator_prefix="ls-gen-", cpu_cores=cores)
+    rates = ",".join(f"{max(0.5, round(expected * f, 1)):g}" for f in LADDER)
+    results = folder / f"results-{index}"
+    load_before = loadavg()
+    try:
+        res = subprocess.run([*CLI, "bench", "--inventory", str(out), "--rates", rates, "--step-seconds",
+                              f"{step_s:g}", "--warmup", "10", "--drain-seconds", "180", "--out", str(results),
+                              "--json"], capture_output=True, text=True, timeout=3600)
+    finally:
+        load_after = loadavg()
+        remove_lab(state)
+    if res.returncode != 0:
+        return {"error": res.stderr.strip()[-400:], "load": (load_before, load_after)}
+    summary = json.loads(res.stdout)
+    store = RunStore.open(summary["run_id"], results)
+    records = store.read_requests()
+    steps = store.manifest.extra.get("steps", {}).get("cluster", {})
+    carried, cpu = [], {}
+    for step in sorted({r.step for r in records}, key=lambda s: step_rate(s) or 0):
+        t = step_throughput([r for r in records if r.step == step], step_rate(step))
+        if t is not None:
+            carried.append((step_rate(step), t.throughput_per_s, not t.saturated))
+        counted = steps.get(step, {})
+        if counted.get("host_role_cpu_ms") and t is not None and t.answered:
+            cpu[step] = {h: sum(r.values()) / t.answered for h, r in counted["host_role_cpu_ms"].items()}
+    ledger = summary["ledgers"]["cluster"]
+    return {"carried": carried, "measured": max(c for _, c, _ in carried), "ledger": ledger, "cpu_ms": cpu,
+            "top_kept_up": bool(carried) and carried[-1][2],
+            "load": (load_before, load_after), "results": str(results)}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true", help="the first 3 topologies")
+    p.add_argument("--step-seconds", type=float, default=20.0)
+    p.add_argument("--scale", type=float, default=None, help="cores here per vCPU (default: the largest fills 1.5)")
+    a = p.parse_args()
+    chosen = TOPOLOGIES[:3] if a.quick else TOPOLOGIES
+    scale = a.scale or USABLE_CORES / max(total_vcpu(g) for _, g, _ in TOPOLOGIES)
+    console = Console()
+    folder = Path(tempfile.mkdtemp(prefix="n8n-sizer-lab-shape-"))
+    folder.chmod(0o755)  # Debian's postgres user passes through it to the data host's folder
+    console.print(f"scale {scale:.4g} cores per vCPU (a 2-vCPU host has {2 * scale:.3g} cores); {len(chosen)} "
+                  f"topologies; folder {folder}")
+    rows = []
+    with Progress(console=console, transient=False) as progress:
+        task = progress.add_task("topologies", total=len(chosen))
+        for i, (label, groups, expect) in enumerate(chosen, start=1):
+            progress.update(task, description=f"{label}: predicting")
+            pred = predict(groups, scale)
+            progress.update(task, description=f"{label}: lab up, deploy, bench")
+            started = time.monotonic()
+            got = measure(label, groups, scale, expected_ceiling(groups, scale), a.step_seconds, folder, i)
+            rows.append((label, expect, pred, got, time.monotonic() - started))
+            progress.advance(task)
+            if "error" in got:
+                console.print(f"[red]{label}: bench failed[/red]: {got['error']}")
+            else:
+                console.print(f"{label}: measured {got['measured']:.2f}/s, predicted {pred['capacity']['mid']:.2f}/s "
+                              f"(load average {got['load'][0]:.1f} -> {got['load'][1]:.1f}); steps "
+                              + ", ".join(f"{o:g}->{c:.2f}{'' if k else '!'}" for o, c, k in got["carried"]))
+    table = Table(title=f"lab topologies at {scale:.4g} cores per vCPU (predicted vs measured)")
+    for col in ("topology", "should bind", "predicted /s (90%)", "bound (advisor)", "measured /s", "error",
+                "lost", "load avg", "CPU ms/exec per host (cpuacct, top step)"):
+        table.add_column(col)
+    errors, pairs = [], []
+    for label, expect, pred, got, took in rows:
+        cap = pred["capacity"]
+        if "error" in got:
+            table.add_row(label, expect, f"{cap['mid']:.2f}", str(pred["bound"])[:60], "failed", "", "", "", "")
+            continue
+        err = 100.0 * (cap["mid"] - got["measured"]) / got["measured"]
+        errors.append(abs(err))
+        pairs.append((cap["mid"], got["measured"]))
+        lost = got["ledger"].get("lost_seqs")
+        top = max(got["cpu_ms"], key=lambda s: step_rate(s) or 0) if got["cpu_ms"] else None
+        per_host = ", ".join(f"{h.removeprefix('ls-')} {ms:.0f}" for h, ms in got["cpu_ms"][top].items()) if top else "n/a"
+        table.add_row(label, expect, f"{cap['mid']:.2f} ({cap['low']:.2f}-{cap['high']:.2f})", str(pred["bound"])[:60],
+                      f"{'>=' if got['top_kept_up'] else ''}{got['measured']:.2f}", f"{err:+.1f}%",
+                      f"{'n/a' if lost is None else len(lost)} of {got['ledger']['accepted']}",
+                      f"{got['load'][0]:.1f}->{got['load'][1]:.1f}", per_host)
+    console.print(table)
+    if not errors:
+        print("0 topologies: nothing measured")
+        return 1
+    order = all((p1 - p2) * (m1 - m2) >= 0 for i, (p1, m1) in enumerate(pairs) for p2, m2 in pairs[i + 1:])
+    print(f"{len(errors)} topologies: median |error| {statistics.median(errors):.1f}%, max |error| {max(errors):.1f}%, "
+          f"order right: {'yes' if order else 'no'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
