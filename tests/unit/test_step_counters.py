@@ -49,3 +49,28 @@ def test_a_steps_counters_are_the_differences_summed_per_role_over_hosts():
     assert (c.redis_commands, c.postgres_transactions, c.counted_s) == (600, 60, 20.0)
     unread = step_counters(Reading(0.0, {}, None, 5), Reading(1.0, {}, 9, 4))
     assert unread.role_cpu_ms is None and unread.redis_commands is None and unread.postgres_transactions is None
+
+
+def test_the_steps_cpuacct_figures_reach_the_fit_input_over_the_sampled_ones(tmp_path):
+    """A step that carries `role_cpu_ms` (the kernel's accounting) gives the advisor those, per execution."""
+    from n8n_sizer.runs.fit_input import measurements_from_run
+    from n8n_sizer.runs.records import Sample
+    from n8n_sizer.runs.store import RunStore
+    from tests.unit.test_evidence import STEP_S, _bench_run
+
+    run = _bench_run(tmp_path, "20261130T000000Z-abc123", "light", 20, [4.0], 0)
+    store = RunStore.open(run)
+    start = min(r.scheduled_s for r in store.read_requests())
+    store.append_samples([Sample(metric="process_cpu_cores", value=0.3, unit="cores",
+                                 labels={"target": "local", "process": "main"}, time_s=start + t) for t in range(STEP_S)])
+    store.mark_step("local", "rate-4", "done", started_s=start, finished_s=start + STEP_S,
+                    **step_counters(Reading(0.0, {("local", "main"): 0, ("local", "postgres"): 0}, 10, 10),
+                                    Reading(20.0, {("local", "main"): 800_000_000, ("local", "postgres"): 160_000_000},
+                                            4010, 3210)).model_dump(mode="json", exclude_none=True))
+    store.close()
+    (row,) = measurements_from_run(run)
+    assert row.results.main_cpu_ms == pytest.approx(800 / 80)  # 800 ms over 80 executions, not the sampled 75 ms
+    assert row.results.postgres_cpu_ms == pytest.approx(160 / 80)
+    assert row.results.worker_cpu_ms is None
+    steps = RunStore.open(run).manifest.extra["steps"]["local"]["rate-4"]
+    assert steps["redis_commands"] == 4000 and steps["postgres_transactions"] == 3200 and steps["cpu_source"] == "cpuacct"
