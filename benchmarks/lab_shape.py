@@ -87,6 +87,60 @@ def expected_ceiling(groups: list[dict], scale: float) -> float:
     return min(bounds)
 
 
+def _role_key(roles, topo_roles) -> str | None:
+    """The n8n role a host's CPU (its task runners included) is charged to; main apart when it takes no webhooks."""
+    if roles.workers:
+        return "worker"
+    if roles.webhook:
+        return "webhook"
+    if roles.main:
+        return "main" if not topo_roles["webhook"] else "main-without-webhooks"
+    return None
+
+
+def _count(roles, key: str) -> int:
+    return {"worker": roles.workers, "webhook": roles.webhook}.get(key, 1)
+
+
+def role_demands(groups: list[dict], host_role_ms: dict[str, dict[str, float]], answered: int) -> dict[str, float]:
+    """CPU ms per execution of each process kind, all its processes together, from one step's cpuacct figures per
+    host; an n8n process's task runner is charged to it."""
+    hosts = {h.name: h for h in parse_topology(topology(groups)).hosts()}
+    totals = {"webhook": sum(h.roles.webhook for h in hosts.values())}
+    out: dict[str, float] = {}
+    for name, roles in host_role_ms.items():
+        key = _role_key(hosts[name].roles, totals)
+        if key is not None:
+            n8n = sum(v for r, v in roles.items() if r in ("main", "webhook", "worker", "runner"))
+            out[key] = out.get(key, 0.0) + n8n / answered
+        for r in ("postgres", "redis", "load_balancer"):
+            if r in roles:
+                out[r] = roles[r] / answered
+    return out
+
+
+def predict_from_demands(groups: list[dict], scale: float, demands: dict[str, float],
+                         overhead_cores: float = 0.0) -> tuple[float, str] | None:
+    """Each host's cores over its share of the CPU per execution (a worker host: its workers' share of all the
+    workers' CPU); the smallest, and its host. None when a process kind was measured in no other topology."""
+    hosts = parse_topology(topology(groups)).hosts()
+    totals = {"webhook": sum(h.roles.webhook for h in hosts)}
+    per_kind = {"worker": sum(h.roles.workers for h in hosts), "webhook": totals["webhook"]}
+    best = None
+    for h in hosts:
+        ms, key = 0.0, _role_key(h.roles, totals)
+        needed = ([key] if key else []) + [r for r in ("postgres", "redis", "load_balancer") if getattr(h.roles, r)]
+        if any(k not in demands for k in needed):
+            return None
+        if key is not None:
+            ms += demands[key] * _count(h.roles, key) / per_kind.get(key, 1)
+        ms += sum(demands[r] for r in needed[1 if key else 0:])
+        cap = max(h.vcpu * scale - overhead_cores, 0.0) * 1000.0 / ms if ms else float("inf")
+        if best is None or cap < best[0]:
+            best = (cap, h.name)
+    return best
+
+
 def loadavg() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
@@ -138,7 +192,7 @@ def measure(label: str, groups: list[dict], scale: float, expected: float, step_
     store = RunStore.open(summary["run_id"], results)
     records = store.read_requests()
     steps = store.manifest.extra.get("steps", {}).get("cluster", {})
-    carried, cpu = [], {}
+    carried, cpu, demands, overhead = [], {}, [], []
     for step in sorted({r.step for r in records}, key=lambda s: step_rate(s) or 0):
         t = step_throughput([r for r in records if r.step == step], step_rate(step))
         if t is not None:
@@ -146,9 +200,14 @@ def measure(label: str, groups: list[dict], scale: float, expected: float, step_
         counted = steps.get(step, {})
         if counted.get("host_role_cpu_ms") and t is not None and t.answered:
             cpu[step] = {h: sum(r.values()) / t.answered for h, r in counted["host_role_cpu_ms"].items()}
+            if not t.saturated:
+                demands.append(role_demands(groups, counted["host_role_cpu_ms"], t.answered))
+                for h, ms in (counted.get("host_cpu_ms") or {}).items():  # the budget's part no role used
+                    rest = ms - sum(counted["host_role_cpu_ms"].get(h, {}).values())
+                    overhead.append(rest / 1000.0 / max(counted.get("counted_s") or 0.0, 1.0))
     ledger = summary["ledgers"]["cluster"]
     return {"carried": carried, "measured": max(c for _, c, _ in carried), "ledger": ledger, "cpu_ms": cpu,
-            "top_kept_up": bool(carried) and carried[-1][2],
+            "top_kept_up": bool(carried) and carried[-1][2], "demands": demands, "overhead": overhead,
             "load": (load_before, load_after), "results": str(results)}
 
 
@@ -186,6 +245,37 @@ def main() -> int:
     for col in ("topology", "should bind", "predicted /s (90%)", "bound (advisor)", "measured /s", "error",
                 "lost", "load avg", "CPU ms/exec per host (cpuacct, top step)"):
         table.add_column(col)
+    # Leave one out: each topology from the per-process CPU the kernel counted in the OTHER topologies' runs.
+    loo_errors = []
+    for label, expect, pred, got, took in rows:
+        if "error" in got:
+            continue
+        pooled: dict[str, list[float]] = {}
+        rest: list[float] = []
+        for other in rows:
+            if other[0] != label and "error" not in other[3]:
+                rest += other[3]["overhead"]
+                for d in other[3]["demands"]:
+                    for k, v in d.items():
+                        pooled.setdefault(k, []).append(v)
+        groups = next(g for lab, g, _ in chosen if lab == label)
+        guess = predict_from_demands(groups, scale, {k: statistics.median(v) for k, v in pooled.items()},
+                                     statistics.median(rest) if rest else 0.0)
+        if guess is None:
+            console.print(f"{label}: from the other topologies' cpuacct figures: a process kind of it was measured "
+                          "in none of them")
+            continue
+        err = 100.0 * (guess[0] - got["measured"]) / got["measured"]
+        loo_errors.append(abs(err))
+        console.print(f"{label}: from the other topologies' cpuacct figures {guess[0]:.2f}/s, bound by host "
+                      f"{guess[1]} ({err:+.1f}%)")
+    if loo_errors:
+        overheads = [o for r in rows if "error" not in r[3] for o in r[3]["overhead"]]
+        if overheads:
+            console.print(f"each host's budget outside its roles (sampler, sshd): median "
+                          f"{statistics.median(overheads):.3f} cores")
+        console.print(f"from the kernel's per-process CPU of the other topologies: median |error| "
+                      f"{statistics.median(loo_errors):.1f}%, max |error| {max(loo_errors):.1f}%")
     errors, pairs = [], []
     for label, expect, pred, got, took in rows:
         cap = pred["capacity"]
@@ -203,6 +293,8 @@ def main() -> int:
                       f"{'n/a' if lost is None else len(lost)} of {got['ledger']['accepted']}",
                       f"{got['load'][0]:.1f}->{got['load'][1]:.1f}", per_host)
     console.print(table)
+    (folder / "summary.json").write_text(json.dumps([{"topology": r[0], "predicted": r[2], "measured": r[3]}
+                                                     for r in rows], indent=1, default=str))
     if not errors:
         print("0 topologies: nothing measured")
         return 1

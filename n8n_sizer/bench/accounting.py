@@ -34,7 +34,7 @@ OPS_TIMEOUT_S = 15
 @dataclass(frozen=True)
 class Reading:
     time_s: float
-    usage_ns: dict[tuple[str, str], int]  # (host, role) -> cpuacct.usage
+    usage_ns: dict[tuple[str, str], int]  # (host, role) -> cpuacct.usage; role "" = the lab host's whole group
     redis_commands: int | None
     postgres_transactions: int | None
 
@@ -47,6 +47,7 @@ class Accounting:
     top: str
     remove_top: bool  # a local stack's own top group; a lab's belongs to the lab
     groups: dict[tuple[str, str], CpuGroup] = field(default_factory=dict)
+    hosts: dict[str, CpuGroup] = field(default_factory=dict)  # a lab host's own group (lab.cpu), read, never made
     ops_host: Host | None = None
     redis_command: str | None = None
     pg_command: str | None = None
@@ -70,7 +71,7 @@ class Accounting:
 
     def read(self) -> Reading:
         usage = {}
-        for key, group in self.groups.items():
+        for key, group in [*self.groups.items(), *(((h, ""), g) for h, g in self.hosts.items())]:
             try:
                 usage[key] = group.usage_ns()
             except (OSError, CgroupError):
@@ -101,10 +102,14 @@ def _unused(text, time_s, labels):  # read() parses the counters itself, not int
 def step_counters(before: Reading, after: Reading) -> StepCounters:
     """The difference of two readings; a counter that went backwards (a restart) or was not read is None."""
     per_host: dict[str, dict[str, float]] = {}
+    whole: dict[str, float] = {}
     for key, end in after.usage_ns.items():
         start = before.usage_ns.get(key)
         if start is not None and end >= start:
-            per_host.setdefault(key[0], {})[key[1]] = (end - start) / 1e6
+            if key[1]:
+                per_host.setdefault(key[0], {})[key[1]] = (end - start) / 1e6
+            else:
+                whole[key[0]] = (end - start) / 1e6
     roles: dict[str, float] = {}
     for host_roles in per_host.values():
         for role, ms in host_roles.items():
@@ -113,7 +118,7 @@ def step_counters(before: Reading, after: Reading) -> StepCounters:
     def delta(a: int | None, b: int | None) -> int | None:
         return None if a is None or b is None or b < a else b - a
 
-    return StepCounters(role_cpu_ms=roles or None, host_role_cpu_ms=per_host or None,
+    return StepCounters(role_cpu_ms=roles or None, host_role_cpu_ms=per_host or None, host_cpu_ms=whole or None,
                         redis_commands=delta(before.redis_commands, after.redis_commands),
                         postgres_transactions=delta(before.postgres_transactions, after.postgres_transactions),
                         counted_s=max(0.0, after.time_s - before.time_s))
@@ -156,6 +161,8 @@ def lab_accounting(pids: dict[str, dict[str, int]], data, redis_secret: str | No
         for host, procs in pids.items():
             for name, pid in procs.items():
                 acc.place(host, name, pid)
+            if top is not None:
+                acc.hosts[host] = CpuGroup(f"{top}/{host}", mounts, controllers=("cpuacct",))
     except CgroupError:
         acc.close()
         return None

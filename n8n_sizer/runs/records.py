@@ -133,6 +133,8 @@ class StepCounters(Frozen):
     cpu_source: Literal["cpuacct"] = "cpuacct"
     role_cpu_ms: dict[str, float] | None = None  # role -> CPU milliseconds over the step, summed over hosts
     host_role_cpu_ms: dict[str, dict[str, float]] | None = None  # host -> role -> ms (a lab's several hosts)
+    # host -> ms of everything in a lab host's budget (its roles, the sampler's commands, sshd): a lab only
+    host_cpu_ms: dict[str, float] | None = None
     redis_commands: int | None = Field(None, ge=0)  # INFO commandstats calls over the step, `info` itself left out
     postgres_transactions: int | None = Field(None, ge=0)  # pg_stat_database xact_commit + xact_rollback, n8n's db
     counted_s: float | None = Field(None, ge=0)  # the span between the two readings

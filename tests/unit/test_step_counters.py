@@ -39,14 +39,16 @@ def test_commands_keep_passwords_off_the_command_line_and_read_from_postgres_not
 
 
 def test_a_steps_counters_are_the_differences_summed_per_role_over_hosts():
-    before = Reading(100.0, {("worker-1", "worker"): 1_000_000, ("worker-2", "worker"): 0,
+    before = Reading(100.0, {("worker-1", "worker"): 1_000_000, ("worker-2", "worker"): 0, ("worker-1", ""): 2_000_000,
                              ("ingest", "main"): 5_000_000, ("data", "redis"): 9}, 1000, 50)
     after = Reading(120.0, {("worker-1", "worker"): 61_000_000, ("worker-2", "worker"): 40_000_000,
+                            ("worker-1", ""): 72_000_000,
                             ("ingest", "main"): 17_000_000, ("data", "redis"): 8, ("data", "postgres"): 7}, 1600, 110)
     c = step_counters(before, after)
     assert c.role_cpu_ms == {"worker": 100.0, "main": 12.0}  # redis went backwards (restarted): left out
     assert c.host_role_cpu_ms == {"worker-1": {"worker": 60.0}, "worker-2": {"worker": 40.0}, "ingest": {"main": 12.0}}
     assert (c.redis_commands, c.postgres_transactions, c.counted_s) == (600, 60, 20.0)
+    assert c.host_cpu_ms == {"worker-1": 70.0}  # the host's whole budget: its worker and 10 ms of everything else
     unread = step_counters(Reading(0.0, {}, None, 5), Reading(1.0, {}, 9, 4))
     assert unread.role_cpu_ms is None and unread.redis_commands is None and unread.postgres_transactions is None
 
