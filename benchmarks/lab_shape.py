@@ -141,6 +141,27 @@ def predict_from_demands(groups: list[dict], scale: float, demands: dict[str, fl
     return best
 
 
+def step_costs(results: Path) -> list[tuple[str, float, bool, dict[str, float], float | None, float | None]]:
+    """Per step of the run in `results`: (step, carried /s, kept up, role -> CPU ms per execution, Redis commands
+    and Postgres transactions per execution), from the step's counters (cpuacct, INFO commandstats,
+    pg_stat_database) over the executions it answered."""
+    run = next(p for p in results.iterdir() if (p / "run.json").is_file())
+    store = RunStore.open(run)
+    records = store.read_requests()
+    steps = store.manifest.extra.get("steps", {}).get("cluster", {})
+    out = []
+    for step in sorted({r.step for r in records}, key=lambda s: step_rate(s) or 0):
+        t = step_throughput([r for r in records if r.step == step], step_rate(step))
+        c = steps.get(step, {})
+        if t is None or not t.answered or not c.get("role_cpu_ms"):
+            continue
+        per = {role: ms / t.answered for role, ms in c["role_cpu_ms"].items()}
+        out.append((step, t.throughput_per_s, not t.saturated, per,
+                    None if c.get("redis_commands") is None else c["redis_commands"] / t.answered,
+                    None if c.get("postgres_transactions") is None else c["postgres_transactions"] / t.answered))
+    return out
+
+
 def loadavg() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
@@ -293,6 +314,14 @@ def main() -> int:
                       f"{'n/a' if lost is None else len(lost)} of {got['ledger']['accepted']}",
                       f"{got['load'][0]:.1f}->{got['load'][1]:.1f}", per_host)
     console.print(table)
+    console.print("per execution, from each step's counters (kept-up steps; CPU ms per role, Redis commands, "
+                  "Postgres transactions):")
+    for label, expect, pred, got, took in rows:
+        for step, carried, kept, per, redis, pg in step_costs(Path(got["results"])) if "results" in got else ():
+            if kept:
+                console.print(f"  {label}, {step} ({carried:.2f}/s): " + ", ".join(
+                    f"{r} {ms:.1f}" for r, ms in sorted(per.items(), key=lambda kv: -kv[1]))
+                    + f"; Redis {redis if redis is None else round(redis, 1)}, Postgres {pg if pg is None else round(pg, 1)}")
     (folder / "summary.json").write_text(json.dumps([{"topology": r[0], "predicted": r[2], "measured": r[3]}
                                                      for r in rows], indent=1, default=str))
     if not errors:
