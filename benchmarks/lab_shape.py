@@ -189,7 +189,9 @@ def predict(groups: list[dict], scale: float) -> dict:
     rec = advisor.evaluate(Request(rps=1, profile=profile_for("light", None, None), max_hosts=len(given)), layout,
                            len(given))
     data = rec.model_dump(mode="json")
-    return {"capacity": data["capacity_per_s"], "bound": data.get("bound")}
+    bound = data.get("bound") or {}
+    return {"capacity": data["capacity_per_s"],
+            "bound": f"{bound.get('name')} {bound.get('host') or ''}: {bound.get('why', '')}".replace(" :", ":")}
 
 
 def measure(label: str, groups: list[dict], scale: float, expected: float, step_s: float, folder: Path,
@@ -240,7 +242,7 @@ def main() -> int:
     a = p.parse_args()
     chosen = TOPOLOGIES[:3] if a.quick else TOPOLOGIES
     scale = a.scale or USABLE_CORES / max(total_vcpu(g) for _, g, _ in TOPOLOGIES)
-    console = Console()
+    console = Console(width=200)  # the table is read from a log as often as from a terminal
     folder = Path(tempfile.mkdtemp(prefix="n8n-sizer-lab-shape-"))
     folder.chmod(0o755)  # Debian's postgres user passes through it to the data host's folder
     console.print(f"scale {scale:.4g} cores per vCPU (a 2-vCPU host has {2 * scale:.3g} cores); {len(chosen)} "
@@ -301,7 +303,7 @@ def main() -> int:
     for label, expect, pred, got, took in rows:
         cap = pred["capacity"]
         if "error" in got:
-            table.add_row(label, expect, f"{cap['mid']:.2f}", str(pred["bound"])[:60], "failed", "", "", "", "")
+            table.add_row(label, expect, f"{cap['mid']:.2f}", pred["bound"], "failed", "", "", "", "")
             continue
         err = 100.0 * (cap["mid"] - got["measured"]) / got["measured"]
         errors.append(abs(err))
@@ -309,7 +311,7 @@ def main() -> int:
         lost = got["ledger"].get("lost_seqs")
         top = max(got["cpu_ms"], key=lambda s: step_rate(s) or 0) if got["cpu_ms"] else None
         per_host = ", ".join(f"{h.removeprefix('ls-')} {ms:.0f}" for h, ms in got["cpu_ms"][top].items()) if top else "n/a"
-        table.add_row(label, expect, f"{cap['mid']:.2f} ({cap['low']:.2f}-{cap['high']:.2f})", str(pred["bound"])[:60],
+        table.add_row(label, expect, f"{cap['mid']:.2f} ({cap['low']:.2f}-{cap['high']:.2f})", pred["bound"],
                       f"{'>=' if got['top_kept_up'] else ''}{got['measured']:.2f}", f"{err:+.1f}%",
                       f"{'n/a' if lost is None else len(lost)} of {got['ledger']['accepted']}",
                       f"{got['load'][0]:.1f}->{got['load'][1]:.1f}", per_host)
