@@ -189,9 +189,14 @@ def predict(groups: list[dict], scale: float) -> dict:
     rec = advisor.evaluate(Request(rps=1, profile=profile_for("light", None, None), max_hosts=len(given)), layout,
                            len(given))
     data = rec.model_dump(mode="json")
-    bound = data.get("bound") or {}
-    return {"capacity": data["capacity_per_s"],
-            "bound": f"{bound.get('name')} {bound.get('host') or ''}: {bound.get('why', '')}".replace(" :", ":")}
+    return {"capacity": data["capacity_per_s"], "bound": bound_text(data.get("bound"))}
+
+
+def bound_text(bound) -> str:
+    """The advisor's binding bound as one line (an earlier summary.json kept it as its dict)."""
+    if not isinstance(bound, dict):
+        return str(bound)
+    return f"{bound.get('name')} {bound.get('host') or ''}: {bound.get('why', '')}".replace(" :", ":")
 
 
 def measure(label: str, groups: list[dict], scale: float, expected: float, step_s: float, folder: Path,
@@ -239,10 +244,18 @@ def main() -> int:
     p.add_argument("--quick", action="store_true", help="the first 3 topologies")
     p.add_argument("--step-seconds", type=float, default=20.0)
     p.add_argument("--scale", type=float, default=None, help="cores here per vCPU (default: the largest fills 1.5)")
+    p.add_argument("--from", dest="again", type=Path, default=None,
+                   help="print the tables again from an earlier run's folder (its summary.json and results), no lab")
     a = p.parse_args()
-    chosen = TOPOLOGIES[:3] if a.quick else TOPOLOGIES
-    scale = a.scale or USABLE_CORES / max(total_vcpu(g) for _, g, _ in TOPOLOGIES)
     console = Console(width=200)  # the table is read from a log as often as from a terminal
+    if a.again is not None:
+        saved = json.loads((a.again / "summary.json").read_text())
+        by_label = {label: (groups, expect) for label, groups, expect in TOPOLOGIES}
+        chosen = [(r["topology"], *by_label[r["topology"]]) for r in saved]
+        rows = [(r["topology"], by_label[r["topology"]][1], r["predicted"], r["measured"], None) for r in saved]
+        return report(rows, chosen, a.scale or saved[0].get("scale") or default_scale(), console, a.again)
+    chosen = TOPOLOGIES[:3] if a.quick else TOPOLOGIES
+    scale = a.scale or default_scale()
     folder = Path(tempfile.mkdtemp(prefix="n8n-sizer-lab-shape-"))
     folder.chmod(0o755)  # Debian's postgres user passes through it to the data host's folder
     console.print(f"scale {scale:.4g} cores per vCPU (a 2-vCPU host has {2 * scale:.3g} cores); {len(chosen)} "
@@ -264,11 +277,23 @@ def main() -> int:
                 console.print(f"{label}: measured {got['measured']:.2f}/s, predicted {pred['capacity']['mid']:.2f}/s "
                               f"(load average {got['load'][0]:.1f} -> {got['load'][1]:.1f}); steps "
                               + ", ".join(f"{o:g}->{c:.2f}{'' if k else '!'}" for o, c, k in got["carried"]))
+    (folder / "summary.json").write_text(json.dumps([{"topology": r[0], "predicted": r[2], "measured": r[3],
+                                                      "scale": scale} for r in rows], indent=1, default=str))
+    return report(rows, chosen, scale, console, folder)
+
+
+def default_scale() -> float:
+    return USABLE_CORES / max(total_vcpu(g) for _, g, _ in TOPOLOGIES)
+
+
+def report(rows: list, chosen: list, scale: float, console: Console, folder: Path) -> int:
+    """The tables and the last line, from the measured rows (a run just made, or `--from` an earlier one)."""
     table = Table(title=f"lab topologies at {scale:.4g} cores per vCPU (predicted vs measured)")
     for col in ("topology", "should bind", "predicted /s (90%)", "bound (advisor)", "measured /s", "error",
                 "lost", "load avg", "CPU ms/exec per host (cpuacct, top step)"):
         table.add_column(col)
-    # Leave one out: each topology from the per-process CPU the kernel counted in the OTHER topologies' runs.
+    # Leave one out: each topology from the per-process CPU the kernel counted in the OTHER topologies' runs, at the
+    # highest rate each of them kept up with (a lower step's CPU per execution carries more of the idle share).
     loo_errors = []
     for label, expect, pred, got, took in rows:
         if "error" in got:
@@ -278,7 +303,7 @@ def main() -> int:
         for other in rows:
             if other[0] != label and "error" not in other[3]:
                 rest += other[3]["overhead"]
-                for d in other[3]["demands"]:
+                for d in other[3]["demands"][-1:]:  # its highest kept-up step: nearest its ceiling
                     for k, v in d.items():
                         pooled.setdefault(k, []).append(v)
         groups = next(g for lab, g, _ in chosen if lab == label)
@@ -303,7 +328,7 @@ def main() -> int:
     for label, expect, pred, got, took in rows:
         cap = pred["capacity"]
         if "error" in got:
-            table.add_row(label, expect, f"{cap['mid']:.2f}", pred["bound"], "failed", "", "", "", "")
+            table.add_row(label, expect, f"{cap['mid']:.2f}", bound_text(pred["bound"]), "failed", "", "", "", "")
             continue
         err = 100.0 * (cap["mid"] - got["measured"]) / got["measured"]
         errors.append(abs(err))
@@ -311,7 +336,7 @@ def main() -> int:
         lost = got["ledger"].get("lost_seqs")
         top = max(got["cpu_ms"], key=lambda s: step_rate(s) or 0) if got["cpu_ms"] else None
         per_host = ", ".join(f"{h.removeprefix('ls-')} {ms:.0f}" for h, ms in got["cpu_ms"][top].items()) if top else "n/a"
-        table.add_row(label, expect, f"{cap['mid']:.2f} ({cap['low']:.2f}-{cap['high']:.2f})", pred["bound"],
+        table.add_row(label, expect, f"{cap['mid']:.2f} ({cap['low']:.2f}-{cap['high']:.2f})", bound_text(pred["bound"]),
                       f"{'>=' if got['top_kept_up'] else ''}{got['measured']:.2f}", f"{err:+.1f}%",
                       f"{'n/a' if lost is None else len(lost)} of {got['ledger']['accepted']}",
                       f"{got['load'][0]:.1f}->{got['load'][1]:.1f}", per_host)
@@ -324,8 +349,6 @@ def main() -> int:
                 console.print(f"  {label}, {step} ({carried:.2f}/s): " + ", ".join(
                     f"{r} {ms:.1f}" for r, ms in sorted(per.items(), key=lambda kv: -kv[1]))
                     + f"; Redis {redis if redis is None else round(redis, 1)}, Postgres {pg if pg is None else round(pg, 1)}")
-    (folder / "summary.json").write_text(json.dumps([{"topology": r[0], "predicted": r[2], "measured": r[3]}
-                                                     for r in rows], indent=1, default=str))
     if not errors:
         print("0 topologies: nothing measured")
         return 1
