@@ -162,6 +162,20 @@ def step_costs(results: Path) -> list[tuple[str, float, bool, dict[str, float], 
     return out
 
 
+def busiest_host(results: Path, scale: float, groups: list[dict]) -> str:
+    """The host nearest its budget at the highest step (cpuacct of its whole group): what measurably bound."""
+    run = next(p for p in results.iterdir() if (p / "run.json").is_file())
+    steps = RunStore.open(run).manifest.extra.get("steps", {}).get("cluster", {})
+    top = max((s for s in steps if steps[s].get("host_cpu_ms")), key=lambda s: step_rate(s) or 0, default=None)
+    if top is None:
+        return "n/a"
+    vcpu = {h.name: h.vcpu for h in parse_topology(topology(groups)).hosts()}
+    used = {h: ms / 1000.0 / steps[top]["counted_s"] / (vcpu[h] * scale) for h, ms in steps[top]["host_cpu_ms"].items()}
+    name = max(used, key=used.get)
+    second = max((v for h, v in used.items() if h != name), default=0.0)
+    return f"{name} {used[name]:.0%} of its budget (next {second:.0%})"
+
+
 def loadavg() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
@@ -290,7 +304,7 @@ def report(rows: list, chosen: list, scale: float, console: Console, folder: Pat
     """The tables and the last line, from the measured rows (a run just made, or `--from` an earlier one)."""
     table = Table(title=f"lab topologies at {scale:.4g} cores per vCPU (predicted vs measured)")
     for col in ("topology", "should bind", "predicted /s (90%)", "bound (advisor)", "measured /s", "error",
-                "lost", "load avg", "CPU ms/exec per host (cpuacct, top step)"):
+                "lost", "load avg", "bound (measured, top step)", "CPU ms/exec per host (cpuacct, top step)"):
         table.add_column(col)
     # Leave one out: each topology from the per-process CPU the kernel counted in the OTHER topologies' runs, at the
     # highest rate each of them kept up with (a lower step's CPU per execution carries more of the idle share).
@@ -328,7 +342,7 @@ def report(rows: list, chosen: list, scale: float, console: Console, folder: Pat
     for label, expect, pred, got, took in rows:
         cap = pred["capacity"]
         if "error" in got:
-            table.add_row(label, expect, f"{cap['mid']:.2f}", bound_text(pred["bound"]), "failed", "", "", "", "")
+            table.add_row(label, expect, f"{cap['mid']:.2f}", bound_text(pred["bound"]), "failed", "", "", "", "", "")
             continue
         err = 100.0 * (cap["mid"] - got["measured"]) / got["measured"]
         errors.append(abs(err))
@@ -339,7 +353,8 @@ def report(rows: list, chosen: list, scale: float, console: Console, folder: Pat
         table.add_row(label, expect, f"{cap['mid']:.2f} ({cap['low']:.2f}-{cap['high']:.2f})", bound_text(pred["bound"]),
                       f"{'>=' if got['top_kept_up'] else ''}{got['measured']:.2f}", f"{err:+.1f}%",
                       f"{'n/a' if lost is None else len(lost)} of {got['ledger']['accepted']}",
-                      f"{got['load'][0]:.1f}->{got['load'][1]:.1f}", per_host)
+                      f"{got['load'][0]:.1f}->{got['load'][1]:.1f}",
+                      busiest_host(Path(got["results"]), scale, next(g for lab, g, _ in chosen if lab == label)), per_host)
     console.print(table)
     console.print("per execution, from each step's counters (kept-up steps; CPU ms per role, Redis commands, "
                   "Postgres transactions):")
