@@ -56,6 +56,7 @@ class HostShape:
     vcpu: float
     arch: str
     host_class: str
+    ram_mib: int | None = None  # None where unknown (a measured host); bounds regular mode's production limit
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,9 @@ class CapacityModel:
         return speed * (self.params["arm_factor"] if host.arch == "arm" else 1.0)
 
     def overhead_s(self, profile: WorkflowProfile) -> float:
-        return self.params[f"overhead:{profile.overhead_key}"]
+        """n8n's CPU per execution outside Code nodes: the fitted figure of the profile's workflow, scaled by its
+        per-node price where the workflow was priced from its nodes (1 otherwise)."""
+        return self.params[f"overhead:{profile.overhead_key}"] * profile.overhead_ratio
 
     def demands(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> Demands:
         h = self.host_factor(host)

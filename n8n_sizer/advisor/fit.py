@@ -152,13 +152,22 @@ class FittedModel:
     def params(self) -> dict[str, float]:
         return self.model.params
 
+    def knows(self, profile: WorkflowProfile) -> bool:
+        """Whether a measurement pins this workflow's own overhead (a capacity point or a per-role CPU row);
+        otherwise its overhead would be the prior alone, and no answer should rest on that."""
+        if profile.name in BUILTIN or not profile.measured:
+            return True
+        return any(profile_of(x.measurement).overhead_key == profile.overhead_key
+                   for x in [*self.points, *self.demand_rows])
+
     def throughput_interval(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> tuple[float, float, float]:
         """(low, mid, high) executions per second, a 90% interval."""
-        return self.interval_of(lambda model: model.throughput_at(profile, setup, host))
+        return self.interval_of(lambda model: model.throughput_at(profile, setup, host), profile.ratio_sd_log)
 
-    def interval_of(self, capacity) -> tuple[float, float, float]:
+    def interval_of(self, capacity, extra_sd_log: float = 0.0) -> tuple[float, float, float]:
         """(low, mid, high) of `capacity(model)`, a 90% interval: the delta method on the log parameters'
-        covariance, plus the residual noise of a new observation."""
+        covariance, plus the residual noise of a new observation, plus `extra_sd_log` (a workflow priced from
+        its nodes: its price's own uncertainty, taken as moving capacity one for one, the most it can)."""
         mid = capacity(self.model)
         grad = [0.0] * len(self.specs)
         base = dict(self.model.params)
@@ -170,7 +179,7 @@ class FittedModel:
             grad[i] = (math.log(other) - math.log(mid)) / step
         cov = self.log_cov
         var = sum(grad[i] * cov[i][j] * grad[j] for i in range(len(grad)) for j in range(len(grad)))
-        var += self.resid_sd_log ** 2
+        var += self.resid_sd_log ** 2 + extra_sd_log ** 2
         half = Z90 * math.sqrt(max(var, 0.0))
         return mid * math.exp(-half), mid, mid * math.exp(half)
 
@@ -197,7 +206,10 @@ def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
                            "setup can answer (e.g. --rates 5,20,50) so at least one step saturates")
     user_classes = sorted({p.measurement.hardware.host_class for p in points if is_user_point(p.measurement)})
     reference = user_classes[0] if user_classes else EMBEDDED_REFERENCE_CLASS
-    overhead_keys = sorted({profile_of(p.measurement).overhead_key for p in points} | {"light", "code-heavy"})
+    # Every workflow the data speak of gets its own overhead: capacity points pin it, and so do per-role CPU
+    # rows alone (a first run whose steps never saturated still measured CPU per execution by role).
+    overhead_keys = sorted({profile_of(p.measurement).overhead_key for p in points}
+                           | {profile_of(r.measurement).overhead_key for r in demand_rows} | {"light", "code-heavy"})
     # Demand rows of a host class without capacity points (a machine shared with other work, whose CPU time
     # per operation runs high) get a speed factor of their own: they then pin how CPU splits between roles.
     classes = sorted(({p.measurement.hardware.host_class for p in points}

@@ -26,6 +26,10 @@ class WorkflowProfile(Frozen):
     wait_ms: float = Field(ge=0)  # time per execution spent waiting, holding a slot but no CPU
     overhead_key: str  # which fitted n8n-overhead parameter this profile uses
     measured: bool  # False when no embedded measurement ran this workflow
+    # A workflow priced from its nodes (advisor/workflow_price): its n8n overhead relative to overhead_key's fitted
+    # one, and that ratio's uncertainty (log sd), which widens every interval of an answer about it.
+    overhead_ratio: float = Field(1.0, gt=0, le=1000)
+    ratio_sd_log: float = Field(0.0, ge=0, le=5)
 
     @property
     def code_cpu_s(self) -> float:

@@ -16,18 +16,18 @@ import math
 
 from n8n_sizer.advisor import settings
 from n8n_sizer.advisor.answer import explain as explain
-from n8n_sizer.advisor.answer.base import BindingBound, Recommendation, Request, SizeFit
+from n8n_sizer.advisor.answer.base import (Basis, Candidate, Recommendation, Request, SingleChoice, SizeFit)
 from n8n_sizer.advisor.answer.single import build_single
 from n8n_sizer.advisor.answer.multi import build_topology
-from n8n_sizer.advisor.capacity import Bound, HostShape
+from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.catalog import ServerSize, sizes_for
 from n8n_sizer.advisor.fit import FittedModel
-from n8n_sizer.advisor.pools import worker_pool_size
+from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, worker_pool_size
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.ram import RamModel
-from n8n_sizer.advisor.answer.search import MAX_HOSTS_DEFAULT, HostOption, Scored, TopologySearch
-from n8n_sizer.advisor.setup import MAX_WORKERS, Setup
-from n8n_sizer.advisor.answer.topology import COMFORT_UTILISATION, TopologyModel
+from n8n_sizer.advisor.answer.topology_search import MAX_HOSTS_DEFAULT, NEGLIGIBLE_GAIN, HostOption, Scored, TopologySearch
+from n8n_sizer.advisor.setup import Setup, most_workers
+from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION, TopologyModel
 from n8n_sizer.advisor.usl import UslModel
 from n8n_sizer.errors import InputError
 
@@ -35,16 +35,7 @@ __all__ = ["Advisor", "Request", "Recommendation", "COMFORT_UTILISATION", "MAX_H
 
 
 
-class _Candidate:
-    def __init__(self, mode: str, setup: Setup, mid: float, bound: Bound):
-        self.mode, self.setup, self.mid, self.bound = mode, setup, mid, bound
-
-
-class _Single:
-    """A single-host answer: where, the setup, and how it meets the rate."""
-
-    def __init__(self, option: HostOption, shared_core: bool, cand: _Candidate, p95: float | None):
-        self.option, self.shared_core, self.cand, self.p95 = option, shared_core, cand, p95
+RAM_SHARE = 0.8  # of a host's RAM, what n8n's stack may use (answer/single.py warns above it)
 
 
 class Advisor:
@@ -57,19 +48,21 @@ class Advisor:
         self.ram = ram
         self.usl = usl or {}
         self.notes = notes or []
-        self._options: dict[tuple, list[_Candidate]] = {}
+        self._options: dict[tuple, list[Candidate]] = {}
         self._searches: dict[tuple, TopologySearch] = {}
         # Shared-core (burstable) sizes: the longest embedded soak on one gives their latency floor.
         soaks = [m for m in measurements if m.hardware.shared_core and m.results.p95_ms is not None and m.load.duration_s]
         self.soak = max(soaks, key=lambda m: m.load.duration_s) if soaks else None
+        self.basis = Basis(fitted=fitted, ram=ram, notes=tuple(self.notes), soak=self.soak)
 
     # --- hosts ---------------------------------------------------------------------------------
     def host_for_size(self, size: ServerSize) -> HostShape:
         # Hetzner sizes run at seed 002's measured speed; GCP has no throughput measurement, so the same speed.
-        return HostShape(vcpu=size.baseline_vcpu, arch=size.arch, host_class="seed-002")
+        return HostShape(vcpu=size.baseline_vcpu, arch=size.arch, host_class="seed-002", ram_mib=size.ram_mib)
 
-    def host_for_vcpu(self, vcpu: int, arch: str) -> HostShape:
-        return HostShape(vcpu=float(vcpu), arch=arch, host_class=self.model.reference_class)
+    def host_for_vcpu(self, vcpu: int, arch: str, ram_mib: int | None = None) -> HostShape:
+        return HostShape(vcpu=float(vcpu), arch=arch, host_class=self.model.reference_class,
+                         ram_mib=ram_mib or RAM_MIB_PER_VCPU_ASSUMED * vcpu)
 
     # --- single-host candidates ----------------------------------------------------------------
     def _usl_cap(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> float:
@@ -79,7 +72,7 @@ class Advisor:
     def _capacity(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> float:
         return min(self.model.throughput_at(profile, setup, host), self._usl_cap(profile, setup, host))
 
-    def _candidate(self, profile: WorkflowProfile, host: HostShape, workers: int) -> _Candidate:
+    def _candidate(self, profile: WorkflowProfile, host: HostShape, workers: int) -> Candidate:
         """Regular mode (workers 0) or queue mode, settings sized at the setup's own comfortable rate."""
         model = self.model
         if workers:
@@ -92,23 +85,30 @@ class Advisor:
             setup = probe.model_copy(update={"db_pool_size": worker_pool_size(conc, busy)})
         else:
             setup = Setup(mode="regular", db_pool_size=settings.db_pool_size())
+            room = None if host.ram_mib is None else (RAM_SHARE * host.ram_mib * 1.048576 - self.ram.idle_mb(setup))
+            ram_cap = None if room is None else max(1, int(room / self.ram.held_mb_per_execution))
+            limit = settings.production_limit_for(model, profile, host, self._capacity(profile, setup, host), ram_cap)
+            setup = setup.model_copy(update={"production_limit": limit})
         mid = self._capacity(profile, setup, host)
         runner = settings.runner_concurrency(model, profile, setup, host, COMFORT_UTILISATION * mid)
         setup = setup.model_copy(update={"runner_concurrency": runner})
-        return _Candidate("queue" if workers else "regular", setup, mid, model.binding_bound(profile, setup, host))
+        mode = "queue" if workers else "regular-limit" if setup.production_limit else "regular"
+        return Candidate(mode, setup, mid, model.binding_bound(profile, setup, host))
 
-    def host_options(self, profile: WorkflowProfile, host: HostShape) -> list[_Candidate]:
+    def host_options(self, profile: WorkflowProfile, host: HostShape) -> list[Candidate]:
         """Regular, then queue with 1 .. max_workers_on_host workers, simplest first."""
         key = (profile, host)
         if key not in self._options:
             self._options[key] = [self._candidate(profile, host, w) for w in range(0, max_workers_on_host(host) + 1)]
         return self._options[key]
 
-    def most_on_host(self, profile: WorkflowProfile, host: HostShape) -> _Candidate:
-        """The setup with the most capacity on this host (ties: the simpler)."""
-        return max(self.host_options(profile, host), key=lambda c: c.mid)
+    def most_on_host(self, profile: WorkflowProfile, host: HostShape) -> Candidate:
+        """The simplest setup within a negligible gain of the most capacity on this host."""
+        options = self.host_options(profile, host)
+        top = max(c.mid for c in options)
+        return next(c for c in options if c.mid >= (1.0 - NEGLIGIBLE_GAIN) * top)
 
-    def _p95(self, profile: WorkflowProfile, c: _Candidate, host: HostShape, rate: float, shared: bool) -> float | None:
+    def _p95(self, profile: WorkflowProfile, c: Candidate, host: HostShape, rate: float, shared: bool) -> float | None:
         if rate >= c.mid:
             return None
         p95 = self.model.p95_ms_at(profile, c.setup, host, rate)
@@ -117,7 +117,7 @@ class Advisor:
         return p95
 
     def best_on_host(self, profile: WorkflowProfile, host: HostShape, rate: float, p95_target: float | None,
-                     shared: bool = False) -> tuple[_Candidate, bool, bool, float | None]:
+                     shared: bool = False) -> tuple[Candidate, bool, bool, float | None]:
         """(setup, comfortable, carries, p95): the simplest setup that carries the rate comfortably, else the
         one with the most capacity (ties: the simpler)."""
         options = self.host_options(profile, host)
@@ -136,7 +136,8 @@ class Advisor:
         if req.vcpu is not None:
             same = [s for s in sizes if s.vcpu == req.vcpu and not s.shared_core]
             s = same[0] if same else None
-            return [(HostOption(self.host_for_vcpu(req.vcpu, req.arch), s.provider if s else req.provider,
+            return [(HostOption(self.host_for_vcpu(req.vcpu, req.arch, s.ram_mib if s else None),
+                                s.provider if s else req.provider,
                                 s.size if s else None, req.vcpu, s.monthly_eur if s else None,
                                 s.ram_mib if s else None), False)], sizes
         if not sizes:
@@ -170,9 +171,15 @@ class Advisor:
             else:
                 answer, carries = best_single[0], best_single[2]
         fits = self._fits(profile, req, sizes)
-        if isinstance(answer, _Single):
+        if isinstance(answer, SingleChoice):
             return self._build_single(req, answer, carries, fits, sizes)
         return self._build_topology(req, answer, carries, fits)
+
+    def answer(self, req: Request, cluster_hosts: int = MAX_HOSTS_DEFAULT) -> Recommendation:
+        """`recommend`, with the question asked first and the ways past it (answer/alternatives.py)."""
+        from n8n_sizer.advisor.answer.alternatives import with_alternatives
+
+        return with_alternatives(self.recommend, req, self.recommend(req), cluster_hosts)
 
     def _cheapest_comfortable(self, req: Request, options, search, p95_target):
         """The cheapest candidate (one host, or a topology) that carries the rate comfortably within the
@@ -180,7 +187,7 @@ class Advisor:
         singles = []
         for opt, shared in options:
             c, comfortable, carries, p95 = self.best_on_host(req.profile, opt.shape, req.rps, p95_target, shared)
-            singles.append((_Single(opt, shared, c, p95), comfortable, carries))
+            singles.append((SingleChoice(opt, shared, c, p95), comfortable, carries))
         found = [(_cost1(s.option), 0, s) for s, ok, _ in singles if ok]
         multi = search.carrying(req.rps, p95_target) if search is not None else None
         if multi is not None:
@@ -188,60 +195,64 @@ class Advisor:
         return (min(found, key=lambda t: (t[0], t[1]))[2] if found else None), singles
 
     def _fits(self, profile: WorkflowProfile, req: Request, sizes: list[ServerSize]) -> list[SizeFit]:
+        """Every catalog size of the provider and arch, judged by the verdict's rule (the warnings name a larger
+        size from it; the answer shows the ones --vcpu allows, `_finish`)."""
         out = []
         for size in sizes:
-            c, _, carries, _ = self.best_on_host(profile, self.host_for_size(size), req.rps, req.p95_ms, size.shared_core)
+            c, comfortable, carries, _ = self.best_on_host(profile, self.host_for_size(size), req.rps, req.p95_ms,
+                                                           size.shared_core)
             out.append(SizeFit(provider=size.provider, size=size.size, vcpu=size.vcpu, arch=size.arch,
                                monthly_eur=size.monthly_eur, mode=c.mode, workers=c.setup.workers,
-                               capacity_per_s=c.mid, carries=carries))
+                               capacity_per_s=c.mid, carries=carries, comfortable=comfortable))
         return out
 
-    def _request_echo(self, req: Request) -> dict:
-        p = req.profile
-        return {"rps": req.rps, "vcpu": req.vcpu, "arch": req.arch, "provider": req.provider, "workload": p.name,
-                "cpu_ms": p.code_cpu_ms, "wait_ms": p.wait_ms, "p95_ms": req.p95_ms, "max_hosts": req.max_hosts}
-
-    def _common_warnings(self, req: Request, carries: bool, low: float, mid: float, p95: float | None,
-                         choice_text: str, bound: BindingBound, fits, multi: bool, by_connections: bool) -> list[str]:
-        out = []
-        latency_miss = req.p95_ms is not None and req.rps < mid and (p95 is None or p95 > req.p95_ms)
-        if latency_miss:
-            row = self.soak.id if self.soak is not None and "shared-core" in choice_text else None
-            out.append(explain.latency_warning(req.rps, p95, req.p95_ms, mid, choice_text, row))
-        elif not carries and req.given:
-            out.append(explain.given_infeasible_warning(mid, bound))
-        elif not carries:
-            remedy = explain.what_would_help(bound, multi, req.max_hosts, by_connections)
-            out.append(explain.infeasible_warning(req.rps, mid, choice_text, bound, remedy, fits, multi))
-        elif req.rps > COMFORT_UTILISATION * mid:
-            out.append(f"little headroom: {req.rps:g}/s is {req.rps / mid:.0%} of the predicted capacity "
-                       f"({mid:.1f}/s); a burst will queue")
-        if carries and req.rps > low:
-            out.append(f"the low end of the capacity interval ({low:.1f}/s) is below {req.rps:g}/s: "
-                       "measure your workflow (`n8n-sizer bench`) before relying on it")
-        return out
-
-    def _build_single(self, req: Request, s: _Single, carries: bool, fits, sizes) -> Recommendation:
-        return build_single(self, req, s, carries, fits, sizes)
+    def _build_single(self, req: Request, s: SingleChoice, carries: bool, fits, sizes) -> Recommendation:
+        c, host = s.cand, s.option.shape
+        queue_alt = None  # the queue-mode setup a regular answer would move to, where one process is the ceiling
+        if c.mode != "queue" and c.bound.name in ("main", "runners"):
+            alt = max(self.host_options(req.profile, host), key=lambda o: o.mid)
+            queue_alt = alt if alt.setup.mode == "queue" and alt.mid > c.mid else None
+        usl_cap = self._usl_cap(req.profile, c.setup, host)
+        return _finish(req, build_single(self.basis, req, s, carries, fits, usl_cap, queue_alt))
 
     def _build_topology(self, req: Request, s: Scored, carries: bool, fits) -> Recommendation:
-        return build_topology(self, req, s, carries, fits)
+        return _finish(req, build_topology(self.basis, req, s, carries, fits))
+
+    def evaluate_one_host(self, req: Request, setup: Setup, option: HostOption) -> Recommendation:
+        """The answer for one host the user gives (a one-host topology): exactly this setup, no search."""
+        profile, host = req.profile, option.shape
+        mid = self._capacity(profile, setup, host)
+        mode = "queue" if setup.mode == "queue" else "regular-limit" if setup.production_limit else "regular"
+        cand = Candidate(mode, setup, mid, self.model.binding_bound(profile, setup, host))
+        p95 = self._p95(profile, cand, host, req.rps, False)
+        carries = req.rps < mid and (req.p95_ms is None or (p95 is not None and p95 <= req.p95_ms))
+        fits = self._fits(profile, req, sizes_for(req.provider, req.arch))
+        rec = self._build_single(req.model_copy(update={"given": True, "max_hosts": 1}),
+                                 SingleChoice(option, False, cand, p95), carries, fits, [])
+        return rec.model_copy(update={"request": {**rec.request, "max_hosts": None,
+                                                  "topology": {"hosts": 1, "machine_vcpu": None}}})
 
     def evaluate(self, req: Request, layout, given_hosts: int | None = None) -> Recommendation:
         """The answer for a topology the user gives (answer/given.py): no search, the same model."""
         from n8n_sizer.advisor.answer.given import evaluate
 
         fits = self._fits(req.profile, req, sizes_for(req.provider, req.arch))
-        return evaluate(self, req, layout, fits, given_hosts)
+        return _finish(req, evaluate(self.basis, req, layout, fits, given_hosts))
+
+
+def _finish(req: Request, rec: Recommendation) -> Recommendation:
+    """The verdict's comfort rule and the concurrency setting in words, the same for every kind of answer."""
+    mid = rec.capacity_per_s.mid
+    comfortable = rec.feasible and req.rps <= COMFORT_UTILISATION * mid
+    fits = [f for f in rec.fits if req.vcpu is None or f.vcpu == req.vcpu]
+    return rec.model_copy(update={"comfortable": comfortable, "concurrency_setting": explain.concurrency_setting(rec),
+                                  "fits": fits})
 
 
 def max_workers_on_host(host: HostShape) -> int:
-    """One worker per 2 vCPU (at least 1) on a host that also runs main, Postgres and Redis. Seed 000: on
-    4 vCPU, 2 workers answered the most and 4 answered no more while failing 1,013 requests at 50/s;
-    notes/real-n8n.md: on 2 vCPU, 1 worker answered 25.5/s and 2 workers 24.5/s. Extra workers cost RAM
-    (~225 MB idle each, seed 000) and compete for the same cores. Grows with the host, so a bigger host
-    never has fewer setups to choose from."""
-    return min(MAX_WORKERS, max(1, math.ceil(host.vcpu / 2.0)))
+    """Workers on a host that also runs main, Postgres and Redis (setup.most_workers: one per 2 vCPU). Grows with
+    the host, so a bigger host never has fewer setups to choose from."""
+    return most_workers(host.vcpu, shared=True)
 
 
 def _cost1(opt: HostOption) -> tuple:

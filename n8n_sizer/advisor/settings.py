@@ -41,6 +41,31 @@ def production_limit(model: CapacityModel, profile: WorkflowProfile, host: HostS
     return max(MIN_PRODUCTION_LIMIT, math.ceil(BURST_FACTOR * in_flight))
 
 
+# Seed 000's story: executions of ~0.7 s (187 ms of Code, a 0.5 s wait) piled up in main at 20 req/s, which grew
+# from 354 MB to 6.9 GB; a production limit of 10 kept it at 674 MB and cut errors from 1,045 to 1, and below
+# capacity it cost nothing (295 against 297 answered a minute at 5 req/s). Executions this long or longer are held
+# long enough for a burst to pile them up; much shorter ones (light's ~60 ms) finish before they can.
+LONG_EXECUTION_S = 0.5
+
+
+def production_limit_for(model: CapacityModel, profile: WorkflowProfile, host: HostShape,
+                         capacity_per_s: float, ram_cap: int | None = None) -> int | None:
+    """Regular mode's N8N_CONCURRENCY_PRODUCTION_LIMIT, or None (-1, off) where it would not matter.
+
+    Set where an execution lasts LONG_EXECUTION_S or more at the comfortable rate (0.7 of capacity): then a
+    burst starts executions faster than they finish and each holds its memory in main until it does. The limit
+    is `production_limit` (Little's in-flight x burst factor, at least 10), so it never queues what the host could
+    run, and at most `ram_cap`, the executions whose memory the host's RAM holds (ram.py): where that binds, the
+    limit caps the capacity through Little's law (slots / time in flight), as it would in n8n."""
+    rate = 0.7 * capacity_per_s
+    probe = Setup(mode="regular")
+    d = model.demands(profile, probe, host)
+    if model.residence_s(d, host, rate) < LONG_EXECUTION_S:
+        return None
+    limit = production_limit(model, profile, host, rate)
+    return limit if ram_cap is None else max(1, min(limit, ram_cap))
+
+
 def runner_concurrency(model: CapacityModel, profile: WorkflowProfile, setup: Setup, host: HostShape,
                        rate_per_s: float) -> int:
     """N8N_RUNNERS_MAX_CONCURRENCY: Code tasks one runner holds at once, at least the template's 5.

@@ -27,6 +27,19 @@ CONNECTION_HEADROOM = 10
 DEFAULT_GRACEFUL_SHUTDOWN_S = 30  # N8N_GRACEFUL_SHUTDOWN_TIMEOUT default (seed 000, drill 6)
 
 
+def most_workers(vcpu: float, shared: bool) -> int:
+    """The most workers a host runs, the one rule `advise` sizes with and `check` enforces.
+
+    Beside main, Postgres and Redis: one worker per 2 vCPU, rounded up (at least 1). Seed 000: on 4 vCPU, 2
+    workers answered the most and 4 answered no more while failing 1,013 requests at 50/s; notes/real-n8n.md: on
+    2 vCPU, 1 worker answered 25.5/s and 2 workers 24.5/s. On a worker host of its own: one per vCPU (each is one
+    event loop plus its runner's share), never more."""
+    import math
+
+    per_host = math.ceil(vcpu / 2.0) if shared else math.floor(vcpu)
+    return min(MAX_WORKERS, max(1, per_host))
+
+
 class Setup(Frozen):
     """How n8n runs on one host. `workers` is 0 in regular mode."""
 

@@ -31,6 +31,9 @@ from n8n_sizer.bench.payloads import CLASSES, Payloads, max_body_bytes, signatur
 from n8n_sizer.bench.shapes import arrival_times, constant, k6_stages
 from n8n_sizer.runs.records import RequestRecord
 from n8n_sizer.errors import InputError
+from n8n_sizer.runs.store import MAX_RECORDS_BYTES
+from n8n_sizer.safety.files import read_user_text
+from n8n_sizer.safety.write import write_atomic
 from n8n_sizer.versions import K6_IMAGE
 
 REQUEST_METRIC = "n8n_sizer_request"
@@ -220,8 +223,9 @@ def run_k6_step(loadgen: Host, step, url: str, body: bytes, plan: LoadPlan, targ
             if payloads is not None:
                 remote = stage_payloads(loadgen, Path(tmp), workdir, step, body, payloads)
             script = Path(tmp) / "script.js"
-            script.write_text(render_script(step, url, body, plan, target,
-                                            payloads_file=None if remote is None else f"/work/{PAYLOADS_FILE}"))
+            write_atomic(script, render_script(step, url, body, plan, target,
+                                               payloads_file=None if remote is None else f"/work/{PAYLOADS_FILE}"),
+                         private=True)
             loadgen.put(script, f"{workdir}/script.js")
             res = loadgen.run(docker_command(workdir), timeout_s=step.duration_s + plan.timeout_s + 300, check=False)
         except BaseException:
@@ -233,7 +237,8 @@ def run_k6_step(loadgen: Host, step, url: str, body: bytes, plan: LoadPlan, targ
             unstage_payloads(loadgen, remote)
         local = Path(tmp) / "requests.json"
         loadgen.get(f"{workdir}/requests.json", local)
-        records = parse_k6_points(local.read_text(), step.name, target, seq_start)
+        records = parse_k6_points(read_user_text(local, "k6's results", max_bytes=MAX_RECORDS_BYTES,
+                                                 fix="run the step again"), step.name, target, seq_start)
     if res.exit_code != 0 and not records:
         from n8n_sizer.hosts.host import command_error
 

@@ -25,6 +25,9 @@ from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.hosts.host import SshHost
 from n8n_sizer.runs.records import RequestRecord, Sample, StepTally
 from n8n_sizer.runs.stats import role_of
+from n8n_sizer.runs.store import MAX_RECORDS_BYTES
+from n8n_sizer.safety.files import read_user_text
+from n8n_sizer.safety.write import write_atomic
 
 LAB_TARGET = "cluster"  # the one target of a lab run: results, ledger and report stay one folder
 AGENT_GRACE_S = 30.0  # after its share ends, how long a generator's requests in flight may still answer
@@ -213,7 +216,9 @@ def _redis_probe_secret(cluster) -> str:
 
     path = Path(cluster.secrets_file).with_name("redis-probe.secret")
     if not path.exists():
-        password = json.loads(Path(cluster.secrets_file).read_text())["redis_password"]
+        text = read_user_text(cluster.secrets_file, "the lab's cluster secrets", private=True, max_bytes=1 << 16,
+                              fix="run `n8n-sizer lab deploy` again")
+        password = json.loads(text)["redis_password"]
         write_atomic(path, password, private=True)
     return str(path)
 
@@ -226,7 +231,7 @@ def run_lab_step(lab: LabTarget, *, url: str, body: bytes, rate_per_s: float, du
     rates = split_rate(rate_per_s, len(names))
     starts = seq_starts(seq_start, share_counts(rates, duration_s))
     body_file = scratch / "body"
-    body_file.write_bytes(body)
+    write_atomic(body_file, body, private=True)
     results: dict[str, tuple[list[RequestRecord], dict]] = {}
     errors: dict[str, BaseException] = {}
     deadline = duration_s + min(timeout_s, AGENT_GRACE_S)
@@ -245,7 +250,9 @@ def run_lab_step(lab: LabTarget, *, url: str, body: bytes, rate_per_s: float, du
             res = host.run(cmd, timeout_s=deadline + 60)
             local = scratch / f"{step}-{gen}.jsonl"
             host.get(remote, local)
-            records = [RequestRecord.model_validate_json(line) for line in local.read_text().splitlines() if line]
+            text = read_user_text(local, f"generator {gen}'s records", max_bytes=MAX_RECORDS_BYTES,
+                                  fix="run the step again")
+            records = [RequestRecord.model_validate_json(line) for line in text.splitlines() if line]
             local.unlink()  # merged into the run's requests.jsonl below
             results[gen] = (records, json.loads(res.stdout.strip().splitlines()[-1]))
         except BaseException as exc:  # re-raised below, after every generator finished
@@ -284,15 +291,19 @@ def lab_up(run) -> str:
 def _owner_login(cluster, run_secrets: Path) -> None:
     """n8n has one owner per cluster: the first bench sets it up and keeps its login next to the cluster's
     secrets (0600), and every bench on that cluster starts from a copy in its own secrets folder."""
-    from n8n_sizer.lab.deploy import OWNER_LOGIN
+    from n8n_sizer.lab.deploy import OWNER_LOGIN, lab_owner
+    from n8n_sizer.n8n.client import OwnerLogin
     from n8n_sizer.n8n.link import saved_or_new_session
-    from n8n_sizer.safety.write import write_atomic
+    from pydantic import SecretStr
 
     owner = Path(cluster.secrets_file).with_name(OWNER_LOGIN)  # the lab's hosts/ folder, where the drills look too
-    saved_or_new_session(cluster.url, owner, LAB_TARGET)
+    made = lab_owner(owner.parent)  # the owner main created from its environment at start
+    saved_or_new_session(cluster.url, owner, LAB_TARGET,
+                         None if made is None else OwnerLogin(email=made[0], password=SecretStr(made[1])))
     if not run_secrets.exists():
         run_secrets.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_atomic(run_secrets, owner.read_text(), private=True)
+        write_atomic(run_secrets, read_user_text(owner, "the lab's n8n login", private=True, max_bytes=1 << 16,
+                                                 fix="delete it; the next run sets n8n up again"), private=True)
 
 
 def lab_telemetry(run, telemetry, main_url: str, workflow_id: str, secrets_path: Path) -> None:

@@ -238,7 +238,7 @@ class _TargetRun:
 
     def _find_max(self, spec: FindMax, url: str) -> None:
         """The bisection (`search.find_max_rate`), each measurement a full recorded rate step."""
-        from n8n_sizer.bench.search import find_max_rate, step_outcome
+        from n8n_sizer.bench.find_max import find_max_rate, step_outcome
 
         name, done = self.t.name, []
 

@@ -78,10 +78,11 @@ def read_stack_inventory(stack: str) -> dict:
 
 
 def read_inventory_file(path: Path) -> dict:
-    if not path.is_file():
-        raise InputError(f"--inventory {path}: no such file; save one with "
-                         f"`pulumi stack output --json inventory > {path}`")
-    return _inventory_dict(path.read_text(), f"--inventory {path}")
+    from n8n_sizer.safety.files import read_user_text
+
+    text = read_user_text(path, "--inventory", max_bytes=1 << 20,
+                          fix=f"save one with `pulumi stack output --json inventory > {path}`")
+    return _inventory_dict(text, f"--inventory {path}")
 
 
 def _inventory_dict(text: str, source: str) -> dict:
@@ -96,7 +97,9 @@ def _inventory_dict(text: str, source: str) -> dict:
 
         if is_lab_inventory(inventory):
             check_lab_inventory(inventory, source)
-            return json.loads(text)
+            from n8n_sizer.safety.jsondoc import load_json
+
+            return load_json(text, source, "pass the inventory `lab up` wrote")
         raise InputError(f"{source}: this is a cluster stack's inventory (hosts with roles); bench drives a "
                          "cluster on a lab (`lab up --out lab.json`, then `bench --inventory lab.json`) and "
                          "single-host targets, see docs/lab.md")

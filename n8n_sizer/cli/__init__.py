@@ -2,7 +2,8 @@
 
 `main()` runs the app so that every usage error, `InputError` or validation error becomes one line on
 stderr and exit code 2, and every `RemoteError` (a host, provider, service or n8n that failed) one line and
-exit code 1, with no traceback.
+exit code 1, with no traceback. Anything else is a bug: one line that says where the traceback was saved
+(a 0600 file in a fresh 0700 folder) and where to report it, exit code 70.
 """
 
 from __future__ import annotations
@@ -59,6 +60,32 @@ def _subcommand(prog_name: str, args: list[str] | None) -> str:
     return prog_name if prog_name != "n8n-sizer" or not words else words[0]
 
 
+EXIT_BUG = 70  # EX_SOFTWARE (sysexits.h): an internal error
+REPORT_AT = "the n8n-sizer issue tracker, with that file and the command you ran"
+
+
+def _last_resort(prog_name: str) -> None:
+    """An exception nobody expected: one line saying where the traceback is and where to report it; the
+    traceback itself goes to a private file (a 0700 folder of its own, the file 0600), since it may hold
+    paths or values the user would not paste; exit 70."""
+    import os
+    import tempfile
+    import traceback
+
+    text = traceback.format_exc()
+    try:
+        folder = tempfile.mkdtemp(prefix="n8n-sizer-crash-")  # 0700, unpredictable name
+        fd = os.open(os.path.join(folder, "traceback.txt"), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+        where = f"the traceback is in {folder}/traceback.txt"
+    except OSError:
+        where = "the traceback could not be saved"
+    kind = type(sys.exc_info()[1]).__name__
+    print(f"{prog_name}: internal error ({kind}); {where}; please report it at {REPORT_AT}", file=sys.stderr)
+    sys.exit(EXIT_BUG)
+
+
 def _run(command, prog_name: str, args: list[str] | None = None) -> None:
     from pydantic import ValidationError
 
@@ -84,14 +111,16 @@ def _run(command, prog_name: str, args: list[str] | None = None) -> None:
     except ModuleNotFoundError as exc:
         message = missing_extra_message(prog_name, _subcommand(prog_name, args), exc.name or "")
         if message is None:
-            raise
+            _last_resort(prog_name)
         print(message, file=sys.stderr)
         sys.exit(2)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "input"
-        print(f"{prog_name}: invalid {where}: {first.get('msg')}", file=sys.stderr)
+        print(f"{prog_name}: invalid {where}: {first.get('msg')}".replace("\n", " "), file=sys.stderr)
         sys.exit(2)
+    except Exception:  # noqa: BLE001 - the last resort: a bug of ours, never a traceback on the user's screen
+        _last_resort(prog_name)
     sys.exit(rv if isinstance(rv, int) else 0)
 
 

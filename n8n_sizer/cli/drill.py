@@ -119,11 +119,15 @@ def drill(
 
 def _is_lab(inventory: Path) -> bool:
     """A lab's inventory (it has the `lab` section `lab up` writes): the cluster drills, not a fleet target."""
-    import json
+    from n8n_sizer.errors import InputError
+    from n8n_sizer.safety.files import read_user_text
+    from n8n_sizer.safety.jsondoc import load_json
 
-    try:  # anything unreadable is left to the fleet checks below, which name the problem
-        data = json.loads(inventory.read_text())
-    except (OSError, ValueError):
+    fix = "pass the inventory `lab up` or `pulumi stack output --json inventory` wrote"
+    try:  # anything unreadable is left to the fleet checks below, which read it through the same reader
+        data = load_json(read_user_text(inventory, "--inventory", fix=fix, max_bytes=1 << 20),
+                         f"--inventory {inventory}", fix)
+    except InputError:
         return False
     return isinstance(data, dict) and isinstance(data.get("lab"), dict)
 

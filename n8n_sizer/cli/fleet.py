@@ -58,7 +58,9 @@ def cost(
 
         raise InputError(f"--stack {stack!r} is not a fleet stack name (2-20 lowercase letters, digits, dashes); "
                          "try --stack single")
-    estimate = estimate_cost(load_stack_file(stack_file(stack, stacks_dir)), hours, warn_eur)
+    spec = load_stack_file(stack_file(stack, stacks_dir))
+    estimate = estimate_cost(spec, hours, warn_eur)
+    _warn_placeholder(spec)
     if json_out:
         print(json.dumps(estimate.model_dump(mode="json")))
         return
@@ -75,6 +77,17 @@ def cost(
     if estimate.over_threshold:
         print(f"n8n-sizer: warning: {estimate.total_eur:.2f} EUR is above --warn-eur {estimate.warn_eur:g}; "
               "use fewer or smaller hosts, or fewer --hours", file=sys.stderr)
+
+
+def _warn_placeholder(spec) -> None:
+    """The shipped stack files' operator_cidr is a documentation range (RFC 5737): fine for a price, refused
+    by `pulumi up`; say so now, on stderr, so the user sets their own address before they need it."""
+    from n8n_sizer.safety.network import check_ssh_cidr
+
+    try:
+        check_ssh_cidr(spec.operator_cidr, allow_wide=spec.allow_wide_ssh)
+    except ValueError as exc:
+        print(f"n8n-sizer: warning: {exc}; `pulumi up` refuses it", file=sys.stderr)
 
 
 def teardown(
@@ -100,9 +113,10 @@ def teardown(
     whose = "every owner's" if owner is None else f"owner {owner}'s"
     if dry_run:
         spec = load_stack_file(stack_file(stack, stacks_dir))
-        print(f"dry run: would run `pulumi destroy --yes --stack {stack}` in {stacks_dir.resolve().parent}, "
-              f"destroying {spec.provider} {spec.location}: " + ", ".join(f"{h.name} ({h.size})" for h in spec.hosts))
-        print(f"dry run: then sweep {whose} resources labelled project=n8n-sizer, stack={stack}:")
+        if not json_out:  # --json prints one JSON object and nothing else
+            print(f"dry run: would run `pulumi destroy --yes --stack {stack}` in {stacks_dir.resolve().parent}, "
+                  f"destroying {spec.provider} {spec.location}: " + ", ".join(f"{h.name} ({h.size})" for h in spec.hosts))
+            print(f"dry run: then sweep {whose} resources labelled project=n8n-sizer, stack={stack}:")
         report = teardown_stack(stack, stacks_dir=stacks_dir, owner=owner, dry_run=True)
         if json_out:
             print(json.dumps({"dry_run": True, "destroy": f"pulumi destroy --yes --stack {stack}",

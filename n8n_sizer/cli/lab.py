@@ -64,7 +64,7 @@ def up(
     except KeyboardInterrupt:  # lab_up has already removed what it made (SIGTERM and SIGHUP end here too)
         print("n8n-sizer: lab up interrupted; everything it had made is removed", file=sys.stderr)
         raise typer.Exit(130) from None
-    inventory = json.loads(out.read_text())
+    inventory = json.loads(read_user_text(out, "--out", fix="run lab up again", max_bytes=1 << 20))
     hosts = {name: {"address": h["private_ip"], "role": h["role"]} for name, h in inventory["hosts"].items()}
     if json_out:
         print(json.dumps({"lab_id": state.lab_id, "inventory": str(out), "bridge": state.bridge,

@@ -64,12 +64,12 @@ def render(
     mode: Optional[str] = typer.Option(None, "--mode", help="regular or queue (not with --topology)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Queue-mode workers (default 2 in queue mode, 0 in regular)."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Executions per worker (worker --concurrency; queue mode, default 10)."),
-    runner_concurrency: int = typer.Option(5, "--runner-concurrency", help="N8N_RUNNERS_MAX_CONCURRENCY per runner."),
+    runner_concurrency: Optional[int] = typer.Option(None, "--runner-concurrency", help="N8N_RUNNERS_MAX_CONCURRENCY per runner (default 5)."),
     pool: Optional[int] = typer.Option(None, "--pool", help="DB_POSTGRESDB_POOL_SIZE per n8n process (Postgres only, default 2)."),
     production_limit: Optional[int] = typer.Option(None, "--production-limit", help="N8N_CONCURRENCY_PRODUCTION_LIMIT."),
-    db: str = typer.Option("postgres", "--db", help="postgres or sqlite (sqlite: regular mode only)."),
+    db: Optional[str] = typer.Option(None, "--db", help="postgres (default) or sqlite (sqlite: regular mode only)."),
     n8n_version: Optional[str] = typer.Option(None, "--n8n-version", help="Exact n8n version for n8n and runners images."),
-    longest_execution_s: int = typer.Option(30, "--longest-execution-s", help="Longest workflow run; shutdown timeouts go above it."),
+    longest_execution_s: Optional[int] = typer.Option(None, "--longest-execution-s", help="Longest workflow run; shutdown timeouts go above it (default 30)."),
     max_connections: Optional[int] = typer.Option(None, "--max-connections", help="Postgres max_connections, 1..262143 (default: 100 or what the pools need)."),
     profile: str = typer.Option("bench", "--profile", help="bench (plain HTTP on 5678) or production (Caddy TLS for --domain)."),
     domain: Optional[str] = typer.Option(None, "--domain", help="Public DNS name for --profile production."),
@@ -90,9 +90,23 @@ def render(
                      "--longest-execution-s": (longest_execution_s, n.LONGEST_EXECUTION_S),
                      "--max-connections": (max_connections, n.POSTGRES_MAX_CONNECTIONS)})
     if topology is not None:
+        # The topology file sets all of these; a flag it would drop without a word is refused instead.
+        ignored = {"--mode": mode, "--workers": workers, "--concurrency": concurrency,
+                   "--runner-concurrency": runner_concurrency, "--pool": pool, "--production-limit": production_limit,
+                   "--db": db, "--n8n-version": n8n_version, "--longest-execution-s": longest_execution_s,
+                   "--max-connections": max_connections}
+        given = [flag for flag, value in ignored.items() if value is not None]
+        if given:
+            raise InputError(f"{', '.join(given)} would be ignored: with --topology the file sets them (its "
+                             "concurrency, db_pool_size, max_connections, n8n_version, longest_execution_s keys); "
+                             f"drop {' '.join(given)}, or edit the file")
         out_dir = require_output_folder(out, "--out", fix="try --out ./cluster")
-        return _say(out_dir, _render_topology(topology, out_dir, mode=mode, workers=workers, profile=profile,
-                                              domain=domain, public_url=public_url), json_out)
+        return _say(out_dir, _render_topology(topology, out_dir, profile=profile, domain=domain,
+                                              public_url=public_url, generate_missing=generate_missing_secrets),
+                    json_out)
+    db = db or "postgres"
+    runner_concurrency = 5 if runner_concurrency is None else runner_concurrency
+    longest_execution_s = 30 if longest_execution_s is None else longest_execution_s
     if mode is None:
         raise InputError("--mode is missing; try --mode queue, or pass --topology advice.json")
     if mode not in ("regular", "queue"):
@@ -129,19 +143,15 @@ def _say(out_dir: Path, messages: list[str], json_out: bool) -> None:
     typer.echo(json.dumps({"out": str(out_dir), "files": files, "messages": messages}))
 
 
-def _render_topology(path: Path, out: Path, *, mode: str | None, workers: int | None, profile: str,
-                     domain: str | None, public_url: str | None) -> list[str]:
+def _render_topology(path: Path, out: Path, *, profile: str, domain: str | None, public_url: str | None,
+                     generate_missing: bool) -> list[str]:
     from n8n_sizer.deploy.render_topology import write_topology
     from n8n_sizer.deploy.topology import load_topology_text
-    from n8n_sizer.errors import InputError
-
-    if mode is not None or workers is not None:
-        raise InputError("--topology sets the mode and workers itself; drop --mode and --workers")
     from n8n_sizer.safety.files import read_user_text
 
     text = read_user_text(path, "--topology", fix="pass the file `advise --json` wrote", max_bytes=4 << 20)
     return list(write_topology(load_topology_text(text, f"--topology {path}"), out, profile=profile,
-                               domain=domain, public_url=public_url))
+                               domain=domain, public_url=public_url, generate_missing_secrets=generate_missing))
 
 
 def _read_env(path: Path, flag: str) -> dict[str, str]:

@@ -124,6 +124,9 @@ rule_redis_appendonly = _redis_rule(
     "without AOF a Redis restart crashed all 20 waiting executions; with it, none (the queue-mode test)")
 
 
+MAX_POOL = 500  # render --pool's bound (safety/numbers.py POOL)
+
+
 def _pool(service: Service) -> int:
     return as_int(service.env.get("DB_POSTGRESDB_POOL_SIZE")) or DEFAULT_DB_POOL_SIZE
 
@@ -136,10 +139,33 @@ def _max_connections(service: Service) -> int:
     return POSTGRES_DEFAULT_MAX_CONNECTIONS
 
 
+def unreadable_pool_settings(users: list[Service], postgres: list[Service]) -> list[str]:
+    """Pool sizes and max_connections that are set but are not whole numbers in range (`-5`, `abc`, `0`,
+    `2.5`): n8n and Postgres would refuse them or read something else, so the arithmetic cannot use them."""
+    bad = []
+    for s in users:
+        raw = s.env.get("DB_POSTGRESDB_POOL_SIZE")
+        if raw is not None and raw.strip() and not 1 <= (as_int(raw) or 0) <= MAX_POOL:
+            bad.append(f"{s.name} DB_POSTGRESDB_POOL_SIZE={raw[:20]!r}")
+    for p in postgres:
+        for i, token in enumerate(p.command):
+            match = re.fullmatch(r"(?:--)?max_connections=(.*)", token, flags=re.S)
+            if match and (token.startswith("--") or (i > 0 and p.command[i - 1] == "-c")) \
+                    and not re.fullmatch(r"\d{1,18}", match.group(1)):
+                bad.append(f"{p.name} max_connections={match.group(1)[:20]!r}")
+    return bad
+
+
 def rule_postgres_pool(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     users = [s for s in cf.n8n if s.env.get("DB_TYPE") == "postgresdb"]
     if not users:
         return na("postgres-pool", "no n8n service on Postgres")
+    unreadable = unreadable_pool_settings(users, cf.by_role("postgres"))
+    if unreadable:
+        return fail("postgres-pool", f"{', '.join(unreadable)}: not a whole number in range (pools 1..{MAX_POOL}, "
+                    f"max_connections 1..{POSTGRES_MAX_CONNECTIONS_LIMIT}); the pool arithmetic cannot trust it",
+                    f"set DB_POSTGRESDB_POOL_SIZE to a whole number, e.g. {DEFAULT_DB_POOL_SIZE}, and max_connections "
+                    "to what the pools need")
     mains = [s for s in users if s.role == "main"]
     others = [s for s in users if s.role != "main"]
     need = sum(_pool(s) + 1 for s in mains) + sum(_pool(s) for s in others)

@@ -26,13 +26,10 @@ from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
 from n8n_sizer.deploy.n8n_env import n8n_settings, shutdown_timeouts
 from n8n_sizer.deploy.secrets import (
     ENV_NAMES,
-    EnvEntry,
     StackSecrets,
-    check_existing_secrets,
-    generate_secrets,
-    merge_secrets,
-    read_env_strict,
+    read_secret_copy,
     secret_messages,
+    settle_secrets,
 )
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.files import read_user_text
@@ -195,30 +192,23 @@ def _prepare_out_dir(out_dir: Path) -> None:
     probe_writable(out_dir, "--out", "try a folder you own, e.g. --out ./n8n-stack")
 
 
-def _read_existing_env(env_path: Path, generate_missing: bool) -> dict[str, EnvEntry] | None:
-    """The entries of the .env already in --out (None when there is none); refused when a rewrite would
-    lose or invent something."""
-    if not os.path.lexists(env_path):
-        return None
-    if env_path.is_symlink():
-        raise InputError(f"{env_path} is a symbolic link; n8n-sizer neither reads nor replaces a linked .env: "
-                         "copy the real file into --out, or render into another folder")
-    text = read_user_text(env_path, "the existing .env", fix="it is never overwritten unread: fix its "
-                          "permissions or render into another --out folder")
-    entries = read_env_strict(text, env_path)
-    check_existing_secrets(entries, env_path, generate_missing=generate_missing)
-    return entries
-
-
-def _read_previous(compose_path: Path) -> str | None:
-    """The compose file already in --out, or None; a link or unreadable file is refused, not replaced."""
+def keep_previous(compose_path: Path, new_text: str) -> Path | None:
+    """Before `compose_path` is replaced with `new_text`: when the file there differs (it may carry the
+    user's edits), copy it to `<name>.previous` with its own mode (a 0600 file stays 0600) and return that
+    path. A link or unreadable file is refused, never replaced."""
     if not os.path.lexists(compose_path):
         return None
     if compose_path.is_symlink():
         raise InputError(f"{compose_path} is a symbolic link; n8n-sizer does not replace a linked file: "
                          "render into another --out folder")
-    return read_user_text(compose_path, "the existing compose file", fix="it is never replaced unread: "
-                          "fix its permissions or render into another --out folder")
+    previous = read_user_text(compose_path, "the existing compose file", fix="it is never replaced unread: "
+                              "fix its permissions or render into another --out folder")
+    if previous == new_text:
+        return None
+    saved = compose_path.with_name(compose_path.name + ".previous")
+    mode = os.lstat(compose_path).st_mode & 0o777
+    write_atomic(saved, previous, private=False, mode=mode, what="--out")
+    return saved
 
 
 def write_bundle(setup: Setup, out_dir: Path, *, profile: str = "bench", domain: str | None = None,
@@ -232,9 +222,12 @@ def write_bundle(setup: Setup, out_dir: Path, *, profile: str = "bench", domain:
     """
     out_dir = Path(out_dir)
     env_path = out_dir / ENV_FILE
-    entries = _read_existing_env(env_path, generate_missing_secrets)
+    env_copy = read_secret_copy(env_path)
+    copies = [c for c in (env_copy, read_secret_copy(out_dir / CLOUD_INIT_FILE)) if c is not None]
+    # One rule for every path (settle_secrets): a secret .env or cloud-init.yaml still holds is kept.
+    secrets, kept, settled = settle_secrets(env_path, copies, generate_missing=generate_missing_secrets)
+    entries = env_copy.entries if env_copy is not None else None
     existing = {k: e.value for k, e in (entries or {}).items()}
-    secrets, kept = merge_secrets(existing, generate_secrets())
     if public_url is None and profile != "production" and existing.get("N8N_PUBLIC_URL"):
         public_url = existing["N8N_PUBLIC_URL"]
     # Other variables go back exactly as written (quotes, `$` references and comments included).
@@ -246,22 +239,18 @@ def write_bundle(setup: Setup, out_dir: Path, *, profile: str = "bench", domain:
                            extra_env=extra)
     _prepare_out_dir(out_dir)
     compose_path = out_dir / COMPOSE_FILE
-    saved = None
     # The .env first: if a later file fails, the secrets on disk are still the ones the others use.
     write_atomic(env_path, bundle.env, private=True, what="--out")
     write_atomic(out_dir / CLOUD_INIT_FILE, bundle.cloud_init, private=True, what="--out")
-    previous = _read_previous(compose_path)
-    if previous is not None and previous != bundle.compose:
-        # A compose file that differs from the new one may carry the user's own edits: keep a copy beside,
-        # written before the new one replaces it, so a failure in between loses neither.
-        saved = compose_path.with_name(COMPOSE_FILE + ".previous")
-        write_atomic(saved, previous, private=False, what="--out")
+    # A differing compose file may carry the user's edits: its copy is written before the new one replaces it.
+    saved = keep_previous(compose_path, bundle.compose)
     write_atomic(compose_path, bundle.compose, private=False, what="--out")
     messages = [f"wrote {compose_path} ({describe(setup, profile)})"]
     if saved is not None:
         messages.append(f"the previous {COMPOSE_FILE} differed: kept as {saved}")
-    said, new = secret_messages(kept, f"in {env_path}", env_path)
-    messages += said
+    source = f"in {env_path}" if env_copy is not None else f"from {out_dir / CLOUD_INIT_FILE} (there was no .env)"
+    said, new = secret_messages(kept, source, env_path)
+    messages += settled + said
     if not new and kept:
         messages.append(f"wrote {env_path} (mode 0600), no new secrets")
     if extra:

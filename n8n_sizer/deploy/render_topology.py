@@ -8,6 +8,7 @@ single stack's `.env` is (`merge_secrets`). A one-host topology renders today's 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Mapping
 
@@ -19,6 +20,8 @@ from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
 from n8n_sizer.deploy.n8n_env import shutdown_seconds
 from n8n_sizer.deploy.render import (
     BENCH_PUBLIC_URL,
+    _prepare_out_dir,
+    keep_previous,
     CLOUD_INIT_FILE,
     COMPOSE_FILE,
     ENV_FILE,
@@ -30,15 +33,16 @@ from n8n_sizer.deploy.render import (
 )
 from n8n_sizer.deploy.secrets import (
     ENV_NAMES,
+    SecretCopy,
     StackSecrets,
-    generate_secrets,
-    merge_secrets,
-    parse_env_text,
+    read_secret_copy,
     secret_messages,
+    settle_secrets,
     write_private,
 )
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.safety.write import check_folder, make_folder, write_atomic
 
 SECRETS_FILE = ".secrets.env"
 MANIFEST_FILE = "topology.json"
@@ -71,7 +75,7 @@ def _validate(t: topo.Topology, profile: str, domain: str | None, public_url: st
     validate_access(profile, domain, public_url)
 
 
-def _lb_context(t: topo.Topology, lb_host: topo.Host | None, profile: str, domain: str | None) -> dict | None:
+def _lb_context(t: topo.Topology, lb_host: topo.ClusterHost | None, profile: str, domain: str | None) -> dict | None:
     if lb_host is None:
         return None
     webhook_up, main_up = [], []
@@ -86,7 +90,7 @@ def _lb_context(t: topo.Topology, lb_host: topo.Host | None, profile: str, domai
             "webhook_upstreams": webhook_up, "main_upstreams": main_up}
 
 
-def _host_context(t: topo.Topology, host: topo.Host, profile: str, domain: str | None,
+def _host_context(t: topo.Topology, host: topo.ClusterHost, profile: str, domain: str | None,
                   pg: topo.PostgresMemory) -> dict:
     pg_host, redis_host, lb_host = t.host_with("postgres"), t.host_with("redis"), t.host_with("load_balancer")
     roles = host.roles
@@ -176,73 +180,74 @@ def render_topology(t: topo.Topology, secrets: StackSecrets, *, profile: str = "
     return ClusterBundle(hosts=out, manifest=manifest_of(t, profile))
 
 
-def _read_env_file(path: Path) -> dict[str, str]:
-    try:
-        return parse_env_text(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc}); it is never "
-                         "overwritten unread: fix its permissions or render into another --out folder") from None
+def _secret_copies(out_dir: Path, host_names: list[str]) -> list[SecretCopy]:
+    """Every file under `out_dir` that holds the cluster's secrets: `.secrets.env` first, then each host's
+    `.env` and `cloud-init.yaml`, for the hosts of this topology and any host folder a previous render left."""
+    copies = [read_secret_copy(out_dir / SECRETS_FILE)]
+    folders = list(dict.fromkeys(host_names + _previous_hosts(out_dir)))
+    for name in folders:
+        folder = out_dir / name
+        if folder.is_symlink():
+            raise InputError(f"--out {out_dir}: host folder {folder} is a symbolic link; n8n-sizer neither reads "
+                             "secrets through it nor writes into it: remove the link or render into another folder")
+        copies += [read_secret_copy(folder / ENV_FILE), read_secret_copy(folder / CLOUD_INIT_FILE)]
+    return [c for c in copies if c is not None]
 
 
-def existing_secrets(out_dir: Path, host_names: list[str]) -> tuple[dict[str, str], str]:
-    """The secrets a previous render left: `.secrets.env`, else the hosts' `.env` files, which must agree."""
-    shared = out_dir / SECRETS_FILE
-    if shared.exists():
-        return _read_env_file(shared), str(shared)
-    found: dict[str, tuple[str, Path]] = {}
-    for name in host_names:
-        path = out_dir / name / ENV_FILE
-        if not path.exists():
-            continue
-        for key, value in _read_env_file(path).items():
-            if key not in ENV_NAMES.values() or not value:
-                continue
-            if key in found and found[key][0] != value:
-                raise InputError(f"{key} differs between {found[key][1]} and {path}; the cluster needs one value "
-                                 f"on every host: put the right one in {shared} (mode 0600) and render again")
-            found[key] = (value, path)
-    return {k: v for k, (v, _) in found.items()}, "the hosts' .env files"
+def _previous_hosts(out_dir: Path) -> list[str]:
+    """Host folders a previous render left (a folder with a .env or cloud-init.yaml); more than 64 is refused
+    (a topology has at most a few dozen hosts, and each copy is read whole: their number is bounded too)."""
+    if not out_dir.is_dir():
+        return []
+    found = []
+    for entry in sorted(os.scandir(out_dir), key=lambda e: e.name)[:4096]:
+        if entry.is_dir(follow_symlinks=False) and topo.NAME_RE.fullmatch(entry.name) and any(
+                os.path.lexists(os.path.join(entry.path, f)) for f in (ENV_FILE, CLOUD_INIT_FILE)):
+            found.append(entry.name)
+    if len(found) > 64:
+        raise InputError(f"--out {out_dir} holds {len(found)} host folders, more than any topology has (64 at "
+                         "most are read); render into a fresh folder")
+    return found
 
 
 def write_topology(t: topo.Topology, out_dir: Path, *, profile: str = "bench", domain: str | None = None,
-                   public_url: str | None = None) -> list[str]:
-    """Write every host's bundle, the shared secrets (0600) and topology.json; keep every existing secret."""
+                   public_url: str | None = None, generate_missing_secrets: bool = False) -> list[str]:
+    """Write every host's bundle, the shared secrets (0600) and topology.json; keep every existing secret
+    (`settle_secrets`: any copy's value is kept, copies that disagree are refused)."""
     out_dir = Path(out_dir)
     names = [h.name for h in t.hosts()]
-    existing, origin = existing_secrets(out_dir, names) if out_dir.is_dir() else ({}, "")
-    secrets, kept = merge_secrets(existing, generate_secrets())
+    copies = _secret_copies(out_dir, names)
+    secrets, kept, said = settle_secrets(out_dir / SECRETS_FILE, copies, generate_missing=generate_missing_secrets)
     extra: dict[str, dict[str, str]] = {}
-    for name in names:
-        path = out_dir / name / ENV_FILE
-        if path.exists():
-            values = _read_env_file(path)
-            extra[name] = {k: v for k, v in values.items() if k not in ENV_NAMES.values() and k != "N8N_PUBLIC_URL"}
-            if public_url is None and profile != "production" and values.get("N8N_PUBLIC_URL"):
-                public_url = values["N8N_PUBLIC_URL"]
+    for copy in copies:
+        if copy.path.name != ENV_FILE or copy.path.parent.name not in names:
+            continue
+        values = {k: e.value for k, e in copy.entries.items()}
+        extra[copy.path.parent.name] = {k: e.written for k, e in copy.entries.items()
+                                        if k not in ENV_NAMES.values() and k != "N8N_PUBLIC_URL"}
+        if public_url is None and profile != "production" and values.get("N8N_PUBLIC_URL"):
+            public_url = values["N8N_PUBLIC_URL"]
     cluster = render_topology(t, secrets, profile=profile, domain=domain, public_url=public_url, extra_env=extra)
-    from n8n_sizer.deploy.render import _prepare_out_dir
-
+    fix = "render into another --out folder"
+    for name in cluster.hosts:  # every host folder checked before the first byte is written
+        check_folder(out_dir / name, "--out: host folder", fix=fix, missing_ok=True)
     _prepare_out_dir(out_dir)
     messages = []
-    try:
-        write_private(out_dir / SECRETS_FILE, "".join(f"{n}={getattr(secrets, f)}\n" for f, n in ENV_NAMES.items()))
-        (out_dir / MANIFEST_FILE).write_text(cluster.manifest, encoding="utf-8")
-        for name, bundle in cluster.hosts.items():
-            folder = out_dir / name
-            folder.mkdir(exist_ok=True)
-            compose_path = folder / COMPOSE_FILE
-            if compose_path.is_file() and compose_path.read_text(encoding="utf-8") != bundle.compose:
-                compose_path.replace(folder / (COMPOSE_FILE + ".previous"))
-                messages.append(f"the previous {compose_path} differed: kept as {COMPOSE_FILE}.previous")
-            compose_path.write_text(bundle.compose, encoding="utf-8")
-            write_private(folder / ENV_FILE, bundle.env)
-            write_private(folder / CLOUD_INIT_FILE, bundle.cloud_init)
-            size = len(bundle.cloud_init.encode("utf-8"))
-            messages.append(f"wrote {folder}/ (cloud-init {size:,} of {USER_DATA_LIMIT_BYTES:,} bytes)")
-    except OSError as exc:
-        raise InputError(f"--out {out_dir}: writing failed ({exc.strerror or exc}); try another folder") from None
+    write_private(out_dir / SECRETS_FILE, "".join(f"{n}={getattr(secrets, f)}\n" for f, n in ENV_NAMES.items()))
+    for name, bundle in cluster.hosts.items():
+        folder = make_folder(out_dir / name, "--out: host folder", fix=fix)
+        write_private(folder / ENV_FILE, bundle.env)
+        write_private(folder / CLOUD_INIT_FILE, bundle.cloud_init)
+        saved = keep_previous(folder / COMPOSE_FILE, bundle.compose)
+        if saved is not None:
+            messages.append(f"the previous {folder / COMPOSE_FILE} differed: kept as {saved}")
+        write_atomic(folder / COMPOSE_FILE, bundle.compose, private=False, what="--out")
+        size = len(bundle.cloud_init.encode("utf-8"))
+        messages.append(f"wrote {folder}/ (cloud-init {size:,} of {USER_DATA_LIMIT_BYTES:,} bytes)")
+    write_atomic(out_dir / MANIFEST_FILE, cluster.manifest, private=False, what="--out")
     messages.insert(0, f"rendered {len(cluster.hosts)} host bundle(s): {describe_topology(t, profile)}")
-    messages += secret_messages(kept, f"from {origin}", out_dir / SECRETS_FILE)[0]
+    origin = "from the existing copies" if kept else ""
+    messages += said + secret_messages(kept, origin, out_dir / SECRETS_FILE)[0]
     if not t.single_host:
         messages.append(f"Postgres pools: {topo.pool_arithmetic(t)}; check it all with "
                         f"`n8n-sizer check --topology {out_dir}`")

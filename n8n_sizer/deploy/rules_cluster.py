@@ -14,7 +14,7 @@ from typing import Callable
 
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM
 from n8n_sizer.deploy.caddyfile import parse_routes, route_for
-from n8n_sizer.deploy.check import _max_connections, _pool, _redis_arg
+from n8n_sizer.deploy.check import _max_connections, _pool, _redis_arg, unreadable_pool_settings
 from n8n_sizer.deploy.composefile import ComposeFile, Service, image_base
 from n8n_sizer.deploy.rule import RuleResult, fail, na, ok
 from n8n_sizer.safety.frozen import Frozen
@@ -104,9 +104,10 @@ def rule_data_endpoints(c: Cluster) -> RuleResult:
         c, "postgres", ("DB_POSTGRESDB_HOST", "DB_POSTGRESDB_PORT", "DB_POSTGRESDB_DATABASE", "DB_POSTGRESDB_USER",
                         "DB_POSTGRESDB_PASSWORD"), 5432, lambda s: s.env.get("POSTGRES_PASSWORD"),
         "DB_POSTGRESDB_PASSWORD")
-    problems += _endpoint_problems(
-        c, "redis", ("QUEUE_BULL_REDIS_HOST", "QUEUE_BULL_REDIS_PORT", "QUEUE_BULL_REDIS_PASSWORD"), 6379,
-        lambda s: _redis_arg(s, "--requirepass"), "QUEUE_BULL_REDIS_PASSWORD")
+    if any(s.env.get("EXECUTIONS_MODE") == "queue" for _, s in c.n8n):  # regular mode on one host uses no Redis
+        problems += _endpoint_problems(
+            c, "redis", ("QUEUE_BULL_REDIS_HOST", "QUEUE_BULL_REDIS_PORT", "QUEUE_BULL_REDIS_PASSWORD"), 6379,
+            lambda s: _redis_arg(s, "--requirepass"), "QUEUE_BULL_REDIS_PASSWORD")
     if problems:
         return fail("cluster-data-endpoints", "; ".join(problems),
                     "point every n8n process at the data host's private address with the same database, user "
@@ -120,6 +121,10 @@ def rule_cluster_pool(c: Cluster) -> RuleResult:
     servers = c.services("postgres")
     if not users or not servers:
         return na("cluster-pool", "no n8n process on Postgres, or no Postgres in these hosts")
+    unreadable = unreadable_pool_settings([s for _, s in users], [s for _, s in servers])
+    if unreadable:
+        return fail("cluster-pool", f"{', '.join(unreadable)}: not a whole number in range; the pool sum "
+                    "cannot trust it", "set every DB_POSTGRESDB_POOL_SIZE and max_connections to a whole number")
     need = sum(_pool(s) + (1 if s.role == "main" else 0) for _, s in users)
     per_role: dict[str, list[int]] = {}
     for _, s in users:

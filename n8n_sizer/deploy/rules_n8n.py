@@ -6,13 +6,12 @@ from __future__ import annotations
 import re
 
 from n8n_sizer.advisor.settings import QUEUE_KEEP_LAST_ENV, QUEUE_KEEP_LAST_JOBS
-from n8n_sizer.advisor.setup import DEFAULT_GRACEFUL_SHUTDOWN_S, DEFAULT_WORKER_CONCURRENCY
+from n8n_sizer.advisor.setup import DEFAULT_GRACEFUL_SHUTDOWN_S, DEFAULT_WORKER_CONCURRENCY, most_workers
 from n8n_sizer.deploy.composefile import ComposeFile, Service, image_base
 from n8n_sizer.deploy.rule import CheckContext, RuleResult, as_int, fail, na, names, ok
 
 DOCKER_DEFAULT_STOP_GRACE_S = 10.0  # Docker's default stop timeout before SIGKILL
 MIN_WORKER_CONCURRENCY = 5  # seed 000: 5/5 fell to 426/min with 238 errors at 50 req/s; 10 held 519 with none
-VCPU_PER_WORKER = 2  # seed 000: 2 workers per 4 vCPU answered most; 4 added 1,013 errors
 
 
 def rule_db_type(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
@@ -141,7 +140,7 @@ def rule_workers_vs_cores(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     # answered no more than 2); on a host of its own, about one core per worker (one event loop each, plus its
     # runner's share), which is what `advise` sizes dedicated worker hosts with.
     shared = any(cf.by_role(role) for role in ("main", "postgres", "redis"))
-    most = max(1, ctx.vcpu // VCPU_PER_WORKER) if shared else ctx.vcpu
+    most = most_workers(ctx.vcpu, shared)
     where = "beside main, Postgres and Redis" if shared else "on a worker host of their own"
     if len(workers) > most:
         return fail("workers-vs-cores", f"{len(workers)} workers on {ctx.vcpu} vCPU {where}: on 4 vCPU, 4 workers "

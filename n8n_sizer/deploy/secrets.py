@@ -189,3 +189,107 @@ def secret_messages(kept: list[str], source: str, written: object) -> tuple[list
     if new:
         lines.append(f"wrote {written} (mode 0600) with new secret(s): {', '.join(new)}")
     return lines, new
+
+
+# ---- every copy of the secrets, one rule -----------------------------------------------------------------
+# A rendered stack holds its secrets in several files: the primary (`.env` of one host, `.secrets.env` of a
+# cluster), each cluster host's `.env` (what Compose on that host actually uses) and each `cloud-init.yaml`
+# (what a VM was or will be booted with). `settle_secrets` is the one function every render path calls: a
+# secret that any copy holds is kept (never regenerated), two copies with different values are refused,
+# and only a secret no copy holds is generated.
+
+MAX_ENV_IN_CLOUD_INIT = 1 << 20
+
+
+def env_of_cloud_init(text: str, path: Path) -> str:
+    """The `.env` a rendered cloud-init.yaml embeds ('' when it embeds none)."""
+    import base64
+    import binascii
+    import gzip
+    import zlib
+
+    from n8n_sizer.errors import InputError
+    from n8n_sizer.safety.yamldoc import load_yaml
+
+    doc = load_yaml(text, str(path), fix="it is never overwritten unread: fix it or render into another folder")
+    files = doc.get("write_files") if isinstance(doc, dict) else None
+    for entry in files if isinstance(files, list) else []:
+        if not isinstance(entry, dict) or not str(entry.get("path", "")).endswith("/.env"):
+            continue
+        content = entry.get("content", "")
+        if not isinstance(content, str):
+            break
+        if "gz" in str(entry.get("encoding", "")):
+            try:
+                with gzip.GzipFile(fileobj=__import__("io").BytesIO(base64.b64decode(content))) as gz:
+                    raw = gz.read(MAX_ENV_IN_CLOUD_INIT + 1)
+                content = raw[:MAX_ENV_IN_CLOUD_INIT].decode("utf-8")
+            except (OSError, EOFError, binascii.Error, zlib.error, UnicodeDecodeError):
+                raise InputError(f"{path}: its embedded .env cannot be decoded; it holds the stack's secrets, so "
+                                 "it is never overwritten unread: fix it or render into another folder") from None
+        return content
+    return ""
+
+
+class SecretCopy(Frozen):
+    """One file that holds the stack's secrets: its path and its KEY=VALUE lines."""
+
+    path: Path
+    entries: dict[str, EnvEntry]
+
+
+def read_secret_copy(path: Path, *, strict: bool = True) -> SecretCopy | None:
+    """The secrets `path` holds (None when it does not exist): only a regular file of the user's own, not a
+    link, not readable by others (`read_user_text(private=True)`); a cloud-init.yaml's embedded .env."""
+    import os
+
+    from n8n_sizer.safety.files import read_user_text
+
+    if not os.path.lexists(path):
+        return None
+    text = read_user_text(path, "the existing secrets file", private=True, max_bytes=1 << 20,
+                          fix="it holds the stack's secrets and is never overwritten unread: fix it or render "
+                              "into another --out folder")
+    if path.name == "cloud-init.yaml":
+        text, strict = env_of_cloud_init(text, path), False
+    if strict:
+        return SecretCopy(path=path, entries=read_env_strict(text, path))
+    values = parse_env_text(text)
+    return SecretCopy(path=path, entries={k: EnvEntry(key=k, value=v, written=v, line=0) for k, v in values.items()})
+
+
+def settle_secrets(primary: Path, copies: list[SecretCopy], *,
+                   generate_missing: bool) -> tuple[StackSecrets, list[str], list[str]]:
+    """The stack's secrets from every copy: (secrets, kept names, messages).
+
+    `copies` starts with the primary's copy when it exists. A secret is kept from whichever copy holds it;
+    two copies holding different values are refused (which one does the running stack use?); a secret held
+    by no copy is generated only when no primary exists yet or `generate_missing` says so."""
+    from n8n_sizer.errors import InputError
+
+    head = copies[0] if copies and copies[0].path == primary else None
+    chosen: dict[str, str] = {}
+    said: list[str] = []
+    for env_name in ENV_NAMES.values():
+        held = [(c.path, c.entries[env_name].value.strip()) for c in copies
+                if env_name in c.entries and c.entries[env_name].value.strip()]
+        values = {v for _, v in held}
+        if len(values) > 1:
+            (a, _), (b, _) = held[0], next(h for h in held if h[1] != held[0][1])
+            raise InputError(f"{env_name} differs between {a} and {b}; n8n-sizer never picks one: put the value "
+                             f"the running stack uses into both (and every other copy), then render again")
+        if values:
+            chosen[env_name] = values.pop()
+            if head is not None and env_name not in {k for k, e in head.entries.items() if e.value.strip()}:
+                said.append(f"{primary} lacked {env_name}: kept the one in {held[0][0]}")
+    if head is not None:  # the primary's own rules: a secret no copy holds is not made up without the flag
+        placeholders = {k: _held(k) for k in chosen if k not in head.entries or not head.entries[k].value.strip()}
+        check_existing_secrets(head.entries | placeholders, primary, generate_missing=generate_missing)
+    fresh = generate_secrets()
+    kept = [n for n in ENV_NAMES.values() if n in chosen]
+    secrets_, _ = merge_secrets(chosen, fresh)
+    return secrets_, kept, said
+
+
+def _held(name: str) -> EnvEntry:
+    return EnvEntry(key=name, value="(held by another copy)", written="", line=0)

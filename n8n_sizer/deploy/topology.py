@@ -10,139 +10,43 @@ servers the same ones, so no bundle waits for an address only known after `pulum
 from __future__ import annotations
 
 import ipaddress
-import json
-import re
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import AfterValidator, Field, ValidationError
+from pydantic import ValidationError
 
-from n8n_sizer.advisor.catalog import ServerSize, UnknownSize, find_size
-from n8n_sizer.advisor.setup import (
-    CONNECTION_HEADROOM,
-    DEFAULT_DB_POOL_SIZE,
-    DEFAULT_GRACEFUL_SHUTDOWN_S,
-    DEFAULT_RUNNER_CONCURRENCY,
-    DEFAULT_WORKER_CONCURRENCY,
-    POSTGRES_DEFAULT_MAX_CONNECTIONS,
-    Setup,
-)
+from n8n_sizer.advisor.catalog import UnknownSize, find_size
+from n8n_sizer.advisor.answer.contract import (DEFAULT_SUBNET, FIRST_HOST_OFFSET, NAME_RE, TOPOLOGY_KEYS, ClusterHost, HostGroup,
+                                        PoolSizes, Roles, Topology)
+from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, POSTGRES_DEFAULT_MAX_CONNECTIONS
 from n8n_sizer.errors import InputError
-from n8n_sizer.safety.names import matching
-from n8n_sizer.versions import N8N_VERSION
+from n8n_sizer.safety.jsondoc import load_json
 from n8n_sizer.safety.frozen import Frozen
 
-NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,20}[a-z0-9]$")
-# One /24 inside the Hetzner network's /16 and GCP's subnet. Hetzner keeps .1 for its gateway and GCP the
-# first two and last two addresses, so hosts start at .10.
-DEFAULT_SUBNET = "10.89.0.0/24"
-FIRST_HOST_OFFSET = 10
+__all__ = ["DEFAULT_SUBNET", "FIRST_HOST_OFFSET", "NAME_RE", "ClusterHost", "HostGroup", "PoolSizes", "Roles", "Topology",
+           "parse_topology", "load_topology_text", "postgres_connections", "pool_arithmetic", "max_connections",
+           "postgres_memory"]
+
 # PGTune's rules: shared_buffers a quarter of RAM; work_mem = (RAM - shared_buffers) / (3 x max_connections),
 # and never below Postgres' own default of 4 MiB (below it sorts spill to disk).
 SHARED_BUFFERS_FRACTION = 0.25
 MIN_WORK_MEM_MIB = 4
 
 
-class Roles(Frozen):
-    """Process counts on ONE host of a group."""
-
-    main: int = Field(0, ge=0, le=1)  # multi-main needs an n8n licence: out of scope
-    webhook: int = Field(0, ge=0, le=32)
-    workers: int = Field(0, ge=0, le=32)
-    postgres: int = Field(0, ge=0, le=1)
-    redis: int = Field(0, ge=0, le=1)
-    load_balancer: int = Field(0, ge=0, le=1)
-
-    def listed(self) -> list[str]:
-        return [name for name, n in self.model_dump().items() if n]
-
-
-class HostGroup(Frozen):
-    name: Annotated[str, AfterValidator(matching(NAME_RE, "{value!r} is not a host group name; use 2-22 lowercase "
-                                                 "letters, digits and dashes, starting with a letter, e.g. worker"))]
-    provider: Literal["hetzner", "gcp"]
-    size: str
-    vcpu: int | None = Field(None, ge=1)
-    count: int = Field(1, ge=1, le=32)
-    roles: Roles
-    monthly_eur: float | None = Field(None, ge=0)  # what `advise --json` estimated; informational, not rendered
-
-
-class PoolSizes(Frozen):
-    """DB_POSTGRESDB_POOL_SIZE per role."""
-
-    main: int = Field(DEFAULT_DB_POOL_SIZE, ge=1, le=500)
-    webhook: int = Field(DEFAULT_DB_POOL_SIZE, ge=1, le=500)
-    worker: int = Field(DEFAULT_DB_POOL_SIZE, ge=1, le=500)
-
-
-class Host(Frozen):
-    """One server of an expanded topology."""
-
-    name: str
-    group: str
-    provider: Literal["hetzner", "gcp"]
-    size: str
-    vcpu: int
-    ram_mib: int
-    roles: Roles
-    private_ip: str
-
-
-class Topology(Frozen):
-    groups: tuple[HostGroup, ...] = Field(min_length=1)
-    concurrency: int = Field(DEFAULT_WORKER_CONCURRENCY, ge=1, le=1000)
-    runner_concurrency: int = Field(DEFAULT_RUNNER_CONCURRENCY, ge=1, le=1000)
-    db_pool_size: PoolSizes = PoolSizes()
-    max_connections: int | None = Field(None, ge=1)
-    n8n_version: str = N8N_VERSION
-    longest_execution_s: int = Field(DEFAULT_GRACEFUL_SHUTDOWN_S, ge=1, le=86400)
-    subnet: str = DEFAULT_SUBNET
-
-    def total(self, role: str) -> int:
-        return sum(getattr(g.roles, role) * g.count for g in self.groups)
-
-    @property
-    def single_host(self) -> bool:
-        return len(self.groups) == 1 and self.groups[0].count == 1
-
-    def hosts(self) -> list[Host]:
-        net = ipaddress.ip_network(self.subnet)
-        out: list[Host] = []
-        for group in self.groups:
-            server = find_size(group.size, group.provider)
-            for i in range(1, group.count + 1):
-                name = group.name if group.count == 1 else f"{group.name}-{i}"
-                out.append(Host(name=name, group=group.name, provider=group.provider, size=server.size,
-                                vcpu=server.vcpu, ram_mib=server.ram_mib, roles=group.roles,
-                                private_ip=str(net[FIRST_HOST_OFFSET + len(out)])))
-        return out
-
-    def host_with(self, role: str) -> Host | None:
-        return next((h for h in self.hosts() if getattr(h.roles, role)), None)
-
-    def single_setup(self) -> Setup:
-        """The `Setup` of a one-host topology: today's single-host stack (regular mode without workers)."""
-        workers = self.groups[0].roles.workers
-        return Setup(mode="queue" if workers else "regular", workers=workers, concurrency=self.concurrency,
-                     runner_concurrency=self.runner_concurrency, db="postgres",
-                     db_pool_size=self.db_pool_size.worker if workers else self.db_pool_size.main,
-                     n8n_version=self.n8n_version, longest_execution_s=self.longest_execution_s)
-
-
 def postgres_connections(t: Topology) -> int:
     """Connections every process opens: main holds pool + 1 (seed 000), webhook processors and workers
     their pool each. This sum, not one host's, is what Postgres sees (the ~380 req/s outage in seed 000)."""
     pools = t.db_pool_size
-    return t.total("main") * (pools.main + 1) + t.total("webhook") * pools.webhook + t.total("workers") * pools.worker
+    return (t.total("main") * (pools.main + 1) + t.total("webhook") * pools.of("webhook")
+            + t.total("workers") * pools.of("worker"))
 
 
 def pool_arithmetic(t: Topology) -> str:
     pools = t.db_pool_size
     parts = [f"main (pool {pools.main} + 1)"]
     if t.total("webhook"):
-        parts.append(f"{t.total('webhook')} webhook x {pools.webhook}")
+        parts.append(f"{t.total('webhook')} webhook x {pools.of('webhook')}")
     if t.total("workers"):
-        parts.append(f"{t.total('workers')} workers x {pools.worker}")
+        parts.append(f"{t.total('workers')} workers x {pools.of('worker')}")
     return f"{' + '.join(parts)} + {CONNECTION_HEADROOM} headroom = {postgres_connections(t) + CONNECTION_HEADROOM}"
 
 
@@ -183,13 +87,17 @@ def _check_shape(t: Topology) -> None:
     names: set[str] = set()
     for i, group in enumerate(t.groups):
         key = f"topology[{i}]"
-        try:
-            server: ServerSize = find_size(group.size, group.provider)
-        except UnknownSize as exc:
-            raise InputError(f"{key}.size: {exc} ({group.provider})") from None
-        if group.vcpu is not None and group.vcpu != server.vcpu:
-            raise InputError(f"{key}.vcpu {group.vcpu} differs from {server.size}'s {server.vcpu} vCPU; "
-                             "drop vcpu or fix size")
+        if group.size is not None:
+            try:
+                server = find_size(group.size, group.provider)
+            except UnknownSize as exc:
+                raise InputError(f"{key}.size: {exc} ({group.provider or 'any provider'})") from None
+            if group.vcpu is not None and group.vcpu != server.vcpu:
+                raise InputError(f"{key}.vcpu {group.vcpu} differs from {server.size}'s {server.vcpu} vCPU; "
+                                 "drop vcpu or fix size")
+            if group.arch is not None and group.arch != server.arch:
+                raise InputError(f"{key}.arch {group.arch} differs from {server.size}'s {server.arch}; drop arch or "
+                                 "fix size")
         if not group.roles.listed():
             raise InputError(f"{key} ({group.name}) runs no role; give it roles or remove it")
         unique = group.roles.main or group.roles.postgres or group.roles.redis or group.roles.load_balancer
@@ -204,8 +112,11 @@ def _check_shape(t: Topology) -> None:
     for role, what in (("main", "n8n main"), ("postgres", "Postgres")):
         if t.total(role) != 1:
             raise InputError(f"the topology has {t.total(role)} {what} processes; it needs exactly one")
-    if len({g.provider for g in t.groups}) > 1:
-        raise InputError("the topology mixes providers; one cluster lives in one provider's private network")
+    providers = sorted({g.provider or "off-catalog" for g in t.groups})
+    if len(providers) > 1:
+        raise InputError(f"the topology mixes providers ({', '.join(providers)}); one cluster lives in one provider's "
+                         "private network: ask again with `advise --provider hetzner` (or gcp), or give every group "
+                         "the same provider")
     if t.single_host:
         roles = t.groups[0].roles
         if roles.webhook or roles.load_balancer:
@@ -220,7 +131,11 @@ def _check_shape(t: Topology) -> None:
                          "load_balancer: 1 on one host) to route /webhook/* to them")
     if t.total("load_balancer") > 1:
         raise InputError("the topology has more than one load balancer; keep one")
-    net = ipaddress.ip_network(t.subnet)
+    try:
+        net = ipaddress.ip_network(t.subnet)
+    except ValueError:
+        raise InputError(f"subnet {t.subnet!r} is not a network; write it as a private IPv4 range, e.g. "
+                         f"{DEFAULT_SUBNET}") from None
     if not net.is_private or net.num_addresses < FIRST_HOST_OFFSET + len(names) + 2:
         raise InputError(f"subnet {t.subnet} must be a private range with room for {len(names)} hosts")
 
@@ -231,8 +146,7 @@ def parse_topology(data: Any, source: str = "topology") -> Topology:
         raise InputError(f"{source} has no `topology` list; pass what `advise --json` prints, or "
                          '{"topology": [{"name", "provider", "size", "count", "roles"}]}')
     fields: dict[str, Any] = {"groups": data["topology"]}
-    for key in ("concurrency", "runner_concurrency", "max_connections", "n8n_version", "longest_execution_s",
-                "subnet"):
+    for key in TOPOLOGY_KEYS:
         if data.get(key) is not None:
             fields[key] = data[key]
     pool = data.get("db_pool_size")
@@ -252,9 +166,5 @@ def parse_topology(data: Any, source: str = "topology") -> Topology:
 
 
 def load_topology_text(text: str, source: str) -> Topology:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{source} is not JSON ({exc.msg} at line {exc.lineno}); pass the output of "
-                         "`advise --json`") from None
-    return parse_topology(data, source)
+    """A topology from JSON text: bounded nesting and numbers (safety.jsondoc), then `parse_topology`."""
+    return parse_topology(load_json(text, source, "pass the output of `advise --json`"), source)

@@ -55,7 +55,10 @@ class LabClusterHandle:
         if self.state.folder is None or self.state.client_key is None:
             raise InputError(f"--inventory {inventory_path}: the lab has no folder or key recorded; lab up again")
         self.cluster = read_cluster(self.state)
-        self.inventory = load_inventory(inventory_path.read_text())
+        from n8n_sizer.safety.files import read_user_text
+
+        self.inventory = load_inventory(read_user_text(inventory_path, "--inventory", max_bytes=1 << 20,
+                                                       fix="pass the lab.json that `lab up` wrote"))
         self.folder = Path(self.state.folder)
         self.python = python
         self.name = f"lab-{self.state.lab_id}"

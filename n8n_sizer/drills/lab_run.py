@@ -52,8 +52,8 @@ class LabDrillContext:
         self.workflows.append(wid)
         return wid, self.lab.url + path
 
-    def load(self, url: str, rate_per_s: float, duration_s: float, step: str, seq_start: int = 0) -> "Load":
-        return Load.start(url, rate_per_s, duration_s, step, self.lab.name, self.request_sink, seq_start)
+    def load(self, url: str, rate_per_s: float, duration_s: float, step: str, seq_start: int = 0) -> "BackgroundLoad":
+        return BackgroundLoad.start(url, rate_per_s, duration_s, step, self.lab.name, self.request_sink, seq_start)
 
     def after_load(self, url: str, rate_per_s: float, before: list[RequestRecord]) -> list[RequestRecord]:
         """AFTER_S more at the same rate once the drill is over (step "after"), numbered on from `before`."""
@@ -89,7 +89,7 @@ class LabDrillContext:
 
 
 @dataclass
-class Load:
+class BackgroundLoad:
     """The built-in open-model driver in a thread: `rate_per_s` for `duration_s`, every request recorded."""
 
     thread: threading.Thread
@@ -98,7 +98,7 @@ class Load:
 
     @classmethod
     def start(cls, url: str, rate_per_s: float, duration_s: float, step: str, target: str,
-              sink: Callable[[RequestRecord], None] | None, seq_start: int = 0) -> "Load":
+              sink: Callable[[RequestRecord], None] | None, seq_start: int = 0) -> "BackgroundLoad":
         from n8n_sizer.bench.load import HttpPost, run_open
 
         records: list[RequestRecord] = []
@@ -131,11 +131,17 @@ class Load:
 def lab_drill_context(inventory: Path) -> Iterator[LabDrillContext]:
     """The deployed lab of `inventory` with n8n set up (the saved owner login in the lab's folder, or n8n set up
     now and its login saved there, 0600)."""
-    from n8n_sizer.lab.deploy import owner_login
+    from pydantic import SecretStr
+
+    from n8n_sizer.lab.deploy import lab_owner, owner_login
+    from n8n_sizer.n8n.client import OwnerLogin
     from n8n_sizer.n8n.link import saved_or_new_session
 
     with LabClusterHandle.open(inventory) as lab:
-        session = saved_or_new_session(lab.url, owner_login(lab.folder), lab.name)
+        login = owner_login(lab.folder)
+        made = lab_owner(login.parent)  # the owner main created from its environment at start
+        session = saved_or_new_session(lab.url, login, lab.name,
+                                       None if made is None else OwnerLogin(email=made[0], password=SecretStr(made[1])))
         yield LabDrillContext(lab=lab, session=session)
 
 

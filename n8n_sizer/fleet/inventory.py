@@ -19,29 +19,37 @@ reads; this model keeps it opaque and n8n_sizer.lab validates it.
 
 from __future__ import annotations
 
-import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import AfterValidator, Field, ValidationError, model_validator
 
 from n8n_sizer.advisor.catalog import Arch, Provider
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.safety.jsondoc import load_json
+from n8n_sizer.safety.network import check_host, check_user
 
 Role = Literal["target", "loadgen", "cluster"]
 
 
+# One grammar for host names, addresses and login users (safety/network.py), shared with the lab and the
+# stack files: no `host:port`, `user@host`, URL, whitespace or newline reaches an SSH target, a k6 script
+# or a remote path.
+HostName = Annotated[str, AfterValidator(lambda v: check_host(v, "host"))]
+Word = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._:-]{0,63}$")]  # no newline, no quote, bounded
+
+
 class InventoryHost(Frozen):
-    name: str
+    name: HostName
     role: Role
     provider: Provider
-    size: str
-    vcpu: int = Field(gt=0)
+    size: Word
+    vcpu: int = Field(gt=0, le=1024)
     arch: Arch
-    public_ip: str
-    private_ip: str | None = None
-    ssh_user: str
+    public_ip: HostName
+    private_ip: HostName | None = None
+    ssh_user: Annotated[str, AfterValidator(lambda v: check_user(v, "ssh_user"))]
     setup: Setup | None = None
     roles: dict[str, int] | None = None  # a cluster host's process counts per role (deploy.topology.Roles)
 
@@ -59,11 +67,11 @@ class InventoryHost(Frozen):
 
 
 class Inventory(Frozen):
-    stack: str
+    stack: Word
     provider: Provider
-    location: str
-    expires_at: str
-    hosts: dict[str, InventoryHost] = Field(min_length=2)
+    location: Word
+    expires_at: Word
+    hosts: dict[str, InventoryHost] = Field(min_length=2, max_length=256)
     subnet: str | None = None  # a cluster's private network
     lab: dict[str, Any] | None = None  # `lab up`'s state, for `lab down` (see the module docstring)
 
@@ -71,7 +79,7 @@ class Inventory(Frozen):
     def _one_loadgen(self) -> "Inventory":
         for key, host in self.hosts.items():
             if key != host.name:
-                raise ValueError(f"hosts[{key!r}] names itself {host.name!r}")
+                raise ValueError(f"hosts[{key[:60]!r}] names itself {host.name!r}")
         loadgens = [h for h in self.hosts.values() if h.role == "loadgen"]
         if self.cluster_hosts():
             if not loadgens:
@@ -95,25 +103,13 @@ class Inventory(Frozen):
         return next(h for h in self.hosts.values() if h.role == "loadgen")
 
 
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def load_inventory(text: str) -> Inventory:
     """Parse the JSON of `pulumi stack output --json inventory`; InputError when it is not one."""
-    try:
-        data = json.loads(text, parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"inventory is not JSON ({exc.msg} at line {exc.lineno}); pass the output of "
-                         "`pulumi stack output --json inventory`") from None
-    except (ValueError, RecursionError) as exc:  # NaN/Infinity, a 5,000-digit number, 100,000 brackets
-        reason = str(exc) if isinstance(exc, ValueError) else "nested too deeply"
-        raise InputError(f"inventory is not usable JSON ({reason[:80]}); pass the output of "
-                         "`pulumi stack output --json inventory`") from None
+    data = load_json(text, "inventory", "pass the output of `pulumi stack output --json inventory`")
     try:
         return Inventory.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "top level"
-        raise InputError(f"inventory {where}: {first['msg'].removeprefix('Value error, ')}; pass the output "
+        where = ".".join(repr(p)[1:-1][:60] if isinstance(p, str) else str(p) for p in first["loc"]) or "top level"
+        raise InputError(f"inventory {where}: {first['msg'].removeprefix('Value error, ')[:300]}; pass the output "
                          "of `pulumi stack output --json inventory` for a stack that is up") from None

@@ -53,7 +53,20 @@ def fleet_spec_from_pulumi() -> FleetSpec:
         values[short] = raw
     from n8n_sizer.fleet.stackfile import parse_stack_config
 
-    return parse_stack_config(values, stack=pulumi.get_stack())
+    spec = parse_stack_config(values, stack=pulumi.get_stack())
+    refuse_example_cidr(spec)
+    return spec
+
+
+def refuse_example_cidr(spec: FleetSpec) -> None:
+    """`pulumi up` opens SSH to `operator_cidr`: the shipped stack files' placeholder (a documentation range,
+    RFC 5737) is refused here, where it would become a firewall rule; `cost` and `teardown` may read it."""
+    from n8n_sizer.safety.network import check_ssh_cidr
+
+    try:
+        check_ssh_cidr(spec.operator_cidr, allow_wide=spec.allow_wide_ssh)
+    except ValueError as exc:
+        raise InputError(f"{NAMESPACE}:{exc}; pulumi config set {NAMESPACE}:operator_cidr <your public IP>/32") from None
 
 
 def render_user_data(spec: FleetSpec, render: RenderUserData) -> dict[str, str]:

@@ -8,6 +8,7 @@ fleet resource whose `expires-at` has passed, the safety net for a run that was 
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from datetime import datetime, timezone
@@ -81,6 +82,12 @@ def check_pulumi_project(stack: str, stacks_dir: Path) -> Path:
     project_dir = Path(stacks_dir).resolve().parent
     manifest = project_dir / "Pulumi.yaml"
     fix = "run teardown from the n8n-sizer folder, or pass --stacks-dir <n8n-sizer folder>/stacks"
+    # Pulumi reads Pulumi.json (and Pulumi.yml) too, the .json first: another project's file there would be
+    # the project `pulumi destroy` acts on, whatever Pulumi.yaml says.
+    for other in ("Pulumi.json", "Pulumi.yml"):
+        if os.path.lexists(project_dir / other):
+            raise InputError(f"refusing pulumi destroy: {project_dir / other} sits beside Pulumi.yaml, and Pulumi "
+                             f"may read it instead; remove or rename it, or {fix}")
     text = read_user_text(manifest, "refusing pulumi destroy: the project file", fix=fix, max_bytes=1 << 20)
     doc = load_yaml(text, f"refusing pulumi destroy: {manifest}", fix=fix)
     name = doc.get("name") if isinstance(doc, dict) else None

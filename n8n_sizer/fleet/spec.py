@@ -18,7 +18,6 @@ The Pulumi program reads the same keys through `pulumi.Config`, the `cost` comma
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 from pathlib import Path
@@ -30,6 +29,7 @@ from n8n_sizer.advisor.catalog import ServerSize, UnknownSize, find_size
 from n8n_sizer.advisor.setup import Setup, required_max_connections
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.names import matching
+from n8n_sizer.safety.network import check_ssh_cidr
 from n8n_sizer.fleet.locations import GCP_ZONE_RE, HETZNER_EU_ONLY_PREFIXES, HETZNER_LOCATIONS
 from n8n_sizer.safety.frozen import Frozen
 
@@ -102,23 +102,26 @@ class FleetSpec(Frozen):
     owner: Annotated[str, AfterValidator(matching(
         OWNER_RE, "{value!r} is not a valid label value; use lowercase letters, digits, '-' or '_', e.g. alice"))]
     ttl_hours: float = Field(gt=0, le=MAX_TTL_HOURS)
-    operator_cidr: str
+    operator_cidr: str = Field(max_length=43)
+    allow_wide_ssh: bool = False  # an operator_cidr wider than a /16 is refused unless this says it is meant
     provider: Literal["hetzner", "gcp"]
     location: str
     ssh_public_key: str | None = None  # None: the program generates one with pulumi-tls
     loadgen: LoadGenSpec
     targets: tuple[TargetSpec, ...] = Field(min_length=1)
 
-    @field_validator("operator_cidr")
-    @classmethod
-    def _cidr(cls, v: str) -> str:
+    @model_validator(mode="after")
+    def _cidr(self) -> "FleetSpec":
+        # The one rule for SSH source ranges (safety/network.py): no host bits, no documentation range
+        # other than at `pulumi up` (see `refuse_example_cidr`), nothing wider than a /16 unless allow_wide_ssh.
+        if self.operator_cidr in ("0.0.0.0/0", "::/0"):
+            raise _KeyError("operator_cidr", f"{self.operator_cidr} would open SSH to the whole internet; use "
+                            "your own IP, e.g. 198.18.7.9/32")
         try:
-            net = ipaddress.ip_network(v, strict=False)
-        except ValueError:
-            raise ValueError(f"{v!r} is not a CIDR; use your public IP with a prefix, e.g. 203.0.113.7/32") from None
-        if net.prefixlen == 0:
-            raise ValueError(f"{v} would open SSH to the whole internet; use your own IP, e.g. 203.0.113.7/32")
-        return str(net)
+            check_ssh_cidr(self.operator_cidr, allow_wide=self.allow_wide_ssh, allow_example=True)
+        except ValueError as exc:
+            raise _KeyError("operator_cidr", str(exc).removeprefix("operator_cidr ")) from None
+        return self
 
     @field_validator("ssh_public_key")
     @classmethod

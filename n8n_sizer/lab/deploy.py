@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 
@@ -25,8 +27,11 @@ from n8n_sizer.lab.ingest import deploy_caddy, lab_caddyfile
 from n8n_sizer.lab.n8n_role import MAIN_PORT, N8nProcess, deploy_n8n_role
 from n8n_sizer.lab.state import LabState, read_lab_state
 from n8n_sizer.safety.files import read_user_text
+from n8n_sizer.safety.jsondoc import load_json
 from n8n_sizer.safety.write import write_atomic
 from n8n_sizer.safety.frozen import Frozen
+
+DEPLOY_FIX = "run `n8n-sizer lab deploy --inventory lab.json` again"
 
 
 class LabCluster(Frozen):
@@ -42,6 +47,8 @@ class LabCluster(Frozen):
 
 CLUSTER_RECORD = "cluster.json"  # in the lab's `hosts/` folder, written once the whole topology is up
 OWNER_LOGIN = "n8n-owner.json"  # beside it, 0600
+OWNER_CREDENTIALS = "n8n-owner-credentials.json"  # 0600: the owner main creates from its environment
+OWNER_EMAIL = "lab-owner@n8n-sizer.invalid"
 
 
 def deployed_cluster(path: Path) -> LabCluster | None:
@@ -53,7 +60,7 @@ def deployed_cluster(path: Path) -> LabCluster | None:
     root = Path(state.folder) / "hosts"
     record = cluster_record(Path(state.folder))
     if record.is_file():
-        return LabCluster.model_validate_json(record.read_text())
+        return LabCluster.model_validate_json(read_user_text(record, "the lab's cluster record", fix=DEPLOY_FIX))
     if root.exists():
         raise InputError(f"the lab of {path} has a deploy that did not finish ({root} holds no {CLUSTER_RECORD}); "
                          "`lab down` and `lab up` for a fresh one")
@@ -99,6 +106,31 @@ def cluster_record(folder: Path) -> Path:
     return folder / "hosts" / CLUSTER_RECORD
 
 
+def lab_owner(hosts_dir: Path) -> tuple[str, str] | None:
+    """(email, password) of the owner `lab deploy` gave main through N8N_INSTANCE_OWNER_* (in the lab's
+    `hosts/` folder); None for a lab deployed before it did."""
+    path = hosts_dir / OWNER_CREDENTIALS
+    if not path.exists():
+        return None
+    doc = load_json(read_user_text(path, "the lab's owner credentials", private=True, max_bytes=1 << 12,
+                                   fix=DEPLOY_FIX), "the lab's owner credentials", DEPLOY_FIX)
+    return str(doc["email"]), str(doc["password"])
+
+
+def _owner_files(root: Path) -> Path:
+    """The owner main creates at start: its password (0600, for bench and drills to log in) and, for main,
+    only its bcrypt hash (0600). Nobody sets the owner up over the network, so nobody can claim it first."""
+    import bcrypt  # paramiko's dependency: the lab needs the bench extra anyway
+
+    password = f"Nz9-{secrets.token_urlsafe(18)}"  # n8n's rule: 8+ characters, a number and an uppercase letter
+    write_atomic(root / OWNER_CREDENTIALS, json.dumps({"email": OWNER_EMAIL, "password": password}) + "\n",
+                 private=True)
+    hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=10)).decode()
+    env_file = root / "n8n-owner-env.json"
+    write_atomic(env_file, json.dumps({"email": OWNER_EMAIL, "password_hash": hashed}) + "\n", private=True)
+    return env_file
+
+
 def owner_login(folder: Path) -> Path:
     """The n8n owner login of the lab's cluster (0600): saved by whichever of bench and drill set n8n up first."""
     return folder / "hosts" / OWNER_LOGIN
@@ -114,21 +146,47 @@ def read_cluster(state: LabState) -> LabCluster:
     if not path.is_file():
         raise InputError(f"the lab {state.lab_id} is not deployed ({path} is missing); run "
                          "`n8n-sizer lab deploy --inventory lab.json` first")
-    return LabCluster.model_validate_json(path.read_text())
+    return LabCluster.model_validate_json(read_user_text(path, "the lab's cluster record", fix=DEPLOY_FIX))
+
+
+def _same_code_python(root: Path, python: str) -> str:
+    """A `python` for the lab's hosts that imports this very n8n_sizer: the hosts share this machine's files,
+    and a role started over SSH must run the code that deployed it (its flags, its owner handling), not
+    whatever an editable install elsewhere points to. A 0700 script in the lab's root-owned folder."""
+    import shlex
+
+    import n8n_sizer
+
+    package_parent = Path(n8n_sizer.__file__).resolve().parent.parent
+    wrapper = root / "python"
+    write_atomic(wrapper, f'#!/bin/sh\nPYTHONPATH={shlex.quote(str(package_parent))} exec {shlex.quote(python)} "$@"\n',
+                 private=True)
+    wrapper.chmod(0o700)
+    return str(wrapper)
 
 
 def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, python: str) -> LabCluster:
+    root.mkdir(mode=0o755)  # Debian's postgres user passes through to its data folder inside
+    python = _same_code_python(root, python)
     topo_hosts = topology.hosts()
     data = next(h for h in topo_hosts if h.roles.postgres)
     ingest = next(h for h in topo_hosts if h.roles.main)
     ends = deploy_data_host(hosts[data.name], python, str(root / data.name), data.private_ip, state.subnet,
                             max_connections=_max_connections(topology))
-    data_secrets = root / "data-secrets.json"
-    hosts[data.name].get(ends.secrets_file, data_secrets)
+    # The data host's passwords land in a private folder of their own (0700, unpredictable name), read through
+    # the one reader and removed at once: never at a predictable path with the umask's mode.
+    fetched = Path(tempfile.mkdtemp(prefix=".data-secrets-", dir=root))
+    try:
+        data_secrets = fetched / "data-secrets.json"
+        hosts[data.name].get(ends.secrets_file, data_secrets)
+        passwords = load_json(read_user_text(data_secrets, "the data host's secrets", max_bytes=1 << 16,
+                                             fix="run `n8n-sizer lab deploy` again"),
+                              "the data host's secrets", "run `n8n-sizer lab deploy` again")
+    finally:
+        shutil.rmtree(fetched, ignore_errors=True)
     cluster_secrets = root / "cluster-secrets.json"
-    write_atomic(cluster_secrets, json.dumps({"encryption_key": secrets.token_hex(32),
-                                              **json.loads(data_secrets.read_text())}) + "\n", private=True)
-    data_secrets.unlink()
+    write_atomic(cluster_secrets, json.dumps({"encryption_key": secrets.token_hex(32), **passwords}) + "\n",
+                 private=True)
     common = {"data": data.private_ip, "main": ingest.private_ip, "secrets_file": str(cluster_secrets),
               "concurrency": topology.concurrency}
     behind_lb = bool(ingest.roles.load_balancer)
@@ -136,7 +194,8 @@ def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, py
     procs: dict[str, list[N8nProcess]] = {h.name: [] for h in topo_hosts}
     procs[ingest.name].append(deploy_n8n_role(hosts[ingest.name], python, role="main", name="main",
                                               state=str(root / ingest.name), listen=main_listen,
-                                              production_off=ingest.roles.webhook > 0, **common))
+                                              production_off=ingest.roles.webhook > 0,
+                                              owner_file=str(_owner_files(root)), **common))
     for i in range(1, ingest.roles.webhook + 1):
         procs[ingest.name].append(deploy_n8n_role(hosts[ingest.name], python, role="webhook", name=f"webhook-{i}",
                                                   index=i, state=str(root / ingest.name), listen="127.0.0.1",

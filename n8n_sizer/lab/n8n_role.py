@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -53,8 +54,27 @@ def role_ports(role: str, index: int):
     return N8nPorts(http=MAIN_PORT, broker=BROKER_PORT)
 
 
+BCRYPT_RE = re.compile(r"\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}")  # what n8n's owner loader accepts
+
+
+def owner_env(owner_file: Path) -> dict[str, str]:
+    """N8N_INSTANCE_OWNER_* from the lab's 0600 owner file: n8n creates the owner while it starts, before it
+    serves a request, so no local user can claim `/rest/owner/setup` on the lab's address first."""
+    from n8n_sizer.safety.files import read_user_text
+    from n8n_sizer.safety.jsondoc import load_json
+
+    fix = "run `n8n-sizer lab deploy` again"
+    doc = load_json(read_user_text(owner_file, "--owner", private=True, max_bytes=1 << 12, fix=fix), "--owner", fix)
+    if not isinstance(doc, dict) or not isinstance(doc.get("email"), str) \
+            or not BCRYPT_RE.fullmatch(str(doc.get("password_hash", ""))):
+        raise InputError(f"--owner {owner_file} is not an owner file (email, bcrypt password_hash); {fix}")
+    return {"N8N_INSTANCE_OWNER_MANAGED_BY_ENV": "true", "N8N_INSTANCE_OWNER_EMAIL": doc["email"],
+            "N8N_INSTANCE_OWNER_PASSWORD_HASH": doc["password_hash"]}
+
+
 def start_n8n_role(role: str, name: str, state: Path, data: str, listen: str, main: str, secrets_file: Path,
-                   concurrency: int, index: int = 1, production_off: bool = False) -> N8nProcess:
+                   concurrency: int, index: int = 1, production_off: bool = False,
+                   owner_file: Path | None = None) -> N8nProcess:
     from n8n_sizer.advisor.setup import Setup
     from n8n_sizer.deploy.n8n_env import StackSecrets, n8n_argv, n8n_env
     from n8n_sizer.localstack import services
@@ -63,12 +83,17 @@ def start_n8n_role(role: str, name: str, state: Path, data: str, listen: str, ma
     install = find_installed()
     if install is None:
         raise InputError("n8n is not installed on this host; run `bash scripts/test.sh` once (it installs n8n)")
-    secrets = StackSecrets.model_validate_json(secrets_file.read_text())
+    from n8n_sizer.safety.files import read_user_text
+
+    secrets = StackSecrets.model_validate_json(read_user_text(secrets_file, "--secrets", private=True, max_bytes=1 << 16,
+                                                              fix="pass the 0600 file `lab deploy` wrote"))
     setup = Setup(mode="queue", workers=1, concurrency=concurrency, db="postgres")
     folder = state / name
     folder.mkdir(parents=True, exist_ok=False)
     ports = role_ports(role, index)
     extra = {"N8N_DISABLE_PRODUCTION_MAIN_PROCESS": "true"} if production_off else {}
+    if owner_file is not None:
+        extra |= owner_env(owner_file)
     # A webhook processor takes main's settings (it serves what main would serve), its own argv below.
     env = n8n_env(setup, role="worker" if role == "worker" else "main", ports=ports, user_folder=folder,
                   secrets=secrets, postgres_port=POSTGRES_PORT, redis_port=REDIS_PORT, path=install.env_path(), home=str(folder),
@@ -88,11 +113,12 @@ def start_n8n_role(role: str, name: str, state: Path, data: str, listen: str, ma
 
 def deploy_n8n_role(host, python: str, *, role: str, name: str, state: str, data: str, listen: str, main: str,
                     secrets_file: str, concurrency: int = 5, index: int = 1,
-                    production_off: bool = False) -> N8nProcess:
+                    production_off: bool = False, owner_file: str | None = None) -> N8nProcess:
     """Start `role` on `host` (a `hosts.host.Host`) and wait until it is ready."""
     words = [python, "-m", "n8n_sizer.lab.n8n_role", "up", "--role", role, "--name", name, "--state", state,
              "--data", data, "--listen", listen, "--main", main, "--secrets", secrets_file,
              "--concurrency", str(concurrency), "--index", str(index)] + (["--production-off"] if production_off else [])
+    words += ["--owner", owner_file] if owner_file else []
     res = host.run(" ".join(shlex.quote(w) for w in words), timeout_s=READY_TIMEOUT_S + 60)
     try:
         return N8nProcess.model_validate_json(res.stdout.strip().splitlines()[-1])
@@ -111,12 +137,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=5)
     parser.add_argument("--index", type=int, default=1)
     parser.add_argument("--production-off", action="store_true")
+    parser.add_argument("--owner", type=Path, default=None)
     args = parser.parse_args(argv)
     try:
         if os.stat(args.secrets).st_mode & 0o077:
             raise InputError(f"--secrets {args.secrets} is readable by others; chmod 600 it")
         proc = start_n8n_role(args.role, args.name, args.state, args.data, args.listen, args.main, args.secrets,
-                              args.concurrency, args.index, args.production_off)
+                              args.concurrency, args.index, args.production_off, args.owner)
     except (InputError, RemoteError, OSError) as exc:
         print(f"lab n8n: {exc}".replace("\n", " "), file=sys.stderr)
         return 2 if isinstance(exc, InputError) else 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -23,9 +24,10 @@ from typing import Iterator
 from n8n_sizer.deploy.topology import Topology
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.lab import cpu as lab_cpu, sshd
-from n8n_sizer.lab.plan import (BRIDGE_PREFIX, VETH_PREFIX, LabPlan, bridge_commands, forward_rule,
-                                link_commands, overlapping_routes, plan_lab)
+from n8n_sizer.lab.plan import (BRIDGE_PREFIX, LAB_ID_RE, VETH_PREFIX, LabPlan, bridge_commands, forward_rule,
+                                is_lab_netns, link_commands, overlapping_routes, plan_lab)
 from n8n_sizer.lab.state import MARKER, LabState, Recorder, lab_inventory, read_lab_state
+from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.write import probe_writable, write_atomic
 
 NETNS_DIR = Path("/run/netns")
@@ -73,7 +75,7 @@ def bridged_frames_filtered() -> bool:
 
 
 def _remove_forward_rule(state: LabState, r: Removal) -> None:
-    if not (state.forward_rule and state.bridge and state.bridge.startswith(BRIDGE_PREFIX)):
+    if not (state.forward_rule and state.bridge == BRIDGE_PREFIX + state.lab_id and LAB_ID_RE.fullmatch(state.lab_id)):
         return
     rule = forward_rule(state.bridge, state.lab_id)
     if _ip(["iptables", "-w", "5", "-C", *rule]).returncode != 0:
@@ -101,11 +103,10 @@ def preflight(plan: LabPlan, out: Path, sshd_path: str) -> None:
         raise InputError(f"--out {out} exists; a lab never overwrites an inventory: `n8n-sizer lab down "
                          f"--inventory {out}` first, or pick another --out")
     probe_writable(out.parent if str(out.parent) else Path("."), "--out folder", "pick a folder you can write to")
-    taken = [ns.name for ns in plan.namespaces if os.path.lexists(NETNS_DIR / ns.name)]
+    taken = [ns.netns for ns in plan.namespaces if os.path.lexists(NETNS_DIR / ns.netns)]
     if taken:
-        raise InputError(f"network namespace(s) {', '.join(taken)} already exist on this machine; the lab "
-                         "names its namespaces after the topology's hosts: remove them (`ip netns del NAME`) "
-                         "or, if they are an older lab's, `n8n-sizer lab down --inventory` it first")
+        raise InputError(f"network namespace(s) {', '.join(taken)} already exist on this machine, with this "
+                         "lab's random id in their names; run lab up again (it draws a new id)")
     routes = _ip(["ip", "-o", "route", "show", "table", "all"]).stdout + _ip(["ip", "-o", "addr", "show"]).stdout
     hits = overlapping_routes(routes, plan.subnet)
     if hits:
@@ -174,10 +175,11 @@ def _build(plan: LabPlan, rec: Recorder, out: Path, sshd_path: str, budget=None,
     folder.mkdir(mode=0o711)
     folder.chmod(0o711)  # whatever the umask did
     rec.folder = folder
-    (folder / MARKER).write_text(plan.lab_id + "\n")
+    write_atomic(folder / MARKER, plan.lab_id + "\n", private=True)
     rec.client_key = folder / "client_key"
     sshd.generate_key(rec.client_key, f"n8n-sizer-lab-{plan.lab_id}")
-    write_atomic(folder / "authorized_keys", (folder / "client_key.pub").read_text(), private=True)
+    write_atomic(folder / "authorized_keys", read_user_text(folder / "client_key.pub", "the lab's public key",
+                                                            fix="run lab up again"), private=True)
     first, *rest = bridge_commands(plan)
     _run(first)
     rec.bridge = plan.bridge
@@ -187,11 +189,11 @@ def _build(plan: LabPlan, rec: Recorder, out: Path, sshd_path: str, budget=None,
         _run(["iptables", "-w", "5", "-I", *forward_rule(plan.bridge, plan.lab_id)])
         rec.forward_rule = True
     for ns in plan.namespaces:
-        _run(["ip", "netns", "add", ns.name])
-        inode = netns_inode(ns.name)
+        _run(["ip", "netns", "add", ns.netns])
+        inode = netns_inode(ns.netns)
         if inode is None:
-            raise RemoteError(f"lab: `ip netns add {ns.name}` left no {NETNS_DIR / ns.name}")
-        rec.namespace(ns.name, inode)
+            raise RemoteError(f"lab: `ip netns add {ns.netns}` left no {NETNS_DIR / ns.netns}")
+        rec.namespace(ns.name, ns.netns, inode)
         first, *rest = link_commands(plan, ns)
         _run(first)
         rec.update(ns.name, veth=ns.veth)
@@ -229,10 +231,21 @@ def _runs_config(pid: int, config: str) -> bool:
         return False
 
 
+def _folder_is_the_labs(state: LabState) -> bool:
+    """The record's folder carries the lab's marker with its id (a record naming another folder does not)."""
+    if not state.folder:
+        return False
+    try:
+        marker = read_user_text(Path(state.folder) / MARKER, "lab marker", fix="-", private=True, max_bytes=64)
+    except (OSError, InputError):
+        return False
+    return marker.strip() == state.lab_id
+
+
 def _own_config(state: LabState, config: str | None) -> bool:
-    """Only a config file inside the lab's own folder identifies one of its sshds (a record naming, say,
-    /usr/sbin/sshd must not single out this machine's own sshd)."""
-    if not config or not state.folder:
+    """Only a config file inside the lab's own folder (the one carrying its marker) identifies one of its sshds
+    (a record naming, say, /usr/sbin/sshd or another folder must not single out this machine's own sshd)."""
+    if not config or not _folder_is_the_labs(state):
         return False
     path = Path(config)
     return path.parent == Path(state.folder) and path.name.endswith(".sshd_config")
@@ -254,10 +267,12 @@ def stop_pids(pids: list[int]) -> list[int]:
     return [p for p in pids if sshd.pid_alive(p)]
 
 
-def _remove_links(links: list[str], r: Removal) -> None:
+def _remove_links(links: list[str], r: Removal, lab_id: str) -> None:
     for link in links:
-        if not link.startswith((VETH_PREFIX, BRIDGE_PREFIX)):
-            r.failed.append(f"link {link} (not a lab link name: left alone)")
+        # only this lab's own names: its bridge n8nsz-<id> or a veth nz<id>-<n>, never another link
+        ours = LAB_ID_RE.fullmatch(lab_id) and re.fullmatch(rf"(?:{BRIDGE_PREFIX}{lab_id}|{VETH_PREFIX}{lab_id}-\d+)", link)
+        if not ours:
+            r.failed.append(f"link {link} (not a link of lab {lab_id}: left alone)")
             continue
         res = _ip(["ip", "link", "del", "dev", link])
         if res.returncode == 0:
@@ -273,14 +288,21 @@ def remove_lab(state: LabState) -> Removal:
     r = Removal()
     ours = []
     for rec in state.namespaces:
-        inode = netns_inode(rec.name)
+        # Three checks, all needed: the name carries this lab's random id (a generic `data` or `worker-1` made
+        # by someone else never does), the record says it is the lab's, and the inode is still the one `ip netns
+        # add` gave it. An inode alone is not an identity: the kernel reuses it for the next namespace.
+        if rec.netns is None or not is_lab_netns(rec.netns, state.lab_id):
+            r.failed.append(f"namespace {rec.netns or rec.name} (its name does not carry lab id {state.lab_id}: "
+                            "left alone; remove it by hand if it is yours)")
+            continue
+        inode = netns_inode(rec.netns)
         if inode is None:
-            r.gone.append(f"namespace {rec.name}")
+            r.gone.append(f"namespace {rec.netns}")
         elif inode != rec.netns_inode:
-            r.gone.append(f"namespace {rec.name} (the name now belongs to another namespace: left alone)")
+            r.gone.append(f"namespace {rec.netns} (the name now belongs to another namespace: left alone)")
         else:
             ours.append(rec)
-    pids = [p for rec in ours for p in _pids_in(rec.name)]
+    pids = [p for rec in ours for p in _pids_in(rec.netns)]
     # A recorded sshd outside its namespace's list (its namespace already deleted) still holds that namespace.
     pids += [rec.sshd_pid for rec in state.namespaces if rec.sshd_pid and rec.sshd_pid not in pids
              and _own_config(state, rec.sshd_config) and _runs_config(rec.sshd_pid, rec.sshd_config)]
@@ -294,21 +316,18 @@ def remove_lab(state: LabState) -> Removal:
     # Veths first, from this side: deleting one deletes its peer in the namespace at once, whereas a deleted
     # namespace frees its end later, in the kernel's own time.
     veths = [rec.veth for rec in state.namespaces if rec.veth]
-    _remove_links(veths, r)
+    _remove_links(veths, r, state.lab_id)
     for rec in ours:
-        res = _ip(["ip", "netns", "del", rec.name])
+        res = _ip(["ip", "netns", "del", rec.netns])
         if res.returncode == 0:
-            r.removed.append(f"namespace {rec.name}")
+            r.removed.append(f"namespace {rec.netns}")
         else:
-            r.failed.append(f"namespace {rec.name} ({' '.join(res.stderr.split())[-160:]})")
-    _remove_links([state.bridge] if state.bridge else [], r)
+            r.failed.append(f"namespace {rec.netns} ({' '.join(res.stderr.split())[-160:]})")
+    _remove_links([state.bridge] if state.bridge else [], r, state.lab_id)
     _remove_forward_rule(state, r)
     if state.folder:
         folder = Path(state.folder)
-        try:
-            mine = (folder / MARKER).read_text().strip() == state.lab_id
-        except OSError:
-            mine = False
+        mine = _folder_is_the_labs(state)
         if not folder.exists():
             r.gone.append(f"folder {folder}")
         elif not mine:

@@ -18,11 +18,13 @@ from pydantic import Field
 from n8n_sizer.deploy.topology import FIRST_HOST_OFFSET, Topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.safety.network import check_private_subnet
 
 # Generators take .9 down to .2: .1 is the bridge, .10 upward are the topology's hosts.
 MAX_GENERATORS = FIRST_HOST_OFFSET - 2
 LAB_ID_RE = re.compile(r"^[0-9a-f]{6}$")
 BRIDGE_PREFIX = "n8nsz-"  # every link the lab owns starts with it or with VETH_PREFIX
+NETNS_PREFIX = "n8nsz-"  # every namespace is n8nsz-<lab id>-<host>: a name no other lab or tool makes
 VETH_PREFIX = "nz"
 INNER_IFACE = "eth0"  # the namespace's end of its veth; each namespace has only this one and lo
 IFNAMSIZ = 15  # Linux's limit on an interface name (16 bytes with the NUL)
@@ -31,7 +33,8 @@ IFNAMSIZ = 15  # Linux's limit on an interface name (16 bytes with the NUL)
 class LabNamespace(Frozen):
     """One namespace of the lab: a topology host or a load generator."""
 
-    name: str
+    name: str  # the host's name (its hostname inside, its key in the inventory)
+    netns: str  # the namespace's name on this machine: netns_name(lab_id, name)
     kind: Literal["host", "generator"]
     address: str
     veth: str  # the root namespace's end, enslaved to the bridge
@@ -61,21 +64,35 @@ def plan_lab(topology: Topology, generators: int, lab_id: str, generator_prefix:
     if not 1 <= generators <= MAX_GENERATORS:
         raise InputError(f"--generators {generators} is out of range; use 1 to {MAX_GENERATORS} "
                          f"(they take .{FIRST_HOST_OFFSET - 1} down to .2 of the subnet), e.g. --generators 2")
-    net = ipaddress.ip_network(topology.subnet)
+    try:  # the one subnet rule (safety/network.py), also for a Topology built without parse_topology
+        net = ipaddress.ip_network(check_private_subnet(topology.subnet))
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     hosts = topology.hosts()
     names = [h.name for h in hosts] + [f"{generator_prefix}{i}" for i in range(1, generators + 1)]
     if len(set(names)) != len(names):
         clash = next(n for n in names if names.count(n) > 1)
         raise InputError(f"the topology's host {clash!r} has the name of a load generator; rename that group "
                          "(gen-1 .. gen-N belong to the lab's generators)")
-    out = [LabNamespace(name=h.name, kind="host", address=h.private_ip, veth=veth_name(lab_id, i),
-                        roles=h.roles.model_dump())
+    out = [LabNamespace(name=h.name, netns=netns_name(lab_id, h.name), kind="host", address=h.private_ip,
+                        veth=veth_name(lab_id, i), roles=h.roles.model_dump())
            for i, h in enumerate(hosts, start=1)]
     for g in range(1, generators + 1):
-        out.append(LabNamespace(name=f"{generator_prefix}{g}", kind="generator", address=str(net[FIRST_HOST_OFFSET - g]),
-                                veth=veth_name(lab_id, len(hosts) + g)))
+        name = f"{generator_prefix}{g}"
+        out.append(LabNamespace(name=name, netns=netns_name(lab_id, name), kind="generator",
+                                address=str(net[FIRST_HOST_OFFSET - g]), veth=veth_name(lab_id, len(hosts) + g)))
     return LabPlan(lab_id=lab_id, bridge=BRIDGE_PREFIX + lab_id, subnet=str(net), gateway=str(net[1]),
                    prefix_len=net.prefixlen, namespaces=tuple(out))
+
+
+def netns_name(lab_id: str, host: str) -> str:
+    """The namespace of `host` in lab `lab_id`. The lab's random id is in the name, so `lab down` can tell its
+    own namespace from one that took a generic name (`data`, `worker-1`) or a recycled inode."""
+    return f"{NETNS_PREFIX}{lab_id}-{host}"
+
+
+def is_lab_netns(name: str, lab_id: str) -> bool:
+    return bool(LAB_ID_RE.fullmatch(lab_id)) and name.startswith(f"{NETNS_PREFIX}{lab_id}-") and "/" not in name
 
 
 def veth_name(lab_id: str, index: int) -> str:
@@ -92,12 +109,12 @@ def bridge_commands(plan: LabPlan) -> list[list[str]]:
 
 def link_commands(plan: LabPlan, ns: LabNamespace) -> list[list[str]]:
     """After `ip netns add NAME`: its veth (peer created inside the namespace), address, lo and eth0 up."""
-    return [["ip", "link", "add", ns.veth, "type", "veth", "peer", "name", INNER_IFACE, "netns", ns.name],
+    return [["ip", "link", "add", ns.veth, "type", "veth", "peer", "name", INNER_IFACE, "netns", ns.netns],
             ["ip", "link", "set", ns.veth, "master", plan.bridge],
             ["ip", "link", "set", ns.veth, "up"],
-            ["ip", "-n", ns.name, "addr", "add", f"{ns.address}/{plan.prefix_len}", "dev", INNER_IFACE],
-            ["ip", "-n", ns.name, "link", "set", "lo", "up"],
-            ["ip", "-n", ns.name, "link", "set", INNER_IFACE, "up"]]
+            ["ip", "-n", ns.netns, "addr", "add", f"{ns.address}/{plan.prefix_len}", "dev", INNER_IFACE],
+            ["ip", "-n", ns.netns, "link", "set", "lo", "up"],
+            ["ip", "-n", ns.netns, "link", "set", INNER_IFACE, "up"]]
 
 
 def forward_rule(bridge: str, lab_id: str) -> list[str]:
@@ -108,11 +125,11 @@ def forward_rule(bridge: str, lab_id: str) -> list[str]:
             "-j", "ACCEPT"]
 
 
-def sshd_command(ns_name: str, sshd_path: str, config: str) -> list[str]:
+def sshd_command(ns: LabNamespace, sshd_path: str, config: str) -> list[str]:
     """sshd in the namespace, in its own UTS namespace named after the host (so `hostname` tells hosts apart).
     `ip netns exec`, `unshare` (no --fork) and `sh -c exec` each replace themselves: the PID is sshd's."""
-    return ["ip", "netns", "exec", ns_name, "unshare", "--uts", "--", "sh", "-c",
-            'hostname "$1" && exec "$2" -D -e -f "$3"', "sh", ns_name, sshd_path, config]
+    return ["ip", "netns", "exec", ns.netns, "unshare", "--uts", "--", "sh", "-c",
+            'hostname "$1" && exec "$2" -D -e -f "$3"', "sh", ns.name, sshd_path, config]
 
 
 def overlapping_routes(ip_route_text: str, subnet: str) -> list[str]:

@@ -50,7 +50,7 @@ def start_sshd(ns: LabNamespace, sshd_path: str, config: Path, log: Path) -> int
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # privilege separation folder sshd insists on as root
     with open(log, "ab") as out:
         # start_new_session: the lab outlives `lab up`, and a Ctrl-C in its terminal does not reach sshd.
-        proc = subprocess.Popen(sshd_command(ns.name, sshd_path, str(config)), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(sshd_command(ns, sshd_path, str(config)), stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     return proc.pid
 

@@ -26,8 +26,9 @@ DOWN_FIX = "pass the lab.json that `n8n-sizer lab up --out` wrote"
 
 
 class NamespaceRecord(Frozen):
-    name: str
-    netns_inode: int  # identity of the namespace `ip netns add` made; down deletes NAME only if it still is it
+    name: str  # the host
+    netns: str | None = None  # the namespace, n8nsz-<lab id>-<host>; None in a record of an older lab (left alone)
+    netns_inode: int  # the namespace `ip netns add` made; down deletes it only if name, lab id and inode all match
     veth: str | None = None
     sshd_pid: int | None = None
     sshd_config: str | None = None
@@ -58,8 +59,8 @@ class Recorder:
         self.namespaces: dict[str, dict] = {}
         self.cpu: LabCpu | None = None
 
-    def namespace(self, name: str, inode: int) -> None:
-        self.namespaces[name] = {"name": name, "netns_inode": inode}
+    def namespace(self, name: str, netns: str, inode: int) -> None:
+        self.namespaces[name] = {"name": name, "netns": netns, "netns_inode": inode}
 
     def update(self, name: str, **fields) -> None:
         self.namespaces[name].update(fields)

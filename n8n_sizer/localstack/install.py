@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
-from n8n_sizer.errors import InputError, exit_code
+from n8n_sizer.errors import InputError, RemoteError, exit_code
 from n8n_sizer.versions import N8N_VERSION, NODE_PACKAGE
 from n8n_sizer.safety.frozen import Frozen
 
@@ -139,14 +139,14 @@ def _run_npm(args: list[str], env: dict[str, str], log: Path, what: str) -> None
             proc = subprocess.run([npm, *args], env=env, stdout=out, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL, timeout=NPM_TIMEOUT_S, check=False)
         except subprocess.TimeoutExpired as exc:
-            raise RuntimeError(f"{what}: npm timed out after {NPM_TIMEOUT_S} s; log: {log}") from exc
+            raise RemoteError(f"{what}: npm timed out after {NPM_TIMEOUT_S} s; log: {log}") from exc
     if proc.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
         if "notarget" in tail or "No matching version" in tail:
             raise InputError(f"{what}: a package does not resolve on the npm registry (see below); choose "
                              f"another n8n version deliberately, e.g. --n8n-version {KNOWN_GOOD_FALLBACK}, "
                              f"or change the pin in n8n_sizer/versions.py. Log: {log}\n{tail}")
-        raise RuntimeError(f"{what}: npm exited {proc.returncode}; log: {log}\n{tail}")
+        raise RemoteError(f"{what}: npm exited {proc.returncode}; log: {log}\n{tail}")
 
 
 def _install_into_place(final: Path, work: Path, fill) -> None:
@@ -208,13 +208,13 @@ def install_n8n(n8n_version: str = N8N_VERSION, cache: Path | None = None, quiet
             probe = subprocess.run([str(node_bin), str(tmp / "node_modules" / "n8n" / "bin" / "n8n"), "--version"],
                                    env=env, capture_output=True, text=True, timeout=120, check=False)
             if probe.returncode != 0 or probe.stdout.strip() != n8n_version:
-                raise RuntimeError(f"n8n --version answered {probe.stdout.strip()!r} (exit {probe.returncode}), "
+                raise RemoteError(f"n8n --version answered {probe.stdout.strip()!r} (exit {probe.returncode}), "
                                    f"expected {n8n_version}: {probe.stderr.strip()[-500:]}")
 
         _install_into_place(_n8n_dir(cache, n8n_version), cache, fill)
     found = find_installed(n8n_version, cache)
     if found is None:
-        raise RuntimeError(f"n8n {n8n_version} install finished but is not found in {cache}")
+        raise RemoteError(f"n8n {n8n_version} install finished but is not found in {cache}")
     seconds = time.monotonic() - started
     console.print(f"[green]n8n {n8n_version}[/] with Node {found.node_version} installed in {seconds:.0f} s into {cache}")
     return found.model_copy(update={"install_seconds": seconds})
@@ -235,8 +235,8 @@ def main(argv: list[str] | None = None) -> int:
             print(found.model_dump_json())
         return 0
 
-    # A failed npm or download step raises RuntimeError: one line, exit 1, like a remote failure.
-    return exit_code("install_n8n", install, remote=(RuntimeError,))
+    # A failed npm or download step raises RemoteError: one line, exit 1, like a remote failure.
+    return exit_code("install_n8n", install, remote=(RemoteError,))
 
 
 if __name__ == "__main__":

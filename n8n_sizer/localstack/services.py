@@ -280,8 +280,8 @@ def write_redis_config(path: Path, data_dir: Path, port: int, password: str, per
     lines = [f"port {port}", f"bind {' '.join(listen)}", f"dir {data_dir}", "daemonize no", "protected-mode yes",
              f"requirepass {password}", "maxmemory-policy noeviction", 'save ""']
     lines += ["appendonly yes", "appendfsync everysec"] if persistence == "aof" else ["appendonly no"]
-    path.write_text("\n".join(lines) + "\n")
-    path.chmod(0o600)  # holds the password
+    # It holds the password: 0600 from the first byte (the one writer), never world-readable until a chmod.
+    write_atomic(path, "\n".join(lines) + "\n", private=True, what="redis config")
 
 
 def start_redis(config_path: Path, port: int, log_path: Path, cpus: str | None = None) -> RunningProcess:

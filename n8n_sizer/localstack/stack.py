@@ -37,6 +37,7 @@ from n8n_sizer.localstack.state import SECRETS_FILE, STATE_FILE, StackOptions, S
 
 __all__ = ["LocalStack", "StackOptions", "StackState", "STATE_FILE", "SECRETS_FILE"]
 from n8n_sizer.errors import InputError
+from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.write import write_atomic
 
 PORT_RETRIES = 2
@@ -280,8 +281,10 @@ class LocalStack(DataStores, IngestProcesses):
         path = Path(stack_dir) / STATE_FILE
         if not path.is_file():
             raise InputError(f"--state {stack_dir}: no {STATE_FILE} there; start a stack with `up --state {stack_dir}`")
-        state = StackState.model_validate_json(path.read_text())
-        secrets_ = StackSecrets.model_validate_json(state.secrets_path.read_text())
+        fix = f"start a stack with `up --state {stack_dir}`"
+        state = StackState.model_validate_json(read_user_text(path, "--state", fix=fix))
+        secrets_ = StackSecrets.model_validate_json(read_user_text(state.secrets_path, "the stack's secrets", fix=fix,
+                                                                   private=True))
         options = state.options.model_copy(update={"extra_env": secrets_.extra_env})
         stack = cls(state.setup, options, state.stack_dir, state.install)
         stack._own_dir = False

@@ -262,12 +262,15 @@ class N8nSession(Frozen):
         return N8nClient(self.base_url, self.api_key.get_secret_value(), timeout_s)
 
 
-def set_up_instance(base_url: str, owner: OwnerLogin | None = None, ready_timeout_s: float = 120.0) -> N8nSession:
-    """Wait for readiness, create the owner, log in and create an API key with the role's scopes."""
+def set_up_instance(base_url: str, owner: OwnerLogin | None = None, ready_timeout_s: float = 120.0,
+                    owner_exists: bool = False) -> N8nSession:
+    """Wait for readiness, create the owner (unless `owner_exists`: n8n made it at start from
+    N8N_INSTANCE_OWNER_* variables, as the lab does), log in and create an API key with the role's scopes."""
     owner = owner or OwnerLogin.generate()
     with N8nClient(base_url) as client:
         client.wait_ready(ready_timeout_s)
-        client.setup_owner(owner)
+        if not owner_exists:
+            client.setup_owner(owner)
         client.login(owner)
         key = client.create_api_key()
     return N8nSession(base_url=base_url, owner=owner, api_key=SecretStr(key))

@@ -44,7 +44,12 @@ def _save_session(path: Path, session: N8nSession) -> None:
 
 
 def _load_session(path: Path, base_url: str) -> N8nSession:
-    data = json.loads(path.read_text())
+    from n8n_sizer.safety.files import read_user_text
+    from n8n_sizer.safety.jsondoc import load_json
+
+    fix = "delete it; the next run sets n8n up again"
+    data = load_json(read_user_text(path, "the saved n8n login", private=True, max_bytes=1 << 16, fix=fix),
+                     f"the saved n8n login {path}", fix)
     owner = OwnerLogin(email=data["email"], password=SecretStr(data["password"]))
     return N8nSession(base_url=base_url, owner=owner, api_key=SecretStr(data["api_key"]))
 
@@ -59,13 +64,15 @@ def _version(session: N8nSession) -> str | None:
         return None  # recorded as unknown, never guessed
 
 
-def saved_or_new_session(base_url: str, login_file: Path | None, target: str = "target") -> N8nSession:
+def saved_or_new_session(base_url: str, login_file: Path | None, target: str = "target",
+                         owner: OwnerLogin | None = None) -> N8nSession:
     """The owner login saved in `login_file`, or (no such file yet) the instance set up now and its login saved
-    there (mode 0600). An instance that already has an owner and no saved login is the user's to point at."""
-    if login_file is not None and login_file.is_file():
+    there (mode 0600). An instance that already has an owner and no saved login is the user's to point at.
+    `owner`: the owner n8n created at start from its environment (the lab's), logged in, never set up."""
+    if login_file is not None and os.path.lexists(login_file):
         return _load_session(login_file, base_url)
     try:
-        session = set_up_instance(base_url)
+        session = set_up_instance(base_url, owner, owner_exists=owner is not None)
     except N8nApiError as exc:
         where = f" {login_file} does not exist;" if login_file is not None else ""
         raise HostError(f"{target}: n8n is set up already and{where} no saved login to use ({exc}); pass "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import uuid
 from importlib import resources
 from pathlib import Path
@@ -51,15 +52,14 @@ def read_workflow(name_or_path: str) -> dict[str, Any]:
     if name_or_path in WORKFLOW_TEMPLATES:
         text = resources.files("n8n_sizer").joinpath("templates", "workflows", f"{name_or_path}.json").read_text()
         return json.loads(text)
-    try:
-        with open(name_or_path) as handle:
-            workflow = json.load(handle)
-    except FileNotFoundError:
+    from n8n_sizer.safety.files import read_user_text
+    from n8n_sizer.safety.jsondoc import load_json
+
+    if not os.path.lexists(name_or_path):
         raise InputError(f"--workflow {name_or_path}: no such file; try one of {', '.join(WORKFLOW_TEMPLATES)} "
-                         f"or a path to an exported workflow JSON") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"--workflow {name_or_path}: not valid JSON ({exc.msg} at line {exc.lineno}); "
-                         f"export the workflow from n8n's editor (Download)") from None
+                         f"or a path to an exported workflow JSON")
+    fix = "export the workflow from n8n's editor (Download)"
+    workflow = load_json(read_user_text(name_or_path, "--workflow", fix=fix), f"--workflow {name_or_path}", fix)
     if not isinstance(workflow, dict) or not isinstance(workflow.get("nodes"), list):
         raise InputError(f"--workflow {name_or_path}: no `nodes` list; export the workflow from n8n's editor")
     return workflow
@@ -135,9 +135,9 @@ def load_bench_workflow(spec: str, body_file: Path | None = None, run_tag: str |
     if run_tag:
         path = f"{path}-{run_tag}"
     if body_file is not None:
-        if not body_file.is_file():
-            raise InputError(f"--body {body_file}: no such file; pass the JSON your webhook expects")
-        body = body_file.read_bytes()
+        from n8n_sizer.safety.files import read_user_bytes
+
+        body = read_user_bytes(body_file, "--body", fix="pass the JSON your webhook expects", max_bytes=1 << 20)
     elif spec in BUILT_IN:
         body = DEFAULT_BODY
     else:

@@ -40,7 +40,7 @@ def advice_section(run_dirs: Sequence[str | Path]) -> str:
     for workflow, vcpu, arch in shapes:
         rates = sorted({m.load.offered_rps for m in rows if m.workflow == workflow and m.load.offered_rps})
         profile = BUILTIN.get(workflow) or user_profile(workflow)
-        known = f"overhead:{profile.overhead_key}" in advisor.model.params
+        known = advisor.fitted.knows(profile)
         for rate in rates:
             measured = measured_at(rows, workflow, vcpu, arch, rate)
             seen = "; ".join(f"measured {v.setup}: {v.why}" + ("" if v.kept_up else " (did not keep up)")

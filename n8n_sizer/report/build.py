@@ -152,7 +152,7 @@ def render_search(run: RunData) -> str:
 
 
 def _render_one_search(search: dict) -> str:
-    from n8n_sizer.bench.search import SearchResult
+    from n8n_sizer.bench.find_max import SearchResult
 
     res = SearchResult.model_validate(search)
     found = "none: even the lowest rate failed" if res.max_rate_per_s is None else f"{res.max_rate_per_s:.3g} req/s"
@@ -181,6 +181,16 @@ class ReportResult:
     images: list[Path]
 
 
+def _what_next(d) -> str:
+    """What finishes a run without request records: `bench --resume` only where bench accepts it."""
+    m = d.manifest
+    if m.finished_s is not None:
+        return "it finished, so it cannot be resumed: start a new run with `n8n-sizer bench`"
+    if m.kind == "find-max" or m.spec.get("source") == "local":
+        return "a --find-max or --local run cannot be resumed: start a new run with `n8n-sizer bench`"
+    return f"`n8n-sizer bench --resume {m.run_id}` finishes it"
+
+
 def build_report(runs: Sequence[str | Path], out_dir: Path, *, extra_sections: Sequence[str] = (),
                  plots: bool = True) -> ReportResult:
     """Write `<out_dir>/report.md` (+ PNGs) for the given run folders; `extra_sections` (Markdown) go last."""
@@ -193,12 +203,17 @@ def build_report(runs: Sequence[str | Path], out_dir: Path, *, extra_sections: S
     bench = [d for d in data if d.manifest.kind in ("bench", "find-max", "soak")]
     rows = [row for d in bench for row in step_rows(d)]
     parts = [f"# Benchmark report\n\nRuns: {', '.join(f'`{d.manifest.run_id}`' for d in data)}.\n"]
-    # a load run without request records has nothing to tabulate: say so, never a silently shorter report
-    empty = [d.manifest.run_id for d in bench if not d.requests]
+    # a load run without request records has nothing to tabulate: say so, never a silently shorter report,
+    # and never advise a `--resume` that bench would refuse (a finished, --local or --find-max run)
+    empty = [d for d in bench if not d.requests]
+    advice = "; ".join(f"`{d.manifest.run_id}`: {_what_next(d)}" for d in empty)
+    has_other = any(key in d.manifest.extra for d in data for key in ("find_max", "search", "checks"))
+    if empty and len(empty) == len(data) and not has_other:
+        raise InputError(f"no request records in {', '.join(str(d.folder) for d in empty)} (requests.jsonl missing "
+                         f"or empty), so there is nothing to report; {advice}")
     if empty:
-        parts.append("**Warning:** no request records in " + ", ".join(f"`{r}`" for r in empty)
-                     + " (requests.jsonl missing or empty): these runs add no row to the tables below; run "
-                       "`n8n-sizer bench --resume RUN` to finish them.\n")
+        parts.append("**Warning:** no request records in " + ", ".join(f"`{d.manifest.run_id}`" for d in empty)
+                     + f" (requests.jsonl missing or empty): these runs add no row to the tables below; {advice}.\n")
     if rows:
         parts.append("## Results per setup and step\n\nAnswered/min counts 2xx responses per minute: for a constant-rate "
                      "step, over the span its answers needed, so a step that did not keep up reads as what it carried "

@@ -110,8 +110,13 @@ def _step_windows(manifest, requests) -> dict[tuple[str, str], tuple[float, floa
 
 
 def load_results(path: Path) -> list[Measurement]:
-    rows = [m for run in find_runs(path) for m in measurements_from_run(run)]
+    runs = find_runs(path)
+    rows = [m for run in runs for m in measurements_from_run(run)]
     if not rows:
-        raise InputError(f"--results {path}: its runs hold no finished load steps with host facts; "
-                         "run `n8n-sizer bench` to completion (or `--resume` it) first")
+        # advise a --resume only for a run bench would resume: not finished, not --find-max, not --local
+        resumable = [m.run_id for m in (RunStore.open(r).manifest for r in runs)
+                     if m.finished_s is None and m.kind != "find-max" and m.spec.get("source") != "local"]
+        fix = (f"finish one with `n8n-sizer bench --resume {resumable[0]}`" if resumable
+               else "run `n8n-sizer bench` to completion first (a finished run cannot be resumed)")
+        raise InputError(f"--results {path}: its runs hold no finished load steps with host facts; {fix}")
     return rows

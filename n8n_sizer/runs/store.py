@@ -25,6 +25,11 @@ from n8n_sizer.safety.write import write_atomic
 from n8n_sizer.runs.stats import step_throughput
 from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample
 from n8n_sizer.errors import InputError
+from n8n_sizer.safety.files import read_user_text
+
+# A run's requests.jsonl at 100 req/s for an hour is about 70 MB; four times that is still a file this
+# process can parse, and far below what a link to /dev/zero or a runaway file would ask of memory.
+MAX_RECORDS_BYTES = 256 * 1024 * 1024
 
 RUN_JSON, REQUESTS, SAMPLES = "run.json", "requests.jsonl", "samples.jsonl"
 
@@ -72,8 +77,9 @@ class RunStore:
         if not path.is_file():
             raise InputError(f"run {run}: no {RUN_JSON} in {folder}; try a folder from `ls "
                              f"{out_dir or 'results'}` (or pass --out)")
+        text = read_user_text(path, f"run {run}:", fix="restore it from a copy, or start a new run")
         try:
-            manifest = RunManifest.model_validate_json(path.read_text())
+            manifest = RunManifest.model_validate_json(text)
         except (ValidationError, ValueError) as exc:
             raise InputError(f"run {run}: {path} is not a run manifest ({str(exc).splitlines()[0]})") from None
         return cls(folder, manifest)
@@ -110,7 +116,12 @@ class RunStore:
     def _snapshot(self, name: str) -> str | None:
         with self._lock:
             path = self.folder / name
-            return path.read_text(encoding="utf-8") if path.is_file() else None
+            if not os.path.lexists(path):
+                return None
+            # The one reader: a FIFO, a device or a link loop here is one line; non-UTF-8 bytes too.
+            return read_user_text(path, "run file", max_bytes=MAX_RECORDS_BYTES,
+                                  fix="the file was edited or damaged: restore it, or re-run the step with "
+                                      "`n8n-sizer bench --resume`")
 
     def read_requests(self) -> list[RequestRecord]:
         return _parse_jsonl(self._snapshot(REQUESTS), self.folder / REQUESTS, RequestRecord)

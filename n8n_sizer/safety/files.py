@@ -33,14 +33,25 @@ def _fail(what: str, path: Path | str, reason: str, fix: str) -> InputError:
     return InputError(f"{what} {shown}: {reason}; {fix}".replace("\n", " "))
 
 
-def read_user_bytes(path: Path | str, what: str, *, fix: str, max_bytes: int = MAX_TEXT_BYTES) -> bytes:
-    """The bytes of a regular file the user named; `InputError` (one line) for anything else."""
+def read_user_bytes(path: Path | str, what: str, *, fix: str, max_bytes: int = MAX_TEXT_BYTES,
+                    private: bool = False) -> bytes:
+    """The bytes of a regular file the user named; `InputError` (one line) for anything else.
+
+    `private` is for a file whose contents become the stack's secrets (an existing `.env`, `.secrets.env`,
+    `cloud-init.yaml`): it must not be a symbolic link, must belong to the user running the tool and must
+    not be readable or writable by group or others, checked on the open file itself (no race)."""
     if not str(path) or "\0" in str(path):
         raise _fail(what, path, "is not a usable path", fix)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    if private:
+        flags |= os.O_NOFOLLOW
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat below refuses it anyway.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except OSError as exc:
+        if private and exc.errno == errno.ELOOP:
+            raise _fail(what, path, "is a symbolic link; secrets are never read through a link",
+                        "copy the real file there (chmod 600) or use another folder") from None
         raise _fail(what, path, _reason(exc), fix) from None
     try:
         info = os.fstat(fd)
@@ -48,6 +59,8 @@ def read_user_bytes(path: Path | str, what: str, *, fix: str, max_bytes: int = M
             raise _fail(what, path, "is a folder, not a file", fix)
         if not stat.S_ISREG(info.st_mode):
             raise _fail(what, path, "is not a regular file (a device, pipe or socket)", fix)
+        if private:
+            _check_private(info, what, path)
         if info.st_size > max_bytes:
             raise _fail(what, path, f"is {info.st_size:,} bytes, above the {max_bytes:,}-byte limit", fix)
         chunks, total = [], 0
@@ -67,9 +80,20 @@ def read_user_bytes(path: Path | str, what: str, *, fix: str, max_bytes: int = M
         os.close(fd)
 
 
-def read_user_text(path: Path | str, what: str, *, fix: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
+def _check_private(info: os.stat_result, what: str, path: Path | str) -> None:
+    """A secrets file is adopted only when it is the user's own and nobody else can read or change it."""
+    if info.st_uid != os.geteuid():
+        raise _fail(what, path, f"belongs to user id {info.st_uid}, not to you ({os.geteuid()}); its secrets "
+                    "are not adopted", "check where it came from, then take it over (chown) or use another folder")
+    if info.st_mode & 0o077:
+        raise _fail(what, path, f"is open to group or others (mode {stat.S_IMODE(info.st_mode):04o}); its "
+                    "secrets may have leaked", f"check them, then run `chmod 600 {path}` and try again")
+
+
+def read_user_text(path: Path | str, what: str, *, fix: str, max_bytes: int = MAX_TEXT_BYTES,
+                   private: bool = False) -> str:
     """UTF-8 text of a file the user named (a leading BOM dropped); binary or non-UTF-8 is refused."""
-    data = read_user_bytes(path, what, fix=fix, max_bytes=max_bytes)
+    data = read_user_bytes(path, what, fix=fix, max_bytes=max_bytes, private=private)
     if b"\0" in data:
         raise _fail(what, path, "holds binary data (NUL bytes), not text", fix)
     try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import stat
 from pathlib import Path
 
 from n8n_sizer.errors import InputError
@@ -39,8 +40,22 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path | str, data: str | bytes, *, private: bool, what: str = "") -> None:
-    """Replace `path` with `data` atomically: mode 0600 when `private`, else 0644 (less the umask).
+def _kept_mode(path: Path) -> int | None:
+    """The permission bits of the user's own regular file at `path` (less group/other write), else None."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+        return None
+    return stat.S_IMODE(info.st_mode) & 0o755
+
+
+def write_atomic(path: Path | str, data: str | bytes, *, private: bool, what: str = "",
+                 mode: int | None = None) -> None:
+    """Replace `path` with `data` atomically: mode 0600 when `private`, else `mode` when given (a copy keeps
+    its original's mode: a user's 0600 file stays 0600), else the mode of the file it replaces (a user who
+    made their compose file 0600 keeps it so; never group- or other-writable), else 0644 (less the umask).
 
     Raises `InputError` naming `what` (default: the path) when the write fails; the previous file, if
     any, is then untouched and no temporary file is left behind.
@@ -48,11 +63,13 @@ def write_atomic(path: Path | str, data: str | bytes, *, private: bool, what: st
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     label = what or str(path)
+    if not private and mode is None:
+        mode = _kept_mode(path)
     existed = os.path.lexists(path)
     kept = f"the previous {path.name} is left as it was" if existed else "nothing was written"
     tmp = temp_name(path)
     try:
-        fd = os.open(tmp, _FLAGS, 0o600 if private else 0o644)
+        fd = os.open(tmp, _FLAGS, 0o600 if private or mode is not None else 0o644)
     except OSError as exc:
         raise InputError(f"{label}: cannot create a file in {path.parent} ({exc.strerror or exc}); {kept}; "
                          "pick a folder you can write to") from None
@@ -63,6 +80,8 @@ def write_atomic(path: Path | str, data: str | bytes, *, private: bool, what: st
                 view = view[os.write(fd, view):]
             if private:
                 os.fchmod(fd, 0o600)  # whatever the umask did
+            elif mode is not None:
+                os.fchmod(fd, mode & 0o777)
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -87,3 +106,40 @@ def probe_writable(folder: Path, what: str, fix: str) -> None:
         raise InputError(f"{what} {folder} is not writable ({exc.strerror or exc}); {fix}") from None
     os.close(fd)
     os.unlink(probe)
+
+
+def make_folder(path: Path | str, what: str, *, fix: str) -> Path:
+    """Create `path` (one level, its parent must exist) or accept it when it is already a real folder of this
+    user's: a symbolic link (dangling or not), a file, or a folder owned by someone else is refused, so no
+    write lands where a planted link or another user's folder points."""
+    path = Path(path)
+    try:
+        os.mkdir(path, 0o755)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise InputError(f"{what} {path} cannot be created ({exc.strerror or exc}); {fix}") from None
+    check_folder(path, what, fix=fix)
+    return path
+
+
+def check_folder(path: Path | str, what: str, *, fix: str, missing_ok: bool = False) -> None:
+    """Refuse `path` as a folder to write into unless it is a real folder of this user's (not a link, not a
+    file, not someone else's); with `missing_ok`, a path that does not exist yet passes (make_folder makes it)."""
+    path = Path(path)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        if missing_ok:
+            return
+        raise InputError(f"{what} {path} does not exist; {fix}") from None
+    except OSError as exc:
+        raise InputError(f"{what} {path} cannot be used ({exc.strerror or exc}); {fix}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise InputError(f"{what} {path} is a symbolic link; n8n-sizer never writes through one: remove it "
+                         f"or {fix}")
+    if not stat.S_ISDIR(info.st_mode):
+        raise InputError(f"{what} {path} is a file, not a folder; remove it or {fix}")
+    if info.st_uid != os.geteuid():
+        raise InputError(f"{what} {path} belongs to user id {info.st_uid}, not to you ({os.geteuid()}); "
+                         f"n8n-sizer does not write into another user's folder: {fix}")

@@ -87,8 +87,16 @@ def _ensure_event_loop() -> None:
         asyncio.set_event_loop(asyncio.new_event_loop())
 
 
-def run_program(stack: str, config: dict[str, Any], body: Callable[[], Any]) -> FleetMocks:
+# The shipped stack files carry the RFC 5737 placeholder 203.0.113.7/32, which `pulumi up` refuses (an
+# example range is nobody's address): these tests stand in for a user who set their own, this one.
+PLACEHOLDER, OPERATOR = "203.0.113.7/32", "198.18.7.9/32"
+
+
+def run_program(stack: str, config: dict[str, Any], body: Callable[[], Any], *,
+                keep_placeholder: bool = False) -> FleetMocks:
     """Run `body` as a Pulumi program of `stack` with `config`, under fresh mocks; return the mocks."""
+    if not keep_placeholder and config.get("n8n-sizer:operator_cidr") == PLACEHOLDER:
+        config = {**config, "n8n-sizer:operator_cidr": OPERATOR}
     _ensure_event_loop()
     mocks = FleetMocks()
     pulumi.runtime.set_mocks(mocks, project="n8n-sizer", stack=stack, preview=False)

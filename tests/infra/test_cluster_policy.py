@@ -23,7 +23,7 @@ from n8n_sizer.fleet.labels import decode_expires_at
 from n8n_sizer.fleet.program import LOADGEN_CLOUD_INIT, fleet_spec_from_pulumi
 from n8n_sizer.fleet.spec import read_stack_config
 from n8n_sizer.fleet.stackfile import load_stack_file
-from tests.infra.mocks import SECRET_SIG, FleetMocks, run_main, run_program, unsecret
+from tests.infra.mocks import OPERATOR, SECRET_SIG, FleetMocks, run_main, run_program, unsecret
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -119,7 +119,7 @@ def test_no_data_or_n8n_port_is_open_to_the_world_and_each_comes_from_its_own_pl
     for port, nets, _ in rules:
         assert not nets & WORLD, (port, nets)
         if port == "22":
-            assert nets == {ipaddress.ip_network("203.0.113.7/32")}
+            assert nets == {ipaddress.ip_network(OPERATOR)}
         elif port in ("5432", "6379"):
             assert nets == {subnet}
         else:  # 5678 (and webhook ports): the load generator, or the private subnet only

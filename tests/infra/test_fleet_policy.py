@@ -18,7 +18,7 @@ from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.fleet.labels import decode_expires_at
 from n8n_sizer.fleet.program import LOADGEN_CLOUD_INIT, build_fleet, fleet_spec_from_pulumi, render_target_cloud_init
 from n8n_sizer.fleet.spec import read_stack_config
-from tests.infra.mocks import IMAGE_IDS, ROOT, SECRET_SIG, FleetMocks, run_main, run_program, unsecret
+from tests.infra.mocks import IMAGE_IDS, OPERATOR, ROOT, SECRET_SIG, FleetMocks, run_main, run_program, unsecret
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pulumi_gcp warns on import
 
@@ -97,7 +97,7 @@ def test_no_port_is_open_to_the_world_and_only_22_and_5678_are_open(built):
         nets = {ipaddress.ip_network(s, strict=False) for s in sources}
         assert not nets & WORLD, (port, sources)
         if port == "22":
-            assert nets == {ipaddress.ip_network("203.0.113.7/32")}
+            assert nets == {ipaddress.ip_network(OPERATOR)}
         else:  # 5678: the load generator's own addresses, nothing else
             ips = {loadgen["public_ip"], loadgen["private_ip"]} - {None}
             assert nets == {ipaddress.ip_network(f"{ip}/32") for ip in ips}
@@ -193,3 +193,22 @@ def test_the_load_generator_cloud_init_passes_debians_schema(tmp_path):
     proc = subprocess.run([tool, "schema", "--config-file", str(path)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "/var/lib/n8n-sizer-loadgen-ready" in LOADGEN_CLOUD_INIT  # bench/k6.py waits for it
+
+
+def test_pulumi_up_refuses_the_placeholder_and_wide_ranges() -> None:
+    """The stack files' RFC 5737 placeholder, and a range wider than a /16 without allow_wide_ssh, never become
+    an SSH firewall rule; allow_wide_ssh: true is the explicit way to open a wide one."""
+    from n8n_sizer.errors import InputError
+
+    path = STACKS[0]
+    config = read_stack_config(path)
+    with pytest.raises(InputError, match="documentation example range"):
+        run_program(stack_name(path), config, lambda: fleet_spec_from_pulumi(), keep_placeholder=True)
+    for wide in ("0.0.0.0/1", "10.0.0.0/8"):
+        with pytest.raises(InputError, match="wider than a /16"):
+            run_program(stack_name(path), {**config, "n8n-sizer:operator_cidr": wide}, lambda: fleet_spec_from_pulumi())
+    seen = {}
+    run_program(stack_name(path), {**config, "n8n-sizer:operator_cidr": "100.64.0.0/10",
+                                   "n8n-sizer:allow_wide_ssh": True},
+                lambda: seen.update(spec=fleet_spec_from_pulumi()))
+    assert seen["spec"].operator_cidr == "100.64.0.0/10" and seen["spec"].allow_wide_ssh

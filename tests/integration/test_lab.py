@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from n8n_sizer.deploy.topology import parse_topology
-from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.errors import RemoteError
 from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.hosts.cgroups import CpuGroup, available_mounts, parse_proc_cgroup
 from n8n_sizer.hosts.host import SshHost
@@ -44,11 +44,20 @@ TOPOLOGY = {"topology": [
     "subnet": SUBNET}
 NAMES = ["data", "ingest", "worker-1", "worker-2", "gen-1", "gen-2"]
 LAB_LINK = re.compile(r"^(n8nsz-[0-9a-f]{6}|nz[0-9a-f]{6}-\d+)$")
+LAB_NETNS = re.compile(r"^n8nsz-[0-9a-f]{6}-")  # every lab namespace carries its lab's random id (issue 24)
 CLI = [sys.executable, "-c", "from n8n_sizer.cli import main; main()"]
 
 
 def _namespaces() -> set[str]:
     return set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
+
+
+def _lab_namespaces() -> set[str]:
+    return {n for n in _namespaces() if LAB_NETNS.match(n)}
+
+
+def _netns(state, host: str) -> str:
+    return f"n8nsz-{state.lab_id}-{host}"
 
 
 def _lab_links() -> set[str]:
@@ -71,15 +80,17 @@ def _processes_mentioning(text: str) -> list[str]:
     return found
 
 
-def assert_nothing_left(workdir: Path, before: set[str]) -> None:
-    # Not `== before`: other work on this machine may make namespaces of its own meanwhile.
-    assert not (_namespaces() - before) & set(NAMES), _namespaces() - before
-    assert not _lab_links(), _lab_links()
+def assert_nothing_left(workdir: Path, before: set[str], links_before: set[str] = frozenset()) -> None:
+    # Not `== before`: other work on this machine (another engineer's lab) may make its own meanwhile.
+    assert not _lab_namespaces() - before, _lab_namespaces() - before
+    assert not _lab_links() - links_before, _lab_links() - links_before
     assert not _processes_mentioning(str(workdir)), _processes_mentioning(str(workdir))
     assert not list(workdir.glob(".n8nsz-lab-*")), list(workdir.glob(".n8nsz-lab-*"))
     if shutil.which("iptables"):
+        others = {link.removeprefix("n8nsz-") for link in links_before if link.startswith("n8nsz-")}
         rules = subprocess.run(["iptables", "-w", "5", "-S", "FORWARD"], capture_output=True, text=True).stdout
-        assert "n8n-sizer lab" not in rules, rules
+        ours = [r for r in rules.splitlines() if "n8n-sizer lab" in r and not any(o in r for o in others)]
+        assert not ours, ours
 
 
 @pytest.fixture
@@ -97,10 +108,9 @@ def workdir():
 @pytest.fixture
 def clean(workdir):
     """Refuse to start over a previous lab's leftovers; after the test, nothing of a lab may be left."""
-    before = _namespaces()
-    assert not set(NAMES) & before and not _lab_links(), "a previous lab is still up: lab down it first"
+    before, links_before = _namespaces(), _lab_links()
     yield before
-    assert_nothing_left(workdir, before)
+    assert_nothing_left(workdir, before, links_before)
 
 
 @pytest.fixture
@@ -195,7 +205,8 @@ def test_lab_down_removes_every_namespace_link_process_and_key(workdir, clean):
     state = read_lab_state(workdir / "lab.json")
     try:
         assert shown["hosts"]["gen-2"] == {"address": "10.213.7.8", "role": "loadgen"}
-        assert set(NAMES) <= _namespaces() and len(_lab_links()) == len(NAMES) + 1
+        mine = {link for link in _lab_links() if state.lab_id in link}
+        assert {_netns(state, n) for n in NAMES} <= _namespaces() and len(mine) == len(NAMES) + 1
         # Where br_netfilter hands bridged frames to iptables (Docker's FORWARD policy is DROP), the lab adds
         # one rule for its own bridge, and down takes it out again.
         rule = ["iptables", "-w", "5", "-C", *forward_rule(state.bridge, state.lab_id)]
@@ -211,7 +222,7 @@ def test_lab_down_removes_every_namespace_link_process_and_key(workdir, clean):
                               text=True, timeout=60, cwd=workdir)
         assert down.returncode == 0, down.stderr
         removed = json.loads(down.stdout)["removed"]
-        assert {f"namespace {n}" for n in NAMES} <= set(removed) and f"link {state.bridge}" in removed
+        assert {f"namespace {_netns(state, n)}" for n in NAMES} <= set(removed) and f"link {state.bridge}" in removed
         assert not (workdir / "lab.json").exists() and not Path(state.folder).exists()
         assert f"cgroup /sys/fs/cgroup/cpu/{state.cpu.group}" in removed  # by its recorded name, with the lab's id
         assert not any((m / state.cpu.group).exists() for m in available_mounts().values())
@@ -232,15 +243,28 @@ def test_a_failed_up_leaves_nothing(workdir, clean):
     assert not (workdir / "lab.json").exists()
 
 
-def test_a_name_clash_is_refused_and_the_other_namespace_left_alone(workdir, clean):
+def test_down_never_touches_a_namespace_that_does_not_carry_its_lab_id(workdir, clean):
+    """Issue 24: the kernel reused a recorded namespace inode for someone's new `worker-2` seconds later, and
+    lab down killed its process and deleted it. A generic name no longer clashes with a lab, and a record that
+    names a namespace without the lab's id (even with the right inode) is left alone, process and all."""
     subprocess.run(["ip", "netns", "add", "worker-2"], check=True)
+    sleeper = subprocess.Popen(["ip", "netns", "exec", "worker-2", "sleep", "60"])
     try:
+        state = lab_up(parse_topology(TOPOLOGY), 2, workdir / "lab.json")  # no clash with a generic name
+        try:
+            assert _netns(state, "worker-2") in _namespaces() and "worker-2" in _namespaces()
+        finally:
+            assert not remove_lab(state).failed
         inode = os.stat("/run/netns/worker-2").st_ino
-        with pytest.raises(InputError, match="worker-2 already exist"):
-            lab_up(parse_topology(TOPOLOGY), 2, workdir / "lab.json")
-        assert os.stat("/run/netns/worker-2").st_ino == inode
-        assert not (_namespaces() - clean) & (set(NAMES) - {"worker-2"}) and not _lab_links()
+        forged = state.model_copy(update={"namespaces": tuple(
+            ns.model_copy(update={"netns": "worker-2", "netns_inode": inode}) if ns.name == "worker-2" else ns
+            for ns in state.namespaces)})
+        removal = remove_lab(forged)
+        assert any("worker-2" in f and "lab id" in f for f in removal.failed), removal
+        assert os.stat("/run/netns/worker-2").st_ino == inode and sleeper.poll() is None
     finally:
+        sleeper.kill()
+        sleeper.wait()
         subprocess.run(["ip", "netns", "del", "worker-2"], check=True)
 
 

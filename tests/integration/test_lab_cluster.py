@@ -48,9 +48,21 @@ def _status(gen, url: str, method: str = "GET") -> str:
     return res.stdout.strip()
 
 
-def _load_and_count(base: str, gen, requests: int):
-    """Owner, API key, a fresh webhook workflow; `requests` POSTs from the generator; the stored executions."""
-    session = set_up_instance(base)
+def _load_and_count(base: str, gen, requests: int, state):
+    """The owner `lab deploy` gave main through its environment (nobody can claim it over the network: the
+    generator's own `/rest/owner/setup` is refused), an API key, a fresh webhook workflow; `requests` POSTs
+    from the generator; the stored executions."""
+    from pydantic import SecretStr
+
+    from n8n_sizer.lab.deploy import lab_owner
+    from n8n_sizer.n8n.client import OwnerLogin
+
+    claim = gen.run(f"curl -sS --max-time 60 -o /dev/null -w '%{{http_code}}' -X POST -H 'content-type: "
+                    "application/json' -d '{\"email\": \"x@y.invalid\", \"firstName\": \"x\", \"lastName\": "
+                    f"\"x\", \"password\": \"Claim-it-1234\"}}' {base}/rest/owner/setup", timeout_s=90)
+    assert claim.stdout.strip() != "200", claim.stdout
+    email, password = lab_owner(Path(state.folder) / "hosts")
+    session = set_up_instance(base, OwnerLogin(email=email, password=SecretStr(password)), owner_exists=True)
     flow = with_webhook_path(read_workflow("light"), f"lab-{secrets.token_hex(4)}")
     with session.client() as client:
         workflow_id, path = deploy_workflow(client, flow)
@@ -82,7 +94,7 @@ def test_main_and_a_worker_per_host_use_the_data_host_over_the_bridge(workdir, c
                 assert _status(hosts["gen-1"], p.ready_url) == "200", p
         for port in (5432, 6379):
             assert {ip["ingest"], ip["worker-1"], ip["worker-2"]} <= _peers(hosts["data"], port), port
-        codes, counts, _, _ = _load_and_count(cluster.url, hosts["gen-1"], REQUESTS)
+        codes, counts, _, _ = _load_and_count(cluster.url, hosts["gen-1"], REQUESTS, state)
         assert codes == ["200"] * REQUESTS, codes
         assert counts.by_status == {"success": REQUESTS}, counts
         logs = "".join(Path(p.log).read_text() for h in ("worker-1", "worker-2") for p in cluster.processes[h])
@@ -115,7 +127,7 @@ def test_lab_up_deploy_down_with_caddy_and_two_webhook_processors(workdir, clean
         assert [p["name"] for p in cluster["processes"]["ingest"]] == ["main", "webhook-1", "webhook-2"]
         assert cluster["load_balancer_pid"] is not None
         assert _status(hosts["gen-2"], f"{cluster['url']}/metrics") == "404"  # closed at the load balancer
-        codes, counts, path, method = _load_and_count(cluster["url"], hosts["gen-2"], REQUESTS)
+        codes, counts, path, method = _load_and_count(cluster["url"], hosts["gen-2"], REQUESTS, state)
         assert codes == ["200"] * REQUESTS, codes
         assert counts.by_status == {"success": REQUESTS}, counts
         # Main's own production webhooks are off: the same path straight to main is not served there, so the

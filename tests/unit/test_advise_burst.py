@@ -18,7 +18,7 @@ def test_backlog_drain_and_p95_follow_the_laws():
     assert b.drain_s == pytest.approx(600 / (30 - 10))  # 30 s
     assert b.queue_wait_p95_ms == pytest.approx(0.95 * 600 / 30 * 1000)  # Little's law: W = L / throughput
     assert b.p95_ms == pytest.approx(50.0 + 19_000.0)
-    assert "Redis" in b.where and "answer immediately" in b.advice and "buffer in front" in b.advice
+    assert "Redis" in b.where and "Respond: Immediately" in b.advice and "answered no earlier" in b.advice and "buffer in front" in b.advice
 
 
 def test_a_burst_under_capacity_builds_nothing():
@@ -30,7 +30,7 @@ def test_a_burst_under_capacity_builds_nothing():
 
 def test_no_buffer_advice_at_or_below_three_times_baseline():
     b = burst_advice(10.0, 3.0, 30.0, capacity_per_s=20.0, service_p95_ms=40.0, mode="queue")
-    assert b.backlog_max == pytest.approx(300) and "answer immediately" in b.advice
+    assert b.backlog_max == pytest.approx(300) and "Respond: Immediately" in b.advice and "answered no earlier" in b.advice
     assert "buffer" not in b.advice
 
 
@@ -72,3 +72,35 @@ def test_bad_burst_input_is_one_line_exit_2(args, words, capsys):
     code, out, err = _cli(["--rps", "10", "--vcpu", "4", *args], capsys)
     assert code == 2 and out == ""
     assert words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def _advise(*args):
+    import json
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", "from n8n_sizer.cli import advise_main; advise_main()", *args],
+                       capture_output=True, text=True, timeout=120)
+    return p.returncode, (json.loads(p.stdout) if p.returncode == 0 and "--json" in args else p.stdout), p.stderr
+
+
+def test_a_drain_target_sizes_the_answer_for_the_burst():
+    code, data, err = _advise("--rps", "10", "--burst", "4", "--burst-seconds", "60", "--drain-seconds", "10", "--json")
+    assert code == 0, err
+    assert data["request"]["rps"] == 10 and data["request"]["sized_for_rps"] > 10
+    assert data["burst"]["drain_s"] <= 10 and data["warnings"][0].startswith("sized for")
+    code, plain, err = _advise("--rps", "10", "--burst", "4", "--burst-seconds", "60", "--json")
+    assert code == 0 and "sized_for_rps" not in plain["request"]  # no target: the base rate's answer
+    assert plain["capacity_per_s"]["mid"] < data["capacity_per_s"]["mid"]
+
+
+def test_one_server_first_is_not_resized_but_says_it_does_not_absorb_the_burst():
+    code, data, err = _advise("--rps", "10", "--vcpu", "4", "--burst", "4", "--burst-seconds", "60",
+                              "--drain-seconds", "10", "--json")
+    assert code == 0, err
+    assert data["one_host"]["vcpu"] == 4 and any("does not absorb" in w for w in data["warnings"])
+
+
+def test_drain_seconds_needs_a_burst():
+    code, _, err = _advise("--rps", "10", "--drain-seconds", "10")
+    assert code == 2 and "--drain-seconds" in err and len(err.strip().splitlines()) == 1

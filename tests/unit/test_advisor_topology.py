@@ -9,8 +9,8 @@ from n8n_sizer.advisor.engine import build_advisor
 from n8n_sizer.advisor.fit import predict_demand
 from n8n_sizer.advisor.profiles import CODE_HEAVY, LIGHT
 from n8n_sizer.advisor.roles import role_demands
-from n8n_sizer.advisor.answer.search import HostOption, TopologySearch
-from n8n_sizer.advisor.answer.topology import Group, Layout, TopologyModel, worker_settings
+from n8n_sizer.advisor.answer.topology_search import HostOption, TopologySearch
+from n8n_sizer.advisor.answer.layout import Group, Layout, TopologyModel, worker_settings
 
 REF = HostShape(8.0, "x86", "seed-002")
 

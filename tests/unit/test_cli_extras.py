@@ -38,10 +38,21 @@ def test_a_missing_extra_module_is_one_line_naming_its_install(module, extra, ca
                                        f".venv/bin/pip install '.[{extra}]'\n")
 
 
-def test_any_other_missing_module_is_a_bug_and_keeps_its_traceback():
+def test_any_other_missing_module_is_a_bug_and_keeps_its_traceback(capsys):
+    """A bug, not a missing extra: the last resort (issue 24) says so in one line, exit 70, and keeps the
+    traceback in a private file."""
+    from pathlib import Path
+
     app = _app_raising(ModuleNotFoundError("No module named 'nonexistent'", name="nonexistent"))
-    with pytest.raises(ModuleNotFoundError):
+    with pytest.raises(SystemExit) as exit_:
         _run(typer.main.get_command(app), "n8n-sizer", ["other"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 70 and len(err.strip().splitlines()) == 1 and "internal error" in err
+    saved = Path(err.split("the traceback is in ", 1)[1].split(";", 1)[0])
+    assert "No module named 'nonexistent'" in saved.read_text()
+    import shutil
+
+    shutil.rmtree(saved.parent)
 
 
 def test_every_mapped_extra_exists_in_pyproject():

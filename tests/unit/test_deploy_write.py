@@ -12,6 +12,13 @@ from n8n_sizer.deploy.render import write_bundle
 from n8n_sizer.deploy.secrets import ENV_NAMES, merge_secrets, parse_env_text, generate_secrets
 from n8n_sizer.errors import InputError
 
+
+def write_private_env(path, text):
+    """A user's own .env as a careful user keeps it: mode 0600 (a group/other-readable one is refused)."""
+    path.write_text(text)
+    path.chmod(0o600)
+
+
 QUEUE = Setup(mode="queue", workers=2)
 
 
@@ -48,7 +55,7 @@ def test_rerender_keeps_every_secret_and_says_so(tmp_path: Path) -> None:
 
 
 def test_user_written_env_is_kept_including_other_variables(tmp_path: Path) -> None:
-    (tmp_path / ".env").write_text(
+    write_private_env(tmp_path / ".env", 
         "# mine\nN8N_ENCRYPTION_KEY='my-own-key-from-n8n-config-file'\nPOSTGRES_PASSWORD=hunter2hunter2hunter2\n"
         "SMTP_HOST=mail.example.com\nN8N_PUBLIC_URL=https://n8n.example.org/\n")
     messages = write_bundle(QUEUE, tmp_path, generate_missing_secrets=True)
@@ -65,7 +72,7 @@ def test_user_written_env_is_kept_including_other_variables(tmp_path: Path) -> N
 
 def test_an_unsafe_existing_secret_is_refused_not_replaced(tmp_path: Path) -> None:
     original = "N8N_ENCRYPTION_KEY=has a space in it and more\n"
-    (tmp_path / ".env").write_text(original)
+    write_private_env(tmp_path / ".env", original)
     with pytest.raises(InputError, match="N8N_ENCRYPTION_KEY"):
         write_bundle(QUEUE, tmp_path, generate_missing_secrets=True)
     assert (tmp_path / ".env").read_text() == original

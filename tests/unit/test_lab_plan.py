@@ -64,16 +64,18 @@ def test_a_topology_host_named_like_a_generator_is_refused():
 def test_link_commands_put_the_address_inside_and_the_veth_on_the_bridge():
     plan = _plan()
     cmds = link_commands(plan, plan.namespaces[1])
-    assert cmds[0] == ["ip", "link", "add", "nza1b2c3-2", "type", "veth", "peer", "name", "eth0", "netns", "ingest"]
+    ns = "n8nsz-a1b2c3-ingest"  # the lab's random id in the namespace's name (issue 24)
+    assert cmds[0] == ["ip", "link", "add", "nza1b2c3-2", "type", "veth", "peer", "name", "eth0", "netns", ns]
     assert ["ip", "link", "set", "nza1b2c3-2", "master", "n8nsz-a1b2c3"] in cmds
-    assert ["ip", "-n", "ingest", "addr", "add", "10.213.7.11/24", "dev", "eth0"] in cmds
-    assert ["ip", "-n", "ingest", "link", "set", "lo", "up"] in cmds
+    assert ["ip", "-n", ns, "addr", "add", "10.213.7.11/24", "dev", "eth0"] in cmds
+    assert ["ip", "-n", ns, "link", "set", "lo", "up"] in cmds
     assert not any("route" in c for c in cmds)  # no default route: nothing can leave the subnet
 
 
 def test_sshd_runs_in_its_namespace_under_its_hosts_name_and_keeps_its_pid():
-    cmd = sshd_command("worker-1", "/usr/sbin/sshd", "/lab/worker-1.sshd_config")
-    assert cmd[:5] == ["ip", "netns", "exec", "worker-1", "unshare"] and "--fork" not in cmd
+    ns = next(n for n in _plan().namespaces if n.name == "worker-1")
+    cmd = sshd_command(ns, "/usr/sbin/sshd", "/lab/worker-1.sshd_config")
+    assert cmd[:5] == ["ip", "netns", "exec", "n8nsz-a1b2c3-worker-1", "unshare"] and "--fork" not in cmd
     assert 'exec "$2" -D -e -f "$3"' in cmd[cmd.index("-c") + 1]
     assert cmd[-3:] == ["worker-1", "/usr/sbin/sshd", "/lab/worker-1.sshd_config"]
 
@@ -188,10 +190,25 @@ def test_bench_takes_a_lab_inventory_and_refuses_a_cluster_stack_without_a_lab(t
         read_inventory_file(path)
 
 
-def test_a_record_naming_a_config_outside_the_lab_folder_singles_out_no_process():
+def test_a_record_naming_a_config_outside_the_lab_folder_singles_out_no_process(tmp_path):
     from n8n_sizer.lab.netns import _own_config
+    from n8n_sizer.lab.state import MARKER
 
-    state = _state()
-    assert _own_config(state, "/lab/data.sshd_config")
+    lab = tmp_path / "lab"
+    lab.mkdir()
+    state = _state().model_copy(update={"folder": str(lab)})
+    assert not _own_config(state, f"{lab}/data.sshd_config")  # no marker: a folder the record merely names
+    (lab / MARKER).write_text(state.lab_id + "\n")
+    (lab / MARKER).chmod(0o600)
+    assert _own_config(state, f"{lab}/data.sshd_config")
     assert not _own_config(state, "/usr/sbin/sshd") and not _own_config(state, "/etc/ssh/sshd_config")
-    assert not _own_config(state, "/lab/sub/data.sshd_config") and not _own_config(state, None)
+    assert not _own_config(state, f"{lab}/sub/data.sshd_config") and not _own_config(state, None)
+
+
+def test_down_removes_only_links_that_carry_the_labs_id():
+    """A hand-edited record naming someone else's link (or a look-alike) leaves it alone (issue 24)."""
+    from n8n_sizer.lab.netns import Removal, _remove_links
+
+    r = Removal()
+    _remove_links(["nz-victim", "eth0", "docker0", "n8nsz-ffffff", "nza1b2c3-1x", "n8nsz-a1b2c3-x"], r, "a1b2c3")
+    assert len(r.failed) == 6 and not r.removed and all("left alone" in f for f in r.failed)

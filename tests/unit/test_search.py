@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from n8n_sizer.bench.search import StepOutcome, find_max_rate, judge
+from n8n_sizer.bench.find_max import StepOutcome, find_max_rate, judge
 from n8n_sizer.errors import InputError
 
 
@@ -92,7 +92,7 @@ def test_bad_input_names_the_flag(kw, flag):
 
 def test_step_outcome_from_records_counts_dropped_as_errors():
     from n8n_sizer.runs.records import RequestRecord
-    from n8n_sizer.bench.search import step_outcome
+    from n8n_sizer.bench.find_max import step_outcome
 
     def rec(i, status, latency, cls=None):
         return RequestRecord(seq=i, step="rate-10", target="local", scheduled_s=100 + i / 10, sent_s=100 + i / 10,

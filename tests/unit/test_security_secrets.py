@@ -11,6 +11,13 @@ from n8n_sizer.deploy.render import write_bundle
 from n8n_sizer.deploy.secrets import ENV_NAMES, parse_env_text
 from n8n_sizer.errors import InputError
 
+
+def write_private_env(path, text):
+    """A user's own .env as a careful user keeps it: mode 0600 (a group/other-readable one is refused)."""
+    path.write_text(text)
+    path.chmod(0o600)
+
+
 QUEUE = Setup(mode="queue", workers=2)
 KEY = "k" * 40
 FULL = (f"N8N_ENCRYPTION_KEY={KEY}\nPOSTGRES_PASSWORD={'p' * 32}\nREDIS_PASSWORD={'r' * 32}\n"
@@ -33,7 +40,7 @@ MANGLED = {
 
 @pytest.mark.parametrize("text", MANGLED.values(), ids=MANGLED.keys())
 def test_a_mangled_env_is_refused_and_left_as_it_was(tmp_path: Path, text: str) -> None:
-    (tmp_path / ".env").write_text(text)
+    write_private_env(tmp_path / ".env", text)
     with pytest.raises(InputError) as err:
         write_bundle(QUEUE, tmp_path)
     message = str(err.value)
@@ -44,21 +51,21 @@ def test_a_mangled_env_is_refused_and_left_as_it_was(tmp_path: Path, text: str) 
 
 
 def test_the_refusal_names_the_flag_and_the_lookalike(tmp_path: Path) -> None:
-    (tmp_path / ".env").write_text(f"n8n_encryption_key={KEY}\n" + WITHOUT_KEY)
+    write_private_env(tmp_path / ".env", f"n8n_encryption_key={KEY}\n" + WITHOUT_KEY)
     with pytest.raises(InputError, match="n8n_encryption_key .*--generate-missing-secrets"):
         write_bundle(QUEUE, tmp_path)
 
 
 def test_two_key_lines_are_refused_and_both_values_stay(tmp_path: Path) -> None:
     text = FULL + f"N8N_ENCRYPTION_KEY={'z' * 40}\n"
-    (tmp_path / ".env").write_text(text)
+    write_private_env(tmp_path / ".env", text)
     with pytest.raises(InputError, match="N8N_ENCRYPTION_KEY twice .*lines 1 and 5"):
         write_bundle(QUEUE, tmp_path)
     assert (tmp_path / ".env").read_text() == text
 
 
 def test_the_flag_generates_only_what_is_missing_and_keeps_the_lookalike(tmp_path: Path) -> None:
-    (tmp_path / ".env").write_text(f"n8n_encryption_key={KEY}\n" + WITHOUT_KEY)
+    write_private_env(tmp_path / ".env", f"n8n_encryption_key={KEY}\n" + WITHOUT_KEY)
     messages = write_bundle(QUEUE, tmp_path, generate_missing_secrets=True)
     env = parse_env_text((tmp_path / ".env").read_text())
     assert env["n8n_encryption_key"] == KEY  # read, so written back
@@ -68,7 +75,7 @@ def test_the_flag_generates_only_what_is_missing_and_keeps_the_lookalike(tmp_pat
 
 def test_a_complete_env_rerenders_without_the_flag_and_keeps_other_lines_as_written(tmp_path: Path) -> None:
     extra = "SMTP_PASS='a b #c $d'\nGREETING=\"hi there\" # note\nREF=${HOME}\n"
-    (tmp_path / ".env").write_text(FULL + extra)
+    write_private_env(tmp_path / ".env", FULL + extra)
     write_bundle(QUEUE, tmp_path)
     text = (tmp_path / ".env").read_text()
     for line in extra.splitlines():
@@ -98,7 +105,7 @@ def test_render_cli_refuses_with_one_line_and_accepts_the_flag(tmp_path: Path, c
 
     from n8n_sizer.cli import main
 
-    (tmp_path / ".env").write_text(WITHOUT_KEY)
+    write_private_env(tmp_path / ".env", WITHOUT_KEY)
 
     def run(*args: str) -> int:
         monkeypatch.setattr(sys, "argv", ["n8n-sizer", *args])

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
 from typing import Literal
+
+from dataclasses import dataclass
 
 from pydantic import Field
 
+from n8n_sizer.advisor.answer.contract import HostGroup, PoolSizes
+from n8n_sizer.advisor.capacity import Bound, CapacityModel
+from n8n_sizer.advisor.fit import FittedModel
+from n8n_sizer.advisor.measurements import Measurement
+from n8n_sizer.advisor.ram import RamModel
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.safety.frozen import Frozen
@@ -28,6 +34,48 @@ class Request(Frozen):
     max_hosts: int = Field(1, ge=1, le=200)
     # A topology the user gave (`advise --topology`): scored, not searched, so its warnings speak of it alone.
     given: bool = False
+
+
+def request_echo(req: Request) -> dict:
+    """The request as the answer repeats it (the inputs it was based on, PGTune style)."""
+    p = req.profile
+    return {"rps": req.rps, "vcpu": req.vcpu, "arch": req.arch, "provider": req.provider, "workload": p.name,
+            "cpu_ms": p.code_cpu_ms, "wait_ms": p.wait_ms, "p95_ms": req.p95_ms, "max_hosts": req.max_hosts}
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What every answer rests on, handed to the builders (single.py, multi.py, given.py) as typed input: the fit,
+    the RAM model, the model's notes and the longest shared-core soak (the latency floor of burstable sizes)."""
+
+    fitted: FittedModel
+    ram: RamModel
+    notes: tuple[str, ...]
+    soak: Measurement | None
+
+    @property
+    def model(self) -> CapacityModel:
+        return self.fitted.model
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One setup on one host with its capacity and what binds it (settings sized at its own comfortable rate)."""
+
+    mode: str
+    setup: Setup
+    mid: float
+    bound: Bound
+
+
+@dataclass(frozen=True)
+class SingleChoice:
+    """A single-host answer: where (a HostOption), the setup, and its p95 at the rate."""
+
+    option: object  # topology_search.HostOption (kept untyped here: that module imports this one)
+    shared_core: bool
+    cand: Candidate
+    p95: float | None
 
 
 class Interval(Frozen):
@@ -54,43 +102,8 @@ class SizeFit(Frozen):
     mode: RecommendedMode
     workers: int
     capacity_per_s: float
-    carries: bool
-
-
-@dataclass(frozen=True, kw_only=True)
-class Roles:
-    """Process counts per host (main, postgres, redis, load_balancer 0/1): a host group's `roles` in the advise
-    JSON, and the role part of the topology search's `Group`, which inherits them. A plain dataclass, not a
-    model, so that the search's Group (built thousands of times) can inherit it without validation; pydantic
-    dumps it inside HostGroup to the same JSON object."""
-
-    main: int = 0
-    webhook: int = 0
-    workers: int = 0
-    postgres: int = 0
-    redis: int = 0
-    load_balancer: int = 0
-
-    def counts(self) -> dict[str, int]:
-        return {f.name: getattr(self, f.name) for f in fields(Roles)}
-
-
-class HostGroup(Frozen):
-    name: str
-    provider: str | None
-    size: str | None
-    vcpu: int
-    count: int = Field(ge=1)
-    roles: Roles
-    monthly_eur: float | None  # per host, None off the catalog (`--vcpu` without a matching size)
-
-
-class PoolSizes(Frozen):
-    """DB_POSTGRESDB_POOL_SIZE per n8n role; None where the role does not run."""
-
-    main: int
-    webhook: int | None
-    worker: int | None
+    carries: bool  # rate below capacity (and the p95 target met)
+    comfortable: bool = False  # and at or below COMFORT_UTILISATION of capacity: the rule the verdict uses
 
 
 class BindingBound(Frozen):
@@ -134,3 +147,53 @@ class Recommendation(Frozen):
     notes: list[str]
     extrapolated: bool
     setup: Setup  # the n8n setup of one host (single-host answers; a topology's worker hosts otherwise)
+    comfortable: bool = False  # carries it at or below COMFORT_UTILISATION of capacity (and within the p95 target)
+    concurrency_setting: str = ""  # the concurrency setting in words, per vCPU, every mode
+    one_host: "OneHost | None" = None  # with --vcpu N: the best setup on one N-vCPU host, what it carries
+    alternatives: list["Alternative"] = []  # the ways past it, each priced, with the command that answers it first
+
+
+class OneHost(Frozen):
+    """The best setup on one host of the size asked (`--vcpu N`), and what it carries."""
+
+    vcpu: int
+    arch: str
+    provider: str | None
+    size: str | None
+    monthly_eur: float | None
+    mode: RecommendedMode
+    workers: int
+    concurrency: int | None
+    production_limit: int | None
+    runner_concurrency: int
+    concurrency_per_vcpu: float | None
+    db_pool_size: PoolSizes
+    capacity_per_s: Interval
+    carries: bool
+    comfortable: bool
+    bound: BindingBound
+
+
+class Alternative(Frozen):
+    """One priced way to carry the rate (or to come closest), as `advise --json` would answer it first."""
+
+    what: str  # e.g. "the cheapest single host that carries 40/s"
+    monthly_eur: float | None
+    hosts: int
+    capacity_per_s: Interval
+    carries: bool
+    comfortable: bool
+    mode: RecommendedMode
+    workers: int
+    webhook_processors: int
+    concurrency: int | None
+    production_limit: int | None
+    runner_concurrency: int
+    db_pool_size: PoolSizes
+    max_connections: int
+    topology: list[HostGroup]
+    advise_command: str  # ask this, with --json > advice.json, then render_command
+    render_command: str
+
+
+Recommendation.model_rebuild()

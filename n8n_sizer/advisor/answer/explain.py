@@ -8,6 +8,7 @@ runners bind, a latency miss only when the capacity carries the rate but the p95
 from __future__ import annotations
 
 from n8n_sizer.advisor.answer.base import BindingBound, SizeFit
+from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION as COMFORT
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.fit import FittedModel, profile_of
 from n8n_sizer.advisor.profiles import WorkflowProfile
@@ -151,3 +152,41 @@ def prior_notes(multi_host: bool, demand_rows) -> list[str]:
     pinned = {r.role for r in demand_rows if r.role != "main" or r.measurement.setup.webhook_processors > 0}
     return [f"prior {p.name} = {p.value:g}, no measured row pins it: {p.why}" for p in PRIORS
             if PINNED_BY[p.name] not in pinned]
+
+
+def concurrency_setting(rec) -> str:
+    """How many executions run at once, per vCPU, in words: every mode states one."""
+    if rec.mode == "queue":
+        vcpu = rec.workers * rec.concurrency / rec.concurrency_per_vcpu if rec.concurrency_per_vcpu else None
+        return (f"worker --concurrency {rec.concurrency}: {rec.workers} x {rec.concurrency} = "
+                f"{rec.workers * rec.concurrency} execution slots"
+                + (f" on {vcpu:g} worker-host vCPU, {rec.concurrency_per_vcpu:g} per vCPU" if vcpu else ""))
+    vcpu = rec.server.vcpu
+    if rec.mode == "regular-limit":
+        return (f"N8N_CONCURRENCY_PRODUCTION_LIMIT={rec.production_limit}: {rec.production_limit / vcpu:.3g} "
+                f"executions per vCPU at once; a burst waits in main's FIFO instead of holding memory")
+    return ("N8N_CONCURRENCY_PRODUCTION_LIMIT=-1 (off): executions are short, so few run at once and a limit "
+            "would not bind; set one if your workflows grow longer (see --burst)")
+
+
+def common_warnings(basis, req, carries: bool, low: float, mid: float, p95: float | None, choice_text: str,
+                    bound: BindingBound, fits, multi: bool, by_connections: bool) -> list[str]:
+    """The warnings every kind of answer gives: a latency miss, a rate not carried (with the remedy its bound
+    calls for), little headroom, or an interval whose low end is below the rate."""
+    out = []
+    latency_miss = req.p95_ms is not None and req.rps < mid and (p95 is None or p95 > req.p95_ms)
+    if latency_miss:
+        row = basis.soak.id if basis.soak is not None and "shared-core" in choice_text else None
+        out.append(latency_warning(req.rps, p95, req.p95_ms, mid, choice_text, row))
+    elif not carries and req.given:
+        out.append(given_infeasible_warning(mid, bound))
+    elif not carries:
+        remedy = what_would_help(bound, multi, req.max_hosts, by_connections)
+        out.append(infeasible_warning(req.rps, mid, choice_text, bound, remedy, fits, multi))
+    elif req.rps > COMFORT * mid:
+        out.append(f"little headroom: {req.rps:g}/s is {req.rps / mid:.0%} of the predicted capacity "
+                   f"({mid:.1f}/s); a burst will queue")
+    if carries and req.rps > low:
+        out.append(f"the low end of the capacity interval ({low:.1f}/s) is below {req.rps:g}/s: "
+                   "measure your workflow (`n8n-sizer bench`) before relying on it")
+    return out

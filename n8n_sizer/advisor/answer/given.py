@@ -1,6 +1,6 @@
 """A topology the user gives (`advise --topology FILE`): what it carries, what binds it and its pools.
 
-The same model scores it as scores the search's candidates (topology.py), only nothing is searched: the host
+The same model scores it as scores the search's candidates (layout.py), only nothing is searched: the host
 groups, their sizes and role counts are the user's. With `machine` every host of the topology shares that one
 machine's cores (the lab of docs/lab.md, where each host is a network namespace on this machine): the layout
 becomes one host group with every role, so its host bound is the machine's cores over the CPU of all roles,
@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from n8n_sizer.advisor.answer.base import Recommendation, Request, Roles
+from n8n_sizer.advisor.answer.base import Basis, Recommendation, Request, SizeFit
+from n8n_sizer.advisor.answer.contract import Roles
 from n8n_sizer.advisor.answer.multi import build_topology
-from n8n_sizer.advisor.answer.search import Scored
-from n8n_sizer.advisor.answer.topology import Group, Layout, TopologyModel, plan_pools
+from n8n_sizer.advisor.answer.topology_search import Scored
+from n8n_sizer.advisor.answer.layout import Group, Layout, TopologyModel, plan_pools
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.errors import InputError
 
@@ -33,6 +34,8 @@ class GivenGroup:
     roles: Roles
     host: HostShape
     monthly_eur: float | None  # per host
+    vcpu: int | None = None  # the catalog's vCPU (a shared-core size's host shape has its baseline)
+    ram_mib: int | None = None
 
 
 def given_layout(groups: list[GivenGroup], concurrency: int, worker_pool: int,
@@ -54,22 +57,23 @@ def given_layout(groups: list[GivenGroup], concurrency: int, worker_pool: int,
     return Layout(out, concurrency=concurrency, worker_pool=worker_pool)
 
 
-def evaluate(adv, req: Request, layout: Layout, fits, given_hosts: int | None = None) -> Recommendation:
+def evaluate(basis: Basis, req: Request, layout: Layout, fits: list[SizeFit], given_hosts: int | None = None
+             ) -> Recommendation:
     """The recommendation for exactly `layout`: capacity with its interval, the binding bound, pools, p95.
     `given_hosts`: the hosts the user's file names (a layout on one machine has merged them into one)."""
-    tm = TopologyModel(adv.model, req.profile, layout)
+    tm = TopologyModel(basis.model, req.profile, layout)
     cap = tm.capacity_per_s()
     p95 = tm.p95_ms(req.rps)
     carries = req.rps < cap and (req.p95_ms is None or p95 <= req.p95_ms)
     eur = layout.monthly_eur
     scored = Scored(layout, cap, (eur if eur is not None else math.inf, layout.hosts), plan_pools(tm, cap))
     # max_hosts = its own hosts: the advice to add hosts is for the user to take, not for this answer
-    rec = build_topology(adv, req.model_copy(update={"max_hosts": layout.hosts, "given": True}), scored, carries,
+    rec = build_topology(basis, req.model_copy(update={"max_hosts": layout.hosts, "given": True}), scored, carries,
                          fits)
     warnings = list(rec.warnings)
     for g in layout.groups:
         cls = g.host.host_class
-        if cls != adv.model.reference_class and f"speed:{cls}" not in adv.model.params:
+        if cls != basis.model.reference_class and f"speed:{cls}" not in basis.model.params:
             warnings.append(f"no measurement of {g.name}'s CPU ({cls.removeprefix('user:')}) is in the fit: its "
                             "speed is taken as the reference host's; pass --results with bench runs made on it")
     machine = layout.groups[0].host.vcpu if layout.groups[0].name == MACHINE_GROUP else None

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from n8n_sizer.advisor import settings
 from n8n_sizer.advisor.answer import explain as explain
-from n8n_sizer.advisor.answer.base import (RENDER_TOPOLOGY, BindingBound, HostGroup, Interval, PoolSizes, Recommendation,
-                                      ServerChoice)
+from n8n_sizer.advisor.answer.base import (RENDER_TOPOLOGY, Basis, BindingBound, Interval, Recommendation, Request,
+                                          ServerChoice, SizeFit, request_echo)
+from n8n_sizer.advisor.answer.contract import HostGroup, PoolSizes
 from n8n_sizer.advisor.pools import MANY_CONNECTIONS, RAM_MIB_PER_VCPU_ASSUMED, connection_budget
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, Setup
-from n8n_sizer.advisor.answer.topology import COMFORT_UTILISATION, TopologyModel
+from n8n_sizer.advisor.answer.topology_search import Scored
+from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION, TopologyModel
 
 
-def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:
+def build_topology(basis: Basis, req: Request, s: Scored, carries: bool, fits: list[SizeFit]) -> Recommendation:
     profile, lay = req.profile, s.layout
-    tm = TopologyModel(adv.model, profile, lay)
-    low, mid, high = adv.fitted.interval_of(lambda model: TopologyModel(model, profile, lay).capacity_per_s())
+    tm = TopologyModel(basis.model, profile, lay)
+    low, mid, high = basis.fitted.interval_of(lambda model: TopologyModel(model, profile, lay).capacity_per_s(),
+                                              profile.ratio_sd_log)
     b = tm.binding()
     bound = BindingBound(name=b.name, role=b.role, host=b.host, why=b.why)
     worker_g = lay.group_with("workers")
@@ -24,11 +27,11 @@ def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:
     p95 = None if p95 == float("inf") else p95
     # The search stops adding worker hosts where the pools reach what the data host's RAM carries.
     data_g = lay.group_with("postgres")
-    budget = connection_budget(data_ram_mib(adv, req, data_g))
+    budget = connection_budget(data_ram_mib(req, data_g))
     by_conn = (lay.hosts < req.max_hosts and
                s.pools.postgres_connections + CONNECTION_HEADROOM + worker_g.workers * lay.worker_pool > budget)
-    warnings = adv._common_warnings(req, carries, low, mid, p95, choice_text, bound, fits, True, by_conn)
-    extrapolated = explain.extrapolated(adv.fitted, profile, Setup(mode="queue", workers=worker_g.workers), worker_g.host,
+    warnings = explain.common_warnings(basis, req, carries, low, mid, p95, choice_text, bound, fits, True, by_conn)
+    extrapolated = explain.extrapolated(basis.fitted, profile, Setup(mode="queue", workers=worker_g.workers), worker_g.host,
                                         warnings, True)
     warnings.append("one main only: multi-main needs an n8n licence and is out of scope; main keeps the editor, API "
                     "and timers with production webhooks off (the load balancer routes /webhook/*, /webhook-waiting/*, "
@@ -40,7 +43,7 @@ def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:
         warnings.append(f"max_connections {s.pools.max_connections}: ~{need_mib:,.0f} MiB of Postgres backends on "
                         f"{data_g.name}; above {MANY_CONNECTIONS} a connection pooler (PgBouncer) is the usual step, "
                         "which this tool does not set up")
-    groups = [HostGroup(name=g.name, provider=g.provider, size=g.size, vcpu=int(g.host.vcpu), count=g.count,
+    groups = [HostGroup(name=g.name, provider=g.provider, size=g.size, vcpu=int(g.host.vcpu), arch=g.host.arch, count=g.count,
                         roles=g.roles(), monthly_eur=g.monthly_eur) for g in lay.groups]
     worker_vcpu = sum(g.count * g.host.vcpu for g in lay.groups if g.workers)
     host_bounds = [x for x in tm.bounds() if x.name == "host"]
@@ -50,9 +53,9 @@ def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:
     # One worker host's share of the comfortable rate sizes its runners (settings.runner_concurrency's rule).
     per_host = COMFORT_UTILISATION * mid * worker_g.workers / lay.workers
     setup = setup.model_copy(update={"runner_concurrency": settings.runner_concurrency(
-        adv.model, profile, setup, worker_g.host, per_host)})
+        basis.model, profile, setup, worker_g.host, per_host)})
     return Recommendation(
-        request=adv._request_echo(req), mode="queue", workers=lay.workers, concurrency=lay.concurrency,
+        request=request_echo(req), mode="queue", workers=lay.workers, concurrency=lay.concurrency,
         concurrency_per_vcpu=round(lay.workers * lay.concurrency / worker_vcpu, 2),
         runner_concurrency=setup.runner_concurrency, production_limit=None,
         db_pool_size=PoolSizes(main=s.pools.main, webhook=s.pools.webhook, worker=s.pools.worker),
@@ -66,11 +69,11 @@ def build_topology(adv, req, s, carries: bool, fits) -> Recommendation:
                             arch=worker_g.host.arch, monthly_eur=worker_g.monthly_eur),
         topology=groups, webhook_processors=lay.webhooks, hosts=lay.hosts, monthly_eur=lay.monthly_eur,
         render_command=RENDER_TOPOLOGY, fits=fits, warnings=warnings,
-        evidence=explain.evidence(adv.fitted, adv.ram.evidence, profile, setup, worker_g.host),
-        notes=list(adv.notes) + explain.prior_notes(True, adv.fitted.demand_rows), extrapolated=extrapolated, setup=setup)
+        evidence=explain.evidence(basis.fitted, basis.ram.evidence, profile, setup, worker_g.host),
+        notes=list(basis.notes) + explain.prior_notes(True, basis.fitted.demand_rows), extrapolated=extrapolated, setup=setup)
 
 
-def data_ram_mib(adv, req, g) -> int:
+def data_ram_mib(req: Request, g) -> int:
     from n8n_sizer.advisor.catalog import sizes_for
 
     ram = next((x.ram_mib for x in sizes_for(req.provider, req.arch) if x.size == g.size), None)

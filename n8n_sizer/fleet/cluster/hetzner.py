@@ -14,7 +14,7 @@ from typing import Mapping
 import pulumi
 import pulumi_hcloud as hcloud
 
-from n8n_sizer.deploy.topology import Host
+from n8n_sizer.deploy.topology import ClusterHost
 from n8n_sizer.fleet.cluster.spec import ROLE_TYPES, ClusterSpec, host_kind, role_label
 from n8n_sizer.fleet.hetzner import hetzner_server
 from n8n_sizer.fleet.labels import fleet_labels
@@ -106,7 +106,7 @@ class HetznerCluster(pulumi.ComponentResource):
                            **{n: h.public_ip for n, h in self.hosts.items()}}
         self.register_outputs({"network_id": self.network.network.id, "public_ips": self.public_ips})
 
-    def _firewalls(self, host: Host, no_lb: bool) -> list[pulumi.Input[str]]:
+    def _firewalls(self, host: ClusterHost, no_lb: bool) -> list[pulumi.Input[str]]:
         ids: list[pulumi.Input[str]] = [self.ssh_firewall.id]
         if host.roles.postgres or host.roles.redis:
             ids.append(self.data_firewall.id)

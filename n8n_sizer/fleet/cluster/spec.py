@@ -5,13 +5,12 @@ components (`cluster/hetzner.py`, `cluster/gcp.py`).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import Field, field_validator, model_validator
 
-from n8n_sizer.deploy.topology import Host, Topology, parse_topology
+from n8n_sizer.deploy.topology import ClusterHost, Topology, parse_topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.spec import NAMESPACE, FleetSpec, HostSpec, TargetSpec, _KeyError
 
@@ -32,12 +31,16 @@ class ClusterSpec(FleetSpec):
     @classmethod
     def _read_file(cls, v: Any) -> Any:
         if isinstance(v, dict) and set(v) == {"topology_file"}:
+            from n8n_sizer.safety.files import read_user_text
+            from n8n_sizer.safety.jsondoc import load_json
+
             path = Path(str(v["topology_file"]))
-            try:
-                return json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError) as exc:
-                raise ValueError(f"topology_file {path} cannot be read as JSON ({exc}); write it with "
-                                 "`advise --json > advice.json`, relative to the project folder") from None
+            fix = "write it with `advise --json > advice.json`, relative to the project folder"
+            try:  # the one reader and the one JSON loader: a FIFO, a device, 100,000 brackets are one line
+                return load_json(read_user_text(path, "topology_file", fix=fix, max_bytes=4 << 20),
+                                 f"topology_file {path}", fix)
+            except InputError as exc:
+                raise ValueError(str(exc)) from None
         return v
 
     @model_validator(mode="after")
@@ -46,7 +49,10 @@ class ClusterSpec(FleetSpec):
             topology = self.topology
         except InputError as exc:
             raise _KeyError("cluster", str(exc)) from None
-        providers = {g.provider for g in topology.groups}
+        if any(g.size is None for g in topology.groups):
+            raise _KeyError("cluster", "a host group has no catalog size (only vcpu): a stack creates servers of a "
+                            "size; ask `advise` without --vcpu, or with one a catalog size has (e.g. --vcpu 4)")
+        providers = {g.provider or "none" for g in topology.groups}
         if providers != {self.provider}:
             raise _KeyError("cluster", f"the topology's provider {', '.join(sorted(providers))} differs from "
                             f"n8n-sizer:provider {self.provider}; one stack lives in one provider")
@@ -56,6 +62,16 @@ class ClusterSpec(FleetSpec):
         for host in topology.hosts():
             if self.provider == "hetzner" and host.size.startswith(("cx", "cax")) and self.location in ("ash", "hil", "sin"):
                 raise _KeyError("cluster", f"{host.size} is sold in Hetzner's EU locations only; use fsn1, nbg1 or hel1")
+        # Whatever `pulumi up` would refuse when it renders the hosts (max_connections under the pools, a
+        # Postgres host too small for its connections, cloud-init over the limit) is refused here, so `cost`
+        # never prices a stack the program will not build.
+        from n8n_sizer.deploy.render_topology import render_topology
+        from n8n_sizer.deploy.secrets import generate_secrets
+
+        try:
+            render_topology(topology, generate_secrets(), profile="bench")
+        except InputError as exc:
+            raise _KeyError("cluster", str(exc)) from None
         return self
 
     @property
@@ -72,7 +88,7 @@ class ClusterSpec(FleetSpec):
         return str(ipaddress.ip_network(self.topology.subnet)[LOADGEN_OFFSET])
 
 
-def host_kind(host: Host) -> str:
+def host_kind(host: ClusterHost) -> str:
     """The component type of a host: its most load-bearing role decides (data > ingest > worker)."""
     roles = host.roles
     if roles.postgres or roles.redis:
@@ -82,7 +98,7 @@ def host_kind(host: Host) -> str:
     return "worker"
 
 
-def role_label(host: Host) -> str:
+def role_label(host: ClusterHost) -> str:
     """`postgres-redis`, `main-webhook-lb`, `workers`: a label value valid on both providers."""
     short = {"load_balancer": "lb"}
     return "-".join(short.get(r, r) for r in host.roles.listed())

@@ -8,7 +8,7 @@ Shapes (all queue mode with webhook processors behind a load balancer; main 1 in
 
 Per host the process counts are fixed first (the count that gives that host size the most capacity for its
 role), so the search only chooses sizes and host counts. Every candidate is scored by the full topology
-model (topology.py); the list of candidates does not depend on the requested rate, so a higher rate never
+model (layout.py); the list of candidates does not depend on the requested rate, so a higher rate never
 gets an answer with less capacity (a candidate that carried the old rate and still carries the new one stays
 the cheapest). Fast: a few thousand arithmetic evaluations, no numpy.
 """
@@ -23,8 +23,8 @@ from n8n_sizer.advisor.capacity import RUNNER_CORES, SOFTMIN_K, CapacityModel, H
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.roles import role_demands
 from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, connection_budget
-from n8n_sizer.advisor.setup import CONNECTION_HEADROOM
-from n8n_sizer.advisor.answer.topology import (COMFORT_UTILISATION, Group, Layout, PoolPlan, TopologyModel, plan_pools,
+from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, most_workers
+from n8n_sizer.advisor.answer.layout import (COMFORT_UTILISATION, Group, Layout, PoolPlan, TopologyModel, plan_pools,
                                         worker_settings)
 
 MAX_HOSTS_DEFAULT = 40
@@ -56,9 +56,16 @@ class Scored:
         return self.layout.hosts
 
 
+# A gain smaller than this share of capacity is no gain: far inside the model's own noise (seed 000's repeat runs
+# moved 25%), so more processes or hosts are not bought for it.
+NEGLIGIBLE_GAIN = 0.005
+
+
 def _best_count(values: list[float]) -> int:
-    """1-based index of the largest value, the first on ties."""
-    return max(range(len(values)), key=lambda i: (values[i], -i)) + 1
+    """1-based index of the first value within NEGLIGIBLE_GAIN of the largest: the fewest processes that give
+    (all but a negligible part of) the most capacity."""
+    top = max(values)
+    return next(i for i, v in enumerate(values) if v >= (1.0 - NEGLIGIBLE_GAIN) * top) + 1
 
 
 def workers_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostOption) -> int:
@@ -67,7 +74,7 @@ def workers_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostOp
     h, pc, v = model.host_factor(opt.shape), model.process_cores, opt.shape.vcpu
     per_exec = h * (d.worker_s + d.rest_worker_s + d.runner_s)
     caps = []
-    for k in range(1, 2 * opt.vcpu + 2):
+    for k in range(1, most_workers(opt.vcpu, shared=False) + 1):
         bounds = [max(v - model.idle_cores * k, 1e-9) / per_exec, k * pc / (h * d.worker_s)]
         if d.runner_s > 0:
             bounds.append(k * RUNNER_CORES / (h * d.runner_s))
@@ -100,6 +107,7 @@ class _Front:
     hosts: int
     connections: int  # its own processes' connections (main pool + 1, webhook processors' pools)
     max_connections: int  # what its data host's RAM carries (pools.connection_budget)
+    provider: str | None  # every host of a cluster is of one provider
 
 
 @dataclass(frozen=True)
@@ -148,6 +156,8 @@ class TopologySearch:
             out.append((_group("app", o, main=1, webhook=self.kh[o], postgres=1, redis=1, load_balancer=1),))
         for data in self.options:
             for o in self.options:
+                if o.provider != data.provider:  # one cluster lives in one provider's private network
+                    continue
                 k = self.kh[o]
                 base = (_group("data", data, postgres=1, redis=1), _group("ingest", o, main=1, webhook=k, load_balancer=1))
                 for m in range(0, min(MAX_WEBHOOK_HOSTS, self.max_hosts - 3) + 1):
@@ -172,7 +182,7 @@ class TopologySearch:
                 fronts.append(_Front(groups, _inv_k(own), None if None in eur else sum(g.count * g.monthly_eur for g in groups),
                                      sum(g.count for g in groups),
                                      pools.postgres_connections - self.kw[ref_w] * tm.layout.worker_pool,
-                                     connection_budget(ram[(data.host, data.size)])))
+                                     connection_budget(ram[(data.host, data.size)]), data.provider))
             self._cached = (fronts, [self._workers(o, self.kw[o]) for o in self.options])
         return self._cached
 
@@ -187,7 +197,10 @@ class TopologySearch:
 
     def _room(self, f: _Front, w: _Workers) -> int:
         """Worker hosts allowed: within max_hosts, and few enough that every pool, with the operators'
-        headroom, fits the max_connections its data host's RAM carries (connections grow with the workers)."""
+        headroom, fits the max_connections its data host's RAM carries (connections grow with the workers).
+        None of another provider than the front's: one cluster lives in one private network."""
+        if w.option.provider != f.provider:
+            return 0
         by_conn = (f.max_connections - CONNECTION_HEADROOM - f.connections) // w.connections_per_host
         return min(self.max_hosts - f.hosts, by_conn)
 
@@ -245,15 +258,13 @@ class TopologySearch:
         fewer per host on more hosts can hold more of them (and bigger hosts can always repeat what smaller
         ones did, so the most capacity never falls as the hosts grow)."""
         fronts, workers = self._parts()
-        best: tuple | None = None
         options = [self._workers(w.option, k) for w in workers for k in range(1, w.k + 1)]
-        for f in fronts:
-            for w in options:
-                room = self._room(f, w)
-                if room < 1:
-                    continue
-                cost = self._cost(f, w, room)
-                key = (_capacity(f, w, room), -cost[1], -cost[0])
-                if best is None or key > best[0]:
-                    best = (key, f, w, room)
-        return None if best is None else self._scored(*best[1:])
+        found = [(_capacity(f, w, room), self._cost(f, w, room), f, w, room)
+                 for f in fronts for w in options for room in [self._room(f, w)] if room >= 1]
+        if not found:
+            return None
+        # Within a negligible gain of the most, the cheapest (then the fewest hosts): never twice the hosts
+        # for a rounding error's worth of capacity.
+        top = max(c for c, *_ in found)
+        best = min((t for t in found if t[0] >= (1.0 - NEGLIGIBLE_GAIN) * top), key=lambda t: t[1])
+        return self._scored(*best[2:])

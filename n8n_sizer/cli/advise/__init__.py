@@ -36,15 +36,17 @@ def advise(
     validate: bool = typer.Option(False, "--validate", help="Leave-one-out accuracy over the embedded measurements, then exit."),
     burst: Optional[float] = typer.Option(None, "--burst", help="A burst at --rps x this multiple (e.g. 4): backlog, drain time, p95 and what to put in front; with --burst-seconds."),
     burst_seconds: Optional[float] = typer.Option(None, "--burst-seconds", help="How long the --burst lasts, seconds."),
+    drain_seconds: Optional[float] = typer.Option(None, "--drain-seconds", help="With --burst: its backlog must be worked off within this many seconds (with --p95-ms, the burst's p95 too); the answer is sized up until it is."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of the report."),
     compose: Optional[str] = typer.Option(None, "--compose", help="Also render the recommended stack into this folder."),
     generate_missing_secrets: bool = typer.Option(False, "--generate-missing-secrets", help="--compose: an existing .env there lacks a secret: generate it (never replaces one that is there)."),
     topology: Optional[Path] = typer.Option(None, "--topology", help="Score this topology (advise --json output, or {\"topology\": [...]}) instead of searching: its capacity, bound and pools."),
     on_this_machine: bool = typer.Option(False, "--on-this-machine", help="With --topology: every host shares this machine's cores at this machine's measured speed (the lab, docs/lab.md)."),
 ) -> None:
-    from n8n_sizer.cli.advise_view import run_advise
+    from n8n_sizer.cli.advise.view import AdviseOptions, run_advise
 
-    return run_advise(rps=rps, vcpu=vcpu, max_hosts=max_hosts, arch=arch, provider=provider, workload=workload, cpu_ms=cpu_ms,
-               wait_ms=wait_ms, p95_ms=p95_ms, results=results, validate=validate, json_out=json_out,
-               compose=compose, generate_missing_secrets=generate_missing_secrets, burst=burst,
-               burst_seconds=burst_seconds, topology=topology, on_this_machine=on_this_machine)
+    return run_advise(AdviseOptions(
+        rps=rps, vcpu=vcpu, max_hosts=max_hosts, arch=arch, provider=provider, workload=workload, cpu_ms=cpu_ms,
+        wait_ms=wait_ms, p95_ms=p95_ms, results=results, validate=validate, json_out=json_out, compose=compose,
+        generate_missing_secrets=generate_missing_secrets, burst=burst, burst_seconds=burst_seconds,
+        drain_seconds=drain_seconds, topology=topology, on_this_machine=on_this_machine))

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
-from n8n_sizer.advisor.answer.base import Roles
+from n8n_sizer.advisor.answer.contract import ROLE_NAMES, Roles
 from n8n_sizer.advisor.capacity import (P95_OF_EXPONENTIAL, RUNNER_CORES, SERVICE_CV2,
                                         CapacityModel, HostShape, sakasegawa_wait_factor, softmin)
 from n8n_sizer.advisor.profiles import WorkflowProfile
@@ -34,9 +34,25 @@ from n8n_sizer.advisor.setup import DEFAULT_WORKER_CONCURRENCY
 COMFORT_UTILISATION = 0.7  # as recommend.py: a 1.4x burst still fits
 
 
+@dataclass(frozen=True, kw_only=True)
+class RoleCounts:
+    """Process counts per host, as the contract's `Roles`: a plain dataclass, so that the search's Group (built
+    thousands of times) inherits them without validation."""
+
+    main: int = 0
+    webhook: int = 0
+    workers: int = 0
+    postgres: int = 0
+    redis: int = 0
+    load_balancer: int = 0
+
+    def counts(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in ROLE_NAMES}
+
+
 @dataclass(frozen=True)
-class Group(Roles):
-    """`count` identical hosts, each running these role counts (per host; keyword-only, from Roles)."""
+class Group(RoleCounts):
+    """`count` identical hosts, each running these role counts (per host; keyword-only, from RoleCounts)."""
 
     name: str
     host: HostShape

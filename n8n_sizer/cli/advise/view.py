@@ -1,0 +1,259 @@
+"""`advise`: check the inputs, call the advisor, print the recommendation (PGTune style) or JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from n8n_sizer.cli.advise.report import print_burst, print_recommendation
+from n8n_sizer.errors import InputError
+
+ARCHES = ("x86", "arm")
+MAX_HOSTS_LIMIT = 200
+PROVIDERS = ("hetzner", "gcp")
+
+
+def _check_inputs(rps: float | None, vcpu: int | None, arch: str, provider: str | None, p95_ms: float | None,
+                  validate: bool, cpu_ms: float | None = None, wait_ms: float | None = None,
+                  workload: str | None = None, max_hosts: int | None = None) -> None:
+    from n8n_sizer.safety import numbers as n
+
+    n.check_numbers({"--rps": (rps, n.RATE_PER_S), "--vcpu": (vcpu, n.VCPU), "--cpu-ms": (cpu_ms, n.CPU_MS),
+                     "--wait-ms": (wait_ms, n.WAIT_MS), "--p95-ms": (p95_ms, n.LATENCY_MS)})
+    if workload is not None and (cpu_ms is not None or wait_ms is not None):
+        given = " and ".join(f for f, v in (("--cpu-ms", cpu_ms), ("--wait-ms", wait_ms)) if v is not None)
+        raise InputError(f"{given} describe a custom workload, and --workload {workload} names another; drop "
+                         f"--workload to size the custom one, or drop {given}")
+    if validate:
+        given = [f for f, v in (("--rps", rps), ("--vcpu", vcpu), ("--provider", provider), ("--p95-ms", p95_ms),
+                                ("--workload", workload), ("--cpu-ms", cpu_ms), ("--wait-ms", wait_ms),
+                                ("--max-hosts", max_hosts)) if v is not None]
+        if given:
+            raise InputError(f"--validate scores the model on its measurements and ignores {', '.join(given)}; "
+                             "run it alone (with --results or --json if you like), or drop --validate")
+    if not validate and rps is None:
+        raise InputError("--rps is required: the sustained webhook rate to carry, e.g. --rps 40")
+    if rps is not None and not rps > 0:
+        raise InputError(f"--rps must be > 0 (got {rps:g}); it is requests per second, e.g. --rps 40")
+    if vcpu is not None and vcpu <= 0:
+        raise InputError(f"--vcpu must be >= 1 (got {vcpu}); omit it to get the cheapest size that fits")
+    if max_hosts is not None and not 1 <= max_hosts <= MAX_HOSTS_LIMIT:
+        raise InputError(f"--max-hosts must be 1 to {MAX_HOSTS_LIMIT} (got {max_hosts}); 1 asks for a single server")
+    if arch not in ARCHES:
+        raise InputError(f"unknown --arch {arch!r}; accepted: {', '.join(ARCHES)}")
+    if provider is not None and provider not in PROVIDERS:
+        raise InputError(f"unknown --provider {provider!r}; accepted: {', '.join(PROVIDERS)}")
+    if p95_ms is not None and not p95_ms > 0:
+        raise InputError(f"--p95-ms must be > 0 (got {p95_ms:g}); it is the latency target in milliseconds")
+
+
+@dataclass(frozen=True)
+class AdviseOptions:
+    """What `advise` was asked, as one object: the command line as typer parsed it, before any check."""
+
+    rps: float | None
+    vcpu: int | None
+    arch: str
+    provider: str | None
+    workload: str | None
+    cpu_ms: float | None
+    wait_ms: float | None
+    p95_ms: float | None
+    results: Path | None
+    validate: bool
+    json_out: bool
+    compose: str | None
+    generate_missing_secrets: bool = False
+    max_hosts: int | None = None
+    burst: float | None = None
+    burst_seconds: float | None = None
+    drain_seconds: float | None = None
+    topology: Path | None = None
+    on_this_machine: bool = False
+
+
+def run_advise(o: "AdviseOptions") -> int:
+    from n8n_sizer.advisor.engine import build_advisor
+    from n8n_sizer.advisor.profiles import profile_for
+    from n8n_sizer.advisor.recommend import MAX_HOSTS_DEFAULT, Request
+
+    workload, compose, arch = o.workload, o.compose, o.arch  # each is replaced below once it is resolved
+    _check_inputs(o.rps, o.vcpu, arch, o.provider, o.p95_ms, o.validate, o.cpu_ms, o.wait_ms, workload, o.max_hosts)
+    _check_burst(o.burst, o.burst_seconds, o.validate, o.drain_seconds)
+    _check_given(o.topology, o.on_this_machine, o.validate, o.vcpu, o.max_hosts, o.provider, compose)
+    workload_given = workload is not None
+    workload = workload or "light"
+    if o.validate and compose is not None:
+        raise InputError("--validate renders no stack, so --compose would be ignored; drop one of them")
+    if compose is not None:
+        from n8n_sizer.safety.files import require_output_folder
+
+        compose = require_output_folder(compose, "--compose", fix="try --compose ./n8n-stack")
+    extra = None
+    if o.results is not None:
+        from n8n_sizer.runs.fit_input import load_results
+        from n8n_sizer.safety.files import require_folder
+
+        require_folder(o.results, "--results", fix="pass the folder bench wrote its runs into, e.g. --results results")
+        extra = load_results(o.results)
+    user_workflows = sorted({m.workflow for m in extra or ()} - {"light", "code-heavy"})
+    if not workload_given and o.cpu_ms is None and o.wait_ms is None and len(user_workflows) == 1:
+        workload = user_workflows[0]  # the runs measured one workflow of yours: the question is about it
+    if workload in user_workflows and o.cpu_ms is None and o.wait_ms is None:
+        profile = None  # the user's own workflow, measured in their results: its own fitted demand
+    else:
+        profile = profile_for(workload, o.cpu_ms, o.wait_ms)
+    if o.validate:
+        from n8n_sizer.cli.advise.validate import print_validation
+
+        return print_validation(extra, o.json_out)
+    advisor = build_advisor(extra)
+    if profile is None:
+        from n8n_sizer.advisor.profiles import user_profile
+
+        profile = user_profile(workload)
+        if not advisor.fitted.knows(profile):
+            raise InputError(f"--workload {workload}: your results hold no capacity point and no per-role CPU row "
+                             f"for it; run `n8n-sizer bench --local --workflow {workload}.json --rates 4,8,16,32` "
+                             "(a step that saturates, with telemetry) and pass its folder to --results")
+    layout, given_hosts, one_setup, one_option = None, None, None, None
+    if o.topology is not None:
+        from n8n_sizer.cli.advise.given import given_layout_from
+
+        given = given_layout_from(o.topology, advisor, o.on_this_machine)
+        arch = given[3] if given[0] == "one-host" else given[2]
+        if given[0] == "one-host":
+            one_setup, one_option = given[1], given[2]
+        else:
+            layout, given_hosts = given[1], given[3]
+    # --vcpu N asks about one N-vCPU server first (the ways past it follow as alternatives); --max-hosts M with it
+    # asks for the cheapest setup of N-vCPU hosts; without --vcpu, the cheapest comfortable answer of any size.
+    one_first = o.max_hosts is None and (o.vcpu is not None or compose is not None)
+    req = Request(rps=o.rps, vcpu=o.vcpu, arch=arch, provider=o.provider, profile=profile, p95_ms=o.p95_ms,
+                  max_hosts=o.max_hosts if o.max_hosts is not None else 1 if one_first else MAX_HOSTS_DEFAULT)
+    try:
+        rec = _answer(advisor, req, layout, given_hosts, one_setup, one_option)
+    except ValidationError as exc:  # e.g. Little's law asks for more in-flight executions than a Setup allows
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "setup"
+        raise InputError(f"no stack n8n-sizer renders fits these inputs: the {where} it would need is out of range "
+                         f"({first.get('msg')}, got {first.get('input')}); lower --rps or --wait-ms") from None
+    changes = _changes(build_advisor(None), advisor, req, rec,
+                       lambda adv: _answer(adv, req, layout, given_hosts, one_setup, one_option)) if extra else None
+    if extra:  # never advise past the user's own evidence (the same rule the report's advice applies)
+        from n8n_sizer.runs.evidence import overrule
+
+        rec, _ = overrule(rec, extra, workload)
+    if compose is not None and rec.hosts > 1:  # --compose alone asks the single-server question (above)
+        raise InputError(f"--compose writes a single-host stack, and this answer is {rec.hosts} hosts: save it with "
+                         f"--json > advice.json and run `{rec.render_command}`, or use --max-hosts 1")
+    written = _write_compose(rec, compose, o.generate_missing_secrets) if compose is not None else None
+    surge = None
+    targets = o.p95_ms is not None or o.drain_seconds is not None
+    if o.burst is not None and o.topology is None and targets and not one_first:
+        from n8n_sizer.advisor.answer.burst import size_for_burst
+
+        rec, surge, sized = size_for_burst(lambda rate: _answer(advisor, req.model_copy(update={"rps": rate}), None,
+                                                                None, None, None),
+                                           o.rps, o.burst, o.burst_seconds, o.p95_ms, o.drain_seconds)
+        if sized > o.rps:
+            note = (f"sized for {sized:.3g}/s, not {o.rps:g}/s: at {o.rps:g}/s the {o.burst:g}x burst for "
+                    f"{o.burst_seconds:g} s would not drain within " + " and ".join(t for t in (
+                        f"the p95 target ({o.p95_ms:g} ms)" if o.p95_ms is not None else "",
+                        f"--drain-seconds {o.drain_seconds:g}" if o.drain_seconds is not None else "") if t))
+            rec = rec.model_copy(update={"request": {**rec.request, "rps": o.rps, "sized_for_rps": sized},
+                                         "warnings": [note, *rec.warnings]})
+    elif o.burst is not None:
+        from n8n_sizer.advisor.answer.burst import absorbs, burst_advice
+
+        surge = burst_advice(o.rps, o.burst, o.burst_seconds, rec.capacity_per_s.mid, rec.p95_ms, rec.mode)
+        if targets and not absorbs(surge, o.p95_ms, o.drain_seconds):
+            rec = rec.model_copy(update={"warnings": [
+                f"this setup does not absorb the {o.burst:g}x burst within your targets (drain "
+                f"{'never' if surge.drain_s is None else f'{surge.drain_s:,.0f} s'}); ask without --vcpu (or with "
+                "--max-hosts) to be sized for it", *rec.warnings]})
+    if o.json_out:
+        data = rec.model_dump(mode="json")
+        if surge is not None:
+            data["burst"] = surge.model_dump(mode="json")
+        if changes is not None:
+            data["changes"] = changes
+        if written is not None:
+            data["compose"] = {"dir": str(compose), "messages": written}
+        print(json.dumps(data, indent=2))
+    else:
+        print_recommendation(rec, changes, written, compose, bool(extra))
+        if surge is not None:
+            print_burst(surge)
+    return 0
+
+
+def _check_given(topology, on_this_machine: bool, validate: bool, vcpu, max_hosts, provider, compose) -> None:
+    """--topology scores the user's own layout: the search's flags would be ignored, so they are refused."""
+    if on_this_machine and topology is None:
+        raise InputError("--on-this-machine puts every host of a --topology on this machine's cores; pass "
+                         "--topology FILE with it (e.g. the lab's topology), or drop it")
+    if topology is None:
+        return
+    given = [f for f, v in (("--vcpu", vcpu), ("--max-hosts", max_hosts), ("--provider", provider),
+                            ("--compose", compose)) if v is not None] + (["--validate"] if validate else [])
+    if given:
+        raise InputError(f"--topology scores the topology in the file, so {', '.join(given)} would be ignored; "
+                         "drop it, or drop --topology to let advise search")
+
+
+def _check_burst(burst, burst_seconds, validate: bool, drain_seconds=None) -> None:
+    from n8n_sizer.safety import numbers as n
+
+    n.check_numbers({"--burst": (burst, n.Range(1, 1000, example="4")), "--burst-seconds": (burst_seconds, n.SECONDS),
+                     "--drain-seconds": (drain_seconds, n.SECONDS)})
+    if drain_seconds is not None and burst is None:
+        raise InputError("--drain-seconds is how soon a --burst's backlog must be worked off; give --burst and "
+                         "--burst-seconds with it, or drop it")
+    if (burst is None) != (burst_seconds is None):
+        raise InputError("--burst and --burst-seconds go together: the peak as a multiple of --rps and how long it "
+                         "lasts, e.g. --burst 4 --burst-seconds 60")
+    if burst is not None and validate:
+        raise InputError("--validate scores the model and sizes nothing, so --burst would be ignored; drop one")
+
+
+def _answer(advisor, req, layout, given_hosts, one_setup, one_option):
+    """The advisor's answer: to a topology the user gave (one host or several), else the search's, with the
+    priced ways past it."""
+    if one_setup is not None:
+        return advisor.evaluate_one_host(req, one_setup, one_option)
+    return advisor.answer(req) if layout is None else advisor.evaluate(req, layout, given_hosts)
+
+
+def _changes(before, after, req, new, answer) -> dict:
+    """What the user's results changed: parameters and the recommendation (`new` is after's answer to `req`;
+    `answer(advisor)` asks the same question of another advisor)."""
+    from n8n_sizer.advisor.fit import is_user_point
+
+    known_before = before.fitted.knows(req.profile)
+    old = None  # a workflow only your results measured is new
+    if known_before:
+        old = answer(before)
+    params = {}
+    for name, value in after.model.params.items():
+        prior = before.model.params.get(name)
+        if prior is None or abs(value - prior) > 1e-3 * max(abs(prior), 1e-9):
+            params[name] = {"before": prior, "after": value}
+    user_points = [p.measurement.id for p in after.fitted.points if is_user_point(p.measurement)]
+    user_excluded = [{"id": e.measurement.id, "reason": e.reason} for e in after.fitted.excluded
+                     if is_user_point(e.measurement)]
+    return {"reference_host": {"before": before.model.reference_class, "after": after.model.reference_class},
+            "user_points": user_points, "user_excluded": user_excluded,
+            "params": params,
+            "recommendation": {"before": None if old is None else
+                               {"mode": old.mode, "workers": old.workers, "capacity_per_s": old.capacity_per_s.mid},
+                               "after": {"mode": new.mode, "workers": new.workers, "capacity_per_s": new.capacity_per_s.mid}}}
+
+
+def _write_compose(rec, out_dir: Path, generate_missing_secrets: bool = False) -> list[str]:
+    from n8n_sizer.deploy.render import write_bundle
+
+    return write_bundle(rec.setup, out_dir, generate_missing_secrets=generate_missing_secrets)
