@@ -44,7 +44,8 @@ def ladder(webhooks: int, rates: str, step_s: float, folder: Path) -> tuple[list
     """[(offered, carried per s, kept up, {role: CPU cores over the step, all hosts}, machine busy cores)] per
     step, the ledger, and the results folder."""
     out = folder / f"lab-{webhooks}.json"
-    state = lab_up(parse_topology(topology(webhooks)), 2, out, generator_prefix="bl-gen-")
+    state = lab_up(parse_topology(topology(webhooks)), 2, out, generator_prefix="bl-gen-",
+                   cpu_budget=False)  # what shared cores carry; lab_shape.py gives each host its own
     results = folder / f"results-{webhooks}"
     try:
         res = subprocess.run([*CLI, "bench", "--inventory", str(out), "--rates", rates, "--step-seconds",

@@ -32,6 +32,10 @@ from n8n_sizer.safety.write import write_atomic
 LAB_TARGET = "cluster"  # the one target of a lab run: results, ledger and report stay one folder
 AGENT_GRACE_S = 30.0  # after its share ends, how long a generator's requests in flight may still answer
 LAB_SAMPLE_EVERY_S = 2.0  # one SSH round trip per host per tick, on a machine the cluster itself keeps busy
+# With a CPU budget per host (lab.cpu) every sampler tick is charged to that host's budget: every 2 s it took
+# 0.05-0.08 of a 0.21-core host (cpuacct, 2026-12-01). The kernel's counters give the per-role CPU of each step, so
+# the per-process samples can be sparser.
+LAB_BUDGET_SAMPLE_EVERY_S = 10.0
 
 
 def is_lab_inventory(inventory) -> bool:
@@ -178,7 +182,8 @@ def role_labelled(sink: Callable[[Sequence[Sample]], None]) -> Callable[[Sequenc
 
 
 def lab_samplers(lab: LabTarget, sink: Callable[[Sequence[Sample]], None], labels: dict[str, str],
-                 n8n_metrics: bool = True, editor_check: Callable[[], None] | None = None) -> list:
+                 n8n_metrics: bool = True, editor_check: Callable[[], None] | None = None,
+                 interval_s: float = LAB_SAMPLE_EVERY_S) -> list:
     """A Sampler per cluster host (not started): its processes by role, Redis and Bull on the data host,
     main's /metrics queue gauges on the ingest host (main listens on that host's loopback or address), and
     `editor_check` timed by the ingest host's sampler."""
@@ -199,7 +204,7 @@ def lab_samplers(lab: LabTarget, sink: Callable[[Sequence[Sample]], None], label
         if main is not None and n8n_metrics:
             probes.append(n8n_metrics_probe(main.ready_url.split("/healthz")[0]))
         samplers.append(Sampler(host, role_labelled(sink), probes, processes=mine, trees=trees, labels=labels,
-                                interval_s=LAB_SAMPLE_EVERY_S, timeout_s=10.0,
+                                interval_s=interval_s, timeout_s=10.0,
                                 editor_check=editor_check if main is not None else None))
     return samplers
 
@@ -309,10 +314,26 @@ def lab_telemetry(run, telemetry, main_url: str, workflow_id: str, secrets_path:
 
     editor = n8n_link.editor_client(main_url, secrets_path)
     telemetry.callback(editor.close)
+    from n8n_sizer.lab.state import read_lab_state
+
+    budget = read_lab_state(run.t.lab.inventory_path).cpu
     for sampler in lab_samplers(run.t.lab, run.store.append_samples, {"target": run.t.name},
-                                editor_check=http_editor_check(editor, workflow_id)):
+                                editor_check=http_editor_check(editor, workflow_id),
+                                interval_s=LAB_SAMPLE_EVERY_S if budget is None else LAB_BUDGET_SAMPLE_EVERY_S):
         sampler.start()
         telemetry.callback(sampler.stop)
+    run.use_accounting(telemetry, _lab_accounting(run.t.lab))
+
+
+def _lab_accounting(lab: LabTarget):
+    """Per-role cpuacct groups under the lab's own top group (lab.cpu), Redis and Postgres counters."""
+    from n8n_sizer.bench.accounting import lab_accounting
+    from n8n_sizer.lab.state import read_lab_state
+
+    cpu = read_lab_state(lab.inventory_path).cpu
+    cluster = lab.cluster
+    secret = _redis_probe_secret(cluster) if cluster.data is not None else None
+    return lab_accounting(_recorded_pids(cluster), cluster.data, secret, top=cpu.group if cpu else None)
 
 
 def lab_step(run, step, url: str, seq_start: int) -> None:

@@ -144,6 +144,7 @@ class _TargetRun:
         self._lost_error: ConnectionLost | None = None
         self._step_done = threading.Event()
         self.handle: StackHandle | None = None  # the target's stack, once `start_stack` opened it
+        self.accounting = None  # bench.accounting.Accounting when the kernel's per-role CPU can be read here
 
     def info(self) -> dict:
         return dict(self.store.manifest.hosts.get(self.t.name, {}))
@@ -273,6 +274,17 @@ class _TargetRun:
                           editor_check=http_editor_check(editor, info["workflow_id"]), **what)
         sampler.start()
         telemetry.callback(sampler.stop)
+        if self.t.kind == "local":
+            from n8n_sizer.bench.accounting import local_accounting
+
+            self.use_accounting(telemetry, local_accounting(self.handle.stack))
+
+    def use_accounting(self, telemetry: ExitStack, accounting) -> None:
+        """Count every step's per-role CPU and data-store operations from now on (None: not on this host)."""
+        if accounting is not None:
+            self.accounting = accounting
+            telemetry.callback(accounting.close)
+            self.save_info(cpu_accounting="cpuacct")
 
     def _warmup(self, url: str) -> None:
         """Warm-up requests are not results, but what happened to them is kept in run.json (`warmups`)."""
@@ -286,6 +298,16 @@ class _TargetRun:
                             f"{summary['first_error']}); check that the workflow runs in n8n (its log)")
 
     def _step(self, step, url: str, elapsed: float) -> None:
+        """One step, with its counters (bench.accounting) added to its record when this run can read them."""
+        from n8n_sizer.bench.accounting import step_counters
+
+        before = self.accounting.read() if self.accounting is not None else None
+        self._load_step(step, url, elapsed)
+        if before is not None:
+            counted = step_counters(before, self.accounting.read())
+            self.store.mark_step(self.t.name, step.name, "done", **counted.model_dump(mode="json", exclude_none=True))
+
+    def _load_step(self, step, url: str, elapsed: float) -> None:
         plan, name = self.job.plan, self.t.name
         seq_start = self.store.next_seq(name)
         self.store.mark_step(name, step.name, "running", seq_start=seq_start)

@@ -48,6 +48,9 @@ def up(
     out: Path = typer.Option(..., "--out", help="Inventory file to write (never overwritten)."),
     sshd_path: str = typer.Option("/usr/sbin/sshd", "--sshd", help="The OpenSSH server binary."),
     json_out: bool = typer.Option(False, "--json", help="Print the lab's hosts and addresses as one JSON object."),
+    cpu_cores: float = typer.Option(None, "--cpu-cores", help="Cores of this machine the hosts' CPU budgets share "
+                                    "(default: all but 0.5, left to the generators)."),
+    no_cpu_budget: bool = typer.Option(False, "--no-cpu-budget", help="No cgroup quota: every host shares every core."),
 ) -> None:
     from n8n_sizer.deploy.topology import load_topology_text
     from n8n_sizer.lab.netns import lab_up, require_root
@@ -57,7 +60,7 @@ def up(
     text = read_user_text(topology, "--topology", fix="pass the output of `advise --json`")
     topo = load_topology_text(text, f"--topology {topology}")
     try:
-        state = lab_up(topo, generators, out, sshd_path=sshd_path)
+        state = lab_up(topo, generators, out, sshd_path=sshd_path, cpu_budget=not no_cpu_budget, cpu_cores=cpu_cores)
     except KeyboardInterrupt:  # lab_up has already removed what it made (SIGTERM and SIGHUP end here too)
         print("n8n-sizer: lab up interrupted; everything it had made is removed", file=sys.stderr)
         raise typer.Exit(130) from None
@@ -66,11 +69,17 @@ def up(
     if json_out:
         print(json.dumps({"lab_id": state.lab_id, "inventory": str(out), "bridge": state.bridge,
                           "subnet": state.subnet, "ssh_key": state.client_key, "ssh_user": "root",
-                          "hosts": hosts}, indent=2))
+                          "hosts": hosts, "cpu": state.cpu.model_dump(mode="json") if state.cpu else None},
+                         indent=2))
         return
     print(f"lab {state.lab_id} up on bridge {state.bridge} ({state.subnet}); inventory: {out}")
+    budget = state.cpu
     for name, h in hosts.items():
-        print(f"  {name:16} {h['role']:8} {h['address']}")
+        own = budget.host(name) if budget else None
+        print(f"  {name:16} {h['role']:8} {h['address']}" + (f"  {own.cores:g} cores ({own.vcpu} vCPU)" if own else ""))
+    if budget:
+        print(f"CPU: {budget.usable_cores:g} of {budget.machine_cores} cores for {budget.total_vcpu} vCPU, "
+              f"scale {budget.scale:.3g} (cgroup {budget.group})")
     print(f"ssh: ssh -i {state.client_key} root@ADDRESS; remove it all: n8n-sizer lab down --inventory {out}")
 
 

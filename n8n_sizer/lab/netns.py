@@ -23,7 +23,7 @@ from typing import Iterator
 
 from n8n_sizer.deploy.topology import Topology
 from n8n_sizer.errors import InputError, RemoteError
-from n8n_sizer.lab import sshd
+from n8n_sizer.lab import cpu as lab_cpu, sshd
 from n8n_sizer.lab.plan import (BRIDGE_PREFIX, LAB_ID_RE, VETH_PREFIX, LabPlan, bridge_commands, forward_rule,
                                 is_lab_netns, link_commands, overlapping_routes, plan_lab)
 from n8n_sizer.lab.state import MARKER, LabState, Recorder, lab_inventory, read_lab_state
@@ -141,15 +141,19 @@ def _signals_ignored() -> Iterator[None]:
 
 
 def lab_up(topology: Topology, generators: int, out: Path, sshd_path: str = "/usr/sbin/sshd",
-           lab_id: str | None = None, generator_prefix: str = "gen-") -> LabState:
-    """Create the lab and write its inventory to `out`; on any failure or interrupt remove all of it."""
+           lab_id: str | None = None, generator_prefix: str = "gen-", cpu_budget: bool = True,
+           cpu_cores: float | None = None) -> LabState:
+    """Create the lab and write its inventory to `out`; on any failure or interrupt remove all of it.
+    With `cpu_budget`, each topology host gets its own CPU (lab.cpu), `cpu_cores` of this machine's in all."""
     require_root("lab up")
     plan = plan_lab(topology, generators, lab_id or secrets.token_hex(3), generator_prefix)
     preflight(plan, out, sshd_path)
+    budget = lab_cpu.plan_for_topology(topology, plan.lab_id, cpu_cores) if cpu_budget else None
+    mounts = lab_cpu.lab_cpu_mounts() if budget else {}
     rec = Recorder(plan, topology)
     with _signals_interrupt():
         try:
-            _build(plan, rec, out, sshd_path)
+            _build(plan, rec, out, sshd_path, budget, mounts)
             state = rec.state()
             inventory = lab_inventory(plan, topology, state)
             write_atomic(out, inventory.model_dump_json(indent=2, exclude_none=True) + "\n", private=True,
@@ -164,7 +168,7 @@ def lab_up(topology: Topology, generators: int, out: Path, sshd_path: str = "/us
             raise
 
 
-def _build(plan: LabPlan, rec: Recorder, out: Path, sshd_path: str) -> None:
+def _build(plan: LabPlan, rec: Recorder, out: Path, sshd_path: str, budget=None, mounts=None) -> None:
     folder = out.absolute().parent / f".n8nsz-lab-{plan.lab_id}"
     # 0711: its keys and configs are 0600, nothing in it can be listed; the data role's Postgres, run as Debian's postgres
     # user, must pass through to its own folder inside, without being able to list anything.
@@ -195,6 +199,9 @@ def _build(plan: LabPlan, rec: Recorder, out: Path, sshd_path: str) -> None:
         rec.update(ns.name, veth=ns.veth)
         for cmd in rest:
             _run(cmd)
+    if budget is not None:
+        rec.cpu = budget  # recorded first: its name carries the lab's id, and removal tolerates what is not there
+        lab_cpu.create_lab_groups(budget, mounts)
     started = []
     for ns in plan.namespaces:
         host_key = folder / f"{ns.name}.host_key"
@@ -204,6 +211,8 @@ def _build(plan: LabPlan, rec: Recorder, out: Path, sshd_path: str) -> None:
         log = folder / f"{ns.name}.sshd.log"
         pid = sshd.start_sshd(ns, sshd_path, config, log)
         rec.update(ns.name, sshd_pid=pid, sshd_config=str(config))
+        if budget is not None:  # before any session: everything started over SSH in this host runs in its budget
+            lab_cpu.place_in_host(budget, ns.name, pid, mounts)
         started.append((ns, pid, log))
     for ns, pid, log in started:
         sshd.wait_listening(ns, pid, log)
@@ -300,6 +309,10 @@ def remove_lab(state: LabState) -> Removal:
     left = stop_pids(pids)
     r.removed += [f"process {p}" for p in pids if p not in left]
     r.failed += [f"process {p} (still running after SIGKILL)" for p in left]
+    if state.cpu is not None:  # once its processes are gone: the groups are empty and removed by recorded name
+        removed, failed = lab_cpu.remove_cpu_groups(state.cpu)
+        r.removed += [f"cgroup {g}" for g in removed]
+        r.failed += failed
     # Veths first, from this side: deleting one deletes its peer in the namespace at once, whereas a deleted
     # namespace frees its end later, in the kernel's own time.
     veths = [rec.veth for rec in state.namespaces if rec.veth]

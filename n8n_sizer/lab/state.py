@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from n8n_sizer.deploy.topology import Topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import Inventory, InventoryHost, load_inventory
+from n8n_sizer.lab.cpu import LabCpu
 from n8n_sizer.lab.plan import LabPlan
 from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.frozen import Frozen
@@ -42,6 +43,7 @@ class LabState(Frozen):
     client_key: str | None = None
     namespaces: tuple[NamespaceRecord, ...] = ()
     topology: dict | None = None  # the topology the lab was made for, as `parse_topology` reads it (`lab deploy`)
+    cpu: LabCpu | None = None  # each host's CPU budget (lab.cpu), set before its first group exists
 
 
 class Recorder:
@@ -55,6 +57,7 @@ class Recorder:
         self.folder: Path | None = None
         self.client_key: Path | None = None
         self.namespaces: dict[str, dict] = {}
+        self.cpu: LabCpu | None = None
 
     def namespace(self, name: str, netns: str, inode: int) -> None:
         self.namespaces[name] = {"name": name, "netns": netns, "netns_inode": inode}
@@ -68,7 +71,7 @@ class Recorder:
                         folder=None if self.folder is None else str(self.folder),
                         client_key=None if self.client_key is None else str(self.client_key),
                         namespaces=tuple(NamespaceRecord(**n) for n in self.namespaces.values()),
-                        topology=self.topology)
+                        topology=self.topology, cpu=self.cpu)
 
 
 def topology_dict(topology: Topology) -> dict:

@@ -68,6 +68,9 @@ def measurements_from_run(folder: Path) -> list[Measurement]:
         span = windows.get((target, step))
         mine = [s for s in telemetry if s.labels.get("target", target) == target]
         demands = role_demands_ms(mine, span[0], span[1], int(value.get("answered", 0))) if span else {}
+        counted = manifest.extra.get("steps", {}).get(target, {}).get(step, {}).get("role_cpu_ms")
+        if counted and span and int(value.get("answered", 0)) > 0:  # the kernel's accounting beats sampling
+            demands = {role: ms / int(value["answered"]) for role, ms in counted.items()}
         open_load = "offered_rate" in value
         out.append(Measurement(
             id=f"{manifest.run_id}-{target}-{step}", source=f"results/{manifest.run_id}", table="bench step",

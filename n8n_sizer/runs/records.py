@@ -121,3 +121,20 @@ class StepTally:
     scheduled: int = 0
     sent: int = 0
     last_sent_s: float | None = None
+
+
+class StepCounters(Frozen):
+    """What a step cost, counted at its two ends (run.json `extra.steps[target][step]`, beside started_s and
+    finished_s). CPU from the kernel's accounting: one cgroup v1 `cpuacct` group per role and host
+    (`hosts.cgroups`), so it covers exactly those processes and their children, nothing sampled. Operations from
+    the data stores' own counters (`telemetry.probes.ops`). Each field is None when it could not be read (not
+    root, no cgroup v1, no Redis in regular mode); a step of a run without accounting has none of them."""
+
+    cpu_source: Literal["cpuacct"] = "cpuacct"
+    role_cpu_ms: dict[str, float] | None = None  # role -> CPU milliseconds over the step, summed over hosts
+    host_role_cpu_ms: dict[str, dict[str, float]] | None = None  # host -> role -> ms (a lab's several hosts)
+    # host -> ms of everything in a lab host's budget (its roles, the sampler's commands, sshd): a lab only
+    host_cpu_ms: dict[str, float] | None = None
+    redis_commands: int | None = Field(None, ge=0)  # INFO commandstats calls over the step, `info` itself left out
+    postgres_transactions: int | None = Field(None, ge=0)  # pg_stat_database xact_commit + xact_rollback, n8n's db
+    counted_s: float | None = Field(None, ge=0)  # the span between the two readings

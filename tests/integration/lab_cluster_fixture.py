@@ -54,7 +54,8 @@ def deployed_lab():
     workdir = Path(tempfile.mkdtemp(prefix="n8n-sizer-benchlab-"))
     workdir.chmod(0o755)
     out = workdir / "lab.json"
-    state = lab_up(parse_topology(TOPOLOGY), len(GENERATORS), out, generator_prefix=GENERATOR_PREFIX)
+    state = lab_up(parse_topology(TOPOLOGY), len(GENERATORS), out, generator_prefix=GENERATOR_PREFIX,
+                   cpu_budget=False)  # every host on every core: the bench path, not the shape (lab_shape.py)
     try:
         yield DeployedLab(inventory=out, workdir=workdir, state=state, cluster=deploy_lab(out))
     finally:

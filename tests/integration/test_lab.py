@@ -24,6 +24,7 @@ import pytest
 from n8n_sizer.deploy.topology import parse_topology
 from n8n_sizer.errors import RemoteError
 from n8n_sizer.fleet.inventory import load_inventory
+from n8n_sizer.hosts.cgroups import CpuGroup, available_mounts, parse_proc_cgroup
 from n8n_sizer.hosts.host import SshHost
 from n8n_sizer.lab.netns import bridged_frames_filtered, lab_up, remove_lab
 from n8n_sizer.lab.plan import forward_rule
@@ -148,6 +149,36 @@ def test_every_host_is_its_own_machine_on_its_own_address(lab):
     assert len(set(seen.values())) == len(NAMES)
 
 
+def test_every_host_runs_in_its_own_cpu_budget_and_a_busy_one_is_held_to_it(lab):
+    out, state = lab
+    cpu = state.cpu
+    assert cpu is not None and cpu.total_vcpu == 16 and cpu.scale == pytest.approx(cpu.usable_cores / 16)
+    assert load_inventory(out.read_text()).lab["cpu"]["scale"] == cpu.scale  # recorded in the inventory
+    mounts = available_mounts()
+    inventory = load_inventory(out.read_text())
+    for name in NAMES:
+        host = _ssh(inventory, name, state.client_key)
+        try:
+            groups = parse_proc_cgroup(host.run("cat /proc/self/cgroup", timeout_s=20).stdout)
+        finally:
+            host.close()
+        own = cpu.host(name)
+        assert groups["cpu"] == groups["cpuacct"] == "/" + (own.cgroup if own else cpu.generators_group)
+        if own is not None:
+            quota = int((mounts["cpu"] / own.cgroup / "cpu.cfs_quota_us").read_text())
+            assert quota == own.quota_us == round(4 * cpu.scale * 100_000)  # cx33: 4 vCPU
+    # A busy loop over SSH on worker-1 (2 s of wall time at most) uses no more than its budget allows.
+    worker = CpuGroup(cpu.host("worker-1").cgroup, mounts)
+    before, started = worker.usage_ns(), time.monotonic()
+    host = _ssh(inventory, "worker-1", state.client_key)
+    try:
+        host.run("timeout 2 sh -c 'while :; do :; done' || true", timeout_s=30)
+    finally:
+        host.close()
+    used_s, wall = (worker.usage_ns() - before) / 1e9, time.monotonic() - started
+    assert 0.5 * cpu.host("worker-1").cores * 2 <= used_s <= 1.3 * cpu.host("worker-1").cores * wall, (used_s, wall)
+
+
 def test_a_generator_reaches_the_ingest_hosts_sshd_over_the_bridge_and_nothing_beyond(lab):
     out, state = lab
     inventory = load_inventory(out.read_text())
@@ -193,6 +224,8 @@ def test_lab_down_removes_every_namespace_link_process_and_key(workdir, clean):
         removed = json.loads(down.stdout)["removed"]
         assert {f"namespace {_netns(state, n)}" for n in NAMES} <= set(removed) and f"link {state.bridge}" in removed
         assert not (workdir / "lab.json").exists() and not Path(state.folder).exists()
+        assert f"cgroup /sys/fs/cgroup/cpu/{state.cpu.group}" in removed  # by its recorded name, with the lab's id
+        assert not any((m / state.cpu.group).exists() for m in available_mounts().values())
         if state.forward_rule:
             assert subprocess.run(rule, capture_output=True).returncode != 0
         assert not [p for p in pids if _processes_mentioning(f"{state.folder}/")], pids

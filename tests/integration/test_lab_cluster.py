@@ -78,7 +78,7 @@ def _peers(data_host, port: int) -> set[str]:
 
 def test_main_and_a_worker_per_host_use_the_data_host_over_the_bridge(workdir, clean):
     out = workdir / "lab.json"
-    state = lab_up(parse_topology(NO_LB), 1, out)
+    state = lab_up(parse_topology(NO_LB), 1, out, cpu_budget=False)  # the deploy path on shared cores
     hosts = {}
     try:
         cluster = deploy_lab(out)
@@ -117,7 +117,7 @@ def test_lab_up_deploy_down_with_caddy_and_two_webhook_processors(workdir, clean
     processors and the rest to main (production webhooks off); workers on worker-1 and worker-2."""
     (workdir / "topology.json").write_text(json.dumps(TOPOLOGY))
     up = subprocess.run(CLI + ["lab", "up", "--topology", "topology.json", "--generators", "2", "--out",
-                               "lab.json"], capture_output=True, text=True, timeout=120, cwd=workdir)
+                               "lab.json", "--no-cpu-budget"], capture_output=True, text=True, timeout=120, cwd=workdir)
     assert up.returncode == 0, up.stderr
     state = read_lab_state(workdir / "lab.json")
     hosts = {}

@@ -52,7 +52,7 @@ def lab():
     workdir = Path(tempfile.mkdtemp(prefix="n8n-sizer-drills-lab-"))
     workdir.chmod(0o755)  # Debian's postgres user must pass through to the data host's folder
     out = workdir / "lab.json"
-    state = lab_up(parse_topology(TOPOLOGY), 1, out)
+    state = lab_up(parse_topology(TOPOLOGY), 1, out, cpu_budget=False)  # drills on shared cores, as before budgets
     try:
         deploy_lab(out)
         yield workdir, out, state
