@@ -37,6 +37,16 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("runs/store.py", "_drop_partial_line", "os.open"): "O_RDWR|O_NOFOLLOW on the run's own record file",
     ("runs/store.py", "create", "touch"): "touch(exist_ok=False) in a folder just made with mkdir()",
     ("telemetry/sampler.py", "append_samples", "os.open"): "O_APPEND|O_NOFOLLOW into the run's own folder",
+    # the kernel's own files: /proc and the cgroup v1 mounts, never a path a user gave
+    ("bench/calibrate.py", "runner_cpu_ms", "open"): "/proc/<pid>/cmdline and /proc/<pid>/stat of the runner",
+    ("hosts/cgroups.py", "_write", "write_text"): "a cgroup control file under /sys/fs/cgroup of a group it made",
+    ("hosts/cgroups.py", "add", "write_text"): "cgroup.procs of a group it made",
+    ("hosts/cgroups.py", "usage_ns", "read_text"): "cpuacct.usage of a group it made",
+    ("hosts/cgroups.py", "throttling", "read_text"): "cpu.stat of a group it made",
+    ("hosts/cgroups.py", "pids", "read_text"): "cgroup.procs of a group it made",
+    ("hosts/cgroups.py", "descendants", "read_text"): "/proc/<pid>/task/*/children",
+    ("hosts/cgroups.py", "remove_tree", "read_text"): "cgroup.procs of a group it made, before removing it",
+    ("hosts/cgroups.py", "remove_tree", "write_text"): "moving a leftover process to the parent group",
     # package data resolved through a variable (resources.files(...) on the line before)
     ("advisor/engine.py", "embedded_fit", "read_text"): "the package's data/fitted.json",
     # the tool's own logs, caches and working files, in folders it created (0700 or root's lab folder)
