@@ -18,7 +18,8 @@ Works on the measurements embedded in the package; --results refits on your own 
 
 Examples: advise --rps 40 --vcpu 4 | advise --rps 200 --json > advice.json | advise --rps 20 --max-hosts 1 |
 advise --rps 5 --vcpu 4 --workload code-heavy --json | advise --rps 20 --provider hetzner | advise --validate |
-advise --rps 10 --vcpu 4 --burst 4 --burst-seconds 60 | advise --rps 200 --topology advice.json
+advise --rps 10 --vcpu 4 --burst 4 --burst-seconds 60 | advise --rps 200 --topology advice.json |
+advise --rps 10 --workflow my-flow.json --wait-ms 300
 """
 
 
@@ -41,6 +42,10 @@ def advise(
     compose: Optional[str] = typer.Option(None, "--compose", help="Also render the recommended stack into this folder."),
     generate_missing_secrets: bool = typer.Option(False, "--generate-missing-secrets", help="--compose: an existing .env there lacks a secret: generate it (never replaces one that is there)."),
     topology: Optional[Path] = typer.Option(None, "--topology", help="Score this topology (advise --json output, or {\"topology\": [...]}) instead of searching: its capacity, bound and pools."),
+    workflow: Optional[Path] = typer.Option(None, "--workflow", help="Price your workflow export (the JSON n8n's editor downloads) from its nodes, no bench run: docs/workflow-price.md. --cpu-ms is then its Code nodes' own CPU, --wait-ms each HTTP call's wait."),
+    items: Optional[int] = typer.Option(None, "--items", help="With --workflow: items per execution (each node runs once per item)."),
+    calibration: Optional[Path] = typer.Option(None, "--calibration", help="With --workflow: the Code nodes' CPU from `n8n-sizer calibrate FILE`."),
+    expression_engine: str = typer.Option("default", "--expression-engine", help="With --workflow: price under n8n's default (isolated) expression engine or legacy (faster, not isolated)."),
     on_this_machine: bool = typer.Option(False, "--on-this-machine", help="With --topology: every host shares this machine's cores at this machine's measured speed (the lab, docs/lab.md)."),
 ) -> None:
     from n8n_sizer.cli.advise.view import AdviseOptions, run_advise
@@ -49,4 +54,5 @@ def advise(
         rps=rps, vcpu=vcpu, max_hosts=max_hosts, arch=arch, provider=provider, workload=workload, cpu_ms=cpu_ms,
         wait_ms=wait_ms, p95_ms=p95_ms, results=results, validate=validate, json_out=json_out, compose=compose,
         generate_missing_secrets=generate_missing_secrets, burst=burst, burst_seconds=burst_seconds,
-        drain_seconds=drain_seconds, topology=topology, on_this_machine=on_this_machine))
+        drain_seconds=drain_seconds, topology=topology, on_this_machine=on_this_machine, workflow=workflow,
+        items=items, calibration=calibration, expression_engine=expression_engine))

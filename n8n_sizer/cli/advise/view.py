@@ -73,6 +73,10 @@ class AdviseOptions:
     drain_seconds: float | None = None
     topology: Path | None = None
     on_this_machine: bool = False
+    workflow: Path | None = None
+    items: int | None = None
+    calibration: Path | None = None
+    expression_engine: str = "default"
 
 
 def run_advise(o: "AdviseOptions") -> int:
@@ -81,7 +85,9 @@ def run_advise(o: "AdviseOptions") -> int:
     from n8n_sizer.advisor.recommend import MAX_HOSTS_DEFAULT, Request
 
     workload, compose, arch = o.workload, o.compose, o.arch  # each is replaced below once it is resolved
-    _check_inputs(o.rps, o.vcpu, arch, o.provider, o.p95_ms, o.validate, o.cpu_ms, o.wait_ms, workload, o.max_hosts)
+    _check_workflow(o)
+    _check_inputs(o.rps, o.vcpu, arch, o.provider, o.p95_ms, o.validate, None if o.workflow else o.cpu_ms,
+                  None if o.workflow else o.wait_ms, workload, o.max_hosts)
     _check_burst(o.burst, o.burst_seconds, o.validate, o.drain_seconds)
     _check_given(o.topology, o.on_this_machine, o.validate, o.vcpu, o.max_hosts, o.provider, compose)
     workload_given = workload is not None
@@ -102,7 +108,13 @@ def run_advise(o: "AdviseOptions") -> int:
     user_workflows = sorted({m.workflow for m in extra or ()} - {"light", "code-heavy"})
     if not workload_given and o.cpu_ms is None and o.wait_ms is None and len(user_workflows) == 1:
         workload = user_workflows[0]  # the runs measured one workflow of yours: the question is about it
-    if workload in user_workflows and o.cpu_ms is None and o.wait_ms is None:
+    price = None
+    if o.workflow is not None:
+        from n8n_sizer.cli.advise.workflow import priced_profile
+
+        profile, price = priced_profile(o.workflow, items=o.items, cpu_ms=o.cpu_ms, wait_ms=o.wait_ms,
+                                        calibration=o.calibration, engine=o.expression_engine)
+    elif workload in user_workflows and o.cpu_ms is None and o.wait_ms is None:
         profile = None  # the user's own workflow, measured in their results: its own fitted demand
     else:
         profile = profile_for(workload, o.cpu_ms, o.wait_ms)
@@ -141,6 +153,8 @@ def run_advise(o: "AdviseOptions") -> int:
         where = ".".join(str(p) for p in first.get("loc", ())) or "setup"
         raise InputError(f"no stack n8n-sizer renders fits these inputs: the {where} it would need is out of range "
                          f"({first.get('msg')}, got {first.get('input')}); lower --rps or --wait-ms") from None
+    if price is not None:
+        rec = _with_price(advisor, o, req, rec, price)
     changes = _changes(build_advisor(None), advisor, req, rec,
                        lambda adv: _answer(adv, req, layout, given_hosts, one_setup, one_option)) if extra else None
     if extra:  # never advise past the user's own evidence (the same rule the report's advice applies)
@@ -181,6 +195,8 @@ def run_advise(o: "AdviseOptions") -> int:
             data["burst"] = surge.model_dump(mode="json")
         if changes is not None:
             data["changes"] = changes
+        if price is not None:
+            data["workflow_price"] = price.model_dump(mode="json")
         if written is not None:
             data["compose"] = {"dir": str(compose), "messages": written}
         print(json.dumps(data, indent=2))
@@ -218,6 +234,44 @@ def _check_burst(burst, burst_seconds, validate: bool, drain_seconds=None) -> No
                          "lasts, e.g. --burst 4 --burst-seconds 60")
     if burst is not None and validate:
         raise InputError("--validate scores the model and sizes nothing, so --burst would be ignored; drop one")
+
+
+def _check_workflow(o: AdviseOptions) -> None:
+    """--workflow prices an export; its own flags mean nothing without it, and --workload names another workflow."""
+    if o.workflow is None:
+        given = [f for f, v in (("--items", o.items), ("--calibration", o.calibration)) if v is not None]
+        given += ["--expression-engine"] if o.expression_engine != "default" else []
+        if given:
+            raise InputError(f"{', '.join(given)} describe a --workflow FILE priced from its nodes; pass --workflow "
+                             "with them, or drop them")
+        return
+    if o.workload is not None:
+        raise InputError(f"--workflow {o.workflow} and --workload {o.workload} name two workflows; keep one")
+    if o.items is not None and not 1 <= o.items <= 1_000_000:
+        raise InputError(f"--items must be 1 to 1,000,000 (got {o.items}); it is items per execution")
+    if o.expression_engine not in ("default", "legacy"):
+        raise InputError(f"unknown --expression-engine {o.expression_engine!r}; accepted: default, legacy")
+    if o.results is not None or o.validate:
+        raise InputError("--workflow prices an export from the cost table; --results and --validate speak of measured "
+                         "runs: drop one of them")
+
+
+def _with_price(advisor, o: AdviseOptions, req, rec, price):
+    """The answer with what its price says: unknown node types, and the expression engine as a lever (priced again
+    under the other engine, never switched silently)."""
+    from n8n_sizer.cli.advise.workflow import price_warnings, priced_profile
+
+    other = None
+    if o.expression_engine == "default":
+        legacy, _ = priced_profile(o.workflow, items=o.items, cpu_ms=o.cpu_ms, wait_ms=o.wait_ms,
+                                   calibration=o.calibration, engine="legacy")
+        if rec.hosts == 1 and rec.server.vcpu >= 1:  # the same size of server, its best setup under legacy
+            same = req.model_copy(update={"profile": legacy, "vcpu": int(rec.server.vcpu), "max_hosts": 1})
+            other = advisor.recommend(same).capacity_per_s.mid
+    notes = price_warnings(price, o.expression_engine, other, rec.capacity_per_s.mid)
+    request = {**rec.request, "workload": price.name, "workflow": str(o.workflow), "items": price.items,
+               "expression_engine": price.engine}
+    return rec.model_copy(update={"warnings": [*rec.warnings, *notes], "request": request})
 
 
 def _answer(advisor, req, layout, given_hosts, one_setup, one_option):
