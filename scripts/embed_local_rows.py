@@ -12,6 +12,11 @@ A step whose window answered fewer than MIN_RATE_PER_S executions a second is le
 figure (0.02 cores per n8n process) is 10 ms or more per execution, as large as what is measured, so the row says
 more about background work than about an execution. Rows whose id starts with `local-` are replaced; every other
 row is kept. Then run scripts/refit_embedded.py.
+
+`--counted` takes runs whose steps the kernel counted per role (cgroups, `bench/accounting.py`: the local stack or
+the lab): only steps counted so, every role, with the Redis commands and Postgres transactions per execution; their
+rows are `cg-` (replaced as a set). docs/findings/role-costs-measured.md says what such rows measured and what they
+did to the fit.
 """
 
 from __future__ import annotations
@@ -32,6 +37,11 @@ DATA = Path(__file__).resolve().parent.parent / "n8n_sizer" / "data" / "measurem
 # the rows get a speed factor of their own (advisor/fit.py) and pin how CPU splits between roles, not its level.
 HOST_CLASS = "local-shared"
 PREFIX = "local-"
+# Rows whose CPU the kernel counted per role (cgroup v1 cpuacct, bench/accounting.py), on the lab and the local
+# stack of the same machine while it was shared (load average 10-17): their own speed factor, like the above.
+CG_HOST_CLASS = "cgroup-shared"
+CG_PREFIX = "cg-"
+ALL_ROLES = "main,webhook,worker,runner,postgres,redis,load_balancer"
 MIN_RATE_PER_S = 2.0
 
 
@@ -48,35 +58,54 @@ def command_of(spec: dict) -> str:
     return " ".join(words)
 
 
-def rows_of(folder: Path, page: str, keep: set[str]) -> list[dict]:
+def rows_of(folder: Path, page: str, keep: set[str], counted: bool = False) -> list[dict]:
+    """The embedded rows of one run. `counted`: the kernel's accounting (cgroup cpuacct per role, issue 25) made
+    its figures: only steps it counted, every role, ids `cg-`, host class CG_HOST_CLASS; else the sampled rows of
+    before (`local-`, host class HOST_CLASS)."""
     store = RunStore.open(folder)
     manifest = store.manifest
-    spec = json.loads((folder / "run.json").read_text())["spec"]
+    run = json.loads((folder / "run.json").read_text())
+    spec = run["spec"]
+    target = next(iter(manifest.hosts))
+    steps = run.get("extra", {}).get("steps", {}).get(target, {})
     loads = [s.value for s in store.read_samples() if s.metric == "host_load_avg" and s.labels.get("window", "1m") == "1m"]
-    facts = manifest.hosts["local"]["facts"]
+    facts = manifest.hosts[target]["facts"]
     date = time.strftime("%Y-%m-%d", time.gmtime(manifest.created_s))
+    command = command_of(spec) if spec.get("local_setup") else "benchmarks/lab_shape.py (bench --inventory over the lab)"
     out = []
     for m in measurements_from_run(folder):
+        step = m.id.rsplit(f"-{target}-", 1)[1]
+        info = steps.get(step, {})
+        if counted and info.get("cpu_source") != "cpuacct":
+            continue  # the rule: CPU from the kernel's accounting only, never sampled from ps
         roles = {k: v for k, v in m.results.model_dump().items()
                  if k.endswith("_cpu_ms") and v is not None and k.removesuffix("_cpu_ms") in keep}
-        if BUILTIN[m.workflow].code_cpu_ms == 0:
+        if not counted and BUILTIN[m.workflow].code_cpu_ms == 0:
             roles.pop("runner_cpu_ms", None)
         if not roles or (m.results.demand_executions_per_s or 0.0) < MIN_RATE_PER_S:
             continue
-        step = m.id.rsplit("-local-", 1)[1]
         wh = m.setup.webhook_processors
+        answered = (m.results.answered_per_min or 0.0) / 60.0 * (m.load.duration_s or 0.0)
+        ops = {}
+        if counted and answered > 0:
+            if info.get("redis_commands") is not None:
+                ops["redis_commands_per_execution"] = round(info["redis_commands"] / answered, 1)
+            if info.get("postgres_transactions") is not None:
+                ops["postgres_transactions_per_execution"] = round(info["postgres_transactions"] / answered, 1)
+        prefix, host_class = (CG_PREFIX, CG_HOST_CLASS) if counted else (PREFIX, HOST_CLASS)
+        where = "lab" if target == "cluster" else "local"
         out.append({
-            "id": f"{PREFIX}{m.workflow}-q{m.setup.workers}w-wh{wh}-{step}",
+            "id": f"{prefix}{where}-{m.workflow}-q{m.setup.workers}w-wh{wh}-{manifest.run_id[-6:]}-{step}",
             "source": page, "table": f"run {manifest.run_id}, step {step}",
             "n8n_version": m.n8n_version,
             "hardware": {"provider": "local", "size": None, "vcpu": facts["vcpu"], "arch": "x86",
-                         "ram_mib": int(facts["ram_mib"]), "shared_core": False, "host_class": HOST_CLASS},
+                         "ram_mib": int(facts["ram_mib"]), "shared_core": False, "host_class": host_class},
             "workflow": m.workflow,
             "setup": {**m.setup.model_dump(), "webhook_processors": wh},
             "load": {"kind": "open", "offered_rps": m.load.offered_rps, "duration_s": m.load.duration_s,
-                     "generator": "n8n-sizer bench", "note": command_of(spec)},
+                     "generator": "n8n-sizer bench", "note": command},
             "results": {**{k: round(v, 2) for k, v in roles.items()},
-                        "demand_executions_per_s": round(m.results.demand_executions_per_s, 3)},
+                        "demand_executions_per_s": round(m.results.demand_executions_per_s, 3), **ops},
             "note": (f"{date}, {facts['cpu_model']}, {facts['os']}; per-role CPU per execution over the step "
                      f"(answered {m.results.answered_per_min / 60:.2f}/s of {m.load.offered_rps:g}/s offered; "
                      f"machine load average {statistics.mean(loads):.1f} on 2 cores, shared with other work)"
@@ -89,11 +118,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--page", required=True, help="the docs page with the runs' provenance (repo-relative)")
-    parser.add_argument("--roles", default="main,webhook", help="roles whose CPU rows are embedded (default main,webhook)")
+    parser.add_argument("--roles", default=ALL_ROLES, help=f"roles whose CPU rows are embedded (default {ALL_ROLES})")
+    parser.add_argument("--counted", action="store_true",
+                        help="runs whose steps the kernel counted per role (cgroups): rows `cg-`, replacing those")
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
-    kept = [m for m in data["measurements"] if not m["id"].startswith(PREFIX)]
-    new = [row for folder in args.runs for row in rows_of(folder, args.page, set(args.roles.split(",")))]
+    prefix = CG_PREFIX if args.counted else PREFIX
+    kept = [m for m in data["measurements"] if not m["id"].startswith(prefix)]
+    new = [row for folder in args.runs for row in rows_of(folder, args.page, set(args.roles.split(",")), args.counted)]
     data["measurements"] = kept + new
     DATA.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{len(new)} rows from {len(args.runs)} runs into {DATA}")

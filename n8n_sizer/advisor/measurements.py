@@ -84,6 +84,10 @@ class Results(Frozen):
     # Executions per second over the window the `<role>_cpu_ms` figures come from: the utilisation law charges
     # each process's idle CPU to them too, and the fit adds that share back to its prediction (fit.py).
     demand_executions_per_s: float | None = None
+    # Operations per execution over the same window (issue 25): they transfer across hardware better than
+    # milliseconds do. Redis: INFO commandstats calls; Postgres: pg_stat_database xact_commit + xact_rollback.
+    redis_commands_per_execution: float | None = None
+    postgres_transactions_per_execution: float | None = None
     fired: int | None = None
     accepted: int | None = None
     refused: int | None = None

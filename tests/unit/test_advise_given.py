@@ -137,3 +137,32 @@ def test_on_this_machine_uses_this_machine_s_cores(tmp_path: Path) -> None:
     human = _advise("--rps", "4", "--topology", str(tmp_path / "lab.json"), "--on-this-machine")
     assert f"the given topology's 4 host(s) sharing this machine's {os.cpu_count()} vCPU" in human.stdout, human.stdout[:400]
     assert data["request"]["topology"] == {"hosts": 4, "machine_vcpu": os.cpu_count()}
+
+
+def _lab_file(tmp_path: Path, worker_hosts: int) -> Path:
+    from n8n_sizer.deploy.topology import parse_topology
+    from n8n_sizer.lab.cpu import plan_for_topology
+
+    doc = {"topology": [
+        {"name": "ls-data", "provider": "hetzner", "size": "cx23", "roles": {"postgres": 1, "redis": 1}},
+        {"name": "ls-ingest", "provider": "hetzner", "size": "cx23", "roles": {"main": 1}},
+        {"name": "ls-worker", "provider": "hetzner", "size": "cx23", "count": worker_hosts, "roles": {"workers": 1}}],
+        "subnet": "10.89.0.0/24", "concurrency": 10}
+    topo = parse_topology(doc)
+    cpu = plan_for_topology(topo, "abc123", cores=0.1071 * sum(h.vcpu for h in topo.hosts()))
+    path = tmp_path / f"lab-{worker_hosts}.json"
+    path.write_text(json.dumps({"lab": {"topology": doc, "cpu": cpu.model_dump(mode="json")}}))
+    return path
+
+
+def test_a_lab_with_cpu_budgets_is_scored_host_by_host_and_one_more_worker_host_adds_capacity(tmp_path: Path) -> None:
+    caps = []
+    for n in (1, 2):
+        p = subprocess.run([str(BIN / "advise"), "--rps", "1", "--topology", str(_lab_file(tmp_path, n)),
+                            "--on-this-machine", "--json"], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        data = json.loads(p.stdout)
+        assert data["hosts"] == 2 + n and len(data["topology"]) == 2 + n  # each host its own budget, not merged
+        assert data["bound"]["host"].startswith("ls-worker")  # the worker hosts bind, as measured on the lab
+        caps.append(data["capacity_per_s"]["mid"])
+    assert 1.7 < caps[1] / caps[0] < 2.1  # docs/lab.md: 3.69 -> 7.30/s (1.98x)

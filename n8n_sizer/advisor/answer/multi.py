@@ -43,8 +43,9 @@ def build_topology(basis: Basis, req: Request, s: Scored, carries: bool, fits: l
         warnings.append(f"max_connections {s.pools.max_connections}: ~{need_mib:,.0f} MiB of Postgres backends on "
                         f"{data_g.name}; above {MANY_CONNECTIONS} a connection pooler (PgBouncer) is the usual step, "
                         "which this tool does not set up")
-    groups = [HostGroup(name=g.name, provider=g.provider, size=g.size, vcpu=int(g.host.vcpu), arch=g.host.arch, count=g.count,
-                        roles=g.roles(), monthly_eur=g.monthly_eur) for g in lay.groups]
+    # vcpu is the contract's whole vCPU; a lab host's budget (a fraction of a core) is in the host shape only
+    groups = [HostGroup(name=g.name, provider=g.provider, size=g.size, vcpu=max(1, round(g.host.vcpu)),
+                        arch=g.host.arch, count=g.count, roles=g.roles(), monthly_eur=g.monthly_eur) for g in lay.groups]
     worker_vcpu = sum(g.count * g.host.vcpu for g in lay.groups if g.workers)
     host_bounds = [x for x in tm.bounds() if x.name == "host"]
     util = max(min(req.rps, mid) / x.per_s for x in host_bounds)

@@ -34,6 +34,9 @@ def given_layout_from(path: Path, advisor, on_this_machine: bool):
     text = read_user_text(path, "--topology", max_bytes=4 << 20,
                           fix="save one with `n8n-sizer advise --rps 200 --json > advice.json`, or write "
                               "{\"topology\": [...]} as docs/cluster.md shows")
+    lab = _lab_record(text, path) if on_this_machine else None
+    if lab is not None:  # a lab's inventory: each host its own CPU budget here (lab/cpu.py)
+        return _lab_layout(lab, advisor)
     topology = load_topology_text(text, f"--topology {path}")
     machine = this_machine() if on_this_machine else None
     groups = []
@@ -52,3 +55,30 @@ def given_layout_from(path: Path, advisor, on_this_machine: bool):
     layout = given_layout(groups, topology.concurrency, topology.db_pool_size.of("worker"), machine)
     arch = machine.arch if machine else layout.group_with("workers").host.arch
     return "layout", layout, arch, sum(g.count for g in topology.groups)
+
+
+def _lab_record(text: str, path: Path) -> dict | None:
+    """The `lab` section of a lab inventory (`lab up --out lab.json`) with its CPU budget, else None."""
+    from n8n_sizer.safety.jsondoc import load_json
+
+    doc = load_json(text, f"--topology {path}", "pass a topology, or the lab.json that `lab up --out` wrote")
+    lab = doc.get("lab") if isinstance(doc, dict) else None
+    return lab if isinstance(lab, dict) and isinstance(lab.get("topology"), dict) and lab.get("cpu") else None
+
+
+def _lab_layout(lab: dict, advisor):
+    """Each lab host as a host of its own with the cores its budget gives it here (`vcpu x scale`, less nothing:
+    the sampler's ~0.01 cores are inside the model's idle CPU), at this machine's measured speed."""
+    from n8n_sizer.advisor.answer.contract import Roles
+    from n8n_sizer.advisor.answer.given import GivenGroup, given_layout
+    from n8n_sizer.advisor.capacity import HostShape
+    from n8n_sizer.deploy.topology import parse_topology
+    from n8n_sizer.lab.cpu import lab_host_cores
+
+    machine = this_machine()
+    topology = parse_topology(lab["topology"], "--topology (the lab's)")
+    groups = [GivenGroup(name=h.name, provider=None, size=None, count=1, roles=Roles(**h.roles),
+                         host=HostShape(vcpu=h.cores, arch=machine.arch, host_class=machine.host_class),
+                         monthly_eur=None, vcpu=h.vcpu) for h in lab_host_cores(lab)]
+    layout = given_layout(groups, topology.concurrency, topology.db_pool_size.of("worker"))
+    return "layout", layout, machine.arch, len(groups)
