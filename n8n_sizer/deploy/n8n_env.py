@@ -248,8 +248,14 @@ def role_env(shape: N8nShape, role: str, w: Wiring, *, broker_host: str = "") ->
 
 
 
-class StackSecrets(Frozen):
-    """Generated per native stack, kept in a 0600 file, never printed."""
+class NativeSecrets(Frozen):
+    """A native stack's secrets (local stack, lab): generated per stack, kept in a 0600 file, never printed. The
+    rendered bundles' secrets are `deploy.secrets.StackSecrets`."""
+
+    def __repr__(self) -> str:  # never let a secret reach a log line or a traceback
+        return "NativeSecrets(<hidden>)"
+
+    __str__ = __repr__
 
     encryption_key: str
     postgres_password: str
@@ -288,7 +294,7 @@ def postgres_init() -> dict[str, str]:
     return {"user": POSTGRES_USER, "database": POSTGRES_DATABASE, "script": POSTGRES_INIT_SCRIPT}
 
 
-def native_wiring(secrets: StackSecrets, *, http_port: int, broker_port: int, postgres_port: int | None,
+def native_wiring(secrets: NativeSecrets, *, http_port: int, broker_port: int, postgres_port: int | None,
                   redis_port: int | None, host: str = "127.0.0.1", public_url: str | None = None) -> Wiring:
     """A process started natively on one host: everything on `host`, runners internal (the launcher of
     external mode is not in the npm package, notes/real-n8n.md)."""
@@ -317,7 +323,7 @@ def process_env(shape: N8nShape, role: str, wiring: Wiring, *, ports: N8nPorts, 
     return env
 
 
-def n8n_env(setup: Setup, *, role: str, ports: N8nPorts, user_folder: Path, secrets: StackSecrets,
+def n8n_env(setup: Setup, *, role: str, ports: N8nPorts, user_folder: Path, secrets: NativeSecrets,
             postgres_port: int | None, redis_port: int | None, path: str, home: str,
             log_level: str = "info", extra: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for `n8n start` (role "main") or `n8n worker` (role "worker") of the native stack on this

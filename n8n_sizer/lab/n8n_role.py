@@ -89,7 +89,7 @@ def lab_env(topology, role: str, *, ports, folder: Path, secrets, data: str, lis
 
 def start_n8n_role(role: str, name: str, state: Path, data: str, listen: str, main: str, secrets_file: Path,
                    topology_file: Path, index: int = 1, owner_file: Path | None = None) -> N8nProcess:
-    from n8n_sizer.deploy.n8n_env import StackSecrets
+    from n8n_sizer.deploy.n8n_env import NativeSecrets
     from n8n_sizer.deploy.topology import load_topology_text
     from n8n_sizer.localstack import services
     from n8n_sizer.localstack.install import find_installed
@@ -99,7 +99,7 @@ def start_n8n_role(role: str, name: str, state: Path, data: str, listen: str, ma
         raise InputError("n8n is not installed on this host; run `bash scripts/test.sh` once (it installs n8n)")
     from n8n_sizer.safety.files import read_user_text
 
-    secrets = StackSecrets.model_validate_json(read_user_text(secrets_file, "--secrets", private=True, max_bytes=1 << 16,
+    secrets = NativeSecrets.model_validate_json(read_user_text(secrets_file, "--secrets", private=True, max_bytes=1 << 16,
                                                               fix="pass the 0600 file `lab deploy` wrote"))
     topology = load_topology_text(read_user_text(topology_file, "--topology", max_bytes=1 << 20,
                                                  fix="pass the topology.json `lab deploy` wrote"),

@@ -30,7 +30,7 @@ from n8n_sizer.localstack.datastores import DataStores
 from n8n_sizer.localstack.ingest import IngestProcesses, caddy_binary
 from n8n_sizer.localstack.install import N8nInstall, install_n8n
 from n8n_sizer.deploy.n8n_env import (
-    POSTGRES_DATABASE, POSTGRES_USER, N8nPorts, StackSecrets, n8n_argv, n8n_env, shutdown_timeouts,
+    POSTGRES_DATABASE, POSTGRES_USER, N8nPorts, NativeSecrets, n8n_argv, n8n_env, shutdown_timeouts,
 )
 from n8n_sizer.localstack.services import RunningProcess, ServiceError
 from n8n_sizer.localstack.state import SECRETS_FILE, STATE_FILE, StackOptions, StackState
@@ -74,7 +74,7 @@ class LocalStack(DataStores, IngestProcesses):
         self.processes: dict[str, RunningProcess] = {}
         self.start_seconds: dict[str, float] = {}
         self._spawned_at: dict[str, float] = {}
-        self._secrets: StackSecrets | None = None
+        self._secrets: NativeSecrets | None = None
         self.ports: dict[str, N8nPorts] = {}
         self.redis_port: int | None = None
         self.postgres_port: int | None = None
@@ -136,7 +136,7 @@ class LocalStack(DataStores, IngestProcesses):
         return f"http://127.0.0.1:{self.ports[name].health}/healthz"
 
     @property
-    def secrets(self) -> StackSecrets:
+    def secrets(self) -> NativeSecrets:
         if self._secrets is None:
             raise ServiceError("the stack has not been started")
         return self._secrets
@@ -283,7 +283,7 @@ class LocalStack(DataStores, IngestProcesses):
             raise InputError(f"--state {stack_dir}: no {STATE_FILE} there; start a stack with `up --state {stack_dir}`")
         fix = f"start a stack with `up --state {stack_dir}`"
         state = StackState.model_validate_json(read_user_text(path, "--state", fix=fix))
-        secrets_ = StackSecrets.model_validate_json(read_user_text(state.secrets_path, "the stack's secrets", fix=fix,
+        secrets_ = NativeSecrets.model_validate_json(read_user_text(state.secrets_path, "the stack's secrets", fix=fix,
                                                                    private=True))
         options = state.options.model_copy(update={"extra_env": secrets_.extra_env})
         stack = cls(state.setup, options, state.stack_dir, state.install)
@@ -314,7 +314,7 @@ class LocalStack(DataStores, IngestProcesses):
         # Postgres runs as its own user when we are root: it must be able to pass through this folder.
         self.stack_dir.chmod(0o711)
         (self.stack_dir / "logs").mkdir(exist_ok=True)
-        self._secrets = StackSecrets(encryption_key=secrets.token_hex(24),
+        self._secrets = NativeSecrets(encryption_key=secrets.token_hex(24),
                                      postgres_password=secrets.token_urlsafe(24),
                                      redis_password=secrets.token_urlsafe(24),
                                      extra_env=dict(self.options.extra_env))

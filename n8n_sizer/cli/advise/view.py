@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from n8n_sizer.cli.advise.report import print_burst, print_recommendation
+from n8n_sizer.cli.advise.answer_text import print_burst, print_recommendation
 from n8n_sizer.errors import InputError
 
 ARCHES = ("x86", "arm")
