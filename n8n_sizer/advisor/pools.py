@@ -11,6 +11,7 @@ own job bookkeeping. So the pool follows each process's concurrency instead of s
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, DEFAULT_DB_POOL_SIZE, POSTGRES_DEFAULT_MAX_CONNECTIONS
 
@@ -55,17 +56,73 @@ def connections(main_pool: int, webhook_pool: int, webhooks: int, worker_pool: i
     return (main_pool + 1) + webhooks * webhook_pool + workers * worker_pool
 
 
+def setup_connections(setup) -> int:
+    """One host's `Setup`: (main pool + 1) + workers x pool; SQLite opens none."""
+    if setup.db != "postgres":
+        return 0
+    return connections(setup.db_pool_size, 0, 0, setup.db_pool_size, setup.workers)
+
+
+def setup_required_max_connections(setup) -> int:
+    """One host's `Setup`: the smallest max_connections its pools need."""
+    return required_max_connections(setup_connections(setup))
+
+
+def setup_recommended_max_connections(setup) -> int:
+    """One host's `Setup`: the max_connections to set (Postgres' 100 unless the pools need more, rounded up)."""
+    return recommended_max_connections(setup_connections(setup))
+
+
+def required_max_connections(conns: int) -> int:
+    """The smallest `max_connections` that covers `conns` plus CONNECTION_HEADROOM for operators."""
+    return conns + CONNECTION_HEADROOM
+
+
 def recommended_max_connections(conns: int) -> int:
     """Postgres' default of 100 unless the pools and CONNECTION_HEADROOM need more, rounded up."""
-    need = conns + CONNECTION_HEADROOM
+    need = required_max_connections(conns)
     return max(POSTGRES_DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_STEP * math.ceil(need / MAX_CONNECTIONS_STEP))
 
 
 def connection_budget(data_host_ram_mib: int) -> int:
-    """The largest max_connections the data host's RAM carries (POSTGRES_BACKEND_RAM_SHARE of it)."""
-    return int(POSTGRES_BACKEND_RAM_SHARE * data_host_ram_mib / RAM_PER_CONNECTION_MIB)
+    """The largest max_connections the data host's RAM carries (POSTGRES_BACKEND_RAM_SHARE of it), rounded down to
+    the step `recommended_max_connections` rounds up to, so that what it recommends never passes it."""
+    most = int(POSTGRES_BACKEND_RAM_SHARE * data_host_ram_mib / RAM_PER_CONNECTION_MIB)
+    return MAX_CONNECTIONS_STEP * (most // MAX_CONNECTIONS_STEP)
 
 
 def connection_ram_mib(max_connections: int) -> float:
     """RAM Postgres may need for that many backends (RAM_PER_CONNECTION_MIB each, a prior)."""
     return max_connections * RAM_PER_CONNECTION_MIB
+
+
+# PGTune's rules: shared_buffers a quarter of RAM; work_mem = (RAM - shared_buffers) / (3 x max_connections),
+# and never below Postgres' own default of 4 MiB (below it sorts spill to disk).
+SHARED_BUFFERS_FRACTION = 0.25
+MIN_WORK_MEM_MIB = 4
+
+
+@dataclass(frozen=True)
+class PostgresMemory:
+    max_connections: int
+    shared_buffers_mib: int
+    work_mem_mib: int
+    effective_cache_size_mib: int
+
+
+class TooManyConnections(ValueError):
+    """`max_connections` more than the host's RAM carries: the message names the most it does."""
+
+
+def postgres_memory(max_connections: int, ram_mib: int) -> PostgresMemory:
+    """Memory settings for `max_connections` on a host of `ram_mib` (PGTune's rules), refused (TooManyConnections)
+    above `connection_budget(ram_mib)`, the one rule of how many connections a host's RAM carries (the search
+    keeps its answers under it too); under it each connection gets at least MIN_WORK_MEM_MIB of work_mem."""
+    most = connection_budget(ram_mib)
+    if max_connections > most:
+        raise TooManyConnections(f"{max_connections} connections need more RAM than {ram_mib} MiB carries (at most "
+                                 f"{most}: {POSTGRES_BACKEND_RAM_SHARE:.0%} of it at {RAM_PER_CONNECTION_MIB:g} MiB each)")
+    shared = int(ram_mib * SHARED_BUFFERS_FRACTION)
+    work_mem = max(MIN_WORK_MEM_MIB, (ram_mib - shared) // (3 * max_connections))
+    return PostgresMemory(max_connections=max_connections, shared_buffers_mib=shared, work_mem_mib=work_mem,
+                          effective_cache_size_mib=int(ram_mib * 0.75))

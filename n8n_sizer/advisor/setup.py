@@ -75,20 +75,3 @@ class Setup(Frozen):
             per_worker = self.production_limit if self.production_limit is not None else self.concurrency
             return self.workers * per_worker
         return self.production_limit
-
-
-def postgres_connections(setup: Setup) -> int:
-    """Connections n8n opens: (main pool + 1) + workers x pool (seed 000's formula). SQLite opens none."""
-    if setup.db != "postgres":
-        return 0
-    return (setup.db_pool_size + 1) + setup.workers * setup.db_pool_size
-
-
-def required_max_connections(setup: Setup, headroom: int = CONNECTION_HEADROOM) -> int:
-    """The smallest Postgres `max_connections` that covers n8n's pools plus headroom for operators."""
-    return postgres_connections(setup) + headroom
-
-
-def recommended_max_connections(setup: Setup) -> int:
-    """Postgres' default of 100 unless the pools need more (then the requirement itself)."""
-    return max(POSTGRES_DEFAULT_MAX_CONNECTIONS, required_max_connections(setup))

@@ -11,7 +11,9 @@ import re
 from collections import Counter
 from typing import Callable, Mapping
 
-from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, DEFAULT_DB_POOL_SIZE, POSTGRES_DEFAULT_MAX_CONNECTIONS
+from n8n_sizer.advisor.pools import (CONNECTION_HEADROOM, POSTGRES_DEFAULT_MAX_CONNECTIONS, recommended_max_connections,
+                                     required_max_connections)
+from n8n_sizer.advisor.setup import DEFAULT_DB_POOL_SIZE
 from n8n_sizer.deploy import rules_n8n as n8n
 from n8n_sizer.deploy.composefile import ComposeFile, Service, image_base, load_compose
 from n8n_sizer.deploy.rule import CheckContext, RuleResult, Status, as_int, fail, na, names, ok
@@ -173,7 +175,7 @@ def rule_postgres_pool(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     grouped = Counter(_pool(s) for s in others)
     arithmetic = " + ".join([f"(pool {_pool(s)} + 1)" for s in mains]
                             + [f"{n} x pool {pool}" for pool, n in sorted(grouped.items())])
-    total = need + CONNECTION_HEADROOM
+    total = required_max_connections(need)
     postgres = cf.by_role("postgres")
     if not postgres:
         return na("postgres-pool", f"Postgres is not in this file; give it max_connections >= {total} "
@@ -185,7 +187,7 @@ def rule_postgres_pool(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         return fail("postgres-pool", f"{', '.join(beyond)} is outside the 1..{POSTGRES_MAX_CONNECTIONS_LIMIT} "
                     "Postgres accepts: it refuses to start",
                     f'set max_connections to what the pools need, here {total}: command: ["postgres", "-c", '
-                    f'"max_connections={max(total, POSTGRES_DEFAULT_MAX_CONNECTIONS)}"]')
+                    f'"max_connections={recommended_max_connections(need)}"]')
     if total > limit:
         return fail("postgres-pool", f"pools need {arithmetic} + {CONNECTION_HEADROOM} headroom = {total}, "
                     f"above max_connections {limit}",

@@ -15,12 +15,11 @@ from typing import Literal, Mapping
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from n8n_sizer import versions
-from n8n_sizer.advisor.setup import (
-    CONNECTION_HEADROOM,
-    Setup,
-    postgres_connections,
-    recommended_max_connections,
-    required_max_connections,
+from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, Setup
+from n8n_sizer.advisor.pools import (
+    setup_connections as postgres_connections,
+    setup_recommended_max_connections as recommended_max_connections,
+    setup_required_max_connections as required_max_connections,
 )
 from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
 from n8n_sizer.deploy.limits import memory_table

@@ -179,7 +179,7 @@ def manifest_of(t: topo.Topology, profile: str) -> str:
     """`topology.json`: hosts with roles, sizes and private addresses; no secrets."""
     pg = t.host_with("postgres")
     if t.single_host:  # today's stack: its own pool arithmetic (render.py)
-        from n8n_sizer.advisor.setup import recommended_max_connections
+        from n8n_sizer.advisor.pools import setup_recommended_max_connections as recommended_max_connections
 
         conns = t.max_connections or recommended_max_connections(t.single_setup())
     else:

@@ -12,7 +12,7 @@ import re
 from typing import Callable
 
 
-from n8n_sizer.advisor.setup import CONNECTION_HEADROOM
+from n8n_sizer.advisor.pools import CONNECTION_HEADROOM, required_max_connections
 from n8n_sizer.deploy.caddyfile import parse_routes, route_for
 from n8n_sizer.deploy.check import _max_connections, _pool, _redis_arg, unreadable_pool_settings
 from n8n_sizer.deploy.composefile import ComposeFile, Service, image_base
@@ -132,7 +132,7 @@ def rule_cluster_pool(c: Cluster) -> RuleResult:
     arithmetic = " + ".join(f"{len(p)} {role} x pool {max(p)}" + (" + 1" if role == "main" else "")
                             for role, p in sorted(per_role.items()))
     limit = min(_max_connections(s) for _, s in servers)
-    total = need + CONNECTION_HEADROOM
+    total = required_max_connections(need)
     if total > limit:
         return fail("cluster-pool", f"every host's pools need {arithmetic} + {CONNECTION_HEADROOM} headroom = {total}, "
                     f"above max_connections {limit}: Postgres would refuse connections under load "

@@ -17,70 +17,52 @@ from pydantic import ValidationError
 from n8n_sizer.advisor.catalog import UnknownSize, find_size
 from n8n_sizer.advisor.answer.contract import (DEFAULT_SUBNET, FIRST_HOST_OFFSET, NAME_RE, TOPOLOGY_KEYS, ClusterHost, HostGroup,
                                         PoolSizes, Roles, Topology)
-from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, POSTGRES_DEFAULT_MAX_CONNECTIONS
+from n8n_sizer.advisor import pools
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.jsondoc import load_json
-from n8n_sizer.safety.frozen import Frozen
 
 __all__ = ["DEFAULT_SUBNET", "FIRST_HOST_OFFSET", "NAME_RE", "ClusterHost", "HostGroup", "PoolSizes", "Roles", "Topology",
            "parse_topology", "load_topology_text", "postgres_connections", "pool_arithmetic", "max_connections",
            "postgres_memory"]
 
-# PGTune's rules: shared_buffers a quarter of RAM; work_mem = (RAM - shared_buffers) / (3 x max_connections),
-# and never below Postgres' own default of 4 MiB (below it sorts spill to disk).
-SHARED_BUFFERS_FRACTION = 0.25
-MIN_WORK_MEM_MIB = 4
-
-
 def postgres_connections(t: Topology) -> int:
-    """Connections every process opens: main holds pool + 1 (seed 000), webhook processors and workers
-    their pool each. This sum, not one host's, is what Postgres sees (the ~380 req/s outage in seed 000)."""
-    pools = t.db_pool_size
-    return (t.total("main") * (pools.main + 1) + t.total("webhook") * pools.of("webhook")
-            + t.total("workers") * pools.of("worker"))
+    """Connections every process opens (advisor/pools.py, seed 000's formula over the whole topology): this sum,
+    not one host's, is what Postgres sees (the ~380 req/s outage in seed 000)."""
+    p = t.db_pool_size  # one main: the shape checks say so before anything counts
+    return pools.connections(p.main, p.of("webhook"), t.total("webhook"), p.of("worker"), t.total("workers"))
 
 
 def pool_arithmetic(t: Topology) -> str:
-    pools = t.db_pool_size
-    parts = [f"main (pool {pools.main} + 1)"]
+    p = t.db_pool_size
+    parts = [f"main (pool {p.main} + 1)"]
     if t.total("webhook"):
-        parts.append(f"{t.total('webhook')} webhook x {pools.of('webhook')}")
+        parts.append(f"{t.total('webhook')} webhook x {p.of('webhook')}")
     if t.total("workers"):
-        parts.append(f"{t.total('workers')} workers x {pools.of('worker')}")
-    return f"{' + '.join(parts)} + {CONNECTION_HEADROOM} headroom = {postgres_connections(t) + CONNECTION_HEADROOM}"
+        parts.append(f"{t.total('workers')} workers x {p.of('worker')}")
+    return (f"{' + '.join(parts)} + {pools.CONNECTION_HEADROOM} headroom = "
+            f"{pools.required_max_connections(postgres_connections(t))}")
 
 
 def max_connections(t: Topology) -> int:
-    """The given max_connections if it covers the pools, else a refusal; default max(100, need)."""
-    need = postgres_connections(t) + CONNECTION_HEADROOM
+    """The given max_connections if it covers the pools, else a refusal; default pools.recommended_max_connections."""
+    conns = postgres_connections(t)
+    need = pools.required_max_connections(conns)
     if t.max_connections is None:
-        return max(POSTGRES_DEFAULT_MAX_CONNECTIONS, need)
+        return pools.recommended_max_connections(conns)
     if t.max_connections < need:
         raise InputError(f"max_connections {t.max_connections} is below what every process's pool needs: "
                          f"{pool_arithmetic(t)}; set max_connections to {need} or lower db_pool_size")
     return t.max_connections
 
 
-class PostgresMemory(Frozen):
-    max_connections: int
-    shared_buffers_mib: int
-    work_mem_mib: int
-    effective_cache_size_mib: int
-
-
-def postgres_memory(t: Topology, ram_mib: int, size: str) -> PostgresMemory:
-    """Memory settings that `max_connections` implies on a host of `ram_mib` (PGTune's rules), or a refusal
-    when each connection would get less than Postgres' default work_mem."""
-    conns = max_connections(t)
-    shared = int(ram_mib * SHARED_BUFFERS_FRACTION)
-    work_mem = (ram_mib - shared) // (3 * conns)
-    if work_mem < MIN_WORK_MEM_MIB:
-        most = (ram_mib - shared) // (3 * MIN_WORK_MEM_MIB)
-        raise InputError(f"the Postgres host ({size}, {ram_mib} MiB) cannot give {conns} connections "
-                         f"{MIN_WORK_MEM_MIB} MiB of work_mem each (at most {most}); use a bigger size for it, "
-                         "or lower db_pool_size")
-    return PostgresMemory(max_connections=conns, shared_buffers_mib=shared, work_mem_mib=work_mem,
-                          effective_cache_size_mib=int(ram_mib * 0.75))
+def postgres_memory(t: Topology, ram_mib: int, size: str | None) -> pools.PostgresMemory:
+    """Memory settings that the topology's `max_connections` implies on its Postgres host (pools.postgres_memory),
+    or a refusal naming the fix."""
+    try:
+        return pools.postgres_memory(max_connections(t), ram_mib)
+    except pools.TooManyConnections as exc:
+        raise InputError(f"the Postgres host ({size or 'off the catalog'}): {exc}; use a bigger size for it, or lower "
+                         "db_pool_size") from None
 
 
 def _check_shape(t: Topology) -> None:

@@ -26,7 +26,8 @@ from typing import Annotated, Any, Literal, Mapping
 from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
 from n8n_sizer.advisor.catalog import ServerSize, UnknownSize, find_size
-from n8n_sizer.advisor.setup import Setup, required_max_connections
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.advisor.pools import setup_required_max_connections as required_max_connections
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.names import matching
 from n8n_sizer.safety.network import check_ssh_cidr

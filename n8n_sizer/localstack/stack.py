@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from n8n_sizer.advisor.setup import Setup, recommended_max_connections
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.advisor.pools import setup_recommended_max_connections as recommended_max_connections
 from n8n_sizer.localstack import services
 from n8n_sizer.localstack.datastores import DataStores
 from n8n_sizer.localstack.ingest import IngestProcesses, caddy_binary

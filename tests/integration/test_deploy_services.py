@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.advisor.setup import Setup, required_max_connections
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.advisor.pools import setup_required_max_connections as required_max_connections
 from n8n_sizer.localstack.services import (
     free_port,
     init_postgres,

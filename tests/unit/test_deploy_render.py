@@ -188,9 +188,9 @@ def test_shutdown_timeouts_exceed_the_longest_execution() -> None:
 
 
 def test_postgres_max_connections_covers_big_pools() -> None:
-    setup = Setup(mode="queue", workers=8, db_pool_size=20)  # (20 + 1) + 8 x 20 + 10 = 191 > 100
+    setup = Setup(mode="queue", workers=8, db_pool_size=20)  # (20 + 1) + 8 x 20 + 10 = 191 > 100, rounded up to 200 (pools.py)
     services = yaml.safe_load(render_bundle(setup, FAKE).compose)["services"]
-    assert services["n8n-postgres"]["command"] == ["postgres", "-c", "max_connections=191"]
+    assert services["n8n-postgres"]["command"] == ["postgres", "-c", "max_connections=200"]
 
 
 def test_pool_refusal_shows_the_arithmetic() -> None:

@@ -168,7 +168,7 @@ def _groups(**changes) -> dict:
 
 @pytest.mark.parametrize("change, message", [
     ({"max_connections": 100}, "below what every process's pool needs: main (pool 2 + 1) + 2 webhook x 2 + 8 workers x 11"),
-    ({"db_pool_size": {"main": 2, "webhook": 2, "worker": 200}, "max_connections": None}, "cannot give"),
+    ({"db_pool_size": {"main": 2, "webhook": 2, "worker": 200}, "max_connections": None}, "need more RAM than"),
     ({"topology": [{"name": "aa", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "postgres": 1}},
                    {"name": "bb", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "workers": 2, "redis": 1}}]},
      "2 n8n main processes"),

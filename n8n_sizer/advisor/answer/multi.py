@@ -7,8 +7,8 @@ from n8n_sizer.advisor.answer import explain as explain
 from n8n_sizer.advisor.answer.base import (RENDER_CLUSTER, RENDER_TOPOLOGY, Basis, BindingBound, Interval, Recommendation, Request,
                                           ServerChoice, SizeFit, request_echo)
 from n8n_sizer.advisor.answer.contract import HostGroup, PoolSizes
-from n8n_sizer.advisor.pools import MANY_CONNECTIONS, RAM_MIB_PER_VCPU_ASSUMED, connection_budget
-from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, Setup
+from n8n_sizer.advisor.pools import MANY_CONNECTIONS, RAM_MIB_PER_VCPU_ASSUMED, connection_budget, required_max_connections
+from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.advisor.answer.topology_search import Scored
 from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION, TopologyModel
 
@@ -29,7 +29,7 @@ def build_topology(basis: Basis, req: Request, s: Scored, carries: bool, fits: l
     data_g = lay.group_with("postgres")
     budget = connection_budget(data_ram_mib(req, data_g))
     by_conn = (lay.hosts < req.max_hosts and
-               s.pools.postgres_connections + CONNECTION_HEADROOM + worker_g.workers * lay.worker_pool > budget)
+               required_max_connections(s.pools.postgres_connections + worker_g.workers * lay.worker_pool) > budget)
     warnings = explain.common_warnings(basis, req, carries, low, mid, p95, choice_text, bound, fits, True, by_conn)
     extrapolated = explain.extrapolated(basis.fitted, profile, Setup(mode="queue", workers=worker_g.workers), worker_g.host,
                                         warnings, True)

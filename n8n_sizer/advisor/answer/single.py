@@ -8,7 +8,10 @@ from n8n_sizer.advisor.answer.base import (RENDER_TOPOLOGY, Basis, BindingBound,
                                           Request, ServerChoice, SingleChoice, SizeFit, request_echo)
 from n8n_sizer.advisor.answer.contract import HostGroup, PoolSizes, Roles
 from n8n_sizer.advisor.pools import connection_ram_mib
-from n8n_sizer.advisor.setup import postgres_connections, recommended_max_connections
+from n8n_sizer.advisor.pools import (
+    setup_connections as postgres_connections,
+    setup_recommended_max_connections as recommended_max_connections,
+)
 
 RAM_WARN_SHARE = 0.8
 _ROLE = {"main": "main", "workers": "worker", "runners": "worker", "slots": "worker"}

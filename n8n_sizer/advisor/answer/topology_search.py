@@ -22,8 +22,8 @@ import math
 from n8n_sizer.advisor.capacity import RUNNER_CORES, SOFTMIN_K, CapacityModel, HostShape, softmin
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.roles import role_demands
-from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, connection_budget
-from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, most_workers
+from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, connection_budget, required_max_connections
+from n8n_sizer.advisor.setup import most_workers
 from n8n_sizer.advisor.answer.layout import (COMFORT_UTILISATION, Group, Layout, PoolPlan, TopologyModel, plan_pools,
                                         worker_settings)
 
@@ -201,7 +201,7 @@ class TopologySearch:
         None of another provider than the front's: one cluster lives in one private network."""
         if w.option.provider != f.provider:
             return 0
-        by_conn = (f.max_connections - CONNECTION_HEADROOM - f.connections) // w.connections_per_host
+        by_conn = (f.max_connections - required_max_connections(f.connections)) // w.connections_per_host
         return min(self.max_hosts - f.hosts, by_conn)
 
     @staticmethod
