@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.advisor.pools import setup_required_max_connections as required_max_connections
+from n8n_sizer.advisor.pools import setup_recommended_max_connections, setup_required_max_connections
 from n8n_sizer.localstack.services import (
     free_port,
     init_postgres,
@@ -82,7 +82,8 @@ def test_rendered_max_connections_is_applied_by_real_postgres(pg_dir: Path) -> N
     command = services["n8n-postgres"].command
     assert command[:2] == ["postgres", "-c"]
     wanted = int(command[2].split("=", 1)[1])
-    assert wanted == required_max_connections(setup) == 191
+    assert setup_required_max_connections(setup) == 191  # rounded up to the step (advisor/pools.py)
+    assert wanted == setup_recommended_max_connections(setup) == 200
     data = tmp_path / "pg"
     init_postgres(data, "n8n", env["POSTGRES_PASSWORD"])
     port = free_port()
