@@ -29,6 +29,8 @@ from pathlib import Path
 from nodecost_lib import (Flow, SUB_WORKFLOW, StubServer, code_items, code_payload, deploy_flows, figure,
                           final_check, make_node, per_round, repeated, run_rounds, set_node, chain)
 
+from nodecost_queue import build_queue_flows, derive_queue, queue_accounting, role_measure
+
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.localstack.install import install_n8n
 from n8n_sizer.localstack.stack import LocalStack, StackOptions
@@ -168,10 +170,17 @@ def main() -> int:
     ap.add_argument("--show", action="store_true", help="print --out's table as Markdown (for docs) and exit")
     ap.add_argument("--refine-nodes", type=int, default=0, metavar="K",
                     help="re-measure the node rows of --out with chains of 1 and K nodes (sub-workflow apart)")
+    ap.add_argument("--mode", choices=("regular", "queue"), default="regular",
+                    help="queue: measure on a queue stack (1 worker) with per-role CPU, into --out's `queue` part")
+    ap.add_argument("--kinds", default="", help="queue mode: the node kinds of this chunk (comma-separated)")
+    ap.add_argument("--k-high", type=int, default=8, help="queue mode: the long chain's length")
+    ap.add_argument("--extras", action="store_true", help="queue mode: also Respond to Webhook and expressions")
     args = ap.parse_args()
     if args.show:
         print(markdown(json.loads(args.out.read_text())))
         return 0
+    if args.mode == "queue":
+        return queue_campaign(args)
     deadline = time.monotonic() + args.max_minutes * 60
     campaign = "nodecost-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     install = install_n8n(quiet=True)
@@ -242,6 +251,64 @@ def main() -> int:
         for client in clients.values():
             client.close()
         for stack in stacks.values():
+            stack.stop()
+
+
+def queue_campaign(args) -> int:
+    """One chunk of the queue-mode campaign (nodecost_queue.py): its kinds on a queue stack, per-role CPU from the
+    bench's cgroups; its raw runs are added to --out's `queue.rounds` and the queue table derived from all of them."""
+    kinds = [k for k in args.kinds.split(",") if k]
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise SystemExit(f"--kinds: unknown node kinds {unknown}; accepted: {', '.join(KINDS)}")
+    deadline = time.monotonic() + args.max_minutes * 60
+    campaign = "nodecostq-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    install = install_n8n(quiet=True)
+    stub = StubServer()
+    stack = client = acc = None
+    try:
+        stack = LocalStack(Setup(mode="queue", workers=1)).start()
+        acc = queue_accounting(stack)
+        say(f"queue stack up: n8n {N8N_VERSION}, Node {install.node_version}, 1 worker, Postgres, Redis; "
+            f"cgroups {acc.top}: {sorted({r for _, r in acc.groups})}")
+        client = set_up_instance(stack.main_url).client(timeout_s=120)
+        sub = client.create_workflow(SUB_WORKFLOW)
+        client.activate_workflow(sub["id"])
+        ctx = {"stub_url": stub.url, "sub_id": sub["id"], "wait_s": 0.05}
+        flows = build_queue_flows(ctx, kinds, args.k_high, light_flow, args.extras)
+        stacks, clients = {"default": stack}, {"default": client}
+        deploy_flows(flows, stacks, clients, say)
+        raw = run_rounds(flows, stacks, rounds=args.rounds, requests=args.requests, concurrency=args.concurrency,
+                         max_run_s=args.max_run_s, deadline=deadline, warmup=args.warmup, say=say,
+                         campaign=campaign, measure=role_measure(acc))
+        checks = final_check(flows, clients, raw)
+        say("stored executions by status: " + json.dumps(checks))
+        keep = Path("/tmp") / f"{campaign}.json"  # the raw runs, kept should deriving fail
+        write_atomic(keep, json.dumps({"rounds": raw, "checks": checks}) + "\n", private=False)
+        doc = json.loads(args.out.read_text())
+        part = doc.get("queue") or {"rounds": [], "executions_by_status": {}}
+        part["rounds"] += raw
+        part["executions_by_status"][campaign] = checks
+        part["about"] = {
+            "what": "CPU per execution in queue mode, per role (main, worker, its task runner, Postgres, Redis), "
+                    "from the bench's cgroups (cpuacct), measured by benchmarks/node_costs.py --mode queue",
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "n8n_version": N8N_VERSION,
+            "mode": "queue", "workers": 1, "db": "postgres", "concurrency": args.concurrency,
+            "requests_per_run": args.requests, "k_high": args.k_high,
+            "method": "as the regular table, per chunk of node kinds with base and light in every chunk; a round "
+                      "is campaign/round; per-node cost = (K=k_high - K=1)/(k_high - 1), Execute Workflow K=1..4"}
+        part["table"] = derive_queue(part["rounds"], {**KINDS}, args.k_high)
+        doc["queue"] = part
+        write_atomic(args.out, json.dumps(doc, indent=1) + "\n", private=False)
+        say(f"added {len(raw)} queue runs of {campaign} to {args.out}")
+        return 0
+    finally:
+        stub.close()
+        if client is not None:
+            client.close()
+        if acc is not None:
+            acc.close()
+        if stack is not None:
             stack.stop()
 
 

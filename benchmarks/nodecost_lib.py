@@ -318,9 +318,11 @@ def deploy_flows(flows: list[Flow], stacks: dict[str, Any], clients: dict[str, A
 
 def run_rounds(flows: list[Flow], stacks: dict[str, Any], *, rounds: int, requests: int, concurrency: int,
                max_run_s: float, deadline: float, warmup: int, say: Any, campaign: str,
-               partner: Flow | None = None) -> list[dict[str, Any]]:
+               partner: Flow | None = None, measure: Any = None) -> list[dict[str, Any]]:
     """Warm every flow up, then `rounds` rounds; in each, every flow once, in an order rotated per round so no
-    flow always follows the same neighbour. Stops at `deadline` (monotonic) after the round in progress."""
+    flow always follows the same neighbour. Stops at `deadline` (monotonic) after the round in progress.
+    `measure(stack, url, body, requests, concurrency, max_s)` is one run (default `measure_run`, /proc families)."""
+    measure = measure or measure_run
     for flow in flows:
         closed_loop(flow.url, BODY, warmup, concurrency, max_run_s)
     say(f"warmed up ({warmup} requests each)")
@@ -339,7 +341,7 @@ def run_rounds(flows: list[Flow], stacks: dict[str, Any], *, rounds: int, reques
             for flow in others:
                 order += [flow, partner]
         for i, flow in enumerate(order):
-            run = measure_run(stacks[flow.stack], flow.url, BODY, requests, concurrency, max_run_s)
+            run = measure(stacks[flow.stack], flow.url, BODY, requests, concurrency, max_run_s)
             run.update(id=f"{campaign}/r{r + 1}/{i + 1}/{flow.key}", round=r + 1, seq=i, key=flow.key, stack=flow.stack,
                        at=time.strftime("%H:%M:%S"))
             raw.append(run)

@@ -53,6 +53,7 @@ class NodeLine(Frozen):
 class WorkflowPrice(Frozen):
     name: str
     engine: str
+    mode: str = "regular"  # the table's figures it was priced from: regular, or queue (the worker's side)
     items: int
     lines: tuple[NodeLine, ...]
     base_ms: float  # the Webhook's share: receive, start, save, respond
@@ -64,6 +65,8 @@ class WorkflowPrice(Frozen):
     wait_ms: float  # per execution: HTTP Request calls x wait per call, Wait nodes' configured time
     unknown_types: tuple[str, ...]
     notes: tuple[str, ...]
+    role_ms: dict[str, float] | None = None  # queue mode: the overhead by role (main, worker, runner, postgres, redis)
+    refined_from: tuple[str, ...] = ()  # the user's runs that refined the table (refit.py), if any
 
 
 def _wait_node_ms(node: ExportNode) -> float | None:
@@ -86,6 +89,23 @@ def _spread(parts: list[tuple[float, float, float]], unknown: list[tuple[float, 
     return below, above
 
 
+def _roles(table: NodeCostTable, lines: list[NodeLine], total: float) -> dict[str, float] | None:
+    """Queue mode: the overhead split by role, each line by its row's measured shares (a row without them, and
+    expressions, in `other`); None in regular mode."""
+    if table.mode != "queue" or not table.base.roles:
+        return None
+    out = dict(table.base.roles)
+    rows = {r.id: r for r in table.nodes}
+    for line in lines:
+        row = rows.get(line.row_id)
+        if row is None or not row.roles or row.cpu.ms <= 0:
+            continue
+        for role, ms in row.roles.items():
+            out[role] = out.get(role, 0.0) + ms * line.cost_ms / row.cpu.ms
+    out["other"] = max(0.0, total - sum(out.values()))
+    return {role: round(ms, 3) for role, ms in out.items()}
+
+
 def _check(items: int, code_cpu_ms: float | None, wait_ms_per_call: float | None, engine: str) -> None:
     if isinstance(items, bool) or not isinstance(items, int) or not 1 <= items <= MAX_ITEMS:
         raise InputError(f"--items must be a whole number from 1 to {MAX_ITEMS:,} (got {items!r}); it is the items "
@@ -98,9 +118,14 @@ def _check(items: int, code_cpu_ms: float | None, wait_ms_per_call: float | None
 
 
 def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_ms: float | None = None,
-                   wait_ms_per_call: float | None = None, engine: str = "default") -> WorkflowPrice:
-    """The workflow's n8n CPU per execution, node by node, and its ratio to light's (see the module docstring)."""
+                   wait_ms_per_call: float | None = None, engine: str = "default",
+                   mode: str = "regular") -> WorkflowPrice:
+    """The workflow's n8n CPU per execution, node by node, and its ratio to light's (see the module docstring).
+    `mode="queue"` prices from the queue-mode figures (`NodeCostTable.for_mode`), light priced in queue mode too."""
     _check(items, code_cpu_ms, wait_ms_per_call, engine)
+    if mode not in ("regular", "queue"):
+        raise InputError(f"unknown mode {mode!r}; accepted: regular, queue")
+    table = table.for_mode(mode)
     parsed = parse_export(export)
     per_expr = table.per_expression_ms.get(engine) or table.per_expression_ms["default"]
     per_item = table.per_item_ms
@@ -187,8 +212,13 @@ def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_
     low_ratio = max(mid_ratio - math.hypot(node_below / light, max(0.0, mid_ratio - min(swings)), model), 0.0)
     high_ratio = mid_ratio + math.hypot(node_above / light, max(0.0, max(swings) - mid_ratio), model)
     ratio = (mid_ratio, low_ratio, high_ratio)
+    if table.mode == "queue":
+        borrowed = sorted({line.type for line in lines if line.row_id not in ("base", "none", "unknown")}
+                          - {r.type for r in table.nodes if r.roles is not None})
+        if borrowed:
+            notes.append(f"priced from regular-mode rows (not measured in queue mode): {', '.join(borrowed)}")
     return WorkflowPrice(
-        name=parsed.name, engine=engine, items=items, lines=tuple(lines), base_ms=base.ms,
+        name=parsed.name, engine=engine, mode=table.mode, role_ms=_roles(table, lines, mid_total), items=items, lines=tuple(lines), base_ms=base.ms,
         overhead_ms=(round(mid_total, 3), round(low_total, 3), round(high_total, 3)), light_ms=round(light, 3),
         overhead_ratio_to_light=tuple(round(r, 4) for r in ratio),
         relative_uncertainty=round((high_ratio - low_ratio) / (2 * mid_ratio), 4) if mid_ratio else 0.0,

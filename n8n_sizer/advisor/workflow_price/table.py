@@ -23,6 +23,7 @@ class Figure(Frozen):
     low_ms: float
     high_ms: float
     per_round: tuple[float, ...] = ()
+    roles: dict[str, float] | None = None  # queue mode: the median of each role's share (main, worker, runner...)
 
 
 class NodeRow(Frozen):
@@ -31,6 +32,20 @@ class NodeRow(Frozen):
     cpu: Figure  # per node per execution, one item, no expression
     main_ms: float | None = None  # of which main with its task runner
     runs: tuple[str, ...] = ()  # the campaign's workflows it was derived from
+    roles: dict[str, float] | None = None  # queue mode: each role's share (main, worker, runner, postgres, redis)
+
+
+class QueueCosts(Frozen):
+    """The queue-mode part (`benchmarks/node_costs.py --mode queue`): the same figures on a queue stack (main,
+    1 worker, Postgres, Redis), each with every role's share from the bench's cgroups. Node kinds not measured in
+    queue mode are priced from the regular rows (`NodeCostTable.for_mode`)."""
+
+    about: dict[str, str | int | float] = {}
+    base: Figure
+    light: Figure | None = None
+    nodes: tuple[NodeRow, ...] = ()
+    per_expression_ms: dict[str, Figure] = {}
+    campaigns: tuple[str, ...] = ()
 
 
 class NodeCostTable(Frozen):
@@ -45,6 +60,30 @@ class NodeCostTable(Frozen):
     per_kib_saved_ms: Figure  # per KiB of execution data saved
     per_expression_ms: dict[str, Figure]  # per expression evaluated, by engine ("default", "legacy")
     light_throughput_ratio_legacy: Figure | None = None  # light's rate on legacy over default, same rounds
+    queue: QueueCosts | None = None  # queue mode (the worker's side), where measured
+    mode: str = "regular"  # which mode's figures `base`, `nodes` and `per_expression_ms` are
+
+    def for_mode(self, mode: str) -> "NodeCostTable":
+        """The table a `mode` answer prices from: queue mode's measured rows where they are (their base, light,
+        expressions), the regular rows for the kinds the queue campaign has not measured; regular as it is."""
+        if mode != "queue" or self.queue is None:
+            return self
+        q = self.queue
+        measured = {row.type: row for row in q.nodes}
+        nodes = tuple(measured.pop(row.type, row) for row in self.nodes) + tuple(measured.values())
+        legacy = None
+        if self.legacy_base is not None and self.base.ms > 0:  # legacy was measured in regular mode: its ratio
+            k = q.base.ms / self.base.ms
+            legacy = Figure(ms=self.legacy_base.ms * k, low_ms=self.legacy_base.low_ms * k,
+                            high_ms=self.legacy_base.high_ms * k)
+        return self.model_copy(update={"base": q.base, "light": q.light or self.light, "nodes": nodes,
+                                       "legacy_base": legacy,
+                                       "per_expression_ms": {**self.per_expression_ms, **q.per_expression_ms},
+                                       "mode": "queue"})
+
+    def queue_rows(self) -> set[str]:
+        """Node types the queue campaign measured (the others borrow their regular row in queue mode)."""
+        return {row.type for row in self.queue.nodes} if self.queue else set()
 
     def row(self, node_type: str) -> NodeRow | None:
         for row in self.nodes:
@@ -64,4 +103,11 @@ def load_node_costs() -> NodeCostTable:
     """The embedded table (package data, like the embedded measurements)."""
     text = resources.files("n8n_sizer").joinpath("data/node_costs.json").read_text(encoding="utf-8")
     doc = json.loads(text)
-    return NodeCostTable.model_validate({**doc["table"], "about": doc["about"]})
+    return table_from_doc(doc)
+
+
+def table_from_doc(doc: dict) -> NodeCostTable:
+    """The table of a node_costs.json document, with its queue part when it has one."""
+    queue = doc.get("queue") or {}
+    part = {"queue": {**queue["table"], "about": queue.get("about", {})}} if queue.get("table", {}).get("base") else {}
+    return NodeCostTable.model_validate({**doc["table"], "about": doc["about"], **part})
