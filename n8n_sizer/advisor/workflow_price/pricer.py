@@ -89,6 +89,29 @@ def _spread(parts: list[tuple[float, float, float]], unknown: list[tuple[float, 
     return below, above
 
 
+def _posterior_spread(table: NodeCostTable, lines: list[NodeLine], items: int, ratio: float,
+                      light: float) -> tuple[float, float]:
+    """(90% half-width of the ratio from the refined figures' covariance, the method's error left): the ratio's
+    error is (x - ratio * x_light) . theta / light; the validated error shrinks as the runs pinned that combination."""
+    post = table.posterior
+    ids = list(post.ids)
+    x = [0.0] * len(ids)
+    x[ids.index("base")] = 1.0
+    for line in lines:
+        if line.row_id in ids[1:-1]:
+            x[ids.index(line.row_id)] += 1.0
+        if line.row_id not in ("base", "none"):
+            x[-1] += line.expressions * items
+    d = list(x)
+    d[ids.index("base")] -= ratio
+    d[ids.index("code")] -= ratio
+    cov = post.covariance
+    after = sum(d[i] * cov[i][j] * d[j] for i in range(len(d)) for j in range(len(d)))
+    before = sum((d[i] * post.prior_sd[i]) ** 2 for i in range(len(d)))
+    shrink = math.sqrt(after / before) if before > 0 else 1.0
+    return 1.6449 * math.sqrt(max(after, 0.0)) / light, VALIDATED_RATIO_ERROR * ratio * min(shrink, 1.0)
+
+
 def _roles(table: NodeCostTable, lines: list[NodeLine], total: float) -> dict[str, float] | None:
     """Queue mode: the overhead split by role, each line by its row's measured shares (a row without them, and
     expressions, in `other`); None in regular mode."""
@@ -211,6 +234,11 @@ def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_
     model = VALIDATED_RATIO_ERROR * mid_ratio
     low_ratio = max(mid_ratio - math.hypot(node_below / light, max(0.0, mid_ratio - min(swings)), model), 0.0)
     high_ratio = mid_ratio + math.hypot(node_above / light, max(0.0, max(swings) - mid_ratio), model)
+    if table.posterior is not None and same:
+        spread, model = _posterior_spread(table, lines, items, mid_ratio, light)
+        unknown_below, unknown_above = _spread([], unknown_parts)
+        low_ratio = max(mid_ratio - math.hypot(spread, model) - unknown_below / light, 0.0)
+        high_ratio = mid_ratio + math.hypot(spread, model) + unknown_above / light
     ratio = (mid_ratio, low_ratio, high_ratio)
     if table.mode == "queue":
         borrowed = sorted({line.type for line in lines if line.row_id not in ("base", "none", "unknown")}
@@ -218,7 +246,8 @@ def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_
         if borrowed:
             notes.append(f"priced from regular-mode rows (not measured in queue mode): {', '.join(borrowed)}")
     return WorkflowPrice(
-        name=parsed.name, engine=engine, mode=table.mode, role_ms=_roles(table, lines, mid_total), items=items, lines=tuple(lines), base_ms=base.ms,
+        name=parsed.name, engine=engine, mode=table.mode,
+        refined_from=table.posterior.runs if table.posterior is not None else (), role_ms=_roles(table, lines, mid_total), items=items, lines=tuple(lines), base_ms=base.ms,
         overhead_ms=(round(mid_total, 3), round(low_total, 3), round(high_total, 3)), light_ms=round(light, 3),
         overhead_ratio_to_light=tuple(round(r, 4) for r in ratio),
         relative_uncertainty=round((high_ratio - low_ratio) / (2 * mid_ratio), 4) if mid_ratio else 0.0,

@@ -35,6 +35,16 @@ class NodeRow(Frozen):
     roles: dict[str, float] | None = None  # queue mode: each role's share (main, worker, runner, postgres, redis)
 
 
+class Posterior(Frozen):
+    """What the user's runs made of the table (refit.py): the figures' covariance after them, in the order of
+    `ids` ("base", each row id, "expression"), and their standard deviation before (the table's own spread)."""
+
+    ids: tuple[str, ...]
+    covariance: tuple[tuple[float, ...], ...]
+    prior_sd: tuple[float, ...]
+    runs: tuple[str, ...] = ()
+
+
 class QueueCosts(Frozen):
     """The queue-mode part (`benchmarks/node_costs.py --mode queue`): the same figures on a queue stack (main,
     1 worker, Postgres, Redis), each with every role's share from the bench's cgroups. Node kinds not measured in
@@ -62,11 +72,12 @@ class NodeCostTable(Frozen):
     light_throughput_ratio_legacy: Figure | None = None  # light's rate on legacy over default, same rounds
     queue: QueueCosts | None = None  # queue mode (the worker's side), where measured
     mode: str = "regular"  # which mode's figures `base`, `nodes` and `per_expression_ms` are
+    posterior: Posterior | None = None  # refined by the user's runs (refit.py), else None
 
     def for_mode(self, mode: str) -> "NodeCostTable":
         """The table a `mode` answer prices from: queue mode's measured rows where they are (their base, light,
         expressions), the regular rows for the kinds the queue campaign has not measured; regular as it is."""
-        if mode != "queue" or self.queue is None:
+        if mode != "queue" or self.queue is None or self.mode == mode:
             return self
         q = self.queue
         measured = {row.type: row for row in q.nodes}

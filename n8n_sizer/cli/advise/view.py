@@ -99,7 +99,11 @@ def run_advise(o: "AdviseOptions") -> int:
 
         compose = require_output_folder(compose, "--compose", fix="try --compose ./n8n-stack")
     extra = None
-    if o.results is not None:
+    if o.results is not None and o.workflow is not None:  # the runs refine the cost table (not the model)
+        from n8n_sizer.safety.files import require_folder
+
+        require_folder(o.results, "--results", fix="pass the folder bench wrote its runs into, e.g. --results results")
+    elif o.results is not None:
         from n8n_sizer.runs.fit_input import load_results
         from n8n_sizer.safety.files import require_folder
 
@@ -113,7 +117,7 @@ def run_advise(o: "AdviseOptions") -> int:
         from n8n_sizer.cli.advise.workflow import priced_profile
 
         profile, price = priced_profile(o.workflow, items=o.items, cpu_ms=o.cpu_ms, wait_ms=o.wait_ms,
-                                        calibration=o.calibration, engine=o.expression_engine)
+                                        calibration=o.calibration, engine=o.expression_engine, results=o.results)
     elif workload in user_workflows and o.cpu_ms is None and o.wait_ms is None:
         profile = None  # the user's own workflow, measured in their results: its own fitted demand
     else:
@@ -153,6 +157,14 @@ def run_advise(o: "AdviseOptions") -> int:
         where = ".".join(str(p) for p in first.get("loc", ())) or "setup"
         raise InputError(f"no stack n8n-sizer renders fits these inputs: the {where} it would need is out of range "
                          f"({first.get('msg')}, got {first.get('input')}); lower --rps or --wait-ms") from None
+    if price is not None and rec.mode == "queue":  # a queue answer is priced from the queue-mode figures
+        q_profile, q_price = priced_profile(o.workflow, items=o.items, cpu_ms=o.cpu_ms, wait_ms=o.wait_ms,
+                                            calibration=o.calibration, engine=o.expression_engine, mode="queue",
+                                            results=o.results)
+        q_req = req.model_copy(update={"profile": q_profile})
+        q_rec = _answer(advisor, q_req, layout, given_hosts, one_setup, one_option)
+        if q_rec.mode == "queue":
+            req, rec, price = q_req, q_rec, q_price
     if price is not None:
         rec = _with_price(advisor, o, req, rec, price)
     changes = _changes(build_advisor(None), advisor, req, rec,
@@ -251,9 +263,9 @@ def _check_workflow(o: AdviseOptions) -> None:
         raise InputError(f"--items must be 1 to 1,000,000 (got {o.items}); it is items per execution")
     if o.expression_engine not in ("default", "legacy"):
         raise InputError(f"unknown --expression-engine {o.expression_engine!r}; accepted: default, legacy")
-    if o.results is not None or o.validate:
-        raise InputError("--workflow prices an export from the cost table; --results and --validate speak of measured "
-                         "runs: drop one of them")
+    if o.validate:
+        raise InputError("--workflow prices an export from the cost table; --validate scores the model on its "
+                         "measurements: drop one of them")
 
 
 def _with_price(advisor, o: AdviseOptions, req, rec, price):
@@ -264,13 +276,18 @@ def _with_price(advisor, o: AdviseOptions, req, rec, price):
     other = None
     if o.expression_engine == "default":
         legacy, _ = priced_profile(o.workflow, items=o.items, cpu_ms=o.cpu_ms, wait_ms=o.wait_ms,
-                                   calibration=o.calibration, engine="legacy")
+                                   calibration=o.calibration, engine="legacy", mode=price.mode, results=o.results)
         if rec.hosts == 1 and rec.server.vcpu >= 1:  # the same size of server, its best setup under legacy
             same = req.model_copy(update={"profile": legacy, "vcpu": int(rec.server.vcpu), "max_hosts": 1})
             other = advisor.recommend(same).capacity_per_s.mid
     notes = price_warnings(price, o.expression_engine, other, rec.capacity_per_s.mid)
     request = {**rec.request, "workload": price.name, "workflow": str(o.workflow), "items": price.items,
-               "expression_engine": price.engine}
+               "expression_engine": price.engine, "priced_mode": price.mode}
+    if price.refined_from:
+        notes.append(f"the cost table was refined by your runs ({'; '.join(price.refined_from)}) before pricing")
+    elif o.results is not None:
+        notes.append(f"--results {o.results}: no run there refines the cost table for this answer's mode "
+                     f"({price.mode}); bench your workflow and light on the same host and mode")
     return rec.model_copy(update={"warnings": [*rec.warnings, *notes], "request": request})
 
 

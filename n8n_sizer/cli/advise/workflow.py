@@ -28,8 +28,9 @@ def _read_json(path: Path, what: str, fix: str):
 
 
 def priced_profile(path: Path, *, items: int | None, cpu_ms: float | None, wait_ms: float | None,
-                   calibration: Path | None, engine: str):
-    """(profile, price) of the workflow export at `path`; `price` is the pricer's `WorkflowPrice`."""
+                   calibration: Path | None, engine: str, mode: str = "regular", results: Path | None = None):
+    """(profile, price) of the workflow export at `path`; `price` is the pricer's `WorkflowPrice`. `mode` picks the
+    table's figures (queue: the worker's side); `results` (bench runs) refine them first (`refined_table`)."""
     from n8n_sizer.advisor.workflow_price import load_node_costs, price_workflow
     from n8n_sizer.advisor.workflow_price.calibration import calibration_from_json
 
@@ -44,8 +45,11 @@ def priced_profile(path: Path, *, items: int | None, cpu_ms: float | None, wait_
             raise InputError("--cpu-ms and --calibration both give the Code nodes' CPU; keep one of them")
         code_cpu = calib.code_cpu_ms
     try:
-        price = price_workflow(export, load_node_costs(), items=items or 1, code_cpu_ms=code_cpu,
-                               wait_ms_per_call=wait_ms, engine=engine)
+        table = load_node_costs().for_mode(mode)
+        if results is not None:
+            table, _ = refined_table(table, results, path.stem, items or 1, code_cpu or 0.0)
+        price = price_workflow(export, table, items=items or 1, code_cpu_ms=code_cpu,
+                               wait_ms_per_call=wait_ms, engine=engine, mode=mode)
     except InputError as exc:  # name the input: the pricer speaks of "workflow export"
         raise InputError(f"--workflow {path}: {str(exc).removeprefix('workflow export: ')}") from None
     mid, low, high = price.overhead_ratio_to_light
@@ -55,6 +59,18 @@ def priced_profile(path: Path, *, items: int | None, cpu_ms: float | None, wait_
                               overhead_key="light", measured=False, overhead_ratio=max(mid, 1e-3),
                               ratio_sd_log=min(sd, 5.0))
     return profile, price
+
+
+def refined_table(table, results: Path, name: str, items: int, code_cpu_ms: float):
+    """The table (for one mode) refined by the bench runs at `results` of that mode: (table, RefitReport). The
+    runs of workflow `name` (bench names a run by its file's stem) are the export's: `items`, `code_cpu_ms`."""
+    from n8n_sizer.advisor.workflow_price.refit import refine_table
+    from n8n_sizer.runs.price_points import observations_from_results
+
+    observations, skipped = observations_from_results(results, str(table.about.get("machine", "")), name, items,
+                                                      code_cpu_ms)
+    refined, report = refine_table(table, [ob for ob in observations if ob.mode == table.mode])
+    return refined, report.model_copy(update={"skipped": (*report.skipped, *skipped)})
 
 
 def price_warnings(price, engine: str, other_capacity: float | None, capacity: float) -> list[str]:

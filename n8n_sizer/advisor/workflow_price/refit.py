@@ -1,0 +1,139 @@
+"""The cost table refined by the user's own runs: a small Bayesian least squares over the table's figures.
+
+Every `bench --workflow FILE` run keeps the workflow's definition (run.json `spec.workflow_resolved`), so a run of
+a workflow whose nodes are priced is an equation on the table: with `x` the workflow's counts of each figure
+(`base` once, one per node of each row, its expressions x items) and `theta` the figures,
+
+- with `light` measured in the same results on the same host and mode, the measured ratio `r` of CPU per
+  execution (the workflow's over light's) says `(r * x_light - x) . theta = code` (`code`: the workflow's own Code
+  JavaScript, which the table does not price), with an error of `OBSERVED_RATIO_ERROR * r * light`;
+- without light, a run on the table's own machine (same CPU model) says `x . theta = cpu - code` in ms.
+
+The prior is the table: each figure at its median with a standard deviation from its spread over rounds
+(min .. max read as a 90% interval, at least `MIN_SD_MS`). The posterior (`refine_table`) moves the figures
+toward the measurements, each by how uncertain it was, and narrows them; the refined table keeps the posterior
+covariance so a price of a combination the runs constrained narrows as a whole (`NodeCostTable.posterior`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from n8n_sizer.advisor.workflow_price.export import parse_export
+from n8n_sizer.advisor.workflow_price.pricer import NO_COST, WEBHOOK
+from n8n_sizer.advisor.workflow_price.table import Figure, NodeCostTable, Posterior
+from n8n_sizer.safety.frozen import Frozen
+
+Z90 = 1.6449
+MIN_SD_MS = 0.05
+OBSERVED_RATIO_ERROR = 0.10  # one run's ratio against light's, as the validation saw neighbouring runs move
+EXPR = "expression"
+
+
+class Observation(Frozen):
+    """One workflow measured in the user's runs: its definition, items, and what the runs said."""
+
+    run_ids: tuple[str, ...]
+    workflow: str
+    definition: dict
+    mode: str = "regular"
+    items: int = 1
+    code_cpu_ms: float = 0.0
+    ratio_to_light: float | None = None  # CPU per execution over light's, same host and mode
+    cpu_ms: float | None = None  # CPU per execution on the table's own machine (when no light was run)
+    error: float = OBSERVED_RATIO_ERROR  # relative
+
+
+class RefitReport(Frozen):
+    used: tuple[str, ...]  # "workflow (runs)" for each observation used
+    skipped: tuple[str, ...]  # why others were not
+    moved: dict[str, tuple[float, float]]  # figure -> (before ms, after ms), for figures that moved by >= 1%
+
+
+def _ids(table: NodeCostTable) -> list[str]:
+    return ["base", *[r.id for r in table.nodes], EXPR]
+
+
+def design(definition: dict, table: NodeCostTable, items: int = 1) -> tuple[dict[str, float], float]:
+    """(counts per figure, the known offset in ms) of a workflow, as the pricer prices it: the base once, one per
+    node of a known row, expressions x items; unknown nodes and extra items are an offset (not refined)."""
+    parsed = parse_export(definition)
+    x: dict[str, float] = {"base": 1.0}
+    known = sorted(r.cpu.ms for r in table.nodes)
+    offset = 0.0
+    for node in parsed.nodes:
+        if node.type in NO_COST or node.disabled or node.type == WEBHOOK or node.type.lower().endswith("trigger"):
+            continue
+        row = table.row(node.type)
+        if row is None:
+            offset += max(0.0, known[len(known) // 2])
+        else:
+            x[row.id] = x.get(row.id, 0.0) + 1.0
+        x[EXPR] = x.get(EXPR, 0.0) + node.expressions * items
+        offset += table.per_item_ms.ms * (items - 1)
+    return x, offset
+
+
+def _prior(table: NodeCostTable) -> tuple[np.ndarray, np.ndarray]:
+    figs = [table.base, *[r.cpu for r in table.nodes], table.per_expression_ms["default"]]
+    mean = np.array([f.ms for f in figs])
+    sd = np.array([max((f.high_ms - f.low_ms) / (2 * Z90), MIN_SD_MS) for f in figs])
+    if table.posterior is not None:  # refining an already refined table: its covariance is the prior
+        return mean, np.array(table.posterior.covariance)
+    return mean, np.diag(sd ** 2)
+
+
+def _vector(x: dict[str, float], ids: list[str]) -> np.ndarray:
+    return np.array([x.get(i, 0.0) for i in ids])
+
+
+def refine_table(table: NodeCostTable, observations: list[Observation]) -> tuple[NodeCostTable, RefitReport]:
+    """The table (already for the observations' mode: `NodeCostTable.for_mode`) refined by the observations."""
+    ids = _ids(table)
+    mean, cov = _prior(table)
+    light_x = _vector({"base": 1.0, "code": 1.0}, ids)
+    rows, targets, noise, used, skipped = [], [], [], [], []
+    for ob in observations:
+        try:
+            x, offset = design(ob.definition, table, ob.items)
+        except Exception as exc:  # an export the pricer refuses is left out, with its reason
+            skipped.append(f"{ob.workflow}: {str(exc)[:120]}")
+            continue
+        xv = _vector(x, ids)
+        if ob.ratio_to_light is not None:
+            light_ms = float(light_x @ mean)
+            rows.append(ob.ratio_to_light * light_x - xv)
+            targets.append(ob.code_cpu_ms + offset)
+            noise.append(ob.error * ob.ratio_to_light * light_ms)
+        elif ob.cpu_ms is not None:
+            rows.append(xv)
+            targets.append(ob.cpu_ms - ob.code_cpu_ms - offset)
+            noise.append(ob.error * ob.cpu_ms)
+        else:
+            skipped.append(f"{ob.workflow}: no light run beside it and not this table's machine")
+            continue
+        used.append(f"{ob.workflow} ({', '.join(ob.run_ids)})")
+    if not rows:
+        return table, RefitReport(used=(), skipped=tuple(skipped), moved={})
+    z, y, r_inv = np.array(rows), np.array(targets), np.diag(1.0 / np.array(noise) ** 2)
+    prior_inv = np.linalg.inv(cov)
+    post_cov = np.linalg.inv(prior_inv + z.T @ r_inv @ z)
+    post = post_cov @ (prior_inv @ mean + z.T @ r_inv @ y)
+    sd = np.sqrt(np.diag(post_cov))
+
+    def fig(i: int, old: Figure) -> Figure:
+        return Figure(ms=round(float(post[i]), 3), low_ms=round(float(post[i] - Z90 * sd[i]), 3),
+                      high_ms=round(float(post[i] + Z90 * sd[i]), 3), per_round=old.per_round, roles=old.roles)
+
+    nodes = tuple(r.model_copy(update={"cpu": fig(1 + k, r.cpu)}) for k, r in enumerate(table.nodes))
+    expr = fig(len(ids) - 1, table.per_expression_ms["default"])
+    refined = table.model_copy(update={
+        "base": fig(0, table.base), "nodes": nodes,
+        "per_expression_ms": {**table.per_expression_ms, "default": expr},
+        "posterior": Posterior(ids=tuple(ids), covariance=tuple(tuple(float(v) for v in row) for row in post_cov),
+                               prior_sd=tuple(float(np.sqrt(cov[i, i])) for i in range(len(ids)))
+                               if table.posterior is None else table.posterior.prior_sd,
+                               runs=tuple(u for u in used))})
+    moved = {i: (round(float(mean[k]), 3), round(float(post[k]), 3)) for k, i in enumerate(ids)
+             if abs(post[k] - mean[k]) >= 0.01 * max(abs(mean[k]), 0.1)}
+    return refined, RefitReport(used=tuple(used), skipped=tuple(skipped), moved=moved)
