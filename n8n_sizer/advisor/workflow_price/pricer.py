@@ -90,9 +90,9 @@ def _spread(parts: list[tuple[float, float, float]], unknown: list[tuple[float, 
 
 
 def _posterior_spread(table: NodeCostTable, lines: list[NodeLine], items: int, ratio: float,
-                      light: float) -> tuple[float, float]:
-    """(90% half-width of the ratio from the refined figures' covariance, the method's error left): the ratio's
-    error is (x - ratio * x_light) . theta / light; the validated error shrinks as the runs pinned that combination."""
+                      light: float) -> float:
+    """The ratio's 90% half-width from the refined figures' covariance (which holds the method's validated error,
+    refit.py): the ratio's error is (x - ratio * x_light) . theta / light."""
     post = table.posterior
     ids = list(post.ids)
     x = [0.0] * len(ids)
@@ -106,10 +106,8 @@ def _posterior_spread(table: NodeCostTable, lines: list[NodeLine], items: int, r
     d[ids.index("base")] -= ratio
     d[ids.index("code")] -= ratio
     cov = post.covariance
-    after = sum(d[i] * cov[i][j] * d[j] for i in range(len(d)) for j in range(len(d)))
-    before = sum((d[i] * post.prior_sd[i]) ** 2 for i in range(len(d)))
-    shrink = math.sqrt(after / before) if before > 0 else 1.0
-    return 1.6449 * math.sqrt(max(after, 0.0)) / light, VALIDATED_RATIO_ERROR * ratio * min(shrink, 1.0)
+    var = sum(d[i] * cov[i][j] * d[j] for i in range(len(d)) for j in range(len(d)))
+    return 1.6449 * math.sqrt(max(var, 0.0)) / light
 
 
 def _roles(table: NodeCostTable, lines: list[NodeLine], total: float) -> dict[str, float] | None:
@@ -235,10 +233,10 @@ def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_
     low_ratio = max(mid_ratio - math.hypot(node_below / light, max(0.0, mid_ratio - min(swings)), model), 0.0)
     high_ratio = mid_ratio + math.hypot(node_above / light, max(0.0, max(swings) - mid_ratio), model)
     if table.posterior is not None and same:
-        spread, model = _posterior_spread(table, lines, items, mid_ratio, light)
+        spread = _posterior_spread(table, lines, items, mid_ratio, light)
         unknown_below, unknown_above = _spread([], unknown_parts)
-        low_ratio = max(mid_ratio - math.hypot(spread, model) - unknown_below / light, 0.0)
-        high_ratio = mid_ratio + math.hypot(spread, model) + unknown_above / light
+        low_ratio = max(mid_ratio - spread - unknown_below / light, 0.0)
+        high_ratio = mid_ratio + spread + unknown_above / light
     ratio = (mid_ratio, low_ratio, high_ratio)
     if table.mode == "queue":
         borrowed = sorted({line.type for line in lines if line.row_id not in ("base", "none", "unknown")}

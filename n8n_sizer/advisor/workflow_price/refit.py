@@ -10,7 +10,8 @@ a workflow whose nodes are priced is an equation on the table: with `x` the work
 - without light, a run on the table's own machine (same CPU model) says `x . theta = cpu - code` in ms.
 
 The prior is the table: each figure at its median with a standard deviation from its spread over rounds
-(min .. max read as a 90% interval, at least `MIN_SD_MS`). The posterior (`refine_table`) moves the figures
+(min .. max read as a 90% interval, at least `MIN_SD_MS`) and the method's validated error (10% of the figure,
+`VALIDATED_RATIO_ERROR`: how far priced ratios fell from measured ones), in quadrature. The posterior (`refine_table`) moves the figures
 toward the measurements, each by how uncertain it was, and narrows them; the refined table keeps the posterior
 covariance so a price of a combination the runs constrained narrows as a whole (`NodeCostTable.posterior`).
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from n8n_sizer.advisor.workflow_price.export import parse_export
-from n8n_sizer.advisor.workflow_price.pricer import NO_COST, WEBHOOK
+from n8n_sizer.advisor.workflow_price.pricer import NO_COST, VALIDATED_RATIO_ERROR, WEBHOOK
 from n8n_sizer.advisor.workflow_price.table import Figure, NodeCostTable, Posterior
 from n8n_sizer.safety.frozen import Frozen
 
@@ -77,7 +78,9 @@ def design(definition: dict, table: NodeCostTable, items: int = 1) -> tuple[dict
 def _prior(table: NodeCostTable) -> tuple[np.ndarray, np.ndarray]:
     figs = [table.base, *[r.cpu for r in table.nodes], table.per_expression_ms["default"]]
     mean = np.array([f.ms for f in figs])
-    sd = np.array([max((f.high_ms - f.low_ms) / (2 * Z90), MIN_SD_MS) for f in figs])
+    # each figure's spread over rounds, and the method's validated error (pricer.VALIDATED_RATIO_ERROR) on it
+    sd = np.array([np.hypot(max((f.high_ms - f.low_ms) / (2 * Z90), MIN_SD_MS), VALIDATED_RATIO_ERROR * abs(f.ms))
+                   for f in figs])
     if table.posterior is not None:  # refining an already refined table: its covariance is the prior
         return mean, np.array(table.posterior.covariance)
     return mean, np.diag(sd ** 2)

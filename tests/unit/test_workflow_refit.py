@@ -1,0 +1,131 @@
+"""The cost table refined by the user's bench runs (advisor/workflow_price/refit.py, runs/price_points.py), and the
+queue-mode figures a queue answer is priced from."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from n8n_sizer.advisor.workflow_price import load_node_costs, price_workflow
+from n8n_sizer.advisor.workflow_price.refit import Observation, refine_table
+from n8n_sizer.bench.accounting import Reading, step_counters
+from n8n_sizer.runs.records import Sample
+from n8n_sizer.runs.store import RunStore
+from tests.unit.test_advise_workflow import _export, advise
+from tests.unit.test_evidence import STEP_S, _bench_run
+
+SUB = {"name": "Sub", "type": "n8n-nodes-base.executeWorkflow", "typeVersion": 1.2,
+       "parameters": {"source": "database", "workflowId": "1"}}
+SET = {"name": "Set", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "parameters": {}}
+LIGHT = json.loads((Path(__file__).resolve().parents[2] / "n8n_sizer/templates/workflows/light.json").read_text())
+
+
+def _run(out: Path, run_id: str, name: str, definition: dict, cpu_ms_per_execution: float, mode: str = "regular"):
+    """A bench run as bench writes it (RunStore, one steady step), with the workflow it ran and the kernel's
+    per-role CPU over the step: `cpu_ms_per_execution` of main and Postgres together."""
+    folder = _bench_run(out, run_id, name, 20, [4.0], 0)
+    store = RunStore.open(folder)
+    store.update_manifest(spec={"workflow_resolved": {"name": name, "definition": definition}})
+    if mode != "regular":
+        hosts = {"local": {**store.manifest.hosts["local"], "setup": {"mode": mode, "workers": 1, "db": "postgres"}}}
+        store.update_manifest(hosts=hosts)
+    start = min(r.scheduled_s for r in store.read_requests())
+    store.append_samples([Sample(metric="process_cpu_cores", value=0.3, unit="cores", time_s=start + t,
+                                 labels={"target": "local", "process": "main"}) for t in range(STEP_S)])
+    answered = 80  # 4/s for 20 s
+    main_ns = int(cpu_ms_per_execution * 0.8 * answered * 1e6)
+    pg_ns = int(cpu_ms_per_execution * 0.2 * answered * 1e6)
+    store.mark_step("local", "rate-4", "done", started_s=start, finished_s=start + STEP_S,
+                    **step_counters(Reading(0.0, {("local", "main"): 0, ("local", "postgres"): 0}, None, None),
+                                    Reading(20.0, {("local", "main"): main_ns, ("local", "postgres"): pg_ns},
+                                            None, None)).model_dump(mode="json", exclude_none=True))
+    store.close()
+    return folder
+
+
+def _flow(tmp_path: Path) -> tuple[Path, dict]:
+    path = _export(tmp_path, "my-flow", SUB, SET)
+    return path, json.loads(path.read_text())
+
+
+def test_a_measured_ratio_moves_the_price_toward_it_and_narrows_its_interval(tmp_path):
+    from n8n_sizer.cli.advise.workflow import refined_table
+
+    path, export = _flow(tmp_path)
+    results = tmp_path / "results"
+    results.mkdir()
+    _run(results, "20261201T100000Z-aaaaaa", "light", LIGHT, 60.0)
+    _run(results, "20261201T100500Z-bbbbbb", "my-flow", export, 90.0)  # measured: 1.5x light
+    table = load_node_costs()
+    before = price_workflow(export, table)
+    refined, report = refined_table(table, results, "my-flow", 1, 0.0)
+    after = price_workflow(export, refined)
+    (mid0, lo0, hi0), (mid1, lo1, hi1) = before.overhead_ratio_to_light, after.overhead_ratio_to_light
+    assert mid0 > 1.8  # the table prices a sub-workflow call as a whole execution more
+    assert abs(mid1 - 1.5) < abs(mid0 - 1.5) - 0.1  # toward the measurement
+    assert hi1 - lo1 < hi0 - lo0  # and surer of it
+    assert lo1 < mid1 < hi1 and mid1 > 1.5  # between the table and the measurement (both 10% errors)
+    assert report.used and "my-flow" in report.used[0] and "executeWorkflow" in report.moved
+    assert after.refined_from == report.used
+    # light itself stays light: the base and the Code row are what every ratio divides by
+    light = price_workflow(LIGHT, refined).overhead_ratio_to_light
+    assert light[0] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_no_light_beside_a_run_on_another_machine_is_named_not_used(tmp_path):
+    from n8n_sizer.cli.advise.workflow import refined_table
+
+    _, export = _flow(tmp_path)
+    results = tmp_path / "results"
+    results.mkdir()
+    _run(results, "20261201T100500Z-bbbbbb", "my-flow", export, 90.0)
+    table = load_node_costs()
+    refined, report = refined_table(table, results, "my-flow", 1, 0.0)
+    assert refined is table and not report.used
+    assert any("bench --workflow light" in why for why in report.skipped)
+
+
+def test_queue_runs_refine_the_queue_figures_only(tmp_path):
+    from n8n_sizer.cli.advise.workflow import refined_table
+
+    _, export = _flow(tmp_path)
+    results = tmp_path / "results"
+    results.mkdir()
+    _run(results, "20261201T100000Z-aaaaaa", "light", LIGHT, 60.0, mode="queue")
+    _run(results, "20261201T100500Z-bbbbbb", "my-flow", export, 90.0, mode="queue")
+    table = load_node_costs()
+    regular, report = refined_table(table, results, "my-flow", 1, 0.0)
+    assert regular is table and not report.used  # queue runs say nothing of regular mode's figures
+    as_queue = table.for_mode("queue").model_copy(update={"mode": "queue"})  # whether or not measured yet
+    queue, report = refined_table(as_queue, results, "my-flow", 1, 0.0)
+    assert report.used and queue.mode == "queue" and queue.posterior is not None
+
+
+def test_the_refit_is_a_bayesian_update_its_uncertain_figures_move_most():
+    table = load_node_costs()
+    sub = {"name": "x", "nodes": [{"name": "W", "type": "n8n-nodes-base.webhook", "parameters": {}}, SUB, SET],
+           "connections": {}}
+    ob = Observation(run_ids=("r",), workflow="x", definition=sub, ratio_to_light=1.5)
+    refined, report = refine_table(table, [ob])
+    moved = {k: abs(b - a) for k, (a, b) in report.moved.items()}
+    assert moved["executeWorkflow"] > moved.get("set", 0.0)  # Set is measured to a fraction of a ms
+    twice, _ = refine_table(refined, [ob])  # the same evidence again: surer still, never wider
+    row = twice.row("n8n-nodes-base.executeWorkflow").cpu
+    once = refined.row("n8n-nodes-base.executeWorkflow").cpu
+    assert row.high_ms - row.low_ms < once.high_ms - once.low_ms
+
+
+def test_advise_workflow_with_results_says_the_table_was_refined(tmp_path):
+    path, export = _flow(tmp_path)
+    results = tmp_path / "results"
+    results.mkdir()
+    _run(results, "20261201T100000Z-aaaaaa", "light", LIGHT, 60.0)
+    _run(results, "20261201T100500Z-bbbbbb", "my-flow", export, 90.0)
+    code, out, err = advise("--rps", "2", "--vcpu", "4", "--json", "--workflow", path, "--results", results)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["workflow_price"]["refined_from"]
+    assert any("refined by your runs" in w for w in data["warnings"])
+    code, out, err = advise("--rps", "2", "--vcpu", "4", "--json", "--workflow", path)
+    plain = json.loads(out)
+    assert data["workflow_price"]["overhead_ratio_to_light"][0] < plain["workflow_price"]["overhead_ratio_to_light"][0]
