@@ -98,6 +98,8 @@ def main() -> int:
                     help="where the measured runs are kept (to price them again with --from)")
     ap.add_argument("--from", dest="from_files", type=Path, nargs="+", default=None,
                     help="price the runs kept by earlier --save files again (pooled), without measuring")
+    ap.add_argument("--embed", type=Path, default=None,
+                    help="with --from: write the validation points advise --validate lists (package data)")
     args = ap.parse_args()
     if args.from_files is not None:
         kept = [json.loads(f.read_text()) for f in args.from_files]
@@ -107,8 +109,10 @@ def main() -> int:
                 for status, n in by.items():
                     statuses.setdefault(key, {}).setdefault(status, 0)
                     statuses[key][status] += n
-        report(workflows({"stub_url": "http://127.0.0.1:1/stub", "sub_id": "sub"}), [k["raw"] for k in kept],
-               kept[0]["requests"], kept[0]["concurrency"], statuses)
+        defs = workflows({"stub_url": "http://127.0.0.1:1/stub", "sub_id": "sub"})
+        report(defs, [k["raw"] for k in kept], kept[0]["requests"], kept[0]["concurrency"], statuses)
+        if args.embed is not None:
+            embed(args.embed, defs, [k["raw"] for k in kept], kept[0]["requests"], kept[0]["concurrency"], statuses)
         return 0
     deadline = time.monotonic() + args.max_minutes * 60
     stub = StubServer()
@@ -138,6 +142,32 @@ def main() -> int:
                                      "statuses": statuses}))
     report(defs, [raw], args.requests, args.concurrency, statuses)
     return 0
+
+
+def embed(out: Path, defs: list[tuple[str, dict, int]], raws: list[list[dict]], requests: int, concurrency: int,
+          statuses: dict[str, dict[str, int]]) -> None:
+    """The validation points as package data: each workflow's definition, items, and what was measured (every
+    round's ratio to its light neighbours, by rate and by CPU), for `advise --validate` to price with the table."""
+    from n8n_sizer.safety.write import write_atomic
+
+    ratios: dict[str, dict[str, list[float]]] = {}
+    for raw in raws:
+        for key, got in neighbour_ratios(raw).items():
+            for what, values in got.items():
+                ratios.setdefault(key, {}).setdefault(what, []).extend(round(v, 4) for v in values)
+    campaigns = sorted({run["id"].split("/", 1)[0] for raw in raws for run in raw})
+    points = [{"key": key, "items": items, "definition": definition, "measured_rate_ratio": ratios[key]["rate"],
+               "measured_cpu_ratio": ratios[key]["cpu"], "statuses": statuses.get(key, {}),
+               "runs": sorted({run["id"] for raw in raws for run in raw if run["key"] == key})}
+              for key, definition, items in defs]
+    doc = {"about": {"what": "workflows that did not feed the node cost table, measured against light run just before "
+                             "and after each (benchmarks/workflow_price.py): light's rate over the workflow's, and "
+                             "the workflow's CPU per execution over light's, per round",
+                     "campaigns": campaigns, "mode": "regular", "db": "postgres", "requests_per_run": requests,
+                     "concurrency": concurrency},
+           "points": points}
+    write_atomic(out, json.dumps(doc, indent=1) + "\n", private=False)
+    print(f"wrote {len(points)} validation points to {out}")
 
 
 def report(defs: list[tuple[str, dict, int]], raws: list[list[dict]], requests: int, concurrency: int,

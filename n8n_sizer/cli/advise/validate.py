@@ -12,8 +12,11 @@ def print_validation(extra, json_out: bool) -> int:
     from n8n_sizer.advisor.measurements import load_embedded
     from n8n_sizer.advisor.validate import leave_one_out
 
+    from n8n_sizer.advisor.workflow_price.validation import validate_prices
+
     rows = tuple(load_embedded()) + tuple(extra or ())
     v = leave_one_out(rows)
+    prices = validate_prices()
     if json_out:
         print(json.dumps({
             "median_abs_pct_error": v.median_abs_pct_error, "max_abs_pct_error": v.max_abs_pct_error,
@@ -29,7 +32,8 @@ def print_validation(extra, json_out: bool) -> int:
             "demand_rows": {"median_abs_pct_error": v.demand_median_abs_pct_error,
                             "max_abs_pct_error": v.demand_max_abs_pct_error,
                             "rows": [{"id": d.id, "role": d.role, "setup": d.setup, "measured_ms": d.measured_ms,
-                                      "predicted_ms": d.predicted_ms, "error_pct": d.error_pct} for d in v.demand]}},
+                                      "predicted_ms": d.predicted_ms, "error_pct": d.error_pct} for d in v.demand]},
+            "workflow_price_points": prices.model_dump(mode="json")},
             indent=2))
         return 0
     out = ["leave-one-out: each capacity point predicted by a fit without it"]
@@ -51,6 +55,16 @@ def print_validation(extra, json_out: bool) -> int:
     rows = [[c.id, c.setup, f"{c.offered_per_s:g}", f"{c.measured_p95_ms:,.0f} ms", f"{c.predicted_p95_ms:,.0f} ms",
              f"{c.error_pct:+.0f}%"] for c in v.latency]
     out += _table(rows, ["measurement", "setup", "offered/s", "measured p95", "predicted p95", "error"])
+    out += ["", "workflows priced from their nodes (advise --workflow) against their measured ratio to light "
+            f"(regular mode; {', '.join(prices.campaigns)})"]
+    rows = [[p.key, str(p.items), f"{p.predicted:.2f}", f"{p.low:.2f}-{p.high:.2f}", f"{p.measured_rate_ratio:.2f}",
+             f"{p.error_pct:+.1f}%", f"{p.measured_cpu_ratio:.2f}", f"{p.cpu_error_pct:+.1f}%"] for p in prices.points]
+    out += _table(rows, ["workflow", "items", "priced", "90% interval", "measured rate", "error", "measured CPU",
+                         "error"])
+    out.append(f"workflow prices: median |error| {prices.median_abs_pct_error:.1f}%, max |error| "
+               f"{prices.max_abs_pct_error:.1f}% by rate ({prices.cpu_median_abs_pct_error:.1f}% / "
+               f"{prices.cpu_max_abs_pct_error:.1f}% by CPU), measured inside the 90% interval for "
+               f"{prices.inside_interval:.0%} ({len(prices.points)} workflows)")
     out += ["", "not used as capacity points, and why:"] + [f"  {e.measurement.id}: {e.reason}" for e in v.excluded]
     print("\n".join(out))
     sys.stdout.flush()
