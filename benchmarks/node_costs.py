@@ -29,7 +29,7 @@ from pathlib import Path
 from nodecost_lib import (Flow, SUB_WORKFLOW, StubServer, code_items, code_payload, deploy_flows, figure,
                           final_check, make_node, per_round, repeated, run_rounds, set_node, chain)
 
-from nodecost_queue import build_queue_flows, derive_queue, queue_accounting, role_measure
+from nodecost_queue import build_queue_flows, derive_queue, queue_accounting, queue_markdown, role_measure
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.localstack.install import install_n8n
@@ -341,6 +341,8 @@ def markdown(doc: dict) -> str:
               f"| base, legacy engine | {fig(t['legacy_base'])} |",
               f"| light, legacy engine | {fig(t['legacy_light'])} |",
               f"| light's rate, legacy over default (ratio, not ms) | {fig(t['light_throughput_ratio_legacy'])} |"]
+    if (doc.get("queue") or {}).get("table", {}).get("base"):
+        lines += queue_markdown(doc["queue"])
     return "\n".join(lines)
 
 

@@ -131,3 +131,31 @@ def derive_queue(raw: list[dict], kinds: dict[str, str], k_high: int) -> dict:
         out["per_expression_ms"] = {"default": fig | {"roles": roles}}
     out["campaigns"] = campaigns
     return out
+
+
+def queue_markdown(part: dict) -> list[str]:
+    """The queue part as docs/workflow-price.md shows it: each figure, its spread, and its share per role."""
+    t, a = part["table"], part["about"]
+
+    def fig(f: dict) -> str:
+        return f"{f['ms']:.2f} | {f['low_ms']:.2f} .. {f['high_ms']:.2f}"
+
+    def roles(f: dict) -> str:
+        return " | ".join(f"{f.get('roles', {}).get(r, 0.0):.2f}" for r in ROLES)
+
+    rounds = len({run["id"].rsplit("/", 2)[0] for run in part["rounds"]})
+    lines = ["", f"Queue mode (the worker's side): campaigns {', '.join(f'`{c}`' for c in t['campaigns'])}, "
+             f"{a['date']}, n8n {a['n8n_version']}; 1 worker, Postgres, Redis, closed loop c={a['concurrency']}, "
+             f"{a['requests_per_run']} requests per run, {rounds} rounds in all; chains of 1 and {a['k_high']} nodes "
+             "(Execute Workflow: 4). CPU per role from the bench's cgroups (cpuacct).", "",
+             "| row | CPU ms per node per execution | spread over rounds (min .. max) | "
+             + " | ".join(ROLES) + " |", "| --- | --- | --- |" + " --- |" * len(ROLES)]
+    for key in ("base", "light"):
+        if key in t:
+            lines.append(f"| {key} | {fig(t[key])} | {roles(t[key])} |")
+    for row in t["nodes"]:
+        lines.append(f"| {row['id']} | {fig(row['cpu'])} | {roles(row)} |")
+    if "per_expression_ms" in t:
+        e = t["per_expression_ms"]["default"]
+        lines.append(f"| per expression, default engine | {fig(e)} | {roles(e)} |")
+    return lines

@@ -147,3 +147,60 @@ def test_validate_lists_the_workflow_price_points_each_with_its_error_and_the_su
     data = json.loads(out)["workflow_price_points"]
     assert [p["key"] for p in data["points"]] == [p.key for p in v.points]
     assert data["median_abs_pct_error"] == v.median_abs_pct_error
+
+
+def _queue_raw(campaign: str, rounds: int = 3) -> list[dict]:
+    """Runs as `node_costs.py --mode queue` records them: per-role CPU per execution, per round."""
+    base = {"main": 20.0, "worker": 40.0, "runner": 0.0, "postgres": 8.0, "redis": 2.0}
+    per_node = {"set": {"worker": 0.5}, "code": {"worker": 1.0, "runner": 2.0}}
+    raw = []
+    for r in range(1, rounds + 1):
+        flows = {"base": base, "light": {**base, "worker": 41.0, "runner": 2.0}}
+        for kind, extra in per_node.items():
+            for k in (1, 8):
+                flows[f"{kind}-k{k}"] = {role: ms + k * extra.get(role, 0.0) + r * 0.1 for role, ms in base.items()}
+        flows["respond"] = {**base, "main": 25.0}
+        flows["expr1"] = {**base, "worker": 41.0}
+        flows["expr16"] = {**base, "worker": 41.0 + 15 * 0.8}
+        for i, (key, roles) in enumerate(flows.items()):
+            raw.append({"id": f"{campaign}/r{r}/{i + 1}/{key}", "round": r, "key": key, "role_ms": roles,
+                        "cpu_ms": sum(roles.values()), "main_ms": roles["main"], "postgres_ms": roles["postgres"]})
+    return raw
+
+
+def test_the_queue_campaign_derives_each_nodes_cost_and_role_shares_and_a_queue_answer_prices_from_them():
+    root = Path(__file__).resolve().parents[2]
+    import sys
+
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        import nodecost_queue
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+    kinds = {"set": "n8n-nodes-base.set", "code": "n8n-nodes-base.code"}
+    raw = _queue_raw("nodecostq-a") + _queue_raw("nodecostq-b", rounds=2)  # two chunks add up
+    t = nodecost_queue.derive_queue(raw, kinds, 8)
+    assert t["base"]["ms"] == pytest.approx(70.0) and t["base"]["roles"]["worker"] == pytest.approx(40.0)
+    rows = {row["id"]: row for row in t["nodes"]}
+    assert rows["set"]["cpu"]["ms"] == pytest.approx(0.5) and rows["set"]["roles"]["worker"] == pytest.approx(0.5)
+    assert rows["code"]["roles"]["runner"] == pytest.approx(2.0) and len(rows["code"]["cpu"]["per_round"]) == 5
+    assert rows["respondToWebhook"]["cpu"]["ms"] == pytest.approx(5.0)
+    assert t["per_expression_ms"]["default"]["ms"] == pytest.approx(0.8)
+    assert t["campaigns"] == ["nodecostq-a", "nodecostq-b"]
+    assert nodecost_queue.queue_markdown({"table": t, "rounds": raw, "about": {
+        "date": "d", "n8n_version": "2.41.1", "concurrency": 8, "requests_per_run": 60, "k_high": 8}})
+    # a table with that queue part: the queue answer's figures, regular rows for what was not measured
+    from n8n_sizer.advisor.workflow_price.table import table_from_doc
+
+    doc = json.loads((root / "n8n_sizer/data/node_costs.json").read_text())
+    doc["queue"] = {"table": t, "about": {"mode": "queue"}, "rounds": raw}
+    table = table_from_doc(doc)
+    q = table.for_mode("queue")
+    assert q.mode == "queue" and q.base.ms == pytest.approx(70.0) and q.row("n8n-nodes-base.set").cpu.ms == 0.5
+    assert q.row("n8n-nodes-base.if") == table.row("n8n-nodes-base.if")  # not measured in queue: the regular row
+    price = price_workflow(LIGHT, table, mode="queue")
+    assert price.mode == "queue" and price.overhead_ratio_to_light[0] == pytest.approx(1.0, abs=1e-6)
+    assert price.role_ms["worker"] == pytest.approx(41.0, abs=0.01)  # base's 40 + the Code row's 1
+    flow = {"name": "f", "nodes": [LIGHT["nodes"][0], SET, {**SET, "name": "If", "type": "n8n-nodes-base.if"}],
+            "connections": {}}
+    assert any("regular-mode rows" in n and "n8n-nodes-base.if" in n for n in price_workflow(flow, table, mode="queue").notes)
