@@ -26,8 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from nodecost_lib import (Flow, SUB_WORKFLOW, StubServer, code_items, code_payload, deploy_flows, figure,
-                          final_check, make_node, per_round, repeated, run_rounds, set_node, chain)
+from nodecost_lib import (Flow, SUB_WORKFLOW, StubServer, code_items, code_payload, deploy_flows,
+                          final_check, make_node, over_rounds, per_round, repeated, run_rounds, set_node, chain)
 
 from nodecost_queue import build_queue_flows, derive_queue, queue_accounting, queue_markdown, role_measure
 
@@ -99,13 +99,7 @@ def build_node_flows(ctx: dict, k_high: int, kinds: list[str]) -> list[Flow]:
 
 
 def _over(table: dict[int, dict[str, float]], fn) -> dict:
-    values = []
-    for r in sorted(table):
-        try:
-            values.append(fn(table[r]))
-        except KeyError:
-            continue
-    return figure(values)
+    return over_rounds(table, fn)
 
 
 def derive_rows(raw: list[dict], kinds: dict[str, str], k_high: int, campaign: str) -> list[dict]:

@@ -372,3 +372,15 @@ def figure(values: list[float], digits: int = 2) -> dict[str, Any]:
     """Median with the spread over rounds (min..max) and the per-round values."""
     return {"ms": round(statistics.median(values), digits), "low_ms": round(min(values), digits),
             "high_ms": round(max(values), digits), "per_round": [round(v, digits) for v in values]}
+
+
+def over_rounds(table: dict, fn: Any) -> dict[str, Any] | None:
+    """`figure` of fn(round's runs) over the rounds of `table` ({round: {key: value}}) that have what fn reads;
+    None when none has."""
+    values = []
+    for r in sorted(table):
+        try:
+            values.append(fn(table[r]))
+        except KeyError:
+            continue
+    return figure(values) if values else None

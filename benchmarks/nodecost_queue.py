@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from nodecost_lib import Flow, chain, closed_loop, code_items, figure, make_node, repeated, set_node
+from nodecost_lib import Flow, chain, closed_loop, code_items, make_node, over_rounds, repeated, set_node
 
 ROLES = ("main", "worker", "runner", "postgres", "redis")
 EXPRESSIONS = (1, 16)
@@ -84,16 +84,6 @@ def _per_round(raw: list[dict], fn) -> dict[str, dict[str, float]]:
     return out
 
 
-def _over(table: dict[str, dict[str, float]], fn) -> dict | None:
-    values = []
-    for r in sorted(table):
-        try:
-            values.append(fn(table[r]))
-        except KeyError:
-            continue
-    return figure(values) if values else None
-
-
 def derive_queue(raw: list[dict], kinds: dict[str, str], k_high: int) -> dict:
     """The queue table from every chunk's runs: total CPU figures (median, min..max over rounds) and each role's
     median share, for the base, light, every node kind measured, Respond to Webhook and expressions."""
@@ -101,8 +91,8 @@ def derive_queue(raw: list[dict], kinds: dict[str, str], k_high: int) -> dict:
     by_role = {role: _per_round(raw, lambda run, role=role: run["role_ms"].get(role, 0.0)) for role in ROLES}
 
     def both(fn) -> tuple[dict | None, dict[str, float]]:
-        fig = _over(total, fn)
-        roles = {role: (_over(by_role[role], fn) or {}).get("ms", 0.0) for role in ROLES}
+        fig = over_rounds(total, fn)
+        roles = {role: (over_rounds(by_role[role], fn) or {}).get("ms", 0.0) for role in ROLES}
         return fig, roles
 
     out: dict[str, Any] = {}
