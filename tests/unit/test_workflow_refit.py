@@ -17,7 +17,8 @@ from tests.unit.test_evidence import STEP_S, _bench_run
 SUB = {"name": "Sub", "type": "n8n-nodes-base.executeWorkflow", "typeVersion": 1.2,
        "parameters": {"source": "database", "workflowId": "1"}}
 SET = {"name": "Set", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "parameters": {}}
-LIGHT = json.loads((Path(__file__).resolve().parents[2] / "n8n_sizer/templates/workflows/light.json").read_text())
+LIGHT_PATH = Path(__file__).resolve().parents[2] / "n8n_sizer/templates/workflows/light.json"
+LIGHT = json.loads(LIGHT_PATH.read_text())
 
 
 def _run(out: Path, run_id: str, name: str, definition: dict, cpu_ms_per_execution: float, mode: str = "regular"):
@@ -204,3 +205,19 @@ def test_the_queue_campaign_derives_each_nodes_cost_and_role_shares_and_a_queue_
     flow = {"name": "f", "nodes": [LIGHT["nodes"][0], SET, {**SET, "name": "If", "type": "n8n-nodes-base.if"}],
             "connections": {}}
     assert any("regular-mode rows" in n and "n8n-nodes-base.if" in n for n in price_workflow(flow, table, mode="queue").notes)
+
+
+def test_a_queue_mode_answer_is_priced_from_the_queue_figures():
+    table = load_node_costs()
+    assert table.queue is not None and table.queue.base.roles["worker"] > table.queue.base.roles["main"]
+    code, out, err = advise("--rps", "60", "--json", "--workflow", LIGHT_PATH)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["mode"] == "queue"  # 60/s of light: the search's answer is queue mode
+    price = data["workflow_price"]
+    assert data["request"]["priced_mode"] == price["mode"] == "queue"
+    assert price["overhead_ratio_to_light"][0] == pytest.approx(1.0, abs=1e-6)  # light against light, in queue mode
+    assert price["role_ms"]["worker"] > price["role_ms"]["main"]  # the worker runs the execution
+    code, out, err = advise("--rps", "2", "--vcpu", "2", "--json", "--workflow", LIGHT_PATH)
+    data = json.loads(out)
+    assert data["mode"] != "queue" and data["request"]["priced_mode"] == "regular"
