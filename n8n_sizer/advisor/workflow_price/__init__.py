@@ -2,7 +2,10 @@
 
 - `export.py`: the export n8n's editor downloads, checked (one-line refusals) and bounded;
 - `table.py`: the per-node cost table measured on real n8n (`n8n_sizer/data/node_costs.json`);
-- `pricer.py`: the price per node and per execution, relative to the packaged `light` workflow.
+- `pricer.py`: the price per node and per execution, relative to the packaged `light` workflow (regular or queue
+  mode figures);
+- `refit.py`: the table refined by the user's bench runs (a Bayesian least squares, the table as prior);
+- `validation.py`: the embedded validation workflows priced again, for `advise --validate`.
 """
 
 from n8n_sizer.advisor.workflow_price.export import MAX_NODES, ParsedExport, parse_export
