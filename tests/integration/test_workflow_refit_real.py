@@ -49,7 +49,7 @@ def test_the_users_runs_refine_the_price_of_their_workflow(tmp_path):
 
     from n8n_sizer.runs.price_points import observations_from_results
 
-    observations, skipped = observations_from_results(results, "", "my-flow")
+    observations, skipped = observations_from_results(results, "my-flow")
     (mine,) = [ob for ob in observations if ob.workflow == "my-flow"]
     assert mine.ratio_to_light is not None and 0.8 < mine.ratio_to_light < 2.0, (mine, skipped)
 

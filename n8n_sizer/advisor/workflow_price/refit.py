@@ -7,7 +7,8 @@ a workflow whose nodes are priced is an equation on the table: with `x` the work
 - with `light` measured in the same results on the same host and mode, the measured ratio `r` of CPU per
   execution (the workflow's over light's) says `(r * x_light - x) . theta = code` (`code`: the workflow's own Code
   JavaScript, which the table does not price), with an error of `OBSERVED_RATIO_ERROR * r * light`;
-- without light, a run on the table's own machine (same CPU model) says `x . theta = cpu - code` in ms.
+- a measurement made the table's way (closed loop, benchmarks/node_costs.py) says `x . theta = cpu - code` in ms
+  (`Observation.cpu_ms`; the user's bench runs give ratios only, runs/price_points.py says why).
 
 The prior is the table: each figure at its median with a standard deviation from its spread over rounds
 (min .. max read as a 90% interval, at least `MIN_SD_MS`) and the method's validated error (10% of the figure,

@@ -67,8 +67,7 @@ def refined_table(table, results: Path, name: str, items: int, code_cpu_ms: floa
     from n8n_sizer.advisor.workflow_price.refit import refine_table
     from n8n_sizer.runs.price_points import observations_from_results
 
-    observations, skipped = observations_from_results(results, str(table.about.get("machine", "")), name, items,
-                                                      code_cpu_ms)
+    observations, skipped = observations_from_results(results, name, items, code_cpu_ms)
     refined, report = refine_table(table, [ob for ob in observations if ob.mode == table.mode])
     return refined, report.model_copy(update={"skipped": (*report.skipped, *skipped)})
 
