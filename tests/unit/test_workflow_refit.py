@@ -66,7 +66,7 @@ def test_a_measured_ratio_moves_the_price_toward_it_and_narrows_its_interval(tmp
     assert abs(mid1 - 1.5) < abs(mid0 - 1.5) - 0.1  # toward the measurement
     assert hi1 - lo1 < hi0 - lo0  # and surer of it
     assert lo1 < mid1 < hi1 and mid1 > 1.5  # between the table and the measurement (both 10% errors)
-    assert report.used and "my-flow" in report.used[0] and "executeWorkflow" in report.moved
+    assert report.used and "my-flow" in report.used[0]
     assert after.refined_from == report.used
     # light itself stays light: the base and the Code row are what every ratio divides by
     light = price_workflow(LIGHT, refined).overhead_ratio_to_light
@@ -102,18 +102,23 @@ def test_queue_runs_refine_the_queue_figures_only(tmp_path):
     assert report.used and queue.mode == "queue" and queue.posterior is not None
 
 
-def test_the_refit_is_a_bayesian_update_its_uncertain_figures_move_most():
+def test_the_refit_is_a_bayesian_update_the_measured_workflow_moves_most():
+    """A run pins its own workflow's effect (what the figures do not explain of it) and moves the shared figures by
+    their spread only: a workflow that shares its rows moves less; the same evidence again narrows further."""
     table = load_node_costs()
     sub = {"name": "x", "nodes": [{"name": "W", "type": "n8n-nodes-base.webhook", "parameters": {}}, SUB, SET],
            "connections": {}}
+    other = {"name": "y", "nodes": sub["nodes"][:2], "connections": {}}
     ob = Observation(run_ids=("r",), workflow="x", definition=sub, ratio_to_light=1.5)
     refined, report = refine_table(table, [ob])
-    moved = {k: abs(b - a) for k, (a, b) in report.moved.items()}
-    assert moved["executeWorkflow"] > moved.get("set", 0.0)  # Set is measured to a fraction of a ms
-    twice, _ = refine_table(refined, [ob])  # the same evidence again: surer still, never wider
-    row = twice.row("n8n-nodes-base.executeWorkflow").cpu
-    once = refined.row("n8n-nodes-base.executeWorkflow").cpu
-    assert row.high_ms - row.low_ms < once.high_ms - once.low_ms
+    moved_sub = price_workflow(sub, table).overhead_ratio_to_light[0] - price_workflow(sub, refined).overhead_ratio_to_light[0]
+    moved_other = (price_workflow(other, table).overhead_ratio_to_light[0]
+                   - price_workflow(other, refined).overhead_ratio_to_light[0])
+    assert moved_sub > 0.2 and 0 <= moved_other < moved_sub / 2
+    twice, _ = refine_table(refined, [ob])
+    once_lo, once_hi = price_workflow(sub, refined).overhead_ratio_to_light[1:]
+    lo, hi = price_workflow(sub, twice).overhead_ratio_to_light[1:]
+    assert hi - lo <= once_hi - once_lo + 1e-9
 
 
 def test_advise_workflow_with_results_says_the_table_was_refined(tmp_path):

@@ -90,24 +90,31 @@ def _spread(parts: list[tuple[float, float, float]], unknown: list[tuple[float, 
 
 
 def _posterior_spread(table: NodeCostTable, lines: list[NodeLine], items: int, ratio: float,
-                      light: float) -> float:
-    """The ratio's 90% half-width from the refined figures' covariance (which holds the method's validated error,
-    refit.py): the ratio's error is (x - ratio * x_light) . theta / light."""
+                      light: float) -> tuple[float, float, float]:
+    """(ms to add: the workflow's own measured effect, the ratio's 90% half-width from the refined covariance, the
+    method's error left). The ratio's error is ((x - ratio x_light) . theta + effect) / light; a workflow the runs
+    measured (the same counts) carries its own effect, pinned by them; any other keeps the validated error."""
     post = table.posterior
     ids = list(post.ids)
-    x = [0.0] * len(ids)
+    n = len(ids)
+    x = [0.0] * n
     x[ids.index("base")] = 1.0
     for line in lines:
         if line.row_id in ids[1:-1]:
             x[ids.index(line.row_id)] += 1.0
         if line.row_id not in ("base", "none"):
             x[-1] += line.expressions * items
-    d = list(x)
+    d = list(x) + [0.0] * len(post.effects)
     d[ids.index("base")] -= ratio
     d[ids.index("code")] -= ratio
+    shift, model = 0.0, VALIDATED_RATIO_ERROR * ratio
+    for j, (counts, effect) in enumerate(post.effects):
+        if all(abs(a - b) < 1e-9 for a, b in zip(counts, x)):
+            d[n + j], shift, model = 1.0, effect, 0.0
+            break
     cov = post.covariance
-    var = sum(d[i] * cov[i][j] * d[j] for i in range(len(d)) for j in range(len(d)))
-    return 1.6449 * math.sqrt(max(var, 0.0)) / light
+    var = sum(d[i] * cov[i][j] * d[j] for i in range(len(d)) if d[i] for j in range(len(d)) if d[j])
+    return shift, 1.6449 * math.sqrt(max(var, 0.0)) / light, model
 
 
 def _roles(table: NodeCostTable, lines: list[NodeLine], total: float) -> dict[str, float] | None:
@@ -233,10 +240,12 @@ def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_
     low_ratio = max(mid_ratio - math.hypot(node_below / light, max(0.0, mid_ratio - min(swings)), model), 0.0)
     high_ratio = mid_ratio + math.hypot(node_above / light, max(0.0, max(swings) - mid_ratio), model)
     if table.posterior is not None and same:
-        spread = _posterior_spread(table, lines, items, mid_ratio, light)
+        shift, spread, model = _posterior_spread(table, lines, items, mid_total / light, light)
+        mid_total += shift
+        mid_ratio = mid_total / light
         unknown_below, unknown_above = _spread([], unknown_parts)
-        low_ratio = max(mid_ratio - spread - unknown_below / light, 0.0)
-        high_ratio = mid_ratio + spread + unknown_above / light
+        low_ratio = max(mid_ratio - math.hypot(spread, model) - unknown_below / light, 0.0)
+        high_ratio = mid_ratio + math.hypot(spread, model) + unknown_above / light
     ratio = (mid_ratio, low_ratio, high_ratio)
     if table.mode == "queue":
         borrowed = sorted({line.type for line in lines if line.row_id not in ("base", "none", "unknown")}

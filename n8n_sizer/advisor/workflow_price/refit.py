@@ -10,11 +10,13 @@ a workflow whose nodes are priced is an equation on the table: with `x` the work
 - a measurement made the table's way (closed loop, benchmarks/node_costs.py) says `x . theta = cpu - code` in ms
   (`Observation.cpu_ms`; the user's bench runs give ratios only, runs/price_points.py says why).
 
-The prior is the table: each figure at its median with a standard deviation from its spread over rounds
-(min .. max read as a 90% interval, at least `MIN_SD_MS`) and the method's validated error (10% of the figure,
-`VALIDATED_RATIO_ERROR`: how far priced ratios fell from measured ones), in quadrature. The posterior (`refine_table`) moves the figures
-toward the measurements, each by how uncertain it was, and narrows them; the refined table keeps the posterior
-covariance so a price of a combination the runs constrained narrows as a whole (`NodeCostTable.posterior`).
+The unknowns are the figures and each measured workflow's own effect (what the figures do not explain of it). The
+prior is the table: each figure at its median with a standard deviation from its spread over rounds (min .. max
+read as a 90% interval, at least `MIN_SD_MS`), each effect at 0 with the method's validated error (10% of the
+workflow's price, `VALIDATED_RATIO_ERROR`, read as a 90% half-width as the pricer reads it); a run's ratio is
+within `OBSERVED_RATIO_ERROR` the same way. The posterior (`refine_table`) moves a measured workflow's price
+toward its measurement (its effect) and the shared figures by their spread; the refined table keeps the posterior
+covariance and the effects, so a workflow with the same nodes is priced with its own effect (`pricer`).
 """
 
 from __future__ import annotations
@@ -77,13 +79,14 @@ def design(definition: dict, table: NodeCostTable, items: int = 1) -> tuple[dict
 
 
 def _prior(table: NodeCostTable) -> tuple[np.ndarray, np.ndarray]:
+    """The figures' prior: the table's medians, each with its spread over rounds (independent rounds); a refined
+    table's posterior for the figures (its workflows' own effects are not carried over)."""
     figs = [table.base, *[r.cpu for r in table.nodes], table.per_expression_ms["default"]]
     mean = np.array([f.ms for f in figs])
-    # each figure's spread over rounds, and the method's validated error (pricer.VALIDATED_RATIO_ERROR) on it
-    sd = np.array([np.hypot(max((f.high_ms - f.low_ms) / (2 * Z90), MIN_SD_MS), VALIDATED_RATIO_ERROR * abs(f.ms))
-                   for f in figs])
-    if table.posterior is not None:  # refining an already refined table: its covariance is the prior
-        return mean, np.array(table.posterior.covariance)
+    if table.posterior is not None:
+        n = len(figs)
+        return mean, np.array(table.posterior.covariance)[:n, :n]
+    sd = np.array([max((f.high_ms - f.low_ms) / (2 * Z90), MIN_SD_MS) for f in figs])
     return mean, np.diag(sd ** 2)
 
 
@@ -95,8 +98,10 @@ def refine_table(table: NodeCostTable, observations: list[Observation]) -> tuple
     """The table (already for the observations' mode: `NodeCostTable.for_mode`) refined by the observations."""
     ids = _ids(table)
     mean, cov = _prior(table)
+    n = len(ids)
     light_x = _vector({"base": 1.0, "code": 1.0}, ids)
-    rows, targets, noise, used, skipped = [], [], [], [], []
+    light_ms = float(light_x @ mean)
+    rows, targets, noise, used, skipped, effects, effect_sd = [], [], [], [], [], [], []
     for ob in observations:
         try:
             x, offset = design(ob.definition, table, ob.items)
@@ -104,22 +109,36 @@ def refine_table(table: NodeCostTable, observations: list[Observation]) -> tuple
             skipped.append(f"{ob.workflow}: {str(exc)[:120]}")
             continue
         xv = _vector(x, ids)
+        # the workflow's own effect: what the table's figures do not explain of it (the validated method error)
+        # (10% read as a 90% half-width, as the pricer reads it; so is a run's error)
+        effect_sd.append(max(VALIDATED_RATIO_ERROR * float(xv @ mean + offset) / Z90, MIN_SD_MS))
+        effects.append(tuple(float(v) for v in xv))
         if ob.ratio_to_light is not None:
-            light_ms = float(light_x @ mean)
-            rows.append(ob.ratio_to_light * light_x - xv)
+            rows.append((ob.ratio_to_light * light_x - xv, -1.0))
             targets.append(ob.code_cpu_ms + offset)
-            noise.append(ob.error * ob.ratio_to_light * light_ms)
+            noise.append(ob.error * ob.ratio_to_light * light_ms / Z90)
         elif ob.cpu_ms is not None:
-            rows.append(xv)
+            rows.append((xv, 1.0))
             targets.append(ob.cpu_ms - ob.code_cpu_ms - offset)
-            noise.append(ob.error * ob.cpu_ms)
+            noise.append(ob.error * ob.cpu_ms / Z90)
         else:
-            skipped.append(f"{ob.workflow}: no light run beside it and not this table's machine")
+            effects.pop()
+            effect_sd.pop()
+            skipped.append(f"{ob.workflow}: neither a ratio to light nor a CPU figure")
             continue
         used.append(f"{ob.workflow} ({', '.join(ob.run_ids)})")
     if not rows:
         return table, RefitReport(used=(), skipped=tuple(skipped), moved={})
-    z, y, r_inv = np.array(rows), np.array(targets), np.diag(1.0 / np.array(noise) ** 2)
+    k = len(rows)
+    z = np.zeros((k, n + k))
+    for i, (zx, ze) in enumerate(rows):
+        z[i, :n], z[i, n + i] = zx, ze
+    mean = np.concatenate([mean, np.zeros(k)])
+    full = np.zeros((n + k, n + k))
+    full[:n, :n] = cov
+    full[n:, n:] = np.diag(np.array(effect_sd) ** 2)
+    cov = full
+    y, r_inv = np.array(targets), np.diag(1.0 / np.array(noise) ** 2)
     prior_inv = np.linalg.inv(cov)
     post_cov = np.linalg.inv(prior_inv + z.T @ r_inv @ z)
     post = post_cov @ (prior_inv @ mean + z.T @ r_inv @ y)
@@ -135,9 +154,7 @@ def refine_table(table: NodeCostTable, observations: list[Observation]) -> tuple
         "base": fig(0, table.base), "nodes": nodes,
         "per_expression_ms": {**table.per_expression_ms, "default": expr},
         "posterior": Posterior(ids=tuple(ids), covariance=tuple(tuple(float(v) for v in row) for row in post_cov),
-                               prior_sd=tuple(float(np.sqrt(cov[i, i])) for i in range(len(ids)))
-                               if table.posterior is None else table.posterior.prior_sd,
-                               runs=tuple(u for u in used))})
-    moved = {i: (round(float(mean[k]), 3), round(float(post[k]), 3)) for k, i in enumerate(ids)
-             if abs(post[k] - mean[k]) >= 0.01 * max(abs(mean[k]), 0.1)}
+                               effects=tuple(zip(effects, (float(v) for v in post[n:]))), runs=tuple(used))})
+    moved = {i: (round(float(mean[j]), 3), round(float(post[j]), 3)) for j, i in enumerate(ids)
+             if abs(post[j] - mean[j]) >= 0.01 * max(abs(mean[j]), 0.1)}
     return refined, RefitReport(used=tuple(used), skipped=tuple(skipped), moved=moved)

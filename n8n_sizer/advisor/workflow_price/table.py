@@ -36,12 +36,13 @@ class NodeRow(Frozen):
 
 
 class Posterior(Frozen):
-    """What the user's runs made of the table (refit.py): the figures' covariance after them, in the order of
-    `ids` ("base", each row id, "expression"), and their standard deviation before (the table's own spread)."""
+    """What the user's runs made of the table (refit.py): the covariance after them of the figures (in the order
+    of `ids`: "base", each row id, "expression") and then of each measured workflow's own effect (`effects`: its
+    counts over `ids` and the effect's mean in ms, what the figures do not explain of it)."""
 
     ids: tuple[str, ...]
     covariance: tuple[tuple[float, ...], ...]
-    prior_sd: tuple[float, ...]
+    effects: tuple[tuple[tuple[float, ...], float], ...] = ()
     runs: tuple[str, ...] = ()
 
 
