@@ -174,15 +174,10 @@ def _queue_raw(campaign: str, rounds: int = 3) -> list[dict]:
     return raw
 
 
-def test_the_queue_campaign_derives_each_nodes_cost_and_role_shares_and_a_queue_answer_prices_from_them():
+def test_the_queue_campaign_derives_each_nodes_cost_and_role_shares_and_a_queue_answer_prices_from_them(monkeypatch):
     root = Path(__file__).resolve().parents[2]
-    import sys
-
-    sys.path.insert(0, str(root / "benchmarks"))
-    try:
-        import nodecost_queue
-    finally:
-        sys.path.remove(str(root / "benchmarks"))
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    import nodecost_queue
     kinds = {"set": "n8n-nodes-base.set", "code": "n8n-nodes-base.code"}
     raw = _queue_raw("nodecostq-a") + _queue_raw("nodecostq-b", rounds=2)  # two chunks add up
     t = nodecost_queue.derive_queue(raw, kinds, 8)
