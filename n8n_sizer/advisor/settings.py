@@ -112,5 +112,6 @@ def queue_keep_last_env() -> dict[str, str]:
 REDIS_SETTINGS = (
     "--appendonly yes --appendfsync everysec  (the queue-mode test: 20 of 20 waiting jobs survived a SIGKILL; without AOF all 20 crashed)",
     "--maxmemory-policy noeviction  (Bull keeps jobs in ordinary keys; an evicting policy can delete them silently)",
-    "--requirepass <generated>  (every n8n process gets it as QUEUE_BULL_REDIS_PASSWORD)",
+    "--requirepass <generated> for the operator; n8n logs in as its own ACL user n8n  (QUEUE_BULL_REDIS_USERNAME: "
+    "its keys and channels only, nothing @dangerous but INFO)",
 )

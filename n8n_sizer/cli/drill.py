@@ -35,7 +35,7 @@ Examples:
       --target cx33-queue-2w --ssh-key ~/.ssh/n8n-sizer
 
 On a deployed lab (--inventory lab.json of `lab up`, after `lab deploy`; no
---target): stop-worker-host, kill-webhook, restart-redis, partition, each
+--target): stop-worker-host, kill-webhook, restart-redis, partition, rolling-restart, each
 under a short load through the lab's load balancer, with the cluster's ledger:
   n8n-sizer drill stop-worker-host kill-webhook partition --inventory lab.json
 """

@@ -239,6 +239,7 @@ RULES: dict[str, Callable[[ComposeFile, CheckContext], RuleResult]] = {
     "production-limit": n8n.rule_production_limit,
     "main-memory-limit": n8n.rule_main_memory_limit,
     "postgres-role": n8n.rule_postgres_role,
+    "redis-acl": n8n.rule_redis_acl,
 }
 
 

@@ -95,6 +95,24 @@ def shape_of_topology(t, profile: str = "bench", domain: str | None = None) -> N
                     behind_proxy=profile == "production" or t.total("load_balancer") > 0, data_elsewhere=True)
 
 
+# Redis: n8n's own ACL user (Redis 6+: the pinned image is 7.4, Debian's redis-server 7.0). n8n 2.41.1 keeps
+# Bull's keys and channels under QUEUE_BULL_PREFIX ("bull") and its own (pub/sub commands and worker answers,
+# the cache, locks) under N8N_REDIS_KEY_PREFIX ("n8n"): `scaling/pubsub/*.service.js`, `cache.service.js`.
+# Bull runs Lua scripts (EVALSHA), blocking pops and INFO (its version check, which is @dangerous); nothing
+# else of @dangerous (KEYS, FLUSHALL, CONFIG, DEBUG, ACL, SHUTDOWN) is n8n's to run. A real queue-mode run
+# under these rules left Redis' ACL LOG empty (tests/integration/test_localstack.py). The default user keeps
+# REDIS_PASSWORD for the operator: healthchecks, telemetry and drills; n8n never gets that password.
+REDIS_N8N_USER = "n8n"
+REDIS_N8N_RULES = ("resetchannels", "~bull:*", "~n8n:*", "&bull:*", "&n8n:*", "+@all", "-@dangerous", "+info")
+REDIS_N8N_PASSWORD_REF = "${REDIS_N8N_PASSWORD}"
+
+
+def redis_acl_user(password: str) -> list[str]:
+    """n8n's Redis user as the words of one `user` directive (a redis.conf line, or `redis-server --user ...`
+    on the command line); `password` is the value or `${REDIS_N8N_PASSWORD}` for Compose."""
+    return [REDIS_N8N_USER, "on", f">{password}", *REDIS_N8N_RULES]
+
+
 class Wiring(Frozen):
     """How a process finds the others: addresses, ports and secrets (values, or `${VAR}` for Compose)."""
 
@@ -104,7 +122,7 @@ class Wiring(Frozen):
     postgres_password: str
     redis_host: str
     redis_port: str = "6379"
-    redis_user: str | None = None  # an ACL user (Redis 6+); None: the default user with requirepass
+    redis_user: str | None = None  # n8n's ACL user (REDIS_N8N_USER); None: the default user (requirepass)
     redis_password: str
     encryption_key: str
     public_url: str
@@ -116,7 +134,8 @@ class Wiring(Frozen):
 
 # What a container finds through Compose: service names and the .env's variables.
 COMPOSE_WIRING = Wiring(postgres_host="n8n-postgres", postgres_password="${POSTGRES_PASSWORD}",
-                        redis_host="n8n-redis", redis_password="${REDIS_PASSWORD}",
+                        redis_host="n8n-redis", redis_user=REDIS_N8N_USER,
+                        redis_password=REDIS_N8N_PASSWORD_REF,
                         encryption_key="${N8N_ENCRYPTION_KEY}", public_url="${N8N_PUBLIC_URL}")
 
 # Each of these made n8n reach a host on the internet (or would): telemetry, update checks, template and
@@ -259,7 +278,8 @@ class NativeSecrets(Frozen):
 
     encryption_key: str
     postgres_password: str
-    redis_password: str
+    redis_password: str  # the default user's: the operator's (PING, telemetry, drills), never n8n's
+    redis_n8n_password: str  # n8n's ACL user (REDIS_N8N_USER)
     # StackOptions.extra_env: it may carry a secret (a key, a token), so state.json shows only its keys.
     extra_env: dict[str, str] = {}
 
@@ -300,7 +320,8 @@ def native_wiring(secrets: NativeSecrets, *, http_port: int, broker_port: int, p
     external mode is not in the npm package, notes/real-n8n.md)."""
     return Wiring(postgres_host=host, postgres_port=str(postgres_port or ""), postgres_user=POSTGRES_USER,
                   postgres_password=secrets.postgres_password, redis_host=host, redis_port=str(redis_port or ""),
-                  redis_password=secrets.redis_password, encryption_key=secrets.encryption_key,
+                  redis_user=REDIS_N8N_USER, redis_password=secrets.redis_n8n_password,
+                  encryption_key=secrets.encryption_key,
                   public_url=public_url or f"http://{host}:{http_port}/", runners="internal", runners_token="",
                   broker_listen="127.0.0.1", broker_port=str(broker_port))
 

@@ -23,7 +23,8 @@ from n8n_sizer.advisor.pools import (
 )
 from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
 from n8n_sizer.deploy.limits import memory_table
-from n8n_sizer.deploy.n8n_env import COMPOSE_WIRING, postgres_init, role_env, shape_of_setup, shutdown_timeouts
+from n8n_sizer.deploy.n8n_env import (COMPOSE_WIRING, REDIS_N8N_PASSWORD_REF, postgres_init, redis_acl_user, role_env,
+                                      shape_of_setup, shutdown_timeouts)
 from n8n_sizer.deploy.secrets import (
     ENV_NAMES,
     StackSecrets,
@@ -209,7 +210,7 @@ def render_bundle(setup: Setup, secrets: StackSecrets, *, profile: str = "bench"
         max_connections=max_conn,
         pool_arithmetic=pool_arithmetic(setup) if setup.db == "postgres" else "",
         env=compose_env(setup, profile, domain),
-        memory_mib=memory_table(), postgres_init=postgres_init(),
+        memory_mib=memory_table(), postgres_init=postgres_init(), redis_acl=redis_acl_user(REDIS_N8N_PASSWORD_REF),
     )
     public_url = public_url_for(profile, domain, public_url)
     env_text = env.get_template("env.j2").render(secrets=secrets, public_url=public_url,

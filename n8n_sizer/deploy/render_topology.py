@@ -17,8 +17,8 @@ from n8n_sizer import versions
 from n8n_sizer.deploy import topology as topo
 from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, data_port_rules, render_cloud_init
 from n8n_sizer.deploy.limits import memory_table
-from n8n_sizer.deploy.n8n_env import (COMPOSE_WIRING, Wiring, postgres_init, role_env, shape_of_topology,
-                                      shutdown_seconds)
+from n8n_sizer.deploy.n8n_env import (COMPOSE_WIRING, REDIS_N8N_PASSWORD_REF, Wiring, postgres_init, redis_acl_user,
+                                      role_env, shape_of_topology, shutdown_seconds)
 from n8n_sizer.deploy.render import (
     _prepare_out_dir,
     keep_previous,
@@ -146,7 +146,7 @@ def _host_context(t: topo.Topology, host: topo.ClusterHost, profile: str, domain
         images={"n8n": f"{repo}:{t.n8n_version}", "runners": f"{runners_repo}:{t.n8n_version}",
                 "postgres": versions.POSTGRES_IMAGE, "redis": versions.REDIS_IMAGE, "caddy": versions.CADDY_IMAGE},
         stop_grace_s=grace_seconds, lb_try_s=LB_TRY_S, env=host_env(t, host, profile, domain), memory_mib=memory_table(),
-        postgres_init=postgres_init(),
+        postgres_init=postgres_init(), redis_acl=redis_acl_user(REDIS_N8N_PASSWORD_REF),
     )
 
 
@@ -169,10 +169,14 @@ def ingest_caddyfile(t: topo.Topology, profile: str = "bench", domain: str | Non
     return yaml.safe_load(compose)["configs"]["caddyfile"]["content"]
 
 
-def _env_values(secrets: StackSecrets, n8n: bool, public_url: str) -> dict[str, str]:
+def _env_values(secrets: StackSecrets, n8n: bool, public_url: str, redis: bool = False) -> dict[str, str]:
     if not n8n:  # least privilege: a data host never sees the encryption key or the runner token
-        return {"POSTGRES_PASSWORD": secrets.postgres_password, "REDIS_PASSWORD": secrets.redis_password}
-    return {**{name: getattr(secrets, field) for field, name in ENV_NAMES.items()}, "N8N_PUBLIC_URL": public_url}
+        return {"POSTGRES_PASSWORD": secrets.postgres_password, "REDIS_PASSWORD": secrets.redis_password,
+                "REDIS_N8N_PASSWORD": secrets.redis_n8n_password}
+    values = {**{name: getattr(secrets, field) for field, name in ENV_NAMES.items()}, "N8N_PUBLIC_URL": public_url}
+    if not redis:  # n8n logs in to Redis as its ACL user: the default user's password stays on the data host
+        del values["REDIS_PASSWORD"]
+    return values
 
 
 def manifest_of(t: topo.Topology, profile: str) -> str:
@@ -213,7 +217,7 @@ def render_topology(t: topo.Topology, secrets: StackSecrets, *, profile: str = "
         compose = env.get_template("cluster-compose.yml.j2").render(**ctx)
         env_text = env.get_template("cluster-env.j2").render(
             host=host.name, secrets_file=SECRETS_FILE, n8n=ctx["n8n"],
-            values=_env_values(secrets, ctx["n8n"], public_url), extra_env=dict(extra_env.get(host.name, {})))
+            values=_env_values(secrets, ctx["n8n"], public_url, ctx["redis"]), extra_env=dict(extra_env.get(host.name, {})))
         try:
             cloud_init = render_cloud_init(env, compose=compose, env_text=env_text,
                                            summary=f"host {host.name}: {describe_topology(t, profile)}",

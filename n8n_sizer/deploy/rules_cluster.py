@@ -97,6 +97,15 @@ def _endpoint_problems(c: Cluster, role: str, fields: tuple[str, ...], port: int
     return problems
 
 
+def _redis_password(redis: Service, user: str) -> str | None:
+    """The password Redis was started with for `user` (the default user's is --requirepass); None when Redis
+    does not define that user (cluster-redis-acl says so)."""
+    from n8n_sizer.deploy.rules_n8n import redis_users
+
+    found = redis_users(redis).get(user)
+    return found.password if found else None
+
+
 def rule_data_endpoints(c: Cluster) -> RuleResult:
     if not c.n8n:
         return na("cluster-data-endpoints", "no n8n process")
@@ -105,9 +114,11 @@ def rule_data_endpoints(c: Cluster) -> RuleResult:
                         "DB_POSTGRESDB_PASSWORD"), 5432, lambda s: s.env.get("POSTGRES_PASSWORD"),
         "DB_POSTGRESDB_PASSWORD")
     if any(s.env.get("EXECUTIONS_MODE") == "queue" for _, s in c.n8n):  # regular mode on one host uses no Redis
+        login = next((s.env.get("QUEUE_BULL_REDIS_USERNAME") for _, s in c.n8n), None) or "default"
         problems += _endpoint_problems(
-            c, "redis", ("QUEUE_BULL_REDIS_HOST", "QUEUE_BULL_REDIS_PORT", "QUEUE_BULL_REDIS_PASSWORD"), 6379,
-            lambda s: _redis_arg(s, "--requirepass"), "QUEUE_BULL_REDIS_PASSWORD")
+            c, "redis", ("QUEUE_BULL_REDIS_HOST", "QUEUE_BULL_REDIS_PORT", "QUEUE_BULL_REDIS_USERNAME",
+                         "QUEUE_BULL_REDIS_PASSWORD"), 6379,
+            lambda s: _redis_password(s, login), "QUEUE_BULL_REDIS_PASSWORD")
     if problems:
         return fail("cluster-data-endpoints", "; ".join(problems),
                     "point every n8n process at the data host's private address with the same database, user "
@@ -290,6 +301,19 @@ def rule_cluster_postgres_role(c: Cluster) -> RuleResult:
     return ok("cluster-postgres-role", f"{len(c.n8n)} n8n processes log in with n8n's own role")
 
 
+def rule_cluster_redis_acl(c: Cluster) -> RuleResult:
+    """Least privilege across hosts: every n8n process logs in to the data host's Redis as n8n's ACL user."""
+    from n8n_sizer.deploy.rules_n8n import REDIS_ACL_FIX, redis_acl_problems
+
+    redis = [s for _, s in c.services("redis")]
+    if not redis or not c.n8n:
+        return na("cluster-redis-acl", "no Redis or no n8n process")
+    problems = redis_acl_problems(redis, [s for _, s in c.n8n])
+    if problems:
+        return fail("cluster-redis-acl", "; ".join(problems), REDIS_ACL_FIX)
+    return ok("cluster-redis-acl", f"{len(c.n8n)} n8n processes log in to Redis as n8n's own ACL user")
+
+
 def rule_public_url(c: Cluster) -> RuleResult:
     """The URL n8n gives out for webhooks: a cluster is called from outside, never at a loopback address."""
     procs = c.n8n
@@ -316,5 +340,6 @@ RULES: dict[str, Callable[[Cluster], RuleResult]] = {
     "cluster-redis": rule_cluster_redis,
     "pgbouncer-transaction": rule_pgbouncer_transaction,
     "cluster-postgres-role": rule_cluster_postgres_role,
+    "cluster-redis-acl": rule_cluster_redis_acl,
     "cluster-public-url": rule_public_url,
 }

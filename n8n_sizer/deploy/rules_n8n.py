@@ -8,7 +8,9 @@ import re
 from n8n_sizer.advisor.settings import QUEUE_KEEP_LAST_ENV, QUEUE_KEEP_LAST_JOBS
 from n8n_sizer.advisor.setup import DEFAULT_GRACEFUL_SHUTDOWN_S, DEFAULT_WORKER_CONCURRENCY, most_workers
 from n8n_sizer.deploy.composefile import ComposeFile, Service, image_base
+from n8n_sizer.deploy.n8n_env import REDIS_N8N_RULES
 from n8n_sizer.deploy.rule import CheckContext, RuleResult, as_int, fail, na, names, ok
+from n8n_sizer.safety.frozen import Frozen
 
 DOCKER_DEFAULT_STOP_GRACE_S = 10.0  # Docker's default stop timeout before SIGKILL
 MIN_WORKER_CONCURRENCY = 5  # seed 000: 5/5 fell to 426/min with 238 errors at 50 req/s; 10 held 519 with none
@@ -284,3 +286,70 @@ def rule_postgres_role(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         return fail("postgres-role", f"{', '.join(bad)} logs in as the Postgres superuser: any n8n process could "
                     "drop every database", POSTGRES_ROLE_FIX)
     return ok("postgres-role", "n8n logs in with a role of its own, not the superuser")
+
+
+
+class RedisUser(Frozen):
+    password: str | None  # None: none given on the command line
+    rules: tuple[str, ...] = ()
+
+
+def redis_users(redis: Service) -> dict[str, RedisUser]:
+    """The users a `redis-server` command line defines: `--requirepass` is the default user's password, each
+    `--user NAME on >PASSWORD RULES...` an ACL user."""
+    tokens, users = redis.command, {}
+    for i, token in enumerate(tokens):
+        if token == "--requirepass" and i + 1 < len(tokens):
+            users["default"] = RedisUser(password=tokens[i + 1], rules=("~*", "&*", "+@all"))
+        elif token == "--user" and i + 1 < len(tokens):
+            words = []
+            for word in tokens[i + 2:]:
+                if word.startswith("--"):
+                    break
+                words.append(word)
+            users[tokens[i + 1]] = RedisUser(password=next((w[1:] for w in words if w.startswith(">")), None),
+                                             rules=tuple(w for w in words if not w.startswith(">")))
+    return users
+
+
+def _unlimited(rules: tuple[str, ...]) -> bool:
+    every_key = any(w in ("~*", "allkeys") for w in rules)
+    every_command = "allcommands" in rules or ("+@all" in rules and "-@dangerous" not in rules)
+    return every_key or every_command
+
+
+def redis_acl_problems(redis: list[Service], n8n: list[Service]) -> list[str]:
+    """Why n8n's Redis login is not least privilege: an n8n process logging in as the default user (no
+    QUEUE_BULL_REDIS_USERNAME), as a user Redis does not define, or as one allowed every key or command."""
+    defined: dict[str, RedisUser] = {}
+    for s in redis:
+        defined.update(redis_users(s))
+    problems = []
+    for s in n8n:
+        if s.env.get("EXECUTIONS_MODE") != "queue" and s.role != "worker":
+            continue
+        user = s.env.get("QUEUE_BULL_REDIS_USERNAME") or "default"
+        if user == "default":
+            problems.append(f"{s.name} logs in to Redis as the default user")
+        elif user not in defined:
+            problems.append(f"{s.name} logs in as Redis user {user!r}, which no --user of Redis defines")
+        elif _unlimited(defined[user].rules):
+            problems.append(f"Redis user {user!r} of {s.name} may use every key or command "
+                            f"({' '.join(defined[user].rules)})")
+    return problems
+
+
+REDIS_ACL_FIX = (f"start Redis with an ACL user for n8n (`--user n8n on >${{REDIS_N8N_PASSWORD}} "
+                 f"{' '.join(REDIS_N8N_RULES)}`, as `render` writes) and set QUEUE_BULL_REDIS_USERNAME and "
+                 "QUEUE_BULL_REDIS_PASSWORD to it; keep --requirepass for the operator")
+
+
+def rule_redis_acl(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
+    redis = cf.by_role("redis")
+    if not redis or not cf.queue_mode:
+        return na("redis-acl", "no Redis beside queue-mode n8n in this file")
+    problems = redis_acl_problems(redis, cf.n8n)
+    if problems:
+        return fail("redis-acl", "; ".join(problems) + ": any n8n process could FLUSHALL the queue or "
+                    "reconfigure Redis", REDIS_ACL_FIX)
+    return ok("redis-acl", "n8n logs in to Redis as its own ACL user (its keys and channels only)")

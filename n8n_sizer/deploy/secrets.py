@@ -19,7 +19,11 @@ ENV_NAMES = {
     "postgres_password": "POSTGRES_PASSWORD",
     "redis_password": "REDIS_PASSWORD",
     "runners_auth_token": "RUNNERS_AUTH_TOKEN",
+    "redis_n8n_password": "REDIS_N8N_PASSWORD",  # n8n's Redis ACL user; REDIS_PASSWORD stays the operator's
 }
+# Secrets that nothing stored depends on (Redis reads its ACL users from its command line at every start), so a
+# folder rendered before they existed gets one generated; every other missing secret needs the flag.
+ADDED_LATER = frozenset({"REDIS_N8N_PASSWORD"})
 # A secret is written unquoted into .env and interpolated by Compose: no whitespace, quotes, `$` or `#`.
 _SAFE = r"^[A-Za-z0-9+/=._:@%^*!,~-]{16,256}$"
 
@@ -35,6 +39,7 @@ class StackSecrets(Frozen):
     postgres_password: str = Field(pattern=_SAFE)
     redis_password: str = Field(pattern=_SAFE)
     runners_auth_token: str = Field(pattern=_SAFE)
+    redis_n8n_password: str = Field(pattern=_SAFE)
 
     def __repr__(self) -> str:  # never let a secret reach a log line or a traceback
         return "StackSecrets(<hidden>)"
@@ -49,6 +54,7 @@ def generate_secrets() -> StackSecrets:
         postgres_password=secrets.token_hex(24),
         redis_password=secrets.token_hex(24),
         runners_auth_token=secrets.token_hex(24),
+        redis_n8n_password=secrets.token_hex(24),
     )
 
 
@@ -130,7 +136,7 @@ def check_existing_secrets(entries: dict[str, EnvEntry], path: Path, *, generate
         entry = entries.get(env_name)
         if entry is not None and entry.value.strip():
             continue
-        if generate_missing:
+        if generate_missing or (entry is None and env_name in ADDED_LATER):
             continue
         lookalike = next((k for k in entries if k != env_name and _squash(k) == _squash(env_name)), None)
         if entry is not None:

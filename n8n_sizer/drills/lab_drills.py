@@ -4,7 +4,9 @@
   started again; the other worker host carries on;
 - kill-webhook: one webhook processor SIGKILLed (with its task runner), started again; Caddy routes around it;
 - restart-redis: the data host's Redis stopped and started again (AOF everysec); the n8n processes reconnect;
-- partition: iptables DROP of the data host's address inside one worker host's namespace for N seconds, healed.
+- partition: iptables DROP of the data host's address inside one worker host's namespace for N seconds, healed;
+- rolling-restart: every webhook processor, then every worker, SIGTERMed and started one at a time
+  (drills/rolling.py).
 
 Each returns a `DrillOutcome` whose checks stand next to what n8n promises (`labplan.PROMISES`) and whose
 `observed` holds the cluster's ledger. Everything a drill changes is put back in a `finally`: processes it
@@ -20,6 +22,7 @@ from collections.abc import Callable
 
 from n8n_sizer.drills.cluster import N8N_ROLES, ClusterProcess
 from n8n_sizer.drills.common import DrillFailed, DrillOutcome, check
+from n8n_sizer.drills.rolling import rolling_restart
 from n8n_sizer.drills.lab_run import LabDrillContext, record_lab_drill, statuses
 from n8n_sizer.drills.labplan import (HEALTH_INTERVAL_S, HEALTH_TIMEOUT_S, PROMISES, answered_after, iptables_command,
                                       ledger_text, nothing_lost, ok, partition_outcome_matches, partition_rules, ran_on,
@@ -347,6 +350,7 @@ LAB_DRILLS: dict[str, Callable[..., DrillOutcome]] = {
     "kill-webhook": kill_webhook,
     "restart-redis": restart_redis,
     "partition": partition,
+    "rolling-restart": rolling_restart,
 }
 
 

@@ -28,6 +28,9 @@ PROMISES = {
     "restart-redis": "n8n retries a lost Redis every 1 s for 10 s (`Lost Redis connection. Trying to reconnect "
                      "in 1s... (0s/10s)`) and exits after that; AOF everysec keeps the queue: nothing accepted "
                      "is lost",
+    "rolling-restart": "n8n's graceful shutdown (N8N_GRACEFUL_SHUTDOWN_TIMEOUT above the longest execution, "
+                       "the stop grace above that) and the load balancer's readiness checks and retries: "
+                       "restarted one at a time, nothing accepted is lost and no execution fails",
     "partition": "a partition is a Redis and Postgres outage seen from one host: n8n reconnects when the link "
                  "returns, and a process that cannot reach Redis for more than 10 s exits (the queue-mode test) "
                  "and needs its restart policy",

@@ -85,8 +85,9 @@ def start_data_services(state: Path, listen: str, subnet: str, max_connections: 
     if clients:
         close_data_ports(subnet, clients)
     pg_password, redis_password = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-    write_atomic(state / "secrets.json", json.dumps({"postgres_password": pg_password,
-                                                     "redis_password": redis_password}) + "\n", private=True)
+    redis_n8n_password = secrets.token_urlsafe(24)  # n8n's ACL user; redis_password is the default user's
+    write_atomic(state / "secrets.json", json.dumps({"postgres_password": pg_password, "redis_password": redis_password,
+                                                     "redis_n8n_password": redis_n8n_password}) + "\n", private=True)
     pg_data = state / "postgres"
     services.init_postgres(pg_data, POSTGRES_USER, pg_password)
     with open(pg_data / "pg_hba.conf", "a") as hba:
@@ -98,7 +99,7 @@ def start_data_services(state: Path, listen: str, subnet: str, max_connections: 
     redis_dir = state / "redis"
     redis_dir.mkdir(mode=0o700)
     services.write_redis_config(redis_dir / "redis.conf", redis_dir, REDIS_PORT, redis_password, "aof",
-                                listen=where)
+                                listen=where, n8n_password=redis_n8n_password)
     redis = services.start_redis(redis_dir / "redis.conf", REDIS_PORT, state / "redis.log")
     services.wait_redis(redis, redis_password, START_TIMEOUT_S)
     return DataEndpoints(address=listen, postgres_port=POSTGRES_PORT, postgres_pid=pg.pid, redis_port=REDIS_PORT,

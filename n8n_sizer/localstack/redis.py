@@ -24,12 +24,13 @@ def _encode(parts: tuple[str, ...]) -> bytes:
     return out
 
 
-def redis_command(port: int, password: str, *args: str, host: str = "127.0.0.1", timeout_s: float = 3.0) -> Any:
-    """One Redis command after AUTH; its reply as a Python value. RedisError on an error reply, OSError when
-    nothing listens."""
+def redis_command(port: int, password: str, *args: str, host: str = "127.0.0.1", timeout_s: float = 3.0,
+                  user: str | None = None) -> Any:
+    """One Redis command after AUTH (as the default user, or as ACL `user`); its reply as a Python value.
+    RedisError on an error reply, OSError when nothing listens."""
     with socket.create_connection((host, port), timeout=timeout_s) as sock:
         reader = sock.makefile("rb")
-        sock.sendall(_encode(("AUTH", password)) + _encode(args))
+        sock.sendall(_encode(("AUTH", *([user] if user else []), password)) + _encode(args))
         auth = reader.readline()
         if not auth.startswith(b"+OK"):
             raise RedisError(f"Redis AUTH failed: {auth[:80]!r}")

@@ -273,12 +273,17 @@ REDIS_PERSISTENCE = ("aof", "none")
 
 
 def write_redis_config(path: Path, data_dir: Path, port: int, password: str, persistence: str,
-                       listen: tuple[str, ...] = ("127.0.0.1",)) -> None:
-    """Seed 000's settings: AOF everysec (or no persistence at all, for the drill), noeviction."""
+                       listen: tuple[str, ...] = ("127.0.0.1",), n8n_password: str | None = None) -> None:
+    """Seed 000's settings: AOF everysec (or no persistence at all, for the drill), noeviction; with
+    `n8n_password`, n8n's own ACL user as the rendered bundles have it (`deploy.n8n_env.redis_acl_user`)."""
+    from n8n_sizer.deploy.n8n_env import redis_acl_user
+
     if persistence not in REDIS_PERSISTENCE:
         raise InputError(f"redis persistence {persistence!r} is unknown; try one of {', '.join(REDIS_PERSISTENCE)}")
     lines = [f"port {port}", f"bind {' '.join(listen)}", f"dir {data_dir}", "daemonize no", "protected-mode yes",
              f"requirepass {password}", "maxmemory-policy noeviction", 'save ""']
+    if n8n_password:
+        lines.append("user " + " ".join(redis_acl_user(n8n_password)))
     lines += ["appendonly yes", "appendfsync everysec"] if persistence == "aof" else ["appendonly no"]
     # It holds the password: 0600 from the first byte (the one writer), never world-readable until a chmod.
     write_atomic(path, "\n".join(lines) + "\n", private=True, what="redis config")

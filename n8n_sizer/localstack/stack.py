@@ -318,6 +318,7 @@ class LocalStack(DataStores, IngestProcesses):
         self._secrets = NativeSecrets(encryption_key=secrets.token_hex(24),
                                      postgres_password=secrets.token_urlsafe(24),
                                      redis_password=secrets.token_urlsafe(24),
+                                     redis_n8n_password=secrets.token_urlsafe(24),
                                      extra_env=dict(self.options.extra_env))
         secrets_path = self.stack_dir / SECRETS_FILE
         fd = os.open(secrets_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.deploy.n8n_env import REDIS_N8N_PASSWORD_REF, redis_acl_user
 from n8n_sizer.hosts.host import Host, HostError, SshHost
 from n8n_sizer.stack.bringup import localstack_command, localstack_up_args, wait_compose_stack
 from n8n_sizer.stack.handle import FetchedLogMark, LogMark, StackError, StackHandle, wait_until
@@ -151,11 +152,12 @@ def compose_service(name: str) -> str:
     raise StackError(f"no compose service for process {name!r}")
 
 
+_REDIS_USERS = ["--requirepass", "${REDIS_PASSWORD}", "--user", *redis_acl_user(REDIS_N8N_PASSWORD_REF)]
 REDIS_COMMAND = {  # templates/compose.yml.j2's n8n-redis command, and the drill's no-persistence variant
-    "aof": ["redis-server", "--requirepass", "${REDIS_PASSWORD}", "--appendonly", "yes", "--appendfsync", "everysec",
+    "aof": ["redis-server", *_REDIS_USERS, "--appendonly", "yes", "--appendfsync", "everysec",
             "--maxmemory-policy", "noeviction"],
     # its own (never written) RDB file: an older dump.rdb in the volume must not come back as if persisted
-    "none": ["redis-server", "--requirepass", "${REDIS_PASSWORD}", "--appendonly", "no", "--save", "",
+    "none": ["redis-server", *_REDIS_USERS, "--appendonly", "no", "--save", "",
              "--dbfilename", "drill-no-persistence.rdb", "--maxmemory-policy", "noeviction"],
 }
 # What each service's healthcheck asks (templates/compose.yml.j2), run with `docker compose exec`.

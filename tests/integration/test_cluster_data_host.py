@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from n8n_sizer.localstack.services import free_port, init_postgres, postgres_bin_dir, spawn, stop_process, wait_redis
+from n8n_sizer.localstack.redis import RedisError, redis_command
 from n8n_sizer.deploy.composefile import load_compose
 from n8n_sizer.deploy.render_topology import render_topology
 from n8n_sizer.deploy.secrets import generate_secrets, parse_env_text
@@ -82,5 +83,13 @@ def test_real_redis_runs_the_data_hosts_command_line(tmp_path: Path) -> None:
         assert cli("CONFIG", "GET", "appendonly") == ["appendonly", "yes"]
         assert cli("CONFIG", "GET", "maxmemory-policy") == ["maxmemory-policy", "noeviction"]
         assert "NOAUTH" in " ".join(cli("PING", auth=False))
+        # n8n's ACL user, as rendered: its own keys, nothing else (docs/cluster.md#least-privilege)
+        n8n_pw = env["REDIS_N8N_PASSWORD"]
+        assert redis_command(port, n8n_pw, "SET", "bull:jobs:probe", "1", user="n8n") == "OK"
+        for forbidden in (("GET", "elsewhere"), ("FLUSHALL",), ("CONFIG", "GET", "requirepass")):
+            with pytest.raises(RedisError, match="NOPERM"):
+                redis_command(port, n8n_pw, *forbidden, user="n8n")
+        with pytest.raises(RedisError):  # and the default user's password is not n8n's
+            redis_command(port, n8n_pw, "PING")
     finally:
         stop_process(proc, timeout_s=10)

@@ -5,6 +5,9 @@ deployed once over SSH and taken down at the end. Each drill runs once through t
 to the lab's load balancer over the lab's bridge); the test asserts the recorded verdicts and the ledger, and
 that the drill left the cluster as it found it: every process running and ready, no snapshot, no rule.
 
+The rolling restart (issue 28) restarts both webhook processors and both workers one at a time under the load
+and reads the executions' statuses from Postgres on the data host: nothing accepted lost, none failed.
+
 Real n8n, Postgres, Redis, Caddy and sshd; only the lab's own subnet is contacted. Several minutes.
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -160,6 +164,44 @@ def test_restart_redis(lab):
     after = _whole(out)
     assert after["redis"] != before["redis"]
     assert {k: v for k, v in after.items() if k != "redis"} == {k: v for k, v in before.items() if k != "redis"}
+
+
+def _statuses_in_postgres(lab_json: Path, state, workflow_id: str) -> dict[str, int]:
+    """Execution statuses of one workflow as Postgres on the data host stores them (execution_entity), read over
+    the data host's own socket: not through n8n's API."""
+    from n8n_sizer.lab.data import POSTGRES_PORT
+    from n8n_sizer.localstack.services import postgres_bin_dir
+
+    assert workflow_id.isalnum(), workflow_id  # it goes into the SQL text
+    socket_dir = Path(state.folder) / "hosts" / "dr-data" / "postgres"
+    sql = f"select status, count(*) from execution_entity where \"workflowId\" = '{workflow_id}' group by status"
+    command = " ".join(shlex.quote(w) for w in [str(postgres_bin_dir() / "psql"), "-h", str(socket_dir), "-p",
+                                               str(POSTGRES_PORT), "-U", "n8n", "-d", "n8n", "-AtF,", "-c", sql])
+    with LabClusterHandle.open(lab_json) as handle:
+        res = handle.run("dr-data", command, timeout_s=30)
+    return {status: int(n) for status, n in (line.split(",") for line in res.stdout.split())}
+
+
+def test_rolling_restart(lab):
+    """Issue 28's bar on the lab: both webhook processors, then both workers, SIGTERMed and started again one at a
+    time under 2 req/s through Caddy. Nothing accepted is lost and no execution fails (read from Postgres)."""
+    workdir, out, state = lab
+    before = _whole(out)
+    record = _drill(workdir, "rolling-restart")
+    observed = record["run"]["extra"]["observed"]
+    assert [s["process"] for s in observed["steps"]] == ["webhook-1", "webhook-2", "dr-worker-1-worker-1",
+                                                        "dr-worker-2-worker-1"], observed["steps"]
+    assert record["verdict"] == "matches", _checks(record)
+    assert record["ledger"]["accepted_then_lost"] == 0 and record["ledger"]["lost_seqs"] == []
+    assert record["ledger"]["accepted"] >= 40, record["ledger"]
+    assert observed["executions"] == {"success": record["ledger"]["executions_succeeded"]}, observed["executions"]
+    in_postgres = _statuses_in_postgres(out, state, observed["workflow_id"])
+    assert set(in_postgres) == {"success"}, in_postgres  # nothing failed, crashed or left running
+    assert in_postgres["success"] == record["ledger"]["executions_succeeded"]
+    after = _whole(out)
+    for name in ("webhook-1", "webhook-2", "dr-worker-1-worker-1", "dr-worker-2-worker-1"):
+        assert after[name] != before[name], name  # each was restarted: a new process
+    assert after["main"] == before["main"] and after["redis"] == before["redis"]
 
 
 def test_partition(lab):

@@ -2,7 +2,9 @@
 
 - regular (SQLite) and queue (1 worker, Postgres, Redis): a workflow is created and activated, N webhook
   calls answer 200 with the computed result, and n8n stored exactly as many successful executions;
-- the queue stack's worker runs the code-heavy workflow (Code loop -> Wait -> Set);
+- the queue stack's worker runs the code-heavy workflow (Code loop -> Wait -> Set), and main and the worker
+  ran Bull as n8n's own Redis ACL user: no command, key or channel of theirs denied (ACL LOG empty), and that
+  user cannot FLUSHALL, CONFIG, KEYS or read outside its prefixes;
 - `python -m n8n_sizer.localstack up` starts a detached stack (own sessions, alive after `up` exits,
   pinned with `--cpus 1`),
   `status`, `signal`, `start-process` and `down` work, and after `down` none of its PIDs runs;
@@ -28,7 +30,7 @@ import pytest
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.localstack import stack as localstack
 from n8n_sizer.localstack import services
-from n8n_sizer.localstack.redis import redis_command
+from n8n_sizer.localstack.redis import RedisError, redis_command
 from n8n_sizer.localstack.stack import LocalStack, StackOptions
 from n8n_sizer.n8n.client import ExecutionCounts, N8nApiError, N8nClient
 from n8n_sizer.localstack.services import ServiceError
@@ -85,6 +87,37 @@ def test_queue_worker_runs_code_heavy(queue_stack):
     # them at once, and main can then wait forever on a fast one; advisor/settings.py).
     stack = queue_stack.stack
     assert redis_command(stack.redis_port, stack.secrets.redis_password, "ZCARD", "bull:jobs:completed") >= 2
+    assert_n8n_ran_bull_as_its_own_redis_user(stack)
+
+
+def assert_n8n_ran_bull_as_its_own_redis_user(stack: LocalStack) -> None:
+    """Main and the worker ran Bull (jobs added, taken, completed; pub/sub) as n8n's ACL user with the rendered
+    rules (`deploy.n8n_env.redis_acl_user`): every n8n connection is that user, Redis denied none of their
+    commands, keys or channels (ACL LOG), and the user cannot FLUSHALL, reconfigure or read outside its keys."""
+    admin = stack.secrets.redis_password
+
+    def as_admin(*args: str):
+        return redis_command(stack.redis_port, admin, *args)
+
+    listed = as_admin("CLIENT", "LIST").splitlines()
+    clients = [dict(f.split("=", 1) for f in line.split() if "=" in f) for line in listed]
+    users = [c["user"] for c in clients if c.get("cmd") != "client|list"]  # leave out this very connection
+    assert users and set(users) == {"n8n"}, users  # main and the worker: queue, blocking and pub/sub clients
+    assert len(users) >= 4, users
+    denied = as_admin("ACL", "LOG")
+    assert denied == [], denied  # nothing n8n 2.41.1 and Bull did was refused
+    n8n_pw = stack.secrets.redis_n8n_password
+
+    def as_n8n(*args: str):
+        return redis_command(stack.redis_port, n8n_pw, *args, user="n8n")
+
+    assert as_n8n("LLEN", "bull:jobs:wait") == 0  # its own keys it reads
+    for forbidden in (("FLUSHALL",), ("CONFIG", "GET", "requirepass"), ("KEYS", "*"), ("GET", "not-n8n:key"),
+                      ("ACL", "LIST")):
+        with pytest.raises(RedisError, match="NOPERM"):
+            as_n8n(*forbidden)
+    with pytest.raises(RedisError):  # the default user's password is not n8n's
+        redis_command(stack.redis_port, n8n_pw, "PING")
 
 
 def test_api_errors_name_url_status_and_body(regular_stack):

@@ -34,7 +34,7 @@ def test_render_then_check_passes(tmp_path: Path) -> None:
     assert checked.returncode == 0, checked.stdout
     assert "0 failed" in checked.stdout
     again = run("render", "--mode", "queue", "--workers", "2", "--out", str(out))
-    assert again.returncode == 0 and "kept 4 existing secret(s)" in again.stdout and key not in again.stdout
+    assert again.returncode == 0 and "kept 5 existing secret(s)" in again.stdout and key not in again.stdout
 
 
 def test_check_fails_with_exit_1_and_names_the_rule() -> None:

@@ -35,6 +35,7 @@ FAKE = StackSecrets(
     postgres_password="golden-fake-postgres-password",
     redis_password="golden-fake-redis-password",
     runners_auth_token="golden-fake-runners-token",
+    redis_n8n_password="golden-fake-redis-n8n-password",
 )
 CASES: dict[str, tuple[Setup, dict]] = {
     "regular-sqlite": (Setup(mode="regular", db="sqlite"), {}),

@@ -48,7 +48,7 @@ def test_rerender_keeps_every_secret_and_says_so(tmp_path: Path) -> None:
     for name in ENV_NAMES.values():
         assert after[name] == before[name]
     text = "\n".join(messages)
-    assert "kept 4 existing secret(s)" in text and "N8N_ENCRYPTION_KEY" in text
+    assert "kept 5 existing secret(s)" in text and "N8N_ENCRYPTION_KEY" in text
     assert before["N8N_ENCRYPTION_KEY"] not in text
     assert before["N8N_ENCRYPTION_KEY"] in (tmp_path / "cloud-init.yaml").read_text()
     assert "n8n-worker-4" in (tmp_path / "docker-compose.yml").read_text()

@@ -91,7 +91,8 @@ def test_partition_verdict_follows_the_10_s_reconnect_window(cut, exited, after,
 def test_every_cluster_drill_states_what_n8n_promises():
     from n8n_sizer.drills.lab_drills import LAB_DRILLS
 
-    assert set(PROMISES) == set(LAB_DRILLS) == {"stop-worker-host", "kill-webhook", "restart-redis", "partition"}
+    assert set(PROMISES) == set(LAB_DRILLS) == {"stop-worker-host", "kill-webhook", "restart-redis", "partition",
+                                                  "rolling-restart"}
 
 
 def test_the_agent_lists_stops_and_starts_a_process_of_this_host_as_it_was(tmp_path):

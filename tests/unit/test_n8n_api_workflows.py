@@ -18,7 +18,8 @@ from n8n_sizer.n8n.workflows import WORKFLOW_TEMPLATES, read_workflow, webhook_p
 from n8n_sizer.deploy.n8n_env import OUTBOUND_OFF, N8nPorts, NativeSecrets, n8n_argv, n8n_env
 from n8n_sizer.errors import InputError
 
-SECRETS = NativeSecrets(encryption_key="k" * 48, postgres_password="pg-pw", redis_password="redis-pw")
+SECRETS = NativeSecrets(encryption_key="k" * 48, postgres_password="pg-pw", redis_password="redis-pw",
+                         redis_n8n_password="redis-n8n-pw")
 
 
 @pytest.mark.parametrize("name", WORKFLOW_TEMPLATES)
@@ -67,7 +68,9 @@ def test_worker_env_has_its_own_ports_queue_settings_and_nothing_that_calls_out(
     assert env["N8N_RUNNERS_BROKER_PORT"] == "6001" and env["QUEUE_HEALTH_CHECK_PORT"] == "6002"
     assert env["QUEUE_HEALTH_CHECK_ACTIVE"] == "true" and env["EXECUTIONS_MODE"] == "queue"
     assert env["DB_POSTGRESDB_POOL_SIZE"] == "4" and env["N8N_CONCURRENCY_PRODUCTION_LIMIT"] == "3"
-    assert env["QUEUE_BULL_REDIS_PASSWORD"] == "redis-pw" and env["N8N_ENCRYPTION_KEY"] == SECRETS.encryption_key
+    # n8n's own Redis ACL user, never the default user's password
+    assert env["QUEUE_BULL_REDIS_PASSWORD"] == "redis-n8n-pw" and env["QUEUE_BULL_REDIS_USERNAME"] == "n8n"
+    assert env["N8N_ENCRYPTION_KEY"] == SECRETS.encryption_key
     # the ledger counts every execution after a run: no count cap, a week's age limit (as the bench profile)
     assert env["EXECUTIONS_DATA_PRUNE_MAX_COUNT"] == "0" and env["EXECUTIONS_DATA_MAX_AGE"] == "168"
     # Bull keeps finished jobs so main never waits forever on a fast one (advisor/settings.py)

@@ -80,7 +80,7 @@ def test_every_single_host_service_gets_exactly_role_env(setup: Setup, profile: 
 def test_every_cluster_service_gets_exactly_role_env_and_the_lab_the_same_settings(case: str, tmp_path: Path) -> None:
     t = parse_topology(json.loads((TOPOLOGIES / f"{case}.json").read_text()))
     shape, wiring = shape_of_topology(t, "bench"), cluster_wiring(t)
-    secrets = NativeSecrets(encryption_key="k" * 32, postgres_password="pg", redis_password="rd")
+    secrets = NativeSecrets(encryption_key="k" * 32, postgres_password="pg", redis_password="rd", redis_n8n_password="rn")
     seen = set()
     for host, bundle in render_topology(t, generate_secrets(), public_url="http://n8n.example.com:5678/").hosts.items():
         for service, env in _rendered_envs(bundle.compose).items():
@@ -100,7 +100,7 @@ def test_every_cluster_service_gets_exactly_role_env_and_the_lab_the_same_settin
 
 
 def _native(setup: Setup, role: str, tmp_path: Path) -> dict[str, str]:
-    secrets = NativeSecrets(encryption_key="k" * 32, postgres_password="pg", redis_password="rd")
+    secrets = NativeSecrets(encryption_key="k" * 32, postgres_password="pg", redis_password="rd", redis_n8n_password="rn")
     return n8n_env(setup, role=role, ports=N8nPorts(http=5678, broker=5679, health=5680 if role == "worker" else None),
                    user_folder=tmp_path, secrets=secrets, postgres_port=5432 if setup.db == "postgres" else None,
                    redis_port=6379 if setup.mode == "queue" else None, path="/bin", home="/root")

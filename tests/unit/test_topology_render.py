@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGIES = ROOT / "tests" / "data" / "topologies"
 GOLDEN = ROOT / "tests" / "golden"
 FAKE = StackSecrets(encryption_key="0123456789abcdef" * 4, postgres_password="golden-fake-postgres-password",
-                    redis_password="golden-fake-redis-password", runners_auth_token="golden-fake-runners-token")
+                    redis_password="golden-fake-redis-password", runners_auth_token="golden-fake-runners-token",
+                    redis_n8n_password="golden-fake-redis-n8n-password")
 CASES = ("advise-rps-400", "gcp-three-hosts", "lb-apart", "single-host")
 FILES = {"docker-compose.yml": "compose", "env": "env", "cloud-init.yaml": "cloud_init"}
 CLI = Path(sys.executable).parent / "n8n-sizer"
@@ -86,7 +87,13 @@ def test_advise_rps_400_gives_data_ingest_and_two_worker_hosts() -> None:
     assert worker["n8n-worker-1"]["environment"]["DB_POSTGRESDB_HOST"] == "10.89.0.10"
     assert worker["n8n-worker-1"]["environment"]["DB_POSTGRESDB_POOL_SIZE"] == "11"
     # The data host's .env holds only what Postgres and Redis need.
-    assert set(parse_env_text(rendered.hosts["data"].env)) == {"POSTGRES_PASSWORD", "REDIS_PASSWORD"}
+    assert set(parse_env_text(rendered.hosts["data"].env)) == {"POSTGRES_PASSWORD", "REDIS_PASSWORD",
+                                                              "REDIS_N8N_PASSWORD"}
+    # n8n logs in to Redis as its ACL user: the default user's password stays on the data host.
+    assert "REDIS_PASSWORD" not in parse_env_text(rendered.hosts["worker-1"].env)
+    assert parse_env_text(rendered.hosts["worker-1"].env)["REDIS_N8N_PASSWORD"] == FAKE.redis_n8n_password
+    assert worker["n8n-worker-1"]["environment"]["QUEUE_BULL_REDIS_USERNAME"] == "n8n"
+    assert worker["n8n-worker-1"]["environment"]["QUEUE_BULL_REDIS_PASSWORD"] == "${REDIS_N8N_PASSWORD}"
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -134,6 +141,37 @@ def test_one_host_topology_renders_todays_single_host_stack() -> None:
     assert rendered.hosts == {"n8n": today}
 
 
+def test_a_folder_rendered_before_the_redis_acl_user_gets_its_password_and_keeps_the_rest(tmp_path: Path) -> None:
+    """REDIS_N8N_PASSWORD is new: nothing stored depends on it (Redis reads its users from its command line), so
+    a folder that lacks it gets one without --generate-missing-secrets; every other secret is kept as it was."""
+    out = tmp_path / "c"
+    t = topology("advise-rps-400")
+    write_topology(t, out, public_url=PUBLIC)
+    before = parse_env_text((out / SECRETS_FILE).read_text())
+    for path in [out / SECRETS_FILE, *(out / h / ".env" for h in ("data", "ingest", "worker-1", "worker-2"))]:
+        old = "".join(line + "\n" for line in path.read_text().splitlines() if not line.startswith("REDIS_N8N_PASSWORD="))
+        path.write_text(old)
+    for host in ("data", "ingest", "worker-1", "worker-2"):
+        (out / host / "cloud-init.yaml").unlink()
+    said = write_topology(t, out, public_url=PUBLIC)
+    after = parse_env_text((out / SECRETS_FILE).read_text())
+    assert after["REDIS_N8N_PASSWORD"] != before["REDIS_N8N_PASSWORD"] and len(after["REDIS_N8N_PASSWORD"]) == 48
+    assert {k: v for k, v in after.items() if k != "REDIS_N8N_PASSWORD"} == \
+        {k: v for k, v in before.items() if k != "REDIS_N8N_PASSWORD"}
+    assert any("new secret(s): REDIS_N8N_PASSWORD" in line for line in said)
+    assert all(after["REDIS_N8N_PASSWORD"] not in line for line in said)
+    # A missing encryption key is still refused without the flag.
+    path = out / SECRETS_FILE
+    path.write_text("".join(line + "\n" for line in path.read_text().splitlines() if not line.startswith("N8N_ENC")))
+    for host in ("data", "ingest", "worker-1", "worker-2"):
+        env_path = out / host / ".env"
+        env_path.write_text("".join(line + "\n" for line in env_path.read_text().splitlines()
+                                    if not line.startswith("N8N_ENC")))
+        (out / host / "cloud-init.yaml").unlink()
+    with pytest.raises(InputError, match="N8N_ENCRYPTION_KEY"):
+        write_topology(t, out, public_url=PUBLIC)
+
+
 def test_one_secret_set_written_0600_and_kept_on_re_render(tmp_path: Path) -> None:
     out = tmp_path / "c"
     t = topology("advise-rps-400")
@@ -148,7 +186,7 @@ def test_one_secret_set_written_0600_and_kept_on_re_render(tmp_path: Path) -> No
     assert all(shared["N8N_ENCRYPTION_KEY"] not in line for line in first)
     again = write_topology(t, out)
     assert parse_env_text((out / SECRETS_FILE).read_text()) == shared
-    assert any("kept 4 existing secret(s)" in line for line in again)
+    assert any("kept 5 existing secret(s)" in line for line in again)
     # Without .secrets.env, the hosts' .env files are the source, and they must agree.
     (out / SECRETS_FILE).unlink()
     write_topology(t, out)

@@ -16,7 +16,8 @@ from n8n_sizer.deploy.topology import load_topology_text
 
 HERE = Path(__file__).resolve().parent
 FAKE = StackSecrets(encryption_key="0123456789abcdef" * 4, postgres_password="fixture-fake-postgres-password",
-                    redis_password="fixture-fake-redis-password", runners_auth_token="fixture-fake-runners-token")
+                    redis_password="fixture-fake-redis-password", runners_auth_token="fixture-fake-runners-token",
+                    redis_n8n_password="fixture-fake-redis-n8n-password")
 PGBOUNCER = '''
   pgbouncer:
     image: edoburu/pgbouncer:v1.23.1-p3
@@ -42,6 +43,7 @@ EDITS = {
     "cluster-redis": ("data", "docker-compose.yml", '"--appendonly", "yes"', '"--appendonly", "no"'),
     "pgbouncer-transaction": ("data", "docker-compose.yml", "\nconfigs:\n", PGBOUNCER),
     "cluster-postgres-role": ("data", "docker-compose.yml", "POSTGRES_USER: postgres", "POSTGRES_USER: n8n"),
+    "cluster-redis-acl": ("data", "docker-compose.yml", '"-@dangerous", ', ""),
     "cluster-public-url": ("ingest", ".env", "N8N_PUBLIC_URL=http://n8n.example.com:5678/",
                            "N8N_PUBLIC_URL=http://localhost:5678/"),
 }

@@ -1,0 +1,76 @@
+"""The rolling restart on a deployed lab (issue 28's bar): every webhook processor, then every worker, stopped
+with SIGTERM (n8n's graceful shutdown: a worker finishes the jobs it holds, a processor answers what it holds)
+and started again, one process at a time, under a bounded load through the lab's load balancer.
+
+The order and the pauses are the procedure docs/cluster.md recommends: the next process is stopped only once
+the restarted one answers its readiness check AND the load balancer has had `LB_NOTICE_S` to see it healthy
+again (Caddy checks every 2 s, 5 s to answer), so there is always a healthy webhook processor in rotation and a
+worker taking jobs. Passing means: nothing accepted lost (the ledger), no execution ended other than "success",
+and every process back and ready.
+"""
+
+from __future__ import annotations
+
+import time
+
+from n8n_sizer.drills.common import DrillFailed, DrillOutcome, check
+from n8n_sizer.drills.lab_run import LabDrillContext, statuses
+from n8n_sizer.drills.labplan import PROMISES, ledger_text, nothing_lost, window
+# Caddy's health_interval 2 s: a restarted processor is seen healthy within one interval of answering its
+# readiness check; 3 intervals leave room for a slow answer on a busy host (the kill-webhook drill's lesson).
+LB_NOTICE_S = 6.0
+STOP_GRACE_S = 60.0  # the rendered stop grace for the lab's longest execution (30 s): n8n_env.shutdown_seconds
+
+
+def rolling_restart(ctx: LabDrillContext, rate_per_s: float = 2.0, duration_s: float = 150.0,
+                    first_at_s: float = 5.0) -> DrillOutcome:
+    webhooks, workers = ctx.lab.find(role="webhook"), ctx.lab.find(role="worker")
+    if len(webhooks) < 2 or ctx.lab.cluster.load_balancer_pid is None:
+        raise DrillFailed("rolling-restart needs 2 webhook processors behind the load balancer")
+    if len(workers) < 2:
+        raise DrillFailed(f"rolling-restart needs 2 workers (one restarts, one takes jobs); the lab has {len(workers)}")
+    wid, url = ctx.new_workflow("rolling-restart")
+    load = ctx.load(url, rate_per_s, duration_s, f"rate-{rate_per_s:g}")
+    steps: list[dict] = []
+    time.sleep(max(0.0, load.started_s + first_at_s - time.time()))
+    began = time.time()
+    for proc in [*webhooks, *workers]:
+        stop_s = time.time()
+        stopped: dict = {}
+        try:
+            stopped = ctx.lab.stop(proc, "TERM", grace_s=STOP_GRACE_S)
+        finally:  # started again also when the stop failed: a drill never leaves the cluster short of a process
+            down_s = time.time()
+            _, ready_s = ctx.lab.start(proc)
+        steps.append({"process": proc.name, "stopping_s": round(down_s - stop_s, 1), "ready_s": round(ready_s, 1),
+                      "forced": bool(stopped.get("forced"))})
+        if proc.role == "webhook":
+            time.sleep(LB_NOTICE_S)
+    ended = time.time()
+    records = load.wait()
+    after = ctx.after_load(url, rate_per_s, records)
+    ledger, found = ctx.ledger(records + after, wid)
+    during = window(records, began, ended)
+    by_status = statuses(found)
+    not_success = {s: n for s, n in by_status.items() if s != "success"}
+    back = all(ctx.lab.ready(p) for p in ctx.lab.find(role="webhook") + ctx.lab.find(role="worker"))
+    inside = ended <= load.started_s + duration_s
+    forced = [s["process"] for s in steps if s["forced"]]
+    each = ", ".join(f"{s['process']} stopped in {s['stopping_s']} s, ready {s['ready_s']} s" for s in steps)
+    checks = [
+        check(f"{len(steps)} processes restarted one at a time in {ended - began:.0f} s ({each}); meanwhile "
+              f"{during['sent']} sent, {during['answered']} answered, {during['failed']} refused "
+              f"{during['failures'] or ''}", PROMISES["rolling-restart"], back and inside and not forced,
+              f"SIGKILLed after the stop grace: {forced}" if forced else "a process did not come back ready"
+              if not back else "the restarts outlasted the load: raise duration_s"),
+        check(f"ledger: {ledger_text(ledger)}", "nothing accepted lost (ledger: lost = 0)", nothing_lost(ledger),
+              "accepted requests without a stored successful execution"),
+        check(f"executions: {by_status}", "no execution fails", not not_success and bool(by_status),
+              f"executions ended {not_success}: read their error in execution_data"),
+    ]
+    return DrillOutcome(drill="rolling-restart", checks=checks,
+                        observed={"steps": steps, "during": during, "executions": by_status,
+                                  "ledger": ledger.model_dump(), "workflow_id": wid},
+                        timings_s={"rolling_s": round(ended - began, 2)}, log_lines={},
+                        settings={"rate_per_s": str(rate_per_s), "duration_s": str(duration_s),
+                                  "lb_notice_s": str(LB_NOTICE_S)})
