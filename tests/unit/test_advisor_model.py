@@ -73,12 +73,17 @@ def test_usl_fit_recovers_known_coefficients():
 
 
 def test_utilisation_law_two_to_four_doubles_four_to_eight_flattens(fitted):
-    m = fitted.model
-    regular = Setup(mode="regular")
-    x = {v: m.throughput_at(LIGHT, regular, HostShape(v, "x86", "seed-002")) for v in (2.0, 4.0, 8.0)}
-    assert x[4.0] / x[2.0] > 1.8
-    assert x[8.0] / x[4.0] < 1.3
-    assert m.binding_bound(LIGHT, regular, HostShape(8.0, "x86", "seed-002")).name == "main"
+    """Seed 002's three x86 servers in regular mode, each at its own CPU's speed (the CX23 is a Skylake, the
+    CX33/CX43 EPYC-Rome): 15.0 -> 31.9 -> 36.1/s. The 2-vCPU host is bound by its cores, the 8-vCPU one by main."""
+    from n8n_sizer.advisor.catalog import find_size
+
+    advisor, regular = build_advisor(), Setup(mode="regular")
+    hosts = {s: advisor.host_for_size(find_size(s)) for s in ("cx23", "cx33", "cx43")}
+    x = {s: fitted.model.throughput_at(LIGHT, regular, h) for s, h in hosts.items()}
+    assert x["cx33"] / x["cx23"] > 1.8
+    assert x["cx43"] / x["cx33"] < 1.3
+    assert fitted.model.binding_bound(LIGHT, regular, hosts["cx43"]).name == "main"
+    assert fitted.model.binding_bound(LIGHT, regular, hosts["cx23"]).name == "cpu"
 
 
 def test_code_heavy_5_rps_on_4_vcpu_takes_two_workers_and_3_rps_stays_regular(advisor):
@@ -125,12 +130,22 @@ def test_concurrency_5_costs_throughput_and_is_never_recommended(advisor, fitted
 
 
 def test_light_40_rps_on_4_vcpu_is_beyond_regular_mode_and_names_what_carries_it(advisor):
+    """Regular mode on 4 vCPU is bound by main near seed 002's 31.9/s; the kernel's counts put ~3/4 of a regular
+    execution in main, so queue mode, which moves the executions to workers, is what a 4-vCPU server would need for
+    40/s, and the answer says how close that is."""
+    from n8n_sizer.advisor.catalog import find_size
+
+    host = advisor.host_for_size(find_size("cx33"))
+    regular = advisor.model.throughput_at(LIGHT, Setup(mode="regular"), host)
+    assert 27 <= regular <= 37  # seed 002: CX33 peaked at 31.93/s
+    assert advisor.model.binding_bound(LIGHT, Setup(mode="regular"), host).name == "main"
     rec = advisor.answer(Request(rps=40, vcpu=4, profile=LIGHT))
-    assert not rec.feasible
-    assert 27 <= rec.capacity_per_s.mid <= 37  # seed 002: CX33 peaked at 31.93/s
-    assert any("would carry it" in w and "cx43" in w for w in rec.warnings)
-    single = next(a for a in rec.alternatives if a.hosts == 1)
-    assert single.topology[0].size == "cx43" and single.carries
+    assert rec.mode == "queue" and rec.capacity_per_s.mid > regular
+    if rec.feasible:
+        assert any("headroom" in w or "low end" in w for w in rec.warnings)
+    else:
+        assert any("would carry it" in w for w in rec.warnings)
+    assert any(a.carries for a in rec.alternatives)
 
 
 def test_without_vcpu_the_cheapest_size_with_headroom_is_chosen(advisor):

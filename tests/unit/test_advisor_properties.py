@@ -94,7 +94,7 @@ def test_no_warning_contradicts_the_binding_bound(grid):
         _assert_no_contradiction(rec, key)
 
 
-@pytest.mark.parametrize("rps, p95, hosts", [(20, 95, 1), (20, 95, MAX_HOSTS_DEFAULT), (5, 30, 1), (40, 100, 1)])
+@pytest.mark.parametrize("rps, p95, hosts", [(20, 60, 1), (20, 60, MAX_HOSTS_DEFAULT), (5, 30, 1), (40, 60, 1)])
 def test_a_missed_p95_target_is_a_latency_miss(advisor, rps, p95, hosts):
     rec = advisor.recommend(Request(rps=rps, profile=LIGHT, p95_ms=p95, max_hosts=hosts))
     assert not rec.feasible and rec.capacity_per_s.mid > rps
