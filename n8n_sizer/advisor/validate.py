@@ -113,7 +113,8 @@ def describe_setup(m: Measurement) -> str:
     return text
 
 
-def leave_one_out(measurements: list[Measurement] | tuple[Measurement, ...]) -> Validation:
+def leave_one_out(measurements: list[Measurement] | tuple[Measurement, ...], roles: bool = True) -> Validation:
+    """Every capacity point, and (with `roles`) every step's per-role rows, predicted by a fit without it."""
     full = fit_capacity(measurements)
     held: list[HeldOut] = []
     for point in full.points:
@@ -126,7 +127,7 @@ def leave_one_out(measurements: list[Measurement] | tuple[Measurement, ...]) -> 
                             measured_per_s=point.throughput_per_s, predicted_per_s=mid, low_per_s=low, high_per_s=high))
     demand = []
     # One step's rows (every role it counted) are held out together: they share that step's window and noise.
-    for mid_ in sorted({row.measurement.id for row in full.demand_rows}):
+    for mid_ in sorted({row.measurement.id for row in full.demand_rows}) if roles else ():
         fitted = fit_capacity(measurements, leave_out=mid_)
         for row in (r for r in full.demand_rows if r.measurement.id == mid_):
             demand.append(HeldOutDemand(id=row.id, role=row.role, setup=describe_setup(row.measurement),
