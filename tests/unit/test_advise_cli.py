@@ -170,7 +170,7 @@ def test_human_topology_output_names_hosts_roles_and_the_render_command():
     p = run(["--rps", "200"])
     assert p.returncode == 0, p.stderr
     for text in ("topology (process counts per host):", "webhook", "load_balancer 1", "EUR/month",
-                 "concurrency per vCPU", "render --topology advice.json", "prior postgres_share"):
+                 "concurrency per vCPU", "render --topology advice.json", "Postgres transactions/s"):
         assert text in p.stdout, text
 
 
