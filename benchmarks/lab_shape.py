@@ -11,8 +11,11 @@ scale x total vCPU` (lab/cpu.py). Per topology: `lab up` (2 generators, `ls-` na
 drain of at most 180 s), `lab down` whatever happened. Measured: the highest rate a step carried
 (`runs.stats.step_throughput`), and the ledger (every accepted request matched to its stored execution). Predicted:
 the advisor's capacity for the same topology with each host scored as its own host of `vcpu x scale` cores
-(`lab.cpu.lab_host_cores`) at this machine's speed, with its binding bound. The machine is shared: the load
-average before and after each bench is printed beside its figure. `--quick` runs the first 3 topologies.
+(`lab.cpu.lab_host_cores`) at this machine's speed, with its binding bound, the advisor refitted on the embedded
+measurements plus the per-role CPU rows of the OTHER topologies' runs (leave one topology out: this machine's speed
+and how CPU splits between roles come from them; nothing a topology's own run measured informs its prediction).
+The load average before and after each bench is printed beside its figure. `--quick` runs the first 3 topologies;
+`--from FOLDER` predicts an earlier run's topologies again with the model as it is now, without a lab.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from n8n_sizer.deploy.topology import parse_topology
-from n8n_sizer.lab.cpu import lab_host_cores
+from n8n_sizer.lab.cpu import lab_host_cores, plan_for_topology
 from n8n_sizer.lab.netns import lab_up, remove_lab
 from n8n_sizer.runs.stats import step_rate, step_throughput
 from n8n_sizer.runs.store import RunStore
@@ -164,15 +167,22 @@ def step_costs(results: Path) -> list[tuple[str, float, bool, dict[str, float], 
     return out
 
 
-def busiest_host(results: Path, scale: float, groups: list[dict]) -> str:
-    """The host nearest its budget at the highest step (cpuacct of its whole group): what measurably bound."""
+def budget_used(results: Path, scale: float, groups: list[dict]) -> dict[str, float]:
+    """Each host's share of its budget its whole group used (cpuacct) at the run's highest step."""
     run = next(p for p in results.iterdir() if (p / "run.json").is_file())
     steps = RunStore.open(run).manifest.extra.get("steps", {}).get("cluster", {})
     top = max((s for s in steps if steps[s].get("host_cpu_ms")), key=lambda s: step_rate(s) or 0, default=None)
     if top is None:
-        return "n/a"
+        return {}
     vcpu = {h.name: h.vcpu for h in parse_topology(topology(groups)).hosts()}
-    used = {h: ms / 1000.0 / steps[top]["counted_s"] / (vcpu[h] * scale) for h, ms in steps[top]["host_cpu_ms"].items()}
+    return {h: ms / 1000.0 / steps[top]["counted_s"] / (vcpu[h] * scale) for h, ms in steps[top]["host_cpu_ms"].items()}
+
+
+def busiest_host(results: Path, scale: float, groups: list[dict]) -> str:
+    """The host nearest its budget at the highest step (cpuacct of its whole group): what measurably bound."""
+    used = budget_used(results, scale, groups)
+    if not used:
+        return "n/a"
     name = max(used, key=used.get)
     second = max((v for h, v in used.items() if h != name), default=0.0)
     return f"{name} {used[name]:.0%} of its budget (next {second:.0%})"
@@ -182,12 +192,28 @@ def loadavg() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
-def predict(groups: list[dict], scale: float) -> dict:
-    """The advisor's capacity for `groups` with each host its own `vcpu x scale` cores at this machine's speed."""
+def demand_rows(results: Path):
+    """A lab run's per-role CPU rows (the kernel's counts per step of at least 2/s), with what its steps answered
+    removed: evidence of this machine's speed and of how an execution's CPU splits between roles, not of a
+    capacity (a lab's steps are several budgeted hosts, not one host)."""
+    from n8n_sizer.runs.fit_input import load_results
+
+    blank = {"answered_per_min": None, "executions_per_s": None, "errors": None, "p50_ms": None, "p95_ms": None,
+             "p99_ms": None}
+    return [m.model_copy(update={"results": m.results.model_copy(update=blank)}) for m in load_results(results)
+            if (m.results.demand_executions_per_s or 0.0) >= 2.0]
+
+
+def predict(groups: list[dict], scale: float, evidence: list | None = None, usable: float = 1.0,
+            outside_cores: float = 0.0) -> dict:
+    """The advisor's capacity for `groups` with each host its own `vcpu x scale` cores at this machine's speed,
+    fitted on the embedded measurements plus `evidence` (the other topologies' per-role rows). A host's cores
+    for its roles: its quota x `usable` (the share of a CFS quota a saturated host's processes reach) less
+    `outside_cores` (what its group spends outside the roles: the sampler, sshd)."""
     from n8n_sizer.advisor.answer.contract import Roles
     from n8n_sizer.advisor.answer.given import GivenGroup, given_layout
-    from n8n_sizer.advisor.capacity import HostShape
     from n8n_sizer.advisor.engine import build_advisor
+    from n8n_sizer.advisor.answer.lab_points import lab_host
     from n8n_sizer.advisor.profiles import profile_for
     from n8n_sizer.advisor.recommend import Request
     from n8n_sizer.cli.advise.given import this_machine
@@ -197,9 +223,9 @@ def predict(groups: list[dict], scale: float) -> dict:
     cpu = plan_for_topology(topo, "000000", cores=scale * total_vcpu(groups))
     record = {"topology": topology(groups), "cpu": cpu.model_dump(mode="json")}
     machine = this_machine()
-    advisor = build_advisor(None)
+    advisor = build_advisor(evidence or None)
     given = [GivenGroup(name=h.name, provider="hetzner", size=None, count=1, roles=Roles(**h.roles),
-                        host=HostShape(vcpu=h.cores, arch=machine.arch, host_class=machine.host_class),
+                        host=lab_host(h.cores, machine.arch, machine.host_class, usable, outside_cores),
                         monthly_eur=None, vcpu=h.vcpu) for h in lab_host_cores(record)]
     layout = given_layout(given, topo.concurrency, topo.db_pool_size.of("worker"))
     try:
@@ -208,7 +234,57 @@ def predict(groups: list[dict], scale: float) -> dict:
     except (ValueError, TypeError) as exc:  # e.g. a host of less than one core, which the advisor cannot state yet
         return {"capacity": None, "bound": f"advisor could not score it: {' '.join(str(exc).split())[:160]}"}
     data = rec.model_dump(mode="json")
-    return {"capacity": data["capacity_per_s"], "bound": bound_text(data.get("bound"))}
+    return {"capacity": data["capacity_per_s"], "bound": bound_text(data.get("bound")),
+            "warnings": [w for w in data.get("warnings", []) if "speed is taken" in w]}
+
+
+def embed(rows: list, chosen: list, scale: float, page: str) -> int:
+    """Write the measured topologies to n8n_sizer/data/lab_shape.json (advisor/lab_points.py), replacing it; their
+    per-role rows go in with `scripts/embed_local_rows.py --counted --quiet-machine` (the same run tags)."""
+    group_of = {lab: g for lab, g, _ in chosen}
+    points = []
+    for label, _, pred, got, _ in rows:
+        if "results" not in got:
+            continue
+        run = next(p for p in Path(got["results"]).iterdir() if (p / "run.json").is_file())
+        run_id = RunStore.open(run).manifest.run_id
+        topo = parse_topology(topology(group_of[label]))
+        cpu = plan_for_topology(topo, "000000", cores=scale * total_vcpu(group_of[label]))
+        hosts = lab_host_cores({"topology": topology(group_of[label]), "cpu": cpu.model_dump(mode="json")})
+        others = [o for r in rows if r[0] != label and "overhead" in r[3] for o in r[3]["overhead"]]
+        points.append({"id": f"lab-{run_id[-6:]}", "label": label, "concurrency": topo.concurrency,
+                       "worker_pool": topo.db_pool_size.of("worker"),
+                       "hosts": [{"name": h.name, "roles": h.roles, "cores": h.cores, "vcpu": h.vcpu} for h in hosts],
+                       "usable": round(pred["usable"], 4),
+                       "outside_cores": round(statistics.median(others), 4) if others else 0.0,
+                       "measured_per_s": round(got["measured"], 3), "accepted": got["ledger"]["accepted"],
+                       "lost": len(got["ledger"].get("lost_seqs") or []), "row_tag": run_id[-6:],
+                       "host_class": "cgroup-quiet", "machine_load_avg": list(got["load"]),
+                       "source": f"{page}, run {run_id}"})
+    out = Path(__file__).resolve().parent.parent / "n8n_sizer" / "data" / "lab_shape.json"
+    out.write_text(json.dumps({"about": "lab topologies measured by benchmarks/lab_shape.py (advisor/lab_points.py)",
+                               "scale": scale, "points": points}, indent=1) + "\n", encoding="utf-8")
+    print(f"{len(points)} lab topologies into {out}")
+    return 0
+
+
+def predict_all(rows: list, chosen: list, scale: float) -> list:
+    """Each measured topology predicted by the advisor refitted on the OTHER topologies' per-role rows (leave one
+    topology out: its own run never informs its prediction)."""
+    rows_by = {r[0]: demand_rows(Path(r[3]["results"])) for r in rows if "results" in r[3]}
+    group_of = {lab: g for lab, g, _ in chosen}
+    # the busiest host's share of its quota at each run's top step: how much of a quota saturated n8n reaches
+    reached = {r[0]: max(budget_used(Path(r[3]["results"]), scale, group_of[r[0]]).values(), default=None)
+               for r in rows if "results" in r[3]}
+    out = []
+    for label, expect, _, got, took in rows:
+        evidence = [m for other, ms in rows_by.items() if other != label for m in ms]
+        shares = [v for other, v in reached.items() if other != label and v is not None]
+        outside = [o for r in rows if r[0] != label and "overhead" in r[3] for o in r[3]["overhead"]]
+        usable = min(statistics.median(shares), 1.0) if shares else 1.0
+        pred = predict(group_of[label], scale, evidence, usable, statistics.median(outside) if outside else 0.0)
+        out.append((label, expect, {**pred, "usable": usable}, got, took))
+    return out
 
 
 def bound_text(bound) -> str:
@@ -266,6 +342,8 @@ def main() -> int:
                    "1.5 cores, 0.125; the runs in docs/lab.md used 0.1071)")
     p.add_argument("--from", dest="again", type=Path, default=None,
                    help="print the tables again from an earlier run's folder (its summary.json and results), no lab")
+    p.add_argument("--embed", default=None, metavar="PAGE",
+                   help="with --from: write its topologies to n8n_sizer/data/lab_shape.json, PAGE their provenance")
     a = p.parse_args()
     console = Console(width=200)  # the table is read from a log as often as from a terminal
     if a.again is not None:
@@ -273,7 +351,11 @@ def main() -> int:
         by_label = {label: (groups, expect) for label, groups, expect in TOPOLOGIES}
         chosen = [(r["topology"], *by_label[r["topology"]]) for r in saved]
         rows = [(r["topology"], by_label[r["topology"]][1], r["predicted"], r["measured"], None) for r in saved]
-        return report(rows, chosen, a.scale or saved[0].get("scale") or default_scale(), console, a.again)
+        scale = a.scale or saved[0].get("scale") or default_scale()
+        rows = predict_all(rows, chosen, scale)
+        if a.embed:
+            return embed(rows, chosen, scale, a.embed)
+        return report(rows, chosen, scale, console, a.again)
     chosen = TOPOLOGIES[:3] if a.quick else TOPOLOGIES
     scale = a.scale or default_scale()
     folder = Path(tempfile.mkdtemp(prefix="n8n-sizer-lab-shape-"))
@@ -284,20 +366,18 @@ def main() -> int:
     with Progress(console=console, transient=False) as progress:
         task = progress.add_task("topologies", total=len(chosen))
         for i, (label, groups, expect) in enumerate(chosen, start=1):
-            progress.update(task, description=f"{label}: predicting")
-            pred = predict(groups, scale)
             progress.update(task, description=f"{label}: lab up, deploy, bench")
             started = time.monotonic()
             got = measure(label, groups, scale, expected_ceiling(groups, scale), a.step_seconds, folder, i)
-            rows.append((label, expect, pred, got, time.monotonic() - started))
+            rows.append((label, expect, None, got, time.monotonic() - started))
             progress.advance(task)
             if "error" in got:
                 console.print(f"[red]{label}: bench failed[/red]: {got['error']}")
             else:
-                said = "n/a" if pred["capacity"] is None else f"{pred['capacity']['mid']:.2f}/s"
-                console.print(f"{label}: measured {got['measured']:.2f}/s, predicted {said} "
+                console.print(f"{label}: measured {got['measured']:.2f}/s "
                               f"(load average {got['load'][0]:.1f} -> {got['load'][1]:.1f}); steps "
                               + ", ".join(f"{o:g}->{c:.2f}{'' if k else '!'}" for o, c, k in got["carried"]))
+    rows = predict_all(rows, chosen, scale)
     (folder / "summary.json").write_text(json.dumps([{"topology": r[0], "predicted": r[2], "measured": r[3],
                                                       "scale": scale} for r in rows], indent=1, default=str))
     return report(rows, chosen, scale, console, folder)

@@ -41,6 +41,10 @@ PREFIX = "local-"
 # stack of the same machine while it was shared (load average 10-17): their own speed factor, like the above.
 CG_HOST_CLASS = "cgroup-shared"
 CG_PREFIX = "cg-"
+# The same counts made on the quiet machine (benchmarks/role_costs.py and benchmarks/lab_shape.py with nothing else
+# running): a speed factor of their own too, since the machine's load moves CPU time per operation.
+CGQ_HOST_CLASS = "cgroup-quiet"
+CGQ_PREFIX = "cgq-"
 ALL_ROLES = "main,webhook,worker,runner,postgres,redis,load_balancer"
 MIN_RATE_PER_S = 2.0
 
@@ -58,7 +62,7 @@ def command_of(spec: dict) -> str:
     return " ".join(words)
 
 
-def rows_of(folder: Path, page: str, keep: set[str], counted: bool = False) -> list[dict]:
+def rows_of(folder: Path, page: str, keep: set[str], counted: bool = False, quiet: bool = False) -> list[dict]:
     """The embedded rows of one run. `counted`: the kernel's accounting (cgroup cpuacct per role, issue 25) made
     its figures: only steps it counted, every role, ids `cg-`, host class CG_HOST_CLASS; else the sampled rows of
     before (`local-`, host class HOST_CLASS)."""
@@ -92,7 +96,8 @@ def rows_of(folder: Path, page: str, keep: set[str], counted: bool = False) -> l
                 ops["redis_commands_per_execution"] = round(info["redis_commands"] / answered, 1)
             if info.get("postgres_transactions") is not None:
                 ops["postgres_transactions_per_execution"] = round(info["postgres_transactions"] / answered, 1)
-        prefix, host_class = (CG_PREFIX, CG_HOST_CLASS) if counted else (PREFIX, HOST_CLASS)
+        prefix, host_class = ((CGQ_PREFIX, CGQ_HOST_CLASS) if quiet else (CG_PREFIX, CG_HOST_CLASS)) if counted \
+            else (PREFIX, HOST_CLASS)
         where = "lab" if target == "cluster" else "local"
         out.append({
             "id": f"{prefix}{where}-{m.workflow}-q{m.setup.workers}w-wh{wh}-{manifest.run_id[-6:]}-{step}",
@@ -103,12 +108,15 @@ def rows_of(folder: Path, page: str, keep: set[str], counted: bool = False) -> l
             "workflow": m.workflow,
             "setup": {**m.setup.model_dump(), "webhook_processors": wh},
             "load": {"kind": "open", "offered_rps": m.load.offered_rps, "duration_s": m.load.duration_s,
-                     "generator": "n8n-sizer bench", "note": command},
+                     "generator": "n8n-sizer bench", "note": command,
+                     **({"machine_load_avg": round(statistics.mean(loads), 1)} if loads else {}),
+                     "machine_shared": not quiet},
             "results": {**{k: round(v, 2) for k, v in roles.items()},
                         "demand_executions_per_s": round(m.results.demand_executions_per_s, 3), **ops},
             "note": (f"{date}, {facts['cpu_model']}, {facts['os']}; per-role CPU per execution over the step "
                      f"(answered {m.results.answered_per_min / 60:.2f}/s of {m.load.offered_rps:g}/s offered; "
-                     f"machine load average {statistics.mean(loads):.1f} on 2 cores, shared with other work)"
+                     f"machine load average {statistics.mean(loads):.1f} on 2 cores"
+                     + (", nothing else measuring)" if quiet else ", shared with other work)")
                      if loads else f"{date}, {facts['cpu_model']}, {facts['os']}"),
         })
     return out
@@ -121,11 +129,14 @@ def main() -> None:
     parser.add_argument("--roles", default=ALL_ROLES, help=f"roles whose CPU rows are embedded (default {ALL_ROLES})")
     parser.add_argument("--counted", action="store_true",
                         help="runs whose steps the kernel counted per role (cgroups): rows `cg-`, replacing those")
+    parser.add_argument("--quiet-machine", action="store_true",
+                        help="with --counted: runs made with nothing else measuring (rows `cgq-`, replacing those)")
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
-    prefix = CG_PREFIX if args.counted else PREFIX
+    prefix = (CGQ_PREFIX if args.quiet_machine else CG_PREFIX) if args.counted else PREFIX
     kept = [m for m in data["measurements"] if not m["id"].startswith(prefix)]
-    new = [row for folder in args.runs for row in rows_of(folder, args.page, set(args.roles.split(",")), args.counted)]
+    new = [row for folder in args.runs
+           for row in rows_of(folder, args.page, set(args.roles.split(",")), args.counted, args.quiet_machine)]
     data["measurements"] = kept + new
     DATA.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{len(new)} rows from {len(args.runs)} runs into {DATA}")

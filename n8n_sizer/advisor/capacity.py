@@ -116,6 +116,10 @@ class CapacityModel:
         """Cores one n8n process can keep busy (its loop plus helper threads)."""
         return self.params.get("process_cores", 1.0)
 
+    def process_cores_on(self, vcpu: float) -> float:
+        """Cores one n8n process keeps busy on a host of `vcpu`: `process_cores`, never more than the host has."""
+        return min(max(vcpu, 1e-9), self.process_cores)
+
     # --- demands -------------------------------------------------------------------------------
     def host_factor(self, host: HostShape) -> float:
         """CPU time multiplier of a host relative to the reference host class."""
@@ -127,12 +131,19 @@ class CapacityModel:
         per-node price where the workflow was priced from its nodes (1 otherwise)."""
         return self.params[f"overhead:{profile.overhead_key}"] * profile.overhead_ratio
 
+    def runner_s(self, profile: WorkflowProfile) -> float:
+        """Task-runner CPU per execution on the reference host: the Code nodes' JavaScript (x runner_factor) plus
+        one round trip per Code node (fitted from the kernel's per-role counts)."""
+        trip = self.params.get("runner_round_trip_ms", 0.0) / 1000.0
+        return profile.code_cpu_s * self.params["runner_factor"] + profile.code_nodes * trip
+
     def demands(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> Demands:
         h = self.host_factor(host)
-        runner = profile.code_cpu_s * self.params["runner_factor"] * h
+        runner = self.runner_s(profile) * h
         overhead = self.overhead_s(profile) * h
         if setup.mode == "regular":
-            main = self.params["main_share_regular"] * overhead
+            # With SQLite the database runs inside main: main carries the whole overhead.
+            main = (1.0 if setup.db == "sqlite" else self.params["main_share_regular"]) * overhead
             return Demands(total_s=overhead + runner, main_s=main, worker_s=0.0, runner_s=runner,
                            path_s=main + runner, wait_s=profile.wait_s)
         q_overhead = overhead * self.params["queue_factor"]
@@ -154,7 +165,7 @@ class CapacityModel:
 
     def bounds(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> list[Bound]:
         d = self.demands(profile, setup, host)
-        pc = self.process_cores
+        pc = self.process_cores_on(host.vcpu)
         free = max(host.vcpu - self.idle_cores * setup.n8n_processes, 1e-9)
         out = [Bound("cpu", free / d.total_s, f"{host.vcpu:g} vCPU / {d.total_s * 1000:.0f} ms CPU per execution")]
         out.append(Bound("main", pc / d.main_s, f"main: {pc:.2f} cores / {d.main_s * 1000:.0f} ms per execution"))

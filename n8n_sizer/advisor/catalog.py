@@ -15,6 +15,7 @@ from pydantic import Field
 from n8n_sizer.safety.frozen import Frozen
 
 Provider = Literal["hetzner", "gcp"]
+SKYLAKE_CLASS = "seed-002-skylake"  # seed 002's Intel Xeon (Skylake) host, slower per core than its EPYC-Rome ones
 Arch = Literal["x86", "arm"]
 
 
@@ -30,6 +31,9 @@ class ServerSize(Frozen):
     baseline_vcpu: float = Field(gt=0)
     cpu: str
     price_source: Literal["seed-002", "estimate"]
+    # Whose CPU speed the model gives it: seed 002 measured its CX23 on an Intel Xeon (Skylake) and its CX33/CX43 on
+    # AMD EPYC-Rome, one execution alone taking 104 ms on the first and 72-78 ms on the others: two speeds.
+    host_class: str = "seed-002"
 
     @property
     def hourly_eur(self) -> float:
@@ -38,7 +42,8 @@ class ServerSize(Frozen):
 
 def _hz(size: str, vcpu: int, arch: Arch, ram_gib: int, eur: float, cpu: str) -> ServerSize:
     return ServerSize(provider="hetzner", size=size, vcpu=vcpu, arch=arch, ram_mib=ram_gib * 1024,
-                      monthly_eur=eur, baseline_vcpu=float(vcpu), cpu=cpu, price_source="seed-002")
+                      monthly_eur=eur, baseline_vcpu=float(vcpu), cpu=cpu, price_source="seed-002",
+                      host_class=SKYLAKE_CLASS if "Skylake" in cpu else "seed-002")
 
 
 def _e2(size: str, vcpu: int, ram_mib: int, usd: float, baseline: float | None = None) -> ServerSize:

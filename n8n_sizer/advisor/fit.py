@@ -56,7 +56,9 @@ def _role_prior_specs() -> tuple[ParamSpec, ...]:
     uncertainty (a factor of two, log sd 0.7) widens a topology's interval honestly meanwhile."""
     from n8n_sizer.advisor.roles import PRIORS
 
-    return tuple(ParamSpec(p.name, p.value / 20.0, p.value * 20.0, p.value, 0.7, p.why) for p in PRIORS)
+    # Bounds a factor of 100 either way: wide enough that no measurement is censored by them (Redis measured 20x
+    # its prior of before); the prior itself holds only where no row speaks.
+    return tuple(ParamSpec(p.name, p.value / 100.0, p.value * 100.0, p.value, 0.7, p.why) for p in PRIORS)
 
 
 BASE_SPECS = BASE_SPECS + _role_prior_specs()
@@ -75,12 +77,26 @@ class DemandRow:
         return f"{self.measurement.id}:{self.role}"
 
 
+def shared_machine(m: Measurement) -> str | None:
+    """Why `m`'s per-role figures are left out, or None. A machine that other work shared while it measured (as
+    recorded when its rows were embedded) gives every process a CPU time per operation that moves with what else
+    ran (caches, SMT siblings, migrations): noise about the roles. The rule looks at how a row was measured,
+    never at its figure."""
+    if m.load.machine_shared:
+        load = f" (load average {m.load.machine_load_avg:g})" if m.load.machine_load_avg is not None else ""
+        return f"measured while other work shared the machine{load}: its per-role CPU is noise, not fitted"
+    return None
+
+
 def select_demand_rows(measurements) -> list[DemandRow]:
-    """Every `<role>_cpu_ms` figure of a built-in or user workflow (see roles.MEASURED_ROLES)."""
+    """Every `<role>_cpu_ms` figure of a built-in or user workflow (see roles.MEASURED_ROLES), but those of a shared
+    machine (`shared_machine`)."""
     from n8n_sizer.advisor.roles import MEASURED_ROLES
 
     out = []
     for m in measurements:
+        if shared_machine(m):
+            continue
         for role in MEASURED_ROLES:
             v = getattr(m.results, f"{role}_cpu_ms")
             if v is not None and v > 0:
@@ -88,11 +104,20 @@ def select_demand_rows(measurements) -> list[DemandRow]:
     return sorted(out, key=lambda r: r.id)
 
 
+def excluded_demand(measurements) -> list[Excluded]:
+    """The measurements with per-role figures left out by `shared_machine`, each with its reason."""
+    from n8n_sizer.advisor.roles import MEASURED_ROLES
+
+    return [Excluded(m, why) for m in measurements if (why := shared_machine(m))
+            and any(getattr(m.results, f"{role}_cpu_ms") for role in MEASURED_ROLES)]
+
+
 def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
     from n8n_sizer.advisor.roles import predicted_role_cpu_s
 
     m = row.measurement
-    busy = predicted_role_cpu_s(model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host_of(m), row.role)
+    busy = predicted_role_cpu_s(model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host_of(m), row.role,
+                                m.setup.db)
     rate = m.results.demand_executions_per_s
     if busy is None or not rate:
         return busy
@@ -100,6 +125,43 @@ def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
     # figure too, spread over the window's executions: rows of one setup at two rates pin it.
     processes = {"main": 1, "webhook": m.setup.webhook_processors, "worker": m.setup.workers}.get(row.role, 0)
     return busy + model.idle_cores * processes / rate
+
+
+@dataclass(frozen=True)
+class LoneRow:
+    """One execution alone (a closed load of 1 in flight): its median time. Beside the same workflow's on hosts
+    of another CPU of the same architecture, measured by the same source with the same setup, it measures their
+    relative speed per core (seed 002: 104 ms on its Skylake CX23, 72 and 78 ms on its EPYC-Rome CX33 and CX43).
+    Across architectures it does not: the JIT emits other code, and seed 002 itself found that a CPU benchmark
+    does not predict n8n's speed from ARM to x86."""
+
+    measurement: Measurement
+    ms: float
+
+    @property
+    def id(self) -> str:
+        return self.measurement.id
+
+    @property
+    def key(self) -> str:
+        m = self.measurement
+        return f"lone_ms:{m.source.rsplit('/', 1)[-1].split('_', 1)[0]}:{m.workflow}:{m.setup.mode}:{m.setup.db}"
+
+
+def select_lone_rows(measurements) -> list[LoneRow]:
+    """Lone-execution medians of sources that measured one setup on hosts of two or more CPU classes of one
+    architecture; rows of one class say nothing about speed and are left out, whatever they measured."""
+    rows = [LoneRow(m, m.results.p50_ms) for m in measurements
+            if m.load.kind == "closed" and m.load.concurrency == 1 and m.results.p50_ms]
+    speeds: dict[str, set] = {}
+    for r in rows:
+        speeds.setdefault(r.key, set()).add((r.measurement.hardware.host_class, r.measurement.hardware.arch))
+    return sorted((r for r in rows if len(speeds[r.key]) >= 2), key=lambda r: r.id)
+
+
+def _lone_spec(key: str) -> ParamSpec:
+    return ParamSpec(key, 1.0, 10_000.0, 100.0, 3.0,
+                     "one execution's median time alone on the reference host, for the setup in its name")
 
 
 def _overhead_spec(key: str) -> ParamSpec:
@@ -191,14 +253,16 @@ class TooFewPoints(ValueError):
 def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
                  leave_out: str | None = None) -> FittedModel:
     """Fit demands to every capacity point and per-role demand row (but `leave_out`, a point's or a demand
-    row's id, for leave-one-out validation)."""
+    row's id, or a measurement's id for all its rows, for leave-one-out validation)."""
     import numpy as np  # imported here: only fitting needs numpy and scipy
     from scipy.optimize import least_squares
 
     workflows = set(BUILTIN) | {m.workflow for m in measurements if is_user_point(m)}
     points, excluded = select_capacity_points(measurements, workflows)
+    excluded = excluded + excluded_demand(measurements)
     demand_rows = [r for r in select_demand_rows(measurements)
-                   if r.measurement.workflow in workflows and r.id != leave_out]
+                   if r.measurement.workflow in workflows and leave_out not in (r.id, r.measurement.id)]
+    lone_rows = [r for r in select_lone_rows(measurements) if r.id != leave_out]
     if leave_out is not None:
         points = [p for p in points if p.measurement.id != leave_out]
     if not points:
@@ -213,8 +277,10 @@ def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
     # Demand rows of a host class without capacity points (a machine shared with other work, whose CPU time
     # per operation runs high) get a speed factor of their own: they then pin how CPU splits between roles.
     classes = sorted(({p.measurement.hardware.host_class for p in points}
-                      | {r.measurement.hardware.host_class for r in demand_rows}) - {reference})
-    specs = list(BASE_SPECS) + [_overhead_spec(k) for k in overhead_keys] + [_speed_spec(c) for c in classes]
+                      | {r.measurement.hardware.host_class for r in demand_rows}
+                      | {r.measurement.hardware.host_class for r in lone_rows}) - {reference})
+    specs = (list(BASE_SPECS) + [_overhead_spec(k) for k in overhead_keys] + [_speed_spec(c) for c in classes]
+             + [_lone_spec(k) for k in sorted({r.key for r in lone_rows})])
     lo = np.log([s.lo for s in specs])
     hi = np.log([s.hi for s in specs])
     prior = np.log([s.prior for s in specs])
@@ -235,10 +301,15 @@ def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
         model = model_for(z)
         return np.array([math.log(max(predict_demand(model, r) or 1e-9, 1e-9) / r.cpu_s) for r in demand_rows])
 
+    def lone_residuals(z: np.ndarray) -> np.ndarray:
+        model = model_for(z)
+        return np.array([math.log(model.params[r.key] * model.host_factor(host_of(r.measurement)) / r.ms)
+                         for r in lone_rows])
+
     def residuals(z: np.ndarray) -> np.ndarray:
         # Data rows in units of the expected run-to-run noise, so priors and data weigh as they should.
         return np.concatenate([data_residuals(z) / NOISE_FLOOR, demand_residuals(z) / NOISE_FLOOR,
-                               (z - prior) / prior_sd])
+                               lone_residuals(z) / NOISE_FLOOR, (z - prior) / prior_sd])
 
     z0 = np.clip(prior, lo + 1e-9, hi - 1e-9)
     result = least_squares(residuals, z0, bounds=(lo, hi), method="trf", x_scale=1.0, xtol=1e-10, ftol=1e-10)
@@ -247,13 +318,15 @@ def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
     n = len(points)
     dof = max(1, n - len(BASE_SPECS) + len(_role_prior_specs()))
     resid_sd = max(math.sqrt(float(np.sum(data_res ** 2)) / dof), NOISE_FLOOR)
-    nd = n + len(demand_rows)
+    nd = n + len(demand_rows) + len(lone_rows)
     jac_data = result.jac[:nd] * NOISE_FLOOR  # back to log units
     fisher = jac_data.T @ jac_data / resid_sd ** 2 + result.jac[nd:].T @ result.jac[nd:]
     log_cov = np.linalg.pinv(fisher).tolist()
+
     model = model_for(z)
     res = {p.measurement.id: float(r / w) for p, r, w in zip(points, data_res, weights)}
     res.update({r.id: float(v) for r, v in zip(demand_rows, demand_residuals(z))})
+    res.update({r.id: float(v) for r, v in zip(lone_rows, lone_residuals(z))})
     return FittedModel(model=model, specs=specs, log_cov=log_cov, resid_sd_log=resid_sd, points=points,
                        excluded=excluded, residuals=res, demand_rows=demand_rows)
 
@@ -268,8 +341,10 @@ def fitted_to_dict(fitted: FittedModel, measurements_sha256: str) -> dict:
 def fitted_from_dict(data: dict, measurements: list[Measurement] | tuple[Measurement, ...]) -> FittedModel:
     """Rebuild a FittedModel from `fitted_to_dict` output and the same measurements it was fitted on."""
     points, excluded = select_capacity_points(measurements, set(BUILTIN))
+    excluded = excluded + excluded_demand(measurements)
     known = {s.name: s for s in BASE_SPECS}
     specs = [known.get(n) or (_overhead_spec(n.split(":", 1)[1]) if n.startswith("overhead:")
+                              else _lone_spec(n) if n.startswith("lone_ms:")
                               else _speed_spec(n.split(":", 1)[1])) for n in data["spec_names"]]
     return FittedModel(model=CapacityModel(data["params"], data["reference_class"]), specs=specs,
                        log_cov=data["log_cov"], resid_sd_log=data["resid_sd_log"], points=points,

@@ -47,6 +47,10 @@ class Load(Frozen):
     max_in_flight: int | None = None
     generator: str | None = None
     network_rtt_ms: float | None = None  # round trip between load generator and server, inside every latency
+    # The machine's 1-minute load average over the measurement (its own processes and anything else), and whether
+    # other work shared the machine while it measured, as recorded when the rows were embedded.
+    machine_load_avg: float | None = Field(None, ge=0)
+    machine_shared: bool = False
     note: str | None = None
 
 

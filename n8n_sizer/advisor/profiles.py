@@ -1,7 +1,8 @@
 """Workflow profiles: what one execution costs, apart from n8n's own overhead (which the model fits).
 
-- `light` is seed 002's workflow: Webhook -> Code (doubles a number) -> respond. Its Code node is trivial,
-  so its whole cost is n8n's per-execution overhead, fitted from the measurements.
+- `light` is seed 002's workflow: Webhook -> Code (doubles a number) -> respond. Its Code node's JavaScript is
+  trivial; what the runner still spends per execution (its round trip) is the fitted `runner_round_trip_ms`, the
+  rest is n8n's per-execution overhead, fitted.
 - `code-heavy` is seed 000's: Webhook -> Code (fixed integer loop, 187 ms CPU warm, seed 000 "How we
   tested") -> Wait 0.5 s -> Set. The Code node's CPU runs in the task runner; the wait holds a
   concurrency slot but no CPU.
@@ -26,6 +27,7 @@ class WorkflowProfile(Frozen):
     wait_ms: float = Field(ge=0)  # time per execution spent waiting, holding a slot but no CPU
     overhead_key: str  # which fitted n8n-overhead parameter this profile uses
     measured: bool  # False when no embedded measurement ran this workflow
+    code_nodes: int = Field(1, ge=0, le=10_000)  # Code nodes per execution: each costs its runner a round trip
     # A workflow priced from its nodes (advisor/workflow_price): its n8n overhead relative to overhead_key's fitted
     # one, and that ratio's uncertainty (log sd), which widens every interval of an answer about it.
     overhead_ratio: float = Field(1.0, gt=0, le=1000)
@@ -55,7 +57,7 @@ def profile_for(workload: str, cpu_ms: float | None = None, wait_ms: float | Non
         if wait_ms is not None and wait_ms < 0:
             raise InputError(f"--wait-ms must be >= 0 (got {wait_ms:g}); it is the time each execution waits on I/O")
         return WorkflowProfile(name="custom", code_cpu_ms=cpu_ms or 0.0, wait_ms=wait_ms or 0.0,
-                               overhead_key="light", measured=False)
+                               overhead_key="light", measured=False, code_nodes=1)
     if workload not in BUILTIN:
         raise InputError(f"unknown --workload {workload!r}; accepted: {', '.join(WORKLOADS)} "
                          "(or give --cpu-ms/--wait-ms for a custom profile)")

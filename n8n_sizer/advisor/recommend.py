@@ -57,8 +57,9 @@ class Advisor:
 
     # --- hosts ---------------------------------------------------------------------------------
     def host_for_size(self, size: ServerSize) -> HostShape:
-        # Hetzner sizes run at seed 002's measured speed; GCP has no throughput measurement, so the same speed.
-        return HostShape(vcpu=size.baseline_vcpu, arch=size.arch, host_class="seed-002", ram_mib=size.ram_mib)
+        # Hetzner sizes run at the speed seed 002 measured on their CPU; GCP has no throughput measurement, so the
+        # reference speed.
+        return HostShape(vcpu=size.baseline_vcpu, arch=size.arch, host_class=size.host_class, ram_mib=size.ram_mib)
 
     def host_for_vcpu(self, vcpu: int, arch: str, ram_mib: int | None = None) -> HostShape:
         return HostShape(vcpu=float(vcpu), arch=arch, host_class=self.model.reference_class,

@@ -28,20 +28,22 @@ class Prior:
 # did without them (parse, create the execution, enqueue, wait for the job, answer): same share of the
 # queue-mode overhead. n8n's hosting docs route /webhook/* to them; nothing embedded has measured one yet.
 WEBHOOK_FACTOR = Prior("webhook_factor", 1.0, "a webhook processor's CPU per webhook relative to main's in queue "
-                       "mode without webhook processors (same job: receive, enqueue, wait, answer); not measured")
+                       "mode without webhook processors (same job: receive, enqueue, wait, answer); held only "
+                       "where no webhook row is fitted")
 # Main keeps the editor, the API, timers and job-status events; per production execution it does little.
 MAIN_RESIDUAL_SHARE = Prior("main_residual_share", 0.005, "main's share of the queue-mode overhead once webhook "
-                            "processors take production webhooks (editor, timers, job events only); not measured")
+                            "processors take production webhooks (editor, timers, job events only); held only where "
+                            "no main row beside webhook processors is fitted")
 # notes/real-n8n.md: on 2 saturated cores at 25.5/s (78 ms per execution), worker + main took 72 ms: the 6 ms
 # left (8%) is Postgres, Redis and the kernel together. Postgres gets most of it, Redis little.
 POSTGRES_SHARE = Prior("postgres_share", 0.05, "Postgres server CPU as a share of the queue-mode overhead; the "
                        "notes' per-process rows leave ~8% for Postgres, Redis and the kernel together")
-REDIS_SHARE = Prior("redis_share", 0.001, "Redis CPU as a share of the queue-mode overhead (~0.14 ms per light "
-                    "execution: Bull's dozen or two commands per job at ~10 us each); single-threaded, so one core "
-                    "is its ceiling; not measured")
+REDIS_SHARE = Prior("redis_share", 0.001, "Redis CPU as a share of the queue-mode overhead (a guess of ~0.14 ms "
+                    "per light execution; the kernel counted ~50 Bull commands and 1.2-2.3 ms per execution, the "
+                    "cg rows); single-threaded, so one core is its ceiling; held only where no Redis row is fitted")
 # A reverse proxy (Caddy/nginx) forwarding a small JSON webhook: well under a millisecond of CPU.
 LB_CPU_MS = Prior("load_balancer_cpu_ms", 0.3, "load balancer CPU per proxied request on the reference host; "
-                  "not measured here")
+                  "held only where no load-balancer row is fitted")
 PRIORS = (WEBHOOK_FACTOR, MAIN_RESIDUAL_SHARE, POSTGRES_SHARE, REDIS_SHARE, LB_CPU_MS)
 MEASURED_ROLES = ("main", "webhook", "worker", "runner", "postgres", "redis", "load_balancer")
 # Which per-role rows pin which prior (a main row pins main's residual share only with webhook processors).
@@ -90,21 +92,23 @@ def role_demands(model: CapacityModel, profile: WorkflowProfile, webhook_process
     ingest = m * q * (prior_value(p, WEBHOOK_FACTOR) if webhook_processors else 1.0)
     return RoleDemands(
         ingest_s=ingest, main_residual_s=prior_value(p, MAIN_RESIDUAL_SHARE) * q if webhook_processors else 0.0,
-        worker_s=w * q, runner_s=profile.code_cpu_s * p["runner_factor"],
+        worker_s=w * q, runner_s=model.runner_s(profile),
         postgres_s=pg * q, redis_s=redis * q,
         rest_ingest_s=rest * m / (m + w), rest_worker_s=rest * w / (m + w),
         load_balancer_s=prior_value(p, LB_CPU_MS) / 1000.0, wait_s=profile.wait_s)
 
 
 def predicted_role_cpu_s(model: CapacityModel, profile: WorkflowProfile, mode: str, webhook_processors: int,
-                         host: HostShape, role: str) -> float | None:
+                         host: HostShape, role: str, db: str = "postgres") -> float | None:
     """The model's CPU seconds per execution for one process of `role` (per-role demand rows are compared
     with this). Per process: a webhook processor's figure is per execution it received. None when the
-    role does not exist in that setup."""
+    role does not exist in that setup. In regular mode an execution's overhead is main's and the database's:
+    Postgres does what main does not (with SQLite main does it all)."""
     h = model.host_factor(host)
     if mode == "regular":
-        d = model.demands(profile, _regular(), host)
-        return {"main": d.main_s, "runner": d.runner_s or None}.get(role)
+        d = model.demands(profile, _regular(db), host)
+        database = d.total_s - d.runner_s - d.main_s if db == "postgres" else None
+        return {"main": d.main_s, "runner": d.runner_s or None, "postgres": database}.get(role)
     r = role_demands(model, profile, webhook_processors > 0)
     values = {"main": r.main_residual_s if webhook_processors else r.ingest_s,
               "webhook": r.ingest_s if webhook_processors else None, "worker": r.worker_s,
@@ -114,7 +118,7 @@ def predicted_role_cpu_s(model: CapacityModel, profile: WorkflowProfile, mode: s
     return None if v is None else v * h
 
 
-def _regular():
+def _regular(db: str):
     from n8n_sizer.advisor.setup import Setup
 
-    return Setup(mode="regular")
+    return Setup(mode="regular", db=db)

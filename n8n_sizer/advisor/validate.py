@@ -1,7 +1,8 @@
 """Leave-one-out accuracy: refit without each capacity point, predict it, compare.
 
 Capacity points (see `points.py` for which measurements are capacity points and why the others are not;
-the report lists the excluded ones with their reasons) and, reported apart, per-role CPU rows.
+the report lists the excluded ones with their reasons) and, reported apart, per-role CPU rows (one step's rows
+held out together). The lab's topologies are checked apart (answer/lab_points.py, one topology's run held out).
 """
 
 from __future__ import annotations
@@ -112,7 +113,8 @@ def describe_setup(m: Measurement) -> str:
     return text
 
 
-def leave_one_out(measurements: list[Measurement] | tuple[Measurement, ...]) -> Validation:
+def leave_one_out(measurements: list[Measurement] | tuple[Measurement, ...], roles: bool = True) -> Validation:
+    """Every capacity point, and (with `roles`) every step's per-role rows, predicted by a fit without it."""
     full = fit_capacity(measurements)
     held: list[HeldOut] = []
     for point in full.points:
@@ -124,11 +126,13 @@ def leave_one_out(measurements: list[Measurement] | tuple[Measurement, ...]) -> 
                             host=f"{hw.provider}{' ' + hw.size if hw.provider == 'hetzner' else ''} {hw.vcpu:g} vCPU {hw.arch}",
                             measured_per_s=point.throughput_per_s, predicted_per_s=mid, low_per_s=low, high_per_s=high))
     demand = []
-    for row in full.demand_rows:
-        fitted = fit_capacity(measurements, leave_out=row.id)
-        demand.append(HeldOutDemand(id=row.id, role=row.role, setup=describe_setup(row.measurement),
-                                    measured_ms=1000.0 * row.cpu_s,
-                                    predicted_ms=1000.0 * (predict_demand(fitted.model, row) or 0.0)))
+    # One step's rows (every role it counted) are held out together: they share that step's window and noise.
+    for mid_ in sorted({row.measurement.id for row in full.demand_rows}) if roles else ():
+        fitted = fit_capacity(measurements, leave_out=mid_)
+        for row in (r for r in full.demand_rows if r.measurement.id == mid_):
+            demand.append(HeldOutDemand(id=row.id, role=row.role, setup=describe_setup(row.measurement),
+                                        measured_ms=1000.0 * row.cpu_s,
+                                        predicted_ms=1000.0 * (predict_demand(fitted.model, row) or 0.0)))
     return Validation(points=held, excluded=full.excluded, latency=latency_checks(full, measurements), demand=demand)
 
 

@@ -283,8 +283,9 @@ def lab_up(run) -> str:
     run.say("deploying or reusing the lab's cluster")
     cluster = bring_up(lab)
     _owner_login(cluster, run.store.folder / "secrets" / f"{run.t.name}.json")
+    webhooks = sum(p.role == "webhook" for procs in cluster.processes.values() for p in procs)
     run.save_info(lab_url=cluster.url, lab_reused=lab.reused, lab_hosts=sorted(lab.hosts),
-                  generators=sorted(lab.generators))
+                  generators=sorted(lab.generators), webhook_processors=webhooks)
     return cluster.url
 
 

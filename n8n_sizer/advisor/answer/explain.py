@@ -73,8 +73,16 @@ def measured_errors(fitted: FittedModel, profile: WorkflowProfile, setup: Setup,
     return out
 
 
-def what_would_help(bound: BindingBound, multi_host: bool, max_hosts: int, limited_by_connections: bool) -> str:
-    """The remedy that matches the binding bound, and only that one."""
+def redis_ceiling(per_s: float) -> str:
+    """What a binding Redis means and what lifts it (n8n's Bull queue is one Redis: it cannot be sharded)."""
+    return (f"Redis' single core binds at about {per_s:.0f}/s: give Redis a host of its own or a faster core; "
+            "n8n's queue lives in one Redis and cannot be spread over shards, so past that one n8n cluster does "
+            "not go")
+
+
+def what_would_help(bound: BindingBound, multi_host: bool, max_hosts: int, limited_by_connections: bool,
+                    at_per_s: float | None = None) -> str:
+    """The remedy that matches the binding bound, and only that one (`at_per_s`: where it binds)."""
     if limited_by_connections:
         return ("the worker count is held by Postgres connections: every worker's pool must fit under the "
                 "max_connections its data host's RAM carries; a larger data host, or a pooler such as PgBouncer "
@@ -95,7 +103,7 @@ def what_would_help(bound: BindingBound, multi_host: bool, max_hosts: int, limit
     if bound.name == "webhook":
         return f"more webhook processors would carry it: {more_hosts}"
     if bound.name == "redis":
-        return "Redis' single core binds: a faster host for Redis"
+        return redis_ceiling(at_per_s) if at_per_s else redis_ceiling(0.0).replace(" at about 0/s", "")
     if bound.name == "slots":
         return "the execution slots bind: raise worker --concurrency"
     return more_hosts
@@ -133,7 +141,7 @@ def given_infeasible_warning(mid: float, bound: BindingBound) -> str:
     elif bound.name == "webhook":
         remedy = "more webhook processors, on the ingest host if it has idle cores, else on more hosts"
     else:
-        remedy = what_would_help(bound, True, 2, False)
+        remedy = what_would_help(bound, True, 2, False, mid)
     return f"not sustainable: this topology carries about {mid:.1f}/s, bound by {bound.name} ({bound.why}); {remedy}"
 
 
@@ -152,6 +160,20 @@ def prior_notes(multi_host: bool, demand_rows) -> list[str]:
     pinned = {r.role for r in demand_rows if r.role != "main" or r.measurement.setup.webhook_processors > 0}
     return [f"prior {p.name} = {p.value:g}, no measured row pins it: {p.why}" for p in PRIORS
             if PINNED_BY[p.name] not in pinned]
+
+
+def data_ops_note(rate: float, demand_rows, workflow: str) -> str | None:
+    """Redis commands and Postgres transactions per second at `rate`, from the operations per execution the kernel-
+    counted rows of this workflow measured (median): the data host's load in units that transfer across hardware."""
+    import statistics
+
+    rows = {r.measurement.id: r.measurement.results for r in demand_rows if r.measurement.workflow == workflow}
+    cmds = [x.redis_commands_per_execution for x in rows.values() if x.redis_commands_per_execution]
+    txs = [x.postgres_transactions_per_execution for x in rows.values() if x.postgres_transactions_per_execution]
+    parts = [f"about {rate * statistics.median(v):,.0f} {what}/s ({statistics.median(v):.0f} per {workflow} "
+             f"execution, median of {len(v)} measured steps)"
+             for v, what in ((cmds, "Redis commands"), (txs, "Postgres transactions")) if v]
+    return f"data host at {rate:g}/s: " + " and ".join(parts) if parts else None
 
 
 def concurrency_setting(rec) -> str:
@@ -181,11 +203,13 @@ def common_warnings(basis, req, carries: bool, low: float, mid: float, p95: floa
     elif not carries and req.given:
         out.append(given_infeasible_warning(mid, bound))
     elif not carries:
-        remedy = what_would_help(bound, multi, req.max_hosts, by_connections)
+        remedy = what_would_help(bound, multi, req.max_hosts, by_connections, mid)
         out.append(infeasible_warning(req.rps, mid, choice_text, bound, remedy, fits, multi))
     elif req.rps > COMFORT * mid:
         out.append(f"little headroom: {req.rps:g}/s is {req.rps / mid:.0%} of the predicted capacity "
                    f"({mid:.1f}/s); a burst will queue")
+    if carries and bound.name == "redis":
+        out.append(redis_ceiling(mid))
     if carries and req.rps > low:
         out.append(f"the low end of the capacity interval ({low:.1f}/s) is below {req.rps:g}/s: "
                    "measure your workflow (`n8n-sizer bench`) before relying on it")

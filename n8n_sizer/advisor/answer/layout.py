@@ -130,7 +130,8 @@ class TopologyModel:
                              + g.redis * d.redis_s + g.load_balancer * d.load_balancer_s)
 
     def _resource_bounds(self) -> list[TopologyBound]:
-        d, lay, pc = self.d, self.layout, self.model.process_cores
+        d, lay = self.d, self.layout
+        pcs = {g.name: self.model.process_cores_on(g.host.vcpu) for g in lay.groups}
         out = []
         for g in lay.groups:
             cpu = self._host_cpu_s(g)
@@ -141,10 +142,11 @@ class TopologyModel:
                                          f"{g.host.vcpu:g} vCPU / {cpu * 1000:.1f} ms CPU per execution of its roles"))
         main_g = lay.group_with("main")
         main_s = (d.main_residual_s if lay.webhooks else d.ingest_s) * self._h(main_g)
+        pc = pcs[main_g.name]
         out.append(TopologyBound("main", "main", main_g.name, pc / main_s,
                                  f"main: {pc:.2f} cores / {main_s * 1000:.1f} ms per execution"))
         for g in lay.groups:
-            h = self._h(g)
+            h, pc = self._h(g), pcs[g.name]
             if g.webhook:
                 out.append(TopologyBound("webhook", "webhook", g.name, lay.webhooks * pc / (h * d.ingest_s),
                                          f"{lay.webhooks} webhook processor(s) x {pc:.2f} cores / {h * d.ingest_s * 1000:.1f} ms"))
@@ -230,7 +232,7 @@ def worker_settings(model: CapacityModel, profile: WorkflowProfile, host: HostSh
 
     d = role_demands(model, profile, True)
     h = model.host_factor(host)
-    ceilings = [model.process_cores / (h * d.worker_s)]
+    ceilings = [model.process_cores_on(host.vcpu) / (h * d.worker_s)]
     if d.runner_s > 0:
         ceilings.append(RUNNER_CORES / (h * d.runner_s))
     x = COMFORT_UTILISATION * min(ceilings)

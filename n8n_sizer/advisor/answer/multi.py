@@ -71,7 +71,9 @@ def build_topology(basis: Basis, req: Request, s: Scored, carries: bool, fits: l
         topology=groups, webhook_processors=lay.webhooks, hosts=lay.hosts, monthly_eur=lay.monthly_eur,
         render_command=RENDER_CLUSTER if lay.hosts > 1 else RENDER_TOPOLOGY, fits=fits, warnings=warnings,
         evidence=explain.evidence(basis.fitted, basis.ram.evidence, profile, setup, worker_g.host),
-        notes=list(basis.notes) + explain.prior_notes(True, basis.fitted.demand_rows), extrapolated=extrapolated, setup=setup)
+        notes=list(basis.notes) + explain.prior_notes(True, basis.fitted.demand_rows)
+        + [n for n in [explain.data_ops_note(req.rps, basis.fitted.demand_rows, profile.overhead_key)] if n],
+        extrapolated=extrapolated, setup=setup)
 
 
 def data_ram_mib(req: Request, g) -> int:

@@ -71,7 +71,8 @@ def _best_count(values: list[float]) -> int:
 def workers_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostOption) -> int:
     """Workers that give one worker host the most capacity: more than its cores' worth adds idle CPU only."""
     d = role_demands(model, profile, True)
-    h, pc, v = model.host_factor(opt.shape), model.process_cores, opt.shape.vcpu
+    h, v = model.host_factor(opt.shape), opt.shape.vcpu
+    pc = model.process_cores_on(v)
     per_exec = h * (d.worker_s + d.rest_worker_s + d.runner_s)
     caps = []
     for k in range(1, most_workers(opt.vcpu, shared=False) + 1):
@@ -85,7 +86,8 @@ def workers_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostOp
 def webhooks_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostOption) -> int:
     """Webhook processors that give one ingest host the most capacity."""
     d = role_demands(model, profile, True)
-    h, pc, v = model.host_factor(opt.shape), model.process_cores, opt.shape.vcpu
+    h, v = model.host_factor(opt.shape), opt.shape.vcpu
+    pc = model.process_cores_on(v)
     per_exec = h * (d.ingest_s + d.rest_ingest_s + d.load_balancer_s)
     caps = [softmin([max(v - model.idle_cores * (k + 1), 1e-9) / per_exec, k * pc / (h * d.ingest_s)])
             for k in range(1, 2 * opt.vcpu + 2)]

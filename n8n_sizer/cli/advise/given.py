@@ -67,18 +67,20 @@ def _lab_record(text: str, path: Path) -> dict | None:
 
 
 def _lab_layout(lab: dict, advisor):
-    """Each lab host as a host of its own with the cores its budget gives it here (`vcpu x scale`, less nothing:
-    the sampler's ~0.01 cores are inside the model's idle CPU), at this machine's measured speed."""
+    """Each lab host as a host of its own with the cores its budget gives its roles here (`vcpu x scale` x the
+    share of a quota the embedded lab runs reached, less what a host spends outside its roles:
+    advisor/lab_points.py), at this machine's measured speed."""
     from n8n_sizer.advisor.answer.contract import Roles
     from n8n_sizer.advisor.answer.given import GivenGroup, given_layout
-    from n8n_sizer.advisor.capacity import HostShape
+    from n8n_sizer.advisor.answer.lab_points import lab_host, quota_reach
     from n8n_sizer.deploy.topology import parse_topology
     from n8n_sizer.lab.cpu import lab_host_cores
 
     machine = this_machine()
+    usable, outside = quota_reach()
     topology = parse_topology(lab["topology"], "--topology (the lab's)")
     groups = [GivenGroup(name=h.name, provider=None, size=None, count=1, roles=Roles(**h.roles),
-                         host=HostShape(vcpu=h.cores, arch=machine.arch, host_class=machine.host_class),
+                         host=lab_host(h.cores, machine.arch, machine.host_class, usable, outside),
                          monthly_eur=None, vcpu=h.vcpu) for h in lab_host_cores(lab)]
     layout = given_layout(groups, topology.concurrency, topology.db_pool_size.of("worker"))
     return "layout", layout, machine.arch, len(groups)

@@ -55,9 +55,10 @@ def priced_profile(path: Path, *, items: int | None, cpu_ms: float | None, wait_
     mid, low, high = price.overhead_ratio_to_light
     sd = math.log(max(high, 1e-9) / max(low, 1e-9)) / (2 * Z90) if low > 0 else 1.0
     name = re.sub(r"[^a-z0-9-]+", "-", (price.name or path.stem).lower()).strip("-")[:40] or "workflow"
+    code_nodes = sum(1 for line in price.lines if line.type == "n8n-nodes-base.code" and line.row_id != "none")
     profile = WorkflowProfile(name=f"priced:{name}", code_cpu_ms=price.code_cpu_ms, wait_ms=price.wait_ms,
                               overhead_key="light", measured=False, overhead_ratio=max(mid, 1e-3),
-                              ratio_sd_log=min(sd, 5.0))
+                              ratio_sd_log=min(sd, 5.0), code_nodes=code_nodes)
     return profile, price
 
 
