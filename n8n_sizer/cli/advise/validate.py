@@ -68,7 +68,6 @@ def print_validation(extra, json_out: bool) -> int:
     rows = [[c.id, c.setup, f"{c.offered_per_s:g}", f"{c.measured_p95_ms:,.0f} ms", f"{c.predicted_p95_ms:,.0f} ms",
              f"{c.error_pct:+.0f}%"] for c in v.latency]
     out += _table(rows, ["measurement", "setup", "offered/s", "measured p95", "predicted p95", "error"])
-<<<<<<< HEAD
     out += ["", "workflows priced from their nodes (advise --workflow) against their measured ratio to light "
             f"(regular mode; {', '.join(prices.campaigns)})"]
     rows = [[p.key, str(p.items), f"{p.predicted:.2f}", f"{p.low:.2f}-{p.high:.2f}", f"{p.measured_rate_ratio:.2f}",
