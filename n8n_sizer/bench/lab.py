@@ -4,7 +4,7 @@
   (`hosts/cluster.json`) says it already is; then every recorded process must still be alive, so a second
   bench reuses the cluster instead of deploying it twice.
 - Load: a step's rate is split evenly over the generator hosts; each runs its share with the built-in driver
-  over SSH (`python -m n8n_sizer.bench.agent`, in its own namespace), with sequence numbers from its own
+  over SSH (`python -m n8n_sizer.remote.load_agent`, in its own namespace), with sequence numbers from its own
   block, so they are unique across generators; the records come back over SFTP, tagged with their generator.
 - Telemetry: one sampler per cluster host over SSH, its processes tagged with their role (runs.stats.role_of).
 """
@@ -23,6 +23,7 @@ from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.bench.shapes import arrival_times, constant
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.hosts.host import SshHost
+from n8n_sizer.remote.protocol import Program, run
 from n8n_sizer.runs.records import RequestRecord, Sample, StepTally
 from n8n_sizer.runs.stats import role_of
 from n8n_sizer.runs.store import MAX_RECORDS_BYTES
@@ -240,21 +241,19 @@ def run_lab_step(lab: LabTarget, *, url: str, body: bytes, rate_per_s: float, du
         host = lab.generators[gen]
         remote = f"/tmp/n8nsz-{run_id}-{step}-{gen}.jsonl"
         remote_body = f"/tmp/n8nsz-{run_id}-{step}-{gen}.body"
-        cmd = " ".join(shlex.quote(w) for w in [
-            lab.python, "-m", "n8n_sizer.bench.agent", "--url", url, "--body-file", remote_body,
-            "--rate", f"{rate:g}", "--duration", f"{duration_s:g}", "--seq-start", str(first), "--step", step,
-            "--target", LAB_TARGET, "--generator", gen, "--out", remote, "--timeout", f"{timeout_s:g}",
-            "--max-in-flight", str(max_in_flight), "--deadline-s", f"{deadline:g}"])
+        args = ["--url", url, "--body-file", remote_body, "--rate", f"{rate:g}", "--duration", f"{duration_s:g}",
+                "--seq-start", str(first), "--step", step, "--target", LAB_TARGET, "--generator", gen, "--out", remote,
+                "--timeout", f"{timeout_s:g}", "--max-in-flight", str(max_in_flight), "--deadline-s", f"{deadline:g}"]
         try:
             host.put(body_file, remote_body)
-            res = host.run(cmd, timeout_s=deadline + 60)
+            tally = run(host, Program.LOAD_AGENT, args, python=lab.python, timeout_s=deadline + 60)
             local = scratch / f"{step}-{gen}.jsonl"
             host.get(remote, local)
             text = read_user_text(local, f"generator {gen}'s records", max_bytes=MAX_RECORDS_BYTES,
                                   fix="run the step again")
             records = [RequestRecord.model_validate_json(line) for line in text.splitlines() if line]
             local.unlink()  # merged into the run's requests.jsonl below
-            results[gen] = (records, json.loads(res.stdout.strip().splitlines()[-1]))
+            results[gen] = (records, tally)
         except BaseException as exc:  # re-raised below, after every generator finished
             errors[gen] = exc
         finally:

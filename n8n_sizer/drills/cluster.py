@@ -2,7 +2,7 @@
 
 `lab deploy` records every process it started in `<lab folder>/cluster.json` (a `LabCluster`); the data host's
 Postgres and Redis are found on that host by their programs. Each action is one command over SSH (the lab's
-client key) on the host that runs the process, with `python -m n8n_sizer.drills.labagent` doing the
+client key) on the host that runs the process, with `python -m n8n_sizer.remote.lab_agent` doing the
 signalling there, so a PID is only ever signalled inside its own host's namespace:
 
     with LabClusterHandle.open(Path("lab.json")) as lab:
@@ -18,14 +18,13 @@ finds it. Snapshots of stopped processes (argv and environment, secrets included
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.errors import InputError
 from n8n_sizer.hosts.host import SshHost
 
 N8N_ROLES = ("main", "webhook", "worker")
@@ -111,12 +110,9 @@ class LabClusterHandle:
         return self._ssh[host]
 
     def agent(self, host: str, *args: str, timeout_s: float = 60.0) -> Any:
-        words = [self.python, "-m", "n8n_sizer.drills.labagent", *args]
-        res = self.ssh(host).run(" ".join(shlex.quote(w) for w in words), timeout_s=timeout_s)
-        try:
-            return json.loads(res.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise RemoteError(f"{host}: labagent {args[0]} printed nothing readable: {res.stdout[-200:]!r}") from None
+        from n8n_sizer.remote.protocol import Program, run
+
+        return run(self.ssh(host), Program.LAB_AGENT, args, python=self.python, timeout_s=timeout_s)
 
     def processes(self) -> list[ClusterProcess]:
         """Every role's process: n8n and the load balancer from cluster.json, Postgres and Redis found on the

@@ -1,9 +1,9 @@
 """The drills' hands on a lab host: runs ON the host (over SSH, inside its network namespace).
 
-    python -m n8n_sizer.drills.labagent ps
-    python -m n8n_sizer.drills.labagent stop --pid 4711 --snapshot DIR/worker-1.json --signal TERM --grace 35
-    python -m n8n_sizer.drills.labagent start --snapshot DIR/worker-1.json --ready-http URL
-    python -m n8n_sizer.drills.labagent signal --pid 4711 --signal KILL
+    python -m n8n_sizer.remote.lab_agent ps
+    python -m n8n_sizer.remote.lab_agent stop --pid 4711 --snapshot DIR/worker-1.json --signal TERM --grace 35
+    python -m n8n_sizer.remote.lab_agent start --snapshot DIR/worker-1.json --ready-http URL
+    python -m n8n_sizer.remote.lab_agent signal --pid 4711 --signal KILL
 
 A host's processes are the ones in its network namespace (the inode of /proc/PID/ns/net equals this
 command's own), so a PID of another host, or a reused PID now elsewhere, is refused. `stop` first saves the
@@ -14,11 +14,9 @@ process as it was started (argv, environment, working folder, log: from /proc) i
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -186,46 +184,10 @@ def send(pid: int, sig: str) -> dict:
     return {"pid": pid, "signal": sig}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m n8n_sizer.drills.labagent")
-    parser.add_argument("command", choices=["ps", "save", "stop", "start", "signal", "ready"])
-    parser.add_argument("--pid", type=int)
-    parser.add_argument("--snapshot", type=Path)
-    parser.add_argument("--signal", choices=sorted(SIGNALS), default="TERM")
-    parser.add_argument("--grace", type=float, default=35.0)
-    parser.add_argument("--ready-http")
-    parser.add_argument("--ready-redis", help="the cluster's secrets file (redis_password) to PING with")
-    parser.add_argument("--timeout", type=float, default=300.0)
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "ps":
-            out: dict | list = host_processes()
-        elif args.command == "save":  # before a drill that may make the process exit by itself
-            from n8n_sizer.safety.write import write_atomic
+def save(pid: int, snapshot_file: Path) -> dict:
+    """Before a drill that may make the process exit by itself: its snapshot, for `start`."""
+    from n8n_sizer.safety.write import write_atomic
 
-            _own(_need(args.pid, "--pid"))
-            write_atomic(_need(args.snapshot, "--snapshot"), json.dumps(snapshot(args.pid)), private=True)
-            out = {"pid": args.pid, "saved": str(args.snapshot)}
-        elif args.command == "ready":
-            out = {"ready": ready(args.ready_http, args.ready_redis)}
-        elif args.command == "signal":
-            out = send(_need(args.pid, "--pid"), args.signal)
-        elif args.command == "stop":
-            out = stop(_need(args.pid, "--pid"), _need(args.snapshot, "--snapshot"), args.signal, args.grace)
-        else:
-            out = start(_need(args.snapshot, "--snapshot"), args.ready_http, args.ready_redis, args.timeout)
-    except (InputError, RemoteError, OSError) as exc:
-        print(f"labagent: {exc}".replace("\n", " "), file=sys.stderr)
-        return 2 if isinstance(exc, InputError) else 1
-    print(json.dumps(out))
-    return 0
-
-
-def _need(value, flag: str):
-    if value is None:
-        raise InputError(f"{flag} is missing")
-    return value
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    _own(pid)
+    write_atomic(snapshot_file, json.dumps(snapshot(pid)), private=True)
+    return {"pid": pid, "saved": str(snapshot_file)}

@@ -6,7 +6,7 @@
 The stack's folder holds every log (`logs/<name>.log`), the data of Postgres, Redis and each n8n process,
 `state.json` (ports, PIDs, URLs; rewritten after every change, so a stop after a partial start finds what
 did start) and `secrets.json` (mode 0600). `LocalStack.attach(folder)` takes over a stack that another
-process started (`python -m n8n_sizer.localstack up`, see `localstack.cli`).
+process started (`python -m n8n_sizer.remote.native_stack up`, see `remote.native_stack`).
 
 Process control is deliberately small and general, for the drills: `signal(name, sig)`,
 `stop_process(name)`, `start_process(name, env_overrides=...)`, plus `restart_redis` and

@@ -4,14 +4,12 @@
   at once on the failed marker, printing it), then for main's `/healthz/readiness`; n8n's API is reached
   through an SSH tunnel, since 5678 is not open to the world.
 - loopback SSH host ("localstack-ssh", the tests' sshd): no cloud-init there, so the local stack's
-  `python -m n8n_sizer.localstack up` starts the stack detached (it survives a dropped SSH session,
+  native stack's program (`remote.native_stack up`) starts the stack detached (it survives a dropped SSH session,
   which `--resume` relies on), `status` re-attaches, `down` stops it.
 """
 
 from __future__ import annotations
 
-import shlex
-import sys
 from contextlib import ExitStack
 from ipaddress import ip_address
 from typing import Literal
@@ -30,11 +28,6 @@ def stack_kind_for(public_ip: str) -> StackKind:
         return "localstack-ssh" if ip_address(public_ip).is_loopback else "compose"
     except ValueError:
         return "compose"
-
-
-def localstack_command(action: str, state_dir: str) -> str:
-    # the interpreter running this bench: the same package and pins on the (loopback) host
-    return f"{shlex.quote(sys.executable)} -m n8n_sizer.localstack {action} --state {shlex.quote(state_dir)}"
 
 
 def localstack_up_args(setup: Setup) -> str:

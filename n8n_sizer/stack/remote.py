@@ -1,5 +1,5 @@
 """Stack handles on a host reached over SSH (Fabric): a loopback or lab host whose stack
-`python -m n8n_sizer.localstack` runs (`SshLocalstackHandle`), or a fleet host's compose stack that cloud-init
+`python -m n8n_sizer.remote.native_stack` runs (`SshLocalstackHandle`), or a fleet host's compose stack that cloud-init
 started (`ComposeHandle`). n8n's API and webhooks are reached directly on this machine's loopback, else through
 an SSH tunnel to main's port (5678 is open only to the load generator); everything else is a command on the host.
 """
@@ -17,14 +17,15 @@ from typing import Any
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.hosts.host import Host, HostError, SshHost
-from n8n_sizer.stack.bringup import localstack_command, localstack_up_args, wait_compose_stack
+from n8n_sizer.remote.protocol import Program, run
+from n8n_sizer.stack.bringup import localstack_up_args, wait_compose_stack
 from n8n_sizer.stack.handle import FetchedLogMark, LogMark, StackError, StackHandle, wait_until
 
 TUNNEL_HOST = "127.0.0.1"
 
 
 class SshLocalstackHandle(StackHandle):
-    """A stack that `python -m n8n_sizer.localstack` runs on the host; one command per action."""
+    """A stack that `remote.native_stack` runs on the host; one command per action."""
 
     def __init__(self, name: str, host: Host, setup: Setup, state_dir: str,
                  extra_env: dict[str, str] | None = None) -> None:
@@ -37,14 +38,10 @@ class SshLocalstackHandle(StackHandle):
     # --- the stack's life ---------------------------------------------------------------------------
 
     def _cli(self, command: str, *args: str, timeout_s: float = 120.0, check: bool = True) -> dict:
-        line = f"{localstack_command(command, self.state_dir)} {' '.join(shlex.quote(a) for a in args)}"
-        res = self.host.run(line, timeout_s=timeout_s, check=check)
-        start = res.stdout.find("{")
-        try:
-            return json.loads(res.stdout[start:]) if start >= 0 else {}
-        except json.JSONDecodeError:
-            raise HostError(f"{self.name}: `localstack {command}` printed no JSON: "
-                            f"{' '.join(res.stdout.split())[-200:]}") from None
+        """One command of the native stack's program on the host (`remote.Program.NATIVE_STACK`); its result, or
+        {} when an unchecked command printed none."""
+        return run(self.host, Program.NATIVE_STACK, [command, "--state", self.state_dir, *args],
+                   timeout_s=timeout_s, check=check) or {}
 
     def up(self, exits: ExitStack, attach: bool = False) -> str:
         """Start the stack (the setup, `extra_env`) detached on the host, or with `attach` take over the one a

@@ -116,7 +116,7 @@ def test_drills_on_a_host_over_ssh(sshd, tmp_path):  # noqa: F811
         new = _drill_states() - before
         for state_dir in new:  # a failed run may have left its stack: stop it by its PIDs, then its folder
             if (state_dir / "state.json").exists() and _pids_alive(str(state_dir)):
-                subprocess.run([sys.executable, "-m", "n8n_sizer.localstack", "down", "--state", str(state_dir)],
+                subprocess.run([sys.executable, "-m", "n8n_sizer.remote.native_stack", "down", "--state", str(state_dir)],
                                capture_output=True, timeout=180)
     assert len(new) == 1
     (state_dir,) = new

@@ -3,7 +3,7 @@
 - regular (SQLite) and queue (1 worker, Postgres, Redis): a workflow is created and activated, N webhook
   calls answer 200 with the computed result, and n8n stored exactly as many successful executions;
 - the queue stack's worker runs the code-heavy workflow (Code loop -> Wait -> Set);
-- `python -m n8n_sizer.localstack up` starts a detached stack (own sessions, alive after `up` exits,
+- `python -m n8n_sizer.remote.native_stack up` starts a detached stack (own sessions, alive after `up` exits,
   pinned with `--cpus 1`),
   `status`, `signal`, `start-process` and `down` work, and after `down` none of its PIDs runs;
 - a start that fails half way (or is interrupted by Ctrl-C) stops what it had started;
@@ -35,7 +35,7 @@ from n8n_sizer.localstack.services import ServiceError
 
 pytestmark = pytest.mark.integration
 
-LOCALSTACK = [sys.executable, "-m", "n8n_sizer.localstack"]
+LOCALSTACK = [sys.executable, "-m", "n8n_sizer.remote.native_stack"]
 
 
 def wait_counts(client: N8nClient, workflow_id: str, expected: int, timeout_s: float = 60) -> ExecutionCounts:

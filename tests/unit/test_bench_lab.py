@@ -158,7 +158,7 @@ def test_the_agent_process_records_its_share_with_its_generator(server, tmp_path
     body = tmp_path / "body"
     body.write_bytes(b'{"a": 1}')
     out = tmp_path / "share.jsonl"
-    args = [sys.executable, "-m", "n8n_sizer.bench.agent", "--url", server, "--body-file", str(body), "--rate", "20",
+    args = [sys.executable, "-m", "n8n_sizer.remote.load_agent", "--url", server, "--body-file", str(body), "--rate", "20",
             "--duration", "0.5", "--seq-start", "500", "--step", "rate-40", "--target", "cluster",
             "--generator", "gen-2", "--out", str(out), "--deadline-s", "20"]
     res = subprocess.run(args, capture_output=True, text=True, timeout=60)

@@ -50,7 +50,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     # package data resolved through a variable (resources.files(...) on the line before)
     ("advisor/engine.py", "embedded_fit", "read_text"): "the package's data/fitted.json",
     # the tool's own logs, caches and working files, in folders it created (0700 or root's lab folder)
-    ("bench/agent.py", "main", "read_bytes"): "the body file the bench itself put on the generator",
+    ("remote/load_agent.py", "share", "read_bytes"): "the body file the bench itself put on the generator",
     ("hosts/host.py", "put", "shutil.copyfile"): "LocalHost's copy between paths the tool chose",
     ("hosts/host.py", "get", "shutil.copyfile"): "LocalHost's copy between paths the tool chose",
     ("lab/data.py", "start_data_services", "open"): "appends to pg_hba.conf of the cluster initdb just made",

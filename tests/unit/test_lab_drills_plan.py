@@ -135,7 +135,9 @@ def test_the_agent_lists_stops_and_starts_a_process_of_this_host_as_it_was(tmp_p
 def test_the_agent_refuses_a_pid_that_is_not_there():
     with pytest.raises(InputError, match="no such process"):
         labagent.send(2 ** 22 + 17, "CONT")
-    assert labagent.main(["signal"]) == 2
+    from n8n_sizer.remote.lab_agent import main
+
+    assert main(["signal"]) == 2
 
 
 def _lab_json(tmp_path: Path) -> Path:

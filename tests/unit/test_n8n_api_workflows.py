@@ -145,7 +145,7 @@ def test_family_finds_the_group_and_children_in_sessions_of_their_own(tmp_path):
     (["status"], "no state.json there; start a stack with `up --state"),
 ])
 def test_localstack_cli_bad_input_is_one_line_exit_2(args, message, tmp_path, capsys):
-    from n8n_sizer.localstack.cli import main
+    from n8n_sizer.remote.native_stack import main
 
     state = tmp_path / "stack"
     assert main([*args, "--state", str(state)]) == 2
