@@ -18,7 +18,7 @@ import secrets
 import time
 from collections.abc import Callable
 
-from n8n_sizer.drills.cluster import N8N_ROLES, ClusterProcess
+from n8n_sizer.lab.cluster_handle import N8N_ROLES, ClusterProcess
 from n8n_sizer.drills.common import DrillFailed, DrillOutcome, check
 from n8n_sizer.drills.lab_run import LabDrillContext, record_lab_drill, statuses
 from n8n_sizer.drills.labplan import (HEALTH_INTERVAL_S, HEALTH_TIMEOUT_S, PROMISES, answered_after, iptables_command,

@@ -67,11 +67,11 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("localstack/stack.py", "stop", "shutil.move"): "the stack's own logs into its kept folder",
     ("stack/handle.py", "lines", "open"): "a log file of a stack the tool started, from a recorded offset",
     # runs inside a lab namespace, on files the lab wrote itself (drills' agent)
-    ("drills/labagent.py", "start", "read_text"): "the drill agent's own snapshot and secrets in the lab folder",
-    ("drills/labagent.py", "_config_lines", "read_text"): "a Redis config the lab wrote",
-    ("drills/labagent.py", "ready", "read_text"): "the lab's Redis secrets file",
-    ("drills/labagent.py", "host_processes", "read_bytes"): "/proc/PID/cmdline through a scandir entry",
-    ("drills/labagent.py", "snapshot", "read_bytes"): "/proc/PID/cmdline and environ through a variable",
+    ("lab/host_agent.py", "start", "read_text"): "the drill agent's own snapshot and secrets in the lab folder",
+    ("lab/host_agent.py", "_config_lines", "read_text"): "a Redis config the lab wrote",
+    ("lab/host_agent.py", "ready", "read_text"): "the lab's Redis secrets file",
+    ("lab/host_agent.py", "host_processes", "read_bytes"): "/proc/PID/cmdline through a scandir entry",
+    ("lab/host_agent.py", "snapshot", "read_bytes"): "/proc/PID/cmdline and environ through a variable",
 }
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from n8n_sizer.deploy.topology import parse_topology
-from n8n_sizer.drills import labagent
+from n8n_sizer.lab import host_agent as labagent
 from n8n_sizer.drills.labplan import (PROMISES, answered_after, iptables_command, nothing_lost,
                                       partition_outcome_matches, partition_rules, ran_on, window)
 from n8n_sizer.errors import InputError

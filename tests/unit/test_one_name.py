@@ -14,7 +14,6 @@ REPEATED_ON_PURPOSE = {
     "hetzner.py": "as gcp.py",
     "spec.py": "fleet/spec.py (a fleet's stack config) and fleet/cluster/spec.py (a cluster's)",
     "build.py": "fleet/cluster/build.py (the Pulumi program) and report/build.py (the Markdown report)",
-    "cluster.py": "drills/cluster.py (cluster drills) and report/cluster.py (a cluster run's report section)",
     "host.py": "hosts/host.py (a host to run commands on) and telemetry/probes/host.py (its probes)",
     "ingest.py": "lab/ and localstack/ each start the ingest roles on their kind of host",
     "lab.py": "bench/lab.py (bench over the lab), cli/lab.py (the lab's commands)",
