@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 import threading
@@ -19,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.bench.shapes import arrival_times, constant
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.hosts.host import SshHost
+from n8n_sizer.lab.cluster_handle import recorded_pids, redis_password_file
 from n8n_sizer.remote.protocol import Program, run
 from n8n_sizer.runs.records import RequestRecord, Sample, StepTally
 from n8n_sizer.runs.stats import role_of
@@ -98,12 +97,6 @@ def merge_tallies(step: str, tallies: Sequence[dict]) -> StepTally:
                      last_sent_s=max(sent) if sent else None)
 
 
-def lab_setup(topology) -> Setup:
-    """The cluster as a Setup for run.json and the report: queue mode with every host's workers."""
-    workers = sum(h.roles.workers for h in topology.hosts())
-    return Setup(mode="queue", workers=max(workers, 1), concurrency=topology.concurrency)
-
-
 @dataclass
 class LabTarget:
     """How a run reaches a lab: its inventory file, an SSH host per cluster host and per generator."""
@@ -135,36 +128,21 @@ def lab_target(inventory, inventory_path: Path) -> LabTarget:
 
 
 def bring_up(lab: LabTarget):
-    """The lab's cluster: the recorded one when it runs (reused), else deployed now. Returns its LabCluster."""
+    """The lab's cluster: the recorded one when it runs (reused), else deployed now; taken over through the
+    cluster's `StackHandle` (`lab.cluster_handle`), as the drills drive it. Returns its LabCluster."""
+    from contextlib import ExitStack
+
+    from n8n_sizer.lab.cluster_handle import LabClusterHandle
     from n8n_sizer.lab.deploy import deploy_lab, deployed_cluster
 
-    cluster = deployed_cluster(lab.inventory_path)
-    if cluster is None:
-        cluster = deploy_lab(lab.inventory_path, python=lab.python)
-        lab.reused = False
-    else:
-        for host, pids in _recorded_pids(cluster).items():
-            for name, pid in pids.items():
-                res = lab.hosts[host].run(f"kill -0 {int(pid)}", timeout_s=30, check=False)
-                if res.exit_code != 0:
-                    raise InputError(f"--inventory {lab.inventory_path}: the deployed cluster's {name} on {host} "
-                                     f"(PID {pid}) is not running; `lab down` and `lab up` for a fresh cluster")
-        lab.reused = True
-    lab.cluster = cluster
-    return cluster
-
-
-def _recorded_pids(cluster) -> dict[str, dict[str, int]]:
-    """{host: {process name: PID}} of everything the deploy started (n8n, Caddy, Postgres, Redis)."""
-    out: dict[str, dict[str, int]] = {}
-    for host, procs in cluster.processes.items():
-        out[host] = {p.name: p.pid for p in procs}
-    ingest = next((h for h, procs in cluster.processes.items() if any(p.role == "main" for p in procs)), None)
-    if cluster.load_balancer_pid is not None and ingest is not None:
-        out[ingest]["caddy"] = cluster.load_balancer_pid
-    if cluster.data is not None:
-        out.setdefault(cluster.data_host, {}).update(postgres=cluster.data.postgres_pid, redis=cluster.data.redis_pid)
-    return out
+    lab.reused = deployed_cluster(lab.inventory_path) is not None
+    if not lab.reused:
+        deploy_lab(lab.inventory_path, python=lab.python)
+    handle = LabClusterHandle(lab.inventory_path, python=lab.python)
+    with ExitStack() as checked:  # the handle's SSH connections close once every recorded process is seen
+        handle.up(checked, attach=True)
+    lab.cluster = handle.cluster
+    return handle.cluster
 
 
 def role_labelled(sink: Callable[[Sequence[Sample]], None]) -> Callable[[Sequence[Sample]], None]:
@@ -193,14 +171,14 @@ def lab_samplers(lab: LabTarget, sink: Callable[[Sequence[Sample]], None], label
     from n8n_sizer.telemetry.sampler import Sampler
 
     cluster = lab.cluster
-    pids = _recorded_pids(cluster)
+    pids = recorded_pids(cluster)
     samplers = []
     for name, host in lab.hosts.items():
         probes = host_probes()
         mine = dict(pids.get(name, {}))
         trees = {k: mine.pop(k) for k in ("postgres", "redis") if k in mine}  # each with its children
         if name == cluster.data_host and cluster.data is not None:
-            probes += redis_probes(cluster.data.redis_port, password_file=_redis_probe_secret(cluster))
+            probes += redis_probes(cluster.data.redis_port, password_file=redis_password_file(cluster))
         main = next((p for p in cluster.processes.get(name, []) if p.role == "main"), None)
         if main is not None and n8n_metrics:
             probes.append(n8n_metrics_probe(main.ready_url.split("/healthz")[0]))
@@ -208,20 +186,6 @@ def lab_samplers(lab: LabTarget, sink: Callable[[Sequence[Sample]], None], label
                                 interval_s=interval_s, timeout_s=10.0,
                                 editor_check=editor_check if main is not None else None))
     return samplers
-
-
-def _redis_probe_secret(cluster) -> str:
-    """The Redis password alone in a 0600 file next to the cluster's secrets, for redis-cli to read at run time
-    (never on a command line). Every namespace shares this machine's filesystem, so the data host reads it."""
-    from n8n_sizer.safety.write import write_atomic
-
-    path = Path(cluster.secrets_file).with_name("redis-probe.secret")
-    if not path.exists():
-        text = read_user_text(cluster.secrets_file, "the lab's cluster secrets", private=True, max_bytes=1 << 16,
-                              fix="run `n8n-sizer lab deploy` again")
-        password = json.loads(text)["redis_password"]
-        write_atomic(path, password, private=True)
-    return str(path)
 
 
 def run_lab_step(lab: LabTarget, *, url: str, body: bytes, rate_per_s: float, duration_s: float, step: str,
@@ -331,8 +295,8 @@ def _lab_accounting(lab: LabTarget):
 
     cpu = read_lab_state(lab.inventory_path).cpu
     cluster = lab.cluster
-    secret = _redis_probe_secret(cluster) if cluster.data is not None else None
-    return lab_accounting(_recorded_pids(cluster), cluster.data, secret, top=cpu.group if cpu else None)
+    secret = redis_password_file(cluster) if cluster.data is not None else None
+    return lab_accounting(recorded_pids(cluster), cluster.data, secret, top=cpu.group if cpu else None)
 
 
 def lab_step(run, step, url: str, seq_start: int) -> None:

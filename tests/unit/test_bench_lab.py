@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.bench.lab import (LabTarget, _recorded_pids, is_lab_inventory, merge_records, merge_tallies,
+from n8n_sizer.lab.cluster_handle import recorded_pids
+from n8n_sizer.bench.lab import (LabTarget, is_lab_inventory, merge_records, merge_tallies,
                                  role_labelled, run_lab_step, seq_starts, share_counts, split_rate)
 from n8n_sizer.deploy.topology import parse_topology
 from n8n_sizer.errors import InputError, RemoteError
@@ -108,7 +109,7 @@ def test_the_deploy_record_decides_between_deploy_reuse_and_refusal(tmp_path):
     cluster = _cluster(tmp_path / "labdir")
     (hosts / CLUSTER_RECORD).write_text(cluster.model_dump_json())
     assert deployed_cluster(path) == cluster
-    assert _recorded_pids(cluster) == {"ingest": {"main": 20, "webhook-1": 22, "caddy": 21},
+    assert recorded_pids(cluster) == {"ingest": {"main": 20, "webhook-1": 22, "caddy": 21},
                                        "worker-1": {"worker-1-worker-1": 30}, "data": {"postgres": 11, "redis": 12}}
 
 

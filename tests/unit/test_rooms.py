@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "bench": {"advisor", "deploy", "fleet", "hosts", "lab", "localstack", "n8n", "remote", "runs", "stack",
               "telemetry"},
     "report": {"advisor", "bench", "runs", "telemetry"},
-    "lab": {"advisor", "deploy", "fleet", "hosts", "localstack", "remote"},  # fleet: the inventory model only
+    "lab": {"advisor", "deploy", "fleet", "hosts", "localstack", "remote", "stack"},  # fleet: the inventory model only
     "drills": {"advisor", "bench", "deploy", "fleet", "hosts", "lab", "localstack", "n8n", "remote", "runs",
                "stack"},
     # The programs that run on another host: each imports the room whose function it runs. The rooms above
