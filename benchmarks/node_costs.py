@@ -30,8 +30,8 @@ from nodecost_lib import (Flow, SUB_WORKFLOW, StubServer, code_items, code_paylo
                           final_check, make_node, per_round, repeated, run_rounds, set_node, chain)
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.localstack.install import install_n8n
-from n8n_sizer.localstack.stack import LocalStack, StackOptions
+from n8n_sizer.native.install import install_n8n
+from n8n_sizer.native.stack import LocalStack, StackOptions
 from n8n_sizer.n8n.client import set_up_instance
 from n8n_sizer.n8n.workflows import read_workflow, with_webhook_path
 from n8n_sizer.safety.write import write_atomic

@@ -136,7 +136,7 @@ def _lab_target(inventory, req: BenchRequest) -> Target:
     """A lab's whole cluster as one target named "cluster", reached over SSH with the lab's own client key."""
     from n8n_sizer.bench.lab import LAB_TARGET, check_lab_request, lab_target
     from n8n_sizer.lab.cluster_handle import cluster_setup
-    from n8n_sizer.deploy.topology import parse_topology
+    from n8n_sizer.bundle.topology import parse_topology
     from n8n_sizer.lab.state import read_lab_state
 
     check_lab_request(req.plan, req.workflow, bool(req.payload_bytes or req.malformed or req.hmac_secret_file))

@@ -1,6 +1,6 @@
 """`check --topology` rules across hosts: one pure function each, over every host's parsed compose file.
 
-A host's own rules (deploy/check.py) cannot see these: a worker host's pool looks harmless alone, and the
+A host's own rules (bundle/check.py) cannot see these: a worker host's pool looks harmless alone, and the
 sum over every host is what Postgres refuses (seed 000: "remaining connection slots are reserved" at
 ~380 req/s); a key that differs on one host breaks every credential that host touches.
 """
@@ -13,10 +13,10 @@ from typing import Callable
 
 
 from n8n_sizer.advisor.pools import CONNECTION_HEADROOM, required_max_connections
-from n8n_sizer.deploy.caddyfile import parse_routes, route_for
-from n8n_sizer.deploy.check import _max_connections, _pool, _redis_arg, unreadable_pool_settings
-from n8n_sizer.deploy.composefile import ComposeFile, Service, image_base
-from n8n_sizer.deploy.rule import RuleResult, fail, na, ok
+from n8n_sizer.bundle.caddyfile import parse_routes, route_for
+from n8n_sizer.bundle.check import _max_connections, _pool, _redis_arg, unreadable_pool_settings
+from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base
+from n8n_sizer.bundle.rule import RuleResult, fail, na, ok
 from n8n_sizer.safety.frozen import Frozen
 
 DATA_PORTS = {5432: "Postgres", 6379: "Redis"}
@@ -278,7 +278,7 @@ def rule_pgbouncer_transaction(c: Cluster) -> RuleResult:
 
 def rule_cluster_postgres_role(c: Cluster) -> RuleResult:
     """Least privilege across hosts: no n8n process on any host logs in as the data host's superuser."""
-    from n8n_sizer.deploy.rules_n8n import POSTGRES_ROLE_FIX, superuser_logins
+    from n8n_sizer.bundle.rules_n8n import POSTGRES_ROLE_FIX, superuser_logins
 
     postgres = [s for _, s in c.services("postgres")]
     if not postgres or not c.n8n:

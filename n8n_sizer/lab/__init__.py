@@ -7,7 +7,7 @@ workers against them; `ingest`: the load balancer; `deploy`: all of them, role b
 a CPU budget per host (`cpu`), and the deployed cluster operated by host and role (`cluster_handle`, the drills'
 hands), with `host_agent` doing the signalling on each host (run there as `remote.lab_agent`). Nothing it creates reaches beyond one private bridge on this machine: the namespaces
 get no default route.
-May import: advisor (Setup), deploy (the topology, its addresses, the n8n environment), fleet (the inventory
-model only), hosts, localstack (the native services, run on the lab host), remote (the launcher), safety,
+May import: advisor (Setup), bundle (the topology, its addresses, the n8n environment), fleet (the inventory
+model only), hosts, native (the native services, run on the lab host), remote (the launcher), safety,
 errors.
 """

@@ -78,7 +78,7 @@ class LabClusterHandle(StackHandle):
         self.python = python
         self.name = f"lab-{self.state.lab_id}"
         self._ssh: dict[str, SshHost] = {}
-        from n8n_sizer.deploy.topology import parse_topology
+        from n8n_sizer.bundle.topology import parse_topology
 
         self.topology = parse_topology(self.state.topology, f"--inventory {inventory_path}: lab.topology")
         self.setup = cluster_setup(self.topology)

@@ -21,7 +21,7 @@ import secrets
 from pathlib import Path
 
 
-from n8n_sizer.deploy.n8n_env import POSTGRES_DATABASE, POSTGRES_USER
+from n8n_sizer.bundle.n8n_env import POSTGRES_DATABASE, POSTGRES_USER
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.safety.frozen import Frozen
 
@@ -52,7 +52,7 @@ def pg_hba_line(subnet: str) -> str:
 def data_port_rules(subnet: str, clients: list[str]) -> list[list[str]]:
     """iptables INPUT rules of the data host's namespace, in order: Postgres and Redis answer the hosts that run
     n8n (`clients`) and reset every other address of the subnet (the load generators share it), as the rendered
-    data host does (`deploy.cloudinit.data_port_rules`)."""
+    data host does (`bundle.cloudinit.data_port_rules`)."""
     rules = [["-p", "tcp", "--dport", str(port), "-s", f"{ip}/32", "-j", "ACCEPT"]
              for port in (POSTGRES_PORT, REDIS_PORT) for ip in clients]
     return rules + [["-p", "tcp", "--dport", str(port), "-s", str(ipaddress.ip_network(subnet)), "-j", "REJECT",
@@ -73,7 +73,7 @@ def close_data_ports(subnet: str, clients: list[str]) -> None:
 
 def start_data_services(state: Path, listen: str, subnet: str, max_connections: int,
                         clients: list[str] | None = None) -> DataEndpoints:
-    from n8n_sizer.localstack import services
+    from n8n_sizer.native import services
     from n8n_sizer.safety.write import write_atomic
 
     if ipaddress.ip_address(listen) not in ipaddress.ip_network(subnet):

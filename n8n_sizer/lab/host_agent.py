@@ -102,7 +102,7 @@ def _retitled(cwd: str, title: str) -> list[str]:
 
 
 def _group_alive(pgid: int) -> list[int]:
-    from n8n_sizer.localstack.services import group_pids
+    from n8n_sizer.native.services import group_pids
 
     return group_pids(pgid)
 
@@ -141,7 +141,7 @@ def stop(pid: int, snapshot_file: Path, sig: str, grace_s: float) -> dict:
 
 def start(snapshot_file: Path, ready_http: str | None, ready_redis: str | None, timeout_s: float) -> dict:
     """Start the saved process again (own session, log appended), wait until it is ready, drop the snapshot."""
-    from n8n_sizer.localstack import services
+    from n8n_sizer.native import services
 
     saved = json.loads(snapshot_file.read_text())
     log = Path(saved["log"]) if saved["log"] else snapshot_file.with_suffix(".log")
@@ -150,7 +150,7 @@ def start(snapshot_file: Path, ready_http: str | None, ready_redis: str | None, 
     if ready_http:
         services.wait_until(proc, lambda: services.http_ok(ready_http), timeout_s, f"ready at {ready_http}")
     elif ready_redis:
-        from n8n_sizer.localstack.redis import redis_ping
+        from n8n_sizer.native.redis import redis_ping
 
         secrets = json.loads(Path(ready_redis).read_text())
         port = int(next((a.split()[1] for a in _config_lines(saved["argv"]) if a.startswith("port ")), 6379))
@@ -167,12 +167,12 @@ def _config_lines(argv: list[str]) -> list[str]:
 
 def ready(http: str | None, redis_secrets: str | None) -> bool:
     """One readiness check, no waiting: an n8n or Caddy URL answers 200, or Redis on 6379 answers PING."""
-    from n8n_sizer.localstack import services
+    from n8n_sizer.native import services
 
     if http:
         return services.http_ok(http)
     if redis_secrets:
-        from n8n_sizer.localstack.redis import redis_ping
+        from n8n_sizer.native.redis import redis_ping
 
         return redis_ping(6379, json.loads(Path(redis_secrets).read_text())["redis_password"])
     raise InputError("ready needs --ready-http URL or --ready-redis SECRETS")

@@ -31,14 +31,14 @@ class CaddyProcess(Frozen):
 def lab_caddyfile(rendered: str, listen: str) -> str:
     """The rendered ingest Caddyfile with lab addresses: n8n-main -> 127.0.0.1:5678, n8n-webhook-N ->
     127.0.0.1:(5680+N), the site bound to `listen`:5678, and Caddy's admin API on the host's loopback."""
-    from n8n_sizer.deploy.caddyfile import rebind_caddyfile
+    from n8n_sizer.bundle.caddyfile import rebind_caddyfile
 
     return rebind_caddyfile(rendered, site=f"http://{listen}:{MAIN_PORT}", bind=listen, main=f"127.0.0.1:{MAIN_PORT}",
                             webhook=lambda k: f"127.0.0.1:{WEBHOOK_BASE_PORT + k}", admin="127.0.0.1:2019")
 
 
 def start_caddy(state: Path, config: Path, listen: str) -> CaddyProcess:
-    from n8n_sizer.localstack import services
+    from n8n_sizer.native import services
 
     caddy = shutil.which("caddy")
     if caddy is None:

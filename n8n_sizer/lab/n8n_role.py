@@ -1,7 +1,7 @@
 """An n8n process of a lab host (main, a webhook processor or a worker) against the data host's Postgres and Redis.
 
 Runs ON the host (over SSH, in its namespace) with exactly the environment `render --topology` writes for that
-role (`deploy.n8n_env.role_env` of the topology in `--topology`, pools, limits and timeouts included), addresses
+role (`bundle.n8n_env.role_env` of the topology in `--topology`, pools, limits and timeouts included), addresses
 aside, and the shared n8n install (never installed here):
 
     python -m n8n_sizer.remote.lab_n8n up --role worker --name worker-1 --state DIR --data 10.89.0.10 \
@@ -42,7 +42,7 @@ class N8nProcess(Frozen):
 
 
 def role_ports(role: str, index: int):
-    from n8n_sizer.deploy.n8n_env import N8nPorts
+    from n8n_sizer.bundle.n8n_env import N8nPorts
 
     if role == "webhook":  # `n8n webhook` starts no task broker; its broker port is only kept apart
         return N8nPorts(http=WEBHOOK_BASE_PORT + index, broker=WEBHOOK_BASE_PORT + 10 + index)
@@ -66,16 +66,16 @@ def owner_env(owner_file: Path) -> dict[str, str]:
     if not isinstance(doc, dict) or not isinstance(doc.get("email"), str) \
             or not BCRYPT_RE.fullmatch(str(doc.get("password_hash", ""))):
         raise InputError(f"--owner {owner_file} is not an owner file (email, bcrypt password_hash); {fix}")
-    from n8n_sizer.deploy.n8n_env import instance_owner_env
+    from n8n_sizer.bundle.n8n_env import instance_owner_env
 
     return instance_owner_env(doc["email"], doc["password_hash"])
 
 
 def lab_env(topology, role: str, *, ports, folder: Path, secrets, data: str, listen: str, main: str,
             path: str) -> dict[str, str]:
-    """The environment `render --topology` gives this role (`deploy.n8n_env.role_env` of the topology, bench
+    """The environment `render --topology` gives this role (`bundle.n8n_env.role_env` of the topology, bench
     profile), wired to the lab's addresses: the data host's Postgres and Redis, runners internal."""
-    from n8n_sizer.deploy.n8n_env import native_wiring, process_env, shape_of_topology
+    from n8n_sizer.bundle.n8n_env import native_wiring, process_env, shape_of_topology
 
     wiring = native_wiring(secrets, http_port=MAIN_PORT, broker_port=ports.broker, postgres_port=POSTGRES_PORT,
                            redis_port=REDIS_PORT, host=data, public_url=f"http://{main}:{MAIN_PORT}/")
@@ -85,10 +85,10 @@ def lab_env(topology, role: str, *, ports, folder: Path, secrets, data: str, lis
 
 def start_n8n_role(role: str, name: str, state: Path, data: str, listen: str, main: str, secrets_file: Path,
                    topology_file: Path, index: int = 1, owner_file: Path | None = None) -> N8nProcess:
-    from n8n_sizer.deploy.n8n_env import NativeSecrets
-    from n8n_sizer.deploy.topology import load_topology_text
-    from n8n_sizer.localstack import services
-    from n8n_sizer.localstack.install import find_installed
+    from n8n_sizer.bundle.n8n_env import NativeSecrets
+    from n8n_sizer.bundle.topology import load_topology_text
+    from n8n_sizer.native import services
+    from n8n_sizer.native.install import find_installed
 
     install = find_installed()
     if install is None:

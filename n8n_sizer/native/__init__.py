@@ -2,5 +2,5 @@
 
 Owns: the n8n/Node install (`install`), service processes and their PIDs (`services`), the stack's saved state
 (`state`), the stack itself (`stack.LocalStack`); its command line for use over SSH is `remote.native_stack`.
-May import: advisor, deploy (the n8n environment for a setup and role), hosts, errors, versions.
+May import: advisor, bundle (the n8n environment for a setup and role), hosts, errors, versions.
 """

@@ -290,6 +290,6 @@ def start_redis(config_path: Path, port: int, log_path: Path, cpus: str | None =
 
 
 def wait_redis(proc: RunningProcess, password: str, timeout_s: float) -> float:
-    from n8n_sizer.localstack.redis import redis_ping
+    from n8n_sizer.native.redis import redis_ping
 
     return wait_until(proc, lambda: redis_ping(proc.port, password), timeout_s, "answering PING")

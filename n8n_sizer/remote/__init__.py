@@ -7,12 +7,12 @@ starts one on a `hosts.host.Host` and parses that line into the model; `protocol
 program's side of it. `tests/unit/test_remote_protocol.py` fails on a second parser or launch string.
 
 The programs (each parses its options and calls its room's function):
-- `native_stack.py`: the native stack's commands (`up`, `status`, `signal`, ... of `localstack.stack`);
-- `install_n8n.py`: Node.js and n8n into the shared cache (`localstack.install`);
+- `native_stack.py`: the native stack's commands (`up`, `status`, `signal`, ... of `native.stack`);
+- `install_n8n.py`: Node.js and n8n into the shared cache (`native.install`);
 - `lab_data.py`, `lab_n8n.py`, `lab_ingest.py`: a lab host's data role, n8n process and load balancer;
 - `lab_agent.py`: the drills' hands on a lab host (`ps`, `stop`, `start`, `signal`, `ready`);
 - `load_agent.py`: one load generator's share of a rate step (`bench.load`).
 
-May import: hosts (the launcher); the programs import the room whose function they run (localstack, lab,
+May import: hosts (the launcher); the programs import the room whose function they run (native, lab,
 bench, drills, advisor). Rooms import only `remote.protocol`, never a program, so no module cycle appears.
 """

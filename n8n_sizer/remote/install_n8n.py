@@ -1,5 +1,5 @@
 """`python -m n8n_sizer.remote.install_n8n`: Node.js 24 and the pinned n8n into the n8n-sizer cache
-(`localstack.install`, idempotent); prints the install's paths as JSON on the last line.
+(`native.install`, idempotent); prints the install's paths as JSON on the last line.
 
     python -m n8n_sizer.remote.install_n8n
     python -m n8n_sizer.remote.install_n8n --n8n-version 2.41.1 --cache /tmp/cache
@@ -23,7 +23,7 @@ app = typer.Typer(help="Install Node 24 and n8n into the n8n-sizer cache (idempo
 @app.command()
 def install(n8n_version: str = typer.Option(N8N_VERSION, help=f"n8n version to install (default: the pin, {N8N_VERSION})"),
             cache: Optional[Path] = typer.Option(None, help="cache folder (default: $N8N_SIZER_CACHE or ~/.cache/n8n-sizer)")):
-    from n8n_sizer.localstack.install import install_n8n
+    from n8n_sizer.native.install import install_n8n
 
     return install_n8n(n8n_version, cache)
 

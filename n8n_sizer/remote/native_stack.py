@@ -1,4 +1,4 @@
-"""`python -m n8n_sizer.remote.native_stack COMMAND --state DIR`: the native local stack (`localstack.stack`) as
+"""`python -m n8n_sizer.remote.native_stack COMMAND --state DIR`: the native local stack (`native.stack`) as
 commands, for use over SSH; each prints its result as JSON on the last line (`remote.protocol`).
 
     python -m n8n_sizer.remote.native_stack up --mode queue --workers 1 --state /tmp/stack
@@ -46,7 +46,7 @@ def _env_pairs(pairs: list[str]) -> dict[str, str]:
 
 
 def _attach(state: Path):
-    from n8n_sizer.localstack.stack import LocalStack
+    from n8n_sizer.native.stack import LocalStack
 
     return LocalStack.attach(state)
 
@@ -71,7 +71,7 @@ def up(state: Path = STATE, mode: str = typer.Option("regular", help="regular or
        env: list[str] = typer.Option([], help="KEY=VALUE for every n8n process (repeatable)"),
        start_timeout: float = typer.Option(180.0, help="seconds to wait for each process")) -> dict:
     from n8n_sizer.advisor.setup import Setup
-    from n8n_sizer.localstack.stack import LocalStack, StackOptions
+    from n8n_sizer.native.stack import LocalStack, StackOptions
 
     _choice(mode, "--mode", ("regular", "queue"))
     _choice(db, "--db", ("postgres", "sqlite"))
@@ -98,7 +98,7 @@ def down(state: Path = STATE) -> dict:
 
 @app.command("status", help="print the state with which processes run; exit 1 unless all run and are healthy")
 def status(state: Path = STATE) -> ExitWith:
-    from n8n_sizer.localstack.services import http_ok
+    from n8n_sizer.native.services import http_ok
 
     stack = _attach(state)
     doc = _state_json(stack)
@@ -147,8 +147,8 @@ def wait_ready(state: Path = STATE, process: str = PROCESS,
 @app.command("redis", help="one command on the stack's Redis (after AUTH); prints {\"reply\": ...}")
 def redis(args: list[str] = typer.Argument(..., help="the command and its arguments, e.g. LLEN bull:jobs:wait"),
           state: Path = STATE) -> dict:
-    from n8n_sizer.localstack.redis import RedisError, redis_command
-    from n8n_sizer.localstack.services import ServiceError
+    from n8n_sizer.native.redis import RedisError, redis_command
+    from n8n_sizer.native.services import ServiceError
 
     stack = _attach(state)
     try:
@@ -180,7 +180,7 @@ def restart_postgres(state: Path = STATE) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     from n8n_sizer.errors import RemoteError
-    from n8n_sizer.localstack.services import ServiceError
+    from n8n_sizer.native.services import ServiceError
 
     return serve(app, "native_stack", argv, remote_errors=(RemoteError, ServiceError))
 

@@ -64,7 +64,7 @@ def _pids_alive(state_dir: str) -> list[int]:
 
 
 def _down(out: Path) -> None:
-    """Stop any stack a failed test left behind (by its state file's PIDs, through localstack down)."""
+    """Stop any stack a failed test left behind (by its state file's PIDs, through native_stack down)."""
     for run_json in out.glob("*/run.json"):
         for info in json.loads(run_json.read_text()).get("hosts", {}).values():
             state_dir = info.get("stack_dir")

@@ -1,7 +1,7 @@
 """`n8n-sizer drill <all seven> --inventory FILE --target NAME` through Fabric over a real sshd on 127.0.0.1.
 
 The inventory's target is a loopback host, so the drill starts a queue stack there over SSH (`python -m
-n8n_sizer.localstack.stack up`, real n8n 2.41.1, Debian's Postgres and Redis, 2 workers), acts on it with one
+n8n_sizer.native.stack up`, real n8n 2.41.1, Debian's Postgres and Redis, 2 workers), acts on it with one
 SSH command per action (signals, stops, starts, Redis commands, log reads) and reaches n8n through an SSH
 tunnel, then stops the stack. What a fleet host's Docker actions would be is checked in
 tests/unit/test_drills_remote.py (no Docker engine runs here).

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.lab.cluster_handle import LabClusterHandle
 from n8n_sizer.hosts.host import HostError
 from n8n_sizer.lab.deploy import LabCluster, cluster_record, deploy_lab
 from n8n_sizer.lab.netns import lab_up, remove_lab
-from n8n_sizer.localstack.install import find_installed
+from n8n_sizer.native.install import find_installed
 from tests.integration.test_lab import CLI, _namespaces, _processes_mentioning
 
 pytestmark = [

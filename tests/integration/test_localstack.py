@@ -26,12 +26,12 @@ import httpx
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.localstack import stack as localstack
-from n8n_sizer.localstack import services
-from n8n_sizer.localstack.redis import redis_command
-from n8n_sizer.localstack.stack import LocalStack, StackOptions
+from n8n_sizer.native import stack as localstack
+from n8n_sizer.native import services
+from n8n_sizer.native.redis import redis_command
+from n8n_sizer.native.stack import LocalStack, StackOptions
 from n8n_sizer.n8n.client import ExecutionCounts, N8nApiError, N8nClient
-from n8n_sizer.localstack.services import ServiceError
+from n8n_sizer.native.services import ServiceError
 
 pytestmark = pytest.mark.integration
 
@@ -130,7 +130,7 @@ def test_detached_up_signal_restart_down(tmp_path):
         new_worker = json.loads(again.stdout)["pid"]
         assert new_worker != procs["worker-1"]["pid"]
         # the restarted worker runs its JS task runner; main runs none in queue mode, where manual executions
-        # go to the workers too (OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS, deploy/n8n_env.py), so it never executes
+        # go to the workers too (OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS, bundle/n8n_env.py), so it never executes
         assert len(services.group_pids(new_worker)) >= 2
     finally:
         down = subprocess.run([*LOCALSTACK, "down", "--state", str(state)], capture_output=True, text=True, timeout=300)
@@ -188,7 +188,7 @@ def test_ports_taken_before_binding_are_chosen_anew(n8n_install, monkeypatch):
 def test_ctrl_c_during_start_stops_what_had_started(tmp_path, n8n_install):
     state = tmp_path / "stack"
     script = ("import sys; from pathlib import Path; from n8n_sizer.advisor.setup import Setup; "
-              "from n8n_sizer.localstack.stack import LocalStack; "
+              "from n8n_sizer.native.stack import LocalStack; "
               "LocalStack(Setup(mode='queue', workers=1), stack_dir=Path(sys.argv[1])).start(); print('started')")
     owner = subprocess.Popen([sys.executable, "-c", script, str(state)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)

@@ -17,7 +17,7 @@ import pytest
 from n8n_sizer.lab.cluster_handle import recorded_pids
 from n8n_sizer.bench.lab import (LabTarget, is_lab_inventory, merge_records, merge_tallies,
                                  role_labelled, run_lab_step, seq_starts, share_counts, split_rate)
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.hosts.host import LocalHost
 from n8n_sizer.lab.deploy import CLUSTER_RECORD, LabCluster, deployed_cluster

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.deploy.check import RULES, check_compose
-from n8n_sizer.deploy.composefile import duration_s, interpolate, load_compose
-from n8n_sizer.deploy.secrets import parse_env_text
+from n8n_sizer.bundle.check import RULES, check_compose
+from n8n_sizer.bundle.composefile import duration_s, interpolate, load_compose
+from n8n_sizer.bundle.secrets import parse_env_text
 from n8n_sizer.errors import InputError
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "compose"

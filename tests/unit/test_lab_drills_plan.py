@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.lab import host_agent as labagent
 from n8n_sizer.drills.labplan import (PROMISES, answered_after, iptables_command, nothing_lost,
                                       partition_outcome_matches, partition_rules, ran_on, window)
@@ -127,7 +127,7 @@ def test_the_agent_lists_stops_and_starts_a_process_of_this_host_as_it_was(tmp_p
                 except ProcessLookupError:
                     pass
         if new_pid is not None:
-            from n8n_sizer.localstack.services import reap
+            from n8n_sizer.native.services import reap
             time.sleep(0.2)
             reap()
 
@@ -171,8 +171,8 @@ def test_cli_refuses_bad_input_for_a_lab_in_one_line(tmp_path, capsys, args, mes
 def test_a_redis_that_rewrote_its_title_is_snapshotted_with_its_config(tmp_path):
     import shutil
 
-    from n8n_sizer.localstack import services
-    from n8n_sizer.localstack.redis import redis_ping
+    from n8n_sizer.native import services
+    from n8n_sizer.native.redis import redis_ping
 
     if shutil.which("redis-server") is None:
         pytest.skip("Debian's redis-server is not installed")

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from n8n_sizer.advisor.answer.contract import Topology
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.lab.cluster_handle import LabClusterHandle, cluster_setup
 from n8n_sizer.stack.handle import StackHandle
 

@@ -18,24 +18,24 @@ PKG = Path(__file__).resolve().parents[2] / "n8n_sizer"
 ALLOWED: dict[str, set[str]] = {
     "safety": set(),
     "advisor": set(),
-    "deploy": {"advisor"},
+    "bundle": {"advisor"},
     "hosts": set(),
     "n8n": {"hosts"},
     "runs": {"advisor"},
-    "localstack": {"advisor", "deploy", "hosts", "n8n"},
+    "native": {"advisor", "bundle", "hosts", "n8n"},
     "telemetry": {"hosts", "n8n", "runs"},
-    "fleet": {"advisor", "deploy"},
-    "stack": {"advisor", "deploy", "hosts", "localstack", "remote", "telemetry"},
-    "bench": {"advisor", "deploy", "fleet", "hosts", "lab", "localstack", "n8n", "remote", "runs", "stack",
+    "fleet": {"advisor", "bundle"},
+    "stack": {"advisor", "bundle", "hosts", "native", "remote", "telemetry"},
+    "bench": {"advisor", "bundle", "fleet", "hosts", "lab", "native", "n8n", "remote", "runs", "stack",
               "telemetry"},
     "report": {"advisor", "bench", "runs", "telemetry"},
-    "lab": {"advisor", "deploy", "fleet", "hosts", "localstack", "remote", "stack"},  # fleet: the inventory model only
-    "drills": {"advisor", "bench", "deploy", "fleet", "hosts", "lab", "localstack", "n8n", "remote", "runs",
+    "lab": {"advisor", "bundle", "fleet", "hosts", "native", "remote", "stack"},  # fleet: the inventory model only
+    "drills": {"advisor", "bench", "bundle", "fleet", "hosts", "lab", "native", "n8n", "remote", "runs",
                "stack"},
     # The programs that run on another host: each imports the room whose function it runs. The rooms above
     # import only its launcher, `remote.protocol` (test_rooms_import_only_the_launcher), so no module cycle.
-    "remote": {"advisor", "bench", "drills", "hosts", "lab", "localstack"},
-    "cli": {"advisor", "bench", "deploy", "drills", "fleet", "hosts", "localstack", "lab", "n8n", "remote",
+    "remote": {"advisor", "bench", "drills", "hosts", "lab", "native"},
+    "cli": {"advisor", "bench", "bundle", "drills", "fleet", "hosts", "native", "lab", "n8n", "remote",
             "report", "runs", "stack", "telemetry"},
 }
 SHARED = {"errors", "versions", "safety", ""}  # safety: the shared guards (numbers, files, YAML, writes)  # "" is `import n8n_sizer` / `from n8n_sizer import versions`
