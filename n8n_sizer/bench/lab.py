@@ -138,7 +138,7 @@ def bring_up(lab: LabTarget):
     lab.reused = deployed_cluster(lab.inventory_path) is not None
     if not lab.reused:
         deploy_lab(lab.inventory_path, python=lab.python)
-    handle = LabClusterHandle(lab.inventory_path, python=lab.python)
+    handle = LabClusterHandle(lab.inventory_path)
     with ExitStack() as checked:  # the handle's SSH connections close once every recorded process is seen
         handle.up(checked, attach=True)
     lab.cluster = handle.cluster

@@ -60,7 +60,7 @@ class LabClusterHandle(StackHandle):
     """Processes of a deployed lab by host and role; stop, start, signal, readiness over SSH. As a `StackHandle`
     (the protocol of a single-host stack) each process is addressed by its unique name in the cluster."""
 
-    def __init__(self, inventory_path: Path, python: str = sys.executable) -> None:
+    def __init__(self, inventory_path: Path, python: str | None = None) -> None:
         from n8n_sizer.fleet.inventory import load_inventory
         from n8n_sizer.lab.deploy import read_cluster
         from n8n_sizer.lab.state import read_lab_state
@@ -75,7 +75,10 @@ class LabClusterHandle(StackHandle):
         self.inventory = load_inventory(read_user_text(inventory_path, "--inventory", max_bytes=1 << 20,
                                                        fix="pass the lab.json that `lab up` wrote"))
         self.folder = Path(self.state.folder)
-        self.python = python
+        # The interpreter `lab deploy` left for the hosts (lab.deploy._same_code_python): the host agent runs the
+        # code that deployed the cluster, not whatever the venv's own install points to.
+        wrapper = self.folder / "hosts" / "python"
+        self.python = python or (str(wrapper) if wrapper.is_file() else sys.executable)
         self.name = f"lab-{self.state.lab_id}"
         self._ssh: dict[str, SshHost] = {}
         from n8n_sizer.bundle.topology import parse_topology
