@@ -142,6 +142,7 @@ def bring_up(lab: LabTarget):
     with ExitStack() as checked:  # the handle's SSH connections close once every recorded process is seen
         handle.up(checked, attach=True)
     lab.cluster = handle.cluster
+    lab.python = handle.python  # the generators' load agents run the deploy's code too
     return handle.cluster
 
 
