@@ -17,6 +17,7 @@ import json
 import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -44,9 +45,13 @@ class Program(enum.Enum):
 
 
 def command_line(program: Program, args: Sequence[str], python: str | None = None) -> str:
-    """The shell line that runs `program` with `args` (each quoted) under `python` (default: this interpreter,
-    so the same package and pins on a loopback host)."""
-    return " ".join(shlex.quote(w) for w in [python or sys.executable, "-m", program.module, *args])
+    """The shell line that runs `program` with `args` (each quoted) under `python`. Without one: this
+    interpreter, importing this very package (PYTHONPATH), for a host that shares this machine's files (a
+    loopback SSH host), so the code over there is the code that launched it, not another install's."""
+    line = " ".join(shlex.quote(w) for w in [python or sys.executable, "-m", program.module, *args])
+    if python is None:
+        line = f"PYTHONPATH={shlex.quote(str(Path(__file__).resolve().parents[2]))} {line}"
+    return line
 
 
 def last_json(stdout: str) -> Any:

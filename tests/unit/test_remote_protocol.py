@@ -85,6 +85,8 @@ def test_the_last_json_line_is_the_result():
         last_json("no json here\n")
     assert command_line(Program.LAB_AGENT, ["ps", "a b"], "/usr/bin/python3") == \
         "/usr/bin/python3 -m n8n_sizer.remote.lab_agent ps 'a b'"
+    here = command_line(Program.LAB_AGENT, ["ps"])  # this interpreter imports this very checkout over there
+    assert here.startswith(f"PYTHONPATH={PKG.parent} ") and here.endswith(" -m n8n_sizer.remote.lab_agent ps")
 
 
 def test_the_launcher_runs_a_program_and_reads_its_result():
