@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.lab.netns import lab_up, remove_lab
 from n8n_sizer.report.cluster import cpu_by_host_role
 from n8n_sizer.runs.stats import step_rate, step_throughput, step_windows

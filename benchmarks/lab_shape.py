@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.lab.cpu import lab_host_cores, plan_for_topology
 from n8n_sizer.lab.netns import lab_up, remove_lab
 from n8n_sizer.runs.stats import step_rate, step_throughput

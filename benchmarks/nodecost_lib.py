@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from n8n_sizer.localstack import services
+from n8n_sizer.native import services
 
 TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
 

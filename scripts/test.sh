@@ -23,6 +23,6 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test]'
-.venv/bin/python -m n8n_sizer.localstack.install
+.venv/bin/python -m n8n_sizer.remote.install_n8n
 .venv/bin/python scripts/standins/standins.py build  # cached in ~/.cache/n8n-sizer/standins; minutes the first time
 exec .venv/bin/python -m pytest "$@"

@@ -4,6 +4,6 @@ Owns: `plan` (rates, steps), `load` (the built-in constant-arrival driver), `k6`
 summary), `find_max` (find-max), `soak`, `run` (one run over a stack handle), `session` (a bench request from the
 CLI to a results folder), `stackup` (deploying a stack to a target host), `lab` and `agent` (a lab's cluster as one
 target, its load split over the lab's generators).
-May import: n8n, hosts, localstack, runs, telemetry, deploy, advisor, fleet (the inventory model), lab (deploying a
+May import: n8n, hosts, native, runs, telemetry, bundle, advisor, fleet (the inventory model), lab (deploying a
 lab's topology), errors.
 """

@@ -126,7 +126,7 @@ def step_counters(before: Reading, after: Reading) -> StepCounters:
 
 def local_accounting(stack) -> Accounting | None:
     """Groups for a `LocalStack`'s processes (this machine), or None when cgroups cannot be used here."""
-    from n8n_sizer.deploy.n8n_env import POSTGRES_DATABASE, POSTGRES_USER
+    from n8n_sizer.bundle.n8n_env import POSTGRES_DATABASE, POSTGRES_USER
 
     mounts = available_mounts()
     if not mounts:

@@ -1,6 +1,6 @@
 """One load generator's share of a step, run ON the generator host (over SSH) with the built-in driver.
 
-    python -m n8n_sizer.bench.agent --url http://10.89.0.11:5678/webhook/PATH --rate 2 --duration 15 \
+    python -m n8n_sizer.remote.load_agent --url http://10.89.0.11:5678/webhook/PATH --rate 2 --duration 15 \
         --seq-start 1040 --step rate-4 --target cluster --generator gen-1 --out /tmp/FILE.jsonl
 
 It offers `--rate` for `--duration` (open model, `load.run_open`), writes one RequestRecord per request (with
@@ -11,17 +11,13 @@ open requests are cancelled and still recorded). The body comes from a file, so 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 from n8n_sizer.bench.load import HttpPost, run_open
-from n8n_sizer.errors import InputError
 from n8n_sizer.runs.records import RequestRecord
 
 
@@ -51,34 +47,3 @@ def run_agent(*, url: str, body: bytes, rate_per_s: float, duration_s: float, se
     finally:
         handle.close()
     return asdict(tally)
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m n8n_sizer.bench.agent")
-    p.add_argument("--url", required=True)
-    p.add_argument("--body-file", required=True)
-    p.add_argument("--rate", type=float, required=True)
-    p.add_argument("--duration", type=float, required=True)
-    p.add_argument("--seq-start", type=int, required=True)
-    p.add_argument("--step", required=True)
-    p.add_argument("--target", required=True)
-    p.add_argument("--generator", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--timeout", type=float, default=120.0)
-    p.add_argument("--max-in-flight", type=int, default=1000)
-    p.add_argument("--deadline-s", type=float, required=True)
-    a = p.parse_args(argv)
-    try:
-        tally = run_agent(url=a.url, body=Path(a.body_file).read_bytes(), rate_per_s=a.rate, duration_s=a.duration,
-                          seq_start=a.seq_start, step=a.step, target=a.target, generator=a.generator,
-                          out=Path(a.out), timeout_s=a.timeout, max_in_flight=a.max_in_flight,
-                          deadline_s=a.deadline_s)
-    except (InputError, OSError) as exc:
-        print(f"agent {a.generator}: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(tally))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -68,7 +68,7 @@ def check_payloads_budget(steps, payloads: Payloads) -> None:
             raise InputError(f"step {step.name}: {planned_count(step):,} requests of --payload-bytes "
                              f"{payloads.payload_bytes} are about {size / 2**20:.0f} MiB for k6 to hold (limit "
                              f"{PAYLOADS_MAX_BYTES // 2**20} MiB); shorten --step-seconds, lower the rate or "
-                             f"--payload-bytes, or bench a localstack host with the built-in driver")
+                             f"--payload-bytes, or bench a native-stack host with the built-in driver")
 
 
 def write_payloads(path: Path, step, body: bytes, payloads: Payloads) -> int:

@@ -4,14 +4,13 @@
   (`hosts/cluster.json`) says it already is; then every recorded process must still be alive, so a second
   bench reuses the cluster instead of deploying it twice.
 - Load: a step's rate is split evenly over the generator hosts; each runs its share with the built-in driver
-  over SSH (`python -m n8n_sizer.bench.agent`, in its own namespace), with sequence numbers from its own
+  over SSH (`python -m n8n_sizer.remote.load_agent`, in its own namespace), with sequence numbers from its own
   block, so they are unique across generators; the records come back over SFTP, tagged with their generator.
 - Telemetry: one sampler per cluster host over SSH, its processes tagged with their role (runs.stats.role_of).
 """
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 import threading
@@ -19,10 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.bench.shapes import arrival_times, constant
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.hosts.host import SshHost
+from n8n_sizer.lab.cluster_handle import recorded_pids, redis_password_file
+from n8n_sizer.remote.protocol import Program, run
 from n8n_sizer.runs.records import RequestRecord, Sample, StepTally
 from n8n_sizer.runs.stats import role_of
 from n8n_sizer.runs.store import MAX_RECORDS_BYTES
@@ -97,12 +97,6 @@ def merge_tallies(step: str, tallies: Sequence[dict]) -> StepTally:
                      last_sent_s=max(sent) if sent else None)
 
 
-def lab_setup(topology) -> Setup:
-    """The cluster as a Setup for run.json and the report: queue mode with every host's workers."""
-    workers = sum(h.roles.workers for h in topology.hosts())
-    return Setup(mode="queue", workers=max(workers, 1), concurrency=topology.concurrency)
-
-
 @dataclass
 class LabTarget:
     """How a run reaches a lab: its inventory file, an SSH host per cluster host and per generator."""
@@ -134,36 +128,22 @@ def lab_target(inventory, inventory_path: Path) -> LabTarget:
 
 
 def bring_up(lab: LabTarget):
-    """The lab's cluster: the recorded one when it runs (reused), else deployed now. Returns its LabCluster."""
+    """The lab's cluster: the recorded one when it runs (reused), else deployed now; taken over through the
+    cluster's `StackHandle` (`lab.cluster_handle`), as the drills drive it. Returns its LabCluster."""
+    from contextlib import ExitStack
+
+    from n8n_sizer.lab.cluster_handle import LabClusterHandle
     from n8n_sizer.lab.deploy import deploy_lab, deployed_cluster
 
-    cluster = deployed_cluster(lab.inventory_path)
-    if cluster is None:
-        cluster = deploy_lab(lab.inventory_path, python=lab.python)
-        lab.reused = False
-    else:
-        for host, pids in _recorded_pids(cluster).items():
-            for name, pid in pids.items():
-                res = lab.hosts[host].run(f"kill -0 {int(pid)}", timeout_s=30, check=False)
-                if res.exit_code != 0:
-                    raise InputError(f"--inventory {lab.inventory_path}: the deployed cluster's {name} on {host} "
-                                     f"(PID {pid}) is not running; `lab down` and `lab up` for a fresh cluster")
-        lab.reused = True
-    lab.cluster = cluster
-    return cluster
-
-
-def _recorded_pids(cluster) -> dict[str, dict[str, int]]:
-    """{host: {process name: PID}} of everything the deploy started (n8n, Caddy, Postgres, Redis)."""
-    out: dict[str, dict[str, int]] = {}
-    for host, procs in cluster.processes.items():
-        out[host] = {p.name: p.pid for p in procs}
-    ingest = next((h for h, procs in cluster.processes.items() if any(p.role == "main" for p in procs)), None)
-    if cluster.load_balancer_pid is not None and ingest is not None:
-        out[ingest]["caddy"] = cluster.load_balancer_pid
-    if cluster.data is not None:
-        out.setdefault(cluster.data_host, {}).update(postgres=cluster.data.postgres_pid, redis=cluster.data.redis_pid)
-    return out
+    lab.reused = deployed_cluster(lab.inventory_path) is not None
+    if not lab.reused:
+        deploy_lab(lab.inventory_path, python=lab.python)
+    handle = LabClusterHandle(lab.inventory_path)
+    with ExitStack() as checked:  # the handle's SSH connections close once every recorded process is seen
+        handle.up(checked, attach=True)
+    lab.cluster = handle.cluster
+    lab.python = handle.python  # the generators' load agents run the deploy's code too
+    return handle.cluster
 
 
 def role_labelled(sink: Callable[[Sequence[Sample]], None]) -> Callable[[Sequence[Sample]], None]:
@@ -192,14 +172,14 @@ def lab_samplers(lab: LabTarget, sink: Callable[[Sequence[Sample]], None], label
     from n8n_sizer.telemetry.sampler import Sampler
 
     cluster = lab.cluster
-    pids = _recorded_pids(cluster)
+    pids = recorded_pids(cluster)
     samplers = []
     for name, host in lab.hosts.items():
         probes = host_probes()
         mine = dict(pids.get(name, {}))
         trees = {k: mine.pop(k) for k in ("postgres", "redis") if k in mine}  # each with its children
         if name == cluster.data_host and cluster.data is not None:
-            probes += redis_probes(cluster.data.redis_port, password_file=_redis_probe_secret(cluster))
+            probes += redis_probes(cluster.data.redis_port, password_file=redis_password_file(cluster))
         main = next((p for p in cluster.processes.get(name, []) if p.role == "main"), None)
         if main is not None and n8n_metrics:
             probes.append(n8n_metrics_probe(main.ready_url.split("/healthz")[0]))
@@ -207,20 +187,6 @@ def lab_samplers(lab: LabTarget, sink: Callable[[Sequence[Sample]], None], label
                                 interval_s=interval_s, timeout_s=10.0,
                                 editor_check=editor_check if main is not None else None))
     return samplers
-
-
-def _redis_probe_secret(cluster) -> str:
-    """The Redis password alone in a 0600 file next to the cluster's secrets, for redis-cli to read at run time
-    (never on a command line). Every namespace shares this machine's filesystem, so the data host reads it."""
-    from n8n_sizer.safety.write import write_atomic
-
-    path = Path(cluster.secrets_file).with_name("redis-probe.secret")
-    if not path.exists():
-        text = read_user_text(cluster.secrets_file, "the lab's cluster secrets", private=True, max_bytes=1 << 16,
-                              fix="run `n8n-sizer lab deploy` again")
-        password = json.loads(text)["redis_password"]
-        write_atomic(path, password, private=True)
-    return str(path)
 
 
 def run_lab_step(lab: LabTarget, *, url: str, body: bytes, rate_per_s: float, duration_s: float, step: str,
@@ -240,21 +206,19 @@ def run_lab_step(lab: LabTarget, *, url: str, body: bytes, rate_per_s: float, du
         host = lab.generators[gen]
         remote = f"/tmp/n8nsz-{run_id}-{step}-{gen}.jsonl"
         remote_body = f"/tmp/n8nsz-{run_id}-{step}-{gen}.body"
-        cmd = " ".join(shlex.quote(w) for w in [
-            lab.python, "-m", "n8n_sizer.bench.agent", "--url", url, "--body-file", remote_body,
-            "--rate", f"{rate:g}", "--duration", f"{duration_s:g}", "--seq-start", str(first), "--step", step,
-            "--target", LAB_TARGET, "--generator", gen, "--out", remote, "--timeout", f"{timeout_s:g}",
-            "--max-in-flight", str(max_in_flight), "--deadline-s", f"{deadline:g}"])
+        args = ["--url", url, "--body-file", remote_body, "--rate", f"{rate:g}", "--duration", f"{duration_s:g}",
+                "--seq-start", str(first), "--step", step, "--target", LAB_TARGET, "--generator", gen, "--out", remote,
+                "--timeout", f"{timeout_s:g}", "--max-in-flight", str(max_in_flight), "--deadline-s", f"{deadline:g}"]
         try:
             host.put(body_file, remote_body)
-            res = host.run(cmd, timeout_s=deadline + 60)
+            tally = run(host, Program.LOAD_AGENT, args, python=lab.python, timeout_s=deadline + 60)
             local = scratch / f"{step}-{gen}.jsonl"
             host.get(remote, local)
             text = read_user_text(local, f"generator {gen}'s records", max_bytes=MAX_RECORDS_BYTES,
                                   fix="run the step again")
             records = [RequestRecord.model_validate_json(line) for line in text.splitlines() if line]
             local.unlink()  # merged into the run's requests.jsonl below
-            results[gen] = (records, json.loads(res.stdout.strip().splitlines()[-1]))
+            results[gen] = (records, tally)
         except BaseException as exc:  # re-raised below, after every generator finished
             errors[gen] = exc
         finally:
@@ -333,8 +297,8 @@ def _lab_accounting(lab: LabTarget):
 
     cpu = read_lab_state(lab.inventory_path).cpu
     cluster = lab.cluster
-    secret = _redis_probe_secret(cluster) if cluster.data is not None else None
-    return lab_accounting(_recorded_pids(cluster), cluster.data, secret, top=cpu.group if cpu else None)
+    secret = redis_password_file(cluster) if cluster.data is not None else None
+    return lab_accounting(recorded_pids(cluster), cluster.data, secret, top=cpu.group if cpu else None)
 
 
 def lab_step(run, step, url: str, seq_start: int) -> None:

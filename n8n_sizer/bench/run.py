@@ -1,7 +1,7 @@
 """A bench run: every target in its own thread, each through the same stages.
 
 Per target: bring up or wait for the stack (cloud-init marker + health on fleet hosts; the local stack's
-`localstack` over SSH on a loopback test host; in-process for `--local`); record host facts; set n8n up
+`native` over SSH on a loopback test host; in-process for `--local`); record host facts; set n8n up
 over its REST API (owner, login, API key, the measured workflow and a warm-up copy on its own webhook path);
 warm up (not recorded); run each step not yet finished; wait for the drain window; count the executions
 n8n stored for the measured workflow and write the ledger.
@@ -181,9 +181,9 @@ class _TargetRun:
             return lab_run.lab_up(self)
         # --resume: a stack that kept running while the connection was down is attached to, not started again
         state_dir = info.get("stack_dir") or f"/tmp/n8n-sizer-{self.store.run_id}-{t.name}"
-        attach = t.kind == "localstack-ssh" and "stack_dir" in info
+        attach = t.kind == "native-ssh" and "stack_dir" in info
         self.handle = open_stack(t.kind, t.name, t.host, t.setup, state_dir=state_dir, stack_options=t.stack_options)
-        if t.kind == "localstack-ssh":
+        if t.kind == "native-ssh":
             self.save_info(stack_dir=state_dir)  # before `up`: an interrupted start is found and stopped on resume
         self.say({"local": "starting n8n", "compose": "waiting for cloud-init"}.get(
             t.kind, "attaching to n8n" if attach else "starting n8n over SSH"))

@@ -134,8 +134,9 @@ def build_targets(req: BenchRequest) -> list[Target]:
 
 def _lab_target(inventory, req: BenchRequest) -> Target:
     """A lab's whole cluster as one target named "cluster", reached over SSH with the lab's own client key."""
-    from n8n_sizer.bench.lab import LAB_TARGET, check_lab_request, lab_setup, lab_target
-    from n8n_sizer.deploy.topology import parse_topology
+    from n8n_sizer.bench.lab import LAB_TARGET, check_lab_request, lab_target
+    from n8n_sizer.lab.cluster_handle import cluster_setup
+    from n8n_sizer.bundle.topology import parse_topology
     from n8n_sizer.lab.state import read_lab_state
 
     check_lab_request(req.plan, req.workflow, bool(req.payload_bytes or req.malformed or req.hmac_secret_file))
@@ -149,7 +150,7 @@ def _lab_target(inventory, req: BenchRequest) -> Target:
     topology = parse_topology(state.topology, f"--inventory {path}: lab.topology")
     lab = lab_target(inventory, path)
     ingest = next(h.name for h in topology.hosts() if h.roles.main)
-    return Target(name=LAB_TARGET, setup=lab_setup(topology), kind="lab", host=lab.hosts[ingest], lab=lab)
+    return Target(name=LAB_TARGET, setup=cluster_setup(topology), kind="lab", host=lab.hosts[ingest], lab=lab)
 
 
 def _check_targets_reachable(targets: list[Target]) -> None:

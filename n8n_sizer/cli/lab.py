@@ -52,7 +52,7 @@ def up(
                                     "(default: all but 0.5, left to the generators)."),
     no_cpu_budget: bool = typer.Option(False, "--no-cpu-budget", help="No cgroup quota: every host shares every core."),
 ) -> None:
-    from n8n_sizer.deploy.topology import load_topology_text
+    from n8n_sizer.bundle.topology import load_topology_text
     from n8n_sizer.lab.netns import lab_up, require_root
     from n8n_sizer.safety.files import read_user_text
 

@@ -1,4 +1,4 @@
-"""`render` and `check`: parse flags, call n8n_sizer.deploy, print one line per file or rule."""
+"""`render` and `check`: parse flags, call n8n_sizer.bundle, print one line per file or rule."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def render(
     generate_missing_secrets: bool = typer.Option(False, "--generate-missing-secrets", help="An existing .env in --out lacks a secret: generate it (never replaces one that is there)."),
     json_out: bool = typer.Option(False, "--json", help="Print what was written as one JSON object (no secret in it)."),
 ) -> None:
-    from n8n_sizer.deploy.render import write_bundle
+    from n8n_sizer.bundle.render import write_bundle
     from n8n_sizer.errors import InputError
     from n8n_sizer.safety import numbers as n
     from n8n_sizer.safety.files import require_output_folder
@@ -145,8 +145,8 @@ def _say(out_dir: Path, messages: list[str], json_out: bool) -> None:
 
 def _render_topology(path: Path, out: Path, *, profile: str, domain: str | None, public_url: str | None,
                      generate_missing: bool) -> list[str]:
-    from n8n_sizer.deploy.render_topology import write_topology
-    from n8n_sizer.deploy.topology import load_topology_text
+    from n8n_sizer.bundle.render_topology import write_topology
+    from n8n_sizer.bundle.topology import load_topology_text
     from n8n_sizer.safety.files import read_user_text
 
     text = read_user_text(path, "--topology", fix="pass the file `advise --json` wrote", max_bytes=4 << 20)
@@ -155,7 +155,7 @@ def _render_topology(path: Path, out: Path, *, profile: str, domain: str | None,
 
 
 def _read_env(path: Path, flag: str) -> dict[str, str]:
-    from n8n_sizer.deploy.secrets import parse_env_text
+    from n8n_sizer.bundle.secrets import parse_env_text
     from n8n_sizer.safety.files import read_user_text
 
     return parse_env_text(read_user_text(path, flag, fix="pass a readable .env text file", max_bytes=1 << 20))
@@ -163,7 +163,7 @@ def _read_env(path: Path, flag: str) -> dict[str, str]:
 
 def _env_files(text: str, base: Path) -> dict[str, dict[str, str]]:
     """Read every `env_file:` the compose file names, relative to its folder, as Compose does."""
-    from n8n_sizer.deploy.composefile import parse_compose_doc
+    from n8n_sizer.bundle.composefile import parse_compose_doc
 
     from n8n_sizer.errors import InputError
 
@@ -193,7 +193,7 @@ def check(
     json_out: bool = typer.Option(False, "--json", help="Print a JSON list of rule results."),
     topology: Optional[Path] = typer.Option(None, "--topology", help="A folder written by `render --topology`: check every host and the rules across them."),
 ) -> int:
-    from n8n_sizer.deploy.check import check_compose
+    from n8n_sizer.bundle.check import check_compose
     from n8n_sizer.errors import InputError
     from n8n_sizer.safety import numbers as n
     from n8n_sizer.safety.files import read_user_text
@@ -203,7 +203,7 @@ def check(
     if topology is not None:
         if file is not None or env is not None or vcpu is not None:
             raise InputError("--topology reads every host's compose file, .env and vCPUs itself; drop FILE, --env and --vcpu")
-        from n8n_sizer.deploy.check_topology import check_topology
+        from n8n_sizer.bundle.check_topology import check_topology
 
         return _print_results(check_topology(topology, longest_execution_s), json_out)
     if file is None:

@@ -8,10 +8,11 @@ Each drill restores what it broke (try/finally; processes stopped and started by
 writes `results/<run-id>/run.json` (kind "drill") with `extra` = {drill, checks, verdict, observed,
 timings_s, log_lines, settings}, which `n8n-sizer report` renders as a table.
 
-Cluster drills on a deployed lab (`lab_drills`, run by `lab_run.run_lab_drill`) act through `cluster`
-(processes by host and role, over SSH; `labagent` runs on the lab host) with the pure rules in `labplan`.
+Cluster drills on a deployed lab (`lab_drills`, run by `lab_run.run_lab_drill`) act through the lab's
+`lab.cluster_handle` (processes by host and role, over SSH; `lab.host_agent` runs on the lab host) with the pure
+rules in `labplan`.
 
-May import: stack (the handle a drill acts on), bench, localstack, n8n, hosts, runs, advisor, errors, lab (the
+May import: stack (the handle a drill acts on), bench, native, n8n, hosts, runs, advisor, errors, lab (the
 deployed cluster's record), fleet (the inventory model only).
 """
 
@@ -31,7 +32,7 @@ from n8n_sizer.drills.stores import postgres_restart, redis_restart
 from n8n_sizer.stack.handle import StackHandle
 from n8n_sizer.stack.local import LocalHandle
 from n8n_sizer.drills.workers import graceful_shutdown, kill_worker, wrong_key
-from n8n_sizer.localstack.stack import LocalStack, StackOptions
+from n8n_sizer.native.stack import LocalStack, StackOptions
 from n8n_sizer.n8n.client import set_up_instance
 from n8n_sizer.runs.records import RunManifest
 from n8n_sizer.runs.store import RunStore, new_run_id

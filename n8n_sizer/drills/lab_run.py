@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from n8n_sizer.drills.cluster import LabClusterHandle
+from n8n_sizer.lab.cluster_handle import LabClusterHandle
 from n8n_sizer.drills.common import OPEN_STATUSES, DrillOutcome, counts
 from n8n_sizer.n8n.client import N8nSession
 from n8n_sizer.runs.records import Ledger, RequestRecord

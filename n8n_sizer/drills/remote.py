@@ -19,7 +19,7 @@ from n8n_sizer.errors import InputError
 from n8n_sizer.hosts.host import Host
 from n8n_sizer.stack.bringup import StackKind
 from n8n_sizer.stack.handle import StackHandle
-from n8n_sizer.stack.remote import ComposeHandle, SshLocalstackHandle
+from n8n_sizer.stack.remote import ComposeHandle, SshNativeHandle
 
 
 def require_drillable(name: str, setup: Setup | None) -> None:
@@ -46,8 +46,8 @@ def remote_drill_stack(name: str, host: Host, kind: StackKind, setup: Setup, log
             target = ComposeHandle(name, host, setup)
             target.up(stack)
             session = saved_or_new_session(target.main_url, login_file, name)
-        elif kind == "localstack-ssh":
-            target = SshLocalstackHandle(name, host, setup, state_dir or f"/tmp/n8n-sizer-drill-{name}-{time.time_ns()}",
+        elif kind == "native-ssh":
+            target = SshNativeHandle(name, host, setup, state_dir or f"/tmp/n8n-sizer-drill-{name}-{time.time_ns()}",
                                          extra_env)
             target.up(stack)
             session = set_up_instance(target.main_url)  # a new instance each time: nothing to save

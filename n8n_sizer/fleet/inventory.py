@@ -51,7 +51,7 @@ class InventoryHost(Frozen):
     private_ip: HostName | None = None
     ssh_user: Annotated[str, AfterValidator(lambda v: check_user(v, "ssh_user"))]
     setup: Setup | None = None
-    roles: dict[str, int] | None = None  # a cluster host's process counts per role (deploy.topology.Roles)
+    roles: dict[str, int] | None = None  # a cluster host's process counts per role (bundle.topology.Roles)
 
     @model_validator(mode="after")
     def _setup_for_targets(self) -> "InventoryHost":

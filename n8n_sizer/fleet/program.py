@@ -27,8 +27,8 @@ RenderUserData = Callable[[TargetSpec], str]
 
 def render_target_cloud_init(target: TargetSpec) -> str:
     """The deploy room's `#cloud-config` for one target, with freshly generated secrets."""
-    from n8n_sizer.deploy.render import render_bundle
-    from n8n_sizer.deploy.secrets import generate_secrets
+    from n8n_sizer.bundle.render import render_bundle
+    from n8n_sizer.bundle.secrets import generate_secrets
 
     return render_bundle(target.setup, generate_secrets(), profile="bench", benchmark_host=True,
                          max_connections=target.max_connections).cloud_init

@@ -144,7 +144,7 @@ def remove_cpu_groups(cpu: LabCpu) -> tuple[list[str], list[str]]:
 def lab_host_cores(lab: dict, machine_cores: int | None = None) -> list[HostCores]:
     """A lab record (the inventory's `lab` section, as a dict) as each topology host with its roles and the cores
     it has here: `vcpu x scale` with a CPU budget, else every host on the machine's shared cores (no budget)."""
-    from n8n_sizer.deploy.topology import parse_topology
+    from n8n_sizer.bundle.topology import parse_topology
 
     topology = lab.get("topology")
     if not topology:

@@ -2,7 +2,7 @@
 
 Runs ON the data host (over SSH, in its namespace), with the native stack's own building blocks:
 
-    python -m n8n_sizer.lab.data up --state DIR --listen 10.89.0.10 --subnet 10.89.0.0/24
+    python -m n8n_sizer.remote.lab_data up --state DIR --listen 10.89.0.10 --subnet 10.89.0.0/24
 
 Postgres takes scram-authenticated TCP from the subnet only (one pg_hba line added to initdb's), Redis demands
 its password, AOF everysec and noeviction as in the rendered data host. Both use their standard ports: each
@@ -15,16 +15,13 @@ them with every other process of the namespace.
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import json
 import secrets
-import shlex
-import sys
 from pathlib import Path
 
 
-from n8n_sizer.deploy.n8n_env import POSTGRES_DATABASE, POSTGRES_USER
+from n8n_sizer.bundle.n8n_env import POSTGRES_DATABASE, POSTGRES_USER
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.safety.frozen import Frozen
 
@@ -55,7 +52,7 @@ def pg_hba_line(subnet: str) -> str:
 def data_port_rules(subnet: str, clients: list[str]) -> list[list[str]]:
     """iptables INPUT rules of the data host's namespace, in order: Postgres and Redis answer the hosts that run
     n8n (`clients`) and reset every other address of the subnet (the load generators share it), as the rendered
-    data host does (`deploy.cloudinit.data_port_rules`)."""
+    data host does (`bundle.cloudinit.data_port_rules`)."""
     rules = [["-p", "tcp", "--dport", str(port), "-s", f"{ip}/32", "-j", "ACCEPT"]
              for port in (POSTGRES_PORT, REDIS_PORT) for ip in clients]
     return rules + [["-p", "tcp", "--dport", str(port), "-s", str(ipaddress.ip_network(subnet)), "-j", "REJECT",
@@ -76,7 +73,7 @@ def close_data_ports(subnet: str, clients: list[str]) -> None:
 
 def start_data_services(state: Path, listen: str, subnet: str, max_connections: int,
                         clients: list[str] | None = None) -> DataEndpoints:
-    from n8n_sizer.localstack import services
+    from n8n_sizer.native import services
     from n8n_sizer.safety.write import write_atomic
 
     if ipaddress.ip_address(listen) not in ipaddress.ip_network(subnet):
@@ -111,37 +108,8 @@ def deploy_data_host(host, python: str, state: str, listen: str, subnet: str,
                      max_connections: int = 100, clients: list[str] | None = None) -> DataEndpoints:
     """Start the data role on `host` (a `hosts.host.Host`) with the host's `python`; its endpoints. With
     `clients`, only those addresses of the subnet reach Postgres and Redis."""
-    cmd = " ".join(shlex.quote(w) for w in [python, "-m", "n8n_sizer.lab.data", "up", "--state", state,
-                                             "--listen", listen, "--subnet", subnet,
-                                             "--max-connections", str(max_connections)]
-                   + (["--clients", ",".join(clients)] if clients else []))
-    res = host.run(cmd, timeout_s=START_TIMEOUT_S * 3)
-    try:
-        return DataEndpoints.model_validate_json(res.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise RemoteError(f"{host.name}: the data role printed no endpoints: {res.stdout[-200:]!r}") from None
+    from n8n_sizer.remote.protocol import Program, run
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m n8n_sizer.lab.data")
-    parser.add_argument("command", choices=["up"])
-    parser.add_argument("--state", type=Path, required=True)
-    parser.add_argument("--listen", required=True)
-    parser.add_argument("--subnet", required=True)
-    parser.add_argument("--max-connections", type=int, default=100)
-    parser.add_argument("--clients", default="", help="comma-separated addresses that may reach the data ports")
-    args = parser.parse_args(argv)
-    try:
-        if args.state.exists():
-            raise InputError(f"--state {args.state} exists; the data role starts in a fresh folder")
-        clients = [c for c in args.clients.split(",") if c]
-        endpoints = start_data_services(args.state, args.listen, args.subnet, args.max_connections, clients)
-    except (InputError, RemoteError) as exc:
-        print(f"lab data: {exc}".replace("\n", " "), file=sys.stderr)
-        return 2 if isinstance(exc, InputError) else 1
-    print(endpoints.model_dump_json())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    args = ["up", "--state", state, "--listen", listen, "--subnet", subnet, "--max-connections", str(max_connections)]
+    args += ["--clients", ",".join(clients)] if clients else []
+    return run(host, Program.LAB_DATA, args, DataEndpoints, python=python, timeout_s=START_TIMEOUT_S * 3)

@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 
 
-from n8n_sizer.deploy.render_topology import data_clients, ingest_caddyfile
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.render_topology import data_clients, ingest_caddyfile
+from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.hosts.host import SshHost
@@ -209,6 +209,6 @@ def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, py
 
 
 def _max_connections(topology) -> int:
-    from n8n_sizer.deploy.topology import max_connections
+    from n8n_sizer.bundle.topology import max_connections
 
     return max_connections(topology)

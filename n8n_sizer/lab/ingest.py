@@ -5,20 +5,17 @@ host's loopback ports where the lab runs main and the webhook processors, and th
 private address, port 5678, as the rendered bundle publishes it. The routing table, health checks and the
 closed /metrics stay exactly as rendered. On the host:
 
-    python -m n8n_sizer.lab.ingest up --state DIR --config Caddyfile --listen 10.89.0.11
+    python -m n8n_sizer.remote.lab_ingest up --state DIR --config Caddyfile --listen 10.89.0.11
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import shlex
 import shutil
-import sys
 from pathlib import Path
 
 
-from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.errors import InputError
 from n8n_sizer.lab.n8n_role import MAIN_PORT, WEBHOOK_BASE_PORT
 from n8n_sizer.safety.frozen import Frozen
 
@@ -34,14 +31,14 @@ class CaddyProcess(Frozen):
 def lab_caddyfile(rendered: str, listen: str) -> str:
     """The rendered ingest Caddyfile with lab addresses: n8n-main -> 127.0.0.1:5678, n8n-webhook-N ->
     127.0.0.1:(5680+N), the site bound to `listen`:5678, and Caddy's admin API on the host's loopback."""
-    from n8n_sizer.deploy.caddyfile import rebind_caddyfile
+    from n8n_sizer.bundle.caddyfile import rebind_caddyfile
 
     return rebind_caddyfile(rendered, site=f"http://{listen}:{MAIN_PORT}", bind=listen, main=f"127.0.0.1:{MAIN_PORT}",
                             webhook=lambda k: f"127.0.0.1:{WEBHOOK_BASE_PORT + k}", admin="127.0.0.1:2019")
 
 
 def start_caddy(state: Path, config: Path, listen: str) -> CaddyProcess:
-    from n8n_sizer.localstack import services
+    from n8n_sizer.native import services
 
     caddy = shutil.which("caddy")
     if caddy is None:
@@ -58,29 +55,7 @@ def start_caddy(state: Path, config: Path, listen: str) -> CaddyProcess:
 
 
 def deploy_caddy(host, python: str, *, state: str, config: str, listen: str) -> CaddyProcess:
-    words = [python, "-m", "n8n_sizer.lab.ingest", "up", "--state", state, "--config", config, "--listen", listen]
-    res = host.run(" ".join(shlex.quote(w) for w in words), timeout_s=READY_TIMEOUT_S + 30)
-    try:
-        return CaddyProcess.model_validate_json(res.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise RemoteError(f"{host.name}: caddy printed no process: {res.stdout[-200:]!r}") from None
+    from n8n_sizer.remote.protocol import Program, run
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m n8n_sizer.lab.ingest")
-    parser.add_argument("command", choices=["up"])
-    parser.add_argument("--state", type=Path, required=True)
-    parser.add_argument("--config", type=Path, required=True)
-    parser.add_argument("--listen", required=True)
-    args = parser.parse_args(argv)
-    try:
-        proc = start_caddy(args.state, args.config, args.listen)
-    except (InputError, RemoteError, OSError) as exc:
-        print(f"lab ingest: {exc}".replace("\n", " "), file=sys.stderr)
-        return 2 if isinstance(exc, InputError) else 1
-    print(proc.model_dump_json())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    args = ["up", "--state", state, "--config", config, "--listen", listen]
+    return run(host, Program.LAB_INGEST, args, CaddyProcess, python=python, timeout_s=READY_TIMEOUT_S + 30)

@@ -1,10 +1,10 @@
 """An n8n process of a lab host (main, a webhook processor or a worker) against the data host's Postgres and Redis.
 
 Runs ON the host (over SSH, in its namespace) with exactly the environment `render --topology` writes for that
-role (`deploy.n8n_env.role_env` of the topology in `--topology`, pools, limits and timeouts included), addresses
+role (`bundle.n8n_env.role_env` of the topology in `--topology`, pools, limits and timeouts included), addresses
 aside, and the shared n8n install (never installed here):
 
-    python -m n8n_sizer.lab.n8n_role up --role worker --name worker-1 --state DIR --data 10.89.0.10 \
+    python -m n8n_sizer.remote.lab_n8n up --role worker --name worker-1 --state DIR --data 10.89.0.10 \
         --listen 10.89.0.12 --main 10.89.0.11 --secrets FILE --topology FILE
 
 Every host has its own port space, so main listens on 5678, as in the rendered bundles, and a worker's
@@ -17,15 +17,11 @@ encryption key and the data host's two passwords. Prints the process as JSON (no
 
 from __future__ import annotations
 
-import argparse
-import os
 import re
-import shlex
-import sys
 from pathlib import Path
 
 
-from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.errors import InputError
 from n8n_sizer.lab.data import POSTGRES_PORT, REDIS_PORT
 from n8n_sizer.safety.frozen import Frozen
 
@@ -46,7 +42,7 @@ class N8nProcess(Frozen):
 
 
 def role_ports(role: str, index: int):
-    from n8n_sizer.deploy.n8n_env import N8nPorts
+    from n8n_sizer.bundle.n8n_env import N8nPorts
 
     if role == "webhook":  # `n8n webhook` starts no task broker; its broker port is only kept apart
         return N8nPorts(http=WEBHOOK_BASE_PORT + index, broker=WEBHOOK_BASE_PORT + 10 + index)
@@ -70,16 +66,16 @@ def owner_env(owner_file: Path) -> dict[str, str]:
     if not isinstance(doc, dict) or not isinstance(doc.get("email"), str) \
             or not BCRYPT_RE.fullmatch(str(doc.get("password_hash", ""))):
         raise InputError(f"--owner {owner_file} is not an owner file (email, bcrypt password_hash); {fix}")
-    from n8n_sizer.deploy.n8n_env import instance_owner_env
+    from n8n_sizer.bundle.n8n_env import instance_owner_env
 
     return instance_owner_env(doc["email"], doc["password_hash"])
 
 
 def lab_env(topology, role: str, *, ports, folder: Path, secrets, data: str, listen: str, main: str,
             path: str) -> dict[str, str]:
-    """The environment `render --topology` gives this role (`deploy.n8n_env.role_env` of the topology, bench
+    """The environment `render --topology` gives this role (`bundle.n8n_env.role_env` of the topology, bench
     profile), wired to the lab's addresses: the data host's Postgres and Redis, runners internal."""
-    from n8n_sizer.deploy.n8n_env import native_wiring, process_env, shape_of_topology
+    from n8n_sizer.bundle.n8n_env import native_wiring, process_env, shape_of_topology
 
     wiring = native_wiring(secrets, http_port=MAIN_PORT, broker_port=ports.broker, postgres_port=POSTGRES_PORT,
                            redis_port=REDIS_PORT, host=data, public_url=f"http://{main}:{MAIN_PORT}/")
@@ -89,10 +85,10 @@ def lab_env(topology, role: str, *, ports, folder: Path, secrets, data: str, lis
 
 def start_n8n_role(role: str, name: str, state: Path, data: str, listen: str, main: str, secrets_file: Path,
                    topology_file: Path, index: int = 1, owner_file: Path | None = None) -> N8nProcess:
-    from n8n_sizer.deploy.n8n_env import NativeSecrets
-    from n8n_sizer.deploy.topology import load_topology_text
-    from n8n_sizer.localstack import services
-    from n8n_sizer.localstack.install import find_installed
+    from n8n_sizer.bundle.n8n_env import NativeSecrets
+    from n8n_sizer.bundle.topology import load_topology_text
+    from n8n_sizer.native import services
+    from n8n_sizer.native.install import find_installed
 
     install = find_installed()
     if install is None:
@@ -125,40 +121,9 @@ def deploy_n8n_role(host, python: str, *, role: str, name: str, state: str, data
                     secrets_file: str, topology_file: str, index: int = 1,
                     owner_file: str | None = None) -> N8nProcess:
     """Start `role` on `host` (a `hosts.host.Host`) and wait until it is ready."""
-    words = [python, "-m", "n8n_sizer.lab.n8n_role", "up", "--role", role, "--name", name, "--state", state,
-             "--data", data, "--listen", listen, "--main", main, "--secrets", secrets_file,
-             "--topology", topology_file, "--index", str(index)]
-    words += ["--owner", owner_file] if owner_file else []
-    res = host.run(" ".join(shlex.quote(w) for w in words), timeout_s=READY_TIMEOUT_S + 60)
-    try:
-        return N8nProcess.model_validate_json(res.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise RemoteError(f"{host.name}: {role} printed no process: {res.stdout[-200:]!r}") from None
+    from n8n_sizer.remote.protocol import Program, run
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m n8n_sizer.lab.n8n_role")
-    parser.add_argument("command", choices=["up"])
-    parser.add_argument("--role", choices=["main", "webhook", "worker"], required=True)
-    for flag in ("--name", "--data", "--listen", "--main"):
-        parser.add_argument(flag, required=True)
-    parser.add_argument("--state", type=Path, required=True)
-    parser.add_argument("--secrets", type=Path, required=True)
-    parser.add_argument("--topology", type=Path, required=True)
-    parser.add_argument("--index", type=int, default=1)
-    parser.add_argument("--owner", type=Path, default=None)
-    args = parser.parse_args(argv)
-    try:
-        if os.stat(args.secrets).st_mode & 0o077:
-            raise InputError(f"--secrets {args.secrets} is readable by others; chmod 600 it")
-        proc = start_n8n_role(args.role, args.name, args.state, args.data, args.listen, args.main, args.secrets,
-                              args.topology, args.index, args.owner)
-    except (InputError, RemoteError, OSError) as exc:
-        print(f"lab n8n: {exc}".replace("\n", " "), file=sys.stderr)
-        return 2 if isinstance(exc, InputError) else 1
-    print(proc.model_dump_json())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    args = ["up", "--role", role, "--name", name, "--state", state, "--data", data, "--listen", listen,
+            "--main", main, "--secrets", secrets_file, "--topology", topology_file, "--index", str(index)]
+    args += ["--owner", owner_file] if owner_file else []
+    return run(host, Program.LAB_N8N, args, N8nProcess, python=python, timeout_s=READY_TIMEOUT_S + 60)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from n8n_sizer.deploy.topology import Topology
+from n8n_sizer.bundle.topology import Topology
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.lab import cpu as lab_cpu, sshd
 from n8n_sizer.lab.plan import (BRIDGE_PREFIX, LAB_ID_RE, VETH_PREFIX, LabPlan, bridge_commands, forward_rule,

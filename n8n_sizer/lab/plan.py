@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from n8n_sizer.deploy.topology import FIRST_HOST_OFFSET, Topology
+from n8n_sizer.bundle.topology import FIRST_HOST_OFFSET, Topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.frozen import Frozen
 from n8n_sizer.safety.network import check_private_subnet

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from n8n_sizer.deploy.topology import Topology
+from n8n_sizer.bundle.topology import Topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import Inventory, InventoryHost, load_inventory
 from n8n_sizer.lab.cpu import LabCpu

@@ -3,15 +3,13 @@
 - fleet host ("compose"): cloud-init started the rendered compose stack; wait for its ready marker (give up
   at once on the failed marker, printing it), then for main's `/healthz/readiness`; n8n's API is reached
   through an SSH tunnel, since 5678 is not open to the world.
-- loopback SSH host ("localstack-ssh", the tests' sshd): no cloud-init there, so the local stack's
-  `python -m n8n_sizer.localstack up` starts the stack detached (it survives a dropped SSH session,
+- loopback SSH host ("native-ssh", the tests' sshd): no cloud-init there, so the local stack's
+  native stack's program (`remote.native_stack up`) starts the stack detached (it survives a dropped SSH session,
   which `--resume` relies on), `status` re-attaches, `down` stops it.
 """
 
 from __future__ import annotations
 
-import shlex
-import sys
 from contextlib import ExitStack
 from ipaddress import ip_address
 from typing import Literal
@@ -19,25 +17,20 @@ from typing import Literal
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.hosts.host import Host, SshHost
 
-StackKind = Literal["local", "localstack-ssh", "compose", "lab"]  # "lab": a lab's cluster (bench.lab)
+StackKind = Literal["local", "native-ssh", "compose", "lab"]  # "lab": a lab's cluster (bench.lab)
 N8N_PORT = 5678  # the rendered compose stack publishes main on 5678 (templates/compose.yml.j2)
 
 
 def stack_kind_for(public_ip: str) -> StackKind:
     """A fleet host runs the compose stack cloud-init started; a loopback host (the test sshd) has no
-    cloud-init, so the stack is started on it over SSH with `localstack`."""
+    cloud-init, so the stack is started on it over SSH with `native`."""
     try:
-        return "localstack-ssh" if ip_address(public_ip).is_loopback else "compose"
+        return "native-ssh" if ip_address(public_ip).is_loopback else "compose"
     except ValueError:
         return "compose"
 
 
-def localstack_command(action: str, state_dir: str) -> str:
-    # the interpreter running this bench: the same package and pins on the (loopback) host
-    return f"{shlex.quote(sys.executable)} -m n8n_sizer.localstack {action} --state {shlex.quote(state_dir)}"
-
-
-def localstack_up_args(setup: Setup) -> str:
+def native_up_args(setup: Setup) -> str:
     limit = f" --production-limit {setup.production_limit}" if setup.production_limit is not None else ""
     return (f"--mode {setup.mode} --workers {max(setup.workers, 1)} --db {setup.db} "
             f"--concurrency {setup.concurrency} --runner-concurrency {setup.runner_concurrency} "
@@ -46,7 +39,7 @@ def localstack_up_args(setup: Setup) -> str:
 
 def wait_compose_stack(host: Host, stack: ExitStack) -> str:
     """Wait for cloud-init's marker and main's readiness; returns main's URL as seen from here (a tunnel)."""
-    from n8n_sizer.deploy.cloudinit import FAILED_MARKER, READY_MARKER, WAIT_TIMEOUT_S
+    from n8n_sizer.bundle.cloudinit import FAILED_MARKER, READY_MARKER, WAIT_TIMEOUT_S
 
     wait = (f"for i in $(seq 1 {int(WAIT_TIMEOUT_S) + 300}); do test -f {READY_MARKER} && exit 0; "
             f"test -f {FAILED_MARKER} && {{ cat {FAILED_MARKER} >&2; exit 3; }}; sleep 1; done; "

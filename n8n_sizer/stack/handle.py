@@ -5,7 +5,7 @@ controls each process by its role name (postgres, redis, main, worker-1, worker-
 start (with environment overrides), signal; it marks and reads the processes' logs and speaks to the stack's
 Redis. Three implementations:
 - `LocalHandle` (stack/local.py): the `--local` stack (`LocalStack`), signals and restarts by PID here;
-- `SshLocalstackHandle` (stack/remote.py): a host reached over SSH whose stack `python -m n8n_sizer.localstack`
+- `SshNativeHandle` (stack/remote.py): a host reached over SSH whose stack `python -m n8n_sizer.remote.native_stack`
   runs, each action one command over SSH;
 - `ComposeHandle` (stack/remote.py): a fleet host whose compose stack cloud-init started, each action a Docker
   command over SSH (`docker kill`, `docker stop`, `docker start`, `docker restart`, `docker pause`).

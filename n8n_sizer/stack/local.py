@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 
-from n8n_sizer.localstack.redis import RedisError, redis_command
-from n8n_sizer.localstack.services import ServiceError
-from n8n_sizer.localstack.stack import LocalStack
+from n8n_sizer.native.redis import RedisError, redis_command
+from n8n_sizer.native.services import ServiceError
+from n8n_sizer.native.stack import LocalStack
 from n8n_sizer.stack.handle import FileLogMark, LogMark, StackError, StackHandle
 
 

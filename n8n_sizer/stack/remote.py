@@ -1,5 +1,5 @@
 """Stack handles on a host reached over SSH (Fabric): a loopback or lab host whose stack
-`python -m n8n_sizer.localstack` runs (`SshLocalstackHandle`), or a fleet host's compose stack that cloud-init
+`python -m n8n_sizer.remote.native_stack` runs (`SshNativeHandle`), or a fleet host's compose stack that cloud-init
 started (`ComposeHandle`). n8n's API and webhooks are reached directly on this machine's loopback, else through
 an SSH tunnel to main's port (5678 is open only to the load generator); everything else is a command on the host.
 """
@@ -16,16 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.deploy.n8n_env import REDIS_N8N_PASSWORD_REF, redis_acl_user
+from n8n_sizer.bundle.n8n_env import REDIS_N8N_PASSWORD_REF, redis_acl_user
 from n8n_sizer.hosts.host import Host, HostError, SshHost
-from n8n_sizer.stack.bringup import localstack_command, localstack_up_args, wait_compose_stack
+from n8n_sizer.remote.protocol import Program, run
+from n8n_sizer.stack.bringup import native_up_args, wait_compose_stack
 from n8n_sizer.stack.handle import FetchedLogMark, LogMark, StackError, StackHandle, wait_until
 
 TUNNEL_HOST = "127.0.0.1"
 
 
-class SshLocalstackHandle(StackHandle):
-    """A stack that `python -m n8n_sizer.localstack` runs on the host; one command per action."""
+class SshNativeHandle(StackHandle):
+    """A stack that `remote.native_stack` runs on the host; one command per action."""
 
     def __init__(self, name: str, host: Host, setup: Setup, state_dir: str,
                  extra_env: dict[str, str] | None = None) -> None:
@@ -38,14 +39,10 @@ class SshLocalstackHandle(StackHandle):
     # --- the stack's life ---------------------------------------------------------------------------
 
     def _cli(self, command: str, *args: str, timeout_s: float = 120.0, check: bool = True) -> dict:
-        line = f"{localstack_command(command, self.state_dir)} {' '.join(shlex.quote(a) for a in args)}"
-        res = self.host.run(line, timeout_s=timeout_s, check=check)
-        start = res.stdout.find("{")
-        try:
-            return json.loads(res.stdout[start:]) if start >= 0 else {}
-        except json.JSONDecodeError:
-            raise HostError(f"{self.name}: `localstack {command}` printed no JSON: "
-                            f"{' '.join(res.stdout.split())[-200:]}") from None
+        """One command of the native stack's program on the host (`remote.Program.NATIVE_STACK`); its result, or
+        {} when an unchecked command printed none."""
+        return run(self.host, Program.NATIVE_STACK, [command, "--state", self.state_dir, *args],
+                   timeout_s=timeout_s, check=check) or {}
 
     def up(self, exits: ExitStack, attach: bool = False) -> str:
         """Start the stack (the setup, `extra_env`) detached on the host, or with `attach` take over the one a
@@ -56,9 +53,9 @@ class SshLocalstackHandle(StackHandle):
             self.state = self._cli("status", timeout_s=60)
         else:
             env = [a for key, value in self.extra_env.items() for a in ("--env", f"{key}={value}")]
-            self.state = self._cli("up", *shlex.split(localstack_up_args(self.setup)), *env, timeout_s=900)
+            self.state = self._cli("up", *shlex.split(native_up_args(self.setup)), *env, timeout_s=900)
         if "main_url" not in self.state:
-            raise HostError(f"{self.name}: `localstack {'status' if attach else 'up'}` printed no state with main_url")
+            raise HostError(f"{self.name}: `native_stack {'status' if attach else 'up'}` printed no state with main_url")
         self._main_port = int(self.state["main_url"].rsplit(":", 1)[1])
         self.main_url = _tunnel(self.host, self._main_port, exits)
         return self.main_url
@@ -69,7 +66,7 @@ class SshLocalstackHandle(StackHandle):
     def sampler_args(self, n8n_metrics: bool) -> dict[str, Any] | None:
         if not _is_loopback(self.host):
             return None  # the sampler reads the stack's state file: only where it is this machine's
-        from n8n_sizer.localstack.stack import LocalStack
+        from n8n_sizer.native.stack import LocalStack
         from n8n_sizer.stack.sampling import local_stack_telemetry
 
         return local_stack_telemetry(LocalStack.attach(Path(self.state_dir)), n8n_metrics=n8n_metrics)

@@ -43,7 +43,7 @@ REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO))
 
 from n8n_sizer import versions  # noqa: E402
-from n8n_sizer.localstack.install import cache_root, find_installed  # noqa: E402
+from n8n_sizer.remote.install_n8n import cache_root, find_installed  # noqa: E402
 
 DOCKER = "/usr/bin/docker"  # Debian's client, same release as the daemon (a newer one may sit in /usr/local/bin)
 DOCKERD = "/usr/sbin/dockerd"
@@ -281,7 +281,7 @@ def _build_images(engine: Engine, n8n_version: str, mapping: dict[str, str]) -> 
     install = find_installed(n8n_version)
     if install is None:
         raise RuntimeError(f"n8n {n8n_version} is not installed in {cache_root()}; run "
-                           "`python -m n8n_sizer.localstack.install` first (scripts/test.sh does)")
+                           "`python -m n8n_sizer.remote.install_n8n` first (scripts/test.sh does)")
     base = f"{STANDIN_REPO}/base:{cache_key(n8n_version)}"
     standin_dir().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="build-", dir=standin_dir()) as tmp:

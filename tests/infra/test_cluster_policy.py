@@ -247,7 +247,7 @@ def test_a_cluster_stack_without_a_public_url_stops_with_one_line(url) -> None:
 def test_the_data_host_admits_only_the_n8n_hosts_to_its_data_ports(built):
     """Hetzner's firewall leaves the private network open and the load generator shares the subnet: the data
     host's own DOCKER-USER rules (in its cloud-init) admit the n8n hosts to 5432/6379 and reset everyone else."""
-    from n8n_sizer.deploy.cloudinit import METADATA_BLOCK_SCRIPT
+    from n8n_sizer.bundle.cloudinit import METADATA_BLOCK_SCRIPT
 
     _, rendered, inventory = built
     data = next(n for n, h in inventory.hosts.items() if h.roles.get("postgres"))

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.lab.deploy import LabCluster, deploy_lab
 from n8n_sizer.lab.netns import lab_up, remove_lab
 from n8n_sizer.lab.state import LabState
-from n8n_sizer.localstack.install import find_installed
+from n8n_sizer.native.install import find_installed
 from tests.integration.test_lab import _lab_links, _namespaces, _processes_mentioning
 
 SUBNET = "10.213.7.0/24"

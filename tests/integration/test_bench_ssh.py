@@ -1,5 +1,5 @@
 """`n8n-sizer bench --inventory` through Fabric over a real sshd on 127.0.0.1, against real n8n, Postgres and
-Redis that the run starts over SSH (`python -m n8n_sizer.localstack up`) and stops at the end.
+Redis that the run starts over SSH (`python -m n8n_sizer.remote.native_stack up`) and stops at the end.
 
 - regular: two short steps; the SSH sessions are killed during the second step; the run exits 2 with a one-line
   message naming `--resume RUN`; `--resume` keeps the finished step, re-runs the cut one, and the ledger matches
@@ -64,12 +64,12 @@ def _pids_alive(state_dir: str) -> list[int]:
 
 
 def _down(out: Path) -> None:
-    """Stop any stack a failed test left behind (by its state file's PIDs, through localstack down)."""
+    """Stop any stack a failed test left behind (by its state file's PIDs, through native_stack down)."""
     for run_json in out.glob("*/run.json"):
         for info in json.loads(run_json.read_text()).get("hosts", {}).values():
             state_dir = info.get("stack_dir")
             if state_dir and (Path(state_dir) / "state.json").exists():
-                subprocess.run([sys.executable, "-m", "n8n_sizer.localstack", "down", "--state", state_dir],
+                subprocess.run([sys.executable, "-m", "n8n_sizer.remote.native_stack", "down", "--state", state_dir],
                                capture_output=True, timeout=180)
             if state_dir:
                 shutil.rmtree(state_dir, ignore_errors=True)

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from n8n_sizer.deploy.render_topology import render_topology
-from n8n_sizer.deploy.secrets import generate_secrets
-from n8n_sizer.deploy.topology import load_topology_text
+from n8n_sizer.bundle.render_topology import render_topology
+from n8n_sizer.bundle.secrets import generate_secrets
+from n8n_sizer.bundle.topology import load_topology_text
 
 pytestmark = pytest.mark.integration
 TOPOLOGY = Path(__file__).resolve().parents[1] / "data" / "topologies" / "advise-rps-400.json"

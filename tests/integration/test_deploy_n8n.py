@@ -4,7 +4,7 @@ accepted, none is reported invalid or deprecated, and the queue metrics it turns
 
 Only what cannot be the same outside Docker is left to the local stack: hosts, ports, secrets, and the
 runner mode (the npm package has no external-runner launcher, notes/real-n8n.md). Every process gets
-main's variables (deploy/n8n_env.py::role_env); the workers' own (lock and stall settings) are checked on
+main's variables (bundle/n8n_env.py::role_env); the workers' own (lock and stall settings) are checked on
 the worker.
 """
 
@@ -16,10 +16,10 @@ import urllib.request
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.localstack.stack import LocalStack, StackOptions
-from n8n_sizer.deploy.composefile import load_compose
-from n8n_sizer.deploy.render import render_bundle
-from n8n_sizer.deploy.secrets import generate_secrets, parse_env_text
+from n8n_sizer.native.stack import LocalStack, StackOptions
+from n8n_sizer.bundle.composefile import load_compose
+from n8n_sizer.bundle.render import render_bundle
+from n8n_sizer.bundle.secrets import generate_secrets, parse_env_text
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

@@ -1,7 +1,7 @@
 """`n8n-sizer drill <all seven> --inventory FILE --target NAME` through Fabric over a real sshd on 127.0.0.1.
 
 The inventory's target is a loopback host, so the drill starts a queue stack there over SSH (`python -m
-n8n_sizer.localstack.stack up`, real n8n 2.41.1, Debian's Postgres and Redis, 2 workers), acts on it with one
+n8n_sizer.native.stack up`, real n8n 2.41.1, Debian's Postgres and Redis, 2 workers), acts on it with one
 SSH command per action (signals, stops, starts, Redis commands, log reads) and reaches n8n through an SSH
 tunnel, then stops the stack. What a fleet host's Docker actions would be is checked in
 tests/unit/test_drills_remote.py (no Docker engine runs here).
@@ -116,7 +116,7 @@ def test_drills_on_a_host_over_ssh(sshd, tmp_path):  # noqa: F811
         new = _drill_states() - before
         for state_dir in new:  # a failed run may have left its stack: stop it by its PIDs, then its folder
             if (state_dir / "state.json").exists() and _pids_alive(str(state_dir)):
-                subprocess.run([sys.executable, "-m", "n8n_sizer.localstack", "down", "--state", str(state_dir)],
+                subprocess.run([sys.executable, "-m", "n8n_sizer.remote.native_stack", "down", "--state", str(state_dir)],
                                capture_output=True, timeout=180)
     assert len(new) == 1
     (state_dir,) = new

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.errors import RemoteError
 from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.hosts.cgroups import CpuGroup, available_mounts, parse_proc_cgroup

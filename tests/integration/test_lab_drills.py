@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.deploy.topology import parse_topology
-from n8n_sizer.drills.cluster import LabClusterHandle
+from n8n_sizer.bundle.topology import parse_topology
+from n8n_sizer.lab.cluster_handle import LabClusterHandle
 from n8n_sizer.hosts.host import HostError
 from n8n_sizer.lab.deploy import LabCluster, cluster_record, deploy_lab
 from n8n_sizer.lab.netns import lab_up, remove_lab
-from n8n_sizer.localstack.install import find_installed
+from n8n_sizer.native.install import find_installed
 from tests.integration.test_lab import CLI, _namespaces, _processes_mentioning
 
 pytestmark = [
@@ -170,7 +170,7 @@ def _statuses_in_postgres(lab_json: Path, state, workflow_id: str) -> dict[str, 
     """Execution statuses of one workflow as Postgres on the data host stores them (execution_entity), read over
     the data host's own socket: not through n8n's API."""
     from n8n_sizer.lab.data import POSTGRES_PORT
-    from n8n_sizer.localstack.services import postgres_bin_dir
+    from n8n_sizer.native.services import postgres_bin_dir
 
     assert workflow_id.isalnum(), workflow_id  # it goes into the SQL text
     socket_dir = Path(state.folder) / "hosts" / "dr-data" / "postgres"
@@ -219,3 +219,24 @@ def test_partition(lab):
     text = (workdir / record["folder"] / "report" / "report.md").read_text()
     assert "| observation | what n8n promises | verdict |" in text
     assert "iptables DROP" in text and "| matches |" in text
+
+
+def test_the_cluster_is_driven_as_a_stack_handle(lab):
+    """The deployed cluster through the protocol a single-host stack has (`StackHandle`), by process name: Redis
+    answers, a worker stops, starts again from its snapshot and is ready, and its log shows the restart."""
+    from contextlib import ExitStack
+
+    _, lab_json, _ = lab
+    with ExitStack() as exits:
+        handle = LabClusterHandle(lab_json)
+        assert handle.up(exits, attach=True) == handle.cluster.url and handle.setup.mode == "queue"
+        assert handle.redis("PING") == "PONG"
+        worker = handle.worker_names[0]
+        assert handle.is_running(worker) and handle.is_ready(worker)
+        mark = handle.log_mark(worker)
+        handle.stop_process(worker, timeout_s=35)
+        assert not handle.is_running(worker)
+        handle.start_process(worker)
+        assert handle.wait_ready(worker, 300) >= 0 and handle.is_running(worker)
+        assert mark.lines(), "the worker's log shows nothing after the mark"
+    _whole(lab_json)

@@ -5,7 +5,7 @@
 - the queue stack's worker runs the code-heavy workflow (Code loop -> Wait -> Set), and main and the worker
   ran Bull as n8n's own Redis ACL user: no command, key or channel of theirs denied (ACL LOG empty), and that
   user cannot FLUSHALL, CONFIG, KEYS or read outside its prefixes;
-- `python -m n8n_sizer.localstack up` starts a detached stack (own sessions, alive after `up` exits,
+- `python -m n8n_sizer.remote.native_stack up` starts a detached stack (own sessions, alive after `up` exits,
   pinned with `--cpus 1`),
   `status`, `signal`, `start-process` and `down` work, and after `down` none of its PIDs runs;
 - a start that fails half way (or is interrupted by Ctrl-C) stops what it had started;
@@ -28,16 +28,16 @@ import httpx
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.localstack import stack as localstack
-from n8n_sizer.localstack import services
-from n8n_sizer.localstack.redis import RedisError, redis_command
-from n8n_sizer.localstack.stack import LocalStack, StackOptions
+from n8n_sizer.native import stack as localstack
+from n8n_sizer.native import services
+from n8n_sizer.native.redis import RedisError, redis_command
+from n8n_sizer.native.stack import LocalStack, StackOptions
 from n8n_sizer.n8n.client import ExecutionCounts, N8nApiError, N8nClient
-from n8n_sizer.localstack.services import ServiceError
+from n8n_sizer.native.services import ServiceError
 
 pytestmark = pytest.mark.integration
 
-LOCALSTACK = [sys.executable, "-m", "n8n_sizer.localstack"]
+LOCALSTACK = [sys.executable, "-m", "n8n_sizer.remote.native_stack"]
 
 
 def wait_counts(client: N8nClient, workflow_id: str, expected: int, timeout_s: float = 60) -> ExecutionCounts:
@@ -92,7 +92,7 @@ def test_queue_worker_runs_code_heavy(queue_stack):
 
 def assert_n8n_ran_bull_as_its_own_redis_user(stack: LocalStack) -> None:
     """Main and the worker ran Bull (jobs added, taken, completed; pub/sub) as n8n's ACL user with the rendered
-    rules (`deploy.n8n_env.redis_acl_user`): every n8n connection is that user, Redis denied none of their
+    rules (`bundle.n8n_env.redis_acl_user`): every n8n connection is that user, Redis denied none of their
     commands, keys or channels (ACL LOG), and the user cannot FLUSHALL, reconfigure or read outside its keys."""
     admin = stack.secrets.redis_password
 
@@ -163,7 +163,7 @@ def test_detached_up_signal_restart_down(tmp_path):
         new_worker = json.loads(again.stdout)["pid"]
         assert new_worker != procs["worker-1"]["pid"]
         # the restarted worker runs its JS task runner; main runs none in queue mode, where manual executions
-        # go to the workers too (OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS, deploy/n8n_env.py), so it never executes
+        # go to the workers too (OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS, bundle/n8n_env.py), so it never executes
         assert len(services.group_pids(new_worker)) >= 2
     finally:
         down = subprocess.run([*LOCALSTACK, "down", "--state", str(state)], capture_output=True, text=True, timeout=300)
@@ -221,7 +221,7 @@ def test_ports_taken_before_binding_are_chosen_anew(n8n_install, monkeypatch):
 def test_ctrl_c_during_start_stops_what_had_started(tmp_path, n8n_install):
     state = tmp_path / "stack"
     script = ("import sys; from pathlib import Path; from n8n_sizer.advisor.setup import Setup; "
-              "from n8n_sizer.localstack.stack import LocalStack; "
+              "from n8n_sizer.native.stack import LocalStack; "
               "LocalStack(Setup(mode='queue', workers=1), stack_dir=Path(sys.argv[1])).start(); print('started')")
     owner = subprocess.Popen([sys.executable, "-c", script, str(state)], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)

@@ -14,7 +14,7 @@ import pytest
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.hosts.host import LocalHost
-from n8n_sizer.localstack.stack import StackOptions
+from n8n_sizer.native.stack import StackOptions
 from n8n_sizer.runs.stats import role_demands_ms
 from n8n_sizer.stack.sampling import local_stack_telemetry
 from n8n_sizer.telemetry.sampler import Sampler

@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.deploy.render import render_bundle
-from n8n_sizer.deploy.secrets import generate_secrets
-from n8n_sizer.localstack import services
+from n8n_sizer.bundle.render import render_bundle
+from n8n_sizer.bundle.secrets import generate_secrets
+from n8n_sizer.native import services
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

@@ -1,7 +1,7 @@
 """Issue 28's stall drill on real n8n 2.41.1 (native queue stack: Postgres, Redis, main, 2 workers): a worker
 starved of CPU (SIGSTOP of the worker and its runner for a bounded 25 s, then SIGCONT) while it runs jobs.
 
-With the lock the bundles render (`deploy.n8n_env.stall_seconds`: 60 s for a 25 s longest execution) no job is
+With the lock the bundles render (`bundle.n8n_env.stall_seconds`: 60 s for a 25 s longest execution) no job is
 failed as stalled and every execution succeeds. The control runs the same starvation with a 10 s lock (the
 drills' FAST_STALL_ENV): Bull's stalled check on the other worker fails the starved jobs, so the drill can
 tell the two apart. Bull's failed set (`bull:jobs:failed`; n8n keeps the last 1,000) counts the stalls.
@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.deploy.n8n_env import stall_seconds
-from n8n_sizer.localstack.stack import LocalStack, StackOptions
+from n8n_sizer.bundle.n8n_env import stall_seconds
+from n8n_sizer.native.stack import LocalStack, StackOptions
 from n8n_sizer.n8n.client import set_up_instance
 from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, webhook_path
 

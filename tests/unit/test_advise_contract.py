@@ -19,9 +19,9 @@ from n8n_sizer.advisor.engine import build_advisor
 from n8n_sizer.advisor.profiles import profile_for
 from n8n_sizer.advisor.recommend import MAX_HOSTS_DEFAULT, Request
 from n8n_sizer.cli.advise.given import given_layout_from
-from n8n_sizer.deploy.check_topology import check_topology
-from n8n_sizer.deploy.render_topology import write_topology
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.check_topology import check_topology
+from n8n_sizer.bundle.render_topology import write_topology
+from n8n_sizer.bundle.topology import parse_topology
 
 ADVISOR = build_advisor()
 PROFILES = {"light": ("light", None, None), "code-heavy": ("code-heavy", None, None),

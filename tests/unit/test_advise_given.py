@@ -140,7 +140,7 @@ def test_on_this_machine_uses_this_machine_s_cores(tmp_path: Path) -> None:
 
 
 def _lab_file(tmp_path: Path, worker_hosts: int) -> Path:
-    from n8n_sizer.deploy.topology import parse_topology
+    from n8n_sizer.bundle.topology import parse_topology
     from n8n_sizer.lab.cpu import plan_for_topology
 
     doc = {"topology": [

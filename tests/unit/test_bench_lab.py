@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.bench.lab import (LabTarget, _recorded_pids, is_lab_inventory, merge_records, merge_tallies,
+from n8n_sizer.lab.cluster_handle import recorded_pids
+from n8n_sizer.bench.lab import (LabTarget, is_lab_inventory, merge_records, merge_tallies,
                                  role_labelled, run_lab_step, seq_starts, share_counts, split_rate)
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.hosts.host import LocalHost
 from n8n_sizer.lab.deploy import CLUSTER_RECORD, LabCluster, deployed_cluster
@@ -108,7 +109,7 @@ def test_the_deploy_record_decides_between_deploy_reuse_and_refusal(tmp_path):
     cluster = _cluster(tmp_path / "labdir")
     (hosts / CLUSTER_RECORD).write_text(cluster.model_dump_json())
     assert deployed_cluster(path) == cluster
-    assert _recorded_pids(cluster) == {"ingest": {"main": 20, "webhook-1": 22, "caddy": 21},
+    assert recorded_pids(cluster) == {"ingest": {"main": 20, "webhook-1": 22, "caddy": 21},
                                        "worker-1": {"worker-1-worker-1": 30}, "data": {"postgres": 11, "redis": 12}}
 
 
@@ -158,7 +159,7 @@ def test_the_agent_process_records_its_share_with_its_generator(server, tmp_path
     body = tmp_path / "body"
     body.write_bytes(b'{"a": 1}')
     out = tmp_path / "share.jsonl"
-    args = [sys.executable, "-m", "n8n_sizer.bench.agent", "--url", server, "--body-file", str(body), "--rate", "20",
+    args = [sys.executable, "-m", "n8n_sizer.remote.load_agent", "--url", server, "--body-file", str(body), "--rate", "20",
             "--duration", "0.5", "--seq-start", "500", "--step", "rate-40", "--target", "cluster",
             "--generator", "gen-2", "--out", str(out), "--deadline-s", "20"]
     res = subprocess.run(args, capture_output=True, text=True, timeout=60)

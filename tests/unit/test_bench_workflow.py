@@ -32,13 +32,13 @@ def test_facts_parse_captured_output_and_keep_missing_as_none():
 
 
 def test_stack_kind_by_address():
-    assert stack_kind_for("127.0.0.1") == "localstack-ssh" and stack_kind_for("203.0.113.7") == "compose"
+    assert stack_kind_for("127.0.0.1") == "native-ssh" and stack_kind_for("203.0.113.7") == "compose"
 
 
 def test_localstack_commands():
     from n8n_sizer.advisor.setup import Setup
-    from n8n_sizer.stack.bringup import localstack_up_args
+    from n8n_sizer.stack.bringup import native_up_args
 
-    args = localstack_up_args(Setup(mode="queue", workers=2, production_limit=5))
+    args = native_up_args(Setup(mode="queue", workers=2, production_limit=5))
     assert "--mode queue --workers 2 --db postgres" in args and args.endswith("--production-limit 5")
-    assert "--production-limit" not in localstack_up_args(Setup(mode="regular"))
+    assert "--production-limit" not in native_up_args(Setup(mode="regular"))

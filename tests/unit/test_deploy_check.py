@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.deploy.check import RULES, check_compose
-from n8n_sizer.deploy.composefile import duration_s, interpolate, load_compose
-from n8n_sizer.deploy.secrets import parse_env_text
+from n8n_sizer.bundle.check import RULES, check_compose
+from n8n_sizer.bundle.composefile import duration_s, interpolate, load_compose
+from n8n_sizer.bundle.secrets import parse_env_text
 from n8n_sizer.errors import InputError
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "compose"
@@ -141,9 +141,9 @@ def test_redis_acl_fails_a_login_that_is_not_n8n_s_own_limited_user(old: str, ne
 
 def test_the_rendered_queue_stack_passes_redis_acl_and_its_user_is_the_one_n8n_gets() -> None:
     from n8n_sizer.advisor.setup import Setup
-    from n8n_sizer.deploy.n8n_env import REDIS_N8N_RULES
-    from n8n_sizer.deploy.render import render_bundle
-    from n8n_sizer.deploy.secrets import generate_secrets
+    from n8n_sizer.bundle.n8n_env import REDIS_N8N_RULES
+    from n8n_sizer.bundle.render import render_bundle
+    from n8n_sizer.bundle.secrets import generate_secrets
 
     bundle = render_bundle(Setup(mode="queue", workers=2), generate_secrets())
     env = parse_env_text(bundle.env)

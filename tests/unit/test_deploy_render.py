@@ -20,11 +20,11 @@ import pytest
 import yaml
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.deploy.check import check_compose
-from n8n_sizer.deploy.cloudinit import READY_MARKER, USER_DATA_LIMIT_BYTES
-from n8n_sizer.deploy.n8n_env import shutdown_timeouts
-from n8n_sizer.deploy.render import render_bundle
-from n8n_sizer.deploy.secrets import StackSecrets, generate_secrets, parse_env_text
+from n8n_sizer.bundle.check import check_compose
+from n8n_sizer.bundle.cloudinit import READY_MARKER, USER_DATA_LIMIT_BYTES
+from n8n_sizer.bundle.n8n_env import shutdown_timeouts
+from n8n_sizer.bundle.render import render_bundle
+from n8n_sizer.bundle.secrets import StackSecrets, generate_secrets, parse_env_text
 from n8n_sizer.errors import InputError
 from n8n_sizer.versions import N8N_VERSION, POSTGRES_IMAGE, REDIS_IMAGE
 

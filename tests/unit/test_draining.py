@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from n8n_sizer.deploy.composefile import duration_s
-from n8n_sizer.deploy.render_topology import render_topology
-from n8n_sizer.deploy.secrets import generate_secrets
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.composefile import duration_s
+from n8n_sizer.bundle.render_topology import render_topology
+from n8n_sizer.bundle.secrets import generate_secrets
+from n8n_sizer.bundle.topology import parse_topology
 
 TOPOLOGIES = Path(__file__).resolve().parents[1] / "data" / "topologies"
 CASES = ("advise-rps-400", "gcp-three-hosts", "lb-apart")

@@ -21,8 +21,8 @@ from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.stack.handle import StackError
 from n8n_sizer.stack.remote import REDIS_COMMAND, ComposeHandle, compose_service
 from n8n_sizer.hosts.host import CommandResult
-from n8n_sizer.deploy.render import render_bundle
-from n8n_sizer.deploy.secrets import generate_secrets
+from n8n_sizer.bundle.render import render_bundle
+from n8n_sizer.bundle.secrets import generate_secrets
 
 SETUP = Setup(mode="queue", workers=2)
 

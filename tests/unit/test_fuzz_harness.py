@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from n8n_sizer.deploy.secrets import parse_env_text, read_env_strict
+from n8n_sizer.bundle.secrets import parse_env_text, read_env_strict
 from n8n_sizer.errors import InputError
 from tests.unit.test_security_inputs import INVENTORY
 

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from n8n_sizer.cli.args import check_workflow
-from n8n_sizer.deploy.check import check_compose
-from n8n_sizer.deploy.secrets import ENV_NAMES, check_existing_secrets, parse_env_text, read_env_strict
+from n8n_sizer.bundle.check import check_compose
+from n8n_sizer.bundle.secrets import ENV_NAMES, check_existing_secrets, parse_env_text, read_env_strict
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.fleet.stackfile import load_stack_file
@@ -58,7 +58,7 @@ def test_check_flags_max_connections_beyond_postgres() -> None:
 
 
 def test_a_huge_port_range_makes_no_ports() -> None:
-    from n8n_sizer.deploy.composefile import load_compose
+    from n8n_sizer.bundle.composefile import load_compose
 
     compose = load_compose((HOSTILE / "compose" / "ports-huge-range.yml").read_text())
     assert compose.services[0].ports == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.lab.cpu import LabCpu, lab_host_cores, plan_cpu, plan_for_topology, usable_cores
 from n8n_sizer.lab.plan import plan_lab

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.deploy.topology import parse_topology
-from n8n_sizer.drills import labagent
+from n8n_sizer.bundle.topology import parse_topology
+from n8n_sizer.lab import host_agent as labagent
 from n8n_sizer.drills.labplan import (PROMISES, answered_after, iptables_command, nothing_lost,
                                       partition_outcome_matches, partition_rules, ran_on, window)
 from n8n_sizer.errors import InputError
@@ -128,7 +128,7 @@ def test_the_agent_lists_stops_and_starts_a_process_of_this_host_as_it_was(tmp_p
                 except ProcessLookupError:
                     pass
         if new_pid is not None:
-            from n8n_sizer.localstack.services import reap
+            from n8n_sizer.native.services import reap
             time.sleep(0.2)
             reap()
 
@@ -136,7 +136,9 @@ def test_the_agent_lists_stops_and_starts_a_process_of_this_host_as_it_was(tmp_p
 def test_the_agent_refuses_a_pid_that_is_not_there():
     with pytest.raises(InputError, match="no such process"):
         labagent.send(2 ** 22 + 17, "CONT")
-    assert labagent.main(["signal"]) == 2
+    from n8n_sizer.remote.lab_agent import main
+
+    assert main(["signal"]) == 2
 
 
 def _lab_json(tmp_path: Path) -> Path:
@@ -170,8 +172,8 @@ def test_cli_refuses_bad_input_for_a_lab_in_one_line(tmp_path, capsys, args, mes
 def test_a_redis_that_rewrote_its_title_is_snapshotted_with_its_config(tmp_path):
     import shutil
 
-    from n8n_sizer.localstack import services
-    from n8n_sizer.localstack.redis import redis_ping
+    from n8n_sizer.native import services
+    from n8n_sizer.native.redis import redis_ping
 
     if shutil.which("redis-server") is None:
         pytest.skip("Debian's redis-server is not installed")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.lab.plan import IFNAMSIZ, MAX_GENERATORS, link_commands, overlapping_routes, plan_lab, sshd_command
@@ -161,8 +161,8 @@ def test_lab_needs_root_and_says_so_in_one_line(tmp_path, verb):
 def test_the_lab_caddyfile_changes_addresses_only():
     import yaml
 
-    from n8n_sizer.deploy.render_topology import render_topology
-    from n8n_sizer.deploy.secrets import generate_secrets
+    from n8n_sizer.bundle.render_topology import render_topology
+    from n8n_sizer.bundle.secrets import generate_secrets
     from n8n_sizer.lab.ingest import lab_caddyfile
 
     bundle = render_topology(parse_topology(TOPOLOGY), generate_secrets(),
@@ -218,7 +218,7 @@ def test_down_removes_only_links_that_carry_the_labs_id():
 
 def test_the_lab_data_host_admits_only_the_n8n_hosts_to_its_data_ports() -> None:
     """The same policy as the rendered data host's DOCKER-USER rules: n8n hosts first, then the subnet reset."""
-    from n8n_sizer.deploy.render_topology import data_clients
+    from n8n_sizer.bundle.render_topology import data_clients
     from n8n_sizer.lab.data import data_port_rules
 
     t = parse_topology(TOPOLOGY)

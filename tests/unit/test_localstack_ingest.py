@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.deploy.caddyfile import parse_routes, rebind_caddyfile, route_for
+from n8n_sizer.bundle.caddyfile import parse_routes, rebind_caddyfile, route_for
 from n8n_sizer.errors import InputError
-from n8n_sizer.localstack.ingest import local_caddyfile, rendered_ingest_caddyfile
-from n8n_sizer.localstack.stack import LocalStack, StackOptions
+from n8n_sizer.native.ingest import local_caddyfile, rendered_ingest_caddyfile
+from n8n_sizer.native.stack import LocalStack, StackOptions
 from n8n_sizer.runs.stats import role_of
 from tests.unit.test_bench_cli import one_line_exit_2
 
@@ -67,7 +67,7 @@ def test_caddy_missing_is_one_line_before_anything_starts(tmp_path, monkeypatch)
 
 
 def _fake_install(tmp_path):
-    from n8n_sizer.localstack.install import N8nInstall
+    from n8n_sizer.native.install import N8nInstall
 
     return N8nInstall(n8n_version="2.41.1", node_version="24.22.3", node_bin=tmp_path / "node",
                       n8n_bin=tmp_path / "n8n")

@@ -1,4 +1,4 @@
-"""Memory per container from the advisor's RAM model (deploy/limits.py): every rendered n8n process, runner and
+"""Memory per container from the advisor's RAM model (bundle/limits.py): every rendered n8n process, runner and
 data service carries its figures, the limits sit above the modelled peaks, and `check` fails a main without one."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import yaml
 from n8n_sizer.advisor.measurements import load_embedded
 from n8n_sizer.advisor.ram import fit_ram
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.deploy.limits import LIMIT_FACTOR, memory_table, parse_memory_mib, role_memory
-from n8n_sizer.deploy.render import render_bundle
-from n8n_sizer.deploy.render_topology import render_topology
-from n8n_sizer.deploy.secrets import generate_secrets
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.limits import LIMIT_FACTOR, memory_table, parse_memory_mib, role_memory
+from n8n_sizer.bundle.render import render_bundle
+from n8n_sizer.bundle.render_topology import render_topology
+from n8n_sizer.bundle.secrets import generate_secrets
+from n8n_sizer.bundle.topology import parse_topology
 
 TOPOLOGIES = Path(__file__).resolve().parents[1] / "data" / "topologies"
 

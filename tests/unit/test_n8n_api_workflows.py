@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.localstack import install as install_n8n
-from n8n_sizer.localstack import services
+from n8n_sizer.native import install as install_n8n
+from n8n_sizer.native import services
 from n8n_sizer.n8n.workflows import WORKFLOW_TEMPLATES, read_workflow, webhook_path, with_webhook_path
-from n8n_sizer.deploy.n8n_env import OUTBOUND_OFF, N8nPorts, NativeSecrets, n8n_argv, n8n_env
+from n8n_sizer.bundle.n8n_env import OUTBOUND_OFF, N8nPorts, NativeSecrets, n8n_argv, n8n_env
 from n8n_sizer.errors import InputError
 
 SECRETS = NativeSecrets(encryption_key="k" * 48, postgres_password="pg-pw", redis_password="redis-pw",
@@ -148,7 +148,7 @@ def test_family_finds_the_group_and_children_in_sessions_of_their_own(tmp_path):
     (["status"], "no state.json there; start a stack with `up --state"),
 ])
 def test_localstack_cli_bad_input_is_one_line_exit_2(args, message, tmp_path, capsys):
-    from n8n_sizer.localstack.cli import main
+    from n8n_sizer.remote.native_stack import main
 
     state = tmp_path / "stack"
     assert main([*args, "--state", str(state)]) == 2

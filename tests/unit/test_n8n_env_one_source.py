@@ -1,4 +1,4 @@
-"""One n8n environment: every n8n variable of every process role comes from `deploy.n8n_env.role_env`.
+"""One n8n environment: every n8n variable of every process role comes from `bundle.n8n_env.role_env`.
 
 The single-host compose template, the cluster template, the native stack and the lab render or start exactly
 that function's output (the lab and the native stack with their own addresses), and no template or module on
@@ -15,13 +15,13 @@ import pytest
 import yaml
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.deploy.check import check_compose
-from n8n_sizer.deploy.n8n_env import (COMPOSE_WIRING, N8nPorts, NativeSecrets, n8n_env, role_env, shape_of_setup,
+from n8n_sizer.bundle.check import check_compose
+from n8n_sizer.bundle.n8n_env import (COMPOSE_WIRING, N8nPorts, NativeSecrets, n8n_env, role_env, shape_of_setup,
                                       shape_of_topology, shutdown_timeouts, stall_seconds)
-from n8n_sizer.deploy.render import render_bundle
-from n8n_sizer.deploy.render_topology import cluster_wiring, render_topology
-from n8n_sizer.deploy.secrets import generate_secrets, parse_env_text
-from n8n_sizer.deploy.topology import parse_topology
+from n8n_sizer.bundle.render import render_bundle
+from n8n_sizer.bundle.render_topology import cluster_wiring, render_topology
+from n8n_sizer.bundle.secrets import generate_secrets, parse_env_text
+from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.lab.n8n_role import lab_env, role_ports
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ N8N_NAME = r"(?:N8N_[A-Z0-9_]+|DB_[A-Z0-9_]+|QUEUE_[A-Z0-9_]+|EXECUTIONS_[A-Z0-9
 ADDRESS_OVERRIDES = {"WEBHOOK_URL", "N8N_USER_FOLDER", "N8N_PUBLIC_URL"}
 # The rooms that render or start n8n. drills/ is left out on purpose: a drill changes one setting to see what
 # happens (a shorter lock, another key), and says so in its record.
-PATHS = ("deploy", "lab", "localstack", "stack", "fleet", "bench")
+PATHS = ("bundle", "lab", "native", "stack", "fleet", "bench")
 
 
 def _role_of(service: str) -> str:
@@ -116,7 +116,7 @@ def test_the_native_stack_carries_the_rendered_settings(setup: Setup, tmp_path: 
 
 
 def test_no_second_source_of_n8n_variables() -> None:
-    """No template and no module that renders or starts n8n (but deploy/n8n_env.py) names an n8n variable as a
+    """No template and no module that renders or starts n8n (but bundle/n8n_env.py) names an n8n variable as a
     key: a YAML key in a template, a dict key in Python. Reading one (check's rules, `env.get(...)`) is fine."""
     offenders = []
     for path in sorted((PACKAGE / "templates").glob("*.j2")):
@@ -125,13 +125,13 @@ def test_no_second_source_of_n8n_variables() -> None:
                 offenders.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     for room in PATHS:
         for path in sorted((PACKAGE / room).rglob("*.py")):
-            if path == PACKAGE / "deploy" / "n8n_env.py":
+            if path == PACKAGE / "bundle" / "n8n_env.py":
                 continue
             for n, line in enumerate(path.read_text().splitlines(), 1):
                 for name in re.findall(rf"[\"']({N8N_NAME})[\"']\s*:", line):
                     if name not in ADDRESS_OVERRIDES:
                         offenders.append(f"{path.relative_to(ROOT)}:{n}: {name}")
-    assert offenders == [], "n8n variables written outside deploy/n8n_env.py:\n" + "\n".join(offenders)
+    assert offenders == [], "n8n variables written outside bundle/n8n_env.py:\n" + "\n".join(offenders)
 
 
 def test_the_second_source_check_sees_a_literal() -> None:

@@ -14,15 +14,14 @@ REPEATED_ON_PURPOSE = {
     "hetzner.py": "as gcp.py",
     "spec.py": "fleet/spec.py (a fleet's stack config) and fleet/cluster/spec.py (a cluster's)",
     "build.py": "fleet/cluster/build.py (the Pulumi program) and report/build.py (the Markdown report)",
-    "cluster.py": "drills/cluster.py (cluster drills) and report/cluster.py (a cluster run's report section)",
     "host.py": "hosts/host.py (a host to run commands on) and telemetry/probes/host.py (its probes)",
-    "ingest.py": "lab/ and localstack/ each start the ingest roles on their kind of host",
+    "ingest.py": "lab/ and native/ each start the ingest roles on their kind of host",
     "lab.py": "bench/lab.py (bench over the lab), cli/lab.py (the lab's commands)",
     "plan.py": "bench/plan.py (a load plan) and lab/plan.py (a lab's namespaces)",
     "remote.py": "drills/remote.py and stack/remote.py: the remote side of each room",
-    "render.py": "deploy/render.py (a bundle) and cli/render.py (its command)",
-    "services.py": "localstack/services.py (native processes) and telemetry/probes/services.py (their probes)",
-    "state.py": "lab/state.py and localstack/state.py: each room's own record on disk",
+    "render.py": "bundle/render.py (a bundle) and cli/render.py (its command)",
+    "services.py": "native/services.py (native processes) and telemetry/probes/services.py (their probes)",
+    "state.py": "lab/state.py and native/state.py: each room's own record on disk",
 }
 
 

@@ -18,20 +18,25 @@ PKG = Path(__file__).resolve().parents[2] / "n8n_sizer"
 ALLOWED: dict[str, set[str]] = {
     "safety": set(),
     "advisor": set(),
-    "deploy": {"advisor"},
+    "bundle": {"advisor"},
     "hosts": set(),
     "n8n": {"hosts"},
     "runs": {"advisor"},
-    "localstack": {"advisor", "deploy", "hosts", "n8n"},
+    "native": {"advisor", "bundle", "hosts", "n8n"},
     "telemetry": {"hosts", "n8n", "runs"},
-    "fleet": {"advisor", "deploy"},
-    "stack": {"advisor", "deploy", "hosts", "localstack", "telemetry"},
-    "bench": {"advisor", "deploy", "fleet", "hosts", "lab", "localstack", "n8n", "runs", "stack", "telemetry"},
+    "fleet": {"advisor", "bundle"},
+    "stack": {"advisor", "bundle", "hosts", "native", "remote", "telemetry"},
+    "bench": {"advisor", "bundle", "fleet", "hosts", "lab", "native", "n8n", "remote", "runs", "stack",
+              "telemetry"},
     "report": {"advisor", "bench", "runs", "telemetry"},
-    "lab": {"advisor", "deploy", "fleet", "hosts", "localstack"},  # fleet: the inventory model only
-    "drills": {"advisor", "bench", "deploy", "fleet", "hosts", "lab", "localstack", "n8n", "runs", "stack"},
-    "cli": {"advisor", "bench", "deploy", "drills", "fleet", "hosts", "localstack", "lab", "n8n", "report",
-            "runs", "stack", "telemetry"},
+    "lab": {"advisor", "bundle", "fleet", "hosts", "native", "remote", "stack"},  # fleet: the inventory model only
+    "drills": {"advisor", "bench", "bundle", "fleet", "hosts", "lab", "native", "n8n", "remote", "runs",
+               "stack"},
+    # The programs that run on another host: each imports the room whose function it runs. The rooms above
+    # import only its launcher, `remote.protocol` (test_rooms_import_only_the_launcher), so no module cycle.
+    "remote": {"advisor", "bench", "drills", "hosts", "lab", "native"},
+    "cli": {"advisor", "bench", "bundle", "drills", "fleet", "hosts", "native", "lab", "n8n", "remote",
+            "report", "runs", "stack", "telemetry"},
 }
 SHARED = {"errors", "versions", "safety", ""}  # safety: the shared guards (numbers, files, YAML, writes)  # "" is `import n8n_sizer` / `from n8n_sizer import versions`
 # What the pure core may not import at all (I/O and heavy optional packages).
@@ -137,6 +142,15 @@ def test_room_imports_only_what_it_may(room):
     graph = _graph()
     bad = sorted(f"{mod} -> {dep}" for mod, deps in graph.items() if _room(mod) == room for dep in deps
                  if _room(dep) != room and _room(dep) not in SHARED and _room(dep) not in ALLOWED[room])
+    assert not bad, bad
+
+
+def test_rooms_import_only_the_launcher_of_remote():
+    """A room may start a program over there (`remote.protocol`) but never import one: the programs import the
+    rooms, so that would be a cycle through the room."""
+    graph = _graph()
+    bad = sorted(f"{mod} -> {dep}" for mod, deps in graph.items() if _room(mod) != "remote" for dep in deps
+                 if _room(dep) == "remote" and dep != "n8n_sizer.remote.protocol")
     assert not bad, bad
 
 

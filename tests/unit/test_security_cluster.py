@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.deploy.secrets import parse_env_text
+from n8n_sizer.bundle.secrets import parse_env_text
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGIES = ROOT / "tests" / "data" / "topologies"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.deploy.check import check_compose
+from n8n_sizer.bundle.check import check_compose
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.runs.records import RequestRecord, RunManifest
@@ -244,7 +244,7 @@ def test_cost_prices_the_committed_cluster_stacks(monkeypatch, capsys):
 # ---- the last resort ---------------------------------------------------------------------------------------
 
 def test_an_unexpected_exception_is_one_line_exit_70_and_a_private_traceback(tmp_path, monkeypatch, capsys):
-    import n8n_sizer.deploy.render as render
+    import n8n_sizer.bundle.render as render
 
     def boom(*args, **kwargs):
         raise ZeroDivisionError("a bug")

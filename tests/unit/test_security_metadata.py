@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.deploy.render import render_bundle
-from n8n_sizer.deploy.secrets import generate_secrets
+from n8n_sizer.bundle.render import render_bundle
+from n8n_sizer.bundle.secrets import generate_secrets
 
 METADATA_IP = "169.254.169.254"  # Hetzner's and GCP's metadata endpoint
 METADATA_BLOCK_SCRIPT = "/usr/local/sbin/n8n-sizer-metadata-block"

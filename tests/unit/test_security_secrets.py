@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.deploy.render import write_bundle
-from n8n_sizer.deploy.secrets import ENV_NAMES, parse_env_text
+from n8n_sizer.bundle.render import write_bundle
+from n8n_sizer.bundle.secrets import ENV_NAMES, parse_env_text
 from n8n_sizer.errors import InputError
 
 

@@ -19,12 +19,12 @@ import pytest
 import yaml
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.deploy.check_topology import check_topology
-from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES
-from n8n_sizer.deploy.render import render_bundle
-from n8n_sizer.deploy.render_topology import SECRETS_FILE, render_topology, write_topology
-from n8n_sizer.deploy.secrets import StackSecrets, parse_env_text
-from n8n_sizer.deploy.topology import load_topology_text, parse_topology
+from n8n_sizer.bundle.check_topology import check_topology
+from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES
+from n8n_sizer.bundle.render import render_bundle
+from n8n_sizer.bundle.render_topology import SECRETS_FILE, render_topology, write_topology
+from n8n_sizer.bundle.secrets import StackSecrets, parse_env_text
+from n8n_sizer.bundle.topology import load_topology_text, parse_topology
 from n8n_sizer.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]

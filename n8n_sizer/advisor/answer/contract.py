@@ -8,7 +8,7 @@
   private address (the renderer writes them into the bundles; the cluster stacks give the servers the same).
 
 The shape rules that need the whole topology (exactly one main and Postgres, one provider, a load balancer in
-front of webhook processors) live with the parser, `deploy/topology.py`.
+front of webhook processors) live with the parser, `bundle/topology.py`.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ def given_layout_from(path: Path, advisor, on_this_machine: bool):
     from n8n_sizer.advisor.answer.given import GivenGroup, given_layout
     from n8n_sizer.advisor.answer.topology_search import HostOption
     from n8n_sizer.advisor.catalog import find_size
-    from n8n_sizer.deploy.topology import load_topology_text
+    from n8n_sizer.bundle.topology import load_topology_text
 
     from n8n_sizer.safety.files import read_user_text
 
@@ -73,7 +73,7 @@ def _lab_layout(lab: dict, advisor):
     from n8n_sizer.advisor.answer.contract import Roles
     from n8n_sizer.advisor.answer.given import GivenGroup, given_layout
     from n8n_sizer.advisor.answer.lab_points import lab_host, quota_reach
-    from n8n_sizer.deploy.topology import parse_topology
+    from n8n_sizer.bundle.topology import parse_topology
     from n8n_sizer.lab.cpu import lab_host_cores
 
     machine = this_machine()

@@ -325,6 +325,6 @@ def _changes(before, after, req, new, answer) -> dict:
 
 
 def _write_compose(rec, out_dir: Path, generate_missing_secrets: bool = False) -> list[str]:
-    from n8n_sizer.deploy.render import write_bundle
+    from n8n_sizer.bundle.render import write_bundle
 
     return write_bundle(rec.setup, out_dir, generate_missing_secrets=generate_missing_secrets)

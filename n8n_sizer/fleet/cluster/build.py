@@ -2,7 +2,7 @@
 
 A cluster stack is a fleet stack whose `n8n-sizer:cluster` key holds a topology (what `advise --json`
 prints, or `{"topology": [...]}` written by hand, or `{"topology_file": "advice.json"}`) instead of
-`targets`. Every host's cloud-init is its bundle from `deploy.render_topology`, rendered once per
+`targets`. Every host's cloud-init is its bundle from `bundle.render_topology`, rendered once per
 `pulumi up` with one secret set; each server gets the private address the bundles were rendered with.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import pulumi
 
-from n8n_sizer.deploy.topology import Topology
+from n8n_sizer.bundle.topology import Topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.cluster.spec import USER_DATA_LIMIT_BYTES, ClusterSpec, RenderCluster
 from n8n_sizer.fleet.outputs import Fleet, assemble
@@ -23,8 +23,8 @@ from n8n_sizer.safety.frozen import Frozen
 
 def render_cluster_cloud_init(topology: Topology, public_url: str) -> dict[str, str]:
     """Each host's `#cloud-config`, rendered once with one freshly generated secret set."""
-    from n8n_sizer.deploy.render_topology import render_topology
-    from n8n_sizer.deploy.secrets import generate_secrets
+    from n8n_sizer.bundle.render_topology import render_topology
+    from n8n_sizer.bundle.secrets import generate_secrets
 
     cluster = render_topology(topology, generate_secrets(), profile="bench", public_url=public_url)
     return {name: bundle.cloud_init for name, bundle in cluster.hosts.items()}

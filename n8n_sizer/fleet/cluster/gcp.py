@@ -15,7 +15,7 @@ from typing import Mapping
 import pulumi
 import pulumi_gcp as gcp
 
-from n8n_sizer.deploy.render_topology import WEBHOOK_HOST_PORT, data_clients
+from n8n_sizer.bundle.render_topology import WEBHOOK_HOST_PORT, data_clients
 from n8n_sizer.fleet.cluster.spec import ROLE_TYPES, ClusterSpec, host_kind, role_label
 from n8n_sizer.fleet.gcp import gcp_instance, gcp_network, label_description
 from n8n_sizer.fleet.labels import fleet_labels

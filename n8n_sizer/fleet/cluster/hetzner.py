@@ -15,8 +15,8 @@ from typing import Mapping
 import pulumi
 import pulumi_hcloud as hcloud
 
-from n8n_sizer.deploy.render_topology import data_clients
-from n8n_sizer.deploy.topology import ClusterHost
+from n8n_sizer.bundle.render_topology import data_clients
+from n8n_sizer.bundle.topology import ClusterHost
 from n8n_sizer.fleet.cluster.spec import ROLE_TYPES, ClusterSpec, host_kind, role_label
 from n8n_sizer.fleet.hetzner import hetzner_server
 from n8n_sizer.fleet.labels import fleet_labels
@@ -84,7 +84,7 @@ class HetznerCluster(pulumi.ComponentResource):
         self.ssh_firewall = hcloud.Firewall(f"{name}-fw-ssh", name=resource_name(spec, "ssh"), rules=[ssh],
                                             labels=shared, opts=child)
         # Hetzner filters the public interface only; on the private network the data host's own DOCKER-USER
-        # rules (its cloud-init, deploy.cloudinit.data_port_rules) admit the same n8n hosts and no one else.
+        # rules (its cloud-init, bundle.cloudinit.data_port_rules) admit the same n8n hosts and no one else.
         data_rules = [hcloud.FirewallRuleArgs(direction="in", protocol="tcp", port=port,
                                               source_ips=[f"{ip}/32" for ip in data_clients(topology)],
                                               description=f"{what} from the n8n hosts")

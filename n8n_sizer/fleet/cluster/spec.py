@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from pydantic import Field, field_validator, model_validator
 
-from n8n_sizer.deploy.topology import ClusterHost, Topology, parse_topology
+from n8n_sizer.bundle.topology import ClusterHost, Topology, parse_topology
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.spec import NAMESPACE, FleetSpec, HostSpec, TargetSpec, _KeyError
 
@@ -58,7 +58,7 @@ class ClusterSpec(FleetSpec):
         if providers != {self.provider}:
             raise _KeyError("cluster", f"the topology's provider {', '.join(sorted(providers))} differs from "
                             f"n8n-sizer:provider {self.provider}; one stack lives in one provider")
-        from n8n_sizer.deploy.render import public_url_for
+        from n8n_sizer.bundle.render import public_url_for
 
         try:
             public_url_for("bench", None, self.public_url, cluster=True)
@@ -74,8 +74,8 @@ class ClusterSpec(FleetSpec):
         # Whatever `pulumi up` would refuse when it renders the hosts (max_connections under the pools, a
         # Postgres host too small for its connections, cloud-init over the limit) is refused here, so `cost`
         # never prices a stack the program will not build.
-        from n8n_sizer.deploy.render_topology import render_topology
-        from n8n_sizer.deploy.secrets import generate_secrets
+        from n8n_sizer.bundle.render_topology import render_topology
+        from n8n_sizer.bundle.secrets import generate_secrets
 
         try:
             render_topology(topology, generate_secrets(), profile="bench", public_url=self.public_url)

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.localstack.stack import LocalStack, StackOptions
+from n8n_sizer.native.stack import LocalStack, StackOptions
 from n8n_sizer.n8n.client import set_up_instance
 from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, with_webhook_path
 from n8n_sizer.telemetry.probes.services import N8N_QUEUE_METRICS, parse_prometheus

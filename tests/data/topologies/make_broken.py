@@ -10,9 +10,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from n8n_sizer.deploy.render_topology import MANIFEST_FILE, render_topology
-from n8n_sizer.deploy.secrets import StackSecrets
-from n8n_sizer.deploy.topology import load_topology_text
+from n8n_sizer.bundle.render_topology import MANIFEST_FILE, render_topology
+from n8n_sizer.bundle.secrets import StackSecrets
+from n8n_sizer.bundle.topology import load_topology_text
 
 HERE = Path(__file__).resolve().parent
 FAKE = StackSecrets(encryption_key="0123456789abcdef" * 4, postgres_password="fixture-fake-postgres-password",

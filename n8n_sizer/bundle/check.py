@@ -14,9 +14,9 @@ from typing import Callable, Mapping
 from n8n_sizer.advisor.pools import (CONNECTION_HEADROOM, POSTGRES_DEFAULT_MAX_CONNECTIONS, recommended_max_connections,
                                      required_max_connections)
 from n8n_sizer.advisor.setup import DEFAULT_DB_POOL_SIZE
-from n8n_sizer.deploy import rules_n8n as n8n
-from n8n_sizer.deploy.composefile import ComposeFile, Service, image_base, load_compose
-from n8n_sizer.deploy.rule import CheckContext, RuleResult, Status, as_int, fail, na, names, ok
+from n8n_sizer.bundle import rules_n8n as n8n
+from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base, load_compose
+from n8n_sizer.bundle.rule import CheckContext, RuleResult, Status, as_int, fail, na, names, ok
 
 __all__ = ["RULES", "RuleResult", "Status", "check_compose"]
 FIREWALL_LABEL = "n8n-sizer.firewalled"

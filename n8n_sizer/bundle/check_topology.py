@@ -1,5 +1,5 @@
-"""`check --topology DIR`: every host's own rules (deploy/check.py), the rules across hosts
-(deploy/rules_cluster.py) and the drift rules here (one host's n8n version or worker concurrency unlike the
+"""`check --topology DIR`: every host's own rules (bundle/check.py), the rules across hosts
+(bundle/rules_cluster.py) and the drift rules here (one host's n8n version or worker concurrency unlike the
 others, host folders that topology.json lists but are gone, or that it does not list), over the folders
 `render --topology` writes: `DIR/<host>/docker-compose.yml` with its `.env`, and `DIR/topology.json`.
 
@@ -12,14 +12,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from n8n_sizer.deploy.check import check_compose
-from n8n_sizer.deploy.composefile import image_base, load_compose
-from n8n_sizer.deploy.render import COMPOSE_FILE, ENV_FILE
-from n8n_sizer.deploy.render_topology import MANIFEST_FILE
-from n8n_sizer.deploy.rule import RuleResult, fail, na, ok
-from n8n_sizer.deploy.rules_cluster import RULES, Cluster, HostFiles
-from n8n_sizer.deploy.rules_n8n import _concurrency
-from n8n_sizer.deploy.secrets import parse_env_text
+from n8n_sizer.bundle.check import check_compose
+from n8n_sizer.bundle.composefile import image_base, load_compose
+from n8n_sizer.bundle.render import COMPOSE_FILE, ENV_FILE
+from n8n_sizer.bundle.render_topology import MANIFEST_FILE
+from n8n_sizer.bundle.rule import RuleResult, fail, na, ok
+from n8n_sizer.bundle.rules_cluster import RULES, Cluster, HostFiles
+from n8n_sizer.bundle.rules_n8n import _concurrency
+from n8n_sizer.bundle.secrets import parse_env_text
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.files import read_user_text, require_folder
 from n8n_sizer.safety.jsondoc import load_json

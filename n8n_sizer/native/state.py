@@ -9,9 +9,9 @@ from typing import Literal
 from pydantic import Field
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.localstack.install import N8nInstall
-from n8n_sizer.deploy.n8n_env import N8nPorts
-from n8n_sizer.localstack.services import RunningProcess
+from n8n_sizer.native.install import N8nInstall
+from n8n_sizer.bundle.n8n_env import N8nPorts
+from n8n_sizer.native.services import RunningProcess
 from n8n_sizer.safety.frozen import Frozen
 
 STATE_FILE = "state.json"
@@ -25,9 +25,9 @@ class StackOptions(Frozen):
     pin_cpus: int | None = Field(None, ge=1)  # taskset every process onto cores 0..K-1 to stand for K vCPU
     extra_env: dict[str, str] = {}  # added to every n8n process' environment
     start_timeout_s: float = 180.0  # 2 shared cores, first start migrates an empty database (~11 s alone)
-    stop_timeout_s: float | None = None  # None: the stop grace period of deploy.n8n_env.shutdown_timeouts
+    stop_timeout_s: float | None = None  # None: the stop grace period of bundle.n8n_env.shutdown_timeouts
     n8n_log_level: Literal["error", "warn", "info", "debug"] = "info"
-    # `n8n webhook` processes behind Caddy (queue mode only): see localstack.ingest
+    # `n8n webhook` processes behind Caddy (queue mode only): see native.ingest
     webhook_processors: int = Field(0, ge=0, le=9)
 
 

@@ -1,6 +1,6 @@
 """`check --topology` rules across hosts: one pure function each, over every host's parsed compose file.
 
-A host's own rules (deploy/check.py) cannot see these: a worker host's pool looks harmless alone, and the
+A host's own rules (bundle/check.py) cannot see these: a worker host's pool looks harmless alone, and the
 sum over every host is what Postgres refuses (seed 000: "remaining connection slots are reserved" at
 ~380 req/s); a key that differs on one host breaks every credential that host touches.
 """
@@ -13,10 +13,10 @@ from typing import Callable
 
 
 from n8n_sizer.advisor.pools import CONNECTION_HEADROOM, required_max_connections
-from n8n_sizer.deploy.caddyfile import parse_routes, route_for
-from n8n_sizer.deploy.check import _max_connections, _pool, _redis_arg, unreadable_pool_settings
-from n8n_sizer.deploy.composefile import ComposeFile, Service, image_base
-from n8n_sizer.deploy.rule import RuleResult, fail, na, ok
+from n8n_sizer.bundle.caddyfile import parse_routes, route_for
+from n8n_sizer.bundle.check import _max_connections, _pool, _redis_arg, unreadable_pool_settings
+from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base
+from n8n_sizer.bundle.rule import RuleResult, fail, na, ok
 from n8n_sizer.safety.frozen import Frozen
 
 DATA_PORTS = {5432: "Postgres", 6379: "Redis"}
@@ -100,7 +100,7 @@ def _endpoint_problems(c: Cluster, role: str, fields: tuple[str, ...], port: int
 def _redis_password(redis: Service, user: str) -> str | None:
     """The password Redis was started with for `user` (the default user's is --requirepass); None when Redis
     does not define that user (cluster-redis-acl says so)."""
-    from n8n_sizer.deploy.rules_n8n import redis_users
+    from n8n_sizer.bundle.rules_n8n import redis_users
 
     found = redis_users(redis).get(user)
     return found.password if found else None
@@ -289,7 +289,7 @@ def rule_pgbouncer_transaction(c: Cluster) -> RuleResult:
 
 def rule_cluster_postgres_role(c: Cluster) -> RuleResult:
     """Least privilege across hosts: no n8n process on any host logs in as the data host's superuser."""
-    from n8n_sizer.deploy.rules_n8n import POSTGRES_ROLE_FIX, superuser_logins
+    from n8n_sizer.bundle.rules_n8n import POSTGRES_ROLE_FIX, superuser_logins
 
     postgres = [s for _, s in c.services("postgres")]
     if not postgres or not c.n8n:
@@ -303,7 +303,7 @@ def rule_cluster_postgres_role(c: Cluster) -> RuleResult:
 
 def rule_cluster_redis_acl(c: Cluster) -> RuleResult:
     """Least privilege across hosts: every n8n process logs in to the data host's Redis as n8n's ACL user."""
-    from n8n_sizer.deploy.rules_n8n import REDIS_ACL_FIX, redis_acl_problems
+    from n8n_sizer.bundle.rules_n8n import REDIS_ACL_FIX, redis_acl_problems
 
     redis = [s for _, s in c.services("redis")]
     if not redis or not c.n8n:

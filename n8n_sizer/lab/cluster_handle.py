@@ -2,7 +2,7 @@
 
 `lab deploy` records every process it started in `<lab folder>/cluster.json` (a `LabCluster`); the data host's
 Postgres and Redis are found on that host by their programs. Each action is one command over SSH (the lab's
-client key) on the host that runs the process, with `python -m n8n_sizer.drills.labagent` doing the
+client key) on the host that runs the process, with `python -m n8n_sizer.remote.lab_agent` doing the
 signalling there, so a PID is only ever signalled inside its own host's namespace:
 
     with LabClusterHandle.open(Path("lab.json")) as lab:
@@ -20,13 +20,18 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal as signals
 import sys
+import time
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.errors import InputError
 from n8n_sizer.hosts.host import SshHost
+from n8n_sizer.stack.handle import FetchedLogMark, LogMark, StackError, StackHandle, wait_until
 
 N8N_ROLES = ("main", "webhook", "worker")
 RESTART_TIMEOUT_S = 300.0  # a cold n8n start on a busy 2-core machine
@@ -42,10 +47,20 @@ class ClusterProcess:
     log: str | None = None
 
 
-class LabClusterHandle:
-    """Processes of a deployed lab by host and role; stop, start, signal, readiness over SSH."""
+def cluster_setup(topology) -> Setup:
+    """The one Setup a deployed lab is recorded and reported as: a one-host topology's own (the contract's
+    `single_setup`, what `render` writes for it), a cluster's as queue mode with every host's workers."""
+    if len(topology.hosts()) == 1:
+        return topology.single_setup()
+    workers = sum(h.roles.workers for h in topology.hosts())
+    return Setup(mode="queue", workers=max(workers, 1), concurrency=topology.concurrency)
 
-    def __init__(self, inventory_path: Path, python: str = sys.executable) -> None:
+
+class LabClusterHandle(StackHandle):
+    """Processes of a deployed lab by host and role; stop, start, signal, readiness over SSH. As a `StackHandle`
+    (the protocol of a single-host stack) each process is addressed by its unique name in the cluster."""
+
+    def __init__(self, inventory_path: Path, python: str | None = None) -> None:
         from n8n_sizer.fleet.inventory import load_inventory
         from n8n_sizer.lab.deploy import read_cluster
         from n8n_sizer.lab.state import read_lab_state
@@ -60,9 +75,17 @@ class LabClusterHandle:
         self.inventory = load_inventory(read_user_text(inventory_path, "--inventory", max_bytes=1 << 20,
                                                        fix="pass the lab.json that `lab up` wrote"))
         self.folder = Path(self.state.folder)
-        self.python = python
+        # The interpreter `lab deploy` left for the hosts (lab.deploy._same_code_python): the host agent runs the
+        # code that deployed the cluster, not whatever the venv's own install points to.
+        wrapper = self.folder / "hosts" / "python"
+        self.python = python or (str(wrapper) if wrapper.is_file() else sys.executable)
         self.name = f"lab-{self.state.lab_id}"
         self._ssh: dict[str, SshHost] = {}
+        from n8n_sizer.bundle.topology import parse_topology
+
+        self.topology = parse_topology(self.state.topology, f"--inventory {inventory_path}: lab.topology")
+        self.setup = cluster_setup(self.topology)
+        self.main_url = self.cluster.url
 
     @classmethod
     def open(cls, inventory_path: Path) -> "LabClusterHandle":
@@ -111,12 +134,13 @@ class LabClusterHandle:
         return self._ssh[host]
 
     def agent(self, host: str, *args: str, timeout_s: float = 60.0) -> Any:
-        words = [self.python, "-m", "n8n_sizer.drills.labagent", *args]
-        res = self.ssh(host).run(" ".join(shlex.quote(w) for w in words), timeout_s=timeout_s)
-        try:
-            return json.loads(res.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise RemoteError(f"{host}: labagent {args[0]} printed nothing readable: {res.stdout[-200:]!r}") from None
+        from n8n_sizer.remote.protocol import Program, run
+
+        return run(self.ssh(host), Program.LAB_AGENT, args, python=self.python, timeout_s=timeout_s)
+
+    def pids_by_host(self) -> dict[str, dict[str, int]]:
+        """{host: {process name: PID}} of everything the deploy recorded (n8n, Caddy, Postgres, Redis)."""
+        return recorded_pids(self.cluster)
 
     def processes(self) -> list[ClusterProcess]:
         """Every role's process: n8n and the load balancer from cluster.json, Postgres and Redis found on the
@@ -160,7 +184,7 @@ class LabClusterHandle:
         return self.agent(proc.host, "stop", "--pid", str(proc.pid), "--snapshot", self._snapshot(proc),
                           "--signal", signal, "--grace", str(grace_s), timeout_s=grace_s + 60)
 
-    def signal(self, proc: ClusterProcess, signal: str) -> None:
+    def signal_process(self, proc: ClusterProcess, signal: str) -> None:
         self.agent(proc.host, "signal", "--pid", str(proc.pid), "--signal", signal)
 
     def _ready_args(self, proc: ClusterProcess) -> list[str]:
@@ -229,3 +253,127 @@ class LabClusterHandle:
 
     def run(self, host: str, command: str, timeout_s: float = 30.0, check: bool = True):
         return self.ssh(host).run(command, timeout_s=timeout_s, check=check)
+
+    # --- StackHandle: the cluster driven as a single-host stack is, by process name ----------------------------
+    def up(self, exits: ExitStack, attach: bool = False) -> str:
+        """Take over the deployed cluster (`lab deploy`, or a bench, deploys it): every recorded process must
+        still run; `exits` closes the SSH connections. The load balancer's URL."""
+        exits.callback(self.close)
+        for host, pids in self.pids_by_host().items():
+            for name, pid in pids.items():
+                if self.run(host, f"kill -0 {int(pid)}", check=False).exit_code != 0:
+                    raise InputError(f"--inventory {self.path}: the deployed cluster's {name} on {host} (PID {pid}) "
+                                     "is not running; `lab down` and `lab up` for a fresh cluster")
+        return self.main_url
+
+    def bookkeeping(self) -> dict[str, Any]:
+        return {"lab_folder": str(self.folder)}
+
+    @property
+    def process_names(self) -> list[str]:
+        return [p.name for p in self.processes()]
+
+    @property
+    def worker_names(self) -> list[str]:
+        return [p.name for p in self.processes() if p.role == "worker"]
+
+    def _named(self, name: str) -> ClusterProcess:
+        found = self.find(name=name)
+        if not found:
+            raise StackError(f"{self.name}: no process {name!r}; the cluster has {', '.join(self.process_names)}")
+        return found[0]
+
+    def is_running(self, name: str) -> bool:
+        found = self.find(name=name)
+        return bool(found) and self.running(found[0])
+
+    def is_ready(self, name: str) -> bool:
+        return self.ready(self._named(name))
+
+    def wait_ready(self, name: str, timeout_s: float | None = None) -> float:
+        proc, started = self._named(name), time.monotonic()
+        wait_until(lambda: self.ready(proc), timeout_s or RESTART_TIMEOUT_S, f"{self.name}: {name} ready")
+        return time.monotonic() - started
+
+    def stop_process(self, name: str, timeout_s: float | None = None) -> None:
+        proc = self._named(name)
+        self.stop(proc, "INT" if proc.role == "postgres" else "TERM", 35.0 if timeout_s is None else timeout_s)
+
+    def start_process(self, name: str, env_overrides: dict[str, str] | None = None, wait: bool = True,
+                      redis_persistence: str | None = None) -> None:
+        if env_overrides or redis_persistence is not None or not wait:
+            raise StackError(f"{self.name}: a lab process starts again exactly as it was stopped (its snapshot); "
+                             "environment overrides, another persistence or no wait are not offered")
+        stopped = [p for p in self._stopped_candidates() if p.name == name]
+        if not stopped or not self.has_snapshot(stopped[0]):
+            raise StackError(f"{self.name}: {name} was not stopped through this handle (no snapshot)")
+        self.start(stopped[0])
+
+    def _stopped_candidates(self) -> list[ClusterProcess]:
+        procs = self.processes()
+        if not any(p.role == "redis" for p in procs):  # a stopped Redis is not found on the data host
+            procs.append(ClusterProcess(self.data_host, "redis", "redis", 0))
+        return procs
+
+    def signal(self, name: str, sig: int, whole_group: bool = True) -> None:
+        word = signals.Signals(sig).name.removeprefix("SIG")
+        proc = self._named(name)
+        if word == "KILL" and whole_group:  # as a crash: the whole group, snapshot kept for start_process
+            self.stop(proc, "KILL", 0.0)
+        else:
+            self.signal_process(proc, word)
+
+    def restart_redis(self, persistence: str | None = None) -> None:
+        if persistence is not None:
+            raise StackError(f"{self.name}: the lab's Redis restarts with the persistence it was deployed with")
+        redis = self._named("redis")
+        self.stop(redis, "KILL", 0.0)
+        self.start(redis)
+
+    def restart_postgres(self) -> None:
+        raise StackError(f"{self.name}: restart-postgres is not driven on a lab cluster yet (no readiness check)")
+
+    def log_mark(self, name: str) -> LogMark:
+        proc = self._named(name)
+        offset = self.log_size(proc)
+        return FetchedLogMark(lambda: "\n".join(self.log_since(proc, offset)))
+
+    def redis(self, *args: str) -> Any:
+        """One command on the data host's Redis, the password read there from a 0600 file (never on a
+        command line)."""
+        if self.cluster.data is None:
+            raise StackError(f"{self.name}: the cluster record has no data host endpoints")
+        words = " ".join(shlex.quote(a) for a in args)
+        secret = shlex.quote(redis_password_file(self.cluster))
+        res = self.run(self.data_host, f'REDISCLI_AUTH="$(cat {secret})" redis-cli -h 127.0.0.1 '
+                       f"-p {int(self.cluster.data.redis_port)} -2 --json {words}", check=False)
+        if res.exit_code != 0 or res.stdout.startswith("(error)"):
+            raise StackError(f"{self.name}: redis-cli {' '.join(args[:2])}: {(res.stdout + res.stderr).strip()[:200]}")
+        return json.loads(res.stdout) if res.stdout.strip() else None
+
+
+def recorded_pids(cluster) -> dict[str, dict[str, int]]:
+    """{host: {process name: PID}} of everything the deploy started (n8n, Caddy, Postgres, Redis)."""
+    out: dict[str, dict[str, int]] = {}
+    for host, procs in cluster.processes.items():
+        out[host] = {p.name: p.pid for p in procs}
+    ingest = next((h for h, procs in cluster.processes.items() if any(p.role == "main" for p in procs)), None)
+    if cluster.load_balancer_pid is not None and ingest is not None:
+        out[ingest]["caddy"] = cluster.load_balancer_pid
+    if cluster.data is not None:
+        out.setdefault(cluster.data_host, {}).update(postgres=cluster.data.postgres_pid, redis=cluster.data.redis_pid)
+    return out
+
+
+def redis_password_file(cluster) -> str:
+    """The Redis password alone in a 0600 file next to the cluster's secrets, for redis-cli to read at run time
+    (never on a command line). Every namespace shares this machine's filesystem, so the data host reads it."""
+    from n8n_sizer.safety.files import read_user_text
+    from n8n_sizer.safety.write import write_atomic
+
+    path = Path(cluster.secrets_file).with_name("redis-probe.secret")
+    if not path.exists():
+        text = read_user_text(cluster.secrets_file, "the lab's cluster secrets", private=True, max_bytes=1 << 16,
+                              fix="run `n8n-sizer lab deploy` again")
+        write_atomic(path, json.loads(text)["redis_password"], private=True)
+    return str(path)

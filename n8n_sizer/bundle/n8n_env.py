@@ -87,7 +87,7 @@ def shape_of_setup(setup: Setup, profile: str = "bench", domain: str | None = No
 
 
 def shape_of_topology(t, profile: str = "bench", domain: str | None = None) -> N8nShape:
-    """A cluster of several hosts (`deploy.topology.Topology`): queue mode, pools per role, data elsewhere."""
+    """A cluster of several hosts (`bundle.topology.Topology`): queue mode, pools per role, data elsewhere."""
     return N8nShape(mode="queue", concurrency=t.concurrency, runner_concurrency=t.runner_concurrency,
                     pool_main=t.db_pool_size.main, pool_webhook=t.db_pool_size.of("webhook"),
                     pool_worker=t.db_pool_size.of("worker"), longest_execution_s=t.longest_execution_s,
@@ -269,7 +269,7 @@ def role_env(shape: N8nShape, role: str, w: Wiring, *, broker_host: str = "") ->
 
 class NativeSecrets(Frozen):
     """A native stack's secrets (local stack, lab): generated per stack, kept in a 0600 file, never printed. The
-    rendered bundles' secrets are `deploy.secrets.StackSecrets`."""
+    rendered bundles' secrets are `bundle.secrets.StackSecrets`."""
 
     def __repr__(self) -> str:  # never let a secret reach a log line or a traceback
         return "NativeSecrets(<hidden>)"

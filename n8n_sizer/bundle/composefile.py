@@ -272,7 +272,7 @@ def _service(name: str, spec: dict, env: Mapping[str, str], env_files: Mapping[s
 
 
 def _mem_limit(spec: dict) -> float | None:
-    from n8n_sizer.deploy.limits import parse_memory_mib
+    from n8n_sizer.bundle.limits import parse_memory_mib
 
     deploy = spec.get("deploy") if isinstance(spec.get("deploy"), dict) else {}
     limits = ((deploy.get("resources") or {}).get("limits") or {}) if isinstance(deploy.get("resources"), dict) else {}
@@ -281,7 +281,7 @@ def _mem_limit(spec: dict) -> float | None:
 
 def parse_compose_doc(text: str) -> Any:
     """The compose document, with its YAML budgets (nesting, alias expansion) and its shape checked."""
-    from n8n_sizer.deploy.composeshape import FIX, check_shape
+    from n8n_sizer.bundle.composeshape import FIX, check_shape
     from n8n_sizer.safety.yamldoc import load_yaml
 
     doc = load_yaml(text, "the compose file", fix=FIX)

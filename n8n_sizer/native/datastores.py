@@ -11,8 +11,8 @@ import signal as signals
 import tempfile
 from pathlib import Path
 
-from n8n_sizer.deploy.n8n_env import POSTGRES_USER
-from n8n_sizer.localstack import services
+from n8n_sizer.bundle.n8n_env import POSTGRES_USER
+from n8n_sizer.native import services
 
 
 class DataStores:

@@ -14,12 +14,12 @@ from typing import Mapping
 
 
 from n8n_sizer import versions
-from n8n_sizer.deploy import topology as topo
-from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, data_port_rules, render_cloud_init
-from n8n_sizer.deploy.limits import memory_table
-from n8n_sizer.deploy.n8n_env import (COMPOSE_WIRING, REDIS_N8N_PASSWORD_REF, Wiring, postgres_init, redis_acl_user,
+from n8n_sizer.bundle import topology as topo
+from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES, data_port_rules, render_cloud_init
+from n8n_sizer.bundle.limits import memory_table
+from n8n_sizer.bundle.n8n_env import (COMPOSE_WIRING, REDIS_N8N_PASSWORD_REF, Wiring, postgres_init, redis_acl_user,
                                       role_env, shape_of_topology, shutdown_seconds)
-from n8n_sizer.deploy.render import (
+from n8n_sizer.bundle.render import (
     _prepare_out_dir,
     keep_previous,
     CLOUD_INIT_FILE,
@@ -32,7 +32,7 @@ from n8n_sizer.deploy.render import (
     public_url_for,
     template_env,
 )
-from n8n_sizer.deploy.secrets import (
+from n8n_sizer.bundle.secrets import (
     ENV_NAMES,
     SecretCopy,
     StackSecrets,

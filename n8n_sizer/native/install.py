@@ -1,6 +1,6 @@
 """Install Node.js 24 and n8n from the npm registry into a cache folder keyed by version.
 
-`python -m n8n_sizer.localstack.install` is idempotent: a finished install is found by its marker file
+`python -m n8n_sizer.remote.install_n8n` (`install_n8n` here) is idempotent: a finished install is found by its marker file
 and reused in well under a second. Each part is installed into a temporary folder next to its final
 place and renamed into place only when it finished, so a broken or interrupted install is never taken
 for a cached one. A file lock keeps two test runs from installing into the same cache at once.
@@ -17,13 +17,11 @@ Why the install is done this way (notes/real-n8n.md):
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -31,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
-from n8n_sizer.errors import InputError, RemoteError, exit_code
+from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.versions import N8N_VERSION, NODE_PACKAGE
 from n8n_sizer.safety.frozen import Frozen
 
@@ -218,26 +216,3 @@ def install_n8n(n8n_version: str = N8N_VERSION, cache: Path | None = None, quiet
     seconds = time.monotonic() - started
     console.print(f"[green]n8n {n8n_version}[/] with Node {found.node_version} installed in {seconds:.0f} s into {cache}")
     return found.model_copy(update={"install_seconds": seconds})
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m n8n_sizer.localstack.install",
-                                     description="Install Node 24 and n8n into the n8n-sizer cache (idempotent).")
-    parser.add_argument("--n8n-version", default=N8N_VERSION,
-                        help=f"n8n version to install (default: the pin, {N8N_VERSION})")
-    parser.add_argument("--cache", type=Path, default=None, help=f"cache folder (default: ${CACHE_ENV} or ~/.cache/n8n-sizer)")
-    parser.add_argument("--json", action="store_true", help="print the install's paths as JSON")
-    args = parser.parse_args(argv)
-
-    def install() -> int:
-        found = install_n8n(args.n8n_version, args.cache)
-        if args.json:
-            print(found.model_dump_json())
-        return 0
-
-    # A failed npm or download step raises RemoteError: one line, exit 1, like a remote failure.
-    return exit_code("install_n8n", install, remote=(RemoteError,))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

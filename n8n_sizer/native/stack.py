@@ -6,12 +6,12 @@
 The stack's folder holds every log (`logs/<name>.log`), the data of Postgres, Redis and each n8n process,
 `state.json` (ports, PIDs, URLs; rewritten after every change, so a stop after a partial start finds what
 did start) and `secrets.json` (mode 0600). `LocalStack.attach(folder)` takes over a stack that another
-process started (`python -m n8n_sizer.localstack up`, see `localstack.cli`).
+process started (`python -m n8n_sizer.remote.native_stack up`, see `remote.native_stack`).
 
 Process control is deliberately small and general, for the drills: `signal(name, sig)`,
 `stop_process(name)`, `start_process(name, env_overrides=...)`, plus `restart_redis` and
 `restart_postgres` built from them. Names: "main", "worker-1".."worker-N", "redis", "postgres", and with
-`StackOptions.webhook_processors` N: "webhook-1".."webhook-N" and "caddy" (see localstack.ingest).
+`StackOptions.webhook_processors` N: "webhook-1".."webhook-N" and "caddy" (see native.ingest).
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ from pathlib import Path
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.advisor.pools import setup_recommended_max_connections as recommended_max_connections
-from n8n_sizer.localstack import services
-from n8n_sizer.localstack.datastores import DataStores
-from n8n_sizer.localstack.ingest import IngestProcesses, caddy_binary
-from n8n_sizer.localstack.install import N8nInstall, install_n8n
-from n8n_sizer.deploy.n8n_env import (
+from n8n_sizer.native import services
+from n8n_sizer.native.datastores import DataStores
+from n8n_sizer.native.ingest import IngestProcesses, caddy_binary
+from n8n_sizer.native.install import N8nInstall, install_n8n
+from n8n_sizer.bundle.n8n_env import (
     POSTGRES_DATABASE, POSTGRES_USER, N8nPorts, NativeSecrets, n8n_argv, n8n_env, shutdown_timeouts,
 )
-from n8n_sizer.localstack.services import RunningProcess, ServiceError
-from n8n_sizer.localstack.state import SECRETS_FILE, STATE_FILE, StackOptions, StackState
+from n8n_sizer.native.services import RunningProcess, ServiceError
+from n8n_sizer.native.state import SECRETS_FILE, STATE_FILE, StackOptions, StackState
 
 __all__ = ["LocalStack", "StackOptions", "StackState", "STATE_FILE", "SECRETS_FILE"]
 from n8n_sizer.errors import InputError

@@ -21,11 +21,11 @@ from n8n_sizer.advisor.pools import (
     setup_recommended_max_connections as recommended_max_connections,
     setup_required_max_connections as required_max_connections,
 )
-from n8n_sizer.deploy.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
-from n8n_sizer.deploy.limits import memory_table
-from n8n_sizer.deploy.n8n_env import (COMPOSE_WIRING, REDIS_N8N_PASSWORD_REF, postgres_init, redis_acl_user, role_env,
+from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
+from n8n_sizer.bundle.limits import memory_table
+from n8n_sizer.bundle.n8n_env import (COMPOSE_WIRING, REDIS_N8N_PASSWORD_REF, postgres_init, redis_acl_user, role_env,
                                       shape_of_setup, shutdown_timeouts)
-from n8n_sizer.deploy.secrets import (
+from n8n_sizer.bundle.secrets import (
     ENV_NAMES,
     StackSecrets,
     read_secret_copy,

@@ -7,9 +7,9 @@ import re
 
 from n8n_sizer.advisor.settings import QUEUE_KEEP_LAST_ENV, QUEUE_KEEP_LAST_JOBS
 from n8n_sizer.advisor.setup import DEFAULT_GRACEFUL_SHUTDOWN_S, DEFAULT_WORKER_CONCURRENCY, most_workers
-from n8n_sizer.deploy.composefile import ComposeFile, Service, image_base
-from n8n_sizer.deploy.n8n_env import REDIS_N8N_RULES
-from n8n_sizer.deploy.rule import CheckContext, RuleResult, as_int, fail, na, names, ok
+from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base
+from n8n_sizer.bundle.n8n_env import REDIS_N8N_RULES
+from n8n_sizer.bundle.rule import CheckContext, RuleResult, as_int, fail, na, names, ok
 from n8n_sizer.safety.frozen import Frozen
 
 DOCKER_DEFAULT_STOP_GRACE_S = 10.0  # Docker's default stop timeout before SIGKILL
@@ -243,7 +243,7 @@ def rule_production_limit(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
 def rule_main_memory_limit(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     """A main without a memory limit on a host it shares: under overload main grew from 0.8 to 2.2 GB
     (notes/real-n8n.md) and takes its neighbours (workers, Postgres) down with the host."""
-    from n8n_sizer.deploy.limits import role_memory
+    from n8n_sizer.bundle.limits import role_memory
 
     mains = cf.by_role("main")
     if not mains:

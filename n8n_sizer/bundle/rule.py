@@ -6,7 +6,7 @@ import re
 from typing import Literal
 
 
-from n8n_sizer.deploy.composefile import Service
+from n8n_sizer.bundle.composefile import Service
 from n8n_sizer.safety.frozen import Frozen
 
 Status = Literal["pass", "fail", "n/a"]

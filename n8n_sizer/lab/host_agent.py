@@ -1,9 +1,9 @@
 """The drills' hands on a lab host: runs ON the host (over SSH, inside its network namespace).
 
-    python -m n8n_sizer.drills.labagent ps
-    python -m n8n_sizer.drills.labagent stop --pid 4711 --snapshot DIR/worker-1.json --signal TERM --grace 35
-    python -m n8n_sizer.drills.labagent start --snapshot DIR/worker-1.json --ready-http URL
-    python -m n8n_sizer.drills.labagent signal --pid 4711 --signal KILL
+    python -m n8n_sizer.remote.lab_agent ps
+    python -m n8n_sizer.remote.lab_agent stop --pid 4711 --snapshot DIR/worker-1.json --signal TERM --grace 35
+    python -m n8n_sizer.remote.lab_agent start --snapshot DIR/worker-1.json --ready-http URL
+    python -m n8n_sizer.remote.lab_agent signal --pid 4711 --signal KILL
 
 A host's processes are the ones in its network namespace (the inode of /proc/PID/ns/net equals this
 command's own), so a PID of another host, or a reused PID now elsewhere, is refused. `stop` first saves the
@@ -14,11 +14,9 @@ process as it was started (argv, environment, working folder, log: from /proc) i
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -104,7 +102,7 @@ def _retitled(cwd: str, title: str) -> list[str]:
 
 
 def _group_alive(pgid: int) -> list[int]:
-    from n8n_sizer.localstack.services import group_pids
+    from n8n_sizer.native.services import group_pids
 
     return group_pids(pgid)
 
@@ -143,7 +141,7 @@ def stop(pid: int, snapshot_file: Path, sig: str, grace_s: float) -> dict:
 
 def start(snapshot_file: Path, ready_http: str | None, ready_redis: str | None, timeout_s: float) -> dict:
     """Start the saved process again (own session, log appended), wait until it is ready, drop the snapshot."""
-    from n8n_sizer.localstack import services
+    from n8n_sizer.native import services
 
     saved = json.loads(snapshot_file.read_text())
     log = Path(saved["log"]) if saved["log"] else snapshot_file.with_suffix(".log")
@@ -152,7 +150,7 @@ def start(snapshot_file: Path, ready_http: str | None, ready_redis: str | None, 
     if ready_http:
         services.wait_until(proc, lambda: services.http_ok(ready_http), timeout_s, f"ready at {ready_http}")
     elif ready_redis:
-        from n8n_sizer.localstack.redis import redis_ping
+        from n8n_sizer.native.redis import redis_ping
 
         secrets = json.loads(Path(ready_redis).read_text())
         port = int(next((a.split()[1] for a in _config_lines(saved["argv"]) if a.startswith("port ")), 6379))
@@ -169,12 +167,12 @@ def _config_lines(argv: list[str]) -> list[str]:
 
 def ready(http: str | None, redis_secrets: str | None) -> bool:
     """One readiness check, no waiting: an n8n or Caddy URL answers 200, or Redis on 6379 answers PING."""
-    from n8n_sizer.localstack import services
+    from n8n_sizer.native import services
 
     if http:
         return services.http_ok(http)
     if redis_secrets:
-        from n8n_sizer.localstack.redis import redis_ping
+        from n8n_sizer.native.redis import redis_ping
 
         return redis_ping(6379, json.loads(Path(redis_secrets).read_text())["redis_password"])
     raise InputError("ready needs --ready-http URL or --ready-redis SECRETS")
@@ -186,46 +184,10 @@ def send(pid: int, sig: str) -> dict:
     return {"pid": pid, "signal": sig}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m n8n_sizer.drills.labagent")
-    parser.add_argument("command", choices=["ps", "save", "stop", "start", "signal", "ready"])
-    parser.add_argument("--pid", type=int)
-    parser.add_argument("--snapshot", type=Path)
-    parser.add_argument("--signal", choices=sorted(SIGNALS), default="TERM")
-    parser.add_argument("--grace", type=float, default=35.0)
-    parser.add_argument("--ready-http")
-    parser.add_argument("--ready-redis", help="the cluster's secrets file (redis_password) to PING with")
-    parser.add_argument("--timeout", type=float, default=300.0)
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "ps":
-            out: dict | list = host_processes()
-        elif args.command == "save":  # before a drill that may make the process exit by itself
-            from n8n_sizer.safety.write import write_atomic
+def save(pid: int, snapshot_file: Path) -> dict:
+    """Before a drill that may make the process exit by itself: its snapshot, for `start`."""
+    from n8n_sizer.safety.write import write_atomic
 
-            _own(_need(args.pid, "--pid"))
-            write_atomic(_need(args.snapshot, "--snapshot"), json.dumps(snapshot(args.pid)), private=True)
-            out = {"pid": args.pid, "saved": str(args.snapshot)}
-        elif args.command == "ready":
-            out = {"ready": ready(args.ready_http, args.ready_redis)}
-        elif args.command == "signal":
-            out = send(_need(args.pid, "--pid"), args.signal)
-        elif args.command == "stop":
-            out = stop(_need(args.pid, "--pid"), _need(args.snapshot, "--snapshot"), args.signal, args.grace)
-        else:
-            out = start(_need(args.snapshot, "--snapshot"), args.ready_http, args.ready_redis, args.timeout)
-    except (InputError, RemoteError, OSError) as exc:
-        print(f"labagent: {exc}".replace("\n", " "), file=sys.stderr)
-        return 2 if isinstance(exc, InputError) else 1
-    print(json.dumps(out))
-    return 0
-
-
-def _need(value, flag: str):
-    if value is None:
-        raise InputError(f"{flag} is missing")
-    return value
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    _own(pid)
+    write_atomic(snapshot_file, json.dumps(snapshot(pid)), private=True)
+    return {"pid": pid, "saved": str(snapshot_file)}

@@ -275,8 +275,8 @@ REDIS_PERSISTENCE = ("aof", "none")
 def write_redis_config(path: Path, data_dir: Path, port: int, password: str, persistence: str,
                        listen: tuple[str, ...] = ("127.0.0.1",), n8n_password: str | None = None) -> None:
     """Seed 000's settings: AOF everysec (or no persistence at all, for the drill), noeviction; with
-    `n8n_password`, n8n's own ACL user as the rendered bundles have it (`deploy.n8n_env.redis_acl_user`)."""
-    from n8n_sizer.deploy.n8n_env import redis_acl_user
+    `n8n_password`, n8n's own ACL user as the rendered bundles have it (`bundle.n8n_env.redis_acl_user`)."""
+    from n8n_sizer.bundle.n8n_env import redis_acl_user
 
     if persistence not in REDIS_PERSISTENCE:
         raise InputError(f"redis persistence {persistence!r} is unknown; try one of {', '.join(REDIS_PERSISTENCE)}")
@@ -295,6 +295,6 @@ def start_redis(config_path: Path, port: int, log_path: Path, cpus: str | None =
 
 
 def wait_redis(proc: RunningProcess, password: str, timeout_s: float) -> float:
-    from n8n_sizer.localstack.redis import redis_ping
+    from n8n_sizer.native.redis import redis_ping
 
     return wait_until(proc, lambda: redis_ping(proc.port, password), timeout_s, "answering PING")

@@ -14,8 +14,8 @@ import shutil
 from pathlib import Path
 
 from n8n_sizer.errors import InputError
-from n8n_sizer.localstack import services
-from n8n_sizer.localstack.services import RunningProcess
+from n8n_sizer.native import services
+from n8n_sizer.native.services import RunningProcess
 
 # Catalog sizes only give the render its arithmetic (Postgres memory per connection); nothing runs on them.
 _RENDER_SIZE = "cx43"
@@ -23,8 +23,8 @@ _RENDER_SIZE = "cx43"
 
 def rendered_ingest_caddyfile(webhook_processors: int, workers: int) -> str:
     """The ingest host's Caddyfile of the cluster render for this many webhook processors and workers."""
-    from n8n_sizer.deploy.render_topology import ingest_caddyfile
-    from n8n_sizer.deploy.topology import parse_topology
+    from n8n_sizer.bundle.render_topology import ingest_caddyfile
+    from n8n_sizer.bundle.topology import parse_topology
 
     topology = parse_topology({"topology": [
         {"name": "ingest", "provider": "hetzner", "size": _RENDER_SIZE,
@@ -36,7 +36,7 @@ def rendered_ingest_caddyfile(webhook_processors: int, workers: int) -> str:
 
 def local_caddyfile(port: int, main_port: int, webhook_ports: list[int], workers: int) -> str:
     """The Caddyfile for Caddy on 127.0.0.1:`port` in front of main and the webhook processors (loopback)."""
-    from n8n_sizer.deploy.caddyfile import rebind_caddyfile
+    from n8n_sizer.bundle.caddyfile import rebind_caddyfile
 
     rendered = rendered_ingest_caddyfile(len(webhook_ports), workers)
     # No admin API: the stack stops Caddy by PID, and a fixed admin port would clash between stacks.

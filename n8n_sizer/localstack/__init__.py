@@ -1,7 +1,0 @@
-"""Real n8n, Postgres and Redis as native processes on one host, per role: the stack tests and `bench --local` run.
-
-Owns: the n8n/Node install (`install`), service processes and their PIDs (`services`), the stack's saved state
-(`state`), the stack itself (`stack.LocalStack`) and its command line for use over SSH (`cli`, run as
-`python -m n8n_sizer.localstack COMMAND`).
-May import: advisor, deploy (the n8n environment for a setup and role), hosts, errors, versions.
-"""
