@@ -37,9 +37,9 @@ def missing(text: str, home: Path) -> list[str]:
 
 
 def test_the_check_finds_a_module_that_is_gone():
-    assert missing("the stack (`stack.py`) and `cli.py`, see `bundle/render.py`", PKG / "native") == \
-        ["cli.py", "bundle/render.py"]
-    assert missing("see n8n_sizer/native/ and `bundle/render.py`", PKG) == ["n8n_sizer/native/"]
+    assert missing("the stack (`stack.py`) and `cli.py`, see `deploy/render.py`", PKG / "native") == \
+        ["cli.py", "deploy/render.py"]
+    assert missing("see n8n_sizer/localstack/ and `bundle/render.py`", PKG) == ["n8n_sizer/localstack/"]
 
 
 def test_package_docstrings_name_modules_that_exist():
