@@ -130,10 +130,9 @@ def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
 @dataclass(frozen=True)
 class LoneRow:
     """One execution alone (a closed load of 1 in flight): its median time. Beside the same workflow's on hosts
-    of another CPU of the same architecture, measured by the same source with the same setup, it measures their
-    relative speed per core (seed 002: 104 ms on its Skylake CX23, 72 and 78 ms on its EPYC-Rome CX33 and CX43).
-    Across architectures it does not: the JIT emits other code, and seed 002 itself found that a CPU benchmark
-    does not predict n8n's speed from ARM to x86."""
+    of another CPU, measured by the same source with the same setup, it measures their relative speed per core
+    (seed 002: 104 ms on its Skylake CX23, 72 and 78 ms on its EPYC-Rome CX33 and CX43, 113 ms on its ARM CAX11).
+    The fit reads it as `lone_ms x` the host's CPU-time factor, one `lone_ms` per source and setup."""
 
     measurement: Measurement
     ms: float
@@ -149,8 +148,8 @@ class LoneRow:
 
 
 def select_lone_rows(measurements) -> list[LoneRow]:
-    """Lone-execution medians of sources that measured one setup on hosts of two or more CPU classes of one
-    architecture; rows of one class say nothing about speed and are left out, whatever they measured."""
+    """Lone-execution medians of sources that measured one setup on hosts of two or more speeds (CPU class or
+    architecture); rows of one speed say nothing about speed and are left out, whatever they measured."""
     rows = [LoneRow(m, m.results.p50_ms) for m in measurements
             if m.load.kind == "closed" and m.load.concurrency == 1 and m.results.p50_ms]
     speeds: dict[str, set] = {}
