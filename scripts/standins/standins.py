@@ -43,7 +43,7 @@ REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO))
 
 from n8n_sizer import versions  # noqa: E402
-from n8n_sizer.remote.install_n8n import cache_root, find_installed  # noqa: E402
+from n8n_sizer.native.install import cache_root, find_installed  # noqa: E402
 
 DOCKER = "/usr/bin/docker"  # Debian's client, same release as the daemon (a newer one may sit in /usr/local/bin)
 DOCKERD = "/usr/sbin/dockerd"
