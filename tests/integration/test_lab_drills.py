@@ -127,6 +127,28 @@ def test_cluster_json_lists_every_process_by_host_and_role(lab):
         assert handle.running(main)
 
 
+def test_the_cluster_is_driven_as_a_stack_handle(lab):
+    """Runs before the drills that restart processes (their new PIDs are the drills' own record). The deployed
+    cluster through the protocol a single-host stack has (`StackHandle`), by process name: Redis
+    answers, a worker stops, starts again from its snapshot and is ready, and its log shows the restart."""
+    from contextlib import ExitStack
+
+    _, lab_json, _ = lab
+    with ExitStack() as exits:
+        handle = LabClusterHandle(lab_json)
+        assert handle.up(exits, attach=True) == handle.cluster.url and handle.setup.mode == "queue"
+        assert handle.redis("PING") == "PONG"
+        worker = handle.worker_names[0]
+        assert handle.is_running(worker) and handle.is_ready(worker)
+        mark = handle.log_mark(worker)
+        handle.stop_process(worker, timeout_s=35)
+        assert not handle.is_running(worker)
+        handle.start_process(worker)
+        assert handle.wait_ready(worker, 300) >= 0 and handle.is_running(worker)
+        assert mark.lines(), "the worker's log shows nothing after the mark"
+    _whole(lab_json)
+
+
 def test_stop_worker_host(lab):
     workdir, out, _ = lab
     before = _whole(out)
@@ -219,24 +241,3 @@ def test_partition(lab):
     text = (workdir / record["folder"] / "report" / "report.md").read_text()
     assert "| observation | what n8n promises | verdict |" in text
     assert "iptables DROP" in text and "| matches |" in text
-
-
-def test_the_cluster_is_driven_as_a_stack_handle(lab):
-    """The deployed cluster through the protocol a single-host stack has (`StackHandle`), by process name: Redis
-    answers, a worker stops, starts again from its snapshot and is ready, and its log shows the restart."""
-    from contextlib import ExitStack
-
-    _, lab_json, _ = lab
-    with ExitStack() as exits:
-        handle = LabClusterHandle(lab_json)
-        assert handle.up(exits, attach=True) == handle.cluster.url and handle.setup.mode == "queue"
-        assert handle.redis("PING") == "PONG"
-        worker = handle.worker_names[0]
-        assert handle.is_running(worker) and handle.is_ready(worker)
-        mark = handle.log_mark(worker)
-        handle.stop_process(worker, timeout_s=35)
-        assert not handle.is_running(worker)
-        handle.start_process(worker)
-        assert handle.wait_ready(worker, 300) >= 0 and handle.is_running(worker)
-        assert mark.lines(), "the worker's log shows nothing after the mark"
-    _whole(lab_json)

@@ -81,7 +81,9 @@ def test_report_from_a_real_local_queue_run(queue_stack, tmp_path):
         row = next(line for line in text.splitlines() if f"| rate-{rate} |" in line).split("|")
         # fired, answered per minute of the 8 s step, errors (a real run may have a few: they are shown)
         assert row[4].strip() == str(fired)
-        assert float(row[5].replace(",", "")) == pytest.approx(ok * 60 / 8, abs=1)  # rounded in the table
+        # per minute of the step's real length: 8 s, a little more on a busy machine (CI saw 8.1 s: 355 for 360)
+        shown = float(row[5].split("(")[0].replace(",", ""))  # "297 (did not keep up)" when the machine was busy
+        assert shown == pytest.approx(ok * 60 / 8, rel=0.04, abs=1)
         assert row[6].strip().split(" ")[0] == str(errors)
         assert row[10].strip().endswith(("GB", "MB"))  # peak stack RAM measured
     assert {p.name.split("_")[0] for p in result.images} == {"answered", "latency", "timeseries"}
