@@ -7,12 +7,15 @@ def _missing_install(exc: ModuleNotFoundError) -> pulumi.RunError:
     """Pulumi runs this in the .venv that Pulumi.yaml names: say which install step is missing, in one line."""
     missing = (exc.name or "").split(".")[0]
     if missing == "n8n_sizer":
-        return pulumi.RunError("the Pulumi program needs n8n_sizer in .venv: run the README's first command "
-                               "(python3 -m venv .venv && .venv/bin/pip install -q .), then "
-                               ".venv/bin/pip install -q '.[fleet]'")
+        return pulumi.RunError(
+            "the Pulumi program needs n8n_sizer in .venv: run the README's first command "
+            "(python3 -m venv .venv && .venv/bin/pip install -q .), then "
+            ".venv/bin/pip install -q '.[fleet]'"
+        )
     if missing.startswith("pulumi_"):
-        return pulumi.RunError(f"the Pulumi program needs the fleet extra ({missing} is not installed): "
-                               ".venv/bin/pip install '.[fleet]'")
+        return pulumi.RunError(
+            f"the Pulumi program needs the fleet extra ({missing} is not installed): .venv/bin/pip install '.[fleet]'"
+        )
     raise exc
 
 

@@ -29,11 +29,17 @@ def wall_times(argv: list[str]) -> list[float]:
 def main() -> None:
     entry = [sys.executable, "-c", "from n8n_sizer.cli import advise_main; advise_main()"]
     bare = wall_times([sys.executable, "-c", "pass"])
-    for args in (["--rps", "40", "--vcpu", "4"], ["--rps", "200", "--json"], ["--rps", "1000", "--workload", "code-heavy"]):
+    for args in (
+        ["--rps", "40", "--vcpu", "4"],
+        ["--rps", "200", "--json"],
+        ["--rps", "1000", "--workload", "code-heavy"],
+    ):
         cold = wall_times(entry + args)
-        print(f"advise {' '.join(args):38s} cold start: median {statistics.median(cold):.3f} s, min {min(cold):.3f} s "
-              f"over {RUNS} runs (target < 0.5 s; advise / bare python = "
-              f"{statistics.median(cold) / statistics.median(bare):.1f}x)")
+        print(
+            f"advise {' '.join(args):38s} cold start: median {statistics.median(cold):.3f} s, min {min(cold):.3f} s "
+            f"over {RUNS} runs (target < 0.5 s; advise / bare python = "
+            f"{statistics.median(cold) / statistics.median(bare):.1f}x)"
+        )
     print(f"bare python start: median {statistics.median(bare):.3f} s")
 
     from n8n_sizer.advisor.measurements import load_embedded
@@ -42,12 +48,16 @@ def main() -> None:
     t0 = time.perf_counter()
     v = leave_one_out(load_embedded())
     took = time.perf_counter() - t0
-    print(f"leave-one-out over {len(v.points)} capacity points ({took:.1f} s): median |error| "
-          f"{v.median_abs_pct_error:.1f}%, max |error| {v.max_abs_pct_error:.1f}% (targets <= 10%, <= 25%); "
-          f"measured value inside the 90% interval for {v.interval_coverage:.0%}")
+    print(
+        f"leave-one-out over {len(v.points)} capacity points ({took:.1f} s): median |error| "
+        f"{v.median_abs_pct_error:.1f}%, max |error| {v.max_abs_pct_error:.1f}% (targets <= 10%, <= 25%); "
+        f"measured value inside the 90% interval for {v.interval_coverage:.0%}"
+    )
     if v.demand:
-        print(f"per-role demand rows ({len(v.demand)}): median |error| {v.demand_median_abs_pct_error:.1f}%, "
-              f"max |error| {v.demand_max_abs_pct_error:.1f}%")
+        print(
+            f"per-role demand rows ({len(v.demand)}): median |error| {v.demand_median_abs_pct_error:.1f}%, "
+            f"max |error| {v.demand_max_abs_pct_error:.1f}%"
+        )
     worst = max(v.points, key=lambda p: abs(p.error_pct))
     print(f"worst point: {worst.id} measured {worst.measured_per_s:.2f}/s, predicted {worst.predicted_per_s:.2f}/s")
 

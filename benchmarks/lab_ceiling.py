@@ -32,25 +32,52 @@ CLI = [sys.executable, "-c", "from n8n_sizer.cli import main; main()"]
 
 
 def topology(webhooks: int) -> dict:
-    return {"topology": [
-        {"name": "bl-data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
-        {"name": "bl-ingest", "provider": "hetzner", "size": "cx33",
-         "roles": {"main": 1, "webhook": webhooks, "load_balancer": 1}},
-        {"name": "bl-worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}}],
-        "subnet": "10.213.7.0/24"}
+    return {
+        "topology": [
+            {"name": "bl-data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
+            {
+                "name": "bl-ingest",
+                "provider": "hetzner",
+                "size": "cx33",
+                "roles": {"main": 1, "webhook": webhooks, "load_balancer": 1},
+            },
+            {"name": "bl-worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}},
+        ],
+        "subnet": "10.213.7.0/24",
+    }
 
 
 def ladder(webhooks: int, rates: str, step_s: float, folder: Path) -> tuple[list[tuple], dict, Path]:
     """[(offered, carried per s, kept up, {role: CPU cores over the step, all hosts}, machine busy cores)] per
     step, the ledger, and the results folder."""
     out = folder / f"lab-{webhooks}.json"
-    state = lab_up(parse_topology(topology(webhooks)), 2, out, generator_prefix="bl-gen-",
-                   cpu_budget=False)  # what shared cores carry; lab_shape.py gives each host its own
+    state = lab_up(
+        parse_topology(topology(webhooks)), 2, out, generator_prefix="bl-gen-", cpu_budget=False
+    )  # what shared cores carry; lab_shape.py gives each host its own
     results = folder / f"results-{webhooks}"
     try:
-        res = subprocess.run([*CLI, "bench", "--inventory", str(out), "--rates", rates, "--step-seconds",
-                              f"{step_s:g}", "--warmup", "20", "--drain-seconds", "180", "--out", str(results),
-                              "--json"], capture_output=True, text=True, timeout=3600)
+        res = subprocess.run(
+            [
+                *CLI,
+                "bench",
+                "--inventory",
+                str(out),
+                "--rates",
+                rates,
+                "--step-seconds",
+                f"{step_s:g}",
+                "--warmup",
+                "20",
+                "--drain-seconds",
+                "180",
+                "--out",
+                str(results),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
     finally:
         remove_lab(state)
     if res.returncode != 0:
@@ -67,8 +94,9 @@ def ladder(webhooks: int, rates: str, step_s: float, folder: Path) -> tuple[list
             for role, cores in per_role.items():
                 roles[role] = roles.get(role, 0.0) + cores
         if carried is not None:
-            rows.append((rate, carried.throughput_per_s, not carried.saturated, roles,
-                         machine_busy(samples, start, end)))
+            rows.append(
+                (rate, carried.throughput_per_s, not carried.saturated, roles, machine_busy(samples, start, end))
+            )
     return rows, summary["ledgers"]["cluster"], results
 
 
@@ -88,8 +116,23 @@ def predict(webhooks: int, results: Path, folder: Path) -> dict:
     predicts for this topology with every host on this machine's cores, refitted on those runs."""
     topo = folder / f"topology-{webhooks}.json"
     topo.write_text(json.dumps(topology(webhooks)))
-    res = subprocess.run([*CLI, "advise", "--rps", "1", "--topology", str(topo), "--on-this-machine",
-                          "--results", str(results), "--json"], capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [
+            *CLI,
+            "advise",
+            "--rps",
+            "1",
+            "--topology",
+            str(topo),
+            "--on-this-machine",
+            "--results",
+            str(results),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if res.returncode != 0:
         return {"error": res.stderr.strip()[-300:]}
     data = json.loads(res.stdout)
@@ -126,22 +169,28 @@ def main() -> int:
             rows, ledger, res = ladder(webhooks, a.rates, a.step_seconds, folder)
             results.append(res)
             unmatched = "n/a" if ledger["lost_seqs"] is None else len(ledger["lost_seqs"])
-            print(f"{webhooks} webhook processor(s): ledger fired {ledger['fired']}, accepted {ledger['accepted']}, "
-                  f"accepted minus successful executions {ledger['accepted_then_lost']}, accepted without a stored "
-                  f"execution {unmatched}")
+            print(
+                f"{webhooks} webhook processor(s): ledger fired {ledger['fired']}, accepted {ledger['accepted']}, "
+                f"accepted minus successful executions {ledger['accepted_then_lost']}, accepted without a stored "
+                f"execution {unmatched}"
+            )
             for offered, carried, kept, roles, busy_all in rows:
                 busy = ", ".join(f"{role} {cores:.2f}" for role, cores in sorted(roles.items(), key=lambda kv: -kv[1]))
                 machine = "n/a" if busy_all is None else f"{busy_all:.2f}"
-                print(f"  offered {offered:5.1f}/s  carried {carried:5.2f}/s  {'kept up' if kept else 'did not keep up':15}"
-                      f"  CPU cores: {busy} (n8n stack {sum(roles.values()):.2f}, whole machine {machine})")
+                print(
+                    f"  offered {offered:5.1f}/s  carried {carried:5.2f}/s  {'kept up' if kept else 'did not keep up':15}"
+                    f"  CPU cores: {busy} (n8n stack {sum(roles.values()):.2f}, whole machine {machine})"
+                )
             ceilings[webhooks] = max(row[1] for row in rows)
             print(f"  ceiling {ceilings[webhooks]:.2f}/s")
         print(f"ratio 2/1 webhook processors: {ceilings[2] / ceilings[1]:.2f}")
         # The advisor's prediction for each topology on this machine: refitted on the other topology's run
         # (out of sample) and on both runs.
         for webhooks, other in ((1, 2), (2, 1)):
-            fits = {"the other run": merged_results([results[other - 1]], folder, f"fit-{other}"),
-                    "both runs": merged_results(results, folder, "fit-both")}
+            fits = {
+                "the other run": merged_results([results[other - 1]], folder, f"fit-{other}"),
+                "both runs": merged_results(results, folder, "fit-both"),
+            }
             for label, fit_on in fits.items():
                 got = predict(webhooks, fit_on, folder)
                 if "error" in got:
@@ -149,9 +198,11 @@ def main() -> int:
                     continue
                 cap, b = got["capacity_per_s"], got["bound"]
                 err = 100.0 * (cap["mid"] - ceilings[webhooks]) / ceilings[webhooks]
-                print(f"advise --topology (lab, {webhooks} webhook processor(s)) --on-this-machine, refitted on {label}: "
-                      f"{cap['mid']:.2f}/s ({cap['low']:.2f}-{cap['high']:.2f}), bound by {b['name']} ({b['why']}); "
-                      f"measured {ceilings[webhooks]:.2f}/s: {err:+.1f}%")
+                print(
+                    f"advise --topology (lab, {webhooks} webhook processor(s)) --on-this-machine, refitted on {label}: "
+                    f"{cap['mid']:.2f}/s ({cap['low']:.2f}-{cap['high']:.2f}), bound by {b['name']} ({b['why']}); "
+                    f"measured {ceilings[webhooks]:.2f}/s: {err:+.1f}%"
+                )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return 0

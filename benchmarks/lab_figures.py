@@ -18,11 +18,19 @@ import tempfile
 import time
 from pathlib import Path
 
-TOPOLOGY = {"topology": [
-    {"name": "data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
-    {"name": "ingest", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "webhook": 2, "load_balancer": 1}},
-    {"name": "worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}}],
-    "subnet": "10.213.7.0/24"}
+TOPOLOGY = {
+    "topology": [
+        {"name": "data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
+        {
+            "name": "ingest",
+            "provider": "hetzner",
+            "size": "cx33",
+            "roles": {"main": 1, "webhook": 2, "load_balancer": 1},
+        },
+        {"name": "worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}},
+    ],
+    "subnet": "10.213.7.0/24",
+}
 CLI = [sys.executable, "-c", "from n8n_sizer.cli import main; main()", "lab"]
 
 
@@ -44,14 +52,19 @@ def main() -> int:
         deploy_s, deploy = timed(["deploy", "--inventory", "lab.json", "--json"], folder)
         down_s, down = timed(["down", "--inventory", "lab.json", "--json"], folder)
         print(f"lab up     {up_s:6.1f} s  (6 namespaces, bridge, 6 sshd)")
-        print(f"lab deploy {deploy_s:6.1f} s  " + ("ok" if deploy.returncode == 0 else f"FAILED: {deploy.stderr.strip()}"))
+        print(
+            f"lab deploy {deploy_s:6.1f} s  " + ("ok" if deploy.returncode == 0 else f"FAILED: {deploy.stderr.strip()}")
+        )
         if deploy.returncode == 0:
             procs = json.loads(deploy.stdout)["processes"]
             print("           " + "; ".join(f"{h}: {', '.join(p['name'] for p in ps)}" for h, ps in procs.items()))
         removed = json.loads(down.stdout)["removed"] if down.returncode == 0 else []
         print(f"lab down   {down_s:6.1f} s  removed {len(removed)} things")
-        left_ns = [n for n in ("data", "ingest", "worker-1", "worker-2", "gen-1", "gen-2")
-                   if os.path.lexists(f"/run/netns/{n}")]
+        left_ns = [
+            n
+            for n in ("data", "ingest", "worker-1", "worker-2", "gen-1", "gen-2")
+            if os.path.lexists(f"/run/netns/{n}")
+        ]
         links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
         left_links = [w for w in links.split() if w.startswith(("n8nsz-", "nz"))]
         print(f"left after down: {len(left_ns)} namespaces, {len(left_links)} links")

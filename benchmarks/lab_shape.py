@@ -63,11 +63,16 @@ TOPOLOGIES = [
     ("4 worker hosts, main takes the webhooks", [DATA, INGEST, workers(4)], "the ingest host"),
     # `lab deploy` starts webhook processors on the ingest host only (a webhook host of its own gets none and Caddy
     # answers 503), so the processor shares the ingest host with main and Caddy.
-    ("4 worker hosts, a webhook processor behind Caddy", [DATA, {**INGEST, "roles": {"main": 1, "webhook": 1,
-                                                                                    "load_balancer": 1}}, workers(4)],
-     "the ingest host"),
-    ("data and main on one host, 3 worker hosts",
-     [{**INGEST, "name": "ls-app", "roles": {"main": 1, "postgres": 1, "redis": 1}}, workers(3)], "the app host"),
+    (
+        "4 worker hosts, a webhook processor behind Caddy",
+        [DATA, {**INGEST, "roles": {"main": 1, "webhook": 1, "load_balancer": 1}}, workers(4)],
+        "the ingest host",
+    ),
+    (
+        "data and main on one host, 3 worker hosts",
+        [{**INGEST, "name": "ls-app", "roles": {"main": 1, "postgres": 1, "redis": 1}}, workers(3)],
+        "the app host",
+    ),
 ]
 
 
@@ -86,8 +91,7 @@ def expected_ceiling(groups: list[dict], scale: float) -> float:
     bounds = []
     for h in hosts:
         r = h.roles
-        ms = (WORKER_MS * r.workers / n_workers + MAIN_MS * (r.main or r.webhook)
-              + DATA_MS * (r.postgres or r.redis))
+        ms = WORKER_MS * r.workers / n_workers + MAIN_MS * (r.main or r.webhook) + DATA_MS * (r.postgres or r.redis)
         bounds.append(h.vcpu * scale * 1000.0 / ms)
     return min(bounds)
 
@@ -124,8 +128,9 @@ def role_demands(groups: list[dict], host_role_ms: dict[str, dict[str, float]], 
     return out
 
 
-def predict_from_demands(groups: list[dict], scale: float, demands: dict[str, float],
-                         overhead_cores: float = 0.0) -> tuple[float, str] | None:
+def predict_from_demands(
+    groups: list[dict], scale: float, demands: dict[str, float], overhead_cores: float = 0.0
+) -> tuple[float, str] | None:
     """Each host's cores over its share of the CPU per execution (a worker host: its workers' share of all the
     workers' CPU); the smallest, and its host. None when a process kind was measured in no other topology."""
     hosts = parse_topology(topology(groups)).hosts()
@@ -139,7 +144,7 @@ def predict_from_demands(groups: list[dict], scale: float, demands: dict[str, fl
             return None
         if key is not None:
             ms += demands[key] * _count(h.roles, key) / per_kind.get(key, 1)
-        ms += sum(demands[r] for r in needed[1 if key else 0:])
+        ms += sum(demands[r] for r in needed[1 if key else 0 :])
         cap = max(h.vcpu * scale - overhead_cores, 0.0) * 1000.0 / ms if ms else float("inf")
         if best is None or cap < best[0]:
             best = (cap, h.name)
@@ -161,9 +166,16 @@ def step_costs(results: Path) -> list[tuple[str, float, bool, dict[str, float], 
         if t is None or not t.answered or not c.get("role_cpu_ms"):
             continue
         per = {role: ms / t.answered for role, ms in c["role_cpu_ms"].items()}
-        out.append((step, t.throughput_per_s, not t.saturated, per,
-                    None if c.get("redis_commands") is None else c["redis_commands"] / t.answered,
-                    None if c.get("postgres_transactions") is None else c["postgres_transactions"] / t.answered))
+        out.append(
+            (
+                step,
+                t.throughput_per_s,
+                not t.saturated,
+                per,
+                None if c.get("redis_commands") is None else c["redis_commands"] / t.answered,
+                None if c.get("postgres_transactions") is None else c["postgres_transactions"] / t.answered,
+            )
+        )
     return out
 
 
@@ -198,14 +210,24 @@ def demand_rows(results: Path):
     capacity (a lab's steps are several budgeted hosts, not one host)."""
     from n8n_sizer.runs.fit_input import load_results
 
-    blank = {"answered_per_min": None, "executions_per_s": None, "errors": None, "p50_ms": None, "p95_ms": None,
-             "p99_ms": None}
-    return [m.model_copy(update={"results": m.results.model_copy(update=blank)}) for m in load_results(results)
-            if (m.results.demand_executions_per_s or 0.0) >= 2.0]
+    blank = {
+        "answered_per_min": None,
+        "executions_per_s": None,
+        "errors": None,
+        "p50_ms": None,
+        "p95_ms": None,
+        "p99_ms": None,
+    }
+    return [
+        m.model_copy(update={"results": m.results.model_copy(update=blank)})
+        for m in load_results(results)
+        if (m.results.demand_executions_per_s or 0.0) >= 2.0
+    ]
 
 
-def predict(groups: list[dict], scale: float, evidence: list | None = None, usable: float = 1.0,
-            outside_cores: float = 0.0) -> dict:
+def predict(
+    groups: list[dict], scale: float, evidence: list | None = None, usable: float = 1.0, outside_cores: float = 0.0
+) -> dict:
     """The advisor's capacity for `groups` with each host its own `vcpu x scale` cores at this machine's speed,
     fitted on the embedded measurements plus `evidence` (the other topologies' per-role rows). A host's cores
     for its roles: its quota x `usable` (the share of a CFS quota a saturated host's processes reach) less
@@ -224,18 +246,32 @@ def predict(groups: list[dict], scale: float, evidence: list | None = None, usab
     record = {"topology": topology(groups), "cpu": cpu.model_dump(mode="json")}
     machine = this_machine()
     advisor = build_advisor(evidence or None)
-    given = [GivenGroup(name=h.name, provider="hetzner", size=None, count=1, roles=Roles(**h.roles),
-                        host=lab_host(h.cores, machine.arch, machine.host_class, usable, outside_cores),
-                        monthly_eur=None, vcpu=h.vcpu) for h in lab_host_cores(record)]
+    given = [
+        GivenGroup(
+            name=h.name,
+            provider="hetzner",
+            size=None,
+            count=1,
+            roles=Roles(**h.roles),
+            host=lab_host(h.cores, machine.arch, machine.host_class, usable, outside_cores),
+            monthly_eur=None,
+            vcpu=h.vcpu,
+        )
+        for h in lab_host_cores(record)
+    ]
     layout = given_layout(given, topo.concurrency, topo.db_pool_size.of("worker"))
     try:
-        rec = advisor.evaluate(Request(rps=1, profile=profile_for("light", None, None), max_hosts=len(given)),
-                               layout, len(given))
+        rec = advisor.evaluate(
+            Request(rps=1, profile=profile_for("light", None, None), max_hosts=len(given)), layout, len(given)
+        )
     except (ValueError, TypeError) as exc:  # e.g. a host of less than one core, which the advisor cannot state yet
         return {"capacity": None, "bound": f"advisor could not score it: {' '.join(str(exc).split())[:160]}"}
     data = rec.model_dump(mode="json")
-    return {"capacity": data["capacity_per_s"], "bound": bound_text(data.get("bound")),
-            "warnings": [w for w in data.get("warnings", []) if "speed is taken" in w]}
+    return {
+        "capacity": data["capacity_per_s"],
+        "bound": bound_text(data.get("bound")),
+        "warnings": [w for w in data.get("warnings", []) if "speed is taken" in w],
+    }
 
 
 def embed(rows: list, chosen: list, scale: float, page: str) -> int:
@@ -252,18 +288,37 @@ def embed(rows: list, chosen: list, scale: float, page: str) -> int:
         cpu = plan_for_topology(topo, "000000", cores=scale * total_vcpu(group_of[label]))
         hosts = lab_host_cores({"topology": topology(group_of[label]), "cpu": cpu.model_dump(mode="json")})
         others = [o for r in rows if r[0] != label and "overhead" in r[3] for o in r[3]["overhead"]]
-        points.append({"id": f"lab-{run_id[-6:]}", "label": label, "concurrency": topo.concurrency,
-                       "worker_pool": topo.db_pool_size.of("worker"),
-                       "hosts": [{"name": h.name, "roles": h.roles, "cores": h.cores, "vcpu": h.vcpu} for h in hosts],
-                       "usable": round(pred["usable"], 4),
-                       "outside_cores": round(statistics.median(others), 4) if others else 0.0,
-                       "measured_per_s": round(got["measured"], 3), "accepted": got["ledger"]["accepted"],
-                       "lost": len(got["ledger"].get("lost_seqs") or []), "row_tag": run_id[-6:],
-                       "host_class": "cgroup-quiet", "machine_load_avg": list(got["load"]),
-                       "source": f"{page}, run {run_id}"})
+        points.append(
+            {
+                "id": f"lab-{run_id[-6:]}",
+                "label": label,
+                "concurrency": topo.concurrency,
+                "worker_pool": topo.db_pool_size.of("worker"),
+                "hosts": [{"name": h.name, "roles": h.roles, "cores": h.cores, "vcpu": h.vcpu} for h in hosts],
+                "usable": round(pred["usable"], 4),
+                "outside_cores": round(statistics.median(others), 4) if others else 0.0,
+                "measured_per_s": round(got["measured"], 3),
+                "accepted": got["ledger"]["accepted"],
+                "lost": len(got["ledger"].get("lost_seqs") or []),
+                "row_tag": run_id[-6:],
+                "host_class": "cgroup-quiet",
+                "machine_load_avg": list(got["load"]),
+                "source": f"{page}, run {run_id}",
+            }
+        )
     out = Path(__file__).resolve().parent.parent / "n8n_sizer" / "data" / "lab_shape.json"
-    out.write_text(json.dumps({"about": "lab topologies measured by benchmarks/lab_shape.py (advisor/lab_points.py)",
-                               "scale": scale, "points": points}, indent=1) + "\n", encoding="utf-8")
+    out.write_text(
+        json.dumps(
+            {
+                "about": "lab topologies measured by benchmarks/lab_shape.py (advisor/lab_points.py)",
+                "scale": scale,
+                "points": points,
+            },
+            indent=1,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     print(f"{len(points)} lab topologies into {out}")
     return 0
 
@@ -274,8 +329,11 @@ def predict_all(rows: list, chosen: list, scale: float) -> list:
     rows_by = {r[0]: demand_rows(Path(r[3]["results"])) for r in rows if "results" in r[3]}
     group_of = {lab: g for lab, g, _ in chosen}
     # the busiest host's share of its quota at each run's top step: how much of a quota saturated n8n reaches
-    reached = {r[0]: max(budget_used(Path(r[3]["results"]), scale, group_of[r[0]]).values(), default=None)
-               for r in rows if "results" in r[3]}
+    reached = {
+        r[0]: max(budget_used(Path(r[3]["results"]), scale, group_of[r[0]]).values(), default=None)
+        for r in rows
+        if "results" in r[3]
+    }
     out = []
     for label, expect, _, got, took in rows:
         evidence = [m for other, ms in rows_by.items() if other != label for m in ms]
@@ -294,8 +352,9 @@ def bound_text(bound) -> str:
     return f"{bound.get('name')} {bound.get('host') or ''}: {bound.get('why', '')}".replace(" :", ":")
 
 
-def measure(label: str, groups: list[dict], scale: float, expected: float, step_s: float, folder: Path,
-            index: int) -> dict:
+def measure(
+    label: str, groups: list[dict], scale: float, expected: float, step_s: float, folder: Path, index: int
+) -> dict:
     out = folder / f"lab-{index}.json"
     cores = scale * total_vcpu(groups)
     state = lab_up(parse_topology(topology(groups)), 2, out, generator_prefix="ls-gen-", cpu_cores=cores)
@@ -303,9 +362,28 @@ def measure(label: str, groups: list[dict], scale: float, expected: float, step_
     results = folder / f"results-{index}"
     load_before = loadavg()
     try:
-        res = subprocess.run([*CLI, "bench", "--inventory", str(out), "--rates", rates, "--step-seconds",
-                              f"{step_s:g}", "--warmup", "10", "--drain-seconds", "180", "--out", str(results),
-                              "--json"], capture_output=True, text=True, timeout=3600)
+        res = subprocess.run(
+            [
+                *CLI,
+                "bench",
+                "--inventory",
+                str(out),
+                "--rates",
+                rates,
+                "--step-seconds",
+                f"{step_s:g}",
+                "--warmup",
+                "10",
+                "--drain-seconds",
+                "180",
+                "--out",
+                str(results),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
     finally:
         load_after = loadavg()
         remove_lab(state)
@@ -329,21 +407,43 @@ def measure(label: str, groups: list[dict], scale: float, expected: float, step_
                     rest = ms - sum(counted["host_role_cpu_ms"].get(h, {}).values())
                     overhead.append(rest / 1000.0 / max(counted.get("counted_s") or 0.0, 1.0))
     ledger = summary["ledgers"]["cluster"]
-    return {"carried": carried, "measured": max(c for _, c, _ in carried), "ledger": ledger, "cpu_ms": cpu,
-            "top_kept_up": bool(carried) and carried[-1][2], "demands": demands, "overhead": overhead,
-            "load": (load_before, load_after), "results": str(results)}
+    return {
+        "carried": carried,
+        "measured": max(c for _, c, _ in carried),
+        "ledger": ledger,
+        "cpu_ms": cpu,
+        "top_kept_up": bool(carried) and carried[-1][2],
+        "demands": demands,
+        "overhead": overhead,
+        "load": (load_before, load_after),
+        "results": str(results),
+    }
 
 
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="the first 3 topologies")
     p.add_argument("--step-seconds", type=float, default=20.0)
-    p.add_argument("--scale", type=float, default=None, help="cores here per vCPU (default: the largest topology fills "
-                   "1.5 cores, 0.125; the runs in docs/lab.md used 0.1071)")
-    p.add_argument("--from", dest="again", type=Path, default=None,
-                   help="print the tables again from an earlier run's folder (its summary.json and results), no lab")
-    p.add_argument("--embed", default=None, metavar="PAGE",
-                   help="with --from: write its topologies to n8n_sizer/data/lab_shape.json, PAGE their provenance")
+    p.add_argument(
+        "--scale",
+        type=float,
+        default=None,
+        help="cores here per vCPU (default: the largest topology fills "
+        "1.5 cores, 0.125; the runs in docs/lab.md used 0.1071)",
+    )
+    p.add_argument(
+        "--from",
+        dest="again",
+        type=Path,
+        default=None,
+        help="print the tables again from an earlier run's folder (its summary.json and results), no lab",
+    )
+    p.add_argument(
+        "--embed",
+        default=None,
+        metavar="PAGE",
+        help="with --from: write its topologies to n8n_sizer/data/lab_shape.json, PAGE their provenance",
+    )
     a = p.parse_args()
     console = Console(width=200)  # the table is read from a log as often as from a terminal
     if a.again is not None:
@@ -360,8 +460,10 @@ def main() -> int:
     scale = a.scale or default_scale()
     folder = Path(tempfile.mkdtemp(prefix="n8n-sizer-lab-shape-"))
     folder.chmod(0o755)  # Debian's postgres user passes through it to the data host's folder
-    console.print(f"scale {scale:.4g} cores per vCPU (a 2-vCPU host has {2 * scale:.3g} cores); {len(chosen)} "
-                  f"topologies; folder {folder}")
+    console.print(
+        f"scale {scale:.4g} cores per vCPU (a 2-vCPU host has {2 * scale:.3g} cores); {len(chosen)} "
+        f"topologies; folder {folder}"
+    )
     rows = []
     with Progress(console=console, transient=False) as progress:
         task = progress.add_task("topologies", total=len(chosen))
@@ -374,12 +476,19 @@ def main() -> int:
             if "error" in got:
                 console.print(f"[red]{label}: bench failed[/red]: {got['error']}")
             else:
-                console.print(f"{label}: measured {got['measured']:.2f}/s "
-                              f"(load average {got['load'][0]:.1f} -> {got['load'][1]:.1f}); steps "
-                              + ", ".join(f"{o:g}->{c:.2f}{'' if k else '!'}" for o, c, k in got["carried"]))
+                console.print(
+                    f"{label}: measured {got['measured']:.2f}/s "
+                    f"(load average {got['load'][0]:.1f} -> {got['load'][1]:.1f}); steps "
+                    + ", ".join(f"{o:g}->{c:.2f}{'' if k else '!'}" for o, c, k in got["carried"])
+                )
     rows = predict_all(rows, chosen, scale)
-    (folder / "summary.json").write_text(json.dumps([{"topology": r[0], "predicted": r[2], "measured": r[3],
-                                                      "scale": scale} for r in rows], indent=1, default=str))
+    (folder / "summary.json").write_text(
+        json.dumps(
+            [{"topology": r[0], "predicted": r[2], "measured": r[3], "scale": scale} for r in rows],
+            indent=1,
+            default=str,
+        )
+    )
     return report(rows, chosen, scale, console, folder)
 
 
@@ -390,8 +499,18 @@ def default_scale() -> float:
 def report(rows: list, chosen: list, scale: float, console: Console, folder: Path) -> int:
     """The tables and the last line, from the measured rows (a run just made, or `--from` an earlier one)."""
     table = Table(title=f"lab topologies at {scale:.4g} cores per vCPU (predicted vs measured)")
-    for col in ("topology", "should bind", "predicted /s (90%)", "bound (advisor)", "measured /s", "error",
-                "lost", "load avg", "bound (measured, top step)", "CPU ms/exec per host (cpuacct, top step)"):
+    for col in (
+        "topology",
+        "should bind",
+        "predicted /s (90%)",
+        "bound (advisor)",
+        "measured /s",
+        "error",
+        "lost",
+        "load avg",
+        "bound (measured, top step)",
+        "CPU ms/exec per host (cpuacct, top step)",
+    ):
         table.add_column(col)
     # Leave one out: each topology from the per-process CPU the kernel counted in the OTHER topologies' runs, at the
     # highest rate each of them kept up with (a lower step's CPU per execution carries more of the idle share).
@@ -408,24 +527,35 @@ def report(rows: list, chosen: list, scale: float, console: Console, folder: Pat
                     for k, v in d.items():
                         pooled.setdefault(k, []).append(v)
         groups = next(g for lab, g, _ in chosen if lab == label)
-        guess = predict_from_demands(groups, scale, {k: statistics.median(v) for k, v in pooled.items()},
-                                     statistics.median(rest) if rest else 0.0)
+        guess = predict_from_demands(
+            groups,
+            scale,
+            {k: statistics.median(v) for k, v in pooled.items()},
+            statistics.median(rest) if rest else 0.0,
+        )
         if guess is None:
-            console.print(f"{label}: from the other topologies' cpuacct figures: a process kind of it was measured "
-                          "in none of them")
+            console.print(
+                f"{label}: from the other topologies' cpuacct figures: a process kind of it was measured "
+                "in none of them"
+            )
             continue
         err = 100.0 * (guess[0] - got["measured"]) / got["measured"]
         loo_errors.append(abs(err))
         loo[label] = guess[0]
-        console.print(f"{label}: from the other topologies' cpuacct figures {guess[0]:.2f}/s, bound by host "
-                      f"{guess[1]} ({err:+.1f}%)")
+        console.print(
+            f"{label}: from the other topologies' cpuacct figures {guess[0]:.2f}/s, bound by host "
+            f"{guess[1]} ({err:+.1f}%)"
+        )
     if loo_errors:
         overheads = [o for r in rows if "error" not in r[3] for o in r[3]["overhead"]]
         if overheads:
-            console.print(f"each host's budget outside its roles (sampler, sshd): median "
-                          f"{statistics.median(overheads):.3f} cores")
-        console.print(f"from the kernel's per-process CPU of the other topologies: median |error| "
-                      f"{statistics.median(loo_errors):.1f}%, max |error| {max(loo_errors):.1f}%")
+            console.print(
+                f"each host's budget outside its roles (sampler, sshd): median {statistics.median(overheads):.3f} cores"
+            )
+        console.print(
+            f"from the kernel's per-process CPU of the other topologies: median |error| "
+            f"{statistics.median(loo_errors):.1f}%, max |error| {max(loo_errors):.1f}%"
+        )
     errors, pairs = [], []
     advised = all(r[2]["capacity"] is not None for r in rows if "error" not in r[3])
     for label, expect, pred, got, took in rows:
@@ -440,30 +570,47 @@ def report(rows: list, chosen: list, scale: float, console: Console, folder: Pat
             pairs.append((mid, got["measured"]))
         lost = got["ledger"].get("lost_seqs")
         top = max(got["cpu_ms"], key=lambda s: step_rate(s) or 0) if got["cpu_ms"] else None
-        per_host = ", ".join(f"{h.removeprefix('ls-')} {ms:.0f}" for h, ms in got["cpu_ms"][top].items()) if top else "n/a"
-        table.add_row(label, expect, f"{cap['mid']:.2f} ({cap['low']:.2f}-{cap['high']:.2f})", bound_text(pred["bound"]),
-                      f"{'>=' if got['top_kept_up'] else ''}{got['measured']:.2f}", f"{err:+.1f}%",
-                      f"{'n/a' if lost is None else len(lost)} of {got['ledger']['accepted']}",
-                      f"{got['load'][0]:.1f}->{got['load'][1]:.1f}",
-                      busiest_host(Path(got["results"]), scale, next(g for lab, g, _ in chosen if lab == label)), per_host)
+        per_host = (
+            ", ".join(f"{h.removeprefix('ls-')} {ms:.0f}" for h, ms in got["cpu_ms"][top].items()) if top else "n/a"
+        )
+        table.add_row(
+            label,
+            expect,
+            f"{cap['mid']:.2f} ({cap['low']:.2f}-{cap['high']:.2f})",
+            bound_text(pred["bound"]),
+            f"{'>=' if got['top_kept_up'] else ''}{got['measured']:.2f}",
+            f"{err:+.1f}%",
+            f"{'n/a' if lost is None else len(lost)} of {got['ledger']['accepted']}",
+            f"{got['load'][0]:.1f}->{got['load'][1]:.1f}",
+            busiest_host(Path(got["results"]), scale, next(g for lab, g, _ in chosen if lab == label)),
+            per_host,
+        )
     console.print(table)
-    console.print("per execution, from each step's counters (kept-up steps; CPU ms per role, Redis commands, "
-                  "Postgres transactions):")
+    console.print(
+        "per execution, from each step's counters (kept-up steps; CPU ms per role, Redis commands, "
+        "Postgres transactions):"
+    )
     for label, expect, pred, got, took in rows:
         for step, carried, kept, per, redis, pg in step_costs(Path(got["results"])) if "results" in got else ():
             if kept:
-                console.print(f"  {label}, {step} ({carried:.2f}/s): " + ", ".join(
-                    f"{r} {ms:.1f}" for r, ms in sorted(per.items(), key=lambda kv: -kv[1]))
-                    + f"; Redis {redis if redis is None else round(redis, 1)}, Postgres {pg if pg is None else round(pg, 1)}")
+                console.print(
+                    f"  {label}, {step} ({carried:.2f}/s): "
+                    + ", ".join(f"{r} {ms:.1f}" for r, ms in sorted(per.items(), key=lambda kv: -kv[1]))
+                    + f"; Redis {redis if redis is None else round(redis, 1)}, Postgres {pg if pg is None else round(pg, 1)}"
+                )
     if not errors:
         print("0 topologies: nothing measured")
         return 1
     if not advised:
-        print("the advisor could not score every topology at this scale (see its bound column); the last line is the "
-              "leave-one-out from the kernel's per-process CPU of the other topologies")
-    order = all((p1 - p2) * (m1 - m2) >= 0 for i, (p1, m1) in enumerate(pairs) for p2, m2 in pairs[i + 1:])
-    print(f"{len(errors)} topologies: median |error| {statistics.median(errors):.1f}%, max |error| {max(errors):.1f}%, "
-          f"order right: {'yes' if order else 'no'}")
+        print(
+            "the advisor could not score every topology at this scale (see its bound column); the last line is the "
+            "leave-one-out from the kernel's per-process CPU of the other topologies"
+        )
+    order = all((p1 - p2) * (m1 - m2) >= 0 for i, (p1, m1) in enumerate(pairs) for p2, m2 in pairs[i + 1 :])
+    print(
+        f"{len(errors)} topologies: median |error| {statistics.median(errors):.1f}%, max |error| {max(errors):.1f}%, "
+        f"order right: {'yes' if order else 'no'}"
+    )
     return 0
 
 

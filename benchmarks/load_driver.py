@@ -88,8 +88,9 @@ async def _drive(url: str, rate: float, seconds: float):
             records.append(record)
 
         client = HttpPost(url, b'{"n":1}', timeout_s=30)
-        out = await run_open(client, rate_per_s=rate, duration_s=seconds, max_in_flight=1000, step="b", target="b",
-                             sink=sink)
+        out = await run_open(
+            client, rate_per_s=rate, duration_s=seconds, max_in_flight=1000, step="b", target="b", sink=sink
+        )
         client.close()
         store.close()
     return out, records
@@ -100,18 +101,41 @@ def measure_driver(url: str, rate: float, seconds: float) -> dict:
     ok = [r for r in records if r.status == 200]
     first = min(r.scheduled_s for r in records)
     span = out.last_sent_s - first + 1.0 / rate
-    return {"rate": rate, "achieved": out.sent / span, "ok": len(ok), "total": len(records),
-            "lag_p99_ms": _pct([(r.sent_s - r.scheduled_s) * 1000 for r in records], 99),
-            "p50_ms": _pct([r.latency_ms for r in ok], 50)}
+    return {
+        "rate": rate,
+        "achieved": out.sent / span,
+        "ok": len(ok),
+        "total": len(records),
+        "lag_p99_ms": _pct([(r.sent_s - r.scheduled_s) * 1000 for r in records], 99),
+        "p50_ms": _pct([r.latency_ms for r in ok], 50),
+    }
 
 
 def measure_hey(url: str, rate: float, seconds: float) -> dict | None:
     if shutil.which("hey") is None:
         return None
     workers = max(1, int(rate // 50))  # hey's -q is per worker
-    res = subprocess.run(["hey", "-z", f"{seconds:g}s", "-c", str(workers), "-q", f"{rate / workers:g}",
-                          "-m", "POST", "-T", "application/json", "-d", '{"n":1}', url],
-                         capture_output=True, text=True, timeout=seconds + 60)
+    res = subprocess.run(
+        [
+            "hey",
+            "-z",
+            f"{seconds:g}s",
+            "-c",
+            str(workers),
+            "-q",
+            f"{rate / workers:g}",
+            "-m",
+            "POST",
+            "-T",
+            "application/json",
+            "-d",
+            '{"n":1}',
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=seconds + 60,
+    )
     m50 = re.search(r"50%+ in ([\d.]+) secs", res.stdout)
     mrate = re.search(r"Requests/sec:\s+([\d.]+)", res.stdout)
     if not m50:
@@ -143,8 +167,10 @@ def main() -> None:
         print(f"{'target req/s':>12} {'achieved':>9} {'ratio':>6} {'ok/total':>13} {'lag p99 ms':>10} {'p50 ms':>7}")
         for rate in [float(r) for r in args.rates.split(",")]:
             m = measure_driver(url, rate, args.seconds)
-            print(f"{rate:>12g} {m['achieved']:>9.1f} {m['achieved'] / rate:>6.3f} {m['ok']:>6}/{m['total']:<6} "
-                  f"{m['lag_p99_ms']:>10.2f} {m['p50_ms']:>7.2f}")
+            print(
+                f"{rate:>12g} {m['achieved']:>9.1f} {m['achieved'] / rate:>6.3f} {m['ok']:>6}/{m['total']:<6} "
+                f"{m['lag_p99_ms']:>10.2f} {m['p50_ms']:>7.2f}"
+            )
         ours = measure_driver(url, args.hey_rate, args.seconds)
         hey = measure_hey(url, args.hey_rate, args.seconds)
         if hey is None:
@@ -152,8 +178,10 @@ def main() -> None:
         elif "error" in hey:
             print(f"hey failed: {hey['error']}")
         else:
-            print(f"p50 at {args.hey_rate:g} req/s: driver {ours['p50_ms']:.3f} ms, hey {hey['p50_ms']:.3f} ms "
-                  f"(hey achieved {hey['rate']:.1f} req/s); driver overhead {ours['p50_ms'] - hey['p50_ms']:+.3f} ms")
+            print(
+                f"p50 at {args.hey_rate:g} req/s: driver {ours['p50_ms']:.3f} ms, hey {hey['p50_ms']:.3f} ms "
+                f"(hey achieved {hey['rate']:.1f} req/s); driver overhead {ours['p50_ms'] - hey['p50_ms']:+.3f} ms"
+            )
     finally:
         os.kill(server.pid, signal.SIGTERM)
         server.wait(timeout=10)

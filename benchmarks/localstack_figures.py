@@ -58,11 +58,13 @@ def print_rss(stack: LocalStack) -> None:
 
 def time_requests(url: str, body: dict, n: int) -> tuple[float, list[float]]:
     with httpx.Client(timeout=120) as http:
+
         def one() -> float:
             started = time.perf_counter()
             answer = http.post(url, json=body)
             answer.raise_for_status()
             return (time.perf_counter() - started) * 1000
+
         first = one()
         return first, [one() for _ in range(n)]
 
@@ -72,8 +74,10 @@ def measure(setup: Setup, label: str, requests: int, idle_s: float) -> None:
     started = time.monotonic()
     stack = LocalStack(setup).start()
     try:
-        print(f"  stack ready in {time.monotonic() - started:.1f} s; per process (s to ready): "
-              f"{json.dumps(stack.start_seconds)}")
+        print(
+            f"  stack ready in {time.monotonic() - started:.1f} s; per process (s to ready): "
+            f"{json.dumps(stack.start_seconds)}"
+        )
         print("  RSS right after ready:")
         print_rss(stack)
         time.sleep(idle_s)
@@ -84,8 +88,10 @@ def measure(setup: Setup, label: str, requests: int, idle_s: float) -> None:
             for template, body in (("light", {"number": 21}), ("code-heavy", {})):
                 _, path = deploy_workflow(client, read_workflow(template))
                 first, rest = time_requests(stack.main_url + path, body, requests)
-                print(f"  {template:10s} first {first:6.0f} ms, then median {statistics.median(rest):6.0f} ms "
-                      f"(min {min(rest):.0f}, max {max(rest):.0f}, n={len(rest)}, sequential, keep-alive)")
+                print(
+                    f"  {template:10s} first {first:6.0f} ms, then median {statistics.median(rest):6.0f} ms "
+                    f"(min {min(rest):.0f}, max {max(rest):.0f}, n={len(rest)}, sequential, keep-alive)"
+                )
     finally:
         stopping = time.monotonic()
         stack.stop()
@@ -99,10 +105,14 @@ def main() -> None:
     parser.add_argument("--loops", type=int, default=7)
     args = parser.parse_args()
     install = install_n8n(quiet=True)
-    out = subprocess.run([str(install.node_bin), "-e", LOOP_JS % args.loops], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [str(install.node_bin), "-e", LOOP_JS % args.loops], capture_output=True, text=True, check=True
+    )
     samples = json.loads(out.stdout)
-    print(f"code-heavy loop, Node {install.node_version}: median {statistics.median(samples):.0f} ms CPU "
-          f"(min {min(samples):.0f}, max {max(samples):.0f}, n={len(samples)})")
+    print(
+        f"code-heavy loop, Node {install.node_version}: median {statistics.median(samples):.0f} ms CPU "
+        f"(min {min(samples):.0f}, max {max(samples):.0f}, n={len(samples)})"
+    )
     measure(Setup(mode="regular", db="sqlite"), "regular, SQLite", args.requests, args.idle)
     measure(Setup(mode="queue", workers=1), "queue, 1 worker, Postgres + Redis", args.requests, args.idle)
 

@@ -26,8 +26,22 @@ import sys
 import time
 from pathlib import Path
 
-from nodecost_lib import (Flow, SUB_WORKFLOW, StubServer, code_items, code_payload, deploy_flows,
-                          final_check, make_node, over_rounds, per_round, repeated, run_rounds, set_node, chain)
+from nodecost_lib import (
+    Flow,
+    SUB_WORKFLOW,
+    StubServer,
+    code_items,
+    code_payload,
+    deploy_flows,
+    final_check,
+    make_node,
+    over_rounds,
+    per_round,
+    repeated,
+    run_rounds,
+    set_node,
+    chain,
+)
 
 from nodecost_queue import build_queue_flows, derive_queue, queue_accounting, queue_markdown, role_measure
 
@@ -41,11 +55,20 @@ from n8n_sizer.versions import N8N_VERSION
 
 # node kind -> n8n node type (the table's row id is the kind)
 KINDS = {
-    "set": "n8n-nodes-base.set", "noOp": "n8n-nodes-base.noOp", "if": "n8n-nodes-base.if",
-    "filter": "n8n-nodes-base.filter", "switch": "n8n-nodes-base.switch", "merge": "n8n-nodes-base.merge",
-    "code": "n8n-nodes-base.code", "httpRequest": "n8n-nodes-base.httpRequest", "wait": "n8n-nodes-base.wait",
-    "dateTime": "n8n-nodes-base.dateTime", "crypto": "n8n-nodes-base.crypto", "splitOut": "n8n-nodes-base.splitOut",
-    "aggregate": "n8n-nodes-base.aggregate", "executeWorkflow": "n8n-nodes-base.executeWorkflow",
+    "set": "n8n-nodes-base.set",
+    "noOp": "n8n-nodes-base.noOp",
+    "if": "n8n-nodes-base.if",
+    "filter": "n8n-nodes-base.filter",
+    "switch": "n8n-nodes-base.switch",
+    "merge": "n8n-nodes-base.merge",
+    "code": "n8n-nodes-base.code",
+    "httpRequest": "n8n-nodes-base.httpRequest",
+    "wait": "n8n-nodes-base.wait",
+    "dateTime": "n8n-nodes-base.dateTime",
+    "crypto": "n8n-nodes-base.crypto",
+    "splitOut": "n8n-nodes-base.splitOut",
+    "aggregate": "n8n-nodes-base.aggregate",
+    "executeWorkflow": "n8n-nodes-base.executeWorkflow",
 }
 ITEMS = (10, 50)
 PAYLOAD_KIB = (0, 64, 256)
@@ -63,8 +86,10 @@ def light_flow(path: str) -> dict:
 
 def build_flows(ctx: dict) -> list[Flow]:
     one = code_items(1)
-    flows = [Flow("base", "default", chain("nodecost base", "nc-base", [])),
-             Flow("light", "default", light_flow("nc-light"))]
+    flows = [
+        Flow("base", "default", chain("nodecost base", "nc-base", [])),
+        Flow("light", "default", light_flow("nc-light")),
+    ]
     for kind in KINDS:
         for k in (1, 6):
             flows.append(Flow(f"{kind}-k{k}", "default", repeated(kind, k, f"nc-{kind.lower()}-k{k}", ctx, [one])))
@@ -72,26 +97,45 @@ def build_flows(ctx: dict) -> list[Flow]:
     flows.append(Flow("respond", "default", chain("nodecost respond", "nc-respond", [respond], "responseNode")))
     for n in ITEMS:
         for k in (1, 6):
-            flows.append(Flow(f"items{n}-set-k{k}", "default", repeated("set", k, f"nc-items{n}-k{k}", ctx,
-                                                                        [code_items(n)])))
+            flows.append(
+                Flow(f"items{n}-set-k{k}", "default", repeated("set", k, f"nc-items{n}-k{k}", ctx, [code_items(n)]))
+            )
     for kib in PAYLOAD_KIB:
-        flows.append(Flow(f"payload{kib}", "default", chain(f"nodecost payload {kib}", f"nc-payload{kib}",
-                                                            [code_payload(kib), set_node("Small")])))
+        flows.append(
+            Flow(
+                f"payload{kib}",
+                "default",
+                chain(f"nodecost payload {kib}", f"nc-payload{kib}", [code_payload(kib), set_node("Small")]),
+            )
+        )
     for engine in ("default", "legacy"):
         prefix = "" if engine == "default" else "legacy-"
         for n in EXPRESSIONS:
-            flows.append(Flow(f"{prefix}expr{n}", engine, chain(f"nodecost expr {n} {engine}", f"nc-{prefix}expr{n}",
-                                                                [set_node("Expr", 0, n, source="$json.body.n")])))
-    flows += [Flow("legacy-base", "legacy", chain("nodecost base legacy", "nc-legacy-base", [])),
-              Flow("legacy-light", "legacy", light_flow("nc-legacy-light"))]
+            flows.append(
+                Flow(
+                    f"{prefix}expr{n}",
+                    engine,
+                    chain(
+                        f"nodecost expr {n} {engine}",
+                        f"nc-{prefix}expr{n}",
+                        [set_node("Expr", 0, n, source="$json.body.n")],
+                    ),
+                )
+            )
+    flows += [
+        Flow("legacy-base", "legacy", chain("nodecost base legacy", "nc-legacy-base", [])),
+        Flow("legacy-light", "legacy", light_flow("nc-legacy-light")),
+    ]
     return flows
 
 
 def build_node_flows(ctx: dict, k_high: int, kinds: list[str]) -> list[Flow]:
     """The node rows only, with a longer chain (K = 1 and `k_high`): a finer slope for the cheap nodes."""
     one = code_items(1)
-    flows = [Flow("base", "default", chain("nodecost base", "nr-base", [])),
-             Flow("light", "default", light_flow("nr-light"))]
+    flows = [
+        Flow("base", "default", chain("nodecost base", "nr-base", [])),
+        Flow("light", "default", light_flow("nr-light")),
+    ]
     for kind in kinds:
         for k in (1, k_high):
             flows.append(Flow(f"{kind}-k{k}", "default", repeated(kind, k, f"nr-{kind.lower()}-k{k}", ctx, [one])))
@@ -107,10 +151,19 @@ def derive_rows(raw: list[dict], kinds: dict[str, str], k_high: int, campaign: s
     cpu, main = per_round(raw, "cpu_ms"), per_round(raw, "main_ms")
     rows = []
     for kind, type_ in kinds.items():
+
         def slope(x, kind=kind):
             return (x[f"{kind}-k{k_high}"] - x[f"{kind}-k1"]) / (k_high - 1)
-        rows.append({"id": kind, "type": type_, "cpu": _over(cpu, slope), "main_ms": _over(main, slope)["ms"],
-                     "runs": [f"{campaign}/{kind}-k1", f"{campaign}/{kind}-k{k_high}"]})
+
+        rows.append(
+            {
+                "id": kind,
+                "type": type_,
+                "cpu": _over(cpu, slope),
+                "main_ms": _over(main, slope)["ms"],
+                "runs": [f"{campaign}/{kind}-k1", f"{campaign}/{kind}-k{k_high}"],
+            }
+        )
     return rows
 
 
@@ -125,17 +178,25 @@ def derive(raw: list[dict], kinds: dict[str, str], campaign: str = "") -> dict:
         return lambda x: (x[f"{kind}-k6"] - x[f"{kind}-k1"]) / 5
 
     rows = derive_rows(raw, kinds, 6, campaign)
-    rows.append({"id": "respondToWebhook", "type": "n8n-nodes-base.respondToWebhook",
-                 "cpu": over(lambda x: x["respond"] - x["base"]), "runs": [f"{campaign}/respond", f"{campaign}/base"],
-                 "main_ms": over(lambda x: x["respond"] - x["base"], main)["ms"]})
+    rows.append(
+        {
+            "id": "respondToWebhook",
+            "type": "n8n-nodes-base.respondToWebhook",
+            "cpu": over(lambda x: x["respond"] - x["base"]),
+            "runs": [f"{campaign}/respond", f"{campaign}/base"],
+            "main_ms": over(lambda x: x["respond"] - x["base"], main)["ms"],
+        }
+    )
     set_slope = slope("set")
     per_item = over(lambda x: ((x["items50-set-k6"] - x["items50-set-k1"]) / 5 - set_slope(x)) / 49)
     per_item_10 = over(lambda x: ((x["items10-set-k6"] - x["items10-set-k1"]) / 5 - set_slope(x)) / 9)
     lo, hi = PAYLOAD_KIB[0], PAYLOAD_KIB[-1]
     per_kib = over(lambda x: (x[f"payload{hi}"] - x[f"payload{lo}"]) / (hi - lo), cpu)
     e_lo, e_hi = EXPRESSIONS[0], EXPRESSIONS[-1]
-    per_expr = {"default": over(lambda x: (x[f"expr{e_hi}"] - x[f"expr{e_lo}"]) / (e_hi - e_lo)),
-                "legacy": over(lambda x: (x[f"legacy-expr{e_hi}"] - x[f"legacy-expr{e_lo}"]) / (e_hi - e_lo))}
+    per_expr = {
+        "default": over(lambda x: (x[f"expr{e_hi}"] - x[f"expr{e_lo}"]) / (e_hi - e_lo)),
+        "legacy": over(lambda x: (x[f"legacy-expr{e_hi}"] - x[f"legacy-expr{e_lo}"]) / (e_hi - e_lo)),
+    }
     return {
         "base": over(lambda x: x["base"]),
         "light": over(lambda x: x["light"]),
@@ -146,8 +207,9 @@ def derive(raw: list[dict], kinds: dict[str, str], campaign: str = "") -> dict:
         "per_item_ms_at_10": per_item_10,
         "per_kib_saved_ms": per_kib,
         "per_expression_ms": per_expr,
-        "light_throughput_ratio_legacy": over(lambda x: x["legacy-light"] / x["light"],
-                                              per_round(raw, "throughput_per_s")),
+        "light_throughput_ratio_legacy": over(
+            lambda x: x["legacy-light"] / x["light"], per_round(raw, "throughput_per_s")
+        ),
     }
 
 
@@ -162,10 +224,19 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     ap.add_argument("--only", default="", help="comma-separated flow keys (a quick check of some workflows)")
     ap.add_argument("--show", action="store_true", help="print --out's table as Markdown (for docs) and exit")
-    ap.add_argument("--refine-nodes", type=int, default=0, metavar="K",
-                    help="re-measure the node rows of --out with chains of 1 and K nodes (sub-workflow apart)")
-    ap.add_argument("--mode", choices=("regular", "queue"), default="regular",
-                    help="queue: measure on a queue stack (1 worker) with per-role CPU, into --out's `queue` part")
+    ap.add_argument(
+        "--refine-nodes",
+        type=int,
+        default=0,
+        metavar="K",
+        help="re-measure the node rows of --out with chains of 1 and K nodes (sub-workflow apart)",
+    )
+    ap.add_argument(
+        "--mode",
+        choices=("regular", "queue"),
+        default="regular",
+        help="queue: measure on a queue stack (1 worker) with per-role CPU, into --out's `queue` part",
+    )
     ap.add_argument("--kinds", default="", help="queue mode: the node kinds of this chunk (comma-separated)")
     ap.add_argument("--k-high", type=int, default=8, help="queue mode: the long chain's length")
     ap.add_argument("--extras", action="store_true", help="queue mode: also Respond to Webhook and expressions")
@@ -184,8 +255,9 @@ def main() -> int:
     try:
         stacks["default"] = LocalStack(Setup(mode="regular")).start()
         if not args.refine_nodes:
-            stacks["legacy"] = LocalStack(Setup(mode="regular"),
-                                          StackOptions(extra_env={"N8N_EXPRESSION_ENGINE": "legacy"})).start()
+            stacks["legacy"] = LocalStack(
+                Setup(mode="regular"), StackOptions(extra_env={"N8N_EXPRESSION_ENGINE": "legacy"})
+            ).start()
         say(f"stacks up: n8n {N8N_VERSION}, Node {install.node_version}, regular mode, Postgres")
         for label, stack in stacks.items():
             clients[label] = set_up_instance(stack.main_url).client(timeout_s=120)
@@ -198,9 +270,18 @@ def main() -> int:
             keep = set(args.only.split(","))
             flows = [f for f in flows if f.key in keep]
         deploy_flows(flows, stacks, clients, say)
-        raw = run_rounds(flows, stacks, rounds=args.rounds, requests=args.requests, concurrency=args.concurrency,
-                         max_run_s=args.max_run_s, deadline=deadline, warmup=args.warmup, say=say,
-                         campaign=campaign)
+        raw = run_rounds(
+            flows,
+            stacks,
+            rounds=args.rounds,
+            requests=args.requests,
+            concurrency=args.concurrency,
+            max_run_s=args.max_run_s,
+            deadline=deadline,
+            warmup=args.warmup,
+            say=say,
+            campaign=campaign,
+        )
         checks = final_check(flows, clients, raw)
         ok_total = {f.key: sum(r["ok"] for r in raw if r["key"] == f.key) for f in flows}
         say("stored executions by status: " + json.dumps(checks))
@@ -210,9 +291,11 @@ def main() -> int:
             doc = json.loads(args.out.read_text())
             fresh = {row["id"]: row for row in derive_rows(raw, refine, args.refine_nodes, campaign)}
             doc["table"]["nodes"] = [fresh.get(row["id"], row) for row in doc["table"]["nodes"]]
-            doc["about"]["node_rows"] = (f"{campaign}: chains of 1 and {args.refine_nodes} nodes, "
-                                         f"{max(r['round'] for r in raw)} rounds (Execute Workflow, Respond to Webhook: "
-                                         f"{doc['about']['campaign']})")
+            doc["about"]["node_rows"] = (
+                f"{campaign}: chains of 1 and {args.refine_nodes} nodes, "
+                f"{max(r['round'] for r in raw)} rounds (Execute Workflow, Respond to Webhook: "
+                f"{doc['about']['campaign']})"
+            )
             doc["node_rounds"] = raw
             doc["node_executions_by_status"] = checks
             write_atomic(args.out, json.dumps(doc, indent=1) + "\n", private=False)
@@ -222,14 +305,18 @@ def main() -> int:
         doc = {
             "about": {
                 "what": "CPU per execution (main with its task runner, plus Postgres with its backends) of n8n's "
-                        "per-node work, measured by benchmarks/node_costs.py",
+                "per-node work, measured by benchmarks/node_costs.py",
                 "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "n8n_version": N8N_VERSION, "node_version": install.node_version,
+                "n8n_version": N8N_VERSION,
+                "node_version": install.node_version,
                 "machine": f"{platform.node()}: {platform.machine()}, {_cpu_model()}, {_cores()} cores (shared)",
-                "mode": "regular", "db": "postgres", "concurrency": args.concurrency,
-                "requests_per_run": args.requests, "rounds": max(r["round"] for r in raw),
+                "mode": "regular",
+                "db": "postgres",
+                "concurrency": args.concurrency,
+                "requests_per_run": args.requests,
+                "rounds": max(r["round"] for r in raw),
                 "method": "closed loop per workflow, all workflows interleaved per round; per-node cost = "
-                          "(K=6 - K=1)/5; CPU from /proc/<pid>/stat of main's and Postgres' process families",
+                "(K=6 - K=1)/5; CPU from /proc/<pid>/stat of main's and Postgres' process families",
                 "campaign": campaign,
             },
             "table": table,
@@ -263,8 +350,10 @@ def queue_campaign(args) -> int:
     try:
         stack = LocalStack(Setup(mode="queue", workers=1)).start()
         acc = queue_accounting(stack)
-        say(f"queue stack up: n8n {N8N_VERSION}, Node {install.node_version}, 1 worker, Postgres, Redis; "
-            f"cgroups {acc.top}: {sorted({r for _, r in acc.groups})}")
+        say(
+            f"queue stack up: n8n {N8N_VERSION}, Node {install.node_version}, 1 worker, Postgres, Redis; "
+            f"cgroups {acc.top}: {sorted({r for _, r in acc.groups})}"
+        )
         client = set_up_instance(stack.main_url).client(timeout_s=120)
         sub = client.create_workflow(SUB_WORKFLOW)
         client.activate_workflow(sub["id"])
@@ -272,9 +361,19 @@ def queue_campaign(args) -> int:
         flows = build_queue_flows(ctx, kinds, args.k_high, light_flow, args.extras)
         stacks, clients = {"default": stack}, {"default": client}
         deploy_flows(flows, stacks, clients, say)
-        raw = run_rounds(flows, stacks, rounds=args.rounds, requests=args.requests, concurrency=args.concurrency,
-                         max_run_s=args.max_run_s, deadline=deadline, warmup=args.warmup, say=say,
-                         campaign=campaign, measure=role_measure(acc))
+        raw = run_rounds(
+            flows,
+            stacks,
+            rounds=args.rounds,
+            requests=args.requests,
+            concurrency=args.concurrency,
+            max_run_s=args.max_run_s,
+            deadline=deadline,
+            warmup=args.warmup,
+            say=say,
+            campaign=campaign,
+            measure=role_measure(acc),
+        )
         checks = final_check(flows, clients, raw)
         say("stored executions by status: " + json.dumps(checks))
         keep = Path("/tmp") / f"{campaign}.json"  # the raw runs, kept should deriving fail
@@ -285,12 +384,18 @@ def queue_campaign(args) -> int:
         part["executions_by_status"][campaign] = checks
         part["about"] = {
             "what": "CPU per execution in queue mode, per role (main, worker, its task runner, Postgres, Redis), "
-                    "from the bench's cgroups (cpuacct), measured by benchmarks/node_costs.py --mode queue",
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "n8n_version": N8N_VERSION,
-            "mode": "queue", "workers": 1, "db": "postgres", "concurrency": args.concurrency,
-            "requests_per_run": args.requests, "k_high": args.k_high,
+            "from the bench's cgroups (cpuacct), measured by benchmarks/node_costs.py --mode queue",
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "n8n_version": N8N_VERSION,
+            "mode": "queue",
+            "workers": 1,
+            "db": "postgres",
+            "concurrency": args.concurrency,
+            "requests_per_run": args.requests,
+            "k_high": args.k_high,
             "method": "as the regular table, per chunk of node kinds with base and light in every chunk; a round "
-                      "is campaign/round; per-node cost = (K=k_high - K=1)/(k_high - 1), Execute Workflow K=1..4"}
+            "is campaign/round; per-node cost = (K=k_high - K=1)/(k_high - 1), Execute Workflow K=1..4",
+        }
         part["table"] = derive_queue(part["rounds"], {**KINDS}, args.k_high)
         doc["queue"] = part
         write_atomic(args.out, json.dumps(doc, indent=1) + "\n", private=False)
@@ -314,27 +419,37 @@ def markdown(doc: dict) -> str:
         return f"{f['ms']:.2f} | {f['low_ms']:.2f} .. {f['high_ms']:.2f}"
 
     light = t["light"]["ms"]
-    lines = [f"Campaign `{a['campaign']}`, {a['date']}, n8n {a['n8n_version']}, Node {a['node_version']}, "
-             f"{a['machine']}; {a['mode']} mode, {a['db']}, closed loop c={a['concurrency']}, "
-             f"{a['requests_per_run']} requests per run, {a['rounds']} interleaved rounds."
-             + (f" Node rows: {a['node_rows']}." if a.get("node_rows") else ""), "",
-             "| row | n8n node type | CPU ms per node per execution | spread over rounds (min .. max) | of it main + runner | share of light |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    lines.append(f"| base | Webhook alone (receive, start, save, respond) | {fig(t['base'])} | | "
-                 f"{t['base']['ms'] / light:.0%} |")
+    lines = [
+        f"Campaign `{a['campaign']}`, {a['date']}, n8n {a['n8n_version']}, Node {a['node_version']}, "
+        f"{a['machine']}; {a['mode']} mode, {a['db']}, closed loop c={a['concurrency']}, "
+        f"{a['requests_per_run']} requests per run, {a['rounds']} interleaved rounds."
+        + (f" Node rows: {a['node_rows']}." if a.get("node_rows") else ""),
+        "",
+        "| row | n8n node type | CPU ms per node per execution | spread over rounds (min .. max) | of it main + runner | share of light |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    lines.append(
+        f"| base | Webhook alone (receive, start, save, respond) | {fig(t['base'])} | | {t['base']['ms'] / light:.0%} |"
+    )
     for row in t["nodes"]:
-        lines.append(f"| {row['id']} | `{row['type']}` | {fig(row['cpu'])} | {row['main_ms']:.2f} | "
-                     f"{row['cpu']['ms'] / light:.0%} |")
-    lines += ["", "| figure | ms | spread (min .. max) |", "| --- | --- | --- |",
-              f"| light, measured whole | {fig(t['light'])} |",
-              f"| per extra item per node (Set, 1 to 50 items) | {fig(t['per_item_ms'])} |",
-              f"| per extra item per node (Set, 1 to 10 items) | {fig(t['per_item_ms_at_10'])} |",
-              f"| per KiB of execution data saved | {fig(t['per_kib_saved_ms'])} |",
-              f"| per expression, default engine | {fig(t['per_expression_ms']['default'])} |",
-              f"| per expression, legacy engine | {fig(t['per_expression_ms']['legacy'])} |",
-              f"| base, legacy engine | {fig(t['legacy_base'])} |",
-              f"| light, legacy engine | {fig(t['legacy_light'])} |",
-              f"| light's rate, legacy over default (ratio, not ms) | {fig(t['light_throughput_ratio_legacy'])} |"]
+        lines.append(
+            f"| {row['id']} | `{row['type']}` | {fig(row['cpu'])} | {row['main_ms']:.2f} | "
+            f"{row['cpu']['ms'] / light:.0%} |"
+        )
+    lines += [
+        "",
+        "| figure | ms | spread (min .. max) |",
+        "| --- | --- | --- |",
+        f"| light, measured whole | {fig(t['light'])} |",
+        f"| per extra item per node (Set, 1 to 50 items) | {fig(t['per_item_ms'])} |",
+        f"| per extra item per node (Set, 1 to 10 items) | {fig(t['per_item_ms_at_10'])} |",
+        f"| per KiB of execution data saved | {fig(t['per_kib_saved_ms'])} |",
+        f"| per expression, default engine | {fig(t['per_expression_ms']['default'])} |",
+        f"| per expression, legacy engine | {fig(t['per_expression_ms']['legacy'])} |",
+        f"| base, legacy engine | {fig(t['legacy_base'])} |",
+        f"| light, legacy engine | {fig(t['legacy_light'])} |",
+        f"| light's rate, legacy over default (ratio, not ms) | {fig(t['light_throughput_ratio_legacy'])} |",
+    ]
     if (doc.get("queue") or {}).get("table", {}).get("base"):
         lines += queue_markdown(doc["queue"])
     return "\n".join(lines)

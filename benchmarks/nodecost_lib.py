@@ -29,36 +29,50 @@ TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")
 
 # --- workflows -------------------------------------------------------------------------------------
 
+
 def _uid() -> str:
     return str(uuid.uuid4())
 
 
 def node(type_: str, version: float, parameters: dict[str, Any], name: str) -> dict[str, Any]:
-    return {"parameters": parameters, "id": _uid(), "name": name, "type": f"n8n-nodes-base.{type_}",
-            "typeVersion": version, "position": [0, 0]}
+    return {
+        "parameters": parameters,
+        "id": _uid(),
+        "name": name,
+        "type": f"n8n-nodes-base.{type_}",
+        "typeVersion": version,
+        "position": [0, 0],
+    }
 
 
 def webhook(path: str, response_mode: str = "lastNode") -> dict[str, Any]:
-    hook = node("webhook", 2, {"httpMethod": "POST", "path": path, "responseMode": response_mode, "options": {}},
-                "Webhook")
+    hook = node(
+        "webhook", 2, {"httpMethod": "POST", "path": path, "responseMode": response_mode, "options": {}}, "Webhook"
+    )
     hook["webhookId"] = _uid()
     return hook
 
 
 def _condition(operator_type: str = "number") -> dict[str, Any]:
     """A condition that is always true, with no expression: 1 equals 1."""
-    return {"options": {"caseSensitive": True, "leftValue": "", "typeValidation": "strict", "version": 2},
-            "conditions": [{"id": _uid(), "leftValue": 1, "rightValue": 1,
-                            "operator": {"type": operator_type, "operation": "equals"}}],
-            "combinator": "and"}
+    return {
+        "options": {"caseSensitive": True, "leftValue": "", "typeValidation": "strict", "version": 2},
+        "conditions": [
+            {"id": _uid(), "leftValue": 1, "rightValue": 1, "operator": {"type": operator_type, "operation": "equals"}}
+        ],
+        "combinator": "and",
+    }
 
 
-def set_node(name: str, fields: int = 1, expressions: int = 0, keep_other: bool = False,
-             source: str = "$json.n") -> dict[str, Any]:
+def set_node(
+    name: str, fields: int = 1, expressions: int = 0, keep_other: bool = False, source: str = "$json.n"
+) -> dict[str, Any]:
     """Edit Fields (Set) 3.4: `fields` constant assignments and `expressions` that read `source` (a number)."""
     assignments = [{"id": _uid(), "name": f"c{i}", "value": f"v{i}", "type": "string"} for i in range(fields)]
-    assignments += [{"id": _uid(), "name": f"e{i}", "value": f"={{{{ {source} + {i} }}}}", "type": "number"}
-                    for i in range(expressions)]
+    assignments += [
+        {"id": _uid(), "name": f"e{i}", "value": f"={{{{ {source} + {i} }}}}", "type": "number"}
+        for i in range(expressions)
+    ]
     params: dict[str, Any] = {"assignments": {"assignments": assignments}, "options": {}}
     if keep_other:
         params["includeOtherFields"] = True
@@ -87,20 +101,33 @@ def make_node(kind: str, name: str, ctx: dict[str, Any]) -> dict[str, Any]:
     if kind == "wait":
         return node("wait", 1.1, {"amount": ctx.get("wait_s", 0.05)}, name) | {"webhookId": _uid()}
     if kind == "dateTime":
-        return node("dateTime", 2, {"operation": "getCurrentDate", "includeTime": True,
-                                    "outputFieldName": "now", "options": {}}, name)
+        return node(
+            "dateTime",
+            2,
+            {"operation": "getCurrentDate", "includeTime": True, "outputFieldName": "now", "options": {}},
+            name,
+        )
     if kind == "crypto":
-        return node("crypto", 1, {"action": "hash", "type": "SHA256", "value": "n8n-sizer", "dataPropertyName": "h"},
-                    name)
+        return node(
+            "crypto", 1, {"action": "hash", "type": "SHA256", "value": "n8n-sizer", "dataPropertyName": "h"}, name
+        )
     if kind == "splitOut":
         return node("splitOut", 1, {"fieldToSplitOut": "list", "include": "noOtherFields", "options": {}}, name)
     if kind == "aggregate":
-        return node("aggregate", 1, {"aggregate": "aggregateAllItemData", "destinationFieldName": "list",
-                                     "options": {}}, name)
+        return node(
+            "aggregate", 1, {"aggregate": "aggregateAllItemData", "destinationFieldName": "list", "options": {}}, name
+        )
     if kind == "executeWorkflow":
-        return node("executeWorkflow", 1.2, {"source": "database",
-                                             "workflowId": {"__rl": True, "mode": "id", "value": ctx["sub_id"]},
-                                             "options": {"waitForSubWorkflow": True}}, name)
+        return node(
+            "executeWorkflow",
+            1.2,
+            {
+                "source": "database",
+                "workflowId": {"__rl": True, "mode": "id", "value": ctx["sub_id"]},
+                "options": {"waitForSubWorkflow": True},
+            },
+            name,
+        )
     if kind == "respondToWebhook":
         return node("respondToWebhook", 1.1, {"respondWith": "firstIncomingItem", "options": {}}, name)
     raise ValueError(f"no builder for node kind {kind!r}")
@@ -115,13 +142,20 @@ def chain(name: str, path: str, nodes: list[dict[str, Any]], response_mode: str 
     connections: dict[str, Any] = {}
     for prev, nxt in zip(all_nodes, all_nodes[1:]):
         inputs = 2 if nxt["type"] == "n8n-nodes-base.merge" else 1
-        connections[prev["name"]] = {"main": [[{"node": nxt["name"], "type": "main", "index": i}
-                                               for i in range(inputs)]]}
+        connections[prev["name"]] = {
+            "main": [[{"node": nxt["name"], "type": "main", "index": i} for i in range(inputs)]]
+        }
     return {"name": name, "nodes": all_nodes, "connections": connections, "settings": {"executionOrder": "v1"}}
 
 
-def repeated(kind: str, k: int, path: str, ctx: dict[str, Any], prefix: list[dict[str, Any]] | None = None,
-             response_mode: str = "lastNode") -> dict[str, Any]:
+def repeated(
+    kind: str,
+    k: int,
+    path: str,
+    ctx: dict[str, Any],
+    prefix: list[dict[str, Any]] | None = None,
+    response_mode: str = "lastNode",
+) -> dict[str, Any]:
     nodes = [copy.deepcopy(n) for n in (prefix or [])]
     nodes += [make_node(kind, f"{kind} {i + 1}", ctx) for i in range(k)]
     return chain(f"nodecost {path}", path, nodes, response_mode)
@@ -141,13 +175,23 @@ def code_payload(kib: int, name: str = "Payload") -> dict[str, Any]:
 
 SUB_WORKFLOW = {
     "name": "nodecost sub-workflow",
-    "nodes": [{"parameters": {"inputSource": "passthrough"}, "id": _uid(), "name": "When called",
-               "type": "n8n-nodes-base.executeWorkflowTrigger", "typeVersion": 1.1, "position": [0, 0]}],
-    "connections": {}, "settings": {"executionOrder": "v1"},
+    "nodes": [
+        {
+            "parameters": {"inputSource": "passthrough"},
+            "id": _uid(),
+            "name": "When called",
+            "type": "n8n-nodes-base.executeWorkflowTrigger",
+            "typeVersion": 1.1,
+            "position": [0, 0],
+        }
+    ],
+    "connections": {},
+    "settings": {"executionOrder": "v1"},
 }
 
 
 # --- a stub HTTP server on 127.0.0.1 ---------------------------------------------------------------
+
 
 class _Stub(BaseHTTPRequestHandler):
     delay_s = 0.0
@@ -189,6 +233,7 @@ class StubServer:
 
 # --- CPU accounting ----------------------------------------------------------------------------------
 
+
 def _ticks(pid: int, with_children: bool) -> int:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -214,6 +259,7 @@ def stack_cpu_ms(stack: Any) -> dict[str, float]:
 
 
 # --- the closed-loop driver --------------------------------------------------------------------------
+
 
 def closed_loop(url: str, body: bytes, requests: int, concurrency: int, max_s: float) -> dict[str, Any]:
     """`requests` POSTs by `concurrency` users, each sending when its last answered; stops at `max_s`."""
@@ -247,13 +293,19 @@ def closed_loop(url: str, body: bytes, requests: int, concurrency: int, max_s: f
         for _ in range(concurrency):
             pool.submit(user)
     wall = time.monotonic() - started
-    return {"ok": state["ok"], "bad": state["bad"], "first_error": state["first_error"], "wall_s": wall,
-            "throughput_per_s": state["ok"] / wall if wall else 0.0,
-            "p50_ms": statistics.median(latencies) if latencies else None}
+    return {
+        "ok": state["ok"],
+        "bad": state["bad"],
+        "first_error": state["first_error"],
+        "wall_s": wall,
+        "throughput_per_s": state["ok"] / wall if wall else 0.0,
+        "p50_ms": statistics.median(latencies) if latencies else None,
+    }
 
 
-def measure_run(stack: Any, url: str, body: bytes, requests: int, concurrency: int, max_s: float,
-                settle_s: float = 0.7) -> dict[str, Any]:
+def measure_run(
+    stack: Any, url: str, body: bytes, requests: int, concurrency: int, max_s: float, settle_s: float = 0.7
+) -> dict[str, Any]:
     """One closed-loop run with the CPU main and Postgres spent on it, per successful execution."""
     before = stack_cpu_ms(stack)
     run = closed_loop(url, body, requests, concurrency, max_s)
@@ -316,9 +368,21 @@ def deploy_flows(flows: list[Flow], stacks: dict[str, Any], clients: dict[str, A
     say(f"deployed and checked {len(flows)} workflows: every one answered 200 and stored successful executions")
 
 
-def run_rounds(flows: list[Flow], stacks: dict[str, Any], *, rounds: int, requests: int, concurrency: int,
-               max_run_s: float, deadline: float, warmup: int, say: Any, campaign: str,
-               partner: Flow | None = None, measure: Any = None) -> list[dict[str, Any]]:
+def run_rounds(
+    flows: list[Flow],
+    stacks: dict[str, Any],
+    *,
+    rounds: int,
+    requests: int,
+    concurrency: int,
+    max_run_s: float,
+    deadline: float,
+    warmup: int,
+    say: Any,
+    campaign: str,
+    partner: Flow | None = None,
+    measure: Any = None,
+) -> list[dict[str, Any]]:
     """Warm every flow up, then `rounds` rounds; in each, every flow once, in an order rotated per round so no
     flow always follows the same neighbour. Stops at `deadline` (monotonic) after the round in progress.
     `measure(stack, url, body, requests, concurrency, max_s)` is one run (default `measure_run`, /proc families)."""
@@ -342,12 +406,20 @@ def run_rounds(flows: list[Flow], stacks: dict[str, Any], *, rounds: int, reques
                 order += [flow, partner]
         for i, flow in enumerate(order):
             run = measure(stacks[flow.stack], flow.url, BODY, requests, concurrency, max_run_s)
-            run.update(id=f"{campaign}/r{r + 1}/{i + 1}/{flow.key}", round=r + 1, seq=i, key=flow.key, stack=flow.stack,
-                       at=time.strftime("%H:%M:%S"))
+            run.update(
+                id=f"{campaign}/r{r + 1}/{i + 1}/{flow.key}",
+                round=r + 1,
+                seq=i,
+                key=flow.key,
+                stack=flow.stack,
+                at=time.strftime("%H:%M:%S"),
+            )
             raw.append(run)
-            say(f"round {r + 1}/{rounds} [{i + 1}/{len(order)}] {flow.key:28s} {run['throughput_per_s']:6.1f}/s "
+            say(
+                f"round {r + 1}/{rounds} [{i + 1}/{len(order)}] {flow.key:28s} {run['throughput_per_s']:6.1f}/s "
                 f"cpu {run['cpu_ms']:7.1f} ms (main {run['main_ms']:6.1f}, pg {run['postgres_ms']:5.1f})"
-                + (f" BAD {run['bad']}: {run['first_error']}" if run["bad"] else ""))
+                + (f" BAD {run['bad']}: {run['first_error']}" if run["bad"] else "")
+            )
     return raw
 
 
@@ -370,8 +442,12 @@ def per_round(raw: list[dict[str, Any]], field: str = "cpu_ms") -> dict[int, dic
 
 def figure(values: list[float], digits: int = 2) -> dict[str, Any]:
     """Median with the spread over rounds (min..max) and the per-round values."""
-    return {"ms": round(statistics.median(values), digits), "low_ms": round(min(values), digits),
-            "high_ms": round(max(values), digits), "per_round": [round(v, digits) for v in values]}
+    return {
+        "ms": round(statistics.median(values), digits),
+        "low_ms": round(min(values), digits),
+        "high_ms": round(max(values), digits),
+        "per_round": [round(v, digits) for v in values],
+    }
 
 
 def over_rounds(table: dict, fn: Any) -> dict[str, Any] | None:

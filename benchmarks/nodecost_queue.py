@@ -31,8 +31,10 @@ def k_high_of(kind: str, k_high: int) -> int:
 def build_queue_flows(ctx: dict, kinds: list[str], k_high: int, light_flow, extras: bool) -> list[Flow]:
     """base and light always; each kind at K = 1 and its high K; with `extras` Respond to Webhook and expressions."""
     one = code_items(1)
-    flows = [Flow("base", "default", chain("nodecost q base", "nq-base", [])),
-             Flow("light", "default", light_flow("nq-light"))]
+    flows = [
+        Flow("base", "default", chain("nodecost q base", "nq-base", [])),
+        Flow("light", "default", light_flow("nq-light")),
+    ]
     for kind in kinds:
         for k in (1, k_high_of(kind, k_high)):
             flows.append(Flow(f"{kind}-k{k}", "default", repeated(kind, k, f"nq-{kind.lower()}-k{k}", ctx, [one])))
@@ -40,8 +42,13 @@ def build_queue_flows(ctx: dict, kinds: list[str], k_high: int, light_flow, extr
         respond = make_node("respondToWebhook", "Respond", ctx)
         flows.append(Flow("respond", "default", chain("nodecost q respond", "nq-respond", [respond], "responseNode")))
         for n in EXPRESSIONS:
-            flows.append(Flow(f"expr{n}", "default", chain(f"nodecost q expr {n}", f"nq-expr{n}",
-                                                           [set_node("Expr", 0, n, source="$json.body.n")])))
+            flows.append(
+                Flow(
+                    f"expr{n}",
+                    "default",
+                    chain(f"nodecost q expr {n}", f"nq-expr{n}", [set_node("Expr", 0, n, source="$json.body.n")]),
+                )
+            )
     return flows
 
 
@@ -107,13 +114,27 @@ def derive_queue(raw: list[dict], kinds: dict[str, str], k_high: int) -> dict:
         fig, roles = both(lambda x, kind=kind, k=k: (x[f"{kind}-k{k}"] - x[f"{kind}-k1"]) / (k - 1))
         if fig:
             chunk = next(run["id"].split("/", 1)[0] for run in raw if run["key"] == f"{kind}-k1")
-            rows.append({"id": kind, "type": type_, "cpu": fig, "roles": roles,
-                         "runs": [f"{chunk}/{kind}-k1", f"{chunk}/{kind}-k{k}"]})
+            rows.append(
+                {
+                    "id": kind,
+                    "type": type_,
+                    "cpu": fig,
+                    "roles": roles,
+                    "runs": [f"{chunk}/{kind}-k1", f"{chunk}/{kind}-k{k}"],
+                }
+            )
     fig, roles = both(lambda x: x["respond"] - x["base"])
     if fig:
         chunk = next(run["id"].split("/", 1)[0] for run in raw if run["key"] == "respond")
-        rows.append({"id": "respondToWebhook", "type": "n8n-nodes-base.respondToWebhook", "cpu": fig, "roles": roles,
-                     "runs": [f"{chunk}/respond", f"{chunk}/base"]})
+        rows.append(
+            {
+                "id": "respondToWebhook",
+                "type": "n8n-nodes-base.respondToWebhook",
+                "cpu": fig,
+                "roles": roles,
+                "runs": [f"{chunk}/respond", f"{chunk}/base"],
+            }
+        )
     out["nodes"] = rows
     lo, hi = EXPRESSIONS[0], EXPRESSIONS[-1]
     fig, roles = both(lambda x: (x[f"expr{hi}"] - x[f"expr{lo}"]) / (hi - lo))
@@ -134,12 +155,16 @@ def queue_markdown(part: dict) -> list[str]:
         return " | ".join(f"{f.get('roles', {}).get(r, 0.0):.2f}" for r in ROLES)
 
     rounds = len({run["id"].rsplit("/", 2)[0] for run in part["rounds"]})
-    lines = ["", f"Queue mode (the worker's side): campaigns {', '.join(f'`{c}`' for c in t['campaigns'])}, "
-             f"{a['date']}, n8n {a['n8n_version']}; 1 worker, Postgres, Redis, closed loop c={a['concurrency']}, "
-             f"{a['requests_per_run']} requests per run, {rounds} rounds in all; chains of 1 and {a['k_high']} nodes "
-             "(Execute Workflow: 4). CPU per role from the bench's cgroups (cpuacct).", "",
-             "| row | CPU ms per node per execution | spread over rounds (min .. max) | "
-             + " | ".join(ROLES) + " |", "| --- | --- | --- |" + " --- |" * len(ROLES)]
+    lines = [
+        "",
+        f"Queue mode (the worker's side): campaigns {', '.join(f'`{c}`' for c in t['campaigns'])}, "
+        f"{a['date']}, n8n {a['n8n_version']}; 1 worker, Postgres, Redis, closed loop c={a['concurrency']}, "
+        f"{a['requests_per_run']} requests per run, {rounds} rounds in all; chains of 1 and {a['k_high']} nodes "
+        "(Execute Workflow: 4). CPU per role from the bench's cgroups (cpuacct).",
+        "",
+        "| row | CPU ms per node per execution | spread over rounds (min .. max) | " + " | ".join(ROLES) + " |",
+        "| --- | --- | --- |" + " --- |" * len(ROLES),
+    ]
     for key in ("base", "light"):
         if key in t:
             lines.append(f"| {key} | {fig(t[key])} | {roles(t[key])} |")

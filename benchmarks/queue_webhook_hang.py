@@ -49,8 +49,10 @@ def pin(stack: LocalStack) -> bool:
 
 
 def start_burners(count: int) -> list[subprocess.Popen]:
-    return [subprocess.Popen(["taskset", "-c", "0", "nice", "-n", "-5", "sh", "-c", "while :; do :; done"])
-            for _ in range(count)]
+    return [
+        subprocess.Popen(["taskset", "-c", "0", "nice", "-n", "-5", "sh", "-c", "while :; do :; done"])
+        for _ in range(count)
+    ]
 
 
 def stop_burners(burners: list[subprocess.Popen]) -> None:
@@ -97,11 +99,15 @@ def measure(keep_last: str, seconds: float, burners: int, timeout_s: float) -> N
         sent = len(latencies) + len(hung)
         q = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
         one_in = f" (1 in {sent // len(hung):,})" if hung else ""
-        print(f"keep last {keep_last:>5}: {sent:,} sent, {len(latencies):,} answered, {len(hung)} hung{one_in}; "
-              f"p50 {q[49] * 1000:.0f} ms, p99 {q[98] * 1000:.0f} ms, max {max(latencies):.2f} s"
-              f"{'' if pinned else '  (one core: not pinned, no burners)'}")
-        print(f"    the API lists {stored.total:,} executions: {stored.by_status}"
-              f"{'; hung requests: ' + ', '.join(map(str, hung)) if hung else ''}")
+        print(
+            f"keep last {keep_last:>5}: {sent:,} sent, {len(latencies):,} answered, {len(hung)} hung{one_in}; "
+            f"p50 {q[49] * 1000:.0f} ms, p99 {q[98] * 1000:.0f} ms, max {max(latencies):.2f} s"
+            f"{'' if pinned else '  (one core: not pinned, no burners)'}"
+        )
+        print(
+            f"    the API lists {stored.total:,} executions: {stored.by_status}"
+            f"{'; hung requests: ' + ', '.join(map(str, hung)) if hung else ''}"
+        )
     finally:
         stop_burners(running)
         stack.stop()

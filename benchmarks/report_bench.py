@@ -24,21 +24,46 @@ T0 = 1_796_000_000.0
 
 def write_run(out: Path, minutes: int, per_tick: int) -> Path:
     setup = {"mode": "queue", "workers": 2, "concurrency": 10, "db": "postgres"}
-    store = RunStore.create(out, RunManifest(run_id="bench-report", created_s=T0, setup=setup,
-                                             hosts={"local": {"setup": setup, "facts": {"vcpu": 2}}}))
+    store = RunStore.create(
+        out,
+        RunManifest(
+            run_id="bench-report", created_s=T0, setup=setup, hosts={"local": {"setup": setup, "facts": {"vcpu": 2}}}
+        ),
+    )
     seq = 0
     for i in range(minutes * 60 * 5):  # 5 req/s
         t = T0 + i / 5
-        store.append_request(RequestRecord(seq=seq, step=f"rate-5-{int(i / 3000)}", target="local", scheduled_s=t,
-                                           sent_s=t, status=200, latency_ms=80.0 + i % 50))
+        store.append_request(
+            RequestRecord(
+                seq=seq,
+                step=f"rate-5-{int(i / 3000)}",
+                target="local",
+                scheduled_s=t,
+                sent_s=t,
+                status=200,
+                latency_ms=80.0 + i % 50,
+            )
+        )
         seq += 1
     procs = [f"p{k}" for k in range(max(1, per_tick // 2))]
     for sec in range(minutes * 60):
         t = T0 + sec
         batch = []
         for p in procs:
-            batch.append(Sample(metric="process_cpu_cores", value=0.3, unit="cores", labels={"host": "local", "process": p}, time_s=t))
-            batch.append(Sample(metric="process_rss_mib", value=300.0, unit="MiB", labels={"host": "local", "process": p}, time_s=t))
+            batch.append(
+                Sample(
+                    metric="process_cpu_cores",
+                    value=0.3,
+                    unit="cores",
+                    labels={"host": "local", "process": p},
+                    time_s=t,
+                )
+            )
+            batch.append(
+                Sample(
+                    metric="process_rss_mib", value=300.0, unit="MiB", labels={"host": "local", "process": p}, time_s=t
+                )
+            )
         store.append_samples(batch)
     store.close()
     return store.folder
@@ -48,8 +73,10 @@ def main(minutes: int = 60, per_tick: int = 54) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         folder = write_run(Path(tmp), minutes, per_tick)
-        print(f"wrote {minutes} min: {minutes * 300:,} requests, {minutes * 60 * per_tick:,} samples "
-              f"in {time.perf_counter() - started:.1f} s")
+        print(
+            f"wrote {minutes} min: {minutes * 300:,} requests, {minutes * 60 * per_tick:,} samples "
+            f"in {time.perf_counter() - started:.1f} s"
+        )
         for plots in (False, True):
             started = time.perf_counter()
             build_report([folder], Path(tmp) / f"report-{plots}", plots=plots)

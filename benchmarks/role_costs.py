@@ -34,10 +34,16 @@ MIN_RATE_PER_S = 2.0  # as scripts/embed_local_rows.py: below it an n8n process'
 SETUPS = [
     ("light, regular", ["--mode", "regular", "--workflow", "light"], "5,10,15"),
     ("light, queue 1 worker", ["--mode", "queue", "--workers", "1", "--workflow", "light"], "5,10,15"),
-    ("light, queue 1 worker, 1 webhook processor",
-     ["--mode", "queue", "--workers", "1", "--webhook-processors", "1", "--workflow", "light"], "5,10,15"),
-    ("light, queue 1 worker, 2 webhook processors",
-     ["--mode", "queue", "--workers", "1", "--webhook-processors", "2", "--workflow", "light"], "5,10"),
+    (
+        "light, queue 1 worker, 1 webhook processor",
+        ["--mode", "queue", "--workers", "1", "--webhook-processors", "1", "--workflow", "light"],
+        "5,10,15",
+    ),
+    (
+        "light, queue 1 worker, 2 webhook processors",
+        ["--mode", "queue", "--workers", "1", "--webhook-processors", "2", "--workflow", "light"],
+        "5,10",
+    ),
     ("light, queue 2 workers", ["--mode", "queue", "--workers", "2", "--workflow", "light"], "5,10,15"),
     ("code-heavy, queue 1 worker", ["--mode", "queue", "--workers", "1", "--workflow", "code-heavy"], "2,3.5"),
 ]
@@ -48,8 +54,23 @@ def loadavg() -> float:
 
 
 def run_one(options: list[str], rates: str, step_s: float, out: Path, lock: Path | None) -> tuple[dict, float, float]:
-    cmd = [*CLI, "bench", "--local", *options, "--rates", rates, "--step-seconds", f"{step_s:g}", "--warmup", "20",
-           "--drain-seconds", "60", "--out", str(out), "--json"]
+    cmd = [
+        *CLI,
+        "bench",
+        "--local",
+        *options,
+        "--rates",
+        rates,
+        "--step-seconds",
+        f"{step_s:g}",
+        "--warmup",
+        "20",
+        "--drain-seconds",
+        "60",
+        "--out",
+        str(out),
+        "--json",
+    ]
     if lock is not None:
         cmd = ["flock", str(lock), *cmd]
     before = loadavg()
@@ -113,12 +134,21 @@ def main() -> int:
         keys = sorted({k for f in figs for k in f})
         for k in keys:
             vals = [f[k] for f in figs if k in f]
-            table.add_row(label, str(len(vals)), k, f"{min(vals):.1f}", f"{statistics.median(vals):.1f}",
-                          f"{max(vals):.1f}", f"{max(loads[label]):.1f}")
+            table.add_row(
+                label,
+                str(len(vals)),
+                k,
+                f"{min(vals):.1f}",
+                f"{statistics.median(vals):.1f}",
+                f"{max(vals):.1f}",
+                f"{max(loads[label]):.1f}",
+            )
     console.print(table)
     (folder / "summary.json").write_text(json.dumps({"figures": figures, "loads": loads}, indent=1))
-    console.print(f"runs in {folder}; embed: scripts/embed_local_rows.py --counted --quiet-machine "
-                  f"--page docs/findings/role-costs-measured.md {folder}/setup-*/*/")
+    console.print(
+        f"runs in {folder}; embed: scripts/embed_local_rows.py --counted --quiet-machine "
+        f"--page docs/findings/role-costs-measured.md {folder}/setup-*/*/"
+    )
     return 0
 
 

@@ -24,9 +24,32 @@ from n8n_sizer.runs.store import RunStore
 
 def run_mode(mode: str, shape: str, seconds: int, out: Path) -> Path:
     folder = out / mode
-    cmd = [str(Path(sys.executable).with_name("n8n-sizer")), "bench", "--local", "--mode", "queue", "--workers", "1",
-           "--workflow", "signed-webhook", "--respond", mode, "--shape", shape, "--malformed", "0.08",
-           "--step-seconds", str(seconds), "--warmup", "20", "--drain-seconds", "90", "--out", str(folder), "--json"]
+    cmd = [
+        str(Path(sys.executable).with_name("n8n-sizer")),
+        "bench",
+        "--local",
+        "--mode",
+        "queue",
+        "--workers",
+        "1",
+        "--workflow",
+        "signed-webhook",
+        "--respond",
+        mode,
+        "--shape",
+        shape,
+        "--malformed",
+        "0.08",
+        "--step-seconds",
+        str(seconds),
+        "--warmup",
+        "20",
+        "--drain-seconds",
+        "90",
+        "--out",
+        str(folder),
+        "--json",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{mode}: bench failed: {done.stderr.strip()[-400:]}")
@@ -40,10 +63,16 @@ def figures(folder: Path) -> dict:
     carried = step_throughput(records, shaped_offered_per_s(records) or 1.0)
     lat = answered_latencies(records)
     refused = {c: t.refused_as_expected for c, t in (ledger.by_class or {}).items() if c != "valid"}
-    return {"requests": len(records), "accepted": ledger.accepted, "refused_by_class": refused,
-            "lost": ledger.accepted_then_lost, "throughput_per_s": round(carried.throughput_per_s, 2),
-            "p50_ms": round(percentile(lat, 50)), "p95_ms": round(percentile(lat, 95)),
-            "p99_ms": round(percentile(lat, 99))}
+    return {
+        "requests": len(records),
+        "accepted": ledger.accepted,
+        "refused_by_class": refused,
+        "lost": ledger.accepted_then_lost,
+        "throughput_per_s": round(carried.throughput_per_s, 2),
+        "p50_ms": round(percentile(lat, 50)),
+        "p95_ms": round(percentile(lat, 95)),
+        "p99_ms": round(percentile(lat, 99)),
+    }
 
 
 def main() -> None:
@@ -54,8 +83,11 @@ def main() -> None:
     ap.add_argument("--existing", action="store_true", help="only read runs already under --out/<mode>")
     args = ap.parse_args()
     for mode in ("last-node", "immediately", "received"):
-        folder = sorted(find_runs(args.out / mode))[-1] if args.existing else run_mode(mode, args.shape,
-                                                                                        args.seconds, args.out)
+        folder = (
+            sorted(find_runs(args.out / mode))[-1]
+            if args.existing
+            else run_mode(mode, args.shape, args.seconds, args.out)
+        )
         print(f"{mode:<12} {json.dumps(figures(folder))}")
 
 

@@ -45,10 +45,14 @@ def main(ticks: int = 30) -> None:
         for p in sleepers:
             p.kill()
             p.wait()
-    print(f"ticks: {ticks}, probes per tick: {len(host_probes()) + 2 * len(processes)} "
-          f"(4 host + {len(processes)} processes and their children lists)")
-    print(f"tick duration ms: mean {sum(durations) / len(durations):.1f}, p95 {percentile(durations, 95):.1f}, "
-          f"max {max(durations):.1f}")
+    print(
+        f"ticks: {ticks}, probes per tick: {len(host_probes()) + 2 * len(processes)} "
+        f"(4 host + {len(processes)} processes and their children lists)"
+    )
+    print(
+        f"tick duration ms: mean {sum(durations) / len(durations):.1f}, p95 {percentile(durations, 95):.1f}, "
+        f"max {max(durations):.1f}"
+    )
     print(f"sampling CPU: {cpu / wall * 100:.1f}% of one core ({cpu:.2f} s CPU over {wall:.1f} s)")
     print(f"samples written: {lines} ({lines / ticks:.0f} per tick)")
 

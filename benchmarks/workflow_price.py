@@ -22,8 +22,18 @@ import sys
 import time
 from pathlib import Path
 
-from nodecost_lib import (Flow, SUB_WORKFLOW, StubServer, chain, code_items, deploy_flows, final_check, make_node,
-                          run_rounds, set_node)
+from nodecost_lib import (
+    Flow,
+    SUB_WORKFLOW,
+    StubServer,
+    chain,
+    code_items,
+    deploy_flows,
+    final_check,
+    make_node,
+    run_rounds,
+    set_node,
+)
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.advisor.workflow_price import load_node_costs, price_workflow
@@ -45,25 +55,91 @@ def workflows(ctx: dict) -> list[tuple[str, dict, int]]:
     body = "$json.body.n"
     return [
         ("webhook-set-2expr", chain("v set2", "v-set2", [set_node("Set", 0, 2, source=body)]), 1),
-        ("if-set3-code-noop", chain("v mix", "v-mix", [_n("if", "If", ctx), set_node("Set", 0, 3, source=body),
-                                                         _n("code", "Code", ctx), _n("noOp", "Done", ctx)]), 1),
-        ("items10-set-filter-agg", chain("v items", "v-items", [code_items(10), set_node("Set", 1, 1, True),
-                                                                 _n("filter", "Filter", ctx),
-                                                                 _n("aggregate", "Aggregate", ctx)]), 10),
-        ("set-subworkflow-set", chain("v sub", "v-sub", [set_node("Before", 2, 0), _n("executeWorkflow", "Sub", ctx),
-                                                          set_node("After", 1, 1, True, source="$json.c0.length")]), 1),
-        ("http-set-if", chain("v http", "v-http", [_n("httpRequest", "Call", ctx), set_node("Set", 0, 1, source="$json.n"),
-                                                    _n("if", "If", ctx)]), 1),
+        (
+            "if-set3-code-noop",
+            chain(
+                "v mix",
+                "v-mix",
+                [
+                    _n("if", "If", ctx),
+                    set_node("Set", 0, 3, source=body),
+                    _n("code", "Code", ctx),
+                    _n("noOp", "Done", ctx),
+                ],
+            ),
+            1,
+        ),
+        (
+            "items10-set-filter-agg",
+            chain(
+                "v items",
+                "v-items",
+                [
+                    code_items(10),
+                    set_node("Set", 1, 1, True),
+                    _n("filter", "Filter", ctx),
+                    _n("aggregate", "Aggregate", ctx),
+                ],
+            ),
+            10,
+        ),
+        (
+            "set-subworkflow-set",
+            chain(
+                "v sub",
+                "v-sub",
+                [
+                    set_node("Before", 2, 0),
+                    _n("executeWorkflow", "Sub", ctx),
+                    set_node("After", 1, 1, True, source="$json.c0.length"),
+                ],
+            ),
+            1,
+        ),
+        (
+            "http-set-if",
+            chain(
+                "v http",
+                "v-http",
+                [_n("httpRequest", "Call", ctx), set_node("Set", 0, 1, source="$json.n"), _n("if", "If", ctx)],
+            ),
+            1,
+        ),
         # Date & Time 2 (getCurrentDate) passes on only its own field: what follows reads the hash
-        ("long-mix-9", chain("v long", "v-long", [code_items(1), _n("splitOut", "Split", ctx), _n("dateTime", "Now", ctx),
-                                                   _n("crypto", "Hash", ctx), _n("switch", "Route", ctx),
-                                                   _n("merge", "Merge", ctx), _n("noOp", "A", ctx),
-                                                   set_node("Set", 2, 2, True, source="$json.h.length"),
-                                                   _n("noOp", "B", ctx)]), 1),
-        ("respond-node", chain("v respond", "v-respond", [set_node("Set", 1, 1, True, source=body),
-                                                           _n("respondToWebhook", "Respond", ctx)], "responseNode"), 1),
-        ("code-x3", chain("v code3", "v-code3", [_n("code", "C1", ctx), _n("code", "C2", ctx),
-                                                  _n("code", "C3", ctx)]), 1),
+        (
+            "long-mix-9",
+            chain(
+                "v long",
+                "v-long",
+                [
+                    code_items(1),
+                    _n("splitOut", "Split", ctx),
+                    _n("dateTime", "Now", ctx),
+                    _n("crypto", "Hash", ctx),
+                    _n("switch", "Route", ctx),
+                    _n("merge", "Merge", ctx),
+                    _n("noOp", "A", ctx),
+                    set_node("Set", 2, 2, True, source="$json.h.length"),
+                    _n("noOp", "B", ctx),
+                ],
+            ),
+            1,
+        ),
+        (
+            "respond-node",
+            chain(
+                "v respond",
+                "v-respond",
+                [set_node("Set", 1, 1, True, source=body), _n("respondToWebhook", "Respond", ctx)],
+                "responseNode",
+            ),
+            1,
+        ),
+        (
+            "code-x3",
+            chain("v code3", "v-code3", [_n("code", "C1", ctx), _n("code", "C2", ctx), _n("code", "C3", ctx)]),
+            1,
+        ),
     ]
 
 
@@ -74,8 +150,11 @@ def neighbour_ratios(raw: list[dict]) -> dict[str, dict[str, list[float]]]:
     for i, run in enumerate(raw):
         if run["key"] == "light":
             continue
-        near = [raw[j] for j in (i - 1, i + 1) if 0 <= j < len(raw) and raw[j]["key"] == "light"
-                and raw[j]["round"] == run["round"]]
+        near = [
+            raw[j]
+            for j in (i - 1, i + 1)
+            if 0 <= j < len(raw) and raw[j]["key"] == "light" and raw[j]["round"] == run["round"]
+        ]
         if not near:
             continue
         light_rate = statistics.mean(n["throughput_per_s"] for n in near)
@@ -94,12 +173,26 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--max-run-s", type=float, default=60.0)
     ap.add_argument("--max-minutes", type=float, default=25.0)
-    ap.add_argument("--save", type=Path, default=Path("/tmp/n8n-sizer-workflow-price.json"),
-                    help="where the measured runs are kept (to price them again with --from)")
-    ap.add_argument("--from", dest="from_files", type=Path, nargs="+", default=None,
-                    help="price the runs kept by earlier --save files again (pooled), without measuring")
-    ap.add_argument("--embed", type=Path, default=None,
-                    help="with --from: write the validation points advise --validate lists (package data)")
+    ap.add_argument(
+        "--save",
+        type=Path,
+        default=Path("/tmp/n8n-sizer-workflow-price.json"),
+        help="where the measured runs are kept (to price them again with --from)",
+    )
+    ap.add_argument(
+        "--from",
+        dest="from_files",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="price the runs kept by earlier --save files again (pooled), without measuring",
+    )
+    ap.add_argument(
+        "--embed",
+        type=Path,
+        default=None,
+        help="with --from: write the validation points advise --validate lists (package data)",
+    )
     args = ap.parse_args()
     if args.from_files is not None:
         kept = [json.loads(f.read_text()) for f in args.from_files]
@@ -128,24 +221,40 @@ def main() -> int:
         light = with_webhook_path(read_workflow("light"), "v-light", "v light")
         flows = [Flow("light", "s", light)] + [Flow(key, "s", d) for key, d, _ in defs]
         deploy_flows(flows, {"s": stack}, {"s": client}, say)
-        raw = run_rounds(flows, {"s": stack}, rounds=args.rounds, requests=args.requests,
-                         concurrency=args.concurrency, max_run_s=args.max_run_s, deadline=deadline,
-                         warmup=args.warmup, say=say, campaign="validate-" + time.strftime("%Y%m%dT%H%M%SZ"),
-                         partner=flows[0])
+        raw = run_rounds(
+            flows,
+            {"s": stack},
+            rounds=args.rounds,
+            requests=args.requests,
+            concurrency=args.concurrency,
+            max_run_s=args.max_run_s,
+            deadline=deadline,
+            warmup=args.warmup,
+            say=say,
+            campaign="validate-" + time.strftime("%Y%m%dT%H%M%SZ"),
+            partner=flows[0],
+        )
         statuses = final_check(flows, {"s": client}, raw)
     finally:
         stub.close()
         if client is not None:
             client.close()
         stack.stop()
-    args.save.write_text(json.dumps({"requests": args.requests, "concurrency": args.concurrency, "raw": raw,
-                                     "statuses": statuses}))
+    args.save.write_text(
+        json.dumps({"requests": args.requests, "concurrency": args.concurrency, "raw": raw, "statuses": statuses})
+    )
     report(defs, [raw], args.requests, args.concurrency, statuses)
     return 0
 
 
-def embed(out: Path, defs: list[tuple[str, dict, int]], raws: list[list[dict]], requests: int, concurrency: int,
-          statuses: dict[str, dict[str, int]]) -> None:
+def embed(
+    out: Path,
+    defs: list[tuple[str, dict, int]],
+    raws: list[list[dict]],
+    requests: int,
+    concurrency: int,
+    statuses: dict[str, dict[str, int]],
+) -> None:
     """The validation points as package data: each workflow's definition, items, and what was measured (every
     round's ratio to its light neighbours, by rate and by CPU), for `advise --validate` to price with the table."""
     from n8n_sizer.safety.write import write_atomic
@@ -156,22 +265,42 @@ def embed(out: Path, defs: list[tuple[str, dict, int]], raws: list[list[dict]], 
             for what, values in got.items():
                 ratios.setdefault(key, {}).setdefault(what, []).extend(round(v, 4) for v in values)
     campaigns = sorted({run["id"].split("/", 1)[0] for raw in raws for run in raw})
-    points = [{"key": key, "items": items, "definition": definition, "measured_rate_ratio": ratios[key]["rate"],
-               "measured_cpu_ratio": ratios[key]["cpu"], "statuses": statuses.get(key, {}),
-               "runs": sorted({run["id"] for raw in raws for run in raw if run["key"] == key})}
-              for key, definition, items in defs]
-    doc = {"about": {"what": "workflows that did not feed the node cost table, measured against light run just before "
-                             "and after each (benchmarks/workflow_price.py): light's rate over the workflow's, and "
-                             "the workflow's CPU per execution over light's, per round",
-                     "campaigns": campaigns, "mode": "regular", "db": "postgres", "requests_per_run": requests,
-                     "concurrency": concurrency},
-           "points": points}
+    points = [
+        {
+            "key": key,
+            "items": items,
+            "definition": definition,
+            "measured_rate_ratio": ratios[key]["rate"],
+            "measured_cpu_ratio": ratios[key]["cpu"],
+            "statuses": statuses.get(key, {}),
+            "runs": sorted({run["id"] for raw in raws for run in raw if run["key"] == key}),
+        }
+        for key, definition, items in defs
+    ]
+    doc = {
+        "about": {
+            "what": "workflows that did not feed the node cost table, measured against light run just before "
+            "and after each (benchmarks/workflow_price.py): light's rate over the workflow's, and "
+            "the workflow's CPU per execution over light's, per round",
+            "campaigns": campaigns,
+            "mode": "regular",
+            "db": "postgres",
+            "requests_per_run": requests,
+            "concurrency": concurrency,
+        },
+        "points": points,
+    }
     write_atomic(out, json.dumps(doc, indent=1) + "\n", private=False)
     print(f"wrote {len(points)} validation points to {out}")
 
 
-def report(defs: list[tuple[str, dict, int]], raws: list[list[dict]], requests: int, concurrency: int,
-           statuses: dict[str, dict[str, int]]) -> None:
+def report(
+    defs: list[tuple[str, dict, int]],
+    raws: list[list[dict]],
+    requests: int,
+    concurrency: int,
+    statuses: dict[str, dict[str, int]],
+) -> None:
     """Predicted (from the embedded table, read now) against measured, one line per workflow, and the summary.
     `raws`: one list of runs per measurement (neighbours are looked up within a list; the ratios are pooled)."""
     table = load_node_costs()
@@ -184,11 +313,15 @@ def report(defs: list[tuple[str, dict, int]], raws: list[list[dict]], requests: 
     failed = sum(run["bad"] for raw in raws for run in raw)
     not_ok = {key: by for key, by in statuses.items() if set(by) != {"success"}}
     print(f"answers other than 200: {failed}; stored executions not all successful: {not_ok or 'none'}")
-    print(f"table: {table.about.get('campaign')}, node rows {table.about.get('node_rows', 'same')} "
-          f"(n8n {table.about.get('n8n_version')}); measured: {rounds} "
-          f"rounds x {requests} requests at c={concurrency}, light run before and after every workflow")
-    print(f"{'workflow':24s} {'items':>5s} {'predicted':>18s} {'measured rate':>13s} {'err':>6s} "
-          f"{'measured CPU':>12s} {'err':>6s}")
+    print(
+        f"table: {table.about.get('campaign')}, node rows {table.about.get('node_rows', 'same')} "
+        f"(n8n {table.about.get('n8n_version')}); measured: {rounds} "
+        f"rounds x {requests} requests at c={concurrency}, light run before and after every workflow"
+    )
+    print(
+        f"{'workflow':24s} {'items':>5s} {'predicted':>18s} {'measured rate':>13s} {'err':>6s} "
+        f"{'measured CPU':>12s} {'err':>6s}"
+    )
     errors, errors_cpu = [], []
     for key, definition, items in defs:
         price = price_workflow(definition, table, items=items)
@@ -198,10 +331,14 @@ def report(defs: list[tuple[str, dict, int]], raws: list[list[dict]], requests: 
         err, err_cpu = mid / by_rate - 1, mid / by_cpu - 1
         errors.append(abs(err))
         errors_cpu.append(abs(err_cpu))
-        print(f"{key:24s} {items:5d} {mid:5.2f} [{low:4.2f}-{high:4.2f}] {by_rate:13.2f} {err:+6.0%} "
-              f"{by_cpu:12.2f} {err_cpu:+6.0%}" + (f"  unknown: {price.unknown_types}" if price.unknown_types else ""))
-    print(f"by CPU per execution: {len(errors_cpu)} workflows: median |error| {statistics.median(errors_cpu):.0%}, "
-          f"max |error| {max(errors_cpu):.0%}")
+        print(
+            f"{key:24s} {items:5d} {mid:5.2f} [{low:4.2f}-{high:4.2f}] {by_rate:13.2f} {err:+6.0%} "
+            f"{by_cpu:12.2f} {err_cpu:+6.0%}" + (f"  unknown: {price.unknown_types}" if price.unknown_types else "")
+        )
+    print(
+        f"by CPU per execution: {len(errors_cpu)} workflows: median |error| {statistics.median(errors_cpu):.0%}, "
+        f"max |error| {max(errors_cpu):.0%}"
+    )
     print(f"{len(errors)} workflows: median |error| {statistics.median(errors):.0%}, max |error| {max(errors):.0%}")
 
 

@@ -57,8 +57,13 @@ def command_of(spec: dict) -> str:
         words.append(f"--workers {setup['workers']}")
     if spec.get("webhook_processors"):
         words.append(f"--webhook-processors {spec['webhook_processors']}")
-    words += [f"--workflow {spec['workflow']}", f"--rates {rates}", f"--step-seconds {plan['steps'][0]['duration_s']:g}",
-              f"--warmup {plan['warmup_requests']}", f"--drain-seconds {plan['drain_s']:g}"]
+    words += [
+        f"--workflow {spec['workflow']}",
+        f"--rates {rates}",
+        f"--step-seconds {plan['steps'][0]['duration_s']:g}",
+        f"--warmup {plan['warmup_requests']}",
+        f"--drain-seconds {plan['drain_s']:g}",
+    ]
     return " ".join(words)
 
 
@@ -72,18 +77,25 @@ def rows_of(folder: Path, page: str, keep: set[str], counted: bool = False, quie
     spec = run["spec"]
     target = next(iter(manifest.hosts))
     steps = run.get("extra", {}).get("steps", {}).get(target, {})
-    loads = [s.value for s in store.read_samples() if s.metric == "host_load_avg" and s.labels.get("window", "1m") == "1m"]
+    loads = [
+        s.value for s in store.read_samples() if s.metric == "host_load_avg" and s.labels.get("window", "1m") == "1m"
+    ]
     facts = manifest.hosts[target]["facts"]
     date = time.strftime("%Y-%m-%d", time.gmtime(manifest.created_s))
-    command = command_of(spec) if spec.get("local_setup") else "benchmarks/lab_shape.py (bench --inventory over the lab)"
+    command = (
+        command_of(spec) if spec.get("local_setup") else "benchmarks/lab_shape.py (bench --inventory over the lab)"
+    )
     out = []
     for m in measurements_from_run(folder):
         step = m.id.rsplit(f"-{target}-", 1)[1]
         info = steps.get(step, {})
         if counted and info.get("cpu_source") != "cpuacct":
             continue  # the rule: CPU from the kernel's accounting only, never sampled from ps
-        roles = {k: v for k, v in m.results.model_dump().items()
-                 if k.endswith("_cpu_ms") and v is not None and k.removesuffix("_cpu_ms") in keep}
+        roles = {
+            k: v
+            for k, v in m.results.model_dump().items()
+            if k.endswith("_cpu_ms") and v is not None and k.removesuffix("_cpu_ms") in keep
+        }
         if not counted and BUILTIN[m.workflow].code_cpu_ms == 0:
             roles.pop("runner_cpu_ms", None)
         if not roles or (m.results.demand_executions_per_s or 0.0) < MIN_RATE_PER_S:
@@ -96,29 +108,51 @@ def rows_of(folder: Path, page: str, keep: set[str], counted: bool = False, quie
                 ops["redis_commands_per_execution"] = round(info["redis_commands"] / answered, 1)
             if info.get("postgres_transactions") is not None:
                 ops["postgres_transactions_per_execution"] = round(info["postgres_transactions"] / answered, 1)
-        prefix, host_class = ((CGQ_PREFIX, CGQ_HOST_CLASS) if quiet else (CG_PREFIX, CG_HOST_CLASS)) if counted \
-            else (PREFIX, HOST_CLASS)
+        prefix, host_class = (
+            ((CGQ_PREFIX, CGQ_HOST_CLASS) if quiet else (CG_PREFIX, CG_HOST_CLASS)) if counted else (PREFIX, HOST_CLASS)
+        )
         where = "lab" if target == "cluster" else "local"
-        out.append({
-            "id": f"{prefix}{where}-{m.workflow}-q{m.setup.workers}w-wh{wh}-{manifest.run_id[-6:]}-{step}",
-            "source": page, "table": f"run {manifest.run_id}, step {step}",
-            "n8n_version": m.n8n_version,
-            "hardware": {"provider": "local", "size": None, "vcpu": facts["vcpu"], "arch": "x86",
-                         "ram_mib": int(facts["ram_mib"]), "shared_core": False, "host_class": host_class},
-            "workflow": m.workflow,
-            "setup": {**m.setup.model_dump(), "webhook_processors": wh},
-            "load": {"kind": "open", "offered_rps": m.load.offered_rps, "duration_s": m.load.duration_s,
-                     "generator": "n8n-sizer bench", "note": command,
-                     **({"machine_load_avg": round(statistics.mean(loads), 1)} if loads else {}),
-                     "machine_shared": not quiet},
-            "results": {**{k: round(v, 2) for k, v in roles.items()},
-                        "demand_executions_per_s": round(m.results.demand_executions_per_s, 3), **ops},
-            "note": (f"{date}, {facts['cpu_model']}, {facts['os']}; per-role CPU per execution over the step "
-                     f"(answered {m.results.answered_per_min / 60:.2f}/s of {m.load.offered_rps:g}/s offered; "
-                     f"machine load average {statistics.mean(loads):.1f} on 2 cores"
-                     + (", nothing else measuring)" if quiet else ", shared with other work)")
-                     if loads else f"{date}, {facts['cpu_model']}, {facts['os']}"),
-        })
+        out.append(
+            {
+                "id": f"{prefix}{where}-{m.workflow}-q{m.setup.workers}w-wh{wh}-{manifest.run_id[-6:]}-{step}",
+                "source": page,
+                "table": f"run {manifest.run_id}, step {step}",
+                "n8n_version": m.n8n_version,
+                "hardware": {
+                    "provider": "local",
+                    "size": None,
+                    "vcpu": facts["vcpu"],
+                    "arch": "x86",
+                    "ram_mib": int(facts["ram_mib"]),
+                    "shared_core": False,
+                    "host_class": host_class,
+                },
+                "workflow": m.workflow,
+                "setup": {**m.setup.model_dump(), "webhook_processors": wh},
+                "load": {
+                    "kind": "open",
+                    "offered_rps": m.load.offered_rps,
+                    "duration_s": m.load.duration_s,
+                    "generator": "n8n-sizer bench",
+                    "note": command,
+                    **({"machine_load_avg": round(statistics.mean(loads), 1)} if loads else {}),
+                    "machine_shared": not quiet,
+                },
+                "results": {
+                    **{k: round(v, 2) for k, v in roles.items()},
+                    "demand_executions_per_s": round(m.results.demand_executions_per_s, 3),
+                    **ops,
+                },
+                "note": (
+                    f"{date}, {facts['cpu_model']}, {facts['os']}; per-role CPU per execution over the step "
+                    f"(answered {m.results.answered_per_min / 60:.2f}/s of {m.load.offered_rps:g}/s offered; "
+                    f"machine load average {statistics.mean(loads):.1f} on 2 cores"
+                    + (", nothing else measuring)" if quiet else ", shared with other work)")
+                    if loads
+                    else f"{date}, {facts['cpu_model']}, {facts['os']}"
+                ),
+            }
+        )
     return out
 
 
@@ -127,16 +161,25 @@ def main() -> None:
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--page", required=True, help="the docs page with the runs' provenance (repo-relative)")
     parser.add_argument("--roles", default=ALL_ROLES, help=f"roles whose CPU rows are embedded (default {ALL_ROLES})")
-    parser.add_argument("--counted", action="store_true",
-                        help="runs whose steps the kernel counted per role (cgroups): rows `cg-`, replacing those")
-    parser.add_argument("--quiet-machine", action="store_true",
-                        help="with --counted: runs made with nothing else measuring (rows `cgq-`, replacing those)")
+    parser.add_argument(
+        "--counted",
+        action="store_true",
+        help="runs whose steps the kernel counted per role (cgroups): rows `cg-`, replacing those",
+    )
+    parser.add_argument(
+        "--quiet-machine",
+        action="store_true",
+        help="with --counted: runs made with nothing else measuring (rows `cgq-`, replacing those)",
+    )
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
     prefix = (CGQ_PREFIX if args.quiet_machine else CG_PREFIX) if args.counted else PREFIX
     kept = [m for m in data["measurements"] if not m["id"].startswith(prefix)]
-    new = [row for folder in args.runs
-           for row in rows_of(folder, args.page, set(args.roles.split(",")), args.counted, args.quiet_machine)]
+    new = [
+        row
+        for folder in args.runs
+        for row in rows_of(folder, args.page, set(args.roles.split(",")), args.counted, args.quiet_machine)
+    ]
     data["measurements"] = kept + new
     DATA.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{len(new)} rows from {len(args.runs)} runs into {DATA}")

@@ -25,9 +25,9 @@ INSTALL = re.compile(r"^(python3 -m venv \.venv|\.venv/bin/pip install )")
 
 @dataclass(frozen=True)
 class Example:
-    command: str     # the command without its comment
-    comment: str     # the comment after it, "" if none
-    line_no: int     # 1-based line of the README where it starts
+    command: str  # the command without its comment
+    comment: str  # the comment after it, "" if none
+    line_no: int  # 1-based line of the README where it starts
 
     @property
     def marked(self) -> bool:

@@ -144,13 +144,25 @@ class CapacityModel:
         if setup.mode == "regular":
             # With SQLite the database runs inside main: main carries the whole overhead.
             main = (1.0 if setup.db == "sqlite" else self.params["main_share_regular"]) * overhead
-            return Demands(total_s=overhead + runner, main_s=main, worker_s=0.0, runner_s=runner,
-                           path_s=main + runner, wait_s=profile.wait_s)
+            return Demands(
+                total_s=overhead + runner,
+                main_s=main,
+                worker_s=0.0,
+                runner_s=runner,
+                path_s=main + runner,
+                wait_s=profile.wait_s,
+            )
         q_overhead = overhead * self.params["queue_factor"]
         main = self.params["main_share_queue"] * q_overhead
         worker = self.params["worker_share_queue"] * q_overhead
-        return Demands(total_s=q_overhead + runner, main_s=main, worker_s=worker, runner_s=runner,
-                       path_s=main + worker + runner, wait_s=profile.wait_s)
+        return Demands(
+            total_s=q_overhead + runner,
+            main_s=main,
+            worker_s=worker,
+            runner_s=runner,
+            path_s=main + worker + runner,
+            wait_s=profile.wait_s,
+        )
 
     # --- bounds --------------------------------------------------------------------------------
     def residence_s(self, d: Demands, host: HostShape, throughput_per_s: float) -> float:
@@ -170,17 +182,32 @@ class CapacityModel:
         out = [Bound("cpu", free / d.total_s, f"{host.vcpu:g} vCPU / {d.total_s * 1000:.0f} ms CPU per execution")]
         out.append(Bound("main", pc / d.main_s, f"main: {pc:.2f} cores / {d.main_s * 1000:.0f} ms per execution"))
         if setup.mode == "queue":
-            out.append(Bound("workers", setup.workers * pc / d.worker_s,
-                             f"{setup.workers} worker(s) x {pc:.2f} cores / {d.worker_s * 1000:.0f} ms"))
+            out.append(
+                Bound(
+                    "workers",
+                    setup.workers * pc / d.worker_s,
+                    f"{setup.workers} worker(s) x {pc:.2f} cores / {d.worker_s * 1000:.0f} ms",
+                )
+            )
         if d.runner_s > 0:
             runners = setup.workers if setup.mode == "queue" else 1
-            out.append(Bound("runners", runners * RUNNER_CORES / d.runner_s,
-                             f"{runners} task runner(s) x 1 core / {d.runner_s * 1000:.0f} ms of Code node CPU"))
+            out.append(
+                Bound(
+                    "runners",
+                    runners * RUNNER_CORES / d.runner_s,
+                    f"{runners} task runner(s) x 1 core / {d.runner_s * 1000:.0f} ms of Code node CPU",
+                )
+            )
         slots = self.slots(setup)
         if slots is not None:
             ceiling = min(b.per_s for b in out)
-            out.append(Bound("slots", self._little_bound(d, host, slots, ceiling),
-                             f"{slots} execution slots / residence time (Little's law)"))
+            out.append(
+                Bound(
+                    "slots",
+                    self._little_bound(d, host, slots, ceiling),
+                    f"{slots} execution slots / residence time (Little's law)",
+                )
+            )
         return sorted(out, key=lambda b: b.per_s)
 
     def _little_bound(self, d: Demands, host: HostShape, slots: int, ceiling: float) -> float:
@@ -213,8 +240,9 @@ class CapacityModel:
         """Share of the host's cores the stack keeps busy at a rate (0..1, may exceed 1 past capacity)."""
         return rate_per_s * self.demands(profile, setup, host).total_s / host.vcpu
 
-    def p95_ms_at(self, profile: WorkflowProfile, setup: Setup, host: HostShape, rate_per_s: float,
-                  arrival_cv2: float = 1.0) -> float:
+    def p95_ms_at(
+        self, profile: WorkflowProfile, setup: Setup, host: HostShape, rate_per_s: float, arrival_cv2: float = 1.0
+    ) -> float:
         """Approximate server-side p95 at an offered rate below capacity (Kingman-style G/G/c).
 
         p95 ~= wait + CPU path + ln(20) x mean queueing delay at the binding resource, the delay being
@@ -227,7 +255,11 @@ class CapacityModel:
         if rho >= 1.0:
             return math.inf
         bound = self.binding_bound(profile, setup, host)
-        servers = {"cpu": host.vcpu, "workers": setup.workers, "runners": setup.workers if setup.mode == "queue" else 1}.get(bound.name, 1)
+        servers = {
+            "cpu": host.vcpu,
+            "workers": setup.workers,
+            "runners": setup.workers if setup.mode == "queue" else 1,
+        }.get(bound.name, 1)
         service = servers / capacity  # one server's time per execution at the binding resource
         wq = sakasegawa_wait_factor(rho, servers) * (arrival_cv2 + SERVICE_CV2) / 2.0 * service
         return 1000.0 * (d.wait_s + d.path_s + P95_OF_EXPONENTIAL * wq)

@@ -41,16 +41,33 @@ class ServerSize(Frozen):
 
 
 def _hz(size: str, vcpu: int, arch: Arch, ram_gib: int, eur: float, cpu: str) -> ServerSize:
-    return ServerSize(provider="hetzner", size=size, vcpu=vcpu, arch=arch, ram_mib=ram_gib * 1024,
-                      monthly_eur=eur, baseline_vcpu=float(vcpu), cpu=cpu, price_source="seed-002",
-                      host_class=SKYLAKE_CLASS if "Skylake" in cpu else "seed-002")
+    return ServerSize(
+        provider="hetzner",
+        size=size,
+        vcpu=vcpu,
+        arch=arch,
+        ram_mib=ram_gib * 1024,
+        monthly_eur=eur,
+        baseline_vcpu=float(vcpu),
+        cpu=cpu,
+        price_source="seed-002",
+        host_class=SKYLAKE_CLASS if "Skylake" in cpu else "seed-002",
+    )
 
 
 def _e2(size: str, vcpu: int, ram_mib: int, usd: float, baseline: float | None = None) -> ServerSize:
-    return ServerSize(provider="gcp", size=size, vcpu=vcpu, arch="x86", ram_mib=ram_mib,
-                      monthly_eur=round(usd * 0.92, 2), shared_core=baseline is not None,
-                      baseline_vcpu=baseline if baseline is not None else float(vcpu),
-                      cpu="Intel/AMD (e2, platform chosen by GCP)", price_source="estimate")
+    return ServerSize(
+        provider="gcp",
+        size=size,
+        vcpu=vcpu,
+        arch="x86",
+        ram_mib=ram_mib,
+        monthly_eur=round(usd * 0.92, 2),
+        shared_core=baseline is not None,
+        baseline_vcpu=baseline if baseline is not None else float(vcpu),
+        cpu="Intel/AMD (e2, platform chosen by GCP)",
+        price_source="estimate",
+    )
 
 
 CATALOG: tuple[ServerSize, ...] = (
@@ -89,6 +106,5 @@ def find_size(size: str, provider: str | None = None) -> ServerSize:
 
 def sizes_for(provider: str | None = None, arch: str | None = None) -> list[ServerSize]:
     """Catalog entries filtered by provider and arch, cheapest first."""
-    rows = [s for s in CATALOG if (provider is None or s.provider == provider)
-            and (arch is None or s.arch == arch)]
+    rows = [s for s in CATALOG if (provider is None or s.provider == provider) and (arch is None or s.arch == arch)]
     return sorted(rows, key=lambda s: (s.monthly_eur, s.vcpu))

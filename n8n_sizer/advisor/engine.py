@@ -48,8 +48,10 @@ def fit_contention(fitted: FittedModel) -> tuple[dict[tuple, UslModel], list[str
     for (workflow, vcpu, arch), pts in sorted(groups.items()):
         have = sorted({int(n) for n, _ in pts})
         missing = next(w for w in range(1, 64) if w not in have)
-        how = (f"run `n8n-sizer bench --local --mode queue --workers {missing} --workflow {workflow} --rates 20,50` "
-               f"on a {vcpu:g}-vCPU {arch} host, then `advise --results results/`")
+        how = (
+            f"run `n8n-sizer bench --local --mode queue --workers {missing} --workflow {workflow} --rates 20,50` "
+            f"on a {vcpu:g}-vCPU {arch} host, then `advise --results results/`"
+        )
         try:
             fits[(workflow, vcpu, arch)] = fit_usl(pts, what=f"{workflow} on {vcpu:g} vCPU {arch}", how_to_get_more=how)
         except TooFewPointsForUsl as exc:

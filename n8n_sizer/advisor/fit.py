@@ -108,16 +108,20 @@ def excluded_demand(measurements) -> list[Excluded]:
     """The measurements with per-role figures left out by `shared_machine`, each with its reason."""
     from n8n_sizer.advisor.roles import MEASURED_ROLES
 
-    return [Excluded(m, why) for m in measurements if (why := shared_machine(m))
-            and any(getattr(m.results, f"{role}_cpu_ms") for role in MEASURED_ROLES)]
+    return [
+        Excluded(m, why)
+        for m in measurements
+        if (why := shared_machine(m)) and any(getattr(m.results, f"{role}_cpu_ms") for role in MEASURED_ROLES)
+    ]
 
 
 def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
     from n8n_sizer.advisor.roles import predicted_role_cpu_s
 
     m = row.measurement
-    busy = predicted_role_cpu_s(model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host_of(m), row.role,
-                                m.setup.db)
+    busy = predicted_role_cpu_s(
+        model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host_of(m), row.role, m.setup.db
+    )
     rate = m.results.demand_executions_per_s
     if busy is None or not rate:
         return busy
@@ -150,8 +154,11 @@ class LoneRow:
 def select_lone_rows(measurements) -> list[LoneRow]:
     """Lone-execution medians of sources that measured one setup on hosts of two or more speeds (CPU class or
     architecture); rows of one speed say nothing about speed and are left out, whatever they measured."""
-    rows = [LoneRow(m, m.results.p50_ms) for m in measurements
-            if m.load.kind == "closed" and m.load.concurrency == 1 and m.results.p50_ms]
+    rows = [
+        LoneRow(m, m.results.p50_ms)
+        for m in measurements
+        if m.load.kind == "closed" and m.load.concurrency == 1 and m.results.p50_ms
+    ]
     speeds: dict[str, set] = {}
     for r in rows:
         speeds.setdefault(r.key, set()).add((r.measurement.hardware.host_class, r.measurement.hardware.arch))
@@ -159,19 +166,33 @@ def select_lone_rows(measurements) -> list[LoneRow]:
 
 
 def _lone_spec(key: str) -> ParamSpec:
-    return ParamSpec(key, 1.0, 10_000.0, 100.0, 3.0,
-                     "one execution's median time alone on the reference host, for the setup in its name")
+    return ParamSpec(
+        key,
+        1.0,
+        10_000.0,
+        100.0,
+        3.0,
+        "one execution's median time alone on the reference host, for the setup in its name",
+    )
 
 
 def _overhead_spec(key: str) -> ParamSpec:
-    return ParamSpec(f"overhead:{key}", 0.003, 5.0, 0.1, 3.0,
-                     f"n8n's CPU per execution of the {key} workflow outside Code nodes (all processes)")
+    return ParamSpec(
+        f"overhead:{key}",
+        0.003,
+        5.0,
+        0.1,
+        3.0,
+        f"n8n's CPU per execution of the {key} workflow outside Code nodes (all processes)",
+    )
 
 
 def _speed_spec(host_class: str) -> ParamSpec:
     # Seed 000's host (4 shared x86 vCPU) sells the same kind of slice as Hetzner CX: prior 1.0, tight.
     sd = 0.3 if host_class == "seed-000" else 1.0
-    return ParamSpec(f"speed:{host_class}", 0.1, 10.0, 1.0, sd, f"CPU time on {host_class} hosts relative to the reference host")
+    return ParamSpec(
+        f"speed:{host_class}", 0.1, 10.0, 1.0, sd, f"CPU time on {host_class} hosts relative to the reference host"
+    )
 
 
 def setup_of(m: Measurement) -> Setup:
@@ -218,10 +239,13 @@ class FittedModel:
         otherwise its overhead would be the prior alone, and no answer should rest on that."""
         if profile.name in BUILTIN or not profile.measured:
             return True
-        return any(profile_of(x.measurement).overhead_key == profile.overhead_key
-                   for x in [*self.points, *self.demand_rows])
+        return any(
+            profile_of(x.measurement).overhead_key == profile.overhead_key for x in [*self.points, *self.demand_rows]
+        )
 
-    def throughput_interval(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> tuple[float, float, float]:
+    def throughput_interval(
+        self, profile: WorkflowProfile, setup: Setup, host: HostShape
+    ) -> tuple[float, float, float]:
         """(low, mid, high) executions per second, a 90% interval."""
         return self.interval_of(lambda model: model.throughput_at(profile, setup, host), profile.ratio_sd_log)
 
@@ -240,7 +264,7 @@ class FittedModel:
             grad[i] = (math.log(other) - math.log(mid)) / step
         cov = self.log_cov
         var = sum(grad[i] * cov[i][j] * grad[j] for i in range(len(grad)) for j in range(len(grad)))
-        var += self.resid_sd_log ** 2 + extra_sd_log ** 2
+        var += self.resid_sd_log**2 + extra_sd_log**2
         half = Z90 * math.sqrt(max(var, 0.0))
         return mid * math.exp(-half), mid, mid * math.exp(half)
 
@@ -249,8 +273,9 @@ class TooFewPoints(ValueError):
     pass
 
 
-def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
-                 leave_out: str | None = None) -> FittedModel:
+def fit_capacity(
+    measurements: list[Measurement] | tuple[Measurement, ...], leave_out: str | None = None
+) -> FittedModel:
     """Fit demands to every capacity point and per-role demand row (but `leave_out`, a point's or a demand
     row's id, or a measurement's id for all its rows, for leave-one-out validation)."""
     import numpy as np  # imported here: only fitting needs numpy and scipy
@@ -259,27 +284,44 @@ def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
     workflows = set(BUILTIN) | {m.workflow for m in measurements if is_user_point(m)}
     points, excluded = select_capacity_points(measurements, workflows)
     excluded = excluded + excluded_demand(measurements)
-    demand_rows = [r for r in select_demand_rows(measurements)
-                   if r.measurement.workflow in workflows and leave_out not in (r.id, r.measurement.id)]
+    demand_rows = [
+        r
+        for r in select_demand_rows(measurements)
+        if r.measurement.workflow in workflows and leave_out not in (r.id, r.measurement.id)
+    ]
     lone_rows = [r for r in select_lone_rows(measurements) if r.id != leave_out]
     if leave_out is not None:
         points = [p for p in points if p.measurement.id != leave_out]
     if not points:
-        raise TooFewPoints("no capacity measurements to fit: run `n8n-sizer bench` with rates above what the "
-                           "setup can answer (e.g. --rates 5,20,50) so at least one step saturates")
+        raise TooFewPoints(
+            "no capacity measurements to fit: run `n8n-sizer bench` with rates above what the "
+            "setup can answer (e.g. --rates 5,20,50) so at least one step saturates"
+        )
     user_classes = sorted({p.measurement.hardware.host_class for p in points if is_user_point(p.measurement)})
     reference = user_classes[0] if user_classes else EMBEDDED_REFERENCE_CLASS
     # Every workflow the data speak of gets its own overhead: capacity points pin it, and so do per-role CPU
     # rows alone (a first run whose steps never saturated still measured CPU per execution by role).
-    overhead_keys = sorted({profile_of(p.measurement).overhead_key for p in points}
-                           | {profile_of(r.measurement).overhead_key for r in demand_rows} | {"light", "code-heavy"})
+    overhead_keys = sorted(
+        {profile_of(p.measurement).overhead_key for p in points}
+        | {profile_of(r.measurement).overhead_key for r in demand_rows}
+        | {"light", "code-heavy"}
+    )
     # Demand rows of a host class without capacity points (a machine shared with other work, whose CPU time
     # per operation runs high) get a speed factor of their own: they then pin how CPU splits between roles.
-    classes = sorted(({p.measurement.hardware.host_class for p in points}
-                      | {r.measurement.hardware.host_class for r in demand_rows}
-                      | {r.measurement.hardware.host_class for r in lone_rows}) - {reference})
-    specs = (list(BASE_SPECS) + [_overhead_spec(k) for k in overhead_keys] + [_speed_spec(c) for c in classes]
-             + [_lone_spec(k) for k in sorted({r.key for r in lone_rows})])
+    classes = sorted(
+        (
+            {p.measurement.hardware.host_class for p in points}
+            | {r.measurement.hardware.host_class for r in demand_rows}
+            | {r.measurement.hardware.host_class for r in lone_rows}
+        )
+        - {reference}
+    )
+    specs = (
+        list(BASE_SPECS)
+        + [_overhead_spec(k) for k in overhead_keys]
+        + [_speed_spec(c) for c in classes]
+        + [_lone_spec(k) for k in sorted({r.key for r in lone_rows})]
+    )
     lo = np.log([s.lo for s in specs])
     hi = np.log([s.hi for s in specs])
     prior = np.log([s.prior for s in specs])
@@ -302,13 +344,20 @@ def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
 
     def lone_residuals(z: np.ndarray) -> np.ndarray:
         model = model_for(z)
-        return np.array([math.log(model.params[r.key] * model.host_factor(host_of(r.measurement)) / r.ms)
-                         for r in lone_rows])
+        return np.array(
+            [math.log(model.params[r.key] * model.host_factor(host_of(r.measurement)) / r.ms) for r in lone_rows]
+        )
 
     def residuals(z: np.ndarray) -> np.ndarray:
         # Data rows in units of the expected run-to-run noise, so priors and data weigh as they should.
-        return np.concatenate([data_residuals(z) / NOISE_FLOOR, demand_residuals(z) / NOISE_FLOOR,
-                               lone_residuals(z) / NOISE_FLOOR, (z - prior) / prior_sd])
+        return np.concatenate(
+            [
+                data_residuals(z) / NOISE_FLOOR,
+                demand_residuals(z) / NOISE_FLOOR,
+                lone_residuals(z) / NOISE_FLOOR,
+                (z - prior) / prior_sd,
+            ]
+        )
 
     z0 = np.clip(prior, lo + 1e-9, hi - 1e-9)
     result = least_squares(residuals, z0, bounds=(lo, hi), method="trf", x_scale=1.0, xtol=1e-10, ftol=1e-10)
@@ -316,25 +365,39 @@ def fit_capacity(measurements: list[Measurement] | tuple[Measurement, ...],
     data_res = data_residuals(z)
     n = len(points)
     dof = max(1, n - len(BASE_SPECS) + len(_role_prior_specs()))
-    resid_sd = max(math.sqrt(float(np.sum(data_res ** 2)) / dof), NOISE_FLOOR)
+    resid_sd = max(math.sqrt(float(np.sum(data_res**2)) / dof), NOISE_FLOOR)
     nd = n + len(demand_rows) + len(lone_rows)
     jac_data = result.jac[:nd] * NOISE_FLOOR  # back to log units
-    fisher = jac_data.T @ jac_data / resid_sd ** 2 + result.jac[nd:].T @ result.jac[nd:]
+    fisher = jac_data.T @ jac_data / resid_sd**2 + result.jac[nd:].T @ result.jac[nd:]
     log_cov = np.linalg.pinv(fisher).tolist()
 
     model = model_for(z)
     res = {p.measurement.id: float(r / w) for p, r, w in zip(points, data_res, weights)}
     res.update({r.id: float(v) for r, v in zip(demand_rows, demand_residuals(z))})
     res.update({r.id: float(v) for r, v in zip(lone_rows, lone_residuals(z))})
-    return FittedModel(model=model, specs=specs, log_cov=log_cov, resid_sd_log=resid_sd, points=points,
-                       excluded=excluded, residuals=res, demand_rows=demand_rows)
+    return FittedModel(
+        model=model,
+        specs=specs,
+        log_cov=log_cov,
+        resid_sd_log=resid_sd,
+        points=points,
+        excluded=excluded,
+        residuals=res,
+        demand_rows=demand_rows,
+    )
 
 
 def fitted_to_dict(fitted: FittedModel, measurements_sha256: str) -> dict:
     """The fitted state to ship with the package, so `advise` starts without refitting (see engine.py)."""
-    return {"measurements_sha256": measurements_sha256, "reference_class": fitted.model.reference_class,
-            "params": fitted.params, "spec_names": [s.name for s in fitted.specs],
-            "log_cov": fitted.log_cov, "resid_sd_log": fitted.resid_sd_log, "residuals": fitted.residuals}
+    return {
+        "measurements_sha256": measurements_sha256,
+        "reference_class": fitted.model.reference_class,
+        "params": fitted.params,
+        "spec_names": [s.name for s in fitted.specs],
+        "log_cov": fitted.log_cov,
+        "resid_sd_log": fitted.resid_sd_log,
+        "residuals": fitted.residuals,
+    }
 
 
 def fitted_from_dict(data: dict, measurements: list[Measurement] | tuple[Measurement, ...]) -> FittedModel:
@@ -342,10 +405,24 @@ def fitted_from_dict(data: dict, measurements: list[Measurement] | tuple[Measure
     points, excluded = select_capacity_points(measurements, set(BUILTIN))
     excluded = excluded + excluded_demand(measurements)
     known = {s.name: s for s in BASE_SPECS}
-    specs = [known.get(n) or (_overhead_spec(n.split(":", 1)[1]) if n.startswith("overhead:")
-                              else _lone_spec(n) if n.startswith("lone_ms:")
-                              else _speed_spec(n.split(":", 1)[1])) for n in data["spec_names"]]
-    return FittedModel(model=CapacityModel(data["params"], data["reference_class"]), specs=specs,
-                       log_cov=data["log_cov"], resid_sd_log=data["resid_sd_log"], points=points,
-                       excluded=excluded, residuals=data["residuals"],
-                       demand_rows=[r for r in select_demand_rows(measurements) if r.measurement.workflow in BUILTIN])
+    specs = [
+        known.get(n)
+        or (
+            _overhead_spec(n.split(":", 1)[1])
+            if n.startswith("overhead:")
+            else _lone_spec(n)
+            if n.startswith("lone_ms:")
+            else _speed_spec(n.split(":", 1)[1])
+        )
+        for n in data["spec_names"]
+    ]
+    return FittedModel(
+        model=CapacityModel(data["params"], data["reference_class"]),
+        specs=specs,
+        log_cov=data["log_cov"],
+        resid_sd_log=data["resid_sd_log"],
+        points=points,
+        excluded=excluded,
+        residuals=data["residuals"],
+        demand_rows=[r for r in select_demand_rows(measurements) if r.measurement.workflow in BUILTIN],
+    )

@@ -41,19 +41,21 @@ def _open_reason(m: Measurement, x: float) -> str | None:
     if offered is None:
         return "no offered rate recorded"
     if offered < SATURATION_RATIO * x:
-        return (f"offered {offered:g}/s stayed below what it answered ({x:.2f}/s): "
-                "a latency point, not a capacity point")
+        return f"offered {offered:g}/s stayed below what it answered ({x:.2f}/s): a latency point, not a capacity point"
     errors = m.results.errors
     if errors is not None and m.load.duration_s:
         answered = x * m.load.duration_s
         if errors > MAX_ERROR_SHARE * answered:
-            return (f"{errors} errors against ~{answered:.0f} answered (> {MAX_ERROR_SHARE:.0%}): past capacity, "
-                    "timeouts and failures shaped the answered count")
+            return (
+                f"{errors} errors against ~{answered:.0f} answered (> {MAX_ERROR_SHARE:.0%}): past capacity, "
+                "timeouts and failures shaped the answered count"
+            )
     return None
 
 
-def select_capacity_points(measurements: list[Measurement] | tuple[Measurement, ...],
-                           profiles: set[str]) -> tuple[list[CapacityPoint], list[Excluded]]:
+def select_capacity_points(
+    measurements: list[Measurement] | tuple[Measurement, ...], profiles: set[str]
+) -> tuple[list[CapacityPoint], list[Excluded]]:
     """Split throughput measurements into capacity points and excluded ones (each with its reason)."""
     points: list[CapacityPoint] = []
     excluded: list[Excluded] = []

@@ -120,9 +120,15 @@ def postgres_memory(max_connections: int, ram_mib: int) -> PostgresMemory:
     keeps its answers under it too); under it each connection gets at least MIN_WORK_MEM_MIB of work_mem."""
     most = connection_budget(ram_mib)
     if max_connections > most:
-        raise TooManyConnections(f"{max_connections} connections need more RAM than {ram_mib} MiB carries (at most "
-                                 f"{most}: {POSTGRES_BACKEND_RAM_SHARE:.0%} of it at {RAM_PER_CONNECTION_MIB:g} MiB each)")
+        raise TooManyConnections(
+            f"{max_connections} connections need more RAM than {ram_mib} MiB carries (at most "
+            f"{most}: {POSTGRES_BACKEND_RAM_SHARE:.0%} of it at {RAM_PER_CONNECTION_MIB:g} MiB each)"
+        )
     shared = int(ram_mib * SHARED_BUFFERS_FRACTION)
     work_mem = max(MIN_WORK_MEM_MIB, (ram_mib - shared) // (3 * max_connections))
-    return PostgresMemory(max_connections=max_connections, shared_buffers_mib=shared, work_mem_mib=work_mem,
-                          effective_cache_size_mib=int(ram_mib * 0.75))
+    return PostgresMemory(
+        max_connections=max_connections,
+        shared_buffers_mib=shared,
+        work_mem_mib=work_mem,
+        effective_cache_size_mib=int(ram_mib * 0.75),
+    )

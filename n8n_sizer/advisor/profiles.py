@@ -43,8 +43,13 @@ class WorkflowProfile(Frozen):
 
 
 LIGHT = WorkflowProfile(name="light", code_cpu_ms=0.0, wait_ms=0.0, overhead_key="light", measured=True)
-CODE_HEAVY = WorkflowProfile(name="code-heavy", code_cpu_ms=CODE_HEAVY_CPU_MS, wait_ms=CODE_HEAVY_WAIT_MS,
-                             overhead_key="code-heavy", measured=True)
+CODE_HEAVY = WorkflowProfile(
+    name="code-heavy",
+    code_cpu_ms=CODE_HEAVY_CPU_MS,
+    wait_ms=CODE_HEAVY_WAIT_MS,
+    overhead_key="code-heavy",
+    measured=True,
+)
 BUILTIN: dict[str, WorkflowProfile] = {p.name: p for p in (LIGHT, CODE_HEAVY)}
 WORKLOADS = ("light", "code-heavy")
 
@@ -56,11 +61,19 @@ def profile_for(workload: str, cpu_ms: float | None = None, wait_ms: float | Non
             raise InputError(f"--cpu-ms must be >= 0 (got {cpu_ms:g}); it is the CPU your Code nodes use per execution")
         if wait_ms is not None and wait_ms < 0:
             raise InputError(f"--wait-ms must be >= 0 (got {wait_ms:g}); it is the time each execution waits on I/O")
-        return WorkflowProfile(name="custom", code_cpu_ms=cpu_ms or 0.0, wait_ms=wait_ms or 0.0,
-                               overhead_key="light", measured=False, code_nodes=1)
+        return WorkflowProfile(
+            name="custom",
+            code_cpu_ms=cpu_ms or 0.0,
+            wait_ms=wait_ms or 0.0,
+            overhead_key="light",
+            measured=False,
+            code_nodes=1,
+        )
     if workload not in BUILTIN:
-        raise InputError(f"unknown --workload {workload!r}; accepted: {', '.join(WORKLOADS)} "
-                         "(or give --cpu-ms/--wait-ms for a custom profile)")
+        raise InputError(
+            f"unknown --workload {workload!r}; accepted: {', '.join(WORKLOADS)} "
+            "(or give --cpu-ms/--wait-ms for a custom profile)"
+        )
     return BUILTIN[workload]
 
 

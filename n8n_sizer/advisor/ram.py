@@ -69,12 +69,24 @@ def fit_ram(measurements: list[Measurement] | tuple[Measurement, ...]) -> RamMod
             elif s.production_limit is not None:  # without a limit the peak measures the backlog, not the stack
                 used.append(m.id)
                 regular_peak.append(r.peak_ram_mb)
-    held = [((r.main_ram_mb[-1] - r.main_ram_mb[0]) / m.load.max_in_flight, m.id) for m in measurements
-            for r in [m.results] if m.setup.mode == "regular" and m.setup.production_limit is None
-            and r.main_ram_mb and len(r.main_ram_mb) >= 2 and m.load.max_in_flight]
+    held = [
+        ((r.main_ram_mb[-1] - r.main_ram_mb[0]) / m.load.max_in_flight, m.id)
+        for m in measurements
+        for r in [m.results]
+        if m.setup.mode == "regular"
+        and m.setup.production_limit is None
+        and r.main_ram_mb
+        and len(r.main_ram_mb) >= 2
+        and m.load.max_in_flight
+    ]
     used += [i for _, i in held]
     if len({w for w, _ in idle_q}) < 2 or len({w for w, _ in peak_q}) < 2 or not regular_idle or not regular_peak:
         raise ValueError("RAM model needs idle and peak figures for regular mode and >= 2 worker counts in queue mode")
-    return RamModel(regular_idle_mb=max(regular_idle), regular_peak_mb=max(regular_peak),
-                    queue_idle_mb=_line(idle_q), queue_peak_mb=_line(peak_q), evidence=tuple(used),
-                    **({"held_mb_per_execution": max(v for v, _ in held)} if held else {}))
+    return RamModel(
+        regular_idle_mb=max(regular_idle),
+        regular_peak_mb=max(regular_peak),
+        queue_idle_mb=_line(idle_q),
+        queue_peak_mb=_line(peak_q),
+        evidence=tuple(used),
+        **({"held_mb_per_execution": max(v for v, _ in held)} if held else {}),
+    )

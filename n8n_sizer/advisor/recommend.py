@@ -16,7 +16,7 @@ import math
 
 from n8n_sizer.advisor import settings
 from n8n_sizer.advisor.answer import explain as explain
-from n8n_sizer.advisor.answer.base import (Basis, Candidate, Recommendation, Request, SingleChoice, SizeFit)
+from n8n_sizer.advisor.answer.base import Basis, Candidate, Recommendation, Request, SingleChoice, SizeFit
 from n8n_sizer.advisor.answer.single import build_single
 from n8n_sizer.advisor.answer.multi import build_topology
 from n8n_sizer.advisor.capacity import HostShape
@@ -25,7 +25,13 @@ from n8n_sizer.advisor.fit import FittedModel
 from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, worker_pool_size
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.ram import RamModel
-from n8n_sizer.advisor.answer.topology_search import MAX_HOSTS_DEFAULT, NEGLIGIBLE_GAIN, HostOption, Scored, TopologySearch
+from n8n_sizer.advisor.answer.topology_search import (
+    MAX_HOSTS_DEFAULT,
+    NEGLIGIBLE_GAIN,
+    HostOption,
+    Scored,
+    TopologySearch,
+)
 from n8n_sizer.advisor.setup import Setup, most_workers
 from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION, TopologyModel
 from n8n_sizer.advisor.usl import UslModel
@@ -34,15 +40,20 @@ from n8n_sizer.errors import InputError
 __all__ = ["Advisor", "Request", "Recommendation", "COMFORT_UTILISATION", "MAX_HOSTS_DEFAULT"]
 
 
-
 RAM_SHARE = 0.8  # of a host's RAM, what n8n's stack may use (answer/single.py warns above it)
 
 
 class Advisor:
     """Holds the fitted model, the RAM model and any USL fits; answers requests."""
 
-    def __init__(self, fitted: FittedModel, ram: RamModel, usl: dict[tuple, UslModel] | None = None,
-                 notes: list[str] | None = None, measurements=()):
+    def __init__(
+        self,
+        fitted: FittedModel,
+        ram: RamModel,
+        usl: dict[tuple, UslModel] | None = None,
+        notes: list[str] | None = None,
+        measurements=(),
+    ):
         self.fitted = fitted
         self.model = fitted.model
         self.ram = ram
@@ -51,7 +62,9 @@ class Advisor:
         self._options: dict[tuple, list[Candidate]] = {}
         self._searches: dict[tuple, TopologySearch] = {}
         # Shared-core (burstable) sizes: the longest embedded soak on one gives their latency floor.
-        soaks = [m for m in measurements if m.hardware.shared_core and m.results.p95_ms is not None and m.load.duration_s]
+        soaks = [
+            m for m in measurements if m.hardware.shared_core and m.results.p95_ms is not None and m.load.duration_s
+        ]
         self.soak = max(soaks, key=lambda m: m.load.duration_s) if soaks else None
         self.basis = Basis(fitted=fitted, ram=ram, notes=tuple(self.notes), soak=self.soak)
 
@@ -62,8 +75,12 @@ class Advisor:
         return HostShape(vcpu=size.baseline_vcpu, arch=size.arch, host_class=size.host_class, ram_mib=size.ram_mib)
 
     def host_for_vcpu(self, vcpu: int, arch: str, ram_mib: int | None = None) -> HostShape:
-        return HostShape(vcpu=float(vcpu), arch=arch, host_class=self.model.reference_class,
-                         ram_mib=ram_mib or RAM_MIB_PER_VCPU_ASSUMED * vcpu)
+        return HostShape(
+            vcpu=float(vcpu),
+            arch=arch,
+            host_class=self.model.reference_class,
+            ram_mib=ram_mib or RAM_MIB_PER_VCPU_ASSUMED * vcpu,
+        )
 
     # --- single-host candidates ----------------------------------------------------------------
     def _usl_cap(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> float:
@@ -117,8 +134,9 @@ class Advisor:
             p95 = max(p95, self.soak.results.p95_ms)  # the soak's measured tail, not the model's 50 ms
         return p95
 
-    def best_on_host(self, profile: WorkflowProfile, host: HostShape, rate: float, p95_target: float | None,
-                     shared: bool = False) -> tuple[Candidate, bool, bool, float | None]:
+    def best_on_host(
+        self, profile: WorkflowProfile, host: HostShape, rate: float, p95_target: float | None, shared: bool = False
+    ) -> tuple[Candidate, bool, bool, float | None]:
         """(setup, comfortable, carries, p95): the simplest setup that carries the rate comfortably, else the
         one with the most capacity (ties: the simpler)."""
         options = self.host_options(profile, host)
@@ -137,15 +155,28 @@ class Advisor:
         if req.vcpu is not None:
             same = [s for s in sizes if s.vcpu == req.vcpu and not s.shared_core]
             s = same[0] if same else None
-            return [(HostOption(self.host_for_vcpu(req.vcpu, req.arch, s.ram_mib if s else None),
-                                s.provider if s else req.provider,
-                                s.size if s else None, req.vcpu, s.monthly_eur if s else None,
-                                s.ram_mib if s else None), False)], sizes
+            return [
+                (
+                    HostOption(
+                        self.host_for_vcpu(req.vcpu, req.arch, s.ram_mib if s else None),
+                        s.provider if s else req.provider,
+                        s.size if s else None,
+                        req.vcpu,
+                        s.monthly_eur if s else None,
+                        s.ram_mib if s else None,
+                    ),
+                    False,
+                )
+            ], sizes
         if not sizes:
-            raise InputError(f"no catalog size for --provider {req.provider} --arch {req.arch}; "
-                             "GCP e2 sizes are x86 only: try --arch x86 or --provider hetzner")
-        return [(HostOption(self.host_for_size(s), s.provider, s.size, s.vcpu, s.monthly_eur, s.ram_mib),
-                 s.shared_core) for s in sizes], sizes
+            raise InputError(
+                f"no catalog size for --provider {req.provider} --arch {req.arch}; "
+                "GCP e2 sizes are x86 only: try --arch x86 or --provider hetzner"
+            )
+        return [
+            (HostOption(self.host_for_size(s), s.provider, s.size, s.vcpu, s.monthly_eur, s.ram_mib), s.shared_core)
+            for s in sizes
+        ], sizes
 
     def recommend(self, req: Request) -> Recommendation:
         profile = req.profile
@@ -200,11 +231,23 @@ class Advisor:
         size from it; the answer shows the ones --vcpu allows, `_finish`)."""
         out = []
         for size in sizes:
-            c, comfortable, carries, _ = self.best_on_host(profile, self.host_for_size(size), req.rps, req.p95_ms,
-                                                           size.shared_core)
-            out.append(SizeFit(provider=size.provider, size=size.size, vcpu=size.vcpu, arch=size.arch,
-                               monthly_eur=size.monthly_eur, mode=c.mode, workers=c.setup.workers,
-                               capacity_per_s=c.mid, carries=carries, comfortable=comfortable))
+            c, comfortable, carries, _ = self.best_on_host(
+                profile, self.host_for_size(size), req.rps, req.p95_ms, size.shared_core
+            )
+            out.append(
+                SizeFit(
+                    provider=size.provider,
+                    size=size.size,
+                    vcpu=size.vcpu,
+                    arch=size.arch,
+                    monthly_eur=size.monthly_eur,
+                    mode=c.mode,
+                    workers=c.setup.workers,
+                    capacity_per_s=c.mid,
+                    carries=carries,
+                    comfortable=comfortable,
+                )
+            )
         return out
 
     def _build_single(self, req: Request, s: SingleChoice, carries: bool, fits, sizes) -> Recommendation:
@@ -228,10 +271,16 @@ class Advisor:
         p95 = self._p95(profile, cand, host, req.rps, False)
         carries = req.rps < mid and (req.p95_ms is None or (p95 is not None and p95 <= req.p95_ms))
         fits = self._fits(profile, req, sizes_for(req.provider, req.arch))
-        rec = self._build_single(req.model_copy(update={"given": True, "max_hosts": 1}),
-                                 SingleChoice(option, False, cand, p95), carries, fits, [])
-        return rec.model_copy(update={"request": {**rec.request, "max_hosts": None,
-                                                  "topology": {"hosts": 1, "machine_vcpu": None}}})
+        rec = self._build_single(
+            req.model_copy(update={"given": True, "max_hosts": 1}),
+            SingleChoice(option, False, cand, p95),
+            carries,
+            fits,
+            [],
+        )
+        return rec.model_copy(
+            update={"request": {**rec.request, "max_hosts": None, "topology": {"hosts": 1, "machine_vcpu": None}}}
+        )
 
     def evaluate(self, req: Request, layout, given_hosts: int | None = None) -> Recommendation:
         """The answer for a topology the user gives (answer/given.py): no search, the same model."""
@@ -246,8 +295,9 @@ def _finish(req: Request, rec: Recommendation) -> Recommendation:
     mid = rec.capacity_per_s.mid
     comfortable = rec.feasible and req.rps <= COMFORT_UTILISATION * mid
     fits = [f for f in rec.fits if req.vcpu is None or f.vcpu == req.vcpu]
-    return rec.model_copy(update={"comfortable": comfortable, "concurrency_setting": explain.concurrency_setting(rec),
-                                  "fits": fits})
+    return rec.model_copy(
+        update={"comfortable": comfortable, "concurrency_setting": explain.concurrency_setting(rec), "fits": fits}
+    )
 
 
 def max_workers_on_host(host: HostShape) -> int:

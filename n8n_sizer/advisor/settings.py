@@ -10,16 +10,16 @@ import math
 
 from n8n_sizer.advisor.capacity import CapacityModel, HostShape
 from n8n_sizer.advisor.profiles import WorkflowProfile
-from n8n_sizer.advisor.setup import (DEFAULT_DB_POOL_SIZE, DEFAULT_RUNNER_CONCURRENCY, DEFAULT_WORKER_CONCURRENCY,
-                                     Setup)
+from n8n_sizer.advisor.setup import DEFAULT_DB_POOL_SIZE, DEFAULT_RUNNER_CONCURRENCY, DEFAULT_WORKER_CONCURRENCY, Setup
 
 BURST_FACTOR = 1.5
 # Regular mode's production limit: seed 000 ran 10 and kept main at 674 MB with the editor at 0.42 s.
 MIN_PRODUCTION_LIMIT = 10
 
 
-def worker_concurrency(model: CapacityModel, profile: WorkflowProfile, host: HostShape, workers: int,
-                       rate_per_s: float) -> int:
+def worker_concurrency(
+    model: CapacityModel, profile: WorkflowProfile, host: HostShape, workers: int, rate_per_s: float
+) -> int:
     """`worker --concurrency`: Little's in-flight per worker x burst factor, never below n8n's default of 10.
 
     Below the default nothing is saved (concurrency only caps), and seed 000 measured the cost of going
@@ -48,8 +48,9 @@ def production_limit(model: CapacityModel, profile: WorkflowProfile, host: HostS
 LONG_EXECUTION_S = 0.5
 
 
-def production_limit_for(model: CapacityModel, profile: WorkflowProfile, host: HostShape,
-                         capacity_per_s: float, ram_cap: int | None = None) -> int | None:
+def production_limit_for(
+    model: CapacityModel, profile: WorkflowProfile, host: HostShape, capacity_per_s: float, ram_cap: int | None = None
+) -> int | None:
     """Regular mode's N8N_CONCURRENCY_PRODUCTION_LIMIT, or None (-1, off) where it would not matter.
 
     Set where an execution lasts LONG_EXECUTION_S or more at the comfortable rate (0.7 of capacity): then a
@@ -66,8 +67,9 @@ def production_limit_for(model: CapacityModel, profile: WorkflowProfile, host: H
     return limit if ram_cap is None else max(1, min(limit, ram_cap))
 
 
-def runner_concurrency(model: CapacityModel, profile: WorkflowProfile, setup: Setup, host: HostShape,
-                       rate_per_s: float) -> int:
+def runner_concurrency(
+    model: CapacityModel, profile: WorkflowProfile, setup: Setup, host: HostShape, rate_per_s: float
+) -> int:
     """N8N_RUNNERS_MAX_CONCURRENCY: Code tasks one runner holds at once, at least the template's 5.
 
     Seed 000 found 10/5, 10/10 and 20/20 (worker/runner) within noise of each other on CPU-bound work, so

@@ -41,7 +41,8 @@ def fit_usl(points: list[tuple[float, float]], *, what: str, how_to_get_more: st
         have = ", ".join(f"{n:g}" for n in distinct) or "none"
         raise TooFewPointsForUsl(
             f"contention (USL) for {what} not fitted: {len(distinct)} distinct worker count(s) measured ({have}), "
-            f"it needs {MIN_DISTINCT_N}; {how_to_get_more}")
+            f"it needs {MIN_DISTINCT_N}; {how_to_get_more}"
+        )
     import numpy as np
     from scipy.optimize import least_squares
 

@@ -122,17 +122,32 @@ def leave_one_out(measurements: list[Measurement] | tuple[Measurement, ...], rol
         fitted = fit_capacity(measurements, leave_out=m.id)
         low, mid, high = fitted.throughput_interval(profile_of(m), setup_of(m), host_of(m))
         hw = m.hardware
-        held.append(HeldOut(id=m.id, workflow=m.workflow, setup=describe_setup(m),
-                            host=f"{hw.provider}{' ' + hw.size if hw.provider == 'hetzner' else ''} {hw.vcpu:g} vCPU {hw.arch}",
-                            measured_per_s=point.throughput_per_s, predicted_per_s=mid, low_per_s=low, high_per_s=high))
+        held.append(
+            HeldOut(
+                id=m.id,
+                workflow=m.workflow,
+                setup=describe_setup(m),
+                host=f"{hw.provider}{' ' + hw.size if hw.provider == 'hetzner' else ''} {hw.vcpu:g} vCPU {hw.arch}",
+                measured_per_s=point.throughput_per_s,
+                predicted_per_s=mid,
+                low_per_s=low,
+                high_per_s=high,
+            )
+        )
     demand = []
     # One step's rows (every role it counted) are held out together: they share that step's window and noise.
     for mid_ in sorted({row.measurement.id for row in full.demand_rows}) if roles else ():
         fitted = fit_capacity(measurements, leave_out=mid_)
         for row in (r for r in full.demand_rows if r.measurement.id == mid_):
-            demand.append(HeldOutDemand(id=row.id, role=row.role, setup=describe_setup(row.measurement),
-                                        measured_ms=1000.0 * row.cpu_s,
-                                        predicted_ms=1000.0 * (predict_demand(fitted.model, row) or 0.0)))
+            demand.append(
+                HeldOutDemand(
+                    id=row.id,
+                    role=row.role,
+                    setup=describe_setup(row.measurement),
+                    measured_ms=1000.0 * row.cpu_s,
+                    predicted_ms=1000.0 * (predict_demand(fitted.model, row) or 0.0),
+                )
+            )
     return Validation(points=held, excluded=full.excluded, latency=latency_checks(full, measurements), demand=demand)
 
 
@@ -148,6 +163,13 @@ def latency_checks(fitted, measurements) -> list[LatencyCheck]:
         if load.offered_rps >= fitted.model.throughput_at(profile, setup, host):
             continue
         pred = fitted.model.p95_ms_at(profile, setup, host, load.offered_rps, arrival_cv2=0.0) + load.network_rtt_ms
-        out.append(LatencyCheck(id=m.id, setup=describe_setup(m), offered_per_s=load.offered_rps,
-                                measured_p95_ms=r.p95_ms, predicted_p95_ms=pred))
+        out.append(
+            LatencyCheck(
+                id=m.id,
+                setup=describe_setup(m),
+                offered_per_s=load.offered_rps,
+                measured_p95_ms=r.p95_ms,
+                predicted_p95_ms=pred,
+            )
+        )
     return out

@@ -24,8 +24,13 @@ from n8n_sizer.hosts.host import Host, LocalHost
 from n8n_sizer.runs.records import StepCounters
 from n8n_sizer.runs.stats import role_of
 from n8n_sizer.telemetry.probes import Probe, batch_command, split_batch
-from n8n_sizer.telemetry.probes.ops import (parse_commandstats, parse_transactions, pg_xacts_command,
-                                            redis_commandstats_command, redis_commands)
+from n8n_sizer.telemetry.probes.ops import (
+    parse_commandstats,
+    parse_transactions,
+    pg_xacts_command,
+    redis_commandstats_command,
+    redis_commands,
+)
 
 N8N_ROLES = ("main", "webhook", "worker")  # n8n processes whose children are their task runners
 OPS_TIMEOUT_S = 15
@@ -65,8 +70,9 @@ class Accounting:
 
     def _group(self, host: str, role: str) -> CpuGroup:
         if (host, role) not in self.groups:
-            self.groups[(host, role)] = CpuGroup(f"{self.top}/{host}/{role}", self.mounts,
-                                                 controllers=("cpuacct",)).create()
+            self.groups[(host, role)] = CpuGroup(
+                f"{self.top}/{host}/{role}", self.mounts, controllers=("cpuacct",)
+            ).create()
         return self.groups[(host, role)]
 
     def read(self) -> Reading:
@@ -118,10 +124,14 @@ def step_counters(before: Reading, after: Reading) -> StepCounters:
     def delta(a: int | None, b: int | None) -> int | None:
         return None if a is None or b is None or b < a else b - a
 
-    return StepCounters(role_cpu_ms=roles or None, host_role_cpu_ms=per_host or None, host_cpu_ms=whole or None,
-                        redis_commands=delta(before.redis_commands, after.redis_commands),
-                        postgres_transactions=delta(before.postgres_transactions, after.postgres_transactions),
-                        counted_s=max(0.0, after.time_s - before.time_s))
+    return StepCounters(
+        role_cpu_ms=roles or None,
+        host_role_cpu_ms=per_host or None,
+        host_cpu_ms=whole or None,
+        redis_commands=delta(before.redis_commands, after.redis_commands),
+        postgres_transactions=delta(before.postgres_transactions, after.postgres_transactions),
+        counted_s=max(0.0, after.time_s - before.time_s),
+    )
 
 
 def local_accounting(stack) -> Accounting | None:
@@ -142,21 +152,22 @@ def local_accounting(stack) -> Accounting | None:
     if stack.uses_redis and stack.redis_port and secret.exists():
         acc.redis_command = redis_commandstats_command(stack.redis_port, password_file=str(secret))
     if stack.uses_postgres and stack.postgres_port:
-        acc.pg_command = pg_xacts_command(stack.postgres_port, str(stack.postgres_socket_dir), user=POSTGRES_USER,
-                                          database=POSTGRES_DATABASE)
+        acc.pg_command = pg_xacts_command(
+            stack.postgres_port, str(stack.postgres_socket_dir), user=POSTGRES_USER, database=POSTGRES_DATABASE
+        )
     return acc
 
 
-def lab_accounting(pids: dict[str, dict[str, int]], data, redis_secret: str | None,
-                   top: str | None = None) -> Accounting | None:
+def lab_accounting(
+    pids: dict[str, dict[str, int]], data, redis_secret: str | None, top: str | None = None
+) -> Accounting | None:
     """Groups for a lab cluster's processes ({host: {name: PID}}), under the lab's top group (`lab.cpu`) when it
     has one (kept for the lab's life), else under one of this run's own; with the data host's Redis (over the
     bridge) and Postgres (its socket: every namespace shares this machine's filesystem)."""
     mounts = available_mounts()
     if not mounts:
         return None
-    acc = Accounting(mounts, top or f"{PREFIX}{secrets.token_hex(3)}", remove_top=top is None,
-                     ops_host=LocalHost())
+    acc = Accounting(mounts, top or f"{PREFIX}{secrets.token_hex(3)}", remove_top=top is None, ops_host=LocalHost())
     try:
         for host, procs in pids.items():
             for name, pid in procs.items():
@@ -169,6 +180,7 @@ def lab_accounting(pids: dict[str, dict[str, int]], data, redis_secret: str | No
     if data is not None:
         if redis_secret:
             acc.redis_command = redis_commandstats_command(data.redis_port, data.address, password_file=redis_secret)
-        acc.pg_command = pg_xacts_command(data.postgres_port, str(Path(data.secrets_file).parent / "postgres"),
-                                          user=data.user, database=data.database)
+        acc.pg_command = pg_xacts_command(
+            data.postgres_port, str(Path(data.secrets_file).parent / "postgres"), user=data.user, database=data.database
+        )
     return acc

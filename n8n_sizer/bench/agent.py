@@ -21,9 +21,21 @@ from n8n_sizer.bench.load import HttpPost, run_open
 from n8n_sizer.runs.records import RequestRecord
 
 
-def run_agent(*, url: str, body: bytes, rate_per_s: float, duration_s: float, seq_start: int, step: str,
-              target: str, generator: str, out: Path, timeout_s: float, max_in_flight: int,
-              deadline_s: float) -> dict:
+def run_agent(
+    *,
+    url: str,
+    body: bytes,
+    rate_per_s: float,
+    duration_s: float,
+    seq_start: int,
+    step: str,
+    target: str,
+    generator: str,
+    out: Path,
+    timeout_s: float,
+    max_in_flight: int,
+    deadline_s: float,
+) -> dict:
     """Run the share and write its records to `out` (created 0600, never overwritten); the tally as a dict."""
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     handle = os.fdopen(fd, "w")
@@ -35,10 +47,18 @@ def run_agent(*, url: str, body: bytes, rate_per_s: float, duration_s: float, se
     async def share():
         client = HttpPost(url, body, timeout_s)
         try:
-            return await run_open(client, rate_per_s=rate_per_s, duration_s=duration_s, max_in_flight=max_in_flight,
-                                  step=step, target=target, seq_start=seq_start, sink=sink,
-                                  should_stop=lambda: time.monotonic() >= stop_at,
-                                  abort=lambda: time.monotonic() >= stop_at)
+            return await run_open(
+                client,
+                rate_per_s=rate_per_s,
+                duration_s=duration_s,
+                max_in_flight=max_in_flight,
+                step=step,
+                target=target,
+                seq_start=seq_start,
+                sink=sink,
+                should_stop=lambda: time.monotonic() >= stop_at,
+                abort=lambda: time.monotonic() >= stop_at,
+            )
         finally:
             client.close()  # inside the loop: its connections' transports need it to close
 

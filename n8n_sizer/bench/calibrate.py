@@ -52,15 +52,19 @@ def _check(runs: int, rate: float) -> None:
     if not 1 <= runs <= MAX_RUNS:
         raise InputError(f"--runs must be from 1 to {MAX_RUNS} (got {runs}); a few dozen is enough, try --runs 30")
     if not 0 < rate <= MAX_RATE:
-        raise InputError(f"--rate must be above 0 and at most {MAX_RATE:g} req/s (got {rate:g}); a calibration runs "
-                         "at a low rate so that times are not queueing, try --rate 2")
+        raise InputError(
+            f"--rate must be above 0 and at most {MAX_RATE:g} req/s (got {rate:g}); a calibration runs "
+            "at a low rate so that times are not queueing, try --rate 2"
+        )
 
 
 def _post(http: httpx.Client, url: str, body: bytes) -> None:
     answer = http.post(url, content=body, headers={"Content-Type": "application/json"})
     if answer.status_code >= 400:
-        raise RemoteError(f"POST {url}: HTTP {answer.status_code}: {answer.text[:200]}; the workflow fails on this "
-                          "body: fix it in n8n's editor or pass the body it expects with --body")
+        raise RemoteError(
+            f"POST {url}: HTTP {answer.status_code}: {answer.text[:200]}; the workflow fails on this "
+            "body: fix it in n8n's editor or pass the body it expects with --body"
+        )
 
 
 def _finished(client: N8nClient, workflow_id: str, expected: int, timeout_s: float = 60.0) -> list[str]:
@@ -102,18 +106,32 @@ def _batch(http: httpx.Client, url: str, body: bytes, runs: int, rate: float, ma
     return None if before is None or after is None else (after - before) / runs
 
 
-def calibrate_workflow(path: Path, body_file: Path | None = None, runs: int = 30, rate: float = 2.0,
-                       warmup: int = 3, say: Callable[[str], None] = lambda _: None) -> Calibration:
+def calibrate_workflow(
+    path: Path,
+    body_file: Path | None = None,
+    runs: int = 30,
+    rate: float = 2.0,
+    warmup: int = 3,
+    say: Callable[[str], None] = lambda _: None,
+) -> Calibration:
     """Bring the local stack up, run the workflow `runs` times at `rate`, then the reference as many times, read the
     execution data and the task runner's CPU, stop the stack."""
     _check(runs, rate)
     export = load_export(path)
     body = read_user_bytes(body_file, "--body", fix="pass the JSON your webhook expects") if body_file else b"{}"
-    hook = next((n for n in export["nodes"] if isinstance(n, dict) and n.get("type") == "n8n-nodes-base.webhook"
-                 and not n.get("disabled")), None)
+    hook = next(
+        (
+            n
+            for n in export["nodes"]
+            if isinstance(n, dict) and n.get("type") == "n8n-nodes-base.webhook" and not n.get("disabled")
+        ),
+        None,
+    )
     if hook is None or str(hook.get("parameters", {}).get("httpMethod", "GET")).upper() != "POST":
-        raise InputError(f"workflow {path}: no enabled POST Webhook node; calibrate calls the workflow through its "
-                         "webhook: add a Webhook trigger with HTTP Method POST")
+        raise InputError(
+            f"workflow {path}: no enabled POST Webhook node; calibrate calls the workflow through its "
+            "webhook: add a Webhook trigger with HTTP Method POST"
+        )
     tag = f"{int(time.time())}"
     measured = with_webhook_path(export, f"calibrate-{tag}", f"calibrate {path.stem}")
     reference = with_webhook_path(read_workflow("light"), f"calibrate-reference-{tag}", "calibrate reference")
@@ -131,20 +149,34 @@ def calibrate_workflow(path: Path, body_file: Path | None = None, runs: int = 30
                 _post(http, ids["measured_url"], body)
                 _post(http, ids["reference_url"], DEFAULT_BODY)
             # In batches, so the task runner's CPU (from the kernel, steady on a busy machine) is each one's own.
-            runner = {key: _batch(http, ids[f"{key}_url"], b, runs, rate, stack.pid("main"))
-                      for key, b in (("measured", body), ("reference", DEFAULT_BODY))}
+            runner = {
+                key: _batch(http, ids[f"{key}_url"], b, runs, rate, stack.pid("main"))
+                for key, b in (("measured", body), ("reference", DEFAULT_BODY))
+            }
             version = None
             try:
                 client.login(session.owner)
                 version = client.version()
             except RemoteError:
                 pass
-            found = {key: sorted(_finished(client, ids[key], warmup + runs), key=int)[warmup:]
-                     for key in ("measured", "reference")}
+            found = {
+                key: sorted(_finished(client, ids[key], warmup + runs), key=int)[warmup:]
+                for key in ("measured", "reference")
+            }
             if not found["measured"]:
-                raise RemoteError(f"workflow {path}: no successful execution stored; open it in n8n's editor and run "
-                                  "it with this body to see why")
+                raise RemoteError(
+                    f"workflow {path}: no successful execution stored; open it in n8n's editor and run "
+                    "it with this body to see why"
+                )
             data = {key: [client.get_execution(i, include_data=True) for i in found[key]] for key in found}
-    return summarize(path.name, types, data["measured"], data["reference"], REFERENCE_NODE,
-                     time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), version,
-                     runner_cpu_ms=runner["measured"], reference_runner_cpu_ms=runner["reference"])
+    return summarize(
+        path.name,
+        types,
+        data["measured"],
+        data["reference"],
+        REFERENCE_NODE,
+        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        version,
+        runner_cpu_ms=runner["measured"],
+        reference_runner_cpu_ms=runner["reference"],
+    )

@@ -56,8 +56,13 @@ def step_outcome(rate_per_s: float, records: Sequence[RequestRecord]) -> StepOut
     sustainable. p95 is over answered requests."""
     lat = answered_latencies(records)
     carried = step_throughput(records, rate_per_s)  # answered over the span the answers needed
-    return StepOutcome(rate_per_s=rate_per_s, fired=len(records), errors=len(records) - len(lat),
-                       p95_ms=percentile(lat, 95), answered_per_s=carried.throughput_per_s if carried else None)
+    return StepOutcome(
+        rate_per_s=rate_per_s,
+        fired=len(records),
+        errors=len(records) - len(lat),
+        p95_ms=percentile(lat, 95),
+        answered_per_s=carried.throughput_per_s if carried else None,
+    )
 
 
 def judge(outcome: StepOutcome, *, p95_ms: float, error_budget: float) -> SearchStep:
@@ -66,18 +71,30 @@ def judge(outcome: StepOutcome, *, p95_ms: float, error_budget: float) -> Search
     if outcome.fired == 0:
         return SearchStep(outcome=outcome, passed=False, reason="no request was fired")
     if outcome.errors > allowed:
-        return SearchStep(outcome=outcome, passed=False,
-                          reason=f"{outcome.errors} errors of {outcome.fired} (budget {allowed:.0f})")
+        return SearchStep(
+            outcome=outcome, passed=False, reason=f"{outcome.errors} errors of {outcome.fired} (budget {allowed:.0f})"
+        )
     if outcome.p95_ms is None or outcome.p95_ms > p95_ms:
         seen = "no answer" if outcome.p95_ms is None else f"{outcome.p95_ms:,.0f} ms"
         return SearchStep(outcome=outcome, passed=False, reason=f"p95 {seen} > {p95_ms:,.0f} ms target")
-    return SearchStep(outcome=outcome, passed=True,
-                      reason=f"{outcome.errors} errors, p95 {outcome.p95_ms:,.0f} ms <= {p95_ms:,.0f} ms")
+    return SearchStep(
+        outcome=outcome,
+        passed=True,
+        reason=f"{outcome.errors} errors, p95 {outcome.p95_ms:,.0f} ms <= {p95_ms:,.0f} ms",
+    )
 
 
-def find_max_rate(measure: Callable[[float], StepOutcome], low: float, high: float, *, p95_ms: float,
-                  error_budget: float = 0.0, tolerance: float = 1.0, max_steps: int = 12,
-                  confirm: bool = True) -> SearchResult:
+def find_max_rate(
+    measure: Callable[[float], StepOutcome],
+    low: float,
+    high: float,
+    *,
+    p95_ms: float,
+    error_budget: float = 0.0,
+    tolerance: float = 1.0,
+    max_steps: int = 12,
+    confirm: bool = True,
+) -> SearchResult:
     """Binary search of the highest constant rate (req/s) in [low, high] that passes `judge`.
 
     `measure(rate)` runs one constant-rate step and returns its outcome. Stops when the bracket is
@@ -118,6 +135,13 @@ def find_max_rate(measure: Callable[[float], StepOutcome], low: float, high: flo
                 bad = mid
     confirmed = run(good) if confirm and good is not None else None
     failed = sorted(s.outcome.rate_per_s for s in steps if not s.passed)
-    return SearchResult(max_rate_per_s=good, first_failing_rate_per_s=failed[0] if failed else None,
-                        p95_target_ms=p95_ms, error_budget=error_budget, tolerance_per_s=tolerance,
-                        at_upper_bound=good == high, confirmed=confirmed, steps=steps)
+    return SearchResult(
+        max_rate_per_s=good,
+        first_failing_rate_per_s=failed[0] if failed else None,
+        p95_target_ms=p95_ms,
+        error_budget=error_budget,
+        tolerance_per_s=tolerance,
+        at_upper_bound=good == high,
+        confirmed=confirmed,
+        steps=steps,
+    )

@@ -57,7 +57,9 @@ def payloads_estimate_bytes(step, payloads: Payloads) -> int:
     """An upper estimate of payloads.json for `step`: every body plus overhead, oversize ones at their size."""
     n = planned_count(step)
     oversize = int(n * payloads.malformed) // 4 + 1  # oversize is one class in four (bench.payloads.CLASSES)
-    return n * (payloads.payload_bytes + ENTRY_OVERHEAD_BYTES) + oversize * (max_body_bytes(payloads.payload_bytes) + 1024)
+    return n * (payloads.payload_bytes + ENTRY_OVERHEAD_BYTES) + oversize * (
+        max_body_bytes(payloads.payload_bytes) + 1024
+    )
 
 
 def check_payloads_budget(steps, payloads: Payloads) -> None:
@@ -65,10 +67,12 @@ def check_payloads_budget(steps, payloads: Payloads) -> None:
     for step in steps:
         size = payloads_estimate_bytes(step, payloads)
         if size > PAYLOADS_MAX_BYTES:
-            raise InputError(f"step {step.name}: {planned_count(step):,} requests of --payload-bytes "
-                             f"{payloads.payload_bytes} are about {size / 2**20:.0f} MiB for k6 to hold (limit "
-                             f"{PAYLOADS_MAX_BYTES // 2**20} MiB); shorten --step-seconds, lower the rate or "
-                             f"--payload-bytes, or bench a native-stack host with the built-in driver")
+            raise InputError(
+                f"step {step.name}: {planned_count(step):,} requests of --payload-bytes "
+                f"{payloads.payload_bytes} are about {size / 2**20:.0f} MiB for k6 to hold (limit "
+                f"{PAYLOADS_MAX_BYTES // 2**20} MiB); shorten --step-seconds, lower the rate or "
+                f"--payload-bytes, or bench a native-stack host with the built-in driver"
+            )
 
 
 def write_payloads(path: Path, step, body: bytes, payloads: Payloads) -> int:
@@ -85,41 +89,52 @@ def write_payloads(path: Path, step, body: bytes, payloads: Payloads) -> int:
     parts, count = [], 0
     for raw, headers, cls in entries:
         # k6 sends a JS string as UTF-8; ASCII bodies (all bench.payloads makes) are then the same bytes
-        parts.append(json.dumps({"body": raw.decode("ascii"), "headers": headers, "class": cls},
-                                separators=(",", ":")))
+        parts.append(json.dumps({"body": raw.decode("ascii"), "headers": headers, "class": cls}, separators=(",", ":")))
         count += 1
     write_atomic(path, "[" + ",\n".join(parts) + "]\n", private=True, what="k6 payloads")
     return count
 
 
-def render_script(step, url: str, body: bytes, plan: LoadPlan, target: str,
-                  payloads_file: str | None = None) -> str:
-    env = Environment(loader=PackageLoader("n8n_sizer", "templates"), undefined=StrictUndefined,
-                      keep_trailing_newline=True)
+def render_script(step, url: str, body: bytes, plan: LoadPlan, target: str, payloads_file: str | None = None) -> str:
+    env = Environment(
+        loader=PackageLoader("n8n_sizer", "templates"), undefined=StrictUndefined, keep_trailing_newline=True
+    )
     rate = step.rate_per_s if isinstance(step, RateStep) else None
     shape = step.shape if isinstance(step, RateStep) else None
     start_rate, stages = k6_stages(shape, step.duration_s) if shape is not None else (None, None)
     return env.get_template("k6/bench.js.j2").render(
         shape=None if shape is None else shape.name,
         start_rate_milli=None if start_rate is None else round(start_rate * 1000),
-        stages=None if stages is None else [{"duration": f"{d * 1000:.0f}ms", "target": round(r * 1000)}
-                                            for d, r in stages],
+        stages=None
+        if stages is None
+        else [{"duration": f"{d * 1000:.0f}ms", "target": round(r * 1000)} for d, r in stages],
         # each request's scheduled time, as the built-in driver computes it (k6 numbers iterations in order)
         due_ms=None if shape is None else [round(t * 1000, 3) for t in arrival_times(shape, step.duration_s)],
-        step_name=step.name, target=target, url=url, body=body.decode("utf-8"), rate_per_s=rate,
+        step_name=step.name,
+        target=target,
+        url=url,
+        body=body.decode("utf-8"),
+        rate_per_s=rate,
         rate_milli=None if rate is None else round(rate * 1000),
         prealloc_vus=None if rate is None else min(plan.max_in_flight, max(1, int(rate * PREALLOCATED_VUS_PER_RATE))),
-        max_in_flight=plan.max_in_flight, users=getattr(step, "users", None), duration_s=f"{step.duration_s:g}",
-        timeout_s=int(plan.timeout_s), snippet_bytes=BODY_SNIPPET_BYTES, payloads_file=payloads_file,
-        execution_id_max_body=EXECUTION_ID_MAX_BODY)
+        max_in_flight=plan.max_in_flight,
+        users=getattr(step, "users", None),
+        duration_s=f"{step.duration_s:g}",
+        timeout_s=int(plan.timeout_s),
+        snippet_bytes=BODY_SNIPPET_BYTES,
+        payloads_file=payloads_file,
+        execution_id_max_body=EXECUTION_ID_MAX_BODY,
+    )
 
 
 def docker_command(workdir: str) -> str:
     d = shlex.quote(workdir)
-    return (f"docker run --rm --network host -u 0 -v {d}:/work -w /work {K6_IMAGE} run --quiet "
-            f"--no-usage-report --out json=/work/out.json /work/script.js > {d}/k6.log 2>&1; rc=$?; "
-            f"grep -E '\"metric\":\"({REQUEST_METRIC}|dropped_iterations)\"' {d}/out.json > {d}/requests.json; "
-            f"tail -c 2000 {d}/k6.log >&2; exit $rc")
+    return (
+        f"docker run --rm --network host -u 0 -v {d}:/work -w /work {K6_IMAGE} run --quiet "
+        f"--no-usage-report --out json=/work/out.json /work/script.js > {d}/k6.log 2>&1; rc=$?; "
+        f'grep -E \'"metric":"({REQUEST_METRIC}|dropped_iterations)"\' {d}/out.json > {d}/requests.json; '
+        f"tail -c 2000 {d}/k6.log >&2; exit $rc"
+    )
 
 
 def classify(status: int, error: str) -> str | None:
@@ -143,7 +158,7 @@ def _unix_s(stamp: str) -> float:
     head, _, rest = stamp.partition(".")
     if rest:
         digits = "".join(c for c in rest if c.isdigit())
-        zone = rest[len(digits):]
+        zone = rest[len(digits) :]
         stamp = f"{head}.{digits[:6]}{zone}"
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
@@ -172,25 +187,51 @@ def parse_k6_points(text: str, step: str, target: str, seq_start: int) -> list[R
             seq, status = int(md["seq"]), int(md["status"])
             scheduled, sent, done = (float(md[k]) / 1000.0 for k in ("scheduled_ms", "sent_ms", "done_ms"))
         except (KeyError, ValueError):
-            raise InputError(f"k6 output line {number} lacks the request metadata (seq, status, times); "
-                             f"was it written by n8n-sizer's k6 script on k6 >= 0.41?") from None
+            raise InputError(
+                f"k6 output line {number} lacks the request metadata (seq, status, times); "
+                f"was it written by n8n-sizer's k6 script on k6 >= 0.41?"
+            ) from None
         error = md.get("error", "")
         cls = classify(status, error)
         payload_class = md.get("payload_class") or None
         if payload_class is not None and payload_class not in CLASSES:
-            raise InputError(f"k6 output line {number}: unknown payload class {payload_class!r}; expected one "
-                             f"of {', '.join(CLASSES)}")
-        records.append(RequestRecord(
-            seq=seq_start + seq, step=step, target=target, scheduled_s=scheduled, sent_s=sent,
-            status=status or None, latency_ms=(done - scheduled) * 1000.0 if status else None, error_class=cls,
-            error=None if cls is None else (error or f"HTTP {status}") + f" (k6 error_code {md.get('error_code', '0')})",
-            body_snippet=md.get("body") or None, execution_id=md.get("execution_id") or None,
-            payload_class=payload_class))
+            raise InputError(
+                f"k6 output line {number}: unknown payload class {payload_class!r}; expected one "
+                f"of {', '.join(CLASSES)}"
+            )
+        records.append(
+            RequestRecord(
+                seq=seq_start + seq,
+                step=step,
+                target=target,
+                scheduled_s=scheduled,
+                sent_s=sent,
+                status=status or None,
+                latency_ms=(done - scheduled) * 1000.0 if status else None,
+                error_class=cls,
+                error=None
+                if cls is None
+                else (error or f"HTTP {status}") + f" (k6 error_code {md.get('error_code', '0')})",
+                body_snippet=md.get("body") or None,
+                execution_id=md.get("execution_id") or None,
+                payload_class=payload_class,
+            )
+        )
     next_seq = max((r.seq for r in records), default=seq_start - 1) + 1
     for i, when in enumerate(sorted(dropped_times)):
-        records.append(RequestRecord(seq=next_seq + i, step=step, target=target, scheduled_s=when, sent_s=when,
-                                     status=None, latency_ms=None, error_class="dropped",
-                                     error="not sent: k6 had no free VU (max in flight reached; dropped_iterations)"))
+        records.append(
+            RequestRecord(
+                seq=next_seq + i,
+                step=step,
+                target=target,
+                scheduled_s=when,
+                sent_s=when,
+                status=None,
+                latency_ms=None,
+                error_class="dropped",
+                error="not sent: k6 had no free VU (max in flight reached; dropped_iterations)",
+            )
+        )
     return records
 
 
@@ -210,22 +251,38 @@ def unstage_payloads(loadgen: Host, remote: str) -> None:
     loadgen.run(f"rm -f {shlex.quote(remote)}", timeout_s=30)
 
 
-def run_k6_step(loadgen: Host, step, url: str, body: bytes, plan: LoadPlan, target: str, run_id: str,
-                seq_start: int, payloads: Payloads | None = None) -> tuple[list[RequestRecord], StepTally]:
+def run_k6_step(
+    loadgen: Host,
+    step,
+    url: str,
+    body: bytes,
+    plan: LoadPlan,
+    target: str,
+    run_id: str,
+    seq_start: int,
+    payloads: Payloads | None = None,
+) -> tuple[list[RequestRecord], StepTally]:
     """Run one step with k6 on the load generator and bring its per-request records back; with `payloads`,
     each request sends its own body, headers and class (see the module docstring)."""
     workdir = f"/tmp/n8n-sizer-k6/{run_id}/{target}/{step.name}"
-    loadgen.run(f"test -f {LOADGEN_READY_MARKER} || {{ echo 'load generator not ready: no "
-                f"{LOADGEN_READY_MARKER} (cloud-init still running?)' >&2; exit 3; }}", timeout_s=30)
+    loadgen.run(
+        f"test -f {LOADGEN_READY_MARKER} || {{ echo 'load generator not ready: no "
+        f"{LOADGEN_READY_MARKER} (cloud-init still running?)' >&2; exit 3; }}",
+        timeout_s=30,
+    )
     with tempfile.TemporaryDirectory(prefix="n8n-sizer-k6-") as tmp:
         remote = None
         try:
             if payloads is not None:
                 remote = stage_payloads(loadgen, Path(tmp), workdir, step, body, payloads)
             script = Path(tmp) / "script.js"
-            write_atomic(script, render_script(step, url, body, plan, target,
-                                               payloads_file=None if remote is None else f"/work/{PAYLOADS_FILE}"),
-                         private=True)
+            write_atomic(
+                script,
+                render_script(
+                    step, url, body, plan, target, payloads_file=None if remote is None else f"/work/{PAYLOADS_FILE}"
+                ),
+                private=True,
+            )
             loadgen.put(script, f"{workdir}/script.js")
             res = loadgen.run(docker_command(workdir), timeout_s=step.duration_s + plan.timeout_s + 300, check=False)
         except BaseException:
@@ -237,8 +294,12 @@ def run_k6_step(loadgen: Host, step, url: str, body: bytes, plan: LoadPlan, targ
             unstage_payloads(loadgen, remote)
         local = Path(tmp) / "requests.json"
         loadgen.get(f"{workdir}/requests.json", local)
-        records = parse_k6_points(read_user_text(local, "k6's results", max_bytes=MAX_RECORDS_BYTES,
-                                                 fix="run the step again"), step.name, target, seq_start)
+        records = parse_k6_points(
+            read_user_text(local, "k6's results", max_bytes=MAX_RECORDS_BYTES, fix="run the step again"),
+            step.name,
+            target,
+            seq_start,
+        )
     if res.exit_code != 0 and not records:
         from n8n_sizer.hosts.host import command_error
 
@@ -247,6 +308,12 @@ def run_k6_step(loadgen: Host, step, url: str, body: bytes, plan: LoadPlan, targ
     started = min((r.scheduled_s for r in records), default=0.0)
     finished = max((r.scheduled_s + (r.latency_ms or 0) / 1000.0 for r in records), default=started)
     sent = [r for r in records if r.error_class != "dropped"]
-    outcome = StepTally(step=step.name, started_s=started, finished_s=finished, scheduled=len(records),
-                          sent=len(sent), last_sent_s=max((r.sent_s for r in sent), default=None))
+    outcome = StepTally(
+        step=step.name,
+        started_s=started,
+        finished_s=finished,
+        scheduled=len(records),
+        sent=len(sent),
+        last_sent_s=max((r.sent_s for r in sent), default=None),
+    )
     return records, outcome

@@ -51,11 +51,15 @@ def check_lab_inventory(inventory, source: str) -> None:
 def check_lab_request(plan, workflow: str, payloads: bool) -> None:
     """What a lab bench cannot run yet, refused before anything is deployed or loaded."""
     if any(getattr(step, "kind", None) != "rate" or step.shape is not None for step in plan.steps):
-        raise InputError("a lab bench runs constant-rate steps: drop --concurrency-sweep and --shape for "
-                         "--inventory lab.json (e.g. --rates 4,8)")
+        raise InputError(
+            "a lab bench runs constant-rate steps: drop --concurrency-sweep and --shape for "
+            "--inventory lab.json (e.g. --rates 4,8)"
+        )
     if payloads or workflow == "signed-webhook":
-        raise InputError("--payload-bytes, --malformed, --hmac-secret-file and signed-webhook are not split over a "
-                         "lab's generators yet; bench the lab with another --workflow and its fixed body")
+        raise InputError(
+            "--payload-bytes, --malformed, --hmac-secret-file and signed-webhook are not split over a "
+            "lab's generators yet; bench the lab with another --workflow and its fixed body"
+        )
 
 
 def split_rate(rate_per_s: float, generators: int) -> list[float]:
@@ -91,10 +95,14 @@ def merge_records(parts: Sequence[Sequence[RequestRecord]]) -> list[RequestRecor
 def merge_tallies(step: str, tallies: Sequence[dict]) -> StepTally:
     """One step's tally from the generators' own (the earliest start, the latest end, the sums)."""
     sent = [t["last_sent_s"] for t in tallies if t.get("last_sent_s") is not None]
-    return StepTally(step=step, started_s=min(t["started_s"] for t in tallies),
-                     finished_s=max(t["finished_s"] for t in tallies),
-                     scheduled=sum(t["scheduled"] for t in tallies), sent=sum(t["sent"] for t in tallies),
-                     last_sent_s=max(sent) if sent else None)
+    return StepTally(
+        step=step,
+        started_s=min(t["started_s"] for t in tallies),
+        finished_s=max(t["finished_s"] for t in tallies),
+        scheduled=sum(t["scheduled"] for t in tallies),
+        sent=sum(t["sent"] for t in tallies),
+        last_sent_s=max(sent) if sent else None,
+    )
 
 
 @dataclass
@@ -122,9 +130,11 @@ def lab_target(inventory, inventory_path: Path) -> LabTarget:
     def ssh(h) -> SshHost:
         return SshHost(h.name, h.private_ip or h.public_ip, h.ssh_user, key_file=key)
 
-    return LabTarget(inventory_path=inventory_path,
-                     hosts={h.name: ssh(h) for h in inventory.cluster_hosts()},
-                     generators={h.name: ssh(h) for h in inventory.loadgens()})
+    return LabTarget(
+        inventory_path=inventory_path,
+        hosts={h.name: ssh(h) for h in inventory.cluster_hosts()},
+        generators={h.name: ssh(h) for h in inventory.loadgens()},
+    )
 
 
 def bring_up(lab: LabTarget):
@@ -161,9 +171,14 @@ def role_labelled(sink: Callable[[Sequence[Sample]], None]) -> Callable[[Sequenc
     return write
 
 
-def lab_samplers(lab: LabTarget, sink: Callable[[Sequence[Sample]], None], labels: dict[str, str],
-                 n8n_metrics: bool = True, editor_check: Callable[[], None] | None = None,
-                 interval_s: float = LAB_SAMPLE_EVERY_S) -> list:
+def lab_samplers(
+    lab: LabTarget,
+    sink: Callable[[Sequence[Sample]], None],
+    labels: dict[str, str],
+    n8n_metrics: bool = True,
+    editor_check: Callable[[], None] | None = None,
+    interval_s: float = LAB_SAMPLE_EVERY_S,
+) -> list:
     """A Sampler per cluster host (not started): its processes by role, Redis and Bull on the data host,
     main's /metrics queue gauges on the ingest host (main listens on that host's loopback or address), and
     `editor_check` timed by the ingest host's sampler."""
@@ -183,15 +198,36 @@ def lab_samplers(lab: LabTarget, sink: Callable[[Sequence[Sample]], None], label
         main = next((p for p in cluster.processes.get(name, []) if p.role == "main"), None)
         if main is not None and n8n_metrics:
             probes.append(n8n_metrics_probe(main.ready_url.split("/healthz")[0]))
-        samplers.append(Sampler(host, role_labelled(sink), probes, processes=mine, trees=trees, labels=labels,
-                                interval_s=interval_s, timeout_s=10.0,
-                                editor_check=editor_check if main is not None else None))
+        samplers.append(
+            Sampler(
+                host,
+                role_labelled(sink),
+                probes,
+                processes=mine,
+                trees=trees,
+                labels=labels,
+                interval_s=interval_s,
+                timeout_s=10.0,
+                editor_check=editor_check if main is not None else None,
+            )
+        )
     return samplers
 
 
-def run_lab_step(lab: LabTarget, *, url: str, body: bytes, rate_per_s: float, duration_s: float, step: str,
-                 seq_start: int, timeout_s: float, max_in_flight: int, run_id: str,
-                 scratch: Path) -> tuple[list[RequestRecord], StepTally]:
+def run_lab_step(
+    lab: LabTarget,
+    *,
+    url: str,
+    body: bytes,
+    rate_per_s: float,
+    duration_s: float,
+    step: str,
+    seq_start: int,
+    timeout_s: float,
+    max_in_flight: int,
+    run_id: str,
+    scratch: Path,
+) -> tuple[list[RequestRecord], StepTally]:
     """One rate step from every generator at once: each its share, its own seq block; merged records and tally."""
     names = sorted(lab.generators)
     rates = split_rate(rate_per_s, len(names))
@@ -206,16 +242,40 @@ def run_lab_step(lab: LabTarget, *, url: str, body: bytes, rate_per_s: float, du
         host = lab.generators[gen]
         remote = f"/tmp/n8nsz-{run_id}-{step}-{gen}.jsonl"
         remote_body = f"/tmp/n8nsz-{run_id}-{step}-{gen}.body"
-        args = ["--url", url, "--body-file", remote_body, "--rate", f"{rate:g}", "--duration", f"{duration_s:g}",
-                "--seq-start", str(first), "--step", step, "--target", LAB_TARGET, "--generator", gen, "--out", remote,
-                "--timeout", f"{timeout_s:g}", "--max-in-flight", str(max_in_flight), "--deadline-s", f"{deadline:g}"]
+        args = [
+            "--url",
+            url,
+            "--body-file",
+            remote_body,
+            "--rate",
+            f"{rate:g}",
+            "--duration",
+            f"{duration_s:g}",
+            "--seq-start",
+            str(first),
+            "--step",
+            step,
+            "--target",
+            LAB_TARGET,
+            "--generator",
+            gen,
+            "--out",
+            remote,
+            "--timeout",
+            f"{timeout_s:g}",
+            "--max-in-flight",
+            str(max_in_flight),
+            "--deadline-s",
+            f"{deadline:g}",
+        ]
         try:
             host.put(body_file, remote_body)
             tally = run(host, Program.LOAD_AGENT, args, python=lab.python, timeout_s=deadline + 60)
             local = scratch / f"{step}-{gen}.jsonl"
             host.get(remote, local)
-            text = read_user_text(local, f"generator {gen}'s records", max_bytes=MAX_RECORDS_BYTES,
-                                  fix="run the step again")
+            text = read_user_text(
+                local, f"generator {gen}'s records", max_bytes=MAX_RECORDS_BYTES, fix="run the step again"
+            )
             records = [RequestRecord.model_validate_json(line) for line in text.splitlines() if line]
             local.unlink()  # merged into the run's requests.jsonl below
             results[gen] = (records, tally)
@@ -241,6 +301,7 @@ def run_lab_step(lab: LabTarget, *, url: str, body: bytes, rate_per_s: float, du
 
 # --- the bench's stages for a lab target (bench.run._TargetRun calls these with itself) -----------------------
 
+
 def lab_up(run) -> str:
     """A lab's cluster, deployed now or reused (its record in the lab's folder); the load balancer's URL."""
     lab = run.t.lab
@@ -248,8 +309,13 @@ def lab_up(run) -> str:
     cluster = bring_up(lab)
     _owner_login(cluster, run.store.folder / "secrets" / f"{run.t.name}.json")
     webhooks = sum(p.role == "webhook" for procs in cluster.processes.values() for p in procs)
-    run.save_info(lab_url=cluster.url, lab_reused=lab.reused, lab_hosts=sorted(lab.hosts),
-                  generators=sorted(lab.generators), webhook_processors=webhooks)
+    run.save_info(
+        lab_url=cluster.url,
+        lab_reused=lab.reused,
+        lab_hosts=sorted(lab.hosts),
+        generators=sorted(lab.generators),
+        webhook_processors=webhooks,
+    )
     return cluster.url
 
 
@@ -263,12 +329,22 @@ def _owner_login(cluster, run_secrets: Path) -> None:
 
     owner = Path(cluster.secrets_file).with_name(OWNER_LOGIN)  # the lab's hosts/ folder, where the drills look too
     made = lab_owner(owner.parent)  # the owner main created from its environment at start
-    saved_or_new_session(cluster.url, owner, LAB_TARGET,
-                         None if made is None else OwnerLogin(email=made[0], password=SecretStr(made[1])))
+    saved_or_new_session(
+        cluster.url, owner, LAB_TARGET, None if made is None else OwnerLogin(email=made[0], password=SecretStr(made[1]))
+    )
     if not run_secrets.exists():
         run_secrets.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_atomic(run_secrets, read_user_text(owner, "the lab's n8n login", private=True, max_bytes=1 << 16,
-                                                 fix="delete it; the next run sets n8n up again"), private=True)
+        write_atomic(
+            run_secrets,
+            read_user_text(
+                owner,
+                "the lab's n8n login",
+                private=True,
+                max_bytes=1 << 16,
+                fix="delete it; the next run sets n8n up again",
+            ),
+            private=True,
+        )
 
 
 def lab_telemetry(run, telemetry, main_url: str, workflow_id: str, secrets_path: Path) -> None:
@@ -282,9 +358,13 @@ def lab_telemetry(run, telemetry, main_url: str, workflow_id: str, secrets_path:
     from n8n_sizer.lab.state import read_lab_state
 
     budget = read_lab_state(run.t.lab.inventory_path).cpu
-    for sampler in lab_samplers(run.t.lab, run.store.append_samples, {"target": run.t.name},
-                                editor_check=http_editor_check(editor, workflow_id),
-                                interval_s=LAB_SAMPLE_EVERY_S if budget is None else LAB_BUDGET_SAMPLE_EVERY_S):
+    for sampler in lab_samplers(
+        run.t.lab,
+        run.store.append_samples,
+        {"target": run.t.name},
+        editor_check=http_editor_check(editor, workflow_id),
+        interval_s=LAB_SAMPLE_EVERY_S if budget is None else LAB_BUDGET_SAMPLE_EVERY_S,
+    ):
         sampler.start()
         telemetry.callback(sampler.stop)
     run.use_accounting(telemetry, _lab_accounting(run.t.lab))
@@ -307,21 +387,35 @@ def lab_step(run, step, url: str, seq_start: int) -> None:
     from n8n_sizer.runs.store import summarize_step
 
     if not isinstance(step, RateStep) or step.shape is not None:
-        raise InputError(f"{step.name}: a lab bench runs constant-rate steps (--rates); drop --concurrency-sweep "
-                         "and --shape for --inventory lab.json")
+        raise InputError(
+            f"{step.name}: a lab bench runs constant-rate steps (--rates); drop --concurrency-sweep "
+            "and --shape for --inventory lab.json"
+        )
     if run.job.payloads is not None:
-        raise InputError("--payload-bytes, --malformed and signed requests are not split over a lab's generators "
-                         "yet; bench the lab with the workflow's fixed body")
+        raise InputError(
+            "--payload-bytes, --malformed and signed requests are not split over a lab's generators "
+            "yet; bench the lab with the workflow's fixed body"
+        )
     store, plan, name = run.store, run.job.plan, run.t.name
     scratch = store.folder / "generators"
     scratch.mkdir(exist_ok=True)
-    records, outcome = run_lab_step(run.t.lab, url=url, body=run.job.workflow.body, rate_per_s=step.rate_per_s,
-                                    duration_s=step.duration_s, step=step.name, seq_start=seq_start,
-                                    timeout_s=plan.timeout_s, max_in_flight=plan.max_in_flight,
-                                    run_id=store.run_id, scratch=scratch)
+    records, outcome = run_lab_step(
+        run.t.lab,
+        url=url,
+        body=run.job.workflow.body,
+        rate_per_s=step.rate_per_s,
+        duration_s=step.duration_s,
+        step=step.name,
+        seq_start=seq_start,
+        timeout_s=plan.timeout_s,
+        max_in_flight=plan.max_in_flight,
+        run_id=store.run_id,
+        scratch=scratch,
+    )
     for record in records:
         store.append_request(record)
     store.append_samples(summarize_step(records, outcome, name, "rate", step.rate_per_s, step.duration_s))
     seq_end = max((r.seq for r in records), default=seq_start - 1) + 1
-    store.mark_step(name, step.name, "done", seq_end=seq_end, started_s=outcome.started_s,
-                    finished_s=outcome.finished_s)
+    store.mark_step(
+        name, step.name, "done", seq_end=seq_end, started_s=outcome.started_s, finished_s=outcome.finished_s
+    )

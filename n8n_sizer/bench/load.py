@@ -43,6 +43,8 @@ def execution_id_of(body: bytes) -> str | None:
         data = data[0]
     value = data.get("executionId") if isinstance(data, dict) else None
     return None if value is None else str(value)
+
+
 # Node's http server closes idle keep-alive sockets after 5 s (server.keepAliveTimeout); reusing one just
 # before that races the server's close, so idle connections are retired earlier.
 IDLE_RETIRE_S = 4.0
@@ -79,8 +81,10 @@ class HttpPost:
     def __post_init__(self) -> None:
         parts = urlsplit(self.url)
         if parts.scheme != "http" or not parts.hostname:
-            raise InputError(f"load URL {self.url!r} is not plain http://host[:port]/path; the built-in driver "
-                             f"speaks HTTP/1.1 without TLS (use k6 for https)")
+            raise InputError(
+                f"load URL {self.url!r} is not plain http://host[:port]/path; the built-in driver "
+                f"speaks HTTP/1.1 without TLS (use k6 for https)"
+            )
         self.host, self.port = parts.hostname, parts.port or 80
         self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self._netloc = parts.netloc
@@ -88,8 +92,10 @@ class HttpPost:
 
     def request_bytes(self, body: bytes, headers: dict[str, str]) -> bytes:
         extra = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
-        return (f"POST {self._path} HTTP/1.1\r\nHost: {self._netloc}\r\nContent-Type: {self.content_type}\r\n"
-                f"{extra}Content-Length: {len(body)}\r\nConnection: keep-alive\r\n\r\n").encode() + body
+        return (
+            f"POST {self._path} HTTP/1.1\r\nHost: {self._netloc}\r\nContent-Type: {self.content_type}\r\n"
+            f"{extra}Content-Length: {len(body)}\r\nConnection: keep-alive\r\n\r\n"
+        ).encode() + body
 
     async def _connection(self) -> _Conn:
         now = time.monotonic()
@@ -190,8 +196,9 @@ class _Recorder:
         self.seq += 1
         return seq
 
-    async def fire(self, client: HttpPost, seq: int, due: float, raw: bytes | None = None,
-                   payload_class: str | None = None) -> None:
+    async def fire(
+        self, client: HttpPost, seq: int, due: float, raw: bytes | None = None, payload_class: str | None = None
+    ) -> None:
         cls = payload_class
         try:
             status, body, sent = await client.post(raw)
@@ -199,34 +206,86 @@ class _Recorder:
             self.emit(seq, due, exc.sent, None, None, exc.error_class, exc.error, payload_class=cls)
             return
         except asyncio.CancelledError:  # the run was stopped (Ctrl-C): still one record for this request
-            self.emit(seq, due, due, None, None, "other",
-                      "cancelled before a response: the run was stopped (Ctrl-C); it may have reached the server",
-                      payload_class=cls)
+            self.emit(
+                seq,
+                due,
+                due,
+                None,
+                None,
+                "other",
+                "cancelled before a response: the run was stopped (Ctrl-C); it may have reached the server",
+                payload_class=cls,
+            )
             return
         now = time.monotonic()
         if 200 <= status < 300:
-            self.emit(seq, due, sent, status, (now - due) * 1000.0, execution_id=execution_id_of(body),
-                      payload_class=cls)
+            self.emit(
+                seq, due, sent, status, (now - due) * 1000.0, execution_id=execution_id_of(body), payload_class=cls
+            )
         else:  # a refusal may name its execution too (signed-webhook does): the ledger counts those executions
             snippet = body[:BODY_SNIPPET_BYTES].decode("utf-8", "replace")
-            self.emit(seq, due, sent, status, (now - due) * 1000.0, "non-2xx", f"HTTP {status}", snippet,
-                      execution_id=execution_id_of(body), payload_class=cls)
+            self.emit(
+                seq,
+                due,
+                sent,
+                status,
+                (now - due) * 1000.0,
+                "non-2xx",
+                f"HTTP {status}",
+                snippet,
+                execution_id=execution_id_of(body),
+                payload_class=cls,
+            )
 
-    def emit(self, seq, due, sent, status, latency_ms, error_class=None, error=None, snippet=None,
-             execution_id=None, payload_class=None) -> None:
+    def emit(
+        self,
+        seq,
+        due,
+        sent,
+        status,
+        latency_ms,
+        error_class=None,
+        error=None,
+        snippet=None,
+        execution_id=None,
+        payload_class=None,
+    ) -> None:
         if self.sink is None:
             return
-        self.sink(RequestRecord(seq=seq, step=self.step, target=self.target, scheduled_s=self.clock.unix(due),
-                                sent_s=self.clock.unix(sent), status=status, latency_ms=latency_ms,
-                                error_class=error_class, error=error, body_snippet=snippet,
-                                execution_id=execution_id, payload_class=payload_class))
+        self.sink(
+            RequestRecord(
+                seq=seq,
+                step=self.step,
+                target=self.target,
+                scheduled_s=self.clock.unix(due),
+                sent_s=self.clock.unix(sent),
+                status=status,
+                latency_ms=latency_ms,
+                error_class=error_class,
+                error=error,
+                body_snippet=snippet,
+                execution_id=execution_id,
+                payload_class=payload_class,
+            )
+        )
 
 
-async def run_open(client: HttpPost, *, rate_per_s: float, duration_s: float, max_in_flight: int, step: str,
-                   target: str, seq_start: int = 0, sink: Sink | None = None,
-                   should_stop: Callable[[], bool] | None = None,
-                   abort: Callable[[], bool] | None = None, abort_grace_s: float = ABORT_GRACE_S,
-                   times: Sequence[float] | None = None, payloads: Payloads | None = None) -> StepTally:
+async def run_open(
+    client: HttpPost,
+    *,
+    rate_per_s: float,
+    duration_s: float,
+    max_in_flight: int,
+    step: str,
+    target: str,
+    seq_start: int = 0,
+    sink: Sink | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    abort: Callable[[], bool] | None = None,
+    abort_grace_s: float = ABORT_GRACE_S,
+    times: Sequence[float] | None = None,
+    payloads: Payloads | None = None,
+) -> StepTally:
     """Offer `rate_per_s` for `duration_s` (open model), or, given `times` (seconds from the step's start, from
     bench.shapes.arrival_times), one request at each of them (a ramp or a burst). `should_stop` is polled to end a
     step early (the requests in flight still complete); `abort` also cancels them after a short grace (Ctrl-C).
@@ -257,8 +316,16 @@ async def run_open(client: HttpPost, *, rate_per_s: float, duration_s: float, ma
             raw = client.request_bytes(body, headers)
         out.scheduled += 1
         if len(tasks) >= max_in_flight:
-            rec.emit(seq, due, due, None, None, "dropped",
-                     f"not sent: {max_in_flight} requests already in flight (max in flight)", payload_class=cls)
+            rec.emit(
+                seq,
+                due,
+                due,
+                None,
+                None,
+                "dropped",
+                f"not sent: {max_in_flight} requests already in flight (max in flight)",
+                payload_class=cls,
+            )
             continue
         task = asyncio.create_task(rec.fire(client, seq, due, raw, cls))
         tasks.add(task)
@@ -286,10 +353,18 @@ async def _finish(tasks: set[asyncio.Task], abort: Callable[[], bool] | None, gr
             return
 
 
-async def run_closed(client: HttpPost, *, concurrency: int, duration_s: float, step: str, target: str,
-                     seq_start: int = 0, sink: Sink | None = None,
-                     should_stop: Callable[[], bool] | None = None,
-                     abort: Callable[[], bool] | None = None) -> StepTally:
+async def run_closed(
+    client: HttpPost,
+    *,
+    concurrency: int,
+    duration_s: float,
+    step: str,
+    target: str,
+    seq_start: int = 0,
+    sink: Sink | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    abort: Callable[[], bool] | None = None,
+) -> StepTally:
     """`concurrency` users, each sending its next request when the previous one answered (seed 002's ab)."""
     clock = _Clock()
     rec = _Recorder(step, target, seq_start, sink, clock)

@@ -95,11 +95,17 @@ def load_secret(path: Path) -> str:
         secret = secrets.token_hex(SECRET_BYTES)
         write_atomic(path, secret + "\n", private=True, what="--hmac-secret-file")
         return secret
-    text = read_user_text(path, "--hmac-secret-file", fix="point it at a file holding one secret, or at a new "
-                          "path to have one generated", max_bytes=4096).strip()
+    text = read_user_text(
+        path,
+        "--hmac-secret-file",
+        fix="point it at a file holding one secret, or at a new path to have one generated",
+        max_bytes=4096,
+    ).strip()
     if len(text) < 16 or not all(c.isalnum() or c in "-_" for c in text):
-        raise InputError(f"--hmac-secret-file {path}: expected one secret of at least 16 letters, digits, '-' or "
-                         f"'_'; point it at a new path to have one generated")
+        raise InputError(
+            f"--hmac-secret-file {path}: expected one secret of at least 16 letters, digits, '-' or "
+            f"'_'; point it at a new path to have one generated"
+        )
     return text
 
 

@@ -93,10 +93,16 @@ def _parse_list(text: str, flag: str, kind, example: str) -> list:
     return values
 
 
-def build_plan(rates: tuple[float, ...] = DEFAULT_RATES_PER_S, step_s: float = DEFAULT_STEP_S,
-               sweep: tuple[int, ...] = (), timeout_s: float = DEFAULT_TIMEOUT_S,
-               max_in_flight: int = DEFAULT_MAX_IN_FLIGHT, warmup_requests: int = DEFAULT_WARMUP_REQUESTS,
-               drain_s: float = DEFAULT_DRAIN_S, shape: Shape | None = None) -> LoadPlan:
+def build_plan(
+    rates: tuple[float, ...] = DEFAULT_RATES_PER_S,
+    step_s: float = DEFAULT_STEP_S,
+    sweep: tuple[int, ...] = (),
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    warmup_requests: int = DEFAULT_WARMUP_REQUESTS,
+    drain_s: float = DEFAULT_DRAIN_S,
+    shape: Shape | None = None,
+) -> LoadPlan:
     """Rate steps first, then the concurrency sweep, each `step_s` long. A `shape` (ramp or burst) is one step
     of its own instead of the rate steps."""
     if step_s <= 0:
@@ -106,14 +112,24 @@ def build_plan(rates: tuple[float, ...] = DEFAULT_RATES_PER_S, step_s: float = D
 
         step = RateStep(rate_per_s=mean_rate(shape, step_s), duration_s=step_s, shape=shape)
         steps_shaped: list = [step] + [ConcurrencyStep(users=c, duration_s=step_s) for c in sweep]
-        return LoadPlan(steps=tuple(steps_shaped), timeout_s=timeout_s, max_in_flight=max_in_flight,
-                        warmup_requests=warmup_requests, drain_s=drain_s)
+        return LoadPlan(
+            steps=tuple(steps_shaped),
+            timeout_s=timeout_s,
+            max_in_flight=max_in_flight,
+            warmup_requests=warmup_requests,
+            drain_s=drain_s,
+        )
     if not rates and not sweep:
         raise InputError("nothing to run: --rates and --concurrency-sweep are both empty; try --rates 5,20,50")
     steps: list = [RateStep(rate_per_s=r, duration_s=step_s) for r in rates]
     steps += [ConcurrencyStep(users=c, duration_s=step_s) for c in sweep]
-    return LoadPlan(steps=tuple(steps), timeout_s=timeout_s, max_in_flight=max_in_flight,
-                    warmup_requests=warmup_requests, drain_s=drain_s)
+    return LoadPlan(
+        steps=tuple(steps),
+        timeout_s=timeout_s,
+        max_in_flight=max_in_flight,
+        warmup_requests=warmup_requests,
+        drain_s=drain_s,
+    )
 
 
 class FindMax(Frozen):

@@ -54,7 +54,9 @@ class Target:
     loadgen: Host | None = None  # where k6 runs (compose targets)
     load_address: str | None = None  # the target's address as the load generator sees it
     stack_options: dict = field(default_factory=dict)  # LocalStack options for local kinds
-    lab: object | None = None  # bench.lab.LabTarget: a lab's whole cluster, deployed or reused, loaded by its generators
+    lab: object | None = (
+        None  # bench.lab.LabTarget: a lab's whole cluster, deployed or reused, loaded by its generators
+    )
 
 
 @dataclass
@@ -103,8 +105,10 @@ def run_bench(job: BenchJob) -> dict[str, Ledger]:
             pass
         job.store.close()
         other = [f"{name}: {exc}" for name, exc in errors.items() if "stopped by Ctrl-C" not in str(exc)]
-        raise InputError("interrupted (Ctrl-C or SIGTERM); the stacks this run started were stopped"
-                         + (f"; also: {other[0]}" if other else "")) from None
+        raise InputError(
+            "interrupted (Ctrl-C or SIGTERM); the stacks this run started were stopped"
+            + (f"; also: {other[0]}" if other else "")
+        ) from None
     for t in threads:
         t.join()
     job.store.close()
@@ -175,8 +179,9 @@ class _TargetRun:
         info, t = self.info(), self.t
         if "facts" not in info:
             self.say("host facts")
-            self.save_info(kind=t.kind, setup=t.setup.model_dump(mode="json"),
-                           facts=host_facts(t.host).model_dump(mode="json"))
+            self.save_info(
+                kind=t.kind, setup=t.setup.model_dump(mode="json"), facts=host_facts(t.host).model_dump(mode="json")
+            )
         if t.lab is not None:
             return lab_run.lab_up(self)
         # --resume: a stack that kept running while the connection was down is attached to, not started again
@@ -185,8 +190,11 @@ class _TargetRun:
         self.handle = open_stack(t.kind, t.name, t.host, t.setup, state_dir=state_dir, stack_options=t.stack_options)
         if t.kind == "native-ssh":
             self.save_info(stack_dir=state_dir)  # before `up`: an interrupted start is found and stopped on resume
-        self.say({"local": "starting n8n", "compose": "waiting for cloud-init"}.get(
-            t.kind, "attaching to n8n" if attach else "starting n8n over SSH"))
+        self.say(
+            {"local": "starting n8n", "compose": "waiting for cloud-init"}.get(
+                t.kind, "attaching to n8n" if attach else "starting n8n over SSH"
+            )
+        )
         try:
             main_url = self.handle.up(stack, attach=attach)
         except StackError as exc:  # the local stack quotes its service's log: one line, not a traceback
@@ -202,9 +210,13 @@ class _TargetRun:
         if "workflow_id" not in info:
             self.say("setting n8n up")
             link = n8n_link.setup_target(main_url, self._deployed_workflow(), secrets_path, self.t.name)
-            self.save_info(n8n_version=link.n8n_version, workflow_id=link.workflow_id,
-                           warmup_workflow_id=link.warmup_workflow_id, webhook_path=link.webhook_path,
-                           warmup_webhook_path=link.warmup_webhook_path)
+            self.save_info(
+                n8n_version=link.n8n_version,
+                workflow_id=link.workflow_id,
+                warmup_workflow_id=link.warmup_workflow_id,
+                webhook_path=link.webhook_path,
+                warmup_webhook_path=link.warmup_webhook_path,
+            )
             info = self.info()
         wf_url = f"{main_url}/webhook/{info['webhook_path']}"
         warm_url = f"{main_url}/webhook/{info['warmup_webhook_path']}"
@@ -252,8 +264,14 @@ class _TargetRun:
             records = [r for r in self.store.read_requests() if r.target == name and r.step == step.name]
             return step_outcome(step.rate_per_s, records)
 
-        result = find_max_rate(measure, spec.low_per_s, spec.high_per_s, p95_ms=spec.p95_ms,
-                               error_budget=spec.error_budget, tolerance=spec.tolerance_per_s)
+        result = find_max_rate(
+            measure,
+            spec.low_per_s,
+            spec.high_per_s,
+            p95_ms=spec.p95_ms,
+            error_budget=spec.error_budget,
+            tolerance=spec.tolerance_per_s,
+        )
         self.store.put_extra("find_max", name, result.model_dump(mode="json"))
 
     def _telemetry(self, telemetry: ExitStack, main_url: str, info: dict, secrets_path) -> None:
@@ -270,8 +288,13 @@ class _TargetRun:
             what = {"probes": host_probes()}  # a host whose stack this run cannot see: the host's own figures
         editor = n8n_link.editor_client(main_url, secrets_path)
         telemetry.callback(editor.close)
-        sampler = Sampler(self.t.host, self.store.append_samples, labels={"target": self.t.name},
-                          editor_check=http_editor_check(editor, info["workflow_id"]), **what)
+        sampler = Sampler(
+            self.t.host,
+            self.store.append_samples,
+            labels={"target": self.t.name},
+            editor_check=http_editor_check(editor, info["workflow_id"]),
+            **what,
+        )
         sampler.start()
         telemetry.callback(sampler.stop)
         if self.t.kind == "local":
@@ -294,8 +317,10 @@ class _TargetRun:
         summary = asyncio.run(closed_count(client, WARMUP_CONCURRENCY, per_user))
         self.save_info(warmups=[*self.info().get("warmups", []), summary])
         if summary["ok"] == 0:
-            raise HostError(f"{self.t.name}: no warm-up request to {url} was answered 2xx (first failure: "
-                            f"{summary['first_error']}); check that the workflow runs in n8n (its log)")
+            raise HostError(
+                f"{self.t.name}: no warm-up request to {url} was answered 2xx (first failure: "
+                f"{summary['first_error']}); check that the workflow runs in n8n (its log)"
+            )
 
     def _step(self, step, url: str, elapsed: float) -> None:
         """One step, with its counters (bench.accounting) added to its record when this run can read them."""
@@ -322,16 +347,36 @@ class _TargetRun:
         try:
             if isinstance(step, RateStep):
                 times = None if step.shape is None else arrival_times(step.shape, step.duration_s)
-                outcome = asyncio.run(run_open(client, rate_per_s=step.rate_per_s, duration_s=step.duration_s,
-                                               max_in_flight=plan.max_in_flight, step=step.name, target=name,
-                                               seq_start=seq_start, sink=self.store.append_request,
-                                               should_stop=self._should_stop, abort=self.job.stop.is_set,
-                                               times=times, payloads=self.job.payloads))
+                outcome = asyncio.run(
+                    run_open(
+                        client,
+                        rate_per_s=step.rate_per_s,
+                        duration_s=step.duration_s,
+                        max_in_flight=plan.max_in_flight,
+                        step=step.name,
+                        target=name,
+                        seq_start=seq_start,
+                        sink=self.store.append_request,
+                        should_stop=self._should_stop,
+                        abort=self.job.stop.is_set,
+                        times=times,
+                        payloads=self.job.payloads,
+                    )
+                )
             else:
-                outcome = asyncio.run(run_closed(client, concurrency=step.users, duration_s=step.duration_s,
-                                                 step=step.name, target=name, seq_start=seq_start,
-                                                 sink=self.store.append_request, should_stop=self._should_stop,
-                                                 abort=self.job.stop.is_set))
+                outcome = asyncio.run(
+                    run_closed(
+                        client,
+                        concurrency=step.users,
+                        duration_s=step.duration_s,
+                        step=step.name,
+                        target=name,
+                        seq_start=seq_start,
+                        sink=self.store.append_request,
+                        should_stop=self._should_stop,
+                        abort=self.job.stop.is_set,
+                    )
+                )
         finally:
             self._step_done.set()
             watcher.join()
@@ -344,8 +389,9 @@ class _TargetRun:
         records = [r for r in self.store.read_requests() if r.target == name and seq_start <= r.seq < seq_end]
         kind, value = ("rate", step.rate_per_s) if isinstance(step, RateStep) else ("concurrency", float(step.users))
         self.store.append_samples(summarize_step(records, outcome, name, kind, value, step.duration_s))
-        self.store.mark_step(name, step.name, "done", seq_end=seq_end, started_s=outcome.started_s,
-                             finished_s=outcome.finished_s)
+        self.store.mark_step(
+            name, step.name, "done", seq_end=seq_end, started_s=outcome.started_s, finished_s=outcome.finished_s
+        )
 
     def _should_stop(self) -> bool:
         return self.lost.is_set() or self.job.stop.is_set()
@@ -355,15 +401,25 @@ class _TargetRun:
 
         name, info = self.t.name, self.info()
         url = f"http://{self.t.load_address}:{N8N_PORT}/webhook/{info['webhook_path']}"
-        records, outcome = run_k6_step(self.t.loadgen, step, url, self.job.workflow.body, self.job.plan, name,
-                                       self.store.run_id, seq_start, payloads=self.job.payloads)
+        records, outcome = run_k6_step(
+            self.t.loadgen,
+            step,
+            url,
+            self.job.workflow.body,
+            self.job.plan,
+            name,
+            self.store.run_id,
+            seq_start,
+            payloads=self.job.payloads,
+        )
         for record in records:
             self.store.append_request(record)
         kind, value = ("rate", step.rate_per_s) if isinstance(step, RateStep) else ("concurrency", float(step.users))
         self.store.append_samples(summarize_step(records, outcome, name, kind, value, step.duration_s))
         seq_end = max((r.seq for r in records), default=seq_start - 1) + 1
-        self.store.mark_step(name, step.name, "done", seq_end=seq_end, started_s=outcome.started_s,
-                             finished_s=outcome.finished_s)
+        self.store.mark_step(
+            name, step.name, "done", seq_end=seq_end, started_s=outcome.started_s, finished_s=outcome.finished_s
+        )
 
     def _watch(self, step) -> None:
         started = time.monotonic()
@@ -375,11 +431,21 @@ class _TargetRun:
                 self.lost.set()
                 return
             except HostError as exc:  # a slow answer (the host is busy) is kept as a sample, not fatal
-                self.store.append_samples([Sample(metric="ssh_ping_error", value=1.0, unit="count", time_s=time.time(),
-                                                  labels={"target": self.t.name, "step": step.name,
-                                                          "error": str(exc)[-300:]})])
+                self.store.append_samples(
+                    [
+                        Sample(
+                            metric="ssh_ping_error",
+                            value=1.0,
+                            unit="count",
+                            time_s=time.time(),
+                            labels={"target": self.t.name, "step": step.name, "error": str(exc)[-300:]},
+                        )
+                    ]
+                )
             done = min(time.monotonic() - started, step.duration_s)
-            finished = sum(s.duration_s for s in self.job.plan.steps if s.name in self.store.finished_steps(self.t.name))
+            finished = sum(
+                s.duration_s for s in self.job.plan.steps if s.name in self.store.finished_steps(self.t.name)
+            )
             self.say(step.name, finished + done)
 
     def _ledger(self, main_url: str, workflow_id: str, secrets_path) -> None:

@@ -62,26 +62,36 @@ class BenchSummary(Frozen):
 def read_stack_inventory(stack: str) -> dict:
     """`pulumi stack output --json inventory --stack NAME`, parsed; one-line errors when it cannot be read."""
     if shutil.which("pulumi") is None:
-        raise InputError(f"--stack {stack}: the pulumi CLI is not installed here; install it "
-                         f"(https://www.pulumi.com/docs/install/) or pass --inventory FILE")
+        raise InputError(
+            f"--stack {stack}: the pulumi CLI is not installed here; install it "
+            f"(https://www.pulumi.com/docs/install/) or pass --inventory FILE"
+        )
     try:
-        res = subprocess.run(["pulumi", "stack", "output", "--json", "inventory", "--stack", stack],
-                             capture_output=True, text=True, timeout=120)
+        res = subprocess.run(
+            ["pulumi", "stack", "output", "--json", "inventory", "--stack", stack],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     except subprocess.TimeoutExpired:
-        raise InputError(f"--stack {stack}: `pulumi stack output` did not answer within 120 s; "
-                         f"try again or pass --inventory FILE") from None
+        raise InputError(
+            f"--stack {stack}: `pulumi stack output` did not answer within 120 s; try again or pass --inventory FILE"
+        ) from None
     if res.returncode != 0:
         tail = " ".join(res.stderr.split())[-300:]
-        raise InputError(f"--stack {stack}: `pulumi stack output --json inventory` failed ({tail}); "
-                         f"check the stack name with `pulumi stack ls` and that `pulumi up` finished")
+        raise InputError(
+            f"--stack {stack}: `pulumi stack output --json inventory` failed ({tail}); "
+            f"check the stack name with `pulumi stack ls` and that `pulumi up` finished"
+        )
     return _inventory_dict(res.stdout, f"--stack {stack}")
 
 
 def read_inventory_file(path: Path) -> dict:
     from n8n_sizer.safety.files import read_user_text
 
-    text = read_user_text(path, "--inventory", max_bytes=1 << 20,
-                          fix=f"save one with `pulumi stack output --json inventory > {path}`")
+    text = read_user_text(
+        path, "--inventory", max_bytes=1 << 20, fix=f"save one with `pulumi stack output --json inventory > {path}`"
+    )
     return _inventory_dict(text, f"--inventory {path}")
 
 
@@ -100,9 +110,11 @@ def _inventory_dict(text: str, source: str) -> dict:
             from n8n_sizer.safety.jsondoc import load_json
 
             return load_json(text, source, "pass the inventory `lab up` wrote")
-        raise InputError(f"{source}: this is a cluster stack's inventory (hosts with roles); bench drives a "
-                         "cluster on a lab (`lab up --out lab.json`, then `bench --inventory lab.json`) and "
-                         "single-host targets, see docs/lab.md")
+        raise InputError(
+            f"{source}: this is a cluster stack's inventory (hosts with roles); bench drives a "
+            "cluster on a lab (`lab up --out lab.json`, then `bench --inventory lab.json`) and "
+            "single-host targets, see docs/lab.md"
+        )
     if not inventory.targets():
         raise InputError(f"{source}: the inventory lists no target host; add targets to the stack and `pulumi up`")
     return json.loads(text)
@@ -125,10 +137,16 @@ def build_targets(req: BenchRequest) -> list[Target]:
     loadgen = SshHost(lg.name, lg.public_ip, lg.ssh_user, key_file=key, port=req.ssh_port)
     targets = []
     for host in inventory.targets():
-        targets.append(Target(
-            name=host.name, setup=host.setup, kind=stack_kind_for(host.public_ip),
-            host=SshHost(host.name, host.public_ip, host.ssh_user, key_file=key, port=req.ssh_port),
-            loadgen=loadgen, load_address=host.private_ip or host.public_ip))
+        targets.append(
+            Target(
+                name=host.name,
+                setup=host.setup,
+                kind=stack_kind_for(host.public_ip),
+                host=SshHost(host.name, host.public_ip, host.ssh_user, key_file=key, port=req.ssh_port),
+                loadgen=loadgen,
+                load_address=host.private_ip or host.public_ip,
+            )
+        )
     return targets
 
 
@@ -145,8 +163,9 @@ def _lab_target(inventory, req: BenchRequest) -> Target:
     path = Path(req.inventory_path)
     state = read_lab_state(path)
     if state.topology is None:
-        raise InputError(f"--inventory {path} records no topology; it was written by an older `lab up`: lab down "
-                         "and up again")
+        raise InputError(
+            f"--inventory {path} records no topology; it was written by an older `lab up`: lab down and up again"
+        )
     topology = parse_topology(state.topology, f"--inventory {path}: lab.topology")
     lab = lab_target(inventory, path)
     ingest = next(h.name for h in topology.hosts() if h.roles.main)
@@ -159,17 +178,24 @@ def _check_targets_reachable(targets: list[Target]) -> None:
         t.host.run("true", timeout_s=30)
 
 
-def start_bench(req: BenchRequest, out_dir: Path, progress: Progress | None = None,
-                workflow_body: Path | None = None) -> BenchSummary:
+def start_bench(
+    req: BenchRequest, out_dir: Path, progress: Progress | None = None, workflow_body: Path | None = None
+) -> BenchSummary:
     run_id = new_run_id()
     flow = load_bench_workflow(req.workflow, workflow_body, run_tag=run_id.rsplit("-", 1)[-1])
     flow = _shaped_workflow(req, flow)
     targets = build_targets(req)
     _check_targets_reachable(targets)
     kind = "find-max" if req.find_max is not None else ("soak" if req.soak else "bench")
-    manifest = RunManifest(run_id=run_id, kind=kind, created_s=time.time(), spec=_spec(req, flow),
-                           setup={t.name: t.setup.model_dump(mode="json") for t in targets},
-                           workflow=flow.name, versions=_versions())
+    manifest = RunManifest(
+        run_id=run_id,
+        kind=kind,
+        created_s=time.time(),
+        spec=_spec(req, flow),
+        setup={t.name: t.setup.model_dump(mode="json") for t in targets},
+        workflow=flow.name,
+        versions=_versions(),
+    )
     store = RunStore.create(out_dir, manifest)
     return _run(store, req, flow, targets, progress)
 
@@ -177,30 +203,47 @@ def start_bench(req: BenchRequest, out_dir: Path, progress: Progress | None = No
 def resume_bench(run: str, out_dir: Path, progress: Progress | None = None) -> BenchSummary:
     store = RunStore.open(run, out_dir)
     if store.manifest.finished_s is not None:
-        raise InputError(f"--resume {run}: that run finished at {time.ctime(store.manifest.finished_s)}; "
-                         f"nothing left to run (start a new one)")
+        raise InputError(
+            f"--resume {run}: that run finished at {time.ctime(store.manifest.finished_s)}; "
+            f"nothing left to run (start a new one)"
+        )
     if store.manifest.kind == "find-max":
-        raise InputError(f"--resume {run}: a --find-max search cannot be resumed (its next rate depends on "
-                         f"every step before); start the search again")
+        raise InputError(
+            f"--resume {run}: a --find-max search cannot be resumed (its next rate depends on "
+            f"every step before); start the search again"
+        )
     if store.manifest.spec.get("source") == "local":
-        raise InputError(f"--resume {run}: a --local run stops its stack when it ends (n8n and its database go "
-                         f"with it), so it cannot be resumed; start a new run")
+        raise InputError(
+            f"--resume {run}: a --local run stops its stack when it ends (n8n and its database go "
+            f"with it), so it cannot be resumed; start a new run"
+        )
     spec = dict(store.manifest.spec)
     flow = BenchWorkflow.model_validate({**spec.pop("workflow_resolved"), "body": spec.pop("body").encode()})
     req = BenchRequest.model_validate(spec)
     return _run(store, req, flow, build_targets(req), progress)
 
 
-def _run(store: RunStore, req: BenchRequest, flow: BenchWorkflow, targets: list[Target],
-         progress: Progress | None) -> BenchSummary:
+def _run(
+    store: RunStore, req: BenchRequest, flow: BenchWorkflow, targets: list[Target], progress: Progress | None
+) -> BenchSummary:
     try:
         payloads, secret = _payloads(req, flow, store)
         if payloads is not None and any(t.kind == "compose" for t in targets):
             from n8n_sizer.bench.k6 import check_payloads_budget  # k6 holds each step's requests in memory
 
             check_payloads_budget(req.plan.steps, payloads)
-        ledgers = run_bench(BenchJob(store=store, plan=req.plan, workflow=flow, targets=targets, progress=progress,
-                                     find_max=req.find_max, payloads=payloads, hmac_secret=secret))
+        ledgers = run_bench(
+            BenchJob(
+                store=store,
+                plan=req.plan,
+                workflow=flow,
+                targets=targets,
+                progress=progress,
+                find_max=req.find_max,
+                payloads=payloads,
+                hmac_secret=secret,
+            )
+        )
         if req.soak:
             _soak_tables(store)
     except (InputError, RemoteError) as exc:
@@ -223,14 +266,20 @@ def _shaped_workflow(req: BenchRequest, flow: BenchWorkflow) -> BenchWorkflow:
     from n8n_sizer.bench.payloads import DEFAULT_PAYLOAD_BYTES, body_of
 
     if req.respond is not None and req.workflow != "signed-webhook":
-        raise InputError(f"--respond {req.respond} sets the response mode of --workflow signed-webhook; "
-                         f"drop it or use --workflow signed-webhook")
+        raise InputError(
+            f"--respond {req.respond} sets the response mode of --workflow signed-webhook; "
+            f"drop it or use --workflow signed-webhook"
+        )
     if req.workflow != "signed-webhook":
         return flow
     from n8n_sizer.n8n.signed import with_respond_mode
 
-    return flow.model_copy(update={"definition": with_respond_mode(flow.definition, req.respond or "last-node"),
-                                   "body": body_of(0, req.payload_bytes or DEFAULT_PAYLOAD_BYTES)})
+    return flow.model_copy(
+        update={
+            "definition": with_respond_mode(flow.definition, req.respond or "last-node"),
+            "body": body_of(0, req.payload_bytes or DEFAULT_PAYLOAD_BYTES),
+        }
+    )
 
 
 def _payloads(req: BenchRequest, flow: BenchWorkflow, store: RunStore):
@@ -241,13 +290,17 @@ def _payloads(req: BenchRequest, flow: BenchWorkflow, store: RunStore):
     signed = req.workflow == "signed-webhook"
     if not (signed or req.payload_bytes or req.malformed or req.hmac_secret_file):
         return None, None
-    path = Path(req.hmac_secret_file) if req.hmac_secret_file else (store.folder / "secrets" / "hmac-secret"
-                                                                    if signed else None)
+    path = (
+        Path(req.hmac_secret_file)
+        if req.hmac_secret_file
+        else (store.folder / "secrets" / "hmac-secret" if signed else None)
+    )
     if path is not None and not req.hmac_secret_file:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # the run's own secrets folder
     secret = load_secret(path) if path is not None else None
-    return Payloads(payload_bytes=req.payload_bytes or DEFAULT_PAYLOAD_BYTES, malformed=req.malformed,
-                    secret=secret), secret
+    return Payloads(
+        payload_bytes=req.payload_bytes or DEFAULT_PAYLOAD_BYTES, malformed=req.malformed, secret=secret
+    ), secret
 
 
 def _soak_tables(store: RunStore) -> None:
@@ -269,9 +322,15 @@ def _spec(req: BenchRequest, flow: BenchWorkflow) -> dict:
 
 
 def _versions() -> dict[str, str]:
-    return {name.lower(): value for name, value in vars(versions).items()
-            if name.isupper() and isinstance(value, str)}
+    return {name.lower(): value for name, value in vars(versions).items() if name.isupper() and isinstance(value, str)}
 
 
-__all__ = ["BenchRequest", "BenchSummary", "HostError", "read_inventory_file", "read_stack_inventory",
-           "resume_bench", "start_bench"]
+__all__ = [
+    "BenchRequest",
+    "BenchSummary",
+    "HostError",
+    "read_inventory_file",
+    "read_stack_inventory",
+    "resume_bench",
+    "start_bench",
+]

@@ -61,12 +61,15 @@ def parse_shape(text: str) -> Shape | None:
     kind, _, rest = raw.partition(":")
     want = {"ramp": ("FROM", "TO"), "burst": ("BASE", "PEAK", "BURST_S", "PERIOD_S")}.get(kind)
     if want is None:
-        raise InputError(f"--shape {text!r}: choose constant, ramp:FROM:TO or burst:BASE:PEAK:BURST_S:PERIOD_S; "
-                         f"try {SHAPE_EXAMPLE}")
+        raise InputError(
+            f"--shape {text!r}: choose constant, ramp:FROM:TO or burst:BASE:PEAK:BURST_S:PERIOD_S; try {SHAPE_EXAMPLE}"
+        )
     parts = rest.split(":") if rest else []
     if len(parts) != len(want):
-        raise InputError(f"--shape {text!r}: {kind} takes {':'.join(want)} ({len(want)} numbers, got "
-                         f"{len(parts)}); try --shape {'ramp:2:20' if kind == 'ramp' else 'burst:2:8:10:30'}")
+        raise InputError(
+            f"--shape {text!r}: {kind} takes {':'.join(want)} ({len(want)} numbers, got "
+            f"{len(parts)}); try --shape {'ramp:2:20' if kind == 'ramp' else 'burst:2:8:10:30'}"
+        )
     values = []
     for label, item in zip(want, parts):
         try:
@@ -84,8 +87,9 @@ def parse_shape(text: str) -> Shape | None:
     if peak <= base:
         raise InputError(f"--shape {text!r}: PEAK {peak:g} must be above BASE {base:g}; try {SHAPE_EXAMPLE}")
     if burst_s >= period_s:
-        raise InputError(f"--shape {text!r}: BURST_S {burst_s:g} must be shorter than PERIOD_S {period_s:g}; "
-                         f"try {SHAPE_EXAMPLE}")
+        raise InputError(
+            f"--shape {text!r}: BURST_S {burst_s:g} must be shorter than PERIOD_S {period_s:g}; try {SHAPE_EXAMPLE}"
+        )
     return Shape(kind="burst", base_per_s=base, peak_per_s=peak, burst_s=burst_s, period_s=period_s)
 
 
@@ -144,8 +148,10 @@ def arrival_times(shape: Shape, duration_s: float) -> list[float]:
     total = expected_count(shape, duration_s, duration_s)
     count = max(1, round(total))
     if count > MAX_REQUESTS_PER_STEP:
-        raise InputError(f"this step schedules {count:,} requests; at most {MAX_REQUESTS_PER_STEP:,} per step; "
-                         f"lower the rates or --step-seconds")
+        raise InputError(
+            f"this step schedules {count:,} requests; at most {MAX_REQUESTS_PER_STEP:,} per step; "
+            f"lower the rates or --step-seconds"
+        )
     times: list[float] = []
     done = 0.0  # R at the current piece's start
     piece = 0

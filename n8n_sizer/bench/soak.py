@@ -37,8 +37,13 @@ class SoakBucket(Frozen):
     slow: bool = False
 
 
-def bucket_requests(records: Iterable[RequestRecord], *, bucket_s: float = BUCKET_S, start_s: float | None = None,
-                    lost_seqs: Collection[int] | None = None) -> list[SoakBucket]:
+def bucket_requests(
+    records: Iterable[RequestRecord],
+    *,
+    bucket_s: float = BUCKET_S,
+    start_s: float | None = None,
+    lost_seqs: Collection[int] | None = None,
+) -> list[SoakBucket]:
     """Requests grouped by scheduled time into buckets aligned to the clock (04:00, 04:30...).
 
     `lost_seqs`: sequence numbers of accepted requests with no stored execution, when the ledger
@@ -57,11 +62,18 @@ def bucket_requests(records: Iterable[RequestRecord], *, bucket_s: float = BUCKE
         lat = answered_latencies(rows)
         start = first + index * bucket_s
         lost = None if lost_seqs is None else sum(1 for r in rows if is_ok(r) and r.seq in lost_seqs)
-        out.append(SoakBucket(
-            start_s=start, label=time.strftime("%H:%M", time.gmtime(start)), fired=len(rows),
-            refused=sum(1 for r in rows if not is_ok(r)), undelivered=lost,
-            p50_ms=percentile(lat, 50), p95_ms=percentile(lat, 95), worst_ms=max(lat) if lat else None,
-        ))
+        out.append(
+            SoakBucket(
+                start_s=start,
+                label=time.strftime("%H:%M", time.gmtime(start)),
+                fired=len(rows),
+                refused=sum(1 for r in rows if not is_ok(r)),
+                undelivered=lost,
+                p50_ms=percentile(lat, 50),
+                p95_ms=percentile(lat, 95),
+                worst_ms=max(lat) if lat else None,
+            )
+        )
     return flag_slow(out)
 
 
@@ -73,7 +85,9 @@ def flag_slow(buckets: Sequence[SoakBucket], factor: float = SLOW_P95_FACTOR) ->
     return [b.model_copy(update={"slow": b.p95_ms is not None and b.p95_ms > factor * median}) for b in buckets]
 
 
-def add_telemetry(buckets: Sequence[SoakBucket], samples: Sequence[Sample], *, bucket_s: float = BUCKET_S) -> list[SoakBucket]:
+def add_telemetry(
+    buckets: Sequence[SoakBucket], samples: Sequence[Sample], *, bucket_s: float = BUCKET_S
+) -> list[SoakBucket]:
     """Each bucket's worst iowait %, highest 1-minute load, lowest available memory and peak stack RAM."""
 
     def worst(values: list[float], pick) -> float | None:
@@ -82,12 +96,16 @@ def add_telemetry(buckets: Sequence[SoakBucket], samples: Sequence[Sample], *, b
     out = []
     for b in buckets:
         window = within(samples, b.start_s, b.start_s + bucket_s)
-        out.append(b.model_copy(update={
-            "iowait_max_pct": worst([s.value for s in select(window, "host_cpu_pct", state="iowait")], max),
-            "load1_max": worst([s.value for s in select(window, "host_load_avg", window="1m")], max),
-            "mem_available_min_mib": worst([s.value for s in select(window, "host_mem_available_mib")], min),
-            "stack_ram_max_mib": peak_stack_ram_mib(window),
-        }))
+        out.append(
+            b.model_copy(
+                update={
+                    "iowait_max_pct": worst([s.value for s in select(window, "host_cpu_pct", state="iowait")], max),
+                    "load1_max": worst([s.value for s in select(window, "host_load_avg", window="1m")], max),
+                    "mem_available_min_mib": worst([s.value for s in select(window, "host_mem_available_mib")], min),
+                    "stack_ram_max_mib": peak_stack_ram_mib(window),
+                }
+            )
+        )
     return out
 
 
@@ -107,12 +125,16 @@ def _num(v: float | None, fmt: str) -> str:
 
 def render_soak_table(buckets: Sequence[SoakBucket]) -> str:
     """Markdown table in seed 004's column order, telemetry to the right, slow buckets marked."""
-    head = ("| bucket (UTC) | fired | refused | undelivered | p50 ms | p95 ms | worst ms | iowait max % | load 1m max "
-            "| mem available min MiB | stack RAM max MiB | |\n" + "|---" * 12 + "|\n")
+    head = (
+        "| bucket (UTC) | fired | refused | undelivered | p50 ms | p95 ms | worst ms | iowait max % | load 1m max "
+        "| mem available min MiB | stack RAM max MiB | |\n" + "|---" * 12 + "|\n"
+    )
     rows = []
     for b in buckets:
-        rows.append(f"| {b.label} | {b.fired:,} | {b.refused:,} | {'n/a' if b.undelivered is None else b.undelivered} "
-                    f"| {_ms(b.p50_ms)} | {_ms(b.p95_ms)} | {_ms(b.worst_ms)} | {_num(b.iowait_max_pct, '.1f')} "
-                    f"| {_num(b.load1_max, '.2f')} | {_num(b.mem_available_min_mib, ',.0f')} "
-                    f"| {_num(b.stack_ram_max_mib, ',.0f')} | {'slow' if b.slow else ''} |")
+        rows.append(
+            f"| {b.label} | {b.fired:,} | {b.refused:,} | {'n/a' if b.undelivered is None else b.undelivered} "
+            f"| {_ms(b.p50_ms)} | {_ms(b.p95_ms)} | {_ms(b.worst_ms)} | {_num(b.iowait_max_pct, '.1f')} "
+            f"| {_num(b.load1_max, '.2f')} | {_num(b.mem_available_min_mib, ',.0f')} "
+            f"| {_num(b.stack_ram_max_mib, ',.0f')} | {'slow' if b.slow else ''} |"
+        )
     return head + "\n".join(rows) + "\n"

@@ -93,18 +93,20 @@ def route_for(routes: list[Route], path: str) -> Route | None:
 RENDERED_SITE = ":5678 {"  # how `render --topology` opens the ingest site (render_topology.LB_PORT)
 
 
-def rebind_caddyfile(rendered: str, *, site: str, bind: str, main: str, webhook: Callable[[int], str],
-                     admin: str) -> str:
+def rebind_caddyfile(
+    rendered: str, *, site: str, bind: str, main: str, webhook: Callable[[int], str], admin: str
+) -> str:
     """The rendered ingest Caddyfile with other addresses, its routing untouched: the site `site` bound to
     `bind`, `n8n-main:5678` -> `main`, `n8n-webhook-K:5678` -> `webhook(K)`, Caddy's admin API at `admin`
     ("off" for none). Raises InputError when the text is not such a Caddyfile or names another upstream."""
     from n8n_sizer.errors import InputError
 
     if not rendered.startswith(RENDERED_SITE):
-        raise InputError(f"the ingest Caddyfile does not start with '{RENDERED_SITE}'; render it with "
-                         "`n8n-sizer render --topology`")
+        raise InputError(
+            f"the ingest Caddyfile does not start with '{RENDERED_SITE}'; render it with `n8n-sizer render --topology`"
+        )
     text = rendered.replace("n8n-main:5678", main)
     text = re.sub(r"n8n-webhook-(\d+):5678", lambda m: webhook(int(m.group(1))), text)
     if re.search(r"\bn8n-[a-z0-9-]+:\d+", text):
         raise InputError("the ingest Caddyfile names an upstream that is not running here; re-render it")
-    return f"{{\n  admin {admin}\n}}\n{site} {{\n  bind {bind}" + text[len(RENDERED_SITE):]
+    return f"{{\n  admin {admin}\n}}\n{site} {{\n  bind {bind}" + text[len(RENDERED_SITE) :]

@@ -11,8 +11,12 @@ import re
 from collections import Counter
 from typing import Callable, Mapping
 
-from n8n_sizer.advisor.pools import (CONNECTION_HEADROOM, POSTGRES_DEFAULT_MAX_CONNECTIONS, recommended_max_connections,
-                                     required_max_connections)
+from n8n_sizer.advisor.pools import (
+    CONNECTION_HEADROOM,
+    POSTGRES_DEFAULT_MAX_CONNECTIONS,
+    recommended_max_connections,
+    required_max_connections,
+)
 from n8n_sizer.advisor.setup import DEFAULT_DB_POOL_SIZE
 from n8n_sizer.bundle import rules_n8n as n8n
 from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base, load_compose
@@ -25,8 +29,11 @@ POSTGRES_MAX_CONNECTIONS_LIMIT = 262143  # Postgres' upper bound for max_connect
 
 def rule_variables(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     if cf.unresolved:
-        return fail("variables", f"unresolved: {', '.join(cf.unresolved)} (no value, no default)",
-                    "pass --env FILE with these variables (the .env Docker Compose reads), or set them")
+        return fail(
+            "variables",
+            f"unresolved: {', '.join(cf.unresolved)} (no value, no default)",
+            "pass --env FILE with these variables (the .env Docker Compose reads), or set them",
+        )
     return ok("variables", "every ${VAR} reference resolves")
 
 
@@ -50,8 +57,11 @@ def _pinned(image: str) -> str | None:
 def rule_images_pinned(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     loose = [f"{s.name} ({s.image}: {why})" for s in cf.services if s.image and (why := _pinned(s.image))]
     if loose:
-        return fail("images-pinned", f"not pinned: {'; '.join(loose)}",
-                    "pin exact versions, e.g. n8nio/n8n:2.41.1 with n8nio/runners of the same version")
+        return fail(
+            "images-pinned",
+            f"not pinned: {'; '.join(loose)}",
+            "pin exact versions, e.g. n8nio/n8n:2.41.1 with n8nio/runners of the same version",
+        )
     return ok("images-pinned", f"{sum(1 for s in cf.services if s.image)} images pinned to exact versions")
 
 
@@ -75,9 +85,12 @@ def rule_start_order(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         if not any(_healthy_dep(worker, main) for main in mains):
             gaps.append(f"{worker.name} -> {mains[0].name}")
     if gaps:
-        return fail("start-order", f"not waiting for a healthy service: {', '.join(gaps)}",
-                    "add depends_on with condition: service_healthy (and a healthcheck on the target): "
-                    "main after Postgres and Redis, workers after main, so one process migrates")
+        return fail(
+            "start-order",
+            f"not waiting for a healthy service: {', '.join(gaps)}",
+            "add depends_on with condition: service_healthy (and a healthcheck on the target): "
+            "main after Postgres and Redis, workers after main, so one process migrates",
+        )
     if not workers and not (cf.by_role("postgres") or cf.by_role("redis")):
         return na("start-order", "a single n8n service with nothing to wait for")
     return ok("start-order", "Postgres/Redis healthy -> main healthy -> workers")
@@ -93,7 +106,9 @@ def _redis_arg(service: Service, flag: str) -> str | None:
     return None
 
 
-def _redis_rule(rule: str, flag: str, wanted: str, default: str, why: str) -> Callable[[ComposeFile, CheckContext], RuleResult]:
+def _redis_rule(
+    rule: str, flag: str, wanted: str, default: str, why: str
+) -> Callable[[ComposeFile, CheckContext], RuleResult]:
     def check(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         if not cf.queue_mode:
             return na(rule, "not in queue mode")
@@ -104,11 +119,15 @@ def _redis_rule(rule: str, flag: str, wanted: str, default: str, why: str) -> Ca
         for service in redis:
             value = _redis_arg(service, flag)
             if value is None and any(t.endswith(".conf") for t in service.command):
-                return na(rule, f"{service.name} reads a config file check cannot see; make sure it has {flag} {wanted}")
+                return na(
+                    rule, f"{service.name} reads a config file check cannot see; make sure it has {flag} {wanted}"
+                )
             if value is None:
                 implicit.append(service.name)
             if (value or default) != wanted:
-                wrong.append(f"{service.name} {flag} {value or default}" + (" (Redis' default)" if value is None else ""))
+                wrong.append(
+                    f"{service.name} {flag} {value or default}" + (" (Redis' default)" if value is None else "")
+                )
         if wrong:
             return fail(rule, f"{', '.join(wrong)}: {why}", f"start Redis with {flag} {wanted}")
         note = f" (Redis' default on {', '.join(implicit)}; the queue-mode test sets it explicitly)" if implicit else ""
@@ -119,11 +138,19 @@ def _redis_rule(rule: str, flag: str, wanted: str, default: str, why: str) -> Ca
 
 
 rule_redis_noeviction = _redis_rule(
-    "redis-noeviction", "--maxmemory-policy", "noeviction", "noeviction",
-    "an evicting policy may delete Bull's job keys without a warning (the queue-mode test)")
+    "redis-noeviction",
+    "--maxmemory-policy",
+    "noeviction",
+    "noeviction",
+    "an evicting policy may delete Bull's job keys without a warning (the queue-mode test)",
+)
 rule_redis_appendonly = _redis_rule(
-    "redis-appendonly", "--appendonly", "yes", "no",
-    "without AOF a Redis restart crashed all 20 waiting executions; with it, none (the queue-mode test)")
+    "redis-appendonly",
+    "--appendonly",
+    "yes",
+    "no",
+    "without AOF a Redis restart crashed all 20 waiting executions; with it, none (the queue-mode test)",
+)
 
 
 MAX_POOL = 500  # render --pool's bound (safety/numbers.py POOL)
@@ -152,8 +179,11 @@ def unreadable_pool_settings(users: list[Service], postgres: list[Service]) -> l
     for p in postgres:
         for i, token in enumerate(p.command):
             match = re.fullmatch(r"(?:--)?max_connections=(.*)", token, flags=re.S)
-            if match and (token.startswith("--") or (i > 0 and p.command[i - 1] == "-c")) \
-                    and not re.fullmatch(r"\d{1,18}", match.group(1)):
+            if (
+                match
+                and (token.startswith("--") or (i > 0 and p.command[i - 1] == "-c"))
+                and not re.fullmatch(r"\d{1,18}", match.group(1))
+            ):
                 bad.append(f"{p.name} max_connections={match.group(1)[:20]!r}")
     return bad
 
@@ -164,34 +194,49 @@ def rule_postgres_pool(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         return na("postgres-pool", "no n8n service on Postgres")
     unreadable = unreadable_pool_settings(users, cf.by_role("postgres"))
     if unreadable:
-        return fail("postgres-pool", f"{', '.join(unreadable)}: not a whole number in range (pools 1..{MAX_POOL}, "
-                    f"max_connections 1..{POSTGRES_MAX_CONNECTIONS_LIMIT}); the pool arithmetic cannot trust it",
-                    f"set DB_POSTGRESDB_POOL_SIZE to a whole number, e.g. {DEFAULT_DB_POOL_SIZE}, and max_connections "
-                    "to what the pools need")
+        return fail(
+            "postgres-pool",
+            f"{', '.join(unreadable)}: not a whole number in range (pools 1..{MAX_POOL}, "
+            f"max_connections 1..{POSTGRES_MAX_CONNECTIONS_LIMIT}); the pool arithmetic cannot trust it",
+            f"set DB_POSTGRESDB_POOL_SIZE to a whole number, e.g. {DEFAULT_DB_POOL_SIZE}, and max_connections "
+            "to what the pools need",
+        )
     mains = [s for s in users if s.role == "main"]
     others = [s for s in users if s.role != "main"]
     need = sum(_pool(s) + 1 for s in mains) + sum(_pool(s) for s in others)
     # Seed 000's formula, written as (main pool + 1) + N processes x pool, grouped by pool size.
     grouped = Counter(_pool(s) for s in others)
-    arithmetic = " + ".join([f"(pool {_pool(s)} + 1)" for s in mains]
-                            + [f"{n} x pool {pool}" for pool, n in sorted(grouped.items())])
+    arithmetic = " + ".join(
+        [f"(pool {_pool(s)} + 1)" for s in mains] + [f"{n} x pool {pool}" for pool, n in sorted(grouped.items())]
+    )
     total = required_max_connections(need)
     postgres = cf.by_role("postgres")
     if not postgres:
-        return na("postgres-pool", f"Postgres is not in this file; give it max_connections >= {total} "
-                  f"({arithmetic} + {CONNECTION_HEADROOM} headroom)")
+        return na(
+            "postgres-pool",
+            f"Postgres is not in this file; give it max_connections >= {total} "
+            f"({arithmetic} + {CONNECTION_HEADROOM} headroom)",
+        )
     limit = min(_max_connections(p) for p in postgres)
-    beyond = [f"{p.name} max_connections={_max_connections(p)}" for p in postgres
-              if not 1 <= _max_connections(p) <= POSTGRES_MAX_CONNECTIONS_LIMIT]
+    beyond = [
+        f"{p.name} max_connections={_max_connections(p)}"
+        for p in postgres
+        if not 1 <= _max_connections(p) <= POSTGRES_MAX_CONNECTIONS_LIMIT
+    ]
     if beyond:
-        return fail("postgres-pool", f"{', '.join(beyond)} is outside the 1..{POSTGRES_MAX_CONNECTIONS_LIMIT} "
-                    "Postgres accepts: it refuses to start",
-                    f'set max_connections to what the pools need, here {total}: command: ["postgres", "-c", '
-                    f'"max_connections={recommended_max_connections(need)}"]')
+        return fail(
+            "postgres-pool",
+            f"{', '.join(beyond)} is outside the 1..{POSTGRES_MAX_CONNECTIONS_LIMIT} "
+            "Postgres accepts: it refuses to start",
+            f'set max_connections to what the pools need, here {total}: command: ["postgres", "-c", '
+            f'"max_connections={recommended_max_connections(need)}"]',
+        )
     if total > limit:
-        return fail("postgres-pool", f"pools need {arithmetic} + {CONNECTION_HEADROOM} headroom = {total}, "
-                    f"above max_connections {limit}",
-                    f'raise it: command: ["postgres", "-c", "max_connections={total}"], or lower DB_POSTGRESDB_POOL_SIZE')
+        return fail(
+            "postgres-pool",
+            f"pools need {arithmetic} + {CONNECTION_HEADROOM} headroom = {total}, above max_connections {limit}",
+            f'raise it: command: ["postgres", "-c", "max_connections={total}"], or lower DB_POSTGRESDB_POOL_SIZE',
+        )
     return ok("postgres-pool", f"{arithmetic} + {CONNECTION_HEADROOM} headroom = {total} <= max_connections {limit}")
 
 
@@ -211,9 +256,12 @@ def rule_metrics_public(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     if proxies and not any("/metrics" in text for text in cf.config_texts):
         problems.append(f"{names(proxies)} may forward /metrics (check cannot see a rule that blocks it)")
     if problems:
-        return fail("metrics-public", "; ".join(problems),
-                    'publish n8n only on 127.0.0.1 ("127.0.0.1:5678:5678") behind a proxy that blocks /metrics, '
-                    "or restrict the port to your monitoring server with a firewall")
+        return fail(
+            "metrics-public",
+            "; ".join(problems),
+            'publish n8n only on 127.0.0.1 ("127.0.0.1:5678:5678") behind a proxy that blocks /metrics, '
+            "or restrict the port to your monitoring server with a firewall",
+        )
     return ok("metrics-public", "; ".join(notes) or "/metrics is not published to the internet")
 
 
@@ -243,9 +291,14 @@ RULES: dict[str, Callable[[ComposeFile, CheckContext], RuleResult]] = {
 }
 
 
-def check_compose(compose_text: str, env: dict[str, str] | None = None, vcpu: int | None = None, *,
-                  longest_execution_s: int | None = None,
-                  env_files: Mapping[str, Mapping[str, str]] | None = None) -> list[RuleResult]:
+def check_compose(
+    compose_text: str,
+    env: dict[str, str] | None = None,
+    vcpu: int | None = None,
+    *,
+    longest_execution_s: int | None = None,
+    env_files: Mapping[str, Mapping[str, str]] | None = None,
+) -> list[RuleResult]:
     """Run every rule over a compose file. `env` resolves `${VAR}`; `env_files` maps each service's
     `env_file:` path, as written, to its variables. Raises `InputError` when the text is not Compose."""
     from n8n_sizer.errors import InputError

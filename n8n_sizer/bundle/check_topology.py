@@ -69,11 +69,15 @@ def rule_host_folders(listed: list[str] | None, found: list[str]) -> RuleResult:
         return na("host-folders", f"no {MANIFEST_FILE}: nothing to compare the host folders with")
     missing, extra = sorted(set(listed) - set(found)), sorted(set(found) - set(listed))
     if missing or extra:
-        parts = ([f"listed but missing: {', '.join(missing)}"] if missing else []) + \
-                ([f"not listed: {', '.join(extra)}"] if extra else [])
-        return fail("host-folders", f"host folders differ from {MANIFEST_FILE} ({'; '.join(parts)})",
-                    "render the topology again into this folder (it writes every host), and remove folders of "
-                    "hosts that are no longer in it")
+        parts = ([f"listed but missing: {', '.join(missing)}"] if missing else []) + (
+            [f"not listed: {', '.join(extra)}"] if extra else []
+        )
+        return fail(
+            "host-folders",
+            f"host folders differ from {MANIFEST_FILE} ({'; '.join(parts)})",
+            "render the topology again into this folder (it writes every host), and remove folders of "
+            "hosts that are no longer in it",
+        )
     return ok("host-folders", f"{len(found)} host folders, as {MANIFEST_FILE} lists")
 
 
@@ -94,8 +98,12 @@ def rule_one_version(c: Cluster) -> RuleResult:
     for h, s in c.n8n:
         tag = image_base(s.image)[1] if s.image else None
         tags.setdefault(tag or "latest", []).append(f"{h.name}/{s.name}")
-    return _one_value("cluster-n8n-version", tags, "n8n version",
-                      "render every host from one topology (one n8n_version), or set the same image tag everywhere")
+    return _one_value(
+        "cluster-n8n-version",
+        tags,
+        "n8n version",
+        "render every host from one topology (one n8n_version), or set the same image tag everywhere",
+    )
 
 
 def rule_one_concurrency(c: Cluster) -> RuleResult:
@@ -104,14 +112,21 @@ def rule_one_concurrency(c: Cluster) -> RuleResult:
     for h, s in c.services("worker"):
         value = _concurrency(s)
         values.setdefault("unreadable" if value is None else str(value), []).append(f"{h.name}/{s.name}")
-    return _one_value("cluster-concurrency", values, "worker --concurrency",
-                      "render every host from one topology (one concurrency), or give every worker the same value")
+    return _one_value(
+        "cluster-concurrency",
+        values,
+        "worker --concurrency",
+        "render every host from one topology (one concurrency), or give every worker the same value",
+    )
 
 
 def _host_dirs(folder: Path) -> list[Path]:
     entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    dirs = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)
-            and os.path.lexists(os.path.join(e.path, COMPOSE_FILE))]
+    dirs = [
+        Path(e.path)
+        for e in entries
+        if e.is_dir(follow_symlinks=False) and os.path.lexists(os.path.join(e.path, COMPOSE_FILE))
+    ]
     if len(dirs) > MAX_HOST_FOLDERS:
         raise InputError(f"--topology {folder} has {len(dirs):,} host folders, above {MAX_HOST_FOLDERS}; {FIX}")
     return dirs
@@ -124,8 +139,10 @@ def check_topology(folder: Path, longest_execution_s: int | None = None) -> list
     folder = require_folder(folder, "--topology", fix=FIX)
     host_dirs = _host_dirs(folder)
     if not host_dirs:
-        raise InputError(f"--topology {folder} has no <host>/{COMPOSE_FILE}; render one with "
-                         f"`n8n-sizer render --topology advice.json --out {folder}`")
+        raise InputError(
+            f"--topology {folder} has no <host>/{COMPOSE_FILE}; render one with "
+            f"`n8n-sizer render --topology advice.json --out {folder}`"
+        )
     manifest = _manifest(folder)
     entries = [h for h in (manifest or {}).get("hosts", []) if isinstance(h, dict) and isinstance(h.get("name"), str)]
     known = {h["name"]: h for h in entries}
@@ -140,13 +157,21 @@ def check_topology(folder: Path, longest_execution_s: int | None = None) -> list
         for r in check_compose(text, env, vcpu, longest_execution_s=longest_execution_s):
             results.append(r.model_copy(update={"rule": f"{host_dir.name}:{r.rule}"}))
         ip = meta.get("private_ip")
-        hosts.append(HostFiles(name=host_dir.name, compose=load_compose(text, env),
-                               private_ip=ip if isinstance(ip, str) and len(ip) <= 45 else None))
+        hosts.append(
+            HostFiles(
+                name=host_dir.name,
+                compose=load_compose(text, env),
+                private_ip=ip if isinstance(ip, str) and len(ip) <= 45 else None,
+            )
+        )
     subnet = (manifest or {}).get("subnet")
     single = bool((manifest or {}).get("single_host"))
     cluster = Cluster(hosts=hosts, subnet=subnet if isinstance(subnet, str) and not single else None)
     results += [rule(cluster) for rule in RULES.values()]
     listed = [h["name"] for h in entries] if manifest is not None else None
-    results += [rule_host_folders(listed, [d.name for d in host_dirs]), rule_one_version(cluster),
-                rule_one_concurrency(cluster)]
+    results += [
+        rule_host_folders(listed, [d.name for d in host_dirs]),
+        rule_one_version(cluster),
+        rule_one_concurrency(cluster),
+    ]
     return results

@@ -38,8 +38,9 @@ def data_port_rules(subnet: str | None, clients: list[str]) -> list[str]:
     if not subnet:
         return []
     rules = [f"DOCKER-USER -s {ip}/32 -p tcp --dport {port} -j RETURN" for port in DATA_PORTS for ip in clients]
-    return rules + [f"DOCKER-USER -s {subnet} -p tcp --dport {port} -j REJECT --reject-with tcp-reset"
-                    for port in DATA_PORTS]
+    return rules + [
+        f"DOCKER-USER -s {subnet} -p tcp --dport {port} -j REJECT --reject-with tcp-reset" for port in DATA_PORTS
+    ]
 
 
 def metadata_block_script(data_rules: list[str] | None = None) -> str:
@@ -47,10 +48,13 @@ def metadata_block_script(data_rules: list[str] | None = None) -> str:
     data host also the `data_port_rules` above it, in their order.
 
     REJECT, not DROP: a container that asks gets an immediate error instead of hanging on a timeout."""
-    lines = ["#!/bin/sh",
-             "# Reject forwarded (container) traffic to the cloud metadata endpoint; see cloud-init.yaml.",
-             "set -eu", "iptables -N DOCKER-USER 2>/dev/null || true",
-             f"iptables -C {_RULE} 2>/dev/null || iptables -I {_RULE}"]
+    lines = [
+        "#!/bin/sh",
+        "# Reject forwarded (container) traffic to the cloud metadata endpoint; see cloud-init.yaml.",
+        "set -eu",
+        "iptables -N DOCKER-USER 2>/dev/null || true",
+        f"iptables -C {_RULE} 2>/dev/null || iptables -I {_RULE}",
+    ]
     if data_rules:
         lines.append("# The data ports for the n8n hosts only (inserted bottom-up: each -I goes to the top).")
         lines += [f"iptables -C {rule} 2>/dev/null || iptables -I {rule}" for rule in reversed(data_rules)]
@@ -62,19 +66,36 @@ def gzip_b64(text: str) -> str:
     return base64.b64encode(gzip.compress(text.encode("utf-8"), mtime=0)).decode("ascii")
 
 
-def render_cloud_init(env: Environment, *, compose: str, env_text: str, summary: str,
-                      benchmark_host: bool, workers: int, data_rules: list[str] | None = None) -> str:
+def render_cloud_init(
+    env: Environment,
+    *,
+    compose: str,
+    env_text: str,
+    summary: str,
+    benchmark_host: bool,
+    workers: int,
+    data_rules: list[str] | None = None,
+) -> str:
     """Render `#cloud-config` user data, readable when it fits in Hetzner's 32 KiB, else with the files
     gzip+base64 encoded; refuse with the size when even that does not fit."""
     env.filters.setdefault("gzip_b64", gzip_b64)
     template = env.get_template("cloud-init.yaml.j2")
     for compressed in (False, True):
         text = template.render(
-            compose=compose, env=env_text, summary=summary, benchmark_host=benchmark_host,
-            compressed=compressed, stack_dir=STACK_DIR, marker_dir=MARKER_DIR,
-            ready_marker=READY_MARKER, failed_marker=FAILED_MARKER, wait_timeout_s=WAIT_TIMEOUT_S,
-            metadata_ip=METADATA_IP, metadata_block=metadata_block_script(data_rules),
-            metadata_block_script=METADATA_BLOCK_SCRIPT, metadata_block_check=METADATA_BLOCK_CHECK,
+            compose=compose,
+            env=env_text,
+            summary=summary,
+            benchmark_host=benchmark_host,
+            compressed=compressed,
+            stack_dir=STACK_DIR,
+            marker_dir=MARKER_DIR,
+            ready_marker=READY_MARKER,
+            failed_marker=FAILED_MARKER,
+            wait_timeout_s=WAIT_TIMEOUT_S,
+            metadata_ip=METADATA_IP,
+            metadata_block=metadata_block_script(data_rules),
+            metadata_block_script=METADATA_BLOCK_SCRIPT,
+            metadata_block_check=METADATA_BLOCK_CHECK,
         )
         size = len(text.encode("utf-8"))
         if size <= USER_DATA_LIMIT_BYTES:

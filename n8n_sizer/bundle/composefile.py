@@ -16,7 +16,9 @@ from n8n_sizer.errors import InputError
 from n8n_sizer.safety.frozen import Frozen
 
 Role = Literal["main", "worker", "webhook", "runner", "postgres", "redis", "proxy", "other"]
-_REF = re.compile(r"\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])((?:[^{}]|\{[^{}]*\})*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
+_REF = re.compile(
+    r"\$(?:\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])((?:[^{}]|\{[^{}]*\})*))?\}|([A-Za-z_][A-Za-z0-9_]*))"
+)
 _PROXIES = {"caddy", "nginx", "traefik", "haproxy", "envoy", "nginx-proxy-manager", "swag"}
 _REDIS = {"redis", "valkey", "keydb", "redis-stack-server", "dragonfly"}
 LOOPBACK = {"127.0.0.1", "::1", "localhost", "[::1]"}
@@ -79,8 +81,10 @@ def interpolate(text: str, env: Mapping[str, str], missing: set[str], budget: li
         if budget is not None:
             budget[0] -= len(value)
             if budget[0] < 0:
-                raise InputError("the compose file expands past the size limit once its ${VAR} references are "
-                                 "filled in from the .env; fix the compose file or the .env, then run check again")
+                raise InputError(
+                    "the compose file expands past the size limit once its ${VAR} references are "
+                    "filled in from the .env; fix the compose file or the .env, then run check again"
+                )
         return value
 
     def _replace(match: re.Match[str]) -> str:
@@ -120,8 +124,9 @@ def _scalar(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _env_of(spec: dict, env: Mapping[str, str], env_files: Mapping[str, Mapping[str, str]],
-            missing: set[str]) -> dict[str, str]:
+def _env_of(
+    spec: dict, env: Mapping[str, str], env_files: Mapping[str, Mapping[str, str]], missing: set[str]
+) -> dict[str, str]:
     values: dict[str, str] = {}
     files = spec.get("env_file") or []
     for entry in [files] if isinstance(files, (str, dict)) else files:
@@ -152,8 +157,10 @@ def _ports(spec: dict) -> list[Port]:
             if target is not None:
                 published = _scalar(entry.get("published"))
                 host_port = int(published) if published.isdigit() and len(published) <= 5 else None
-                ports += [Port(container_port=n, host_ip=_scalar(entry.get("host_ip")), host_port=host_port)
-                          for n in _port_range(_scalar(target))]
+                ports += [
+                    Port(container_port=n, host_ip=_scalar(entry.get("host_ip")), host_port=host_port)
+                    for n in _port_range(_scalar(target))
+                ]
             continue
         text = _scalar(entry).split("/", 1)[0]
         host_ip = ""
@@ -166,8 +173,9 @@ def _ports(spec: dict) -> list[Port]:
         container = parts[-1]
         host_port = parts[-2] if len(parts) >= 2 else ""
         for number in _port_range(container):
-            ports.append(Port(container_port=number, host_ip=host_ip,
-                              host_port=int(host_port) if host_port.isdigit() else None))
+            ports.append(
+                Port(container_port=number, host_ip=host_ip, host_port=int(host_port) if host_port.isdigit() else None)
+            )
     return ports
 
 
@@ -233,8 +241,9 @@ def _role(image: str | None, command: list[str], env: dict[str, str]) -> Role:
     return "other"
 
 
-def _service(name: str, spec: dict, env: Mapping[str, str], env_files: Mapping[str, Mapping[str, str]],
-             missing: set[str]) -> Service:
+def _service(
+    name: str, spec: dict, env: Mapping[str, str], env_files: Mapping[str, Mapping[str, str]], missing: set[str]
+) -> Service:
     image = _scalar(spec.get("image")) or None
     raw_command = spec.get("command") or []
     try:
@@ -248,8 +257,12 @@ def _service(name: str, spec: dict, env: Mapping[str, str], env_files: Mapping[s
     else:
         deps = {str(dep): _scalar((cfg or {}).get("condition")) or "service_started" for dep, cfg in raw_deps.items()}
     health = spec.get("healthcheck")
-    has_health = isinstance(health, dict) and not health.get("disable") and bool(health.get("test")) \
+    has_health = (
+        isinstance(health, dict)
+        and not health.get("disable")
+        and bool(health.get("test"))
         and health.get("test") != ["NONE"]
+    )
     labels = spec.get("labels") or {}
     if isinstance(labels, list):
         labels = dict(item.split("=", 1) if "=" in item else (item, "") for item in map(str, labels))
@@ -262,11 +275,19 @@ def _service(name: str, spec: dict, env: Mapping[str, str], env_files: Mapping[s
             volumes.append((parts[0], parts[1]) if len(parts) >= 2 else ("", parts[0]))
     aliases = [name] + [_scalar(spec[k]) for k in ("container_name", "hostname") if spec.get(k)]
     return Service(
-        name=name, role=_role(image, command, service_env), image=image, env=service_env,
-        command=command, depends_on=deps, has_healthcheck=has_health,
-        stop_grace_s=duration_s(spec.get("stop_grace_period")), ports=_ports(spec),
+        name=name,
+        role=_role(image, command, service_env),
+        image=image,
+        env=service_env,
+        command=command,
+        depends_on=deps,
+        has_healthcheck=has_health,
+        stop_grace_s=duration_s(spec.get("stop_grace_period")),
+        ports=_ports(spec),
         host_network=_scalar(spec.get("network_mode")) == "host",
-        labels={str(k): _scalar(v) for k, v in labels.items()}, volumes=volumes, aliases=aliases,
+        labels={str(k): _scalar(v) for k, v in labels.items()},
+        volumes=volumes,
+        aliases=aliases,
         mem_limit_mib=_mem_limit(spec),
     )
 
@@ -276,7 +297,9 @@ def _mem_limit(spec: dict) -> float | None:
 
     deploy = spec.get("deploy") if isinstance(spec.get("deploy"), dict) else {}
     limits = ((deploy.get("resources") or {}).get("limits") or {}) if isinstance(deploy.get("resources"), dict) else {}
-    return parse_memory_mib(spec.get("mem_limit")) or parse_memory_mib(limits.get("memory") if isinstance(limits, dict) else None)
+    return parse_memory_mib(spec.get("mem_limit")) or parse_memory_mib(
+        limits.get("memory") if isinstance(limits, dict) else None
+    )
 
 
 def parse_compose_doc(text: str) -> Any:
@@ -289,8 +312,9 @@ def parse_compose_doc(text: str) -> Any:
     return doc
 
 
-def load_compose(text: str, env: Mapping[str, str] | None = None,
-                 env_files: Mapping[str, Mapping[str, str]] | None = None) -> ComposeFile:
+def load_compose(
+    text: str, env: Mapping[str, str] | None = None, env_files: Mapping[str, Mapping[str, str]] | None = None
+) -> ComposeFile:
     """Parse and interpolate a compose file; `InputError` when it is not a compose mapping."""
     doc = parse_compose_doc(text)
     from n8n_sizer.safety.yamldoc import MAX_EXPANDED
@@ -307,8 +331,10 @@ def load_compose(text: str, env: Mapping[str, str] | None = None,
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             # check_shape covers the keys check reads; this keeps an overlooked corner to one line.
             shown = str(name).encode("unicode_escape").decode("ascii")[:120]
-            raise InputError(f"the compose file's services.{shown} has a value check cannot read "
-                             f"({type(exc).__name__}); fix the compose file, then run check again") from None
+            raise InputError(
+                f"the compose file's services.{shown} has a value check cannot read "
+                f"({type(exc).__name__}); fix the compose file, then run check again"
+            ) from None
     configs = doc.get("configs") or {}
     texts = [_scalar(c.get("content")) for c in configs.values() if isinstance(c, dict) and c.get("content")]
     return ComposeFile(services=services, unresolved=sorted(missing), config_texts=texts)

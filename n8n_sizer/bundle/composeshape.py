@@ -94,8 +94,10 @@ def check_service(name: str, spec: Any) -> None:
         wanted = "a list of service names or a mapping of name: {condition: ...}"
         if isinstance(deps, dict):
             for dep, cfg in deps.items():
-                if not (cfg is None or (isinstance(cfg, dict) and (cfg.get("condition") is None
-                                                                  or _is(cfg.get("condition"), "string")))):
+                if not (
+                    cfg is None
+                    or (isinstance(cfg, dict) and (cfg.get("condition") is None or _is(cfg.get("condition"), "string")))
+                ):
                     raise _fail(f"{where}.depends_on.{dep}", cfg, wanted)
         else:
             _list_of(f"{where}.depends_on", deps, ("string", "number"), wanted)
@@ -106,8 +108,10 @@ def check_service(name: str, spec: Any) -> None:
         test = health.get("test")
         if test is not None and not _is(test, "string"):
             _list_of(f"{where}.healthcheck.test", test, ("scalar",), "a string or a list of strings")
-    for key, wanted in (("ports", "a list of \"HOST:CONTAINER\" strings or {target: ...} mappings"),
-                        ("volumes", "a list of \"SOURCE:TARGET\" strings or {source:, target:} mappings")):
+    for key, wanted in (
+        ("ports", 'a list of "HOST:CONTAINER" strings or {target: ...} mappings'),
+        ("volumes", 'a list of "SOURCE:TARGET" strings or {source:, target:} mappings'),
+    ):
         value = spec.get(key)
         if value is None:
             continue
@@ -116,8 +120,11 @@ def check_service(name: str, spec: Any) -> None:
         for i, entry in enumerate(value):
             if isinstance(entry, dict):
                 target = entry.get("target")
-                if key == "ports" and not (isinstance(target, int) and not isinstance(target, bool)
-                                           or (isinstance(target, str) and target.strip().isdigit())):
+                if key == "ports" and not (
+                    isinstance(target, int)
+                    and not isinstance(target, bool)
+                    or (isinstance(target, str) and target.strip().isdigit())
+                ):
                     raise _fail(f"{where}.ports[{i}].target", target, "a container port number")
                 for field in ("target", "source", "host_ip", "published"):
                     if entry.get(field) is not None and not _is(entry[field], "string", "number"):

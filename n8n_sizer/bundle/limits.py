@@ -62,8 +62,7 @@ def _round_up(mb: float) -> int:
 
 
 def _share(peak_mb: float) -> Memory:
-    return Memory(reservation_mib=_round_up(peak_mb),
-                  limit_mib=max(MIN_LIMIT_MIB, _round_up(peak_mb * LIMIT_FACTOR)))
+    return Memory(reservation_mib=_round_up(peak_mb), limit_mib=max(MIN_LIMIT_MIB, _round_up(peak_mb * LIMIT_FACTOR)))
 
 
 def role_memory(role: str) -> Memory:

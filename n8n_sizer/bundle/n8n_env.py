@@ -79,20 +79,38 @@ class N8nShape(Frozen):
 
 def shape_of_setup(setup: Setup, profile: str = "bench", domain: str | None = None) -> N8nShape:
     """One host's stack: one pool for every process, Caddy in front in the production profile."""
-    return N8nShape(mode=setup.mode, db=setup.db, concurrency=setup.concurrency,
-                    runner_concurrency=setup.runner_concurrency, production_limit=setup.production_limit,
-                    pool_main=setup.db_pool_size, pool_webhook=setup.db_pool_size, pool_worker=setup.db_pool_size,
-                    longest_execution_s=setup.longest_execution_s, profile=profile, domain=domain,
-                    behind_proxy=profile == "production")
+    return N8nShape(
+        mode=setup.mode,
+        db=setup.db,
+        concurrency=setup.concurrency,
+        runner_concurrency=setup.runner_concurrency,
+        production_limit=setup.production_limit,
+        pool_main=setup.db_pool_size,
+        pool_webhook=setup.db_pool_size,
+        pool_worker=setup.db_pool_size,
+        longest_execution_s=setup.longest_execution_s,
+        profile=profile,
+        domain=domain,
+        behind_proxy=profile == "production",
+    )
 
 
 def shape_of_topology(t, profile: str = "bench", domain: str | None = None) -> N8nShape:
     """A cluster of several hosts (`bundle.topology.Topology`): queue mode, pools per role, data elsewhere."""
-    return N8nShape(mode="queue", concurrency=t.concurrency, runner_concurrency=t.runner_concurrency,
-                    pool_main=t.db_pool_size.main, pool_webhook=t.db_pool_size.of("webhook"),
-                    pool_worker=t.db_pool_size.of("worker"), longest_execution_s=t.longest_execution_s,
-                    webhook_processors=t.total("webhook"), profile=profile, domain=domain,
-                    behind_proxy=profile == "production" or t.total("load_balancer") > 0, data_elsewhere=True)
+    return N8nShape(
+        mode="queue",
+        concurrency=t.concurrency,
+        runner_concurrency=t.runner_concurrency,
+        pool_main=t.db_pool_size.main,
+        pool_webhook=t.db_pool_size.of("webhook"),
+        pool_worker=t.db_pool_size.of("worker"),
+        longest_execution_s=t.longest_execution_s,
+        webhook_processors=t.total("webhook"),
+        profile=profile,
+        domain=domain,
+        behind_proxy=profile == "production" or t.total("load_balancer") > 0,
+        data_elsewhere=True,
+    )
 
 
 # Redis: n8n's own ACL user (Redis 6+: the pinned image is 7.4, Debian's redis-server 7.0). n8n 2.41.1 keeps
@@ -133,10 +151,15 @@ class Wiring(Frozen):
 
 
 # What a container finds through Compose: service names and the .env's variables.
-COMPOSE_WIRING = Wiring(postgres_host="n8n-postgres", postgres_password="${POSTGRES_PASSWORD}",
-                        redis_host="n8n-redis", redis_user=REDIS_N8N_USER,
-                        redis_password=REDIS_N8N_PASSWORD_REF,
-                        encryption_key="${N8N_ENCRYPTION_KEY}", public_url="${N8N_PUBLIC_URL}")
+COMPOSE_WIRING = Wiring(
+    postgres_host="n8n-postgres",
+    postgres_password="${POSTGRES_PASSWORD}",
+    redis_host="n8n-redis",
+    redis_user=REDIS_N8N_USER,
+    redis_password=REDIS_N8N_PASSWORD_REF,
+    encryption_key="${N8N_ENCRYPTION_KEY}",
+    public_url="${N8N_PUBLIC_URL}",
+)
 
 # Each of these made n8n reach a host on the internet (or would): telemetry, update checks, template and
 # banner fetches, the community-node registry, the AI assistant and license renewal. A benchmark host carries
@@ -180,10 +203,15 @@ def _database(shape: N8nShape, role: str, w: Wiring) -> dict[str, str]:
     if shape.db != "postgres":
         return {"DB_TYPE": "sqlite"}
     pool = {"main": shape.pool_main, "webhook": shape.pool_webhook, "worker": shape.pool_worker}[role]
-    env = {"DB_TYPE": "postgresdb",  # exactly postgresdb: "postgres" silently falls back to SQLite (seed 000)
-           "DB_POSTGRESDB_HOST": w.postgres_host, "DB_POSTGRESDB_PORT": w.postgres_port,
-           "DB_POSTGRESDB_DATABASE": "n8n", "DB_POSTGRESDB_USER": w.postgres_user,
-           "DB_POSTGRESDB_PASSWORD": w.postgres_password, "DB_POSTGRESDB_POOL_SIZE": str(pool)}
+    env = {
+        "DB_TYPE": "postgresdb",  # exactly postgresdb: "postgres" silently falls back to SQLite (seed 000)
+        "DB_POSTGRESDB_HOST": w.postgres_host,
+        "DB_POSTGRESDB_PORT": w.postgres_port,
+        "DB_POSTGRESDB_DATABASE": "n8n",
+        "DB_POSTGRESDB_USER": w.postgres_user,
+        "DB_POSTGRESDB_PASSWORD": w.postgres_password,
+        "DB_POSTGRESDB_POOL_SIZE": str(pool),
+    }
     if shape.data_elsewhere:
         # The data host boots in no order with this one (depends_on cannot cross hosts). n8n gives up after 5
         # failed Postgres attempts by default; 12 keep it trying for about 4 minutes, inside 30 x 10 s checks.
@@ -194,20 +222,27 @@ def _database(shape: N8nShape, role: str, w: Wiring) -> dict[str, str]:
 def _queue(shape: N8nShape, role: str, w: Wiring) -> dict[str, str]:
     if shape.mode != "queue":
         return {}
-    env = {"QUEUE_BULL_REDIS_HOST": w.redis_host, "QUEUE_BULL_REDIS_PORT": w.redis_port,
-           "QUEUE_BULL_REDIS_PASSWORD": w.redis_password,
-           "N8N_DEFAULT_BINARY_DATA_MODE": "database",  # processes share no disk (seed 000, drill 5)
-           **queue_keep_last_env()}  # main never waits forever on a fast job (advisor/settings.py)
+    env = {
+        "QUEUE_BULL_REDIS_HOST": w.redis_host,
+        "QUEUE_BULL_REDIS_PORT": w.redis_port,
+        "QUEUE_BULL_REDIS_PASSWORD": w.redis_password,
+        "N8N_DEFAULT_BINARY_DATA_MODE": "database",  # processes share no disk (seed 000, drill 5)
+        **queue_keep_last_env(),
+    }  # main never waits forever on a fast job (advisor/settings.py)
     if w.redis_user:
         env["QUEUE_BULL_REDIS_USERNAME"] = w.redis_user
     if shape.data_elsewhere:  # a Redis outage under 4 minutes is waited out instead of exiting after 10 s
         env["QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD"] = "240000"
     if role == "worker":
         lock_s, renew_s, stalled_s = stall_seconds(shape.longest_execution_s, shape.cpu_headroom)
-        env.update({"QUEUE_HEALTH_CHECK_ACTIVE": "true",  # workers answer /healthz, which their checks use
-                    "QUEUE_WORKER_LOCK_DURATION": str(lock_s * 1000),
-                    "QUEUE_WORKER_LOCK_RENEW_TIME": str(renew_s * 1000),
-                    "QUEUE_WORKER_STALLED_INTERVAL": str(stalled_s * 1000)})
+        env.update(
+            {
+                "QUEUE_HEALTH_CHECK_ACTIVE": "true",  # workers answer /healthz, which their checks use
+                "QUEUE_WORKER_LOCK_DURATION": str(lock_s * 1000),
+                "QUEUE_WORKER_LOCK_RENEW_TIME": str(renew_s * 1000),
+                "QUEUE_WORKER_STALLED_INTERVAL": str(stalled_s * 1000),
+            }
+        )
     return env
 
 
@@ -226,10 +261,12 @@ def _access(shape: N8nShape, w: Wiring) -> dict[str, str]:
 
 def runner_env(shape: N8nShape, w: Wiring, broker_host: str) -> dict[str, str]:
     """A task runner sidecar (n8nio/runners) of main or a worker, external mode."""
-    return {"N8N_RUNNERS_AUTH_TOKEN": w.runners_token,
-            "N8N_RUNNERS_MAX_CONCURRENCY": str(shape.runner_concurrency),
-            "N8N_RUNNERS_AUTO_SHUTDOWN_TIMEOUT": str(RUNNER_IDLE_SHUTDOWN_S),
-            "N8N_RUNNERS_TASK_BROKER_URI": f"http://{broker_host}:{w.broker_port}"}
+    return {
+        "N8N_RUNNERS_AUTH_TOKEN": w.runners_token,
+        "N8N_RUNNERS_MAX_CONCURRENCY": str(shape.runner_concurrency),
+        "N8N_RUNNERS_AUTO_SHUTDOWN_TIMEOUT": str(RUNNER_IDLE_SHUTDOWN_S),
+        "N8N_RUNNERS_TASK_BROKER_URI": f"http://{broker_host}:{w.broker_port}",
+    }
 
 
 def role_env(shape: N8nShape, role: str, w: Wiring, *, broker_host: str = "") -> dict[str, str]:
@@ -242,13 +279,18 @@ def role_env(shape: N8nShape, role: str, w: Wiring, *, broker_host: str = "") ->
     if role == "webhook" and shape.mode != "queue":
         raise ValueError("webhook processors run in queue mode only")
     n8n_s, _ = shutdown_seconds(shape.longest_execution_s)
-    env = {"EXECUTIONS_MODE": shape.mode, **_database(shape, role, w), **_queue(shape, role, w),
-           "N8N_ENCRYPTION_KEY": w.encryption_key,  # one key for every n8n process on every host
-           **_access(shape, w),
-           "N8N_GRACEFUL_SHUTDOWN_TIMEOUT": str(n8n_s),  # above the longest execution; the stop grace longer
-           **(EXECUTION_DATA if shape.profile == "bench" else PRODUCTION_EXECUTION_DATA),
-           **(OUTBOUND_OFF if shape.profile == "bench" else TELEMETRY_OFF),
-           "GENERIC_TIMEZONE": "UTC", "TZ": "UTC"}
+    env = {
+        "EXECUTIONS_MODE": shape.mode,
+        **_database(shape, role, w),
+        **_queue(shape, role, w),
+        "N8N_ENCRYPTION_KEY": w.encryption_key,  # one key for every n8n process on every host
+        **_access(shape, w),
+        "N8N_GRACEFUL_SHUTDOWN_TIMEOUT": str(n8n_s),  # above the longest execution; the stop grace longer
+        **(EXECUTION_DATA if shape.profile == "bench" else PRODUCTION_EXECUTION_DATA),
+        **(OUTBOUND_OFF if shape.profile == "bench" else TELEMETRY_OFF),
+        "GENERIC_TIMEZONE": "UTC",
+        "TZ": "UTC",
+    }
     if shape.production_limit is not None and role != "webhook":
         env["N8N_CONCURRENCY_PRODUCTION_LIMIT"] = str(shape.production_limit)
     if role == "main":
@@ -258,13 +300,17 @@ def role_env(shape: N8nShape, role: str, w: Wiring, *, broker_host: str = "") ->
         if shape.webhook_processors:  # production webhooks and forms go to the processors (the LB routes them)
             env["N8N_DISABLE_PRODUCTION_MAIN_PROCESS"] = "true"
     if role != "webhook":  # `n8n webhook` starts no task broker, so it gets no runner
-        env.update({"N8N_RUNNERS_MODE": w.runners, "N8N_RUNNERS_BROKER_LISTEN_ADDRESS": w.broker_listen,
-                    "N8N_RUNNERS_BROKER_PORT": w.broker_port,
-                    "N8N_RUNNERS_MAX_CONCURRENCY": str(shape.runner_concurrency)})
+        env.update(
+            {
+                "N8N_RUNNERS_MODE": w.runners,
+                "N8N_RUNNERS_BROKER_LISTEN_ADDRESS": w.broker_listen,
+                "N8N_RUNNERS_BROKER_PORT": w.broker_port,
+                "N8N_RUNNERS_MAX_CONCURRENCY": str(shape.runner_concurrency),
+            }
+        )
         if w.runners == "external":
             env["N8N_RUNNERS_AUTH_TOKEN"] = w.runners_token
     return env
-
 
 
 class NativeSecrets(Frozen):
@@ -314,26 +360,64 @@ def postgres_init() -> dict[str, str]:
     return {"user": POSTGRES_USER, "database": POSTGRES_DATABASE, "script": POSTGRES_INIT_SCRIPT}
 
 
-def native_wiring(secrets: NativeSecrets, *, http_port: int, broker_port: int, postgres_port: int | None,
-                  redis_port: int | None, host: str = "127.0.0.1", public_url: str | None = None) -> Wiring:
+def native_wiring(
+    secrets: NativeSecrets,
+    *,
+    http_port: int,
+    broker_port: int,
+    postgres_port: int | None,
+    redis_port: int | None,
+    host: str = "127.0.0.1",
+    public_url: str | None = None,
+) -> Wiring:
     """A process started natively on one host: everything on `host`, runners internal (the launcher of
     external mode is not in the npm package, notes/real-n8n.md)."""
-    return Wiring(postgres_host=host, postgres_port=str(postgres_port or ""), postgres_user=POSTGRES_USER,
-                  postgres_password=secrets.postgres_password, redis_host=host, redis_port=str(redis_port or ""),
-                  redis_user=REDIS_N8N_USER, redis_password=secrets.redis_n8n_password,
-                  encryption_key=secrets.encryption_key,
-                  public_url=public_url or f"http://{host}:{http_port}/", runners="internal", runners_token="",
-                  broker_listen="127.0.0.1", broker_port=str(broker_port))
+    return Wiring(
+        postgres_host=host,
+        postgres_port=str(postgres_port or ""),
+        postgres_user=POSTGRES_USER,
+        postgres_password=secrets.postgres_password,
+        redis_host=host,
+        redis_port=str(redis_port or ""),
+        redis_user=REDIS_N8N_USER,
+        redis_password=secrets.redis_n8n_password,
+        encryption_key=secrets.encryption_key,
+        public_url=public_url or f"http://{host}:{http_port}/",
+        runners="internal",
+        runners_token="",
+        broker_listen="127.0.0.1",
+        broker_port=str(broker_port),
+    )
 
 
-def process_env(shape: N8nShape, role: str, wiring: Wiring, *, ports: N8nPorts, user_folder: Path, path: str,
-                home: str, listen: str = "127.0.0.1", log_level: str = "info",
-                extra: dict[str, str] | None = None) -> dict[str, str]:
+def process_env(
+    shape: N8nShape,
+    role: str,
+    wiring: Wiring,
+    *,
+    ports: N8nPorts,
+    user_folder: Path,
+    path: str,
+    home: str,
+    listen: str = "127.0.0.1",
+    log_level: str = "info",
+    extra: dict[str, str] | None = None,
+) -> dict[str, str]:
     """`role_env` plus what a process started natively needs: its ports, folder, PATH and log settings."""
-    env = {"PATH": path, "HOME": home, "LANG": "C.UTF-8", "N8N_USER_FOLDER": str(user_folder),
-           "N8N_LISTEN_ADDRESS": listen, "N8N_HOST": listen, "N8N_PORT": str(ports.http), "N8N_PROTOCOL": "http",
-           "N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS": "true", "N8N_LOG_LEVEL": log_level, "N8N_LOG_OUTPUT": "console",
-           **role_env(shape, role, wiring)}
+    env = {
+        "PATH": path,
+        "HOME": home,
+        "LANG": "C.UTF-8",
+        "N8N_USER_FOLDER": str(user_folder),
+        "N8N_LISTEN_ADDRESS": listen,
+        "N8N_HOST": listen,
+        "N8N_PORT": str(ports.http),
+        "N8N_PROTOCOL": "http",
+        "N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS": "true",
+        "N8N_LOG_LEVEL": log_level,
+        "N8N_LOG_OUTPUT": "console",
+        **role_env(shape, role, wiring),
+    }
     if role == "webhook":  # no broker of its own, but kept off the host's other processes' ports
         env["N8N_RUNNERS_BROKER_PORT"] = str(ports.broker)
     if role == "worker" and shape.mode == "queue":
@@ -344,19 +428,40 @@ def process_env(shape: N8nShape, role: str, wiring: Wiring, *, ports: N8nPorts, 
     return env
 
 
-def n8n_env(setup: Setup, *, role: str, ports: N8nPorts, user_folder: Path, secrets: NativeSecrets,
-            postgres_port: int | None, redis_port: int | None, path: str, home: str,
-            log_level: str = "info", extra: dict[str, str] | None = None) -> dict[str, str]:
+def n8n_env(
+    setup: Setup,
+    *,
+    role: str,
+    ports: N8nPorts,
+    user_folder: Path,
+    secrets: NativeSecrets,
+    postgres_port: int | None,
+    redis_port: int | None,
+    path: str,
+    home: str,
+    log_level: str = "info",
+    extra: dict[str, str] | None = None,
+) -> dict[str, str]:
     """Environment for `n8n start` (role "main") or `n8n worker` (role "worker") of the native stack on this
     machine: `role_env` of the setup, wired to 127.0.0.1."""
     if setup.db == "postgres" and postgres_port is None:
         raise ValueError("db=postgres needs a Postgres port")
     if setup.mode == "queue" and redis_port is None:
         raise ValueError("queue mode needs a Redis port")
-    wiring = native_wiring(secrets, http_port=ports.http, broker_port=ports.broker, postgres_port=postgres_port,
-                           redis_port=redis_port)
-    return process_env(shape_of_setup(setup), role, wiring, ports=ports, user_folder=user_folder, path=path,
-                       home=home, log_level=log_level, extra=extra)
+    wiring = native_wiring(
+        secrets, http_port=ports.http, broker_port=ports.broker, postgres_port=postgres_port, redis_port=redis_port
+    )
+    return process_env(
+        shape_of_setup(setup),
+        role,
+        wiring,
+        ports=ports,
+        user_folder=user_folder,
+        path=path,
+        home=home,
+        log_level=log_level,
+        extra=extra,
+    )
 
 
 def n8n_argv(node_bin: Path, n8n_bin: Path, setup: Setup, role: str) -> list[str]:
@@ -368,5 +473,8 @@ def n8n_argv(node_bin: Path, n8n_bin: Path, setup: Setup, role: str) -> list[str
 def instance_owner_env(email: str, password_hash: str) -> dict[str, str]:
     """n8n creates its owner from these while it starts, before it serves a request (the lab uses it so that no
     local user can claim `/rest/owner/setup` on the lab's address first); the hash is bcrypt."""
-    return {"N8N_INSTANCE_OWNER_MANAGED_BY_ENV": "true", "N8N_INSTANCE_OWNER_EMAIL": email,
-            "N8N_INSTANCE_OWNER_PASSWORD_HASH": password_hash}
+    return {
+        "N8N_INSTANCE_OWNER_MANAGED_BY_ENV": "true",
+        "N8N_INSTANCE_OWNER_EMAIL": email,
+        "N8N_INSTANCE_OWNER_PASSWORD_HASH": password_hash,
+    }

@@ -23,8 +23,15 @@ from n8n_sizer.advisor.pools import (
 )
 from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
 from n8n_sizer.bundle.limits import memory_table
-from n8n_sizer.bundle.n8n_env import (COMPOSE_WIRING, REDIS_N8N_PASSWORD_REF, postgres_init, redis_acl_user, role_env,
-                                      shape_of_setup, shutdown_timeouts)
+from n8n_sizer.bundle.n8n_env import (
+    COMPOSE_WIRING,
+    REDIS_N8N_PASSWORD_REF,
+    postgres_init,
+    redis_acl_user,
+    role_env,
+    shape_of_setup,
+    shutdown_timeouts,
+)
 from n8n_sizer.bundle.secrets import (
     ENV_NAMES,
     StackSecrets,
@@ -74,8 +81,10 @@ def template_env() -> Environment:
 def compose_env(setup: Setup, profile: str, domain: str | None) -> dict[str, dict[str, str]]:
     """Each n8n service's environment (main, its runner, every worker and its runner) from `role_env`."""
     shape = shape_of_setup(setup, profile, domain)
-    out = {"n8n-main": role_env(shape, "main", COMPOSE_WIRING),
-           "runner-main": role_env(shape, "runner", COMPOSE_WIRING, broker_host="n8n-main")}
+    out = {
+        "n8n-main": role_env(shape, "main", COMPOSE_WIRING),
+        "runner-main": role_env(shape, "runner", COMPOSE_WIRING, broker_host="n8n-main"),
+    }
     for n in range(1, setup.workers + 1):
         out[f"n8n-worker-{n}"] = role_env(shape, "worker", COMPOSE_WIRING)
         out[f"runner-worker-{n}"] = role_env(shape, "runner", COMPOSE_WIRING, broker_host=f"n8n-worker-{n}")
@@ -99,8 +108,10 @@ def describe(setup: Setup, profile: str) -> str:
         shape = "regular mode"
     limit = f", production limit {setup.production_limit}" if setup.production_limit is not None else ""
     db = f"Postgres pool {setup.db_pool_size}" if setup.db == "postgres" else "SQLite"
-    return (f"{shape}{limit}, runner limit {setup.runner_concurrency}, {db}, n8n {setup.n8n_version}, "
-            f"longest execution {setup.longest_execution_s} s, profile {profile}")
+    return (
+        f"{shape}{limit}, runner limit {setup.runner_concurrency}, {db}, n8n {setup.n8n_version}, "
+        f"longest execution {setup.longest_execution_s} s, profile {profile}"
+    )
 
 
 def validate_access(profile: str, domain: str | None, public_url: str | None) -> None:
@@ -108,15 +119,18 @@ def validate_access(profile: str, domain: str | None, public_url: str | None) ->
     if profile not in ("bench", "production"):
         raise InputError(f"--profile {profile!r} is unknown; try --profile bench or --profile production")
     if profile == "production" and not domain:
-        raise InputError("--profile production needs --domain (Caddy gets its TLS certificate for it); "
-                         "try --domain n8n.example.com")
+        raise InputError(
+            "--profile production needs --domain (Caddy gets its TLS certificate for it); try --domain n8n.example.com"
+        )
     if domain and profile != "production":
         raise InputError(f"--domain {domain} only applies to --profile production; add --profile production")
     if domain and not DOMAIN_RE.fullmatch(domain):
         raise InputError(f"--domain {domain!r} is not a DNS name; try --domain n8n.example.com")
     if public_url is not None and not URL_RE.fullmatch(public_url):
-        raise InputError(f"--public-url {public_url!r} must be an http:// or https:// URL without spaces, "
-                         "quotes, '#' or '$'; try --public-url https://n8n.example.com/")
+        raise InputError(
+            f"--public-url {public_url!r} must be an http:// or https:// URL without spaces, "
+            "quotes, '#' or '$'; try --public-url https://n8n.example.com/"
+        )
 
 
 def public_url_for(profile: str, domain: str | None, public_url: str | None, *, cluster: bool = False) -> str:
@@ -130,8 +144,10 @@ def public_url_for(profile: str, domain: str | None, public_url: str | None, *, 
         if profile == "production":
             return f"https://{domain}/"
         if cluster:
-            raise InputError("a cluster needs --public-url, the address its webhooks are called at (the load "
-                             "balancer's); try --public-url http://n8n.example.com:5678/")
+            raise InputError(
+                "a cluster needs --public-url, the address its webhooks are called at (the load "
+                "balancer's); try --public-url http://n8n.example.com:5678/"
+            )
         return BENCH_PUBLIC_URL
     if profile == "production" or cluster:
         host = (urlsplit(public_url).hostname or "").lower()
@@ -140,25 +156,30 @@ def public_url_for(profile: str, domain: str | None, public_url: str | None, *, 
         except ValueError:
             loopback = host == "localhost" or host.endswith(".localhost")
         if loopback:
-            raise InputError(f"--public-url {public_url} is this machine's own address; a "
-                             f"{'cluster' if cluster else 'production stack'} is called from outside: try "
-                             "--public-url https://n8n.example.com/")
+            raise InputError(
+                f"--public-url {public_url} is this machine's own address; a "
+                f"{'cluster' if cluster else 'production stack'} is called from outside: try "
+                "--public-url https://n8n.example.com/"
+            )
     return public_url
 
 
-def _validate(setup: Setup, profile: str, domain: str | None, public_url: str | None,
-              max_connections: int | None) -> int:
+def _validate(
+    setup: Setup, profile: str, domain: str | None, public_url: str | None, max_connections: int | None
+) -> int:
     """Refuse inputs that would render a broken stack; return Postgres' max_connections."""
     if not VERSION_RE.fullmatch(setup.n8n_version):
-        raise InputError(f"--n8n-version {setup.n8n_version!r} is not an exact MAJOR.MINOR.PATCH version "
-                         f"(images must be pinned); try --n8n-version {versions.N8N_VERSION}")
+        raise InputError(
+            f"--n8n-version {setup.n8n_version!r} is not an exact MAJOR.MINOR.PATCH version "
+            f"(images must be pinned); try --n8n-version {versions.N8N_VERSION}"
+        )
     validate_access(profile, domain, public_url)
-    if setup.mode == "queue" and setup.production_limit is not None \
-            and setup.production_limit != setup.concurrency:
+    if setup.mode == "queue" and setup.production_limit is not None and setup.production_limit != setup.concurrency:
         raise InputError(
             f"--production-limit {setup.production_limit} would override --concurrency "
             f"{setup.concurrency} on every worker in queue mode (it is per worker, the queue-mode test); drop "
-            f"--production-limit or set it to {setup.concurrency}")
+            f"--production-limit or set it to {setup.concurrency}"
+        )
     if setup.db != "postgres":
         if max_connections is not None:
             raise InputError("--max-connections applies to Postgres only; drop it or use --db postgres")
@@ -166,20 +187,30 @@ def _validate(setup: Setup, profile: str, domain: str | None, public_url: str | 
     if max_connections is None:
         return recommended_max_connections(setup)
     if not 1 <= max_connections <= POSTGRES_MAX_CONNECTIONS_LIMIT:
-        raise InputError(f"--max-connections {max_connections} is outside the 1..{POSTGRES_MAX_CONNECTIONS_LIMIT} "
-                         f"Postgres accepts; try --max-connections {recommended_max_connections(setup)}")
+        raise InputError(
+            f"--max-connections {max_connections} is outside the 1..{POSTGRES_MAX_CONNECTIONS_LIMIT} "
+            f"Postgres accepts; try --max-connections {recommended_max_connections(setup)}"
+        )
     if max_connections < required_max_connections(setup):
         raise InputError(
             f"--max-connections {max_connections} is below what n8n's pools need: "
             f"{pool_arithmetic(setup)}; try --max-connections {required_max_connections(setup)} "
-            f"or a smaller --pool")
+            f"or a smaller --pool"
+        )
     return max_connections
 
 
-def render_bundle(setup: Setup, secrets: StackSecrets, *, profile: str = "bench",
-                  domain: str | None = None, public_url: str | None = None,
-                  benchmark_host: bool = True, max_connections: int | None = None,
-                  extra_env: Mapping[str, str] | None = None) -> Bundle:
+def render_bundle(
+    setup: Setup,
+    secrets: StackSecrets,
+    *,
+    profile: str = "bench",
+    domain: str | None = None,
+    public_url: str | None = None,
+    benchmark_host: bool = True,
+    max_connections: int | None = None,
+    extra_env: Mapping[str, str] | None = None,
+) -> Bundle:
     """Render compose, .env and cloud-init for `setup`. Pure: no file I/O.
 
     Raises `InputError` for inputs that would make a broken stack: a `max_connections` below the pools'
@@ -210,13 +241,17 @@ def render_bundle(setup: Setup, secrets: StackSecrets, *, profile: str = "bench"
         max_connections=max_conn,
         pool_arithmetic=pool_arithmetic(setup) if setup.db == "postgres" else "",
         env=compose_env(setup, profile, domain),
-        memory_mib=memory_table(), postgres_init=postgres_init(), redis_acl=redis_acl_user(REDIS_N8N_PASSWORD_REF),
+        memory_mib=memory_table(),
+        postgres_init=postgres_init(),
+        redis_acl=redis_acl_user(REDIS_N8N_PASSWORD_REF),
     )
     public_url = public_url_for(profile, domain, public_url)
-    env_text = env.get_template("env.j2").render(secrets=secrets, public_url=public_url,
-                                                 extra_env=dict(extra_env or {}))
-    cloud_init = render_cloud_init(env, compose=compose, env_text=env_text, summary=summary,
-                                   benchmark_host=benchmark_host, workers=setup.workers)
+    env_text = env.get_template("env.j2").render(
+        secrets=secrets, public_url=public_url, extra_env=dict(extra_env or {})
+    )
+    cloud_init = render_cloud_init(
+        env, compose=compose, env_text=env_text, summary=summary, benchmark_host=benchmark_host, workers=setup.workers
+    )
     return Bundle(compose=compose, env=env_text, cloud_init=cloud_init)
 
 
@@ -226,8 +261,9 @@ def _prepare_out_dir(out_dir: Path) -> None:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"--out {out_dir} cannot be created ({exc.strerror or exc}); "
-                         "try a folder you own, e.g. --out ./n8n-stack") from None
+        raise InputError(
+            f"--out {out_dir} cannot be created ({exc.strerror or exc}); try a folder you own, e.g. --out ./n8n-stack"
+        ) from None
     probe_writable(out_dir, "--out", "try a folder you own, e.g. --out ./n8n-stack")
 
 
@@ -238,10 +274,15 @@ def keep_previous(compose_path: Path, new_text: str) -> Path | None:
     if not os.path.lexists(compose_path):
         return None
     if compose_path.is_symlink():
-        raise InputError(f"{compose_path} is a symbolic link; n8n-sizer does not replace a linked file: "
-                         "render into another --out folder")
-    previous = read_user_text(compose_path, "the existing compose file", fix="it is never replaced unread: "
-                              "fix its permissions or render into another --out folder")
+        raise InputError(
+            f"{compose_path} is a symbolic link; n8n-sizer does not replace a linked file: "
+            "render into another --out folder"
+        )
+    previous = read_user_text(
+        compose_path,
+        "the existing compose file",
+        fix="it is never replaced unread: fix its permissions or render into another --out folder",
+    )
     if previous == new_text:
         return None
     saved = compose_path.with_name(compose_path.name + ".previous")
@@ -250,9 +291,16 @@ def keep_previous(compose_path: Path, new_text: str) -> Path | None:
     return saved
 
 
-def write_bundle(setup: Setup, out_dir: Path, *, profile: str = "bench", domain: str | None = None,
-                 public_url: str | None = None, max_connections: int | None = None,
-                 generate_missing_secrets: bool = False) -> list[str]:
+def write_bundle(
+    setup: Setup,
+    out_dir: Path,
+    *,
+    profile: str = "bench",
+    domain: str | None = None,
+    public_url: str | None = None,
+    max_connections: int | None = None,
+    generate_missing_secrets: bool = False,
+) -> list[str]:
     """Write docker-compose.yml, .env (0600) and cloud-init.yaml (0600: it embeds .env) into `out_dir`.
 
     Every secret of an existing .env is kept, and so is every other line, as written. An existing .env
@@ -270,12 +318,18 @@ def write_bundle(setup: Setup, out_dir: Path, *, profile: str = "bench", domain:
     if public_url is None and profile != "production" and existing.get("N8N_PUBLIC_URL"):
         public_url = existing["N8N_PUBLIC_URL"]
     # Other variables go back exactly as written (quotes, `$` references and comments included).
-    extra = {k: e.written for k, e in (entries or {}).items()
-             if k not in ENV_NAMES.values() and k != "N8N_PUBLIC_URL"}
+    extra = {k: e.written for k, e in (entries or {}).items() if k not in ENV_NAMES.values() and k != "N8N_PUBLIC_URL"}
     # Render first: a refused setup leaves no folder and no file behind.
-    bundle = render_bundle(setup, secrets, profile=profile, domain=domain, public_url=public_url,
-                           benchmark_host=profile == "bench", max_connections=max_connections,
-                           extra_env=extra)
+    bundle = render_bundle(
+        setup,
+        secrets,
+        profile=profile,
+        domain=domain,
+        public_url=public_url,
+        benchmark_host=profile == "bench",
+        max_connections=max_connections,
+        extra_env=extra,
+    )
     _prepare_out_dir(out_dir)
     compose_path = out_dir / COMPOSE_FILE
     # The .env first: if a later file fails, the secrets on disk are still the ones the others use.
@@ -295,10 +349,14 @@ def write_bundle(setup: Setup, out_dir: Path, *, profile: str = "bench", domain:
     if extra:
         messages.append(f"kept {len(extra)} other variable(s) of the previous .env: {', '.join(sorted(extra))}")
     size = len(bundle.cloud_init.encode("utf-8"))
-    messages.append(f"wrote {out_dir / CLOUD_INIT_FILE} (mode 0600, {size:,} of {USER_DATA_LIMIT_BYTES:,} "
-                    "bytes of Hetzner's user_data limit)")
+    messages.append(
+        f"wrote {out_dir / CLOUD_INIT_FILE} (mode 0600, {size:,} of {USER_DATA_LIMIT_BYTES:,} "
+        "bytes of Hetzner's user_data limit)"
+    )
     if setup.db == "postgres":
         chosen = max_connections if max_connections is not None else recommended_max_connections(setup)
-        messages.append(f"Postgres max_connections {chosen}; n8n's pools need {postgres_connections(setup)} "
-                        f"+ {CONNECTION_HEADROOM} headroom")
+        messages.append(
+            f"Postgres max_connections {chosen}; n8n's pools need {postgres_connections(setup)} "
+            f"+ {CONNECTION_HEADROOM} headroom"
+        )
     return messages

@@ -17,8 +17,16 @@ from n8n_sizer import versions
 from n8n_sizer.bundle import topology as topo
 from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES, data_port_rules, render_cloud_init
 from n8n_sizer.bundle.limits import memory_table
-from n8n_sizer.bundle.n8n_env import (COMPOSE_WIRING, REDIS_N8N_PASSWORD_REF, Wiring, postgres_init, redis_acl_user,
-                                      role_env, shape_of_topology, shutdown_seconds)
+from n8n_sizer.bundle.n8n_env import (
+    COMPOSE_WIRING,
+    REDIS_N8N_PASSWORD_REF,
+    Wiring,
+    postgres_init,
+    redis_acl_user,
+    role_env,
+    shape_of_topology,
+    shutdown_seconds,
+)
 from n8n_sizer.bundle.render import (
     _prepare_out_dir,
     keep_previous,
@@ -66,16 +74,20 @@ class ClusterBundle(Frozen):
 
 
 def describe_topology(t: topo.Topology, profile: str) -> str:
-    return (f"1 main, {t.total('webhook')} webhook processors, {t.total('workers')} workers x --concurrency "
-            f"{t.concurrency} on {len(t.hosts())} hosts; pools main {t.db_pool_size.main}, webhook "
-            f"{t.db_pool_size.of('webhook')}, worker {t.db_pool_size.of('worker')}; runner limit {t.runner_concurrency}; "
-            f"n8n {t.n8n_version}; profile {profile}")
+    return (
+        f"1 main, {t.total('webhook')} webhook processors, {t.total('workers')} workers x --concurrency "
+        f"{t.concurrency} on {len(t.hosts())} hosts; pools main {t.db_pool_size.main}, webhook "
+        f"{t.db_pool_size.of('webhook')}, worker {t.db_pool_size.of('worker')}; runner limit {t.runner_concurrency}; "
+        f"n8n {t.n8n_version}; profile {profile}"
+    )
 
 
 def _validate(t: topo.Topology, profile: str, domain: str | None, public_url: str | None) -> None:
     if not VERSION_RE.fullmatch(t.n8n_version):
-        raise InputError(f"n8n_version {t.n8n_version!r} is not an exact MAJOR.MINOR.PATCH version (images "
-                         f"must be pinned); try {versions.N8N_VERSION}")
+        raise InputError(
+            f"n8n_version {t.n8n_version!r} is not an exact MAJOR.MINOR.PATCH version (images "
+            f"must be pinned); try {versions.N8N_VERSION}"
+        )
     validate_access(profile, domain, public_url)
 
 
@@ -89,20 +101,28 @@ def _lb_context(t: topo.Topology, lb_host: topo.ClusterHost | None, profile: str
             webhook_up.append(f"n8n-webhook-{k}:5678" if local else f"{h.private_ip}:{WEBHOOK_HOST_PORT + k}")
         if h.roles.main:
             main_up.append("n8n-main:5678" if local else f"{h.private_ip}:5678")
-    return {"site": f":{LB_PORT}" if profile == "bench" else domain,
-            "webhook_paths": WEBHOOK_PATHS if webhook_up else (),
-            "webhook_upstreams": webhook_up, "main_upstreams": main_up}
+    return {
+        "site": f":{LB_PORT}" if profile == "bench" else domain,
+        "webhook_paths": WEBHOOK_PATHS if webhook_up else (),
+        "webhook_upstreams": webhook_up,
+        "main_upstreams": main_up,
+    }
 
 
 def cluster_wiring(t: topo.Topology) -> Wiring:
     """How a container of any host finds Postgres and Redis: the data host's private address."""
     pg_host, redis_host = t.host_with("postgres"), t.host_with("redis")
-    return COMPOSE_WIRING.model_copy(update={"postgres_host": pg_host.private_ip if pg_host else "",
-                                             "redis_host": redis_host.private_ip if redis_host else ""})
+    return COMPOSE_WIRING.model_copy(
+        update={
+            "postgres_host": pg_host.private_ip if pg_host else "",
+            "redis_host": redis_host.private_ip if redis_host else "",
+        }
+    )
 
 
-def host_env(t: topo.Topology, host: topo.ClusterHost, profile: str, domain: str | None,
-             wiring: Wiring | None = None) -> dict[str, dict[str, str]]:
+def host_env(
+    t: topo.Topology, host: topo.ClusterHost, profile: str, domain: str | None, wiring: Wiring | None = None
+) -> dict[str, dict[str, str]]:
     """Every n8n service of `host` (by its compose name) and its environment, from `role_env`. The lab
     starts the same processes with the same function and its own `wiring`."""
     shape, wiring = shape_of_topology(t, profile, domain), wiring or cluster_wiring(t)
@@ -118,8 +138,9 @@ def host_env(t: topo.Topology, host: topo.ClusterHost, profile: str, domain: str
     return out
 
 
-def _host_context(t: topo.Topology, host: topo.ClusterHost, profile: str, domain: str | None,
-                  pg: topo.PostgresMemory) -> dict:
+def _host_context(
+    t: topo.Topology, host: topo.ClusterHost, profile: str, domain: str | None, pg: topo.PostgresMemory
+) -> dict:
     lb_host = t.host_with("load_balancer")
     roles = host.roles
     lb_elsewhere = lb_host is not None and lb_host.name != host.name
@@ -129,24 +150,41 @@ def _host_context(t: topo.Topology, host: topo.ClusterHost, profile: str, domain
         main_publish = "5678"  # no load balancer: main takes the traffic itself, firewalled as today
     else:
         main_publish = None
-    webhooks = [{"name": f"n8n-webhook-{k}",
-                 "publish": f"{host.private_ip}:{WEBHOOK_HOST_PORT + k}" if lb_elsewhere else None}
-                for k in range(1, roles.webhook + 1)]
+    webhooks = [
+        {"name": f"n8n-webhook-{k}", "publish": f"{host.private_ip}:{WEBHOOK_HOST_PORT + k}" if lb_elsewhere else None}
+        for k in range(1, roles.webhook + 1)
+    ]
     grace_seconds = shutdown_seconds(t.longest_execution_s)[1]
     repo, runners_repo = versions.N8N_IMAGE.rsplit(":", 1)[0], versions.RUNNERS_IMAGE.rsplit(":", 1)[0]
     return dict(
-        t=t, host=host, profile=profile, domain=domain or "", summary=describe_topology(t, profile),
+        t=t,
+        host=host,
+        profile=profile,
+        domain=domain or "",
+        summary=describe_topology(t, profile),
         n8n=bool(roles.main or roles.webhook or roles.workers),
-        main=bool(roles.main), webhooks=webhooks,
+        main=bool(roles.main),
+        webhooks=webhooks,
         workers=[f"n8n-worker-{k}" for k in range(1, roles.workers + 1)],
-        postgres=bool(roles.postgres), redis=bool(roles.redis),
+        postgres=bool(roles.postgres),
+        redis=bool(roles.redis),
         lb=_lb_context(t, lb_host, profile, domain) if roles.load_balancer else None,
         main_publish=main_publish,
-        pg=pg, pool_arithmetic=topo.pool_arithmetic(t),
-        images={"n8n": f"{repo}:{t.n8n_version}", "runners": f"{runners_repo}:{t.n8n_version}",
-                "postgres": versions.POSTGRES_IMAGE, "redis": versions.REDIS_IMAGE, "caddy": versions.CADDY_IMAGE},
-        stop_grace_s=grace_seconds, lb_try_s=LB_TRY_S, env=host_env(t, host, profile, domain), memory_mib=memory_table(),
-        postgres_init=postgres_init(), redis_acl=redis_acl_user(REDIS_N8N_PASSWORD_REF),
+        pg=pg,
+        pool_arithmetic=topo.pool_arithmetic(t),
+        images={
+            "n8n": f"{repo}:{t.n8n_version}",
+            "runners": f"{runners_repo}:{t.n8n_version}",
+            "postgres": versions.POSTGRES_IMAGE,
+            "redis": versions.REDIS_IMAGE,
+            "caddy": versions.CADDY_IMAGE,
+        },
+        stop_grace_s=grace_seconds,
+        lb_try_s=LB_TRY_S,
+        env=host_env(t, host, profile, domain),
+        memory_mib=memory_table(),
+        postgres_init=postgres_init(),
+        redis_acl=redis_acl_user(REDIS_N8N_PASSWORD_REF),
     )
 
 
@@ -165,14 +203,19 @@ def ingest_caddyfile(t: topo.Topology, profile: str = "bench", domain: str | Non
         raise InputError("the topology has no load balancer; give one host load_balancer: 1")
     pg_host = t.host_with("postgres")
     pg = topo.postgres_memory(t, pg_host.ram_mib, pg_host.size)
-    compose = template_env().get_template("cluster-compose.yml.j2").render(**_host_context(t, lb_host, profile, domain, pg))
+    compose = (
+        template_env().get_template("cluster-compose.yml.j2").render(**_host_context(t, lb_host, profile, domain, pg))
+    )
     return yaml.safe_load(compose)["configs"]["caddyfile"]["content"]
 
 
 def _env_values(secrets: StackSecrets, n8n: bool, public_url: str, redis: bool = False) -> dict[str, str]:
     if not n8n:  # least privilege: a data host never sees the encryption key or the runner token
-        return {"POSTGRES_PASSWORD": secrets.postgres_password, "REDIS_PASSWORD": secrets.redis_password,
-                "REDIS_N8N_PASSWORD": secrets.redis_n8n_password}
+        return {
+            "POSTGRES_PASSWORD": secrets.postgres_password,
+            "REDIS_PASSWORD": secrets.redis_password,
+            "REDIS_N8N_PASSWORD": secrets.redis_n8n_password,
+        }
     values = {**{name: getattr(secrets, field) for field, name in ENV_NAMES.items()}, "N8N_PUBLIC_URL": public_url}
     if not redis:  # n8n logs in to Redis as its ACL user: the default user's password stays on the data host
         del values["REDIS_PASSWORD"]
@@ -188,14 +231,25 @@ def manifest_of(t: topo.Topology, profile: str) -> str:
         conns = t.max_connections or recommended_max_connections(t.single_setup())
     else:
         conns = topo.postgres_memory(t, pg.ram_mib, pg.size).max_connections
-    doc = {"subnet": t.subnet, "profile": profile, "single_host": t.single_host, "max_connections": conns,
-           "hosts": [h.model_dump(mode="json") for h in t.hosts()]}
+    doc = {
+        "subnet": t.subnet,
+        "profile": profile,
+        "single_host": t.single_host,
+        "max_connections": conns,
+        "hosts": [h.model_dump(mode="json") for h in t.hosts()],
+    }
     return json.dumps(doc, indent=2) + "\n"
 
 
-def render_topology(t: topo.Topology, secrets: StackSecrets, *, profile: str = "bench", domain: str | None = None,
-                    public_url: str | None = None,
-                    extra_env: Mapping[str, Mapping[str, str]] | None = None) -> ClusterBundle:
+def render_topology(
+    t: topo.Topology,
+    secrets: StackSecrets,
+    *,
+    profile: str = "bench",
+    domain: str | None = None,
+    public_url: str | None = None,
+    extra_env: Mapping[str, Mapping[str, str]] | None = None,
+) -> ClusterBundle:
     """Render every host's bundle. Pure. Refuses (InputError) pools over max_connections, a Postgres host
     too small for its connections, an unpinned version, or a cloud-init over the user-data limit."""
     _validate(t, profile, domain, public_url)
@@ -204,9 +258,16 @@ def render_topology(t: topo.Topology, secrets: StackSecrets, *, profile: str = "
     hosts = t.hosts()
     if t.single_host:
         host = hosts[0]
-        bundle = render_bundle(t.single_setup(), secrets, profile=profile, domain=domain, public_url=public_url,
-                               benchmark_host=True, max_connections=t.max_connections,
-                               extra_env=extra_env.get(host.name))
+        bundle = render_bundle(
+            t.single_setup(),
+            secrets,
+            profile=profile,
+            domain=domain,
+            public_url=public_url,
+            benchmark_host=True,
+            max_connections=t.max_connections,
+            extra_env=extra_env.get(host.name),
+        )
         return ClusterBundle(hosts={host.name: bundle}, manifest=manifest_of(t, profile))
     pg_host = t.host_with("postgres")
     pg = topo.postgres_memory(t, pg_host.ram_mib, pg_host.size)
@@ -216,14 +277,24 @@ def render_topology(t: topo.Topology, secrets: StackSecrets, *, profile: str = "
         ctx = _host_context(t, host, profile, domain, pg)
         compose = env.get_template("cluster-compose.yml.j2").render(**ctx)
         env_text = env.get_template("cluster-env.j2").render(
-            host=host.name, secrets_file=SECRETS_FILE, n8n=ctx["n8n"],
-            values=_env_values(secrets, ctx["n8n"], public_url, ctx["redis"]), extra_env=dict(extra_env.get(host.name, {})))
+            host=host.name,
+            secrets_file=SECRETS_FILE,
+            n8n=ctx["n8n"],
+            values=_env_values(secrets, ctx["n8n"], public_url, ctx["redis"]),
+            extra_env=dict(extra_env.get(host.name, {})),
+        )
         try:
-            cloud_init = render_cloud_init(env, compose=compose, env_text=env_text,
-                                           summary=f"host {host.name}: {describe_topology(t, profile)}",
-                                           benchmark_host=True, workers=host.roles.workers,
-                                           data_rules=data_port_rules(t.subnet, data_clients(t))
-                                           if host.roles.postgres or host.roles.redis else None)
+            cloud_init = render_cloud_init(
+                env,
+                compose=compose,
+                env_text=env_text,
+                summary=f"host {host.name}: {describe_topology(t, profile)}",
+                benchmark_host=True,
+                workers=host.roles.workers,
+                data_rules=data_port_rules(t.subnet, data_clients(t))
+                if host.roles.postgres or host.roles.redis
+                else None,
+            )
         except InputError as exc:
             raise InputError(f"host {host.name}: {exc}") from None
         out[host.name] = Bundle(compose=compose, env=env_text, cloud_init=cloud_init)
@@ -238,8 +309,10 @@ def _secret_copies(out_dir: Path, host_names: list[str]) -> list[SecretCopy]:
     for name in folders:
         folder = out_dir / name
         if folder.is_symlink():
-            raise InputError(f"--out {out_dir}: host folder {folder} is a symbolic link; n8n-sizer neither reads "
-                             "secrets through it nor writes into it: remove the link or render into another folder")
+            raise InputError(
+                f"--out {out_dir}: host folder {folder} is a symbolic link; n8n-sizer neither reads "
+                "secrets through it nor writes into it: remove the link or render into another folder"
+            )
         copies += [read_secret_copy(folder / ENV_FILE), read_secret_copy(folder / CLOUD_INIT_FILE)]
     return [c for c in copies if c is not None]
 
@@ -251,17 +324,29 @@ def _previous_hosts(out_dir: Path) -> list[str]:
         return []
     found = []
     for entry in sorted(os.scandir(out_dir), key=lambda e: e.name)[:4096]:
-        if entry.is_dir(follow_symlinks=False) and topo.NAME_RE.fullmatch(entry.name) and any(
-                os.path.lexists(os.path.join(entry.path, f)) for f in (ENV_FILE, CLOUD_INIT_FILE)):
+        if (
+            entry.is_dir(follow_symlinks=False)
+            and topo.NAME_RE.fullmatch(entry.name)
+            and any(os.path.lexists(os.path.join(entry.path, f)) for f in (ENV_FILE, CLOUD_INIT_FILE))
+        ):
             found.append(entry.name)
     if len(found) > 64:
-        raise InputError(f"--out {out_dir} holds {len(found)} host folders, more than any topology has (64 at "
-                         "most are read); render into a fresh folder")
+        raise InputError(
+            f"--out {out_dir} holds {len(found)} host folders, more than any topology has (64 at "
+            "most are read); render into a fresh folder"
+        )
     return found
 
 
-def write_topology(t: topo.Topology, out_dir: Path, *, profile: str = "bench", domain: str | None = None,
-                   public_url: str | None = None, generate_missing_secrets: bool = False) -> list[str]:
+def write_topology(
+    t: topo.Topology,
+    out_dir: Path,
+    *,
+    profile: str = "bench",
+    domain: str | None = None,
+    public_url: str | None = None,
+    generate_missing_secrets: bool = False,
+) -> list[str]:
     """Write every host's bundle, the shared secrets (0600) and topology.json; keep every existing secret
     (`settle_secrets`: any copy's value is kept, copies that disagree are refused)."""
     out_dir = Path(out_dir)
@@ -273,8 +358,9 @@ def write_topology(t: topo.Topology, out_dir: Path, *, profile: str = "bench", d
         if copy.path.name != ENV_FILE or copy.path.parent.name not in names:
             continue
         values = {k: e.value for k, e in copy.entries.items()}
-        extra[copy.path.parent.name] = {k: e.written for k, e in copy.entries.items()
-                                        if k not in ENV_NAMES.values() and k != "N8N_PUBLIC_URL"}
+        extra[copy.path.parent.name] = {
+            k: e.written for k, e in copy.entries.items() if k not in ENV_NAMES.values() and k != "N8N_PUBLIC_URL"
+        }
         if public_url is None and profile != "production" and values.get("N8N_PUBLIC_URL"):
             public_url = values["N8N_PUBLIC_URL"]
     cluster = render_topology(t, secrets, profile=profile, domain=domain, public_url=public_url, extra_env=extra)
@@ -299,6 +385,7 @@ def write_topology(t: topo.Topology, out_dir: Path, *, profile: str = "bench", d
     origin = "from the existing copies" if kept else ""
     messages += said + secret_messages(kept, origin, out_dir / SECRETS_FILE)[0]
     if not t.single_host:
-        messages.append(f"Postgres pools: {topo.pool_arithmetic(t)}; check it all with "
-                        f"`n8n-sizer check --topology {out_dir}`")
+        messages.append(
+            f"Postgres pools: {topo.pool_arithmetic(t)}; check it all with `n8n-sizer check --topology {out_dir}`"
+        )
     return messages

@@ -53,22 +53,36 @@ def rule_one_key(c: Cluster) -> RuleResult:
         return na("cluster-encryption-key", "no n8n process")
     unset = [(h, s) for h, s in procs if not s.env.get("N8N_ENCRYPTION_KEY")]
     if unset:
-        return fail("cluster-encryption-key", f"N8N_ENCRYPTION_KEY unset on {_where(unset)}",
-                    "give every host's .env the same N8N_ENCRYPTION_KEY (render --topology keeps one in .secrets.env)")
+        return fail(
+            "cluster-encryption-key",
+            f"N8N_ENCRYPTION_KEY unset on {_where(unset)}",
+            "give every host's .env the same N8N_ENCRYPTION_KEY (render --topology keeps one in .secrets.env)",
+        )
     by_key: dict[str, list[str]] = {}
     for h, s in procs:
         by_key.setdefault(s.env["N8N_ENCRYPTION_KEY"], []).append(h.name)
     if len(by_key) > 1:
         groups = "; ".join(", ".join(sorted(set(hosts))) for hosts in by_key.values())
-        return fail("cluster-encryption-key", f"{len(by_key)} different N8N_ENCRYPTION_KEYs across hosts ({groups}): "
-                    "a process with another key cannot read the credentials the others stored",
-                    "copy main's key into every host's .env (never change main's); keep one .secrets.env")
-    return ok("cluster-encryption-key", f"one N8N_ENCRYPTION_KEY on {len(procs)} n8n processes, "
-              f"{len({h.name for h, _ in procs})} hosts")
+        return fail(
+            "cluster-encryption-key",
+            f"{len(by_key)} different N8N_ENCRYPTION_KEYs across hosts ({groups}): "
+            "a process with another key cannot read the credentials the others stored",
+            "copy main's key into every host's .env (never change main's); keep one .secrets.env",
+        )
+    return ok(
+        "cluster-encryption-key",
+        f"one N8N_ENCRYPTION_KEY on {len(procs)} n8n processes, {len({h.name for h, _ in procs})} hosts",
+    )
 
 
-def _endpoint_problems(c: Cluster, role: str, fields: tuple[str, ...], port: int,
-                       password_of: Callable[[Service], str | None], password_field: str) -> list[str]:
+def _endpoint_problems(
+    c: Cluster,
+    role: str,
+    fields: tuple[str, ...],
+    port: int,
+    password_of: Callable[[Service], str | None],
+    password_field: str,
+) -> list[str]:
     procs = c.n8n
     problems: list[str] = []
     seen = {tuple(s.env.get(f, "") for f in fields) for _, s in procs}
@@ -88,8 +102,10 @@ def _endpoint_problems(c: Cluster, role: str, fields: tuple[str, ...], port: int
         target = s.env.get(fields[0], "")
         local = h.name == host.name and target in server.aliases
         if target not in addresses and not local:
-            problems.append(f"{h.name}/{s.name} points {fields[0]} at {target or 'nothing'}, not at "
-                            f"{host.name}'s {role} ({', '.join(sorted(addresses)) or 'unpublished'})")
+            problems.append(
+                f"{h.name}/{s.name} points {fields[0]} at {target or 'nothing'}, not at "
+                f"{host.name}'s {role} ({', '.join(sorted(addresses)) or 'unpublished'})"
+            )
             break
     secret = password_of(server)
     if secret is not None and any(s.env.get(password_field) != secret for _, s in procs):
@@ -110,21 +126,45 @@ def rule_data_endpoints(c: Cluster) -> RuleResult:
     if not c.n8n:
         return na("cluster-data-endpoints", "no n8n process")
     problems = _endpoint_problems(
-        c, "postgres", ("DB_POSTGRESDB_HOST", "DB_POSTGRESDB_PORT", "DB_POSTGRESDB_DATABASE", "DB_POSTGRESDB_USER",
-                        "DB_POSTGRESDB_PASSWORD"), 5432, lambda s: s.env.get("POSTGRES_PASSWORD"),
-        "DB_POSTGRESDB_PASSWORD")
+        c,
+        "postgres",
+        (
+            "DB_POSTGRESDB_HOST",
+            "DB_POSTGRESDB_PORT",
+            "DB_POSTGRESDB_DATABASE",
+            "DB_POSTGRESDB_USER",
+            "DB_POSTGRESDB_PASSWORD",
+        ),
+        5432,
+        lambda s: s.env.get("POSTGRES_PASSWORD"),
+        "DB_POSTGRESDB_PASSWORD",
+    )
     if any(s.env.get("EXECUTIONS_MODE") == "queue" for _, s in c.n8n):  # regular mode on one host uses no Redis
         login = next((s.env.get("QUEUE_BULL_REDIS_USERNAME") for _, s in c.n8n), None) or "default"
         problems += _endpoint_problems(
-            c, "redis", ("QUEUE_BULL_REDIS_HOST", "QUEUE_BULL_REDIS_PORT", "QUEUE_BULL_REDIS_USERNAME",
-                         "QUEUE_BULL_REDIS_PASSWORD"), 6379,
-            lambda s: _redis_password(s, login), "QUEUE_BULL_REDIS_PASSWORD")
+            c,
+            "redis",
+            (
+                "QUEUE_BULL_REDIS_HOST",
+                "QUEUE_BULL_REDIS_PORT",
+                "QUEUE_BULL_REDIS_USERNAME",
+                "QUEUE_BULL_REDIS_PASSWORD",
+            ),
+            6379,
+            lambda s: _redis_password(s, login),
+            "QUEUE_BULL_REDIS_PASSWORD",
+        )
     if problems:
-        return fail("cluster-data-endpoints", "; ".join(problems),
-                    "point every n8n process at the data host's private address with the same database, user "
-                    "and passwords (one .secrets.env); re-render with `render --topology`")
-    return ok("cluster-data-endpoints", f"{len(c.n8n)} n8n processes share one Postgres and one Redis endpoint "
-              "and their credentials")
+        return fail(
+            "cluster-data-endpoints",
+            "; ".join(problems),
+            "point every n8n process at the data host's private address with the same database, user "
+            "and passwords (one .secrets.env); re-render with `render --topology`",
+        )
+    return ok(
+        "cluster-data-endpoints",
+        f"{len(c.n8n)} n8n processes share one Postgres and one Redis endpoint and their credentials",
+    )
 
 
 def rule_cluster_pool(c: Cluster) -> RuleResult:
@@ -134,22 +174,29 @@ def rule_cluster_pool(c: Cluster) -> RuleResult:
         return na("cluster-pool", "no n8n process on Postgres, or no Postgres in these hosts")
     unreadable = unreadable_pool_settings([s for _, s in users], [s for _, s in servers])
     if unreadable:
-        return fail("cluster-pool", f"{', '.join(unreadable)}: not a whole number in range; the pool sum "
-                    "cannot trust it", "set every DB_POSTGRESDB_POOL_SIZE and max_connections to a whole number")
+        return fail(
+            "cluster-pool",
+            f"{', '.join(unreadable)}: not a whole number in range; the pool sum cannot trust it",
+            "set every DB_POSTGRESDB_POOL_SIZE and max_connections to a whole number",
+        )
     need = sum(_pool(s) + (1 if s.role == "main" else 0) for _, s in users)
     per_role: dict[str, list[int]] = {}
     for _, s in users:
         per_role.setdefault(s.role, []).append(_pool(s))
-    arithmetic = " + ".join(f"{len(p)} {role} x pool {max(p)}" + (" + 1" if role == "main" else "")
-                            for role, p in sorted(per_role.items()))
+    arithmetic = " + ".join(
+        f"{len(p)} {role} x pool {max(p)}" + (" + 1" if role == "main" else "") for role, p in sorted(per_role.items())
+    )
     limit = min(_max_connections(s) for _, s in servers)
     total = required_max_connections(need)
     if total > limit:
-        return fail("cluster-pool", f"every host's pools need {arithmetic} + {CONNECTION_HEADROOM} headroom = {total}, "
-                    f"above max_connections {limit}: Postgres would refuse connections under load "
-                    "('remaining connection slots are reserved', the queue-mode test)",
-                    f"raise max_connections to {total} on the data host (mind its memory) or lower "
-                    "DB_POSTGRESDB_POOL_SIZE on workers")
+        return fail(
+            "cluster-pool",
+            f"every host's pools need {arithmetic} + {CONNECTION_HEADROOM} headroom = {total}, "
+            f"above max_connections {limit}: Postgres would refuse connections under load "
+            "('remaining connection slots are reserved', the queue-mode test)",
+            f"raise max_connections to {total} on the data host (mind its memory) or lower "
+            "DB_POSTGRESDB_POOL_SIZE on workers",
+        )
     return ok("cluster-pool", f"{arithmetic} + {CONNECTION_HEADROOM} headroom = {total} <= max_connections {limit}")
 
 
@@ -175,8 +222,11 @@ def rule_webhook_routes(c: Cluster) -> RuleResult:
         return na("webhook-routes", "no webhook processors: main takes the production webhooks")
     proxies = c.services("proxy")
     if len(proxies) != 1:
-        return fail("webhook-routes", f"{len(processors)} webhook processors and {len(proxies)} load balancers",
-                    "run one load balancer that routes /webhook/* and /form/* to the webhook processors")
+        return fail(
+            "webhook-routes",
+            f"{len(processors)} webhook processors and {len(proxies)} load balancers",
+            "run one load balancer that routes /webhook/* and /form/* to the webhook processors",
+        )
     lb_host, lb = proxies[0]
     routes = [r for text in lb_host.compose.config_texts for r in parse_routes(text)]
     problems: list[str] = []
@@ -192,12 +242,18 @@ def rule_webhook_routes(c: Cluster) -> RuleResult:
         elif route.health_uri is None:
             problems.append(f"{path}'s upstreams are not health-checked")
     if problems:
-        return fail("webhook-routes", f"{lb_host.name}/{lb.name}: " + "; ".join(problems),
-                    "route /webhook/*, /webhook-waiting/*, /form/*, /form-waiting/* to the webhook processors and "
-                    "everything else (/webhook-test/*, /form-test/*, the editor) to main, each reverse_proxy "
-                    "with health_uri (render --topology writes such a Caddyfile)")
-    return ok("webhook-routes", f"production webhook and form paths reach {len(processors)} webhook processors, "
-              "test paths and the editor reach main, all health-checked")
+        return fail(
+            "webhook-routes",
+            f"{lb_host.name}/{lb.name}: " + "; ".join(problems),
+            "route /webhook/*, /webhook-waiting/*, /form/*, /form-waiting/* to the webhook processors and "
+            "everything else (/webhook-test/*, /form-test/*, the editor) to main, each reverse_proxy "
+            "with health_uri (render --topology writes such a Caddyfile)",
+        )
+    return ok(
+        "webhook-routes",
+        f"production webhook and form paths reach {len(processors)} webhook processors, "
+        "test paths and the editor reach main, all health-checked",
+    )
 
 
 def rule_main_webhooks_off(c: Cluster) -> RuleResult:
@@ -207,12 +263,18 @@ def rule_main_webhooks_off(c: Cluster) -> RuleResult:
         return na("main-webhooks-off", "no n8n main")
     off = [(h, s) for h, s in mains if s.env.get(flag, "false").lower() == "true"]
     if processors and len(off) != len(mains):
-        return fail("main-webhooks-off", f"{len(processors)} webhook processors, but main still serves production "
-                    f"webhooks ({flag} unset on {_where([m for m in mains if m not in off])})",
-                    f"set {flag}=true on main, so production webhooks run only on the webhook processors")
+        return fail(
+            "main-webhooks-off",
+            f"{len(processors)} webhook processors, but main still serves production "
+            f"webhooks ({flag} unset on {_where([m for m in mains if m not in off])})",
+            f"set {flag}=true on main, so production webhooks run only on the webhook processors",
+        )
     if not processors and off:
-        return fail("main-webhooks-off", f"{flag}=true on {_where(off)} and no webhook processor: production "
-                    "webhooks would go nowhere", f"remove {flag}, or add webhook processors")
+        return fail(
+            "main-webhooks-off",
+            f"{flag}=true on {_where(off)} and no webhook processor: production webhooks would go nowhere",
+            f"remove {flag}, or add webhook processors",
+        )
     state = "off on main" if processors else "served by main (no webhook processors)"
     return ok("main-webhooks-off", f"production webhooks {state}")
 
@@ -238,11 +300,17 @@ def rule_data_ports_private(c: Cluster) -> RuleResult:
                 where = p.host_ip or "every address"
                 problems.append(f"{h.name}/{s.name} publishes {p.container_port} on {where}")
     if problems:
-        return fail("data-ports-private", "; ".join(problems),
-                    'publish Postgres and Redis only on the host\'s private address, e.g. "10.89.0.10:5432:5432"'
-                    + (f" (inside {c.subnet})" if c.subnet else ""))
+        return fail(
+            "data-ports-private",
+            "; ".join(problems),
+            'publish Postgres and Redis only on the host\'s private address, e.g. "10.89.0.10:5432:5432"'
+            + (f" (inside {c.subnet})" if c.subnet else ""),
+        )
     published = [f"{h.name}/{s.name}" for h, s in c.services("postgres", "redis") if s.ports]
-    return ok("data-ports-private", f"Postgres and Redis listen on private addresses only ({', '.join(published) or 'unpublished'})")
+    return ok(
+        "data-ports-private",
+        f"Postgres and Redis listen on private addresses only ({', '.join(published) or 'unpublished'})",
+    )
 
 
 def rule_cluster_redis(c: Cluster) -> RuleResult:
@@ -260,9 +328,12 @@ def rule_cluster_redis(c: Cluster) -> RuleResult:
         if not _redis_arg(s, "--requirepass"):
             problems.append(f"{h.name}/{s.name} has no --requirepass (other hosts reach it over the network)")
     if problems:
-        return fail("cluster-redis", "; ".join(problems) + ": without AOF a Redis restart lost every waiting "
-                    "execution, an evicting policy may drop Bull's keys (the queue-mode test)",
-                    "start Redis with --requirepass ${REDIS_PASSWORD} --appendonly yes --maxmemory-policy noeviction")
+        return fail(
+            "cluster-redis",
+            "; ".join(problems) + ": without AOF a Redis restart lost every waiting "
+            "execution, an evicting policy may drop Bull's keys (the queue-mode test)",
+            "start Redis with --requirepass ${REDIS_PASSWORD} --appendonly yes --maxmemory-policy noeviction",
+        )
     return ok("cluster-redis", f"{_where(servers)}: password, AOF and noeviction")
 
 
@@ -280,10 +351,13 @@ def rule_pgbouncer_transaction(c: Cluster) -> RuleResult:
     poolers = [(h, s) for h, s in c.services() if _transaction_pooler(s, h.compose.config_texts)]
     queue = any(s.role == "worker" or s.env.get("EXECUTIONS_MODE") == "queue" for _, s in c.n8n)
     if poolers and queue:
-        return fail("pgbouncer-transaction", f"PgBouncer in transaction mode ({_where(poolers)}) in front of queue "
-                    "mode: n8n's advisory locks and LISTEN/NOTIFY need a session, and broke within a day (the queue-mode test)",
-                    "connect n8n straight to Postgres (size max_connections with the pool arithmetic), or run "
-                    "PgBouncer with POOL_MODE=session")
+        return fail(
+            "pgbouncer-transaction",
+            f"PgBouncer in transaction mode ({_where(poolers)}) in front of queue "
+            "mode: n8n's advisory locks and LISTEN/NOTIFY need a session, and broke within a day (the queue-mode test)",
+            "connect n8n straight to Postgres (size max_connections with the pool arithmetic), or run "
+            "PgBouncer with POOL_MODE=session",
+        )
     return ok("pgbouncer-transaction", "no transaction-mode PgBouncer in front of n8n")
 
 
@@ -324,9 +398,12 @@ def rule_public_url(c: Cluster) -> RuleResult:
     loopback = re.compile(r"^https?://(localhost|127\.[0-9.]+|\[::1\]|0\.0\.0\.0)(:|/|$)", re.IGNORECASE)
     bad = [(h, s) for h, s in procs if not s.env.get("WEBHOOK_URL") or loopback.match(s.env["WEBHOOK_URL"])]
     if bad:
-        return fail("cluster-public-url", f"WEBHOOK_URL is unset or this host's own address on {_where(bad)}: "
-                    "webhooks registered with other services would point nowhere",
-                    "render with --public-url <the load balancer's public URL> (N8N_PUBLIC_URL in each .env)")
+        return fail(
+            "cluster-public-url",
+            f"WEBHOOK_URL is unset or this host's own address on {_where(bad)}: "
+            "webhooks registered with other services would point nowhere",
+            "render with --public-url <the load balancer's public URL> (N8N_PUBLIC_URL in each .env)",
+        )
     return ok("cluster-public-url", f"webhooks are given out at {procs[0][1].env['WEBHOOK_URL']}")
 
 

@@ -19,16 +19,25 @@ MIN_WORKER_CONCURRENCY = 5  # seed 000: 5/5 fell to 426/min with 238 errors at 5
 def rule_db_type(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     if not cf.n8n:
         return na("db-type", "no n8n service")
-    bad = [f"{s.name}={s.env['DB_TYPE']!r}" for s in cf.n8n
-           if s.env.get("DB_TYPE", "sqlite") not in ("sqlite", "postgresdb")]
+    bad = [
+        f"{s.name}={s.env['DB_TYPE']!r}"
+        for s in cf.n8n
+        if s.env.get("DB_TYPE", "sqlite") not in ("sqlite", "postgresdb")
+    ]
     if bad:
-        return fail("db-type", f"DB_TYPE {', '.join(bad)}: n8n ignores it and silently starts on SQLite",
-                    "set DB_TYPE: postgresdb (exactly) on every n8n service")
+        return fail(
+            "db-type",
+            f"DB_TYPE {', '.join(bad)}: n8n ignores it and silently starts on SQLite",
+            "set DB_TYPE: postgresdb (exactly) on every n8n service",
+        )
     if cf.queue_mode:
         off = [s for s in cf.n8n if s.env.get("DB_TYPE") != "postgresdb"]
         if off:
-            return fail("db-type", f"queue mode, but DB_TYPE is not postgresdb on {names(off)}",
-                        "set DB_TYPE: postgresdb on main and every worker (queue mode needs a shared Postgres)")
+            return fail(
+                "db-type",
+                f"queue mode, but DB_TYPE is not postgresdb on {names(off)}",
+                "set DB_TYPE: postgresdb on main and every worker (queue mode needs a shared Postgres)",
+            )
         return ok("db-type", "DB_TYPE is postgresdb on every n8n service")
     return ok("db-type", f"regular mode on {cf.n8n[0].env.get('DB_TYPE', 'sqlite')}")
 
@@ -39,11 +48,18 @@ def rule_encryption_key(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     keys = {s.name: s.env.get("N8N_ENCRYPTION_KEY") for s in cf.n8n}
     unset = [name for name, key in keys.items() if not key]
     if unset:
-        return fail("encryption-key", f"N8N_ENCRYPTION_KEY unset on {', '.join(unset)}: each makes its own key "
-                    "and a worker with another key refuses to start", "set one N8N_ENCRYPTION_KEY on every n8n service")
+        return fail(
+            "encryption-key",
+            f"N8N_ENCRYPTION_KEY unset on {', '.join(unset)}: each makes its own key "
+            "and a worker with another key refuses to start",
+            "set one N8N_ENCRYPTION_KEY on every n8n service",
+        )
     if len(set(keys.values())) > 1:
-        return fail("encryption-key", f"N8N_ENCRYPTION_KEY differs between {', '.join(keys)}",
-                    "use main's key (from /home/node/.n8n/config) on every n8n service; never change it")
+        return fail(
+            "encryption-key",
+            f"N8N_ENCRYPTION_KEY differs between {', '.join(keys)}",
+            "use main's key (from /home/node/.n8n/config) on every n8n service; never change it",
+        )
     return ok("encryption-key", f"one N8N_ENCRYPTION_KEY on {len(keys)} n8n services")
 
 
@@ -71,11 +87,16 @@ def rule_runner_per_process(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     hosts = {alias for proc in external for alias in proc.aliases}
     strays = [r.name for r in runners if _broker_host(r) not in hosts]
     if strays:
-        problems.append(f"{', '.join(strays)} point at no n8n process ({', '.join(_broker_host(r) for r in runners if r.name in strays)})")
+        problems.append(
+            f"{', '.join(strays)} point at no n8n process ({', '.join(_broker_host(r) for r in runners if r.name in strays)})"
+        )
     if problems:
-        return fail("runner-per-process", "; ".join(problems),
-                    "one runner service per n8n process with N8N_RUNNERS_TASK_BROKER_URI=http://<that service>:5679, "
-                    "the same N8N_RUNNERS_AUTH_TOKEN, and N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0 on n8n")
+        return fail(
+            "runner-per-process",
+            "; ".join(problems),
+            "one runner service per n8n process with N8N_RUNNERS_TASK_BROKER_URI=http://<that service>:5679, "
+            "the same N8N_RUNNERS_AUTH_TOKEN, and N8N_RUNNERS_BROKER_LISTEN_ADDRESS=0.0.0.0 on n8n",
+        )
     return ok("runner-per-process", f"{len(external)} n8n processes, each with its own runner")
 
 
@@ -85,9 +106,12 @@ def rule_runner_healthcheck(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         return na("runner-healthcheck", "no runner service")
     bare = [r for r in runners if not r.has_healthcheck]
     if bare:
-        return fail("runner-healthcheck", f"no healthcheck on {names(bare)}: platforms mark them running:unknown "
-                    "and fail the stack (the queue-mode test, field note 2)",
-                    'add healthcheck: test: ["CMD-SHELL", "wget -qO- http://127.0.0.1:5680/healthz"]')
+        return fail(
+            "runner-healthcheck",
+            f"no healthcheck on {names(bare)}: platforms mark them running:unknown "
+            "and fail the stack (the queue-mode test, field note 2)",
+            'add healthcheck: test: ["CMD-SHELL", "wget -qO- http://127.0.0.1:5680/healthz"]',
+        )
     return ok("runner-healthcheck", f"healthcheck on {len(runners)} runners")
 
 
@@ -99,8 +123,11 @@ def rule_runner_version(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     tags = {s.name: image_base(s.image)[1] for s in (*n8n_images, *runners)}
     if len(set(tags.values())) > 1:
         listed = ", ".join(f"{name} {tag or 'latest'}" for name, tag in tags.items())
-        return fail("runner-version", f"n8n and runner images differ: {listed}",
-                    "use one version for n8nio/n8n and n8nio/runners (they are released together)")
+        return fail(
+            "runner-version",
+            f"n8n and runner images differ: {listed}",
+            "use one version for n8nio/n8n and n8nio/runners (they are released together)",
+        )
     return ok("runner-version", f"n8n and {len(runners)} runners on {next(iter(tags.values()))}")
 
 
@@ -121,12 +148,18 @@ def rule_worker_concurrency(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         return na("worker-concurrency", "no workers")
     unreadable = [w.name for w in workers if _concurrency(w) is None]
     if unreadable:
-        return fail("worker-concurrency", f"{', '.join(unreadable)}: --concurrency is not a whole number",
-                    f"give each worker a number, e.g. --concurrency={DEFAULT_WORKER_CONCURRENCY}")
+        return fail(
+            "worker-concurrency",
+            f"{', '.join(unreadable)}: --concurrency is not a whole number",
+            f"give each worker a number, e.g. --concurrency={DEFAULT_WORKER_CONCURRENCY}",
+        )
     low = [f"{w.name} --concurrency={_concurrency(w)}" for w in workers if _concurrency(w) < MIN_WORKER_CONCURRENCY]
     if low:
-        return fail("worker-concurrency", f"{', '.join(low)}: at 5, two workers fell to 426/min with 238 errors (the queue-mode test)",
-                    f"use --concurrency={DEFAULT_WORKER_CONCURRENCY} (n8n's default; it held 519/min with no errors)")
+        return fail(
+            "worker-concurrency",
+            f"{', '.join(low)}: at 5, two workers fell to 426/min with 238 errors (the queue-mode test)",
+            f"use --concurrency={DEFAULT_WORKER_CONCURRENCY} (n8n's default; it held 519/min with no errors)",
+        )
     values = sorted({_concurrency(w) for w in workers})
     note = "" if min(values) >= DEFAULT_WORKER_CONCURRENCY else f" ({DEFAULT_WORKER_CONCURRENCY} recommended)"
     return ok("worker-concurrency", f"--concurrency {', '.join(map(str, values))}{note}")
@@ -145,9 +178,12 @@ def rule_workers_vs_cores(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     most = most_workers(ctx.vcpu, shared)
     where = "beside main, Postgres and Redis" if shared else "on a worker host of their own"
     if len(workers) > most:
-        return fail("workers-vs-cores", f"{len(workers)} workers on {ctx.vcpu} vCPU {where}: on 4 vCPU, 4 workers "
-                    "answered no more than 2 and added 1,013 errors (the queue-mode test)",
-                    f"run at most {most} workers on {ctx.vcpu} vCPU, or add cores, not workers")
+        return fail(
+            "workers-vs-cores",
+            f"{len(workers)} workers on {ctx.vcpu} vCPU {where}: on 4 vCPU, 4 workers "
+            "answered no more than 2 and added 1,013 errors (the queue-mode test)",
+            f"run at most {most} workers on {ctx.vcpu} vCPU, or add cores, not workers",
+        )
     return ok("workers-vs-cores", f"{len(workers)} workers on {ctx.vcpu} vCPU {where} (at most {most})")
 
 
@@ -158,16 +194,21 @@ def rule_binary_data(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     on_disk = [s for s in procs if s.env.get("N8N_DEFAULT_BINARY_DATA_MODE") == "filesystem"]
     if not on_disk:
         return ok("binary-data", "binary data in the database (unset or database mode)")
+
     def mount(service: Service) -> str | None:
         path = service.env.get("N8N_BINARY_DATA_STORAGE_PATH", "/home/node/.n8n/binaryData")
         sources = [src for src, target in service.volumes if src and path.startswith(target.rstrip("/"))]
         return sources[0] if sources else None
+
     sources = {s.name: mount(s) for s in procs}
     if None in sources.values() or len(set(sources.values())) > 1:
-        return fail("binary-data", "filesystem binary data without one volume shared by main and every worker: "
-                    "a worker could not read main's upload (HTTP 500, the queue-mode test drill 5)",
-                    "remove N8N_DEFAULT_BINARY_DATA_MODE (queue mode then stores binary data in Postgres), "
-                    "or mount one shared volume at the storage path on every n8n service")
+        return fail(
+            "binary-data",
+            "filesystem binary data without one volume shared by main and every worker: "
+            "a worker could not read main's upload (HTTP 500, the queue-mode test drill 5)",
+            "remove N8N_DEFAULT_BINARY_DATA_MODE (queue mode then stores binary data in Postgres), "
+            "or mount one shared volume at the storage path on every n8n service",
+        )
     return ok("binary-data", f"filesystem binary data on one shared volume ({next(iter(sources.values()))})")
 
 
@@ -178,12 +219,19 @@ def rule_queue_retention(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     enqueuers = cf.by_role("main", "webhook")
     if not enqueuers:
         return na("queue-retention", "no main or webhook service")
-    short = [f"{s.name} {name}={s.env.get(name, '0 (unset)')}"
-             for s in enqueuers for name in QUEUE_KEEP_LAST_ENV if (as_int(s.env.get(name)) or 0) < 1]
+    short = [
+        f"{s.name} {name}={s.env.get(name, '0 (unset)')}"
+        for s in enqueuers
+        for name in QUEUE_KEEP_LAST_ENV
+        if (as_int(s.env.get(name)) or 0) < 1
+    ]
     if short:
-        return fail("queue-retention", f"{', '.join(short)}: Bull deletes a finished job at once, and a webhook "
-                    "whose job ends before main looks for it never answers (11 of 7,970 in n8n-sizer's benchmark)",
-                    f"set {' and '.join(QUEUE_KEEP_LAST_ENV)} to {QUEUE_KEEP_LAST_JOBS} on every n8n service")
+        return fail(
+            "queue-retention",
+            f"{', '.join(short)}: Bull deletes a finished job at once, and a webhook "
+            "whose job ends before main looks for it never answers (11 of 7,970 in n8n-sizer's benchmark)",
+            f"set {' and '.join(QUEUE_KEEP_LAST_ENV)} to {QUEUE_KEEP_LAST_JOBS} on every n8n service",
+        )
     return ok("queue-retention", f"Bull keeps finished jobs ({names(enqueuers)})")
 
 
@@ -193,13 +241,21 @@ def rule_pruning(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         return na("pruning", "no n8n main service")
     off = [m for m in mains if m.env.get("EXECUTIONS_DATA_PRUNE", "true").lower() == "false"]
     if off:
-        return fail("pruning", f"EXECUTIONS_DATA_PRUNE=false on {names(off)}: execution data grows without end",
-                    "set EXECUTIONS_DATA_PRUNE=true with EXECUTIONS_DATA_MAX_AGE and EXECUTIONS_DATA_PRUNE_MAX_COUNT")
-    unset = [m for m in mains if "EXECUTIONS_DATA_MAX_AGE" not in m.env and "EXECUTIONS_DATA_PRUNE_MAX_COUNT" not in m.env]
+        return fail(
+            "pruning",
+            f"EXECUTIONS_DATA_PRUNE=false on {names(off)}: execution data grows without end",
+            "set EXECUTIONS_DATA_PRUNE=true with EXECUTIONS_DATA_MAX_AGE and EXECUTIONS_DATA_PRUNE_MAX_COUNT",
+        )
+    unset = [
+        m for m in mains if "EXECUTIONS_DATA_MAX_AGE" not in m.env and "EXECUTIONS_DATA_PRUNE_MAX_COUNT" not in m.env
+    ]
     if unset:
-        return fail("pruning", f"no pruning limits on {names(unset)}: defaults are 336 h or 10,000 executions, "
-                    "only 18 minutes of history at 550/min (the queue-mode test)",
-                    "set EXECUTIONS_DATA_MAX_AGE (hours) and EXECUTIONS_DATA_PRUNE_MAX_COUNT for your volume")
+        return fail(
+            "pruning",
+            f"no pruning limits on {names(unset)}: defaults are 336 h or 10,000 executions, "
+            "only 18 minutes of history at 550/min (the queue-mode test)",
+            "set EXECUTIONS_DATA_MAX_AGE (hours) and EXECUTIONS_DATA_PRUNE_MAX_COUNT for your volume",
+        )
     return ok("pruning", "pruning on, with explicit limits")
 
 
@@ -216,11 +272,15 @@ def rule_shutdown_timeout(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         if docker_s <= n8n_s:
             problems.append(f"{s.name}: stop_grace_period {docker_s:g} s <= N8N_GRACEFUL_SHUTDOWN_TIMEOUT {n8n_s} s")
         if ctx.longest_execution_s is not None and n8n_s <= ctx.longest_execution_s:
-            problems.append(f"{s.name}: N8N_GRACEFUL_SHUTDOWN_TIMEOUT {n8n_s} s <= longest execution "
-                            f"{ctx.longest_execution_s} s")
+            problems.append(
+                f"{s.name}: N8N_GRACEFUL_SHUTDOWN_TIMEOUT {n8n_s} s <= longest execution {ctx.longest_execution_s} s"
+            )
     if problems:
-        return fail("shutdown-timeout", "; ".join(problems) + " (the queue-mode test drill 6: runs past the timeout were cut off)",
-                    "raise N8N_GRACEFUL_SHUTDOWN_TIMEOUT above your longest execution and stop_grace_period above that")
+        return fail(
+            "shutdown-timeout",
+            "; ".join(problems) + " (the queue-mode test drill 6: runs past the timeout were cut off)",
+            "raise N8N_GRACEFUL_SHUTDOWN_TIMEOUT above your longest execution and stop_grace_period above that",
+        )
     tail = "" if ctx.longest_execution_s is not None else "; pass --longest-execution-s to compare with your workflows"
     return ok("shutdown-timeout", f"n8n waits {shortest} s, Docker longer{tail}")
 
@@ -229,14 +289,20 @@ def rule_production_limit(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     workers = cf.by_role("worker")
     if not cf.queue_mode or not workers:
         return na("production-limit", "not in queue mode")
-    clash = [f"{w.name}: N8N_CONCURRENCY_PRODUCTION_LIMIT {w.env['N8N_CONCURRENCY_PRODUCTION_LIMIT']} vs "
-             f"--concurrency {_concurrency(w)}" for w in workers
-             if as_int(w.env.get("N8N_CONCURRENCY_PRODUCTION_LIMIT")) not in (None, -1, _concurrency(w))]
+    clash = [
+        f"{w.name}: N8N_CONCURRENCY_PRODUCTION_LIMIT {w.env['N8N_CONCURRENCY_PRODUCTION_LIMIT']} vs "
+        f"--concurrency {_concurrency(w)}"
+        for w in workers
+        if as_int(w.env.get("N8N_CONCURRENCY_PRODUCTION_LIMIT")) not in (None, -1, _concurrency(w))
+    ]
     if clash:
-        return fail("production-limit", f"{'; '.join(clash)}: in queue mode the limit replaces --concurrency "
-                    "on every worker (it is per worker, not a total)",
-                    "remove N8N_CONCURRENCY_PRODUCTION_LIMIT from workers (a regular-mode leftover), or set it "
-                    "equal to --concurrency")
+        return fail(
+            "production-limit",
+            f"{'; '.join(clash)}: in queue mode the limit replaces --concurrency "
+            "on every worker (it is per worker, not a total)",
+            "remove N8N_CONCURRENCY_PRODUCTION_LIMIT from workers (a regular-mode leftover), or set it "
+            "equal to --concurrency",
+        )
     return ok("production-limit", "no N8N_CONCURRENCY_PRODUCTION_LIMIT overriding --concurrency")
 
 
@@ -254,10 +320,13 @@ def rule_main_memory_limit(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     unlimited = [m for m in mains if m.mem_limit_mib is None]
     if unlimited:
         want = role_memory("main")
-        return fail("main-memory-limit", f"{names(unlimited)} has no memory limit on a host it shares with "
-                    f"{names(others)}: a main that grows under overload takes them with it",
-                    f"set mem_limit: {want.limit_mib}m (and mem_reservation: {want.reservation_mib}m) on main: "
-                    "2 x its modelled peak (docs/cluster.md#memory-limits)")
+        return fail(
+            "main-memory-limit",
+            f"{names(unlimited)} has no memory limit on a host it shares with "
+            f"{names(others)}: a main that grows under overload takes them with it",
+            f"set mem_limit: {want.limit_mib}m (and mem_reservation: {want.reservation_mib}m) on main: "
+            "2 x its modelled peak (docs/cluster.md#memory-limits)",
+        )
     return ok("main-memory-limit", f"main limited to {mains[0].mem_limit_mib:,.0f} MiB beside {names(others)}")
 
 
@@ -267,14 +336,19 @@ POSTGRES_DEFAULT_SUPERUSER = "postgres"  # the postgres image's POSTGRES_USER de
 def superuser_logins(postgres: list[Service], n8n: list[Service]) -> list[str]:
     """n8n services that log in to Postgres as the image's superuser (`name=user`), for one host or a cluster."""
     supers = {s.env.get("POSTGRES_USER") or POSTGRES_DEFAULT_SUPERUSER for s in postgres}
-    return [f"{s.name}={s.env.get('DB_POSTGRESDB_USER') or POSTGRES_DEFAULT_SUPERUSER}" for s in n8n
-            if s.env.get("DB_TYPE") == "postgresdb"
-            and (s.env.get("DB_POSTGRESDB_USER") or POSTGRES_DEFAULT_SUPERUSER) in supers]
+    return [
+        f"{s.name}={s.env.get('DB_POSTGRESDB_USER') or POSTGRES_DEFAULT_SUPERUSER}"
+        for s in n8n
+        if s.env.get("DB_TYPE") == "postgresdb"
+        and (s.env.get("DB_POSTGRESDB_USER") or POSTGRES_DEFAULT_SUPERUSER) in supers
+    ]
 
 
-POSTGRES_ROLE_FIX = ("give n8n a role of its own that owns its database (an init script in "
-                     "/docker-entrypoint-initdb.d, as `render` writes) and set DB_POSTGRESDB_USER to it; keep "
-                     "POSTGRES_USER for setup")
+POSTGRES_ROLE_FIX = (
+    "give n8n a role of its own that owns its database (an init script in "
+    "/docker-entrypoint-initdb.d, as `render` writes) and set DB_POSTGRESDB_USER to it; keep "
+    "POSTGRES_USER for setup"
+)
 
 
 def rule_postgres_role(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
@@ -283,10 +357,12 @@ def rule_postgres_role(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         return na("postgres-role", "no Postgres beside n8n in this file")
     bad = superuser_logins(postgres, cf.n8n)
     if bad:
-        return fail("postgres-role", f"{', '.join(bad)} logs in as the Postgres superuser: any n8n process could "
-                    "drop every database", POSTGRES_ROLE_FIX)
+        return fail(
+            "postgres-role",
+            f"{', '.join(bad)} logs in as the Postgres superuser: any n8n process could drop every database",
+            POSTGRES_ROLE_FIX,
+        )
     return ok("postgres-role", "n8n logs in with a role of its own, not the superuser")
-
 
 
 class RedisUser(Frozen):
@@ -303,12 +379,14 @@ def redis_users(redis: Service) -> dict[str, RedisUser]:
             users["default"] = RedisUser(password=tokens[i + 1], rules=("~*", "&*", "+@all"))
         elif token == "--user" and i + 1 < len(tokens):
             words = []
-            for word in tokens[i + 2:]:
+            for word in tokens[i + 2 :]:
                 if word.startswith("--"):
                     break
                 words.append(word)
-            users[tokens[i + 1]] = RedisUser(password=next((w[1:] for w in words if w.startswith(">")), None),
-                                             rules=tuple(w for w in words if not w.startswith(">")))
+            users[tokens[i + 1]] = RedisUser(
+                password=next((w[1:] for w in words if w.startswith(">")), None),
+                rules=tuple(w for w in words if not w.startswith(">")),
+            )
     return users
 
 
@@ -334,14 +412,17 @@ def redis_acl_problems(redis: list[Service], n8n: list[Service]) -> list[str]:
         elif user not in defined:
             problems.append(f"{s.name} logs in as Redis user {user!r}, which no --user of Redis defines")
         elif _unlimited(defined[user].rules):
-            problems.append(f"Redis user {user!r} of {s.name} may use every key or command "
-                            f"({' '.join(defined[user].rules)})")
+            problems.append(
+                f"Redis user {user!r} of {s.name} may use every key or command ({' '.join(defined[user].rules)})"
+            )
     return problems
 
 
-REDIS_ACL_FIX = (f"start Redis with an ACL user for n8n (`--user n8n on >${{REDIS_N8N_PASSWORD}} "
-                 f"{' '.join(REDIS_N8N_RULES)}`, as `render` writes) and set QUEUE_BULL_REDIS_USERNAME and "
-                 "QUEUE_BULL_REDIS_PASSWORD to it; keep --requirepass for the operator")
+REDIS_ACL_FIX = (
+    f"start Redis with an ACL user for n8n (`--user n8n on >${{REDIS_N8N_PASSWORD}} "
+    f"{' '.join(REDIS_N8N_RULES)}`, as `render` writes) and set QUEUE_BULL_REDIS_USERNAME and "
+    "QUEUE_BULL_REDIS_PASSWORD to it; keep --requirepass for the operator"
+)
 
 
 def rule_redis_acl(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
@@ -350,6 +431,9 @@ def rule_redis_acl(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         return na("redis-acl", "no Redis beside queue-mode n8n in this file")
     problems = redis_acl_problems(redis, cf.n8n)
     if problems:
-        return fail("redis-acl", "; ".join(problems) + ": any n8n process could FLUSHALL the queue or "
-                    "reconfigure Redis", REDIS_ACL_FIX)
+        return fail(
+            "redis-acl",
+            "; ".join(problems) + ": any n8n process could FLUSHALL the queue or reconfigure Redis",
+            REDIS_ACL_FIX,
+        )
     return ok("redis-acl", "n8n logs in to Redis as its own ACL user (its keys and channels only)")

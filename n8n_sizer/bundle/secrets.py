@@ -65,7 +65,7 @@ _KEY = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
 
 def _split_line(raw: str) -> tuple[str, str] | None:
     match = _KEY.match(raw)
-    return (match.group(1), raw[match.end():].strip()) if match else None
+    return (match.group(1), raw[match.end() :].strip()) if match else None
 
 
 def _value(raw: str) -> str:
@@ -116,12 +116,16 @@ def read_env_strict(text: str, path: Path) -> dict[str, EnvEntry]:
             continue
         pair = _split_line(raw)
         if not pair:
-            raise InputError(f"{path} line {number} is not KEY=VALUE (a name of letters, digits and '_'); a "
-                             "re-render would drop it: fix or remove that line, then render again")
+            raise InputError(
+                f"{path} line {number} is not KEY=VALUE (a name of letters, digits and '_'); a "
+                "re-render would drop it: fix or remove that line, then render again"
+            )
         key, written = pair
         if key in entries:
-            raise InputError(f"{path} sets {key} twice (lines {entries[key].line} and {number}); keep the one "
-                             "that is right and delete the other, then render again")
+            raise InputError(
+                f"{path} sets {key} twice (lines {entries[key].line} and {number}); keep the one "
+                "that is right and delete the other, then render again"
+            )
         entries[key] = EnvEntry(key=key, value=_value(written), written=written, line=number)
     return entries
 
@@ -145,9 +149,11 @@ def check_existing_secrets(entries: dict[str, EnvEntry], path: Path, *, generate
             why = f"has {lookalike} (line {entries[lookalike].line}) but no {env_name}"
         else:
             why = f"has no {env_name} line"
-        raise InputError(f"{path} {why}; n8n-sizer never makes up a secret over an existing .env: restore "
-                         f"the value from your backup (or the running stack), or pass --generate-missing-secrets "
-                         f"to generate the missing ones")
+        raise InputError(
+            f"{path} {why}; n8n-sizer never makes up a secret over an existing .env: restore "
+            f"the value from your backup (or the running stack), or pass --generate-missing-secrets "
+            f"to generate the missing ones"
+        )
 
 
 def _squash(name: str) -> str:
@@ -189,8 +195,10 @@ def secret_messages(kept: list[str], source: str, written: object) -> tuple[list
     `source` says where the kept ones came from ("in stack/.env"); `written` is the file that holds them."""
     lines = []
     if kept:
-        lines.append(f"kept {len(kept)} existing secret(s) {source}: {', '.join(kept)} "
-                     "(rotating N8N_ENCRYPTION_KEY would break every stored credential)")
+        lines.append(
+            f"kept {len(kept)} existing secret(s) {source}: {', '.join(kept)} "
+            "(rotating N8N_ENCRYPTION_KEY would break every stored credential)"
+        )
     new = [n for n in ENV_NAMES.values() if n not in kept]
     if new:
         lines.append(f"wrote {written} (mode 0600) with new secret(s): {', '.join(new)}")
@@ -231,8 +239,10 @@ def env_of_cloud_init(text: str, path: Path) -> str:
                     raw = gz.read(MAX_ENV_IN_CLOUD_INIT + 1)
                 content = raw[:MAX_ENV_IN_CLOUD_INIT].decode("utf-8")
             except (OSError, EOFError, binascii.Error, zlib.error, UnicodeDecodeError):
-                raise InputError(f"{path}: its embedded .env cannot be decoded; it holds the stack's secrets, so "
-                                 "it is never overwritten unread: fix it or render into another folder") from None
+                raise InputError(
+                    f"{path}: its embedded .env cannot be decoded; it holds the stack's secrets, so "
+                    "it is never overwritten unread: fix it or render into another folder"
+                ) from None
         return content
     return ""
 
@@ -253,9 +263,13 @@ def read_secret_copy(path: Path, *, strict: bool = True) -> SecretCopy | None:
 
     if not os.path.lexists(path):
         return None
-    text = read_user_text(path, "the existing secrets file", private=True, max_bytes=1 << 20,
-                          fix="it holds the stack's secrets and is never overwritten unread: fix it or render "
-                              "into another --out folder")
+    text = read_user_text(
+        path,
+        "the existing secrets file",
+        private=True,
+        max_bytes=1 << 20,
+        fix="it holds the stack's secrets and is never overwritten unread: fix it or render into another --out folder",
+    )
     if path.name == "cloud-init.yaml":
         text, strict = env_of_cloud_init(text, path), False
     if strict:
@@ -264,8 +278,9 @@ def read_secret_copy(path: Path, *, strict: bool = True) -> SecretCopy | None:
     return SecretCopy(path=path, entries={k: EnvEntry(key=k, value=v, written=v, line=0) for k, v in values.items()})
 
 
-def settle_secrets(primary: Path, copies: list[SecretCopy], *,
-                   generate_missing: bool) -> tuple[StackSecrets, list[str], list[str]]:
+def settle_secrets(
+    primary: Path, copies: list[SecretCopy], *, generate_missing: bool
+) -> tuple[StackSecrets, list[str], list[str]]:
     """The stack's secrets from every copy: (secrets, kept names, messages).
 
     `copies` starts with the primary's copy when it exists. A secret is kept from whichever copy holds it;
@@ -277,13 +292,18 @@ def settle_secrets(primary: Path, copies: list[SecretCopy], *,
     chosen: dict[str, str] = {}
     said: list[str] = []
     for env_name in ENV_NAMES.values():
-        held = [(c.path, c.entries[env_name].value.strip()) for c in copies
-                if env_name in c.entries and c.entries[env_name].value.strip()]
+        held = [
+            (c.path, c.entries[env_name].value.strip())
+            for c in copies
+            if env_name in c.entries and c.entries[env_name].value.strip()
+        ]
         values = {v for _, v in held}
         if len(values) > 1:
             (a, _), (b, _) = held[0], next(h for h in held if h[1] != held[0][1])
-            raise InputError(f"{env_name} differs between {a} and {b}; n8n-sizer never picks one: put the value "
-                             f"the running stack uses into both (and every other copy), then render again")
+            raise InputError(
+                f"{env_name} differs between {a} and {b}; n8n-sizer never picks one: put the value "
+                f"the running stack uses into both (and every other copy), then render again"
+            )
         if values:
             chosen[env_name] = values.pop()
             if head is not None and env_name not in {k for k, e in head.entries.items() if e.value.strip()}:

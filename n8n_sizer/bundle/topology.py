@@ -15,15 +15,38 @@ from typing import Any
 from pydantic import ValidationError
 
 from n8n_sizer.advisor.catalog import UnknownSize, find_size
-from n8n_sizer.advisor.answer.contract import (DEFAULT_SUBNET, FIRST_HOST_OFFSET, NAME_RE, TOPOLOGY_KEYS, ClusterHost, HostGroup,
-                                        PoolSizes, Roles, Topology)
+from n8n_sizer.advisor.answer.contract import (
+    DEFAULT_SUBNET,
+    FIRST_HOST_OFFSET,
+    NAME_RE,
+    TOPOLOGY_KEYS,
+    ClusterHost,
+    HostGroup,
+    PoolSizes,
+    Roles,
+    Topology,
+)
 from n8n_sizer.advisor import pools
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.jsondoc import load_json
 
-__all__ = ["DEFAULT_SUBNET", "FIRST_HOST_OFFSET", "NAME_RE", "ClusterHost", "HostGroup", "PoolSizes", "Roles", "Topology",
-           "parse_topology", "load_topology_text", "postgres_connections", "pool_arithmetic", "max_connections",
-           "postgres_memory"]
+__all__ = [
+    "DEFAULT_SUBNET",
+    "FIRST_HOST_OFFSET",
+    "NAME_RE",
+    "ClusterHost",
+    "HostGroup",
+    "PoolSizes",
+    "Roles",
+    "Topology",
+    "parse_topology",
+    "load_topology_text",
+    "postgres_connections",
+    "pool_arithmetic",
+    "max_connections",
+    "postgres_memory",
+]
+
 
 def postgres_connections(t: Topology) -> int:
     """Connections every process opens (advisor/pools.py, seed 000's formula over the whole topology): this sum,
@@ -39,8 +62,10 @@ def pool_arithmetic(t: Topology) -> str:
         parts.append(f"{t.total('webhook')} webhook x {p.of('webhook')}")
     if t.total("workers"):
         parts.append(f"{t.total('workers')} workers x {p.of('worker')}")
-    return (f"{' + '.join(parts)} + {pools.CONNECTION_HEADROOM} headroom = "
-            f"{pools.required_max_connections(postgres_connections(t))}")
+    return (
+        f"{' + '.join(parts)} + {pools.CONNECTION_HEADROOM} headroom = "
+        f"{pools.required_max_connections(postgres_connections(t))}"
+    )
 
 
 def max_connections(t: Topology) -> int:
@@ -50,8 +75,10 @@ def max_connections(t: Topology) -> int:
     if t.max_connections is None:
         return pools.recommended_max_connections(conns)
     if t.max_connections < need:
-        raise InputError(f"max_connections {t.max_connections} is below what every process's pool needs: "
-                         f"{pool_arithmetic(t)}; set max_connections to {need} or lower db_pool_size")
+        raise InputError(
+            f"max_connections {t.max_connections} is below what every process's pool needs: "
+            f"{pool_arithmetic(t)}; set max_connections to {need} or lower db_pool_size"
+        )
     return t.max_connections
 
 
@@ -61,8 +88,9 @@ def postgres_memory(t: Topology, ram_mib: int, size: str | None) -> pools.Postgr
     try:
         return pools.postgres_memory(max_connections(t), ram_mib)
     except pools.TooManyConnections as exc:
-        raise InputError(f"the Postgres host ({size or 'off the catalog'}): {exc}; use a bigger size for it, or lower "
-                         "db_pool_size") from None
+        raise InputError(
+            f"the Postgres host ({size or 'off the catalog'}): {exc}; use a bigger size for it, or lower db_pool_size"
+        ) from None
 
 
 def _check_shape(t: Topology) -> None:
@@ -75,17 +103,21 @@ def _check_shape(t: Topology) -> None:
             except UnknownSize as exc:
                 raise InputError(f"{key}.size: {exc} ({group.provider or 'any provider'})") from None
             if group.vcpu is not None and group.vcpu != server.vcpu:
-                raise InputError(f"{key}.vcpu {group.vcpu} differs from {server.size}'s {server.vcpu} vCPU; "
-                                 "drop vcpu or fix size")
+                raise InputError(
+                    f"{key}.vcpu {group.vcpu} differs from {server.size}'s {server.vcpu} vCPU; drop vcpu or fix size"
+                )
             if group.arch is not None and group.arch != server.arch:
-                raise InputError(f"{key}.arch {group.arch} differs from {server.size}'s {server.arch}; drop arch or "
-                                 "fix size")
+                raise InputError(
+                    f"{key}.arch {group.arch} differs from {server.size}'s {server.arch}; drop arch or fix size"
+                )
         if not group.roles.listed():
             raise InputError(f"{key} ({group.name}) runs no role; give it roles or remove it")
         unique = group.roles.main or group.roles.postgres or group.roles.redis or group.roles.load_balancer
         if unique and group.count > 1:
-            raise InputError(f"{key} ({group.name}) has count {group.count} but runs main, postgres, redis or "
-                             "the load balancer, which exist once; set count: 1 or move those roles")
+            raise InputError(
+                f"{key} ({group.name}) has count {group.count} but runs main, postgres, redis or "
+                "the load balancer, which exist once; set count: 1 or move those roles"
+            )
         expanded = [group.name] if group.count == 1 else [f"{group.name}-{n}" for n in range(1, group.count + 1)]
         for name in expanded:
             if name in names:
@@ -96,28 +128,36 @@ def _check_shape(t: Topology) -> None:
             raise InputError(f"the topology has {t.total(role)} {what} processes; it needs exactly one")
     providers = sorted({g.provider or "off-catalog" for g in t.groups})
     if len(providers) > 1:
-        raise InputError(f"the topology mixes providers ({', '.join(providers)}); one cluster lives in one provider's "
-                         "private network: ask again with `advise --provider hetzner` (or gcp), or give every group "
-                         "the same provider")
+        raise InputError(
+            f"the topology mixes providers ({', '.join(providers)}); one cluster lives in one provider's "
+            "private network: ask again with `advise --provider hetzner` (or gcp), or give every group "
+            "the same provider"
+        )
     if t.single_host:
         roles = t.groups[0].roles
         if roles.webhook or roles.load_balancer:
-            raise InputError("a one-host topology renders today's single-host stack, which has no webhook "
-                             "processors or load balancer; set webhook and load_balancer to 0, or add hosts")
+            raise InputError(
+                "a one-host topology renders today's single-host stack, which has no webhook "
+                "processors or load balancer; set webhook and load_balancer to 0, or add hosts"
+            )
         return
     if t.total("workers") < 1 or t.total("redis") != 1:
-        raise InputError("a topology of several hosts runs queue mode: it needs at least one worker and "
-                         "exactly one redis")
+        raise InputError(
+            "a topology of several hosts runs queue mode: it needs at least one worker and exactly one redis"
+        )
     if t.total("webhook") and t.total("load_balancer") != 1:
-        raise InputError(f"{t.total('webhook')} webhook processors need a load balancer in front (roles: "
-                         "load_balancer: 1 on one host) to route /webhook/* to them")
+        raise InputError(
+            f"{t.total('webhook')} webhook processors need a load balancer in front (roles: "
+            "load_balancer: 1 on one host) to route /webhook/* to them"
+        )
     if t.total("load_balancer") > 1:
         raise InputError("the topology has more than one load balancer; keep one")
     try:
         net = ipaddress.ip_network(t.subnet)
     except ValueError:
-        raise InputError(f"subnet {t.subnet!r} is not a network; write it as a private IPv4 range, e.g. "
-                         f"{DEFAULT_SUBNET}") from None
+        raise InputError(
+            f"subnet {t.subnet!r} is not a network; write it as a private IPv4 range, e.g. {DEFAULT_SUBNET}"
+        ) from None
     if not net.is_private or net.num_addresses < FIRST_HOST_OFFSET + len(names) + 2:
         raise InputError(f"subnet {t.subnet} must be a private range with room for {len(names)} hosts")
 
@@ -125,8 +165,10 @@ def _check_shape(t: Topology) -> None:
 def parse_topology(data: Any, source: str = "topology") -> Topology:
     """Validate a topology object (advise --json, or {"topology": [...]} with optional setup fields)."""
     if not isinstance(data, dict) or not isinstance(data.get("topology"), list):
-        raise InputError(f"{source} has no `topology` list; pass what `advise --json` prints, or "
-                         '{"topology": [{"name", "provider", "size", "count", "roles"}]}')
+        raise InputError(
+            f"{source} has no `topology` list; pass what `advise --json` prints, or "
+            '{"topology": [{"name", "provider", "size", "count", "roles"}]}'
+        )
     fields: dict[str, Any] = {"groups": data["topology"]}
     for key in TOPOLOGY_KEYS:
         if data.get(key) is not None:
@@ -141,8 +183,10 @@ def parse_topology(data: Any, source: str = "topology") -> Topology:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first.get("loc", ())).replace("groups.", "topology.")
-        raise InputError(f"{source}: {loc or 'input'}: {first['msg'].removeprefix('Value error, ')}; "
-                         "see docs/cluster.md for the format") from None
+        raise InputError(
+            f"{source}: {loc or 'input'}: {first['msg'].removeprefix('Value error, ')}; "
+            "see docs/cluster.md for the format"
+        ) from None
     _check_shape(topology)
     return topology
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 import typer
+
 # typer >= 0.26 vendors click as typer._click (and no longer installs click): its exceptions are these.
 from typer._click import exceptions as _click_errors
 
@@ -43,8 +44,14 @@ _calibrate.register(app)
 # Modules that only an optional extra installs (pyproject.toml), and that extra. A command that reaches one
 # without the extra gets one line naming the install, not a traceback; any other missing module is a bug.
 EXTRA_OF_MODULE = {
-    "fabric": "bench", "paramiko": "bench", "invoke": "bench", "matplotlib": "bench",
-    "pulumi": "fleet", "pulumi_hcloud": "fleet", "pulumi_gcp": "fleet", "pulumi_tls": "fleet",
+    "fabric": "bench",
+    "paramiko": "bench",
+    "invoke": "bench",
+    "matplotlib": "bench",
+    "pulumi": "fleet",
+    "pulumi_hcloud": "fleet",
+    "pulumi_gcp": "fleet",
+    "pulumi_tls": "fleet",
 }
 
 
@@ -53,8 +60,10 @@ def missing_extra_message(prog_name: str, command: str, module: str) -> str | No
     extra = EXTRA_OF_MODULE.get(module.split(".")[0])
     if extra is None:
         return None
-    return (f"{prog_name}: {command} needs the {extra} extra ({module.split('.')[0]} is not installed): "
-            f".venv/bin/pip install '.[{extra}]'")
+    return (
+        f"{prog_name}: {command} needs the {extra} extra ({module.split('.')[0]} is not installed): "
+        f".venv/bin/pip install '.[{extra}]'"
+    )
 
 
 def _subcommand(prog_name: str, args: list[str] | None) -> str:

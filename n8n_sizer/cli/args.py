@@ -46,8 +46,10 @@ def check_list(text: str, flag: str, allowed: n.Range, integer: bool) -> None:
         try:
             value = int(item) if integer else float(item)
         except ValueError:
-            raise InputError(f"{flag} {text!r}: {item!r} is not {'a whole number' if integer else 'a number'}; "
-                             f"try {flag} {allowed.example}") from None
+            raise InputError(
+                f"{flag} {text!r}: {item!r} is not {'a whole number' if integer else 'a number'}; "
+                f"try {flag} {allowed.example}"
+            ) from None
         n.check_number(f"{flag} item", value, allowed)
 
 
@@ -72,8 +74,11 @@ def check_workflow(spec: str) -> None:
     if not isinstance(nodes, list) or not nodes:
         raise InputError(f"--workflow {spec} has no `nodes` list; {fix}")
     for i, node in enumerate(nodes):
-        if not isinstance(node, dict) or not isinstance(node.get("type", ""), str) \
-                or not isinstance(node.get("parameters", {}), dict):
+        if (
+            not isinstance(node, dict)
+            or not isinstance(node.get("type", ""), str)
+            or not isinstance(node.get("parameters", {}), dict)
+        ):
             raise InputError(f"--workflow {spec}: nodes[{i}] is not a node object with a type and parameters; {fix}")
     for key, kind in (("connections", dict), ("settings", (dict, type(None))), ("name", str)):
         if key in doc and not isinstance(doc[key], kind):
@@ -83,8 +88,9 @@ def check_workflow(spec: str) -> None:
 def check_payload_args(payload_bytes, hmac_secret_file, malformed, respond, workflow: str) -> None:
     """--payload-bytes, --malformed (a share below 1), --respond (signed-webhook only), --hmac-secret-file (an
     existing file is read as it is, never overwritten; a new one needs a folder to be written in)."""
-    n.check_numbers({"--payload-bytes": (payload_bytes, PAYLOAD_BYTES),
-                     "--malformed": (malformed, n.Range(0, 1, example="0.08"))})
+    n.check_numbers(
+        {"--payload-bytes": (payload_bytes, PAYLOAD_BYTES), "--malformed": (malformed, n.Range(0, 1, example="0.08"))}
+    )
     if malformed >= 1:
         raise InputError(f"--malformed {malformed:g}: every request malformed leaves nothing to measure; try 0.08")
     if respond is not None and respond not in ("last-node", "immediately", "received"):
@@ -98,8 +104,10 @@ def check_payload_args(payload_bytes, hmac_secret_file, malformed, respond, work
 
             load_secret(path)
         elif not path.parent.is_dir():
-            raise InputError(f"--hmac-secret-file {path}: its folder {path.parent} does not exist; create it or "
-                             f"point at a file in an existing folder")
+            raise InputError(
+                f"--hmac-secret-file {path}: its folder {path.parent} does not exist; create it or "
+                f"point at a file in an existing folder"
+            )
 
 
 def check_body(path: Path) -> None:
@@ -114,34 +122,77 @@ def check_body(path: Path) -> None:
 
 def check_ssh_key(path: Path | None) -> None:
     if path is not None:
-        read_user_bytes(path, "--ssh-key", fix="pass the private key the fleet was created with",
-                        max_bytes=MAX_KEY_BYTES)
+        read_user_bytes(
+            path, "--ssh-key", fix="pass the private key the fleet was created with", max_bytes=MAX_KEY_BYTES
+        )
 
 
-def check_bench_args(*, stack=None, local: bool, mode: str, workers, db, cpus, workflow: str, body, inventory, rates: str,
-                     step_seconds: float, sweep: str, warmup: int, timeout_s: float, max_in_flight: int,
-                     drain_s: float, ssh_key, ssh_port: int, p95_ms: float, error_budget: float, tolerance: float,
-                     soak, rate, out: str, find_max: bool = False, shape: str = "constant", payload_bytes=None,
-                     hmac_secret_file=None, malformed: float = 0.0, respond=None) -> Path:
+def check_bench_args(
+    *,
+    stack=None,
+    local: bool,
+    mode: str,
+    workers,
+    db,
+    cpus,
+    workflow: str,
+    body,
+    inventory,
+    rates: str,
+    step_seconds: float,
+    sweep: str,
+    warmup: int,
+    timeout_s: float,
+    max_in_flight: int,
+    drain_s: float,
+    ssh_key,
+    ssh_port: int,
+    p95_ms: float,
+    error_budget: float,
+    tolerance: float,
+    soak,
+    rate,
+    out: str,
+    find_max: bool = False,
+    shape: str = "constant",
+    payload_bytes=None,
+    hmac_secret_file=None,
+    malformed: float = 0.0,
+    respond=None,
+) -> Path:
     """Everything `bench` can check before it starts anything; returns the --out folder."""
     chosen = [name for name, on in (("--stack", stack), ("--inventory", inventory), ("--local", local)) if on]
     if len(chosen) != 1:  # the same words as bench's own check, which runs after this one
-        raise InputError("say where to run: exactly one of --stack NAME, --inventory FILE or --local"
-                         + (f" (got {' and '.join(chosen)})" if chosen else ""))
+        raise InputError(
+            "say where to run: exactly one of --stack NAME, --inventory FILE or --local"
+            + (f" (got {' and '.join(chosen)})" if chosen else "")
+        )
     cores = os.cpu_count() or 1
-    n.check_numbers({"--workers": (workers, n.WORKERS), "--cpus": (cpus, n.Range(1, cores, example="1")),
-                     "--step-seconds": (step_seconds, STEP_S), "--warmup": (warmup, n.COUNT),
-                     "--timeout": (timeout_s, TIMEOUT_S), "--max-in-flight": (max_in_flight, n.IN_FLIGHT),
-                     "--drain-seconds": (drain_s, n.SECONDS_OR_ZERO), "--ssh-port": (ssh_port, n.PORT),
-                     "--p95-ms": (p95_ms, n.LATENCY_MS), "--error-budget": (error_budget, n.FRACTION),
-                     "--tolerance": (tolerance, TOLERANCE), "--rate": (rate, n.RATE_PER_S)})
+    n.check_numbers(
+        {
+            "--workers": (workers, n.WORKERS),
+            "--cpus": (cpus, n.Range(1, cores, example="1")),
+            "--step-seconds": (step_seconds, STEP_S),
+            "--warmup": (warmup, n.COUNT),
+            "--timeout": (timeout_s, TIMEOUT_S),
+            "--max-in-flight": (max_in_flight, n.IN_FLIGHT),
+            "--drain-seconds": (drain_s, n.SECONDS_OR_ZERO),
+            "--ssh-port": (ssh_port, n.PORT),
+            "--p95-ms": (p95_ms, n.LATENCY_MS),
+            "--error-budget": (error_budget, n.FRACTION),
+            "--tolerance": (tolerance, TOLERANCE),
+            "--rate": (rate, n.RATE_PER_S),
+        }
+    )
     check_list(rates, "--rates", n.RATE_PER_S, integer=False)
     check_payload_args(payload_bytes, hmac_secret_file, malformed, respond, workflow)
     from n8n_sizer.bench.shapes import parse_shape
 
     if parse_shape(shape) is not None and (find_max or soak is not None):
-        raise InputError(f"--shape {shape} is one step of its own; --find-max and --soak hold constant rates: "
-                         f"drop --shape or run them separately")
+        raise InputError(
+            f"--shape {shape} is one step of its own; --find-max and --soak hold constant rates: "
+            f"drop --shape or run them separately"
+        )
     check_list(sweep, "--concurrency-sweep", USERS, integer=True)
     if soak is not None:
         from n8n_sizer.bench.plan import parse_duration
@@ -150,8 +201,11 @@ def check_bench_args(*, stack=None, local: bool, mode: str, workers, db, cpus, w
         if not math.isfinite(seconds) or not SOAK_S.holds(seconds):
             raise InputError(f"--soak {soak!r} is outside (0, 30 days]; try --soak 4h")
     if not find_max:
-        unused = [f for f, v in (("--p95-ms", p95_ms), ("--error-budget", error_budget), ("--tolerance", tolerance))
-                  if v is not None]
+        unused = [
+            f
+            for f, v in (("--p95-ms", p95_ms), ("--error-budget", error_budget), ("--tolerance", tolerance))
+            if v is not None
+        ]
         if unused:
             raise InputError(f"{', '.join(unused)} only apply with --find-max; add --find-max or drop them")
     if local and ssh_key is not None:
@@ -159,8 +213,10 @@ def check_bench_args(*, stack=None, local: bool, mode: str, workers, db, cpus, w
     if not local:
         ignored = [f for f, v in (("--workers", workers), ("--db", db), ("--cpus", cpus)) if v is not None]
         if ignored or mode != "regular":
-            raise InputError(f"{', '.join(ignored) or '--mode'} only apply with --local (a fleet host runs the "
-                             "setup its stack file gives it); drop them or add --local")
+            raise InputError(
+                f"{', '.join(ignored) or '--mode'} only apply with --local (a fleet host runs the "
+                "setup its stack file gives it); drop them or add --local"
+            )
     if body is not None:
         check_body(body)
     check_workflow(workflow)
@@ -177,6 +233,7 @@ def check_run_folders(runs: list[Path]) -> None:
         require_folder(run, "run folder", fix="pass a folder bench wrote, e.g. results/<run-id>")
         key = os.path.realpath(run)
         if key in seen:
-            raise InputError(f"run folder {run} is given twice (also as {seen[key]}); its rows would count twice: "
-                             "name each run once")
+            raise InputError(
+                f"run folder {run} is given twice (also as {seen[key]}); its rows would count twice: name each run once"
+            )
         seen[key] = run

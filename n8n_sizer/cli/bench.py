@@ -27,38 +27,90 @@ Examples:
 
 def bench(
     stack: Optional[str] = typer.Option(None, "--stack", help="Pulumi stack whose `inventory` output lists the hosts."),
-    inventory: Optional[Path] = typer.Option(None, "--inventory", help="Inventory JSON (pulumi stack output --json inventory)."),
+    inventory: Optional[Path] = typer.Option(
+        None, "--inventory", help="Inventory JSON (pulumi stack output --json inventory)."
+    ),
     local: bool = typer.Option(False, "--local", help="Start n8n on this machine and load it from here."),
     mode: str = typer.Option("regular", "--mode", help="--local: regular or queue."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="--local: queue-mode workers (default 1 in queue mode)."),
+    workers: Optional[int] = typer.Option(
+        None, "--workers", help="--local: queue-mode workers (default 1 in queue mode)."
+    ),
     db: Optional[str] = typer.Option(None, "--db", help="--local: postgres (default) or sqlite (regular mode only)."),
     cpus: Optional[int] = typer.Option(None, "--cpus", help="--local: pin the stack to this many cores (taskset)."),
-    workflow: str = typer.Option("light", "--workflow", help="light, code-heavy, signed-webhook or a workflow JSON file."),
+    workflow: str = typer.Option(
+        "light", "--workflow", help="light, code-heavy, signed-webhook or a workflow JSON file."
+    ),
     body: Optional[Path] = typer.Option(None, "--body", help="JSON request body for your own --workflow FILE."),
-    shape: str = typer.Option("constant", "--shape", help="constant (the --rates steps), ramp:FROM:TO or burst:BASE:PEAK:BURST_S:PERIOD_S (one step of --step-seconds)."),
-    payload_bytes: Optional[int] = typer.Option(None, "--payload-bytes", help="Send a JSON body of about N bytes (default 1200 with signed-webhook or --malformed)."),
-    hmac_secret_file: Optional[Path] = typer.Option(None, "--hmac-secret-file", help="HMAC-SHA256 secret signing each body (X-Signature); generated 0600 when absent, never printed."),
-    malformed: float = typer.Option(0.0, "--malformed", help="Share of malformed requests: bad signature, invalid JSON, schema mismatch, oversize, in turn."),
-    respond: Optional[str] = typer.Option(None, "--respond", help="signed-webhook: last-node (answer after the work, default), immediately (202 once checked, work after) or received (202 at ingest, nothing refused)."),
-    rates: str = typer.Option("5,20,50", "--rates", help="Constant arrival rates, req/s, one step each (the queue-mode test's plan)."),
+    shape: str = typer.Option(
+        "constant",
+        "--shape",
+        help="constant (the --rates steps), ramp:FROM:TO or burst:BASE:PEAK:BURST_S:PERIOD_S (one step of --step-seconds).",
+    ),
+    payload_bytes: Optional[int] = typer.Option(
+        None,
+        "--payload-bytes",
+        help="Send a JSON body of about N bytes (default 1200 with signed-webhook or --malformed).",
+    ),
+    hmac_secret_file: Optional[Path] = typer.Option(
+        None,
+        "--hmac-secret-file",
+        help="HMAC-SHA256 secret signing each body (X-Signature); generated 0600 when absent, never printed.",
+    ),
+    malformed: float = typer.Option(
+        0.0,
+        "--malformed",
+        help="Share of malformed requests: bad signature, invalid JSON, schema mismatch, oversize, in turn.",
+    ),
+    respond: Optional[str] = typer.Option(
+        None,
+        "--respond",
+        help="signed-webhook: last-node (answer after the work, default), immediately (202 once checked, work after) or received (202 at ingest, nothing refused).",
+    ),
+    rates: str = typer.Option(
+        "5,20,50", "--rates", help="Constant arrival rates, req/s, one step each (the queue-mode test's plan)."
+    ),
     step_seconds: float = typer.Option(180.0, "--step-seconds", help="Seconds per step."),
-    sweep: str = typer.Option("", "--concurrency-sweep", help="Closed-model steps after the rates, e.g. 1,10,25,50 (the five-VPS benchmark's sweep)."),
+    sweep: str = typer.Option(
+        "",
+        "--concurrency-sweep",
+        help="Closed-model steps after the rates, e.g. 1,10,25,50 (the five-VPS benchmark's sweep).",
+    ),
     warmup: int = typer.Option(200, "--warmup", help="Warm-up requests before the steps (not recorded)."),
     timeout_s: float = typer.Option(120.0, "--timeout", help="Client timeout per request, seconds."),
-    max_in_flight: int = typer.Option(1000, "--max-in-flight", help="Open requests at most; more are recorded as dropped."),
-    drain_s: float = typer.Option(60.0, "--drain-seconds", help="How long stored executions may catch up after the load."),
+    max_in_flight: int = typer.Option(
+        1000, "--max-in-flight", help="Open requests at most; more are recorded as dropped."
+    ),
+    drain_s: float = typer.Option(
+        60.0, "--drain-seconds", help="How long stored executions may catch up after the load."
+    ),
     ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help="Private key for the fleet's hosts."),
     ssh_port: int = typer.Option(22, "--ssh-port", help="SSH port of the fleet's hosts."),
     out: str = typer.Option("results", "--out", help="Folder that holds run folders."),
     json_out: bool = typer.Option(False, "--json", help="Print run id, run folder and ledgers as one JSON object."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue an unfinished run (its id or folder)."),
-    find_max: bool = typer.Option(False, "--find-max", help="Bisect the highest rate within --p95-ms and the error budget; --rates LOW,HIGH are the bounds."),
+    find_max: bool = typer.Option(
+        False,
+        "--find-max",
+        help="Bisect the highest rate within --p95-ms and the error budget; --rates LOW,HIGH are the bounds.",
+    ),
     p95_ms: Optional[float] = typer.Option(None, "--p95-ms", help="--find-max: p95 latency target, ms (default 2000)."),
-    error_budget: Optional[float] = typer.Option(None, "--error-budget", help="--find-max: failed fraction of requests allowed (default 0)."),
-    tolerance: Optional[float] = typer.Option(None, "--tolerance", help="--find-max: stop when the bracket is this narrow, req/s (default 1)."),
-    soak: Optional[str] = typer.Option(None, "--soak", help="Soak: one steady --rate for this long (4h, 30m), 30-minute buckets (as the e2-micro soak)."),
+    error_budget: Optional[float] = typer.Option(
+        None, "--error-budget", help="--find-max: failed fraction of requests allowed (default 0)."
+    ),
+    tolerance: Optional[float] = typer.Option(
+        None, "--tolerance", help="--find-max: stop when the bracket is this narrow, req/s (default 1)."
+    ),
+    soak: Optional[str] = typer.Option(
+        None,
+        "--soak",
+        help="Soak: one steady --rate for this long (4h, 30m), 30-minute buckets (as the e2-micro soak).",
+    ),
     rate: Optional[float] = typer.Option(None, "--rate", help="--soak: the steady rate, req/s."),
-    webhook_processors: int = typer.Option(0, "--webhook-processors", help="--local --mode queue: `n8n webhook` processes behind Caddy, which takes the load (main keeps the editor and API)."),
+    webhook_processors: int = typer.Option(
+        0,
+        "--webhook-processors",
+        help="--local --mode queue: `n8n webhook` processes behind Caddy, which takes the load (main keeps the editor and API).",
+    ),
 ) -> None:
     from n8n_sizer.cli.bench_view import bench_progress, print_summary
     from n8n_sizer.bench.session import resume_bench, start_bench
@@ -69,19 +121,46 @@ def bench(
     from n8n_sizer.safety.numbers import Range, check_number
 
     if webhook_processors and (resume is not None or not local or mode != "queue"):
-        raise InputError(f"--webhook-processors {webhook_processors} applies to a new --local --mode queue run "
-                         "(webhook processors need queue mode); add --local --mode queue or drop it")
+        raise InputError(
+            f"--webhook-processors {webhook_processors} applies to a new --local --mode queue run "
+            "(webhook processors need queue mode); add --local --mode queue or drop it"
+        )
     check_number("--webhook-processors", webhook_processors, Range(0, 9, example="2"))
     if resume is not None:
         out_dir = require_output_folder(out, "--out", fix="try --out results")
     else:
-        out_dir = check_bench_args(stack=stack, local=local, mode=mode, workers=workers, db=db, cpus=cpus, workflow=workflow,
-                                   body=body, inventory=inventory, rates=rates, step_seconds=step_seconds,
-                                   sweep=sweep, warmup=warmup, timeout_s=timeout_s, max_in_flight=max_in_flight,
-                                   drain_s=drain_s, ssh_key=ssh_key, ssh_port=ssh_port, p95_ms=p95_ms,
-                                   error_budget=error_budget, tolerance=tolerance, soak=soak, rate=rate, out=out,
-                                   find_max=find_max, shape=shape, payload_bytes=payload_bytes,
-                                   hmac_secret_file=hmac_secret_file, malformed=malformed, respond=respond)
+        out_dir = check_bench_args(
+            stack=stack,
+            local=local,
+            mode=mode,
+            workers=workers,
+            db=db,
+            cpus=cpus,
+            workflow=workflow,
+            body=body,
+            inventory=inventory,
+            rates=rates,
+            step_seconds=step_seconds,
+            sweep=sweep,
+            warmup=warmup,
+            timeout_s=timeout_s,
+            max_in_flight=max_in_flight,
+            drain_s=drain_s,
+            ssh_key=ssh_key,
+            ssh_port=ssh_port,
+            p95_ms=p95_ms,
+            error_budget=error_budget,
+            tolerance=tolerance,
+            soak=soak,
+            rate=rate,
+            out=out,
+            find_max=find_max,
+            shape=shape,
+            payload_bytes=payload_bytes,
+            hmac_secret_file=hmac_secret_file,
+            malformed=malformed,
+            respond=respond,
+        )
     out = out_dir
     # Defaults applied here, so a --find-max-only flag given without --find-max was refused above.
     p95_ms = 2000.0 if p95_ms is None else p95_ms
@@ -93,12 +172,35 @@ def bench(
         else:
             from n8n_sizer.cli.bench_view import make_request
 
-            req = make_request(stack=stack, inventory=inventory, local=local, mode=mode, workers=workers, db=db,
-                               cpus=cpus, workflow=workflow, rates=rates, step_seconds=step_seconds, sweep=sweep,
-                               warmup=warmup, timeout_s=timeout_s, max_in_flight=max_in_flight, drain_s=drain_s,
-                               ssh_key=ssh_key, ssh_port=ssh_port, find_max=find_max, p95_ms=p95_ms,
-                               error_budget=error_budget, tolerance=tolerance, soak=soak, rate=rate, shape=shape,
-                               payload_bytes=payload_bytes, hmac_secret_file=hmac_secret_file, malformed=malformed,
-                               respond=respond).model_copy(update={"webhook_processors": webhook_processors})
+            req = make_request(
+                stack=stack,
+                inventory=inventory,
+                local=local,
+                mode=mode,
+                workers=workers,
+                db=db,
+                cpus=cpus,
+                workflow=workflow,
+                rates=rates,
+                step_seconds=step_seconds,
+                sweep=sweep,
+                warmup=warmup,
+                timeout_s=timeout_s,
+                max_in_flight=max_in_flight,
+                drain_s=drain_s,
+                ssh_key=ssh_key,
+                ssh_port=ssh_port,
+                find_max=find_max,
+                p95_ms=p95_ms,
+                error_budget=error_budget,
+                tolerance=tolerance,
+                soak=soak,
+                rate=rate,
+                shape=shape,
+                payload_bytes=payload_bytes,
+                hmac_secret_file=hmac_secret_file,
+                malformed=malformed,
+                respond=respond,
+            ).model_copy(update={"webhook_processors": webhook_processors})
             summary = start_bench(req, out, progress, workflow_body=body)
     print_summary(summary, json_out)

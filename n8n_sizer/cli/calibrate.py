@@ -32,10 +32,10 @@ def calibrate(
     from n8n_sizer.safety.files import require_output_folder
     from n8n_sizer.safety.write import write_atomic
 
-    require_output_folder(out.parent if str(out.parent) else Path("."), "--out", fix="try --out calibration.json",
-                          writable=True)
-    result = calibrate_workflow(workflow, body, runs=runs, rate=rate,
-                                say=lambda text: typer.echo(text, err=True))
+    require_output_folder(
+        out.parent if str(out.parent) else Path("."), "--out", fix="try --out calibration.json", writable=True
+    )
+    result = calibrate_workflow(workflow, body, runs=runs, rate=rate, say=lambda text: typer.echo(text, err=True))
     text = result.model_dump_json(indent=2)
     write_atomic(out, text + "\n", private=False, what=f"--out {out}")
     if json_out:
@@ -46,11 +46,15 @@ def calibrate(
     for node in result.nodes:
         typer.echo(f"{node.name[:30]:30s} {node.type[:34]:34s} {node.median_ms:10.1f} {node.p90_ms:8.1f}")
     if result.runner_cpu_ms is not None and result.reference_runner_cpu_ms is not None:
-        typer.echo(f"Code nodes' own JavaScript: {result.code_cpu_ms:.1f} ms CPU per execution (task runner: "
-                   f"{result.runner_cpu_ms:.1f} ms, less {result.reference_runner_cpu_ms:.1f} ms per Code node "
-                   f"for a trivial one)")
+        typer.echo(
+            f"Code nodes' own JavaScript: {result.code_cpu_ms:.1f} ms CPU per execution (task runner: "
+            f"{result.runner_cpu_ms:.1f} ms, less {result.reference_runner_cpu_ms:.1f} ms per Code node "
+            f"for a trivial one)"
+        )
     else:
         typer.echo(f"Code nodes' own JavaScript: {result.code_cpu_ms:.1f} ms per execution")
-    typer.echo(f"from execution times: {result.code_time_ms:.1f} ms (their time less a trivial Code node's "
-               f"{result.code_round_trip_ms:.1f} ms; on a busy machine this holds waiting for a core too)")
+    typer.echo(
+        f"from execution times: {result.code_time_ms:.1f} ms (their time less a trivial Code node's "
+        f"{result.code_round_trip_ms:.1f} ms; on a busy machine this holds waiting for a core too)"
+    )
     typer.echo(f"written: {out}")

@@ -42,25 +42,42 @@ under a short load through the lab's load balancer, with the cluster's ledger:
 
 
 def drill(
-    names: list[str] = typer.Argument(..., metavar="NAME", help="kill-worker, wrong-key, redis-restart, "
-                                      "postgres-restart, binary-filesystem, graceful-shutdown or redis-blip."),
+    names: list[str] = typer.Argument(
+        ...,
+        metavar="NAME",
+        help="kill-worker, wrong-key, redis-restart, "
+        "postgres-restart, binary-filesystem, graceful-shutdown or redis-blip.",
+    ),
     local: bool = typer.Option(False, "--local", help="Start the stack on this machine, stop it after."),
     stack: Optional[str] = typer.Option(None, "--stack", help="Pulumi stack whose `inventory` output lists the hosts."),
-    inventory: Optional[Path] = typer.Option(None, "--inventory", help="Inventory JSON (pulumi stack output --json "
-                                             "inventory)."),
-    target: Optional[str] = typer.Option(None, "--target", help="The inventory's host to drill: queue mode, "
-                                         ">= 2 workers."),
+    inventory: Optional[Path] = typer.Option(
+        None, "--inventory", help="Inventory JSON (pulumi stack output --json inventory)."
+    ),
+    target: Optional[str] = typer.Option(
+        None, "--target", help="The inventory's host to drill: queue mode, >= 2 workers."
+    ),
     ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help="Private key for the fleet's hosts."),
     ssh_port: int = typer.Option(22, "--ssh-port", help="SSH port of the fleet's hosts."),
-    n8n_login: Optional[Path] = typer.Option(None, "--n8n-login", help="Fleet host: the owner login a bench run saved "
-                                             "(results/<run>/secrets/<target>.json); default OUT/logins/<target>.json, "
-                                             "written when the drill sets n8n up itself."),
-    persistence: Optional[str] = typer.Option(None, "--persistence", help="redis-restart: aof, none or both (default both)."),
-    seed_timing: bool = typer.Option(False, "--seed-timing", help="kill-worker on a stack the drill starts: keep n8n's "
-                                     "Bull timings (60 s lock, 30 s stalled check) instead of the shortened 10 s / 5 s."),
+    n8n_login: Optional[Path] = typer.Option(
+        None,
+        "--n8n-login",
+        help="Fleet host: the owner login a bench run saved "
+        "(results/<run>/secrets/<target>.json); default OUT/logins/<target>.json, "
+        "written when the drill sets n8n up itself.",
+    ),
+    persistence: Optional[str] = typer.Option(
+        None, "--persistence", help="redis-restart: aof, none or both (default both)."
+    ),
+    seed_timing: bool = typer.Option(
+        False,
+        "--seed-timing",
+        help="kill-worker on a stack the drill starts: keep n8n's "
+        "Bull timings (60 s lock, 30 s stalled check) instead of the shortened 10 s / 5 s.",
+    ),
     out: str = typer.Option("results", "--out", help="Folder that holds run folders."),
-    json_out: bool = typer.Option(False, "--json", help="Print run id, folder, verdict and checks, one JSON object "
-                                  "per drill."),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print run id, folder, verdict and checks, one JSON object per drill."
+    ),
 ) -> None:
     from n8n_sizer.drills import DRILLS, FAST_STALL_ENV, drill_stack
     from n8n_sizer.errors import InputError
@@ -68,8 +85,15 @@ def drill(
     if inventory is not None and _is_lab(inventory):
         from n8n_sizer.cli.drill_lab import lab_drills
 
-        given = {"--local": local, "--stack": stack, "--target": target, "--ssh-key": ssh_key,
-                 "--n8n-login": n8n_login, "--persistence": persistence, "--seed-timing": seed_timing}
+        given = {
+            "--local": local,
+            "--stack": stack,
+            "--target": target,
+            "--ssh-key": ssh_key,
+            "--n8n-login": n8n_login,
+            "--persistence": persistence,
+            "--seed-timing": seed_timing,
+        }
         return lab_drills(names, inventory, out, json_out, [flag for flag, v in given.items() if v])
     for name in names:
         if name not in DRILLS:
@@ -80,13 +104,17 @@ def drill(
     if stack is not None and inventory is not None:
         raise InputError("--stack and --inventory both name the fleet; pick one")
     if fleet and not target:
-        raise InputError("--target is missing; name the inventory's queue-mode host to drill, e.g. --target cx33-queue-2w")
+        raise InputError(
+            "--target is missing; name the inventory's queue-mode host to drill, e.g. --target cx33-queue-2w"
+        )
     if target and not fleet:
         raise InputError(f"--target {target}: no fleet given; add --inventory FILE or --stack NAME")
     if not local and not fleet:
         raise InputError("no target given; try --local, or --inventory FILE --target NAME")
     if persistence is not None and "redis-restart" not in names:
-        raise InputError(f"--persistence {persistence} applies to the redis-restart drill only; drop it or add redis-restart")
+        raise InputError(
+            f"--persistence {persistence} applies to the redis-restart drill only; drop it or add redis-restart"
+        )
     persistence = "both" if persistence is None else persistence
     if persistence not in ("aof", "none", "both"):
         raise InputError(f"--persistence {persistence}: unknown; try aof, none or both")
@@ -102,13 +130,18 @@ def drill(
         check_inventory(inventory)
     check_ssh_key(ssh_key)
     if n8n_login is not None:
-        read_user_text(n8n_login, "--n8n-login", fix="pass the login file a bench run saved "
-                       "(results/<run>/secrets/<target>.json)", max_bytes=64 * 1024)
+        read_user_text(
+            n8n_login,
+            "--n8n-login",
+            fix="pass the login file a bench run saved (results/<run>/secrets/<target>.json)",
+            max_bytes=64 * 1024,
+        )
     stall = {} if seed_timing else dict(FAST_STALL_ENV)
     if local:
         if not json_out:
-            typer.echo(f"starting a local queue stack (Postgres, Redis, main, 2 workers) for {', '.join(names)} ...",
-                       err=True)
+            typer.echo(
+                f"starting a local queue stack (Postgres, Redis, main, 2 workers) for {', '.join(names)} ...", err=True
+            )
         context = drill_stack(fast_stall=not seed_timing)
     else:
         context = _fleet_context(stack, inventory, target, ssh_key, ssh_port, n8n_login, out, stall, json_out)
@@ -125,8 +158,9 @@ def _is_lab(inventory: Path) -> bool:
 
     fix = "pass the inventory `lab up` or `pulumi stack output --json inventory` wrote"
     try:  # anything unreadable is left to the fleet checks below, which read it through the same reader
-        data = load_json(read_user_text(inventory, "--inventory", fix=fix, max_bytes=1 << 20),
-                         f"--inventory {inventory}", fix)
+        data = load_json(
+            read_user_text(inventory, "--inventory", fix=fix, max_bytes=1 << 20), f"--inventory {inventory}", fix
+        )
     except InputError:
         return False
     return isinstance(data, dict) and isinstance(data.get("lab"), dict)
@@ -143,7 +177,9 @@ def _fleet_context(stack, inventory, target, ssh_key, ssh_port, n8n_login, out, 
     data = read_inventory_file(inventory) if inventory is not None else read_stack_inventory(stack)
     hosts = {h.name: h for h in Inventory.model_validate(data).targets()}
     if target not in hosts:
-        raise InputError(f"--target {target}: not a target host of the inventory; try one of {', '.join(sorted(hosts))}")
+        raise InputError(
+            f"--target {target}: not a target host of the inventory; try one of {', '.join(sorted(hosts))}"
+        )
     host = hosts[target]
     require_drillable(target, host.setup)
     ssh = SshHost(host.name, host.public_ip, host.ssh_user, key_file=ssh_key, port=ssh_port)
@@ -168,19 +204,34 @@ def _run_one(name: str, ctx, out: Path, persistence: str, json_out: bool) -> Non
     try:
         store = run_drill(name, ctx, out, **params)
     except StackError as exc:  # not a finding about n8n: the drill could not set its situation up or see it
-        typer.echo(f"n8n-sizer: drill {name} on {ctx.stack.name} could not finish ({exc}); recorded as incomplete "
-                   f"in {out}; the stack was restored", err=True)
+        typer.echo(
+            f"n8n-sizer: drill {name} on {ctx.stack.name} could not finish ({exc}); recorded as incomplete "
+            f"in {out}; the stack was restored",
+            err=True,
+        )
         raise typer.Exit(1) from None
     except HostError as exc:  # lost the host (or a command failed) mid-drill: the restore may not have run
         if not isinstance(ctx.stack, ComposeHandle):
             raise
-        raise HostError(f"{exc}; drill {name} is recorded as incomplete in {out}; the compose stack may be left "
-                        f"partly down: `cd {ctx.stack.stack_dir} && docker compose up -d` on the host puts it back "
-                        f"as rendered") from None
+        raise HostError(
+            f"{exc}; drill {name} is recorded as incomplete in {out}; the compose stack may be left "
+            f"partly down: `cd {ctx.stack.stack_dir} && docker compose up -d` on the host puts it back "
+            f"as rendered"
+        ) from None
     extra = store.manifest.extra
     if json_out:
-        typer.echo(json.dumps({"run_id": store.run_id, "folder": str(store.folder), "drill": name,
-                               "target": ctx.stack.name, "verdict": extra["verdict"], "checks": extra["checks"]}))
+        typer.echo(
+            json.dumps(
+                {
+                    "run_id": store.run_id,
+                    "folder": str(store.folder),
+                    "drill": name,
+                    "target": ctx.stack.name,
+                    "verdict": extra["verdict"],
+                    "checks": extra["checks"],
+                }
+            )
+        )
         return
     typer.echo(f"drill {name} on {ctx.stack.name}: {extra['verdict']}  (run {store.run_id}, {store.folder})")
     for item in extra["checks"]:

@@ -43,13 +43,16 @@ def register(app: typer.Typer) -> None:
 
 
 def up(
-    topology: Path = typer.Option(..., "--topology", help="What `advise --json` prints, or {\"topology\": [...]}."),
+    topology: Path = typer.Option(..., "--topology", help='What `advise --json` prints, or {"topology": [...]}.'),
     generators: int = typer.Option(1, "--generators", help="Load-generator namespaces gen-1..N (1 to 8)."),
     out: Path = typer.Option(..., "--out", help="Inventory file to write (never overwritten)."),
     sshd_path: str = typer.Option("/usr/sbin/sshd", "--sshd", help="The OpenSSH server binary."),
     json_out: bool = typer.Option(False, "--json", help="Print the lab's hosts and addresses as one JSON object."),
-    cpu_cores: float = typer.Option(None, "--cpu-cores", help="Cores of this machine the hosts' CPU budgets share "
-                                    "(default: all but 0.5, left to the generators)."),
+    cpu_cores: float = typer.Option(
+        None,
+        "--cpu-cores",
+        help="Cores of this machine the hosts' CPU budgets share (default: all but 0.5, left to the generators).",
+    ),
     no_cpu_budget: bool = typer.Option(False, "--no-cpu-budget", help="No cgroup quota: every host shares every core."),
 ) -> None:
     from n8n_sizer.bundle.topology import load_topology_text
@@ -67,10 +70,21 @@ def up(
     inventory = json.loads(read_user_text(out, "--out", fix="run lab up again", max_bytes=1 << 20))
     hosts = {name: {"address": h["private_ip"], "role": h["role"]} for name, h in inventory["hosts"].items()}
     if json_out:
-        print(json.dumps({"lab_id": state.lab_id, "inventory": str(out), "bridge": state.bridge,
-                          "subnet": state.subnet, "ssh_key": state.client_key, "ssh_user": "root",
-                          "hosts": hosts, "cpu": state.cpu.model_dump(mode="json") if state.cpu else None},
-                         indent=2))
+        print(
+            json.dumps(
+                {
+                    "lab_id": state.lab_id,
+                    "inventory": str(out),
+                    "bridge": state.bridge,
+                    "subnet": state.subnet,
+                    "ssh_key": state.client_key,
+                    "ssh_user": "root",
+                    "hosts": hosts,
+                    "cpu": state.cpu.model_dump(mode="json") if state.cpu else None,
+                },
+                indent=2,
+            )
+        )
         return
     print(f"lab {state.lab_id} up on bridge {state.bridge} ({state.subnet}); inventory: {out}")
     budget = state.cpu
@@ -78,8 +92,10 @@ def up(
         own = budget.host(name) if budget else None
         print(f"  {name:16} {h['role']:8} {h['address']}" + (f"  {own.cores:g} cores ({own.vcpu} vCPU)" if own else ""))
     if budget:
-        print(f"CPU: {budget.usable_cores:g} of {budget.machine_cores} cores for {budget.total_vcpu} vCPU, "
-              f"scale {budget.scale:.3g} (cgroup {budget.group})")
+        print(
+            f"CPU: {budget.usable_cores:g} of {budget.machine_cores} cores for {budget.total_vcpu} vCPU, "
+            f"scale {budget.scale:.3g} (cgroup {budget.group})"
+        )
     print(f"ssh: ssh -i {state.client_key} root@ADDRESS; remove it all: n8n-sizer lab down --inventory {out}")
 
 

@@ -24,10 +24,17 @@ A whole cluster: n8n-sizer check --topology ./cluster (each host's rules plus th
 """
 
 # Setup fields -> the flag that set them, so a validation error names the flag.
-_FLAGS = {"mode": "--mode", "workers": "--workers", "concurrency": "--concurrency",
-          "runner_concurrency": "--runner-concurrency", "production_limit": "--production-limit",
-          "db": "--db", "db_pool_size": "--pool", "n8n_version": "--n8n-version",
-          "longest_execution_s": "--longest-execution-s"}
+_FLAGS = {
+    "mode": "--mode",
+    "workers": "--workers",
+    "concurrency": "--concurrency",
+    "runner_concurrency": "--runner-concurrency",
+    "production_limit": "--production-limit",
+    "db": "--db",
+    "db_pool_size": "--pool",
+    "n8n_version": "--n8n-version",
+    "longest_execution_s": "--longest-execution-s",
+}
 
 
 ENV_FILES_LIMIT = 8 * 1024 * 1024
@@ -48,7 +55,9 @@ def build_setup(**fields: object):
     if fields["mode"] == "queue" and fields["workers"] < 1:
         raise InputError(f"--workers {fields['workers']}: queue mode needs at least one worker; try --workers 2")
     if fields["mode"] == "regular" and fields["workers"]:
-        raise InputError(f"--workers {fields['workers']}: regular mode runs no workers; drop --workers or use --mode queue")
+        raise InputError(
+            f"--workers {fields['workers']}: regular mode runs no workers; drop --workers or use --mode queue"
+        )
     if fields["mode"] == "queue" and fields["db"] != "postgres":
         raise InputError("--db sqlite: queue mode needs Postgres; try --db postgres")
     try:
@@ -62,21 +71,49 @@ def build_setup(**fields: object):
 
 def render(
     mode: Optional[str] = typer.Option(None, "--mode", help="regular or queue (not with --topology)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Queue-mode workers (default 2 in queue mode, 0 in regular)."),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Executions per worker (worker --concurrency; queue mode, default 10)."),
-    runner_concurrency: Optional[int] = typer.Option(None, "--runner-concurrency", help="N8N_RUNNERS_MAX_CONCURRENCY per runner (default 5)."),
-    pool: Optional[int] = typer.Option(None, "--pool", help="DB_POSTGRESDB_POOL_SIZE per n8n process (Postgres only, default 2)."),
-    production_limit: Optional[int] = typer.Option(None, "--production-limit", help="N8N_CONCURRENCY_PRODUCTION_LIMIT."),
+    workers: Optional[int] = typer.Option(
+        None, "--workers", help="Queue-mode workers (default 2 in queue mode, 0 in regular)."
+    ),
+    concurrency: Optional[int] = typer.Option(
+        None, "--concurrency", help="Executions per worker (worker --concurrency; queue mode, default 10)."
+    ),
+    runner_concurrency: Optional[int] = typer.Option(
+        None, "--runner-concurrency", help="N8N_RUNNERS_MAX_CONCURRENCY per runner (default 5)."
+    ),
+    pool: Optional[int] = typer.Option(
+        None, "--pool", help="DB_POSTGRESDB_POOL_SIZE per n8n process (Postgres only, default 2)."
+    ),
+    production_limit: Optional[int] = typer.Option(
+        None, "--production-limit", help="N8N_CONCURRENCY_PRODUCTION_LIMIT."
+    ),
     db: Optional[str] = typer.Option(None, "--db", help="postgres (default) or sqlite (sqlite: regular mode only)."),
-    n8n_version: Optional[str] = typer.Option(None, "--n8n-version", help="Exact n8n version for n8n and runners images."),
-    longest_execution_s: Optional[int] = typer.Option(None, "--longest-execution-s", help="Longest workflow run; shutdown timeouts go above it (default 30)."),
-    max_connections: Optional[int] = typer.Option(None, "--max-connections", help="Postgres max_connections, 1..262143 (default: 100 or what the pools need)."),
-    profile: str = typer.Option("bench", "--profile", help="bench (plain HTTP on 5678) or production (Caddy TLS for --domain)."),
+    n8n_version: Optional[str] = typer.Option(
+        None, "--n8n-version", help="Exact n8n version for n8n and runners images."
+    ),
+    longest_execution_s: Optional[int] = typer.Option(
+        None, "--longest-execution-s", help="Longest workflow run; shutdown timeouts go above it (default 30)."
+    ),
+    max_connections: Optional[int] = typer.Option(
+        None, "--max-connections", help="Postgres max_connections, 1..262143 (default: 100 or what the pools need)."
+    ),
+    profile: str = typer.Option(
+        "bench", "--profile", help="bench (plain HTTP on 5678) or production (Caddy TLS for --domain)."
+    ),
     domain: Optional[str] = typer.Option(None, "--domain", help="Public DNS name for --profile production."),
-    public_url: Optional[str] = typer.Option(None, "--public-url", help="URL n8n shows for webhooks: required for a --topology of several hosts (never localhost); default from --domain, else http://localhost:5678/ on one bench host."),
+    public_url: Optional[str] = typer.Option(
+        None,
+        "--public-url",
+        help="URL n8n shows for webhooks: required for a --topology of several hosts (never localhost); default from --domain, else http://localhost:5678/ on one bench host.",
+    ),
     out: str = typer.Option(..., "--out", help="Folder to write into (created if missing)."),
-    topology: Optional[Path] = typer.Option(None, "--topology", help="advise --json output (or {\"topology\": [...]}): one bundle per host."),
-    generate_missing_secrets: bool = typer.Option(False, "--generate-missing-secrets", help="An existing .env in --out lacks a secret: generate it (never replaces one that is there)."),
+    topology: Optional[Path] = typer.Option(
+        None, "--topology", help='advise --json output (or {"topology": [...]}): one bundle per host.'
+    ),
+    generate_missing_secrets: bool = typer.Option(
+        False,
+        "--generate-missing-secrets",
+        help="An existing .env in --out lacks a secret: generate it (never replaces one that is there).",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print what was written as one JSON object (no secret in it)."),
 ) -> None:
     from n8n_sizer.bundle.render import write_bundle
@@ -84,26 +121,51 @@ def render(
     from n8n_sizer.safety import numbers as n
     from n8n_sizer.safety.files import require_output_folder
 
-    n.check_numbers({"--workers": (workers, n.WORKERS), "--concurrency": (concurrency, n.CONCURRENCY),
-                     "--runner-concurrency": (runner_concurrency, n.CONCURRENCY), "--pool": (pool, n.POOL),
-                     "--production-limit": (production_limit, n.PRODUCTION_LIMIT),
-                     "--longest-execution-s": (longest_execution_s, n.LONGEST_EXECUTION_S),
-                     "--max-connections": (max_connections, n.POSTGRES_MAX_CONNECTIONS)})
+    n.check_numbers(
+        {
+            "--workers": (workers, n.WORKERS),
+            "--concurrency": (concurrency, n.CONCURRENCY),
+            "--runner-concurrency": (runner_concurrency, n.CONCURRENCY),
+            "--pool": (pool, n.POOL),
+            "--production-limit": (production_limit, n.PRODUCTION_LIMIT),
+            "--longest-execution-s": (longest_execution_s, n.LONGEST_EXECUTION_S),
+            "--max-connections": (max_connections, n.POSTGRES_MAX_CONNECTIONS),
+        }
+    )
     if topology is not None:
         # The topology file sets all of these; a flag it would drop without a word is refused instead.
-        ignored = {"--mode": mode, "--workers": workers, "--concurrency": concurrency,
-                   "--runner-concurrency": runner_concurrency, "--pool": pool, "--production-limit": production_limit,
-                   "--db": db, "--n8n-version": n8n_version, "--longest-execution-s": longest_execution_s,
-                   "--max-connections": max_connections}
+        ignored = {
+            "--mode": mode,
+            "--workers": workers,
+            "--concurrency": concurrency,
+            "--runner-concurrency": runner_concurrency,
+            "--pool": pool,
+            "--production-limit": production_limit,
+            "--db": db,
+            "--n8n-version": n8n_version,
+            "--longest-execution-s": longest_execution_s,
+            "--max-connections": max_connections,
+        }
         given = [flag for flag, value in ignored.items() if value is not None]
         if given:
-            raise InputError(f"{', '.join(given)} would be ignored: with --topology the file sets them (its "
-                             "concurrency, db_pool_size, max_connections, n8n_version, longest_execution_s keys); "
-                             f"drop {' '.join(given)}, or edit the file")
+            raise InputError(
+                f"{', '.join(given)} would be ignored: with --topology the file sets them (its "
+                "concurrency, db_pool_size, max_connections, n8n_version, longest_execution_s keys); "
+                f"drop {' '.join(given)}, or edit the file"
+            )
         out_dir = require_output_folder(out, "--out", fix="try --out ./cluster")
-        return _say(out_dir, _render_topology(topology, out_dir, profile=profile, domain=domain,
-                                              public_url=public_url, generate_missing=generate_missing_secrets),
-                    json_out)
+        return _say(
+            out_dir,
+            _render_topology(
+                topology,
+                out_dir,
+                profile=profile,
+                domain=domain,
+                public_url=public_url,
+                generate_missing=generate_missing_secrets,
+            ),
+            json_out,
+        )
     db = db or "postgres"
     runner_concurrency = 5 if runner_concurrency is None else runner_concurrency
     longest_execution_s = 30 if longest_execution_s is None else longest_execution_s
@@ -115,20 +177,42 @@ def render(
         raise InputError(f"--db {db!r} is unknown; try --db postgres or --db sqlite")
     # A flag the stack would not use is refused, not dropped without a word.
     if db == "sqlite" and pool is not None:
-        raise InputError(f"--pool {pool} sets the Postgres connection pool, and --db sqlite has none; drop --pool "
-                         "or use --db postgres")
+        raise InputError(
+            f"--pool {pool} sets the Postgres connection pool, and --db sqlite has none; drop --pool "
+            "or use --db postgres"
+        )
     if mode == "regular" and concurrency is not None:
-        raise InputError(f"--concurrency {concurrency} is per queue-mode worker, and regular mode runs none; use "
-                         "--production-limit to cap regular mode, or --mode queue")
+        raise InputError(
+            f"--concurrency {concurrency} is per queue-mode worker, and regular mode runs none; use "
+            "--production-limit to cap regular mode, or --mode queue"
+        )
     out_dir = require_output_folder(out, "--out", fix="try --out ./n8n-stack")
     if workers is None:
         workers = 2 if mode == "queue" else 0
-    setup = build_setup(mode=mode, workers=workers, concurrency=concurrency, runner_concurrency=runner_concurrency,
-                        production_limit=production_limit, db=db, db_pool_size=pool, n8n_version=n8n_version,
-                        longest_execution_s=longest_execution_s)
-    _say(out_dir, write_bundle(setup, out_dir, profile=profile, domain=domain, public_url=public_url,
-                               max_connections=max_connections, generate_missing_secrets=generate_missing_secrets),
-         json_out)
+    setup = build_setup(
+        mode=mode,
+        workers=workers,
+        concurrency=concurrency,
+        runner_concurrency=runner_concurrency,
+        production_limit=production_limit,
+        db=db,
+        db_pool_size=pool,
+        n8n_version=n8n_version,
+        longest_execution_s=longest_execution_s,
+    )
+    _say(
+        out_dir,
+        write_bundle(
+            setup,
+            out_dir,
+            profile=profile,
+            domain=domain,
+            public_url=public_url,
+            max_connections=max_connections,
+            generate_missing_secrets=generate_missing_secrets,
+        ),
+        json_out,
+    )
 
 
 def _say(out_dir: Path, messages: list[str], json_out: bool) -> None:
@@ -143,15 +227,24 @@ def _say(out_dir: Path, messages: list[str], json_out: bool) -> None:
     typer.echo(json.dumps({"out": str(out_dir), "files": files, "messages": messages}))
 
 
-def _render_topology(path: Path, out: Path, *, profile: str, domain: str | None, public_url: str | None,
-                     generate_missing: bool) -> list[str]:
+def _render_topology(
+    path: Path, out: Path, *, profile: str, domain: str | None, public_url: str | None, generate_missing: bool
+) -> list[str]:
     from n8n_sizer.bundle.render_topology import write_topology
     from n8n_sizer.bundle.topology import load_topology_text
     from n8n_sizer.safety.files import read_user_text
 
     text = read_user_text(path, "--topology", fix="pass the file `advise --json` wrote", max_bytes=4 << 20)
-    return list(write_topology(load_topology_text(text, f"--topology {path}"), out, profile=profile,
-                               domain=domain, public_url=public_url, generate_missing_secrets=generate_missing))
+    return list(
+        write_topology(
+            load_topology_text(text, f"--topology {path}"),
+            out,
+            profile=profile,
+            domain=domain,
+            public_url=public_url,
+            generate_missing_secrets=generate_missing,
+        )
+    )
 
 
 def _read_env(path: Path, flag: str) -> dict[str, str]:
@@ -180,8 +273,10 @@ def _env_files(text: str, base: Path) -> dict[str, dict[str, str]]:
                 found[rel] = _read_env(path, "env_file")
                 total += sum(len(k) + len(v) for k, v in found[rel].items())
                 if total > ENV_FILES_LIMIT:  # many spellings of one large file must not fill memory
-                    raise InputError(f"the env_file entries of {base} add up to more than {ENV_FILES_LIMIT:,} "
-                                     "characters; check reads at most that much: trim them")
+                    raise InputError(
+                        f"the env_file entries of {base} add up to more than {ENV_FILES_LIMIT:,} "
+                        "characters; check reads at most that much: trim them"
+                    )
     return found
 
 
@@ -189,9 +284,13 @@ def check(
     file: Optional[Path] = typer.Argument(None, help="The docker-compose.yml to lint."),
     env: Optional[Path] = typer.Option(None, "--env", help="A .env file to resolve ${VAR} references from."),
     vcpu: Optional[int] = typer.Option(None, "--vcpu", help="vCPUs of the server, to judge the worker count."),
-    longest_execution_s: Optional[int] = typer.Option(None, "--longest-execution-s", help="Longest workflow run, to judge shutdown timeouts."),
+    longest_execution_s: Optional[int] = typer.Option(
+        None, "--longest-execution-s", help="Longest workflow run, to judge shutdown timeouts."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON list of rule results."),
-    topology: Optional[Path] = typer.Option(None, "--topology", help="A folder written by `render --topology`: check every host and the rules across them."),
+    topology: Optional[Path] = typer.Option(
+        None, "--topology", help="A folder written by `render --topology`: check every host and the rules across them."
+    ),
 ) -> int:
     from n8n_sizer.bundle.check import check_compose
     from n8n_sizer.errors import InputError
@@ -202,7 +301,9 @@ def check(
     n.check_numbers({"--vcpu": (vcpu, n.VCPU), "--longest-execution-s": (longest_execution_s, n.LONGEST_EXECUTION_S)})
     if topology is not None:
         if file is not None or env is not None or vcpu is not None:
-            raise InputError("--topology reads every host's compose file, .env and vCPUs itself; drop FILE, --env and --vcpu")
+            raise InputError(
+                "--topology reads every host's compose file, .env and vCPUs itself; drop FILE, --env and --vcpu"
+            )
         from n8n_sizer.bundle.check_topology import check_topology
 
         return _print_results(check_topology(topology, longest_execution_s), json_out)
@@ -210,8 +311,9 @@ def check(
         raise InputError("FILE is missing; pass a docker-compose.yml, or --topology DIR for a rendered cluster")
     text = read_user_text(file, "FILE", fix="pass the path of a compose file", max_bytes=MAX_YAML_BYTES)
     values = _read_env(env, "--env") if env is not None else {}
-    results = check_compose(text, values, vcpu, longest_execution_s=longest_execution_s,
-                            env_files=_env_files(text, file.parent))
+    results = check_compose(
+        text, values, vcpu, longest_execution_s=longest_execution_s, env_files=_env_files(text, file.parent)
+    )
     return _print_results(results, json_out)
 
 

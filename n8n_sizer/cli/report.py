@@ -22,7 +22,9 @@ Example: n8n-sizer report results/20261130T151500Z-1a2b3c --out report/
 
 def report(
     runs: List[Path] = typer.Argument(..., help="Run folders (results/<run-id>) to report on, one or more."),
-    out: Optional[str] = typer.Option(None, "--out", help="Folder for report.md and the PNGs (default: <first run>/report)."),
+    out: Optional[str] = typer.Option(
+        None, "--out", help="Folder for report.md and the PNGs (default: <first run>/report)."
+    ),
     no_plots: bool = typer.Option(False, "--no-plots", help="Markdown only, no PNG plots."),
     json_out: bool = typer.Option(False, "--json", help="Print what was written as one JSON object."),
 ) -> None:
@@ -33,14 +35,22 @@ def report(
     from n8n_sizer.safety.files import require_output_folder
 
     check_run_folders(runs)
-    out_dir = require_output_folder(out if out is not None else Path(runs[0]) / "report", "--out",
-                                    fix="try --out report", writable=True)
+    out_dir = require_output_folder(
+        out if out is not None else Path(runs[0]) / "report", "--out", fix="try --out report", writable=True
+    )
     result = build_report(runs, out_dir, plots=not no_plots, extra_sections=[advice_section(runs)])
     if json_out:
         import json
 
-        typer.echo(json.dumps({"report": str(result.markdown), "plots": [str(i) for i in result.images],
-                               "runs": [str(r) for r in runs]}))
+        typer.echo(
+            json.dumps(
+                {
+                    "report": str(result.markdown),
+                    "plots": [str(i) for i in result.images],
+                    "runs": [str(r) for r in runs],
+                }
+            )
+        )
         return
     typer.echo(f"report: {result.markdown}")
     for image in result.images:

@@ -64,11 +64,13 @@ def drill_setup(workers: int = 2) -> Setup:
 
 
 @contextmanager
-def drill_stack(stack_dir: Path | None = None, fast_stall: bool = True,
-                start_timeout_s: float = 180.0) -> Iterator[DrillContext]:
+def drill_stack(
+    stack_dir: Path | None = None, fast_stall: bool = True, start_timeout_s: float = 180.0
+) -> Iterator[DrillContext]:
     """A local queue stack (Postgres, Redis AOF, main, 2 workers) with n8n set up; stopped on exit."""
-    options = StackOptions(redis_persistence="aof", extra_env=dict(FAST_STALL_ENV) if fast_stall else {},
-                           start_timeout_s=start_timeout_s)
+    options = StackOptions(
+        redis_persistence="aof", extra_env=dict(FAST_STALL_ENV) if fast_stall else {}, start_timeout_s=start_timeout_s
+    )
     with LocalStack(drill_setup(), options, stack_dir=stack_dir) as stack:
         session = set_up_instance(stack.main_url)
         yield DrillContext(stack=LocalHandle(stack), session=session)
@@ -78,20 +80,36 @@ def run_drill(name: str, ctx: DrillContext, out_dir: Path, **params: Any) -> Run
     """Run one drill and record it; a drill that could not finish is recorded too (verdict "incomplete")."""
     if name not in DRILLS:
         raise InputError(f"drill {name!r} is unknown; try one of {', '.join(DRILLS)}")
-    manifest = RunManifest(run_id=new_run_id(), kind="drill", created_s=time.time(),
-                           spec={"drill": name, "params": params, "target": ctx.stack.name},
-                           setup=ctx.stack.setup.model_dump(), versions={"n8n": N8N_VERSION},
-                           extra={"drill": name, "verdict": "running"})
+    manifest = RunManifest(
+        run_id=new_run_id(),
+        kind="drill",
+        created_s=time.time(),
+        spec={"drill": name, "params": params, "target": ctx.stack.name},
+        setup=ctx.stack.setup.model_dump(),
+        versions={"n8n": N8N_VERSION},
+        extra={"drill": name, "verdict": "running"},
+    )
     store = RunStore.create(out_dir, manifest)
     ctx.request_sink = store.append_request
     try:
         ctx.restore()  # a previous drill (or a crash) may have left a process down: start from a whole stack
         outcome = DRILLS[name](ctx, **params)
     except BaseException as exc:
-        store.update_manifest(finished_s=time.time(), extra={
-            "drill": name, "verdict": "incomplete", "error": f"{type(exc).__name__}: {exc}"[:1000],
-            "checks": [{"observation": f"drill did not finish: {type(exc).__name__}: {str(exc)[:300]}",
-                        "expected": "n/a", "verdict": "incomplete"}]})
+        store.update_manifest(
+            finished_s=time.time(),
+            extra={
+                "drill": name,
+                "verdict": "incomplete",
+                "error": f"{type(exc).__name__}: {exc}"[:1000],
+                "checks": [
+                    {
+                        "observation": f"drill did not finish: {type(exc).__name__}: {str(exc)[:300]}",
+                        "expected": "n/a",
+                        "verdict": "incomplete",
+                    }
+                ],
+            },
+        )
         store.close()
         raise
     finally:
@@ -104,12 +122,34 @@ def run_drill(name: str, ctx: DrillContext, out_dir: Path, **params: Any) -> Run
 def outcome_extra(outcome: DrillOutcome) -> dict[str, Any]:
     """run.json's `extra` for a drill: what `report.render_drill` reads (checks) plus the raw record."""
     data = outcome.model_dump()
-    return {"drill": outcome.drill, "verdict": outcome.verdict,
-            "checks": [{"observation": c["observation"], "expected": c["expected"], "verdict": c["verdict"],
-                        "matches": c["matches"]} for c in data["checks"]],
-            "observed": data["observed"], "timings_s": data["timings_s"], "log_lines": data["log_lines"],
-            "settings": data["settings"]}
+    return {
+        "drill": outcome.drill,
+        "verdict": outcome.verdict,
+        "checks": [
+            {
+                "observation": c["observation"],
+                "expected": c["expected"],
+                "verdict": c["verdict"],
+                "matches": c["matches"],
+            }
+            for c in data["checks"]
+        ],
+        "observed": data["observed"],
+        "timings_s": data["timings_s"],
+        "log_lines": data["log_lines"],
+        "settings": data["settings"],
+    }
 
 
-__all__ = ["DRILLS", "FAST_STALL_ENV", "DrillContext", "DrillFailed", "DrillOutcome", "StackHandle", "LocalHandle",
-           "drill_stack", "run_drill", "outcome_extra"]
+__all__ = [
+    "DRILLS",
+    "FAST_STALL_ENV",
+    "DrillContext",
+    "DrillFailed",
+    "DrillOutcome",
+    "StackHandle",
+    "LocalHandle",
+    "drill_stack",
+    "run_drill",
+    "outcome_extra",
+]

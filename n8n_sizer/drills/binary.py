@@ -10,9 +10,11 @@ from n8n_sizer.n8n.workflows import read_workflow, webhook_path
 
 # Seed 000, "Failure drills", 5 (n8n 2.40.7): a 300 kB upload read by a Code node on a worker.
 BINARY_EXPECTED = {
-    "filesystem": ("N8N_DEFAULT_BINARY_DATA_MODE=filesystem, no shared volume: the worker could not read the file, "
-                   "the caller got {\"message\":\"Error in workflow\"} (HTTP 500); the node error is only the path "
-                   "workflows/<workflow id>/executions/temp/binary_data/<uuid>"),
+    "filesystem": (
+        "N8N_DEFAULT_BINARY_DATA_MODE=filesystem, no shared volume: the worker could not read the file, "
+        'the caller got {"message":"Error in workflow"} (HTTP 500); the node error is only the path '
+        "workflows/<workflow id>/executions/temp/binary_data/<uuid>"
+    ),
     "database": "mode unset (database in queue mode): the worker read all 300,000 bytes",
 }
 UPLOAD_BYTES = 300_000
@@ -31,8 +33,9 @@ def _restart_with(ctx: DrillContext, names: list[str], env: dict[str, str]) -> N
 def _upload(ctx: DrillContext) -> tuple[int | None, str, float]:
     started = time.monotonic()
     upload = (bytes(range(256)) * (UPLOAD_BYTES // 256 + 1))[:UPLOAD_BYTES]
-    status, body = ctx.post("binary-read", content=upload, headers={"content-type": "application/octet-stream"},
-                            timeout_s=60)
+    status, body = ctx.post(
+        "binary-read", content=upload, headers={"content-type": "application/octet-stream"}, timeout_s=60
+    )
     return status, body, round(time.monotonic() - started, 2)
 
 
@@ -66,14 +69,22 @@ def binary_filesystem(ctx: DrillContext) -> DrillOutcome:
     return DrillOutcome(
         drill="binary-filesystem",
         checks=[
-            check(f"filesystem mode: HTTP {fs['status']} {fs['body'][:120]}; worker log: "
-                  f"{path_lines[0] if path_lines else '(no file path line)'}", BINARY_EXPECTED["filesystem"],
-                  fs["status"] == 500 and "Error in workflow" in fs["body"],
-                  "the worker read the file although main and worker share no folder"),
-            check(f"default mode: HTTP {db['status']}, the worker read {read} bytes", BINARY_EXPECTED["database"],
-                  db["status"] == 200 and read == UPLOAD_BYTES, "the worker did not read the whole upload"),
+            check(
+                f"filesystem mode: HTTP {fs['status']} {fs['body'][:120]}; worker log: "
+                f"{path_lines[0] if path_lines else '(no file path line)'}",
+                BINARY_EXPECTED["filesystem"],
+                fs["status"] == 500 and "Error in workflow" in fs["body"],
+                "the worker read the file although main and worker share no folder",
+            ),
+            check(
+                f"default mode: HTTP {db['status']}, the worker read {read} bytes",
+                BINARY_EXPECTED["database"],
+                db["status"] == 200 and read == UPLOAD_BYTES,
+                "the worker did not read the whole upload",
+            ),
         ],
         observed={"upload_bytes": UPLOAD_BYTES, "filesystem": fs, "database": db | {"bytes_read": read}},
         timings_s={"filesystem_request_s": fs["took_s"], "database_request_s": db["took_s"]},
         log_lines={"worker-1 (filesystem)": path_lines},
-        settings={"N8N_DEFAULT_BINARY_DATA_MODE": "filesystem, then unset"})
+        settings={"N8N_DEFAULT_BINARY_DATA_MODE": "filesystem, then unset"},
+    )

@@ -17,11 +17,18 @@ import time
 
 from n8n_sizer.n8n.client import FINAL_STATUSES
 from n8n_sizer.drills.common import (
-    DrillContext, DrillFailed, DrillOutcome, check, counts, wait_for,
+    DrillContext,
+    DrillFailed,
+    DrillOutcome,
+    check,
+    counts,
+    wait_for,
 )
 
-BLIP_EXPECTED = ("not in the queue-mode test; users report workers that silently stop taking jobs after Redis drops: "
-                 "expected here, every worker takes jobs again on its own")
+BLIP_EXPECTED = (
+    "not in the queue-mode test; users report workers that silently stop taking jobs after Redis drops: "
+    "expected here, every worker takes jobs again on its own"
+)
 LOG_PATTERN = r"Lost Redis|reconnect|Unable to connect|ECONNRESET|Redis|error"
 
 
@@ -40,8 +47,9 @@ def _blip(ctx: DrillContext, kind: str, pause_s: float) -> float:
     return round(time.monotonic() - started, 2)
 
 
-def redis_blip(ctx: DrillContext, pause_s: float = 8.0, jobs: int = 20, wait_s: int = 3,
-               settle_timeout_s: float = 90.0) -> DrillOutcome:
+def redis_blip(
+    ctx: DrillContext, pause_s: float = 8.0, jobs: int = 20, wait_s: int = 3, settle_timeout_s: float = 90.0
+) -> DrillOutcome:
     stack = ctx.stack
     workers = stack.worker_names
     checks, observed, timings, log_lines = [], {}, {}, {}
@@ -68,20 +76,43 @@ def redis_blip(ctx: DrillContext, pause_s: float = 8.0, jobs: int = 20, wait_s: 
             by_status = counts(final)
             answers = counts({str(i): str(s) for i, s in enumerate(statuses)})
             ok = by_status.get("success", 0) == jobs and all(taken.values()) and all(alive.values())
-            checks.append(check(
-                f"{kind} ({timings[f'{kind}_unreachable_s']} s): webhooks {answers}, "
-                f"executions {by_status} within {timings[f'{kind}_jobs_done_s']} s; jobs taken per worker {taken}; "
-                f"processes alive {alive}", BLIP_EXPECTED, ok,
-                "not every worker took jobs again" if not all(taken.values()) else
-                "a process exited" if not all(alive.values()) else "not every execution succeeded"))
-            observed[kind] = {"webhook_statuses": answers, "executions": by_status, "taken_per_worker": taken,
-                              "alive_after": alive}
-            log_lines |= {f"{name} ({kind})": [line for line in marks[name].find(LOG_PATTERN, 4)
-                                               if not re.search(r"Worker (started|finished)", line)]
-                          for name in ["main", *workers]}
+            checks.append(
+                check(
+                    f"{kind} ({timings[f'{kind}_unreachable_s']} s): webhooks {answers}, "
+                    f"executions {by_status} within {timings[f'{kind}_jobs_done_s']} s; jobs taken per worker {taken}; "
+                    f"processes alive {alive}",
+                    BLIP_EXPECTED,
+                    ok,
+                    "not every worker took jobs again"
+                    if not all(taken.values())
+                    else "a process exited"
+                    if not all(alive.values())
+                    else "not every execution succeeded",
+                )
+            )
+            observed[kind] = {
+                "webhook_statuses": answers,
+                "executions": by_status,
+                "taken_per_worker": taken,
+                "alive_after": alive,
+            }
+            log_lines |= {
+                f"{name} ({kind})": [
+                    line
+                    for line in marks[name].find(LOG_PATTERN, 4)
+                    if not re.search(r"Worker (started|finished)", line)
+                ]
+                for name in ["main", *workers]
+            }
     finally:
         if stack.is_running("redis"):
             stack.signal("redis", signal.SIGCONT, whole_group=False)  # never leave Redis stopped
         ctx.restore()
-    return DrillOutcome(drill="redis-blip", checks=checks, observed=observed, timings_s=timings,
-                        log_lines=log_lines, settings={"pause_s": f"{pause_s:g}", "jobs": str(jobs)})
+    return DrillOutcome(
+        drill="redis-blip",
+        checks=checks,
+        observed=observed,
+        timings_s=timings,
+        log_lines=log_lines,
+        settings={"pause_s": f"{pause_s:g}", "jobs": str(jobs)},
+    )

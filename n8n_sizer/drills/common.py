@@ -89,8 +89,14 @@ class DrillContext:
                 self.workflows[template], _ = deploy_workflow(client, read_workflow(template))
         return self.workflows[template]
 
-    def post(self, template: str, json_body: Any = None, content: bytes | None = None,
-             headers: dict[str, str] | None = None, timeout_s: float = 30.0) -> tuple[int | None, str]:
+    def post(
+        self,
+        template: str,
+        json_body: Any = None,
+        content: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        timeout_s: float = 30.0,
+    ) -> tuple[int | None, str]:
         """Call a template's webhook; (HTTP status or None, body or error text)."""
         self.workflow_id(template)
         url = self.stack.main_url + webhook_path(read_workflow(template))

@@ -24,9 +24,20 @@ from n8n_sizer.lab.cluster_handle import N8N_ROLES, ClusterProcess
 from n8n_sizer.drills.common import DrillFailed, DrillOutcome, check
 from n8n_sizer.drills.rolling import rolling_restart
 from n8n_sizer.drills.lab_run import LabDrillContext, record_lab_drill, statuses
-from n8n_sizer.drills.labplan import (HEALTH_INTERVAL_S, HEALTH_TIMEOUT_S, PROMISES, answered_after, iptables_command,
-                                      ledger_text, nothing_lost, ok, partition_outcome_matches, partition_rules, ran_on,
-                                      window)
+from n8n_sizer.drills.labplan import (
+    HEALTH_INTERVAL_S,
+    HEALTH_TIMEOUT_S,
+    PROMISES,
+    answered_after,
+    iptables_command,
+    ledger_text,
+    nothing_lost,
+    ok,
+    partition_outcome_matches,
+    partition_rules,
+    ran_on,
+    window,
+)
 
 STARTED = re.compile(r"Worker started execution (\d+)")
 REDIS_LINES = r"Lost Redis connection|Recovered Redis connection|Unable to connect to Redis|Redis unavailable"
@@ -50,15 +61,19 @@ def _started_by_host(ctx: LabDrillContext, workers: list[ClusterProcess], marks:
     return out
 
 
-def _log_lines(ctx: LabDrillContext, procs: list[ClusterProcess], marks: dict[str, int], pattern: str,
-               limit: int = 4) -> dict[str, list[str]]:
+def _log_lines(
+    ctx: LabDrillContext, procs: list[ClusterProcess], marks: dict[str, int], pattern: str, limit: int = 4
+) -> dict[str, list[str]]:
     regex = re.compile(pattern)
-    return {p.name: [line[:300] for line in ctx.lab.log_since(p, marks[p.name]) if regex.search(line)][:limit]
-            for p in procs}
+    return {
+        p.name: [line[:300] for line in ctx.lab.log_since(p, marks[p.name]) if regex.search(line)][:limit]
+        for p in procs
+    }
 
 
-def _wait_ready(ctx: LabDrillContext, procs: list[ClusterProcess], since_s: float,
-                timeout_s: float = 90.0) -> dict[str, float | None]:
+def _wait_ready(
+    ctx: LabDrillContext, procs: list[ClusterProcess], since_s: float, timeout_s: float = 90.0
+) -> dict[str, float | None]:
     """Seconds from `since_s` (unix) until each process was first seen answering its readiness check (None: not
     within `timeout_s`). The checks go one process after the other, each an SSH command: ~1 s resolution."""
     started, out = time.monotonic(), {}
@@ -74,8 +89,9 @@ def _wait_ready(ctx: LabDrillContext, procs: list[ClusterProcess], since_s: floa
     return out
 
 
-def _restart_all(ctx: LabDrillContext, stopped: list[ClusterProcess],
-                 timeout_s: float | None = None) -> list[tuple[ClusterProcess, float]]:
+def _restart_all(
+    ctx: LabDrillContext, stopped: list[ClusterProcess], timeout_s: float | None = None
+) -> list[tuple[ClusterProcess, float]]:
     """Start what a drill stopped, every one even if one fails (the first error is raised after); each started
     process with the seconds it took to be ready."""
     back, error = [], None
@@ -89,8 +105,15 @@ def _restart_all(ctx: LabDrillContext, stopped: list[ClusterProcess],
     return back
 
 
-def _outage(ctx: LabDrillContext, at_s: float, procs: list[ClusterProcess], signal: str, grace_s: float,
-            down_for_s: float, start_timeout_s: float | None = None) -> tuple[dict[str, float], list]:
+def _outage(
+    ctx: LabDrillContext,
+    at_s: float,
+    procs: list[ClusterProcess],
+    signal: str,
+    grace_s: float,
+    down_for_s: float,
+    start_timeout_s: float | None = None,
+) -> tuple[dict[str, float], list]:
     """Stop `procs` at `at_s` (unix), keep them down until `down_for_s` after the stop, start them again.
     Times: stop (the signal), down (all stopped), restart, back (all ready). Whatever was stopped is started
     again also when a step fails, so a drill never leaves the cluster short of a process."""
@@ -128,8 +151,14 @@ def _worker_hosts(ctx: LabDrillContext, host: str | None) -> tuple[str, list[str
     return victim, [h for h in hosts if h != victim]
 
 
-def stop_worker_host(ctx: LabDrillContext, host: str | None = None, rate_per_s: float = 2.0,
-                     duration_s: float = 30.0, stop_at_s: float = 5.0, down_for_s: float = 12.0) -> DrillOutcome:
+def stop_worker_host(
+    ctx: LabDrillContext,
+    host: str | None = None,
+    rate_per_s: float = 2.0,
+    duration_s: float = 30.0,
+    stop_at_s: float = 5.0,
+    down_for_s: float = 12.0,
+) -> DrillOutcome:
     victim, others = _worker_hosts(ctx, host)
     wid, url = ctx.new_workflow("stop-worker-host")
     victims = _n8n_on(ctx, victim)
@@ -142,39 +171,69 @@ def stop_worker_host(ctx: LabDrillContext, host: str | None = None, rate_per_s: 
     after = ctx.after_load(url, rate_per_s, records)
     ledger, found = ctx.ledger(records + after, wid)
     during = window(records, t["down"], t["restart"])
-    answered_ids = [r.execution_id for r in records if ok(r) and r.execution_id
-                    and t["down"] <= r.sent_s < t["restart"]]
+    answered_ids = [
+        r.execution_id for r in records if ok(r) and r.execution_id and t["down"] <= r.sent_s < t["restart"]
+    ]
     started = _started_by_host(ctx, workers, marks)
     where = ran_on(answered_ids, started)
     after_where = ran_on([r.execution_id for r in after if ok(r) and r.execution_id], started)
     after_ok = sum(1 for r in after if ok(r))
     carried = during["answered"] > 0 and during["failed"] == 0 and set(where) <= set(others)
     checks = [
-        check(f"{victim} down {t['restart'] - t['down']:.1f} s ({', '.join(p.name for p in victims)} stopped with "
-              f"SIGTERM in {t['down'] - t['stop']:.1f} s): {during['sent']} requests sent meanwhile, "
-              f"{during['answered']} answered, {during['failed']} failed {during['failures'] or ''}; their "
-              f"executions ran on {where or 'no host'}", PROMISES["stop-worker-host"], carried,
-              f"expected every request answered and run on {', '.join(others)}"),
-        check(f"ledger: {ledger_text(ledger)}", "every accepted request executed (ledger: lost = 0)",
-              nothing_lost(ledger), "accepted requests without a stored successful execution"),
-        check(f"{victim} started again: ready {ready} s after the start; then {after_ok} of {len(after)} answered, run on "
-              f"{after_where}", "the stopped host's workers rejoin when started: they take jobs again",
-              all(v is not None for v in ready.values()) and after_ok == len(after) and victim in after_where,
-              f"{victim} took no job after its restart" if victim not in after_where else "a request failed after"),
+        check(
+            f"{victim} down {t['restart'] - t['down']:.1f} s ({', '.join(p.name for p in victims)} stopped with "
+            f"SIGTERM in {t['down'] - t['stop']:.1f} s): {during['sent']} requests sent meanwhile, "
+            f"{during['answered']} answered, {during['failed']} failed {during['failures'] or ''}; their "
+            f"executions ran on {where or 'no host'}",
+            PROMISES["stop-worker-host"],
+            carried,
+            f"expected every request answered and run on {', '.join(others)}",
+        ),
+        check(
+            f"ledger: {ledger_text(ledger)}",
+            "every accepted request executed (ledger: lost = 0)",
+            nothing_lost(ledger),
+            "accepted requests without a stored successful execution",
+        ),
+        check(
+            f"{victim} started again: ready {ready} s after the start; then {after_ok} of {len(after)} answered, run on "
+            f"{after_where}",
+            "the stopped host's workers rejoin when started: they take jobs again",
+            all(v is not None for v in ready.values()) and after_ok == len(after) and victim in after_where,
+            f"{victim} took no job after its restart" if victim not in after_where else "a request failed after",
+        ),
     ]
-    return DrillOutcome(drill="stop-worker-host", checks=checks,
-                        observed={"host": victim, "others": others, "during": during, "ran_on": where,
-                                  "after": {"answered": after_ok, "sent": len(after), "ran_on": after_where},
-                                  "executions": statuses(found), "ledger": ledger.model_dump(),
-                                  "processes": [p.name for p in victims]},
-                        timings_s={"stopping_s": round(t["down"] - t["stop"], 2),
-                                   "down_s": round(t["restart"] - t["down"], 2),
-                                   "restart_s": round(t["back"] - t["restart"], 2)},
-                        log_lines={}, settings={"rate_per_s": str(rate_per_s), "duration_s": str(duration_s)})
+    return DrillOutcome(
+        drill="stop-worker-host",
+        checks=checks,
+        observed={
+            "host": victim,
+            "others": others,
+            "during": during,
+            "ran_on": where,
+            "after": {"answered": after_ok, "sent": len(after), "ran_on": after_where},
+            "executions": statuses(found),
+            "ledger": ledger.model_dump(),
+            "processes": [p.name for p in victims],
+        },
+        timings_s={
+            "stopping_s": round(t["down"] - t["stop"], 2),
+            "down_s": round(t["restart"] - t["down"], 2),
+            "restart_s": round(t["back"] - t["restart"], 2),
+        },
+        log_lines={},
+        settings={"rate_per_s": str(rate_per_s), "duration_s": str(duration_s)},
+    )
 
 
-def kill_webhook(ctx: LabDrillContext, name: str = "webhook-1", rate_per_s: float = 2.0, duration_s: float = 30.0,
-                 kill_at_s: float = 5.0, down_for_s: float = 15.0) -> DrillOutcome:
+def kill_webhook(
+    ctx: LabDrillContext,
+    name: str = "webhook-1",
+    rate_per_s: float = 2.0,
+    duration_s: float = 30.0,
+    kill_at_s: float = 5.0,
+    down_for_s: float = 15.0,
+) -> DrillOutcome:
     found_procs = ctx.lab.find(role="webhook", name=name)
     if not found_procs:
         raise DrillFailed(f"the lab runs no webhook processor {name!r}; lab deploy a topology with webhook >= 2")
@@ -193,29 +252,49 @@ def kill_webhook(ctx: LabDrillContext, name: str = "webhook-1", rate_per_s: floa
     later = window(records, noticed, t["back"])
     after_ok, after_sent = answered_after(after, 0.0)
     checks = [
-        check(f"{name} SIGKILLed for {t['back'] - t['kill']:.1f} s: in the first {noticed - t['kill']:.0f} s "
-              f"(one health interval + timeout) {first['sent']} sent, {first['answered']} answered, "
-              f"{first['failed']} failed {first['failures'] or ''}; after that {later['sent']} sent, "
-              f"{later['answered']} answered, {later['failed']} failed {later['failures'] or ''}",
-              PROMISES["kill-webhook"], later["failed"] == 0 and later["sent"] > 0,
-              "requests failed after the load balancer should have taken it out"),
-        check(f"ledger: {ledger_text(ledger)}", "nothing accepted lost (ledger: lost = 0)", nothing_lost(ledger),
-              "accepted requests without a stored successful execution"),
-        check(f"{name} started again, ready in {ready_s:.1f} s; afterwards {after_ok} of {after_sent} answered",
-              "the processor rejoins; every request after it is back is answered",
-              after_sent > 0 and after_ok == after_sent, "requests failed after the restart"),
+        check(
+            f"{name} SIGKILLed for {t['back'] - t['kill']:.1f} s: in the first {noticed - t['kill']:.0f} s "
+            f"(one health interval + timeout) {first['sent']} sent, {first['answered']} answered, "
+            f"{first['failed']} failed {first['failures'] or ''}; after that {later['sent']} sent, "
+            f"{later['answered']} answered, {later['failed']} failed {later['failures'] or ''}",
+            PROMISES["kill-webhook"],
+            later["failed"] == 0 and later["sent"] > 0,
+            "requests failed after the load balancer should have taken it out",
+        ),
+        check(
+            f"ledger: {ledger_text(ledger)}",
+            "nothing accepted lost (ledger: lost = 0)",
+            nothing_lost(ledger),
+            "accepted requests without a stored successful execution",
+        ),
+        check(
+            f"{name} started again, ready in {ready_s:.1f} s; afterwards {after_ok} of {after_sent} answered",
+            "the processor rejoins; every request after it is back is answered",
+            after_sent > 0 and after_ok == after_sent,
+            "requests failed after the restart",
+        ),
     ]
-    return DrillOutcome(drill="kill-webhook", checks=checks,
-                        observed={"processor": name, "first_interval": first, "after_interval": later,
-                                  "during": window(records, t["kill"], t["back"]),
-                                  "after_restart": {"answered": after_ok, "sent": after_sent},
-                                  "executions": statuses(found), "ledger": ledger.model_dump()},
-                        timings_s={"down_s": round(t["back"] - t["kill"], 2), "ready_s": round(ready_s, 2)},
-                        log_lines={}, settings={"rate_per_s": str(rate_per_s), "duration_s": str(duration_s)})
+    return DrillOutcome(
+        drill="kill-webhook",
+        checks=checks,
+        observed={
+            "processor": name,
+            "first_interval": first,
+            "after_interval": later,
+            "during": window(records, t["kill"], t["back"]),
+            "after_restart": {"answered": after_ok, "sent": after_sent},
+            "executions": statuses(found),
+            "ledger": ledger.model_dump(),
+        },
+        timings_s={"down_s": round(t["back"] - t["kill"], 2), "ready_s": round(ready_s, 2)},
+        log_lines={},
+        settings={"rate_per_s": str(rate_per_s), "duration_s": str(duration_s)},
+    )
 
 
-def restart_redis(ctx: LabDrillContext, rate_per_s: float = 2.0, duration_s: float = 30.0,
-                  restart_at_s: float = 8.0) -> DrillOutcome:
+def restart_redis(
+    ctx: LabDrillContext, rate_per_s: float = 2.0, duration_s: float = 30.0, restart_at_s: float = 8.0
+) -> DrillOutcome:
     redis = ctx.lab.find(role="redis")
     if not redis:
         raise DrillFailed(f"no Redis runs on the data host {ctx.lab.data_host}")
@@ -224,8 +303,7 @@ def restart_redis(ctx: LabDrillContext, rate_per_s: float = 2.0, duration_s: flo
     wid, url = ctx.new_workflow("restart-redis")
     load = ctx.load(url, rate_per_s, duration_s, f"rate-{rate_per_s:g}")
     # Redis is started again at once: the drill is the restart, not an outage of chosen length.
-    t, [(_, ready_s)] = _outage(ctx, load.started_s + restart_at_s, redis[:1], "TERM", 10.0, 0.0,
-                                start_timeout_s=60.0)
+    t, [(_, ready_s)] = _outage(ctx, load.started_s + restart_at_s, redis[:1], "TERM", 10.0, 0.0, start_timeout_s=60.0)
     ready = _wait_ready(ctx, n8n, t["back"], timeout_s=60.0)
     records = load.wait()
     after = ctx.after_load(url, rate_per_s, records)
@@ -238,28 +316,52 @@ def restart_redis(ctx: LabDrillContext, rate_per_s: float = 2.0, duration_s: flo
     during = window(records, t["stop"], None)
     expect_exit = down_s > 10.0
     checks = [
-        check(f"Redis down {down_s:.2f} s (SIGTERM, AOF everysec; started again, PING in {ready_s:.2f} s); n8n "
-              f"processes that exited: {exited or 'none'}; the others ready again, seconds after Redis: {ready}",
-              PROMISES["restart-redis"],
-              (bool(exited) == expect_exit) and all(v is not None for v in ready.values()),
-              "a process exited within the 10 s window" if exited else "a process did not get ready again"),
-        check(f"{during['sent']} requests sent from the stop to the end of the load: {during['answered']} answered, "
-              f"{during['failed']} failed {during['failures'] or ''}; then {after_ok} of {after_sent} answered", "the processes reconnect: requests answered again",
-              after_sent > 0 and after_ok == after_sent, "requests still failed after the processes reconnected"),
-        check(f"ledger: {ledger_text(ledger)}", "nothing accepted lost (AOF everysec)", nothing_lost(ledger),
-              "accepted requests without a stored successful execution"),
+        check(
+            f"Redis down {down_s:.2f} s (SIGTERM, AOF everysec; started again, PING in {ready_s:.2f} s); n8n "
+            f"processes that exited: {exited or 'none'}; the others ready again, seconds after Redis: {ready}",
+            PROMISES["restart-redis"],
+            (bool(exited) == expect_exit) and all(v is not None for v in ready.values()),
+            "a process exited within the 10 s window" if exited else "a process did not get ready again",
+        ),
+        check(
+            f"{during['sent']} requests sent from the stop to the end of the load: {during['answered']} answered, "
+            f"{during['failed']} failed {during['failures'] or ''}; then {after_ok} of {after_sent} answered",
+            "the processes reconnect: requests answered again",
+            after_sent > 0 and after_ok == after_sent,
+            "requests still failed after the processes reconnected",
+        ),
+        check(
+            f"ledger: {ledger_text(ledger)}",
+            "nothing accepted lost (AOF everysec)",
+            nothing_lost(ledger),
+            "accepted requests without a stored successful execution",
+        ),
     ]
-    return DrillOutcome(drill="restart-redis", checks=checks,
-                        observed={"exited": exited, "ready_after_s": ready, "during": during,
-                                  "after": {"answered": after_ok, "sent": after_sent},
-                                  "executions": statuses(found), "ledger": ledger.model_dump()},
-                        timings_s={"redis_down_s": round(down_s, 2), "redis_ready_s": round(ready_s, 2)},
-                        log_lines={k: v for k, v in lines.items() if v},
-                        settings={"rate_per_s": str(rate_per_s), "duration_s": str(duration_s)})
+    return DrillOutcome(
+        drill="restart-redis",
+        checks=checks,
+        observed={
+            "exited": exited,
+            "ready_after_s": ready,
+            "during": during,
+            "after": {"answered": after_ok, "sent": after_sent},
+            "executions": statuses(found),
+            "ledger": ledger.model_dump(),
+        },
+        timings_s={"redis_down_s": round(down_s, 2), "redis_ready_s": round(ready_s, 2)},
+        log_lines={k: v for k, v in lines.items() if v},
+        settings={"rate_per_s": str(rate_per_s), "duration_s": str(duration_s)},
+    )
 
 
-def partition(ctx: LabDrillContext, host: str | None = None, seconds: float = 12.0, rate_per_s: float = 2.0,
-              duration_s: float = 30.0, cut_at_s: float = 5.0) -> DrillOutcome:
+def partition(
+    ctx: LabDrillContext,
+    host: str | None = None,
+    seconds: float = 12.0,
+    rate_per_s: float = 2.0,
+    duration_s: float = 30.0,
+    cut_at_s: float = 5.0,
+) -> DrillOutcome:
     victim, others = _worker_hosts(ctx, host)
     lab = ctx.lab
     data_ip = lab.address(lab.data_host)
@@ -303,40 +405,72 @@ def partition(ctx: LabDrillContext, host: str | None = None, seconds: float = 12
     verdicts = []
     for p in procs:
         gone = exited_at.get(p.name)
-        matched, why = partition_outcome_matches(cut_s, gone is not None,
-                                                 None if gone is None else gone - t["cut"], ready.get(p.name) is not None)
-        state = (f"exited {gone - t['cut']:.1f} s in, started again ({restarted[p.name]:.1f} s to ready)"
-                 if gone is not None else f"rode it out, ready {ready.get(p.name)} s after the heal")
-        verdicts.append(check(f"{victim} cut off from {lab.data_host} ({data_ip}) for {cut_s:.1f} s (iptables DROP "
-                              f"both ways in its namespace): {p.name} {state}", PROMISES["partition"], matched, why))
+        matched, why = partition_outcome_matches(
+            cut_s, gone is not None, None if gone is None else gone - t["cut"], ready.get(p.name) is not None
+        )
+        state = (
+            f"exited {gone - t['cut']:.1f} s in, started again ({restarted[p.name]:.1f} s to ready)"
+            if gone is not None
+            else f"rode it out, ready {ready.get(p.name)} s after the heal"
+        )
+        verdicts.append(
+            check(
+                f"{victim} cut off from {lab.data_host} ({data_ip}) for {cut_s:.1f} s (iptables DROP "
+                f"both ways in its namespace): {p.name} {state}",
+                PROMISES["partition"],
+                matched,
+                why,
+            )
+        )
     during = window(records, t["cut"], t["heal"])
     after_ok, after_sent = answered_after(after, 0.0)
     healed = window(records, t["heal"], None)
     checks = verdicts + [
-        check(f"during the partition {during['sent']} sent, {during['answered']} answered, {during['failed']} failed "
-              f"{during['failures'] or ''}; after the heal {healed['answered']} of {healed['sent']} answered, then "
-              f"{after_ok} of {after_sent}",
-              f"{', '.join(others)} keeps serving; after the heal everything is answered",
-              after_sent > 0 and after_ok == after_sent and during["answered"] > 0,
-              "requests still failed after the heal" if after_ok < after_sent else "nothing was answered meanwhile"),
-        check(f"ledger: {ledger_text(ledger)}", "nothing accepted lost (ledger: lost = 0)", nothing_lost(ledger),
-              "accepted requests without a stored successful execution"),
-        check(f"the drill's iptables rules left in {victim}: {left or 'none'}", "the partition is healed completely",
-              not left, "a rule could not be deleted"),
+        check(
+            f"during the partition {during['sent']} sent, {during['answered']} answered, {during['failed']} failed "
+            f"{during['failures'] or ''}; after the heal {healed['answered']} of {healed['sent']} answered, then "
+            f"{after_ok} of {after_sent}",
+            f"{', '.join(others)} keeps serving; after the heal everything is answered",
+            after_sent > 0 and after_ok == after_sent and during["answered"] > 0,
+            "requests still failed after the heal" if after_ok < after_sent else "nothing was answered meanwhile",
+        ),
+        check(
+            f"ledger: {ledger_text(ledger)}",
+            "nothing accepted lost (ledger: lost = 0)",
+            nothing_lost(ledger),
+            "accepted requests without a stored successful execution",
+        ),
+        check(
+            f"the drill's iptables rules left in {victim}: {left or 'none'}",
+            "the partition is healed completely",
+            not left,
+            "a rule could not be deleted",
+        ),
     ]
-    return DrillOutcome(drill="partition", checks=checks,
-                        observed={"host": victim, "peer": data_ip, "rules": [" ".join(r) for r in rules],
-                                  "exited": sorted(exited_at), "during": during,
-                                  "healed": healed, "after": {"answered": after_ok, "sent": after_sent},
-                                  "rules_left": left,
-                                  "executions": statuses(found), "ledger": ledger.model_dump()},
-                        timings_s={"partition_s": round(cut_s, 2), **{f"{k}_ready_s": v for k, v in ready.items()}},
-                        log_lines={k: v for k, v in lines.items() if v},
-                        settings={"seconds": str(seconds), "rate_per_s": str(rate_per_s)})
+    return DrillOutcome(
+        drill="partition",
+        checks=checks,
+        observed={
+            "host": victim,
+            "peer": data_ip,
+            "rules": [" ".join(r) for r in rules],
+            "exited": sorted(exited_at),
+            "during": during,
+            "healed": healed,
+            "after": {"answered": after_ok, "sent": after_sent},
+            "rules_left": left,
+            "executions": statuses(found),
+            "ledger": ledger.model_dump(),
+        },
+        timings_s={"partition_s": round(cut_s, 2), **{f"{k}_ready_s": v for k, v in ready.items()}},
+        log_lines={k: v for k, v in lines.items() if v},
+        settings={"seconds": str(seconds), "rate_per_s": str(rate_per_s)},
+    )
 
 
-def _watch(until: Callable[[], float], ctx: LabDrillContext, procs: list[ClusterProcess],
-           exited_at: dict[str, float]) -> None:
+def _watch(
+    until: Callable[[], float], ctx: LabDrillContext, procs: list[ClusterProcess], exited_at: dict[str, float]
+) -> None:
     """Sleep through the partition, noting when a process of the cut-off host exits."""
     while time.time() < until():
         for p in procs:

@@ -97,8 +97,16 @@ class BackgroundLoad:
     started_s: float
 
     @classmethod
-    def start(cls, url: str, rate_per_s: float, duration_s: float, step: str, target: str,
-              sink: Callable[[RequestRecord], None] | None, seq_start: int = 0) -> "BackgroundLoad":
+    def start(
+        cls,
+        url: str,
+        rate_per_s: float,
+        duration_s: float,
+        step: str,
+        target: str,
+        sink: Callable[[RequestRecord], None] | None,
+        seq_start: int = 0,
+    ) -> "BackgroundLoad":
         from n8n_sizer.bench.load import HttpPost, run_open
 
         records: list[RequestRecord] = []
@@ -111,8 +119,16 @@ class BackgroundLoad:
         async def offer() -> None:
             client = HttpPost(url, json.dumps({"number": 21}).encode(), timeout_s=REQUEST_TIMEOUT_S)
             try:
-                await run_open(client, rate_per_s=rate_per_s, duration_s=duration_s, max_in_flight=MAX_IN_FLIGHT,
-                               step=step, target=target, seq_start=seq_start, sink=collect)
+                await run_open(
+                    client,
+                    rate_per_s=rate_per_s,
+                    duration_s=duration_s,
+                    max_in_flight=MAX_IN_FLIGHT,
+                    step=step,
+                    target=target,
+                    seq_start=seq_start,
+                    sink=collect,
+                )
             finally:
                 client.close()
 
@@ -140,13 +156,13 @@ def lab_drill_context(inventory: Path) -> Iterator[LabDrillContext]:
     with LabClusterHandle.open(inventory) as lab:
         login = owner_login(lab.folder)
         made = lab_owner(login.parent)  # the owner main created from its environment at start
-        session = saved_or_new_session(lab.url, login, lab.name,
-                                       None if made is None else OwnerLogin(email=made[0], password=SecretStr(made[1])))
+        session = saved_or_new_session(
+            lab.url, login, lab.name, None if made is None else OwnerLogin(email=made[0], password=SecretStr(made[1]))
+        )
         yield LabDrillContext(lab=lab, session=session)
 
 
-def record_lab_drill(name: str, drill: Callable[..., DrillOutcome], ctx: LabDrillContext, out_dir: Path,
-                     **params: Any):
+def record_lab_drill(name: str, drill: Callable[..., DrillOutcome], ctx: LabDrillContext, out_dir: Path, **params: Any):
     """Run one cluster drill and record it (run.json kind "drill", requests.jsonl, the cluster's ledger); a
     drill that could not finish is recorded as "incomplete" and its error raised."""
     from n8n_sizer.drills import outcome_extra
@@ -154,29 +170,52 @@ def record_lab_drill(name: str, drill: Callable[..., DrillOutcome], ctx: LabDril
     from n8n_sizer.runs.store import RunStore, new_run_id
     from n8n_sizer.versions import N8N_VERSION
 
-    hosts = {h: {"address": ctx.lab.address(h), "processes": [p.name for p in ps]}
-             for h, ps in ctx.lab.cluster.processes.items()}
-    manifest = RunManifest(run_id=new_run_id(), kind="drill", created_s=time.time(),
-                           spec={"drill": name, "params": params, "target": ctx.lab.name, "url": ctx.lab.url},
-                           setup={"topology": ctx.lab.state.topology}, versions={"n8n": N8N_VERSION}, hosts=hosts,
-                           extra={"drill": name, "verdict": "running"})
+    hosts = {
+        h: {"address": ctx.lab.address(h), "processes": [p.name for p in ps]}
+        for h, ps in ctx.lab.cluster.processes.items()
+    }
+    manifest = RunManifest(
+        run_id=new_run_id(),
+        kind="drill",
+        created_s=time.time(),
+        spec={"drill": name, "params": params, "target": ctx.lab.name, "url": ctx.lab.url},
+        setup={"topology": ctx.lab.state.topology},
+        versions={"n8n": N8N_VERSION},
+        hosts=hosts,
+        extra={"drill": name, "verdict": "running"},
+    )
     store = RunStore.create(out_dir, manifest)
     ctx.request_sink = store.append_request
     try:
         ctx.lab.restore()  # a drill cut short before may have left a process down
         outcome: DrillOutcome = drill(ctx, **params)
     except BaseException as exc:
-        store.update_manifest(finished_s=time.time(), extra={
-            "drill": name, "verdict": "incomplete", "error": f"{type(exc).__name__}: {exc}"[:1000],
-            "checks": [{"observation": f"drill did not finish: {type(exc).__name__}: {str(exc)[:300]}",
-                        "expected": "n/a", "verdict": "incomplete", "matches": False}]})
+        store.update_manifest(
+            finished_s=time.time(),
+            extra={
+                "drill": name,
+                "verdict": "incomplete",
+                "error": f"{type(exc).__name__}: {exc}"[:1000],
+                "checks": [
+                    {
+                        "observation": f"drill did not finish: {type(exc).__name__}: {str(exc)[:300]}",
+                        "expected": "n/a",
+                        "verdict": "incomplete",
+                        "matches": False,
+                    }
+                ],
+            },
+        )
         store.close()
         raise
     finally:
         ctx.request_sink = None
     ledger = Ledger.model_validate(outcome.observed["ledger"])
-    store.update_manifest(finished_s=time.time(), ledgers={ctx.lab.name: ledger},
-                          extra={**outcome_extra(outcome), "expected_heading": "what n8n promises"})
+    store.update_manifest(
+        finished_s=time.time(),
+        ledgers={ctx.lab.name: ledger},
+        extra={**outcome_extra(outcome), "expected_heading": "what n8n promises"},
+    )
     store.close()
     return store
 

@@ -21,19 +21,19 @@ from n8n_sizer.runs.records import Ledger, RequestRecord
 
 PROMISES = {
     "stop-worker-host": "n8n's docs: workers can be removed; Redis lets the next available worker pick each job "
-                        "up, so the other worker host carries on and every accepted request is executed",
+    "up, so the other worker host carries on and every accepted request is executed",
     "kill-webhook": "n8n's docs: webhook processors behind a load balancer; the rendered Caddyfile health-checks "
-                    "each every 5 s (3 s timeout, failed upstream out for 10 s): only requests sent before it "
-                    "noticed fail, nothing accepted is lost",
+    "each every 5 s (3 s timeout, failed upstream out for 10 s): only requests sent before it "
+    "noticed fail, nothing accepted is lost",
     "restart-redis": "n8n retries a lost Redis every 1 s for 10 s (`Lost Redis connection. Trying to reconnect "
-                     "in 1s... (0s/10s)`) and exits after that; AOF everysec keeps the queue: nothing accepted "
-                     "is lost",
+    "in 1s... (0s/10s)`) and exits after that; AOF everysec keeps the queue: nothing accepted "
+    "is lost",
     "rolling-restart": "n8n's graceful shutdown (N8N_GRACEFUL_SHUTDOWN_TIMEOUT above the longest execution, "
-                       "the stop grace above that) and the load balancer's readiness checks and retries: "
-                       "restarted one at a time, nothing accepted is lost and no execution fails",
+    "the stop grace above that) and the load balancer's readiness checks and retries: "
+    "restarted one at a time, nothing accepted is lost and no execution fails",
     "partition": "a partition is a Redis and Postgres outage seen from one host: n8n reconnects when the link "
-                 "returns, and a process that cannot reach Redis for more than 10 s exits (the queue-mode test) "
-                 "and needs its restart policy",
+    "returns, and a process that cannot reach Redis for more than 10 s exits (the queue-mode test) "
+    "and needs its restart policy",
 }
 HEALTH_INTERVAL_S = 5.0  # the rendered Caddyfile: health_interval 5s, health_timeout 3s
 HEALTH_TIMEOUT_S = 3.0
@@ -46,8 +46,10 @@ def partition_rules(peer: str, tag: str) -> list[list[str]]:
     if not tag.replace("-", "").isalnum():
         raise ValueError(f"tag {tag!r}: letters, digits and dashes only")
     comment = ["-m", "comment", "--comment", f"n8n-sizer drill {tag}"]
-    return [["INPUT", "-s", f"{peer}/32", *comment, "-j", "DROP"],
-            ["OUTPUT", "-d", f"{peer}/32", *comment, "-j", "DROP"]]
+    return [
+        ["INPUT", "-s", f"{peer}/32", *comment, "-j", "DROP"],
+        ["OUTPUT", "-d", f"{peer}/32", *comment, "-j", "DROP"],
+    ]
 
 
 def iptables_command(action: str, rule: list[str]) -> str:
@@ -88,8 +90,10 @@ def nothing_lost(ledger: Ledger) -> bool:
 def ledger_text(ledger: Ledger) -> str:
     lost = "n/a" if ledger.accepted_then_lost is None else ledger.accepted_then_lost
     matched = "" if ledger.lost_seqs is None else f", {len(ledger.lost_seqs)} unmatched by execution id"
-    return (f"{ledger.fired} fired, {ledger.accepted} accepted, {ledger.refused} refused; "
-            f"{ledger.executions_succeeded} executions succeeded; accepted then lost: {lost}{matched}")
+    return (
+        f"{ledger.fired} fired, {ledger.accepted} accepted, {ledger.refused} refused; "
+        f"{ledger.executions_succeeded} executions succeeded; accepted then lost: {lost}{matched}"
+    )
 
 
 def answered_after(records: Iterable[RequestRecord], after_s: float) -> tuple[int, int]:
@@ -109,8 +113,9 @@ def ran_on(execution_ids: Iterable[str], started_by_host: dict[str, set[str]]) -
     return dict(sorted(out.items()))
 
 
-def partition_outcome_matches(partition_s: float, exited: bool, exited_after_s: float | None,
-                              ready_after_heal: bool) -> tuple[bool, str]:
+def partition_outcome_matches(
+    partition_s: float, exited: bool, exited_after_s: float | None, ready_after_heal: bool
+) -> tuple[bool, str]:
     """A partitioned host's n8n process against the 10 s rule: it either rode the partition out and was ready
     after the heal, or exited no sooner than 10 s in (then the drill's restart stands in for a restart policy)."""
     if not exited:

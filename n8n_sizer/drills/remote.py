@@ -25,13 +25,22 @@ from n8n_sizer.stack.remote import ComposeHandle, SshNativeHandle
 def require_drillable(name: str, setup: Setup | None) -> None:
     if setup is None or setup.mode != "queue" or setup.workers < 2:
         what = f"runs {setup.mode} mode with {setup.workers} workers" if setup else "has no n8n setup"
-        raise InputError(f"--target {name}: {what}; the drills need a queue-mode target with at least 2 workers; "
-                        f"add one to the stack file and `pulumi up`")
+        raise InputError(
+            f"--target {name}: {what}; the drills need a queue-mode target with at least 2 workers; "
+            f"add one to the stack file and `pulumi up`"
+        )
 
 
 @contextmanager
-def remote_drill_stack(name: str, host: Host, kind: StackKind, setup: Setup, login_file: Path | None = None,
-                       extra_env: dict[str, str] | None = None, state_dir: str | None = None) -> Iterator[DrillContext]:
+def remote_drill_stack(
+    name: str,
+    host: Host,
+    kind: StackKind,
+    setup: Setup,
+    login_file: Path | None = None,
+    extra_env: dict[str, str] | None = None,
+    state_dir: str | None = None,
+) -> Iterator[DrillContext]:
     """A `DrillContext` on a host over SSH: the fleet host's compose stack as it runs (n8n set up with the
     saved login, or set up now and the login saved), or a loopback host's local stack started for the drills
     (with `extra_env`) and stopped after them."""
@@ -47,8 +56,9 @@ def remote_drill_stack(name: str, host: Host, kind: StackKind, setup: Setup, log
             target.up(stack)
             session = saved_or_new_session(target.main_url, login_file, name)
         elif kind == "native-ssh":
-            target = SshNativeHandle(name, host, setup, state_dir or f"/tmp/n8n-sizer-drill-{name}-{time.time_ns()}",
-                                         extra_env)
+            target = SshNativeHandle(
+                name, host, setup, state_dir or f"/tmp/n8n-sizer-drill-{name}-{time.time_ns()}", extra_env
+            )
             target.up(stack)
             session = set_up_instance(target.main_url)  # a new instance each time: nothing to save
         else:

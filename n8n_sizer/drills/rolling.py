@@ -16,14 +16,16 @@ import time
 from n8n_sizer.drills.common import DrillFailed, DrillOutcome, check
 from n8n_sizer.drills.lab_run import LabDrillContext, statuses
 from n8n_sizer.drills.labplan import PROMISES, ledger_text, nothing_lost, window
+
 # Caddy's health_interval 2 s: a restarted processor is seen healthy within one interval of answering its
 # readiness check; 3 intervals leave room for a slow answer on a busy host (the kill-webhook drill's lesson).
 LB_NOTICE_S = 6.0
 STOP_GRACE_S = 60.0  # the rendered stop grace for the lab's longest execution (30 s): n8n_env.shutdown_seconds
 
 
-def rolling_restart(ctx: LabDrillContext, rate_per_s: float = 2.0, duration_s: float = 150.0,
-                    first_at_s: float = 5.0) -> DrillOutcome:
+def rolling_restart(
+    ctx: LabDrillContext, rate_per_s: float = 2.0, duration_s: float = 150.0, first_at_s: float = 5.0
+) -> DrillOutcome:
     webhooks, workers = ctx.lab.find(role="webhook"), ctx.lab.find(role="worker")
     if len(webhooks) < 2 or ctx.lab.cluster.load_balancer_pid is None:
         raise DrillFailed("rolling-restart needs 2 webhook processors behind the load balancer")
@@ -42,8 +44,14 @@ def rolling_restart(ctx: LabDrillContext, rate_per_s: float = 2.0, duration_s: f
         finally:  # started again also when the stop failed: a drill never leaves the cluster short of a process
             down_s = time.time()
             _, ready_s = ctx.lab.start(proc)
-        steps.append({"process": proc.name, "stopping_s": round(down_s - stop_s, 1), "ready_s": round(ready_s, 1),
-                      "forced": bool(stopped.get("forced"))})
+        steps.append(
+            {
+                "process": proc.name,
+                "stopping_s": round(down_s - stop_s, 1),
+                "ready_s": round(ready_s, 1),
+                "forced": bool(stopped.get("forced")),
+            }
+        )
         if proc.role == "webhook":
             time.sleep(LB_NOTICE_S)
     ended = time.time()
@@ -58,19 +66,42 @@ def rolling_restart(ctx: LabDrillContext, rate_per_s: float = 2.0, duration_s: f
     forced = [s["process"] for s in steps if s["forced"]]
     each = ", ".join(f"{s['process']} stopped in {s['stopping_s']} s, ready {s['ready_s']} s" for s in steps)
     checks = [
-        check(f"{len(steps)} processes restarted one at a time in {ended - began:.0f} s ({each}); meanwhile "
-              f"{during['sent']} sent, {during['answered']} answered, {during['failed']} refused "
-              f"{during['failures'] or ''}", PROMISES["rolling-restart"], back and inside and not forced,
-              f"SIGKILLed after the stop grace: {forced}" if forced else "a process did not come back ready"
-              if not back else "the restarts outlasted the load: raise duration_s"),
-        check(f"ledger: {ledger_text(ledger)}", "nothing accepted lost (ledger: lost = 0)", nothing_lost(ledger),
-              "accepted requests without a stored successful execution"),
-        check(f"executions: {by_status}", "no execution fails", not not_success and bool(by_status),
-              f"executions ended {not_success}: read their error in execution_data"),
+        check(
+            f"{len(steps)} processes restarted one at a time in {ended - began:.0f} s ({each}); meanwhile "
+            f"{during['sent']} sent, {during['answered']} answered, {during['failed']} refused "
+            f"{during['failures'] or ''}",
+            PROMISES["rolling-restart"],
+            back and inside and not forced,
+            f"SIGKILLed after the stop grace: {forced}"
+            if forced
+            else "a process did not come back ready"
+            if not back
+            else "the restarts outlasted the load: raise duration_s",
+        ),
+        check(
+            f"ledger: {ledger_text(ledger)}",
+            "nothing accepted lost (ledger: lost = 0)",
+            nothing_lost(ledger),
+            "accepted requests without a stored successful execution",
+        ),
+        check(
+            f"executions: {by_status}",
+            "no execution fails",
+            not not_success and bool(by_status),
+            f"executions ended {not_success}: read their error in execution_data",
+        ),
     ]
-    return DrillOutcome(drill="rolling-restart", checks=checks,
-                        observed={"steps": steps, "during": during, "executions": by_status,
-                                  "ledger": ledger.model_dump(), "workflow_id": wid},
-                        timings_s={"rolling_s": round(ended - began, 2)}, log_lines={},
-                        settings={"rate_per_s": str(rate_per_s), "duration_s": str(duration_s),
-                                  "lb_notice_s": str(LB_NOTICE_S)})
+    return DrillOutcome(
+        drill="rolling-restart",
+        checks=checks,
+        observed={
+            "steps": steps,
+            "during": during,
+            "executions": by_status,
+            "ledger": ledger.model_dump(),
+            "workflow_id": wid,
+        },
+        timings_s={"rolling_s": round(ended - began, 2)},
+        log_lines={},
+        settings={"rate_per_s": str(rate_per_s), "duration_s": str(duration_s), "lb_notice_s": str(LB_NOTICE_S)},
+    )

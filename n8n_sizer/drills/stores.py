@@ -11,7 +11,13 @@ from collections import Counter
 
 from n8n_sizer.n8n.client import FINAL_STATUSES
 from n8n_sizer.drills.common import (
-    DrillCheck, DrillContext, DrillFailed, DrillOutcome, check, counts, wait_for,
+    DrillCheck,
+    DrillContext,
+    DrillFailed,
+    DrillOutcome,
+    check,
+    counts,
+    wait_for,
 )
 from n8n_sizer.bench.load import HttpPost, run_open
 from n8n_sizer.n8n.workflows import read_workflow, webhook_path
@@ -21,19 +27,29 @@ from n8n_sizer.errors import InputError
 
 # Seed 000, "Redis persistence" table: 20 executions queued with no worker, Redis SIGKILLed and started.
 REDIS_EXPECTED = {
-    "aof": {"before": 20, "after": 20, "outcome": "AOF (appendonly yes, appendfsync everysec): 20 waiting before the "
-                                                  "kill, 20 after the restart, all 20 ran, success"},
-    "none": {"before": 20, "after": 0, "outcome": "no persistence (appendonly no, save ''): 20 waiting before the "
-                                                   "kill, 0 after the restart, all 20 marked crashed"},
+    "aof": {
+        "before": 20,
+        "after": 20,
+        "outcome": "AOF (appendonly yes, appendfsync everysec): 20 waiting before the "
+        "kill, 20 after the restart, all 20 ran, success",
+    },
+    "none": {
+        "before": 20,
+        "after": 0,
+        "outcome": "no persistence (appendonly no, save ''): 20 waiting before the "
+        "kill, 0 after the restart, all 20 marked crashed",
+    },
 }
-REDIS_MAIN_EXPECTED = ("main logged 'Lost Redis connection. Trying to reconnect in 1s...' and, with Redis away 10 s, "
-                       "exited; restart: unless-stopped brought it back")
+REDIS_MAIN_EXPECTED = (
+    "main logged 'Lost Redis connection. Trying to reconnect in 1s...' and, with Redis away 10 s, "
+    "exited; restart: unless-stopped brought it back"
+)
 # Seed 000, "Failure drills", 4: Postgres restarted at 4 requests a second.
 POSTGRES_EXPECTED = {
-    "failed": "8 of 361 requests failed: 7 x 503 {\"code\":503,\"message\":\"Database is not ready!\"}, 1 x HTTP 500",
+    "failed": '8 of 361 requests failed: 7 x 503 {"code":503,"message":"Database is not ready!"}, 1 x HTTP 500',
     "recovered": "Postgres back in 1 s, main ready again in 3 s, no manual restart",
     "logs": "main and the worker logged 'Postgres pool client error: terminating connection due to administrator "
-            "command', then 'Database connection recovered'",
+    "command', then 'Database connection recovered'",
 }
 # What n8n logs when a process loses its database connection (pg-pool's idle client error, a failed ping).
 LOST_DB = r"Postgres pool client error|Database ping failed"
@@ -42,8 +58,9 @@ PING_INTERVAL_S = 2.0  # n8n's DB_PING_INTERVAL_SECONDS default
 WAIT = "wait"
 
 
-def redis_outcome_matches(persistence: str, jobs: int, waiting_before: int, waiting_after: int,
-                          by_status: dict[str, int]) -> bool:
+def redis_outcome_matches(
+    persistence: str, jobs: int, waiting_before: int, waiting_after: int, by_status: dict[str, int]
+) -> bool:
     """Seed 000's table: AOF keeps every waiting job and all run; without persistence none survives and
     every execution ends crashed."""
     if persistence == "aof":
@@ -73,13 +90,19 @@ def redis_restart(ctx: DrillContext, persistence: str = "both", jobs: int = 20, 
     variants = ["aof", "none"] if persistence == "both" else [persistence]
     parts = [_redis_restart_once(ctx, variant, jobs, settle_s) for variant in variants]
     return DrillOutcome(
-        drill="redis-restart", checks=[c for part in parts for c in part.checks],
+        drill="redis-restart",
+        checks=[c for part in parts for c in part.checks],
         observed={variant: part.observed for variant, part in zip(variants, parts)},
-        timings_s={f"{variant} {key}": value for variant, part in zip(variants, parts)
-                   for key, value in part.timings_s.items()},
-        log_lines={f"{key} ({variant})": value for variant, part in zip(variants, parts)
-                   for key, value in part.log_lines.items()},
-        settings={"redis_persistence": ",".join(variants)})
+        timings_s={
+            f"{variant} {key}": value for variant, part in zip(variants, parts) for key, value in part.timings_s.items()
+        },
+        log_lines={
+            f"{key} ({variant})": value
+            for variant, part in zip(variants, parts)
+            for key, value in part.log_lines.items()
+        },
+        settings={"redis_persistence": ",".join(variants)},
+    )
 
 
 def _redis_restart_once(ctx: DrillContext, persistence: str, jobs: int, settle_s: float) -> DrillOutcome:
@@ -146,31 +169,55 @@ def _redis_restart_once(ctx: DrillContext, persistence: str, jobs: int, settle_s
     expected = REDIS_EXPECTED[persistence]
     lost_lines = main_mark.find(r"Lost Redis connection|Unable to connect to Redis|queue recovery")
     ok = redis_outcome_matches(persistence, jobs, waiting_before, waiting_after, by_status)
-    how = ("main exited and was started again" if main_restarted else
-           f"main survived the {timings['redis_restart_s']} s outage")
+    how = (
+        "main exited and was started again"
+        if main_restarted
+        else f"main survived the {timings['redis_restart_s']} s outage"
+    )
     if recovery_restart:
-        how += (f"; after {settle_s:.0f} s with workers up, {jobs - sum(stuck.values())} of {jobs} were not listed "
-                f"by the public API (queued, status new) and none ran: restarted main so n8n's queue recovery ran")
+        how += (
+            f"; after {settle_s:.0f} s with workers up, {jobs - sum(stuck.values())} of {jobs} were not listed "
+            f"by the public API (queued, status new) and none ran: restarted main so n8n's queue recovery ran"
+        )
     checks = [
-        check(f"{persistence}: {waiting_before} waiting before the SIGKILL, {waiting_after} after the restart; "
-              f"once workers were back: {by_status}", expected["outcome"], ok,
-              f"expected {expected['before']} -> {expected['after']} and "
-              f"{'success' if persistence == 'aof' else 'crashed'} for all"),
-        check(f"{how}; main logged: {lost_lines[0] if lost_lines else '(no Redis line)'}", REDIS_MAIN_EXPECTED,
-              not main_survived or timings["redis_restart_s"] < 10,
-              "main exited although Redis was back within its 10 s reconnect window"),
+        check(
+            f"{persistence}: {waiting_before} waiting before the SIGKILL, {waiting_after} after the restart; "
+            f"once workers were back: {by_status}",
+            expected["outcome"],
+            ok,
+            f"expected {expected['before']} -> {expected['after']} and "
+            f"{'success' if persistence == 'aof' else 'crashed'} for all",
+        ),
+        check(
+            f"{how}; main logged: {lost_lines[0] if lost_lines else '(no Redis line)'}",
+            REDIS_MAIN_EXPECTED,
+            not main_survived or timings["redis_restart_s"] < 10,
+            "main exited although Redis was back within its 10 s reconnect window",
+        ),
     ]
     return DrillOutcome(
-        drill=f"redis-restart ({persistence})", checks=checks,
-        observed={"persistence": persistence, "jobs": jobs, "waiting_before": waiting_before,
-                  "waiting_after": waiting_after, "statuses": by_status, "main_survived": main_survived,
-                  "main_restarted_after_exit": main_restarted, "main_restarted_for_queue_recovery": recovery_restart,
-                  "statuses_before_main_restart": stuck},
-        timings_s=timings, log_lines={"main": lost_lines}, settings={"redis_persistence": persistence})
+        drill=f"redis-restart ({persistence})",
+        checks=checks,
+        observed={
+            "persistence": persistence,
+            "jobs": jobs,
+            "waiting_before": waiting_before,
+            "waiting_after": waiting_after,
+            "statuses": by_status,
+            "main_survived": main_survived,
+            "main_restarted_after_exit": main_restarted,
+            "main_restarted_for_queue_recovery": recovery_restart,
+            "statuses_before_main_restart": stuck,
+        },
+        timings_s=timings,
+        log_lines={"main": lost_lines},
+        settings={"redis_persistence": persistence},
+    )
 
 
-def _load_thread(url: str, rate_per_s: float, duration_s: float, records: list[RequestRecord],
-                 sink) -> threading.Thread:
+def _load_thread(
+    url: str, rate_per_s: float, duration_s: float, records: list[RequestRecord], sink
+) -> threading.Thread:
     def collect(record: RequestRecord) -> None:
         records.append(record)
         if sink is not None:
@@ -179,8 +226,15 @@ def _load_thread(url: str, rate_per_s: float, duration_s: float, records: list[R
     async def offer() -> None:
         client = HttpPost(url, json.dumps({"number": 21}).encode(), timeout_s=30.0)
         try:
-            await run_open(client, rate_per_s=rate_per_s, duration_s=duration_s, max_in_flight=200,
-                           step=f"rate-{rate_per_s:g}", target="local", sink=collect)
+            await run_open(
+                client,
+                rate_per_s=rate_per_s,
+                duration_s=duration_s,
+                max_in_flight=200,
+                step=f"rate-{rate_per_s:g}",
+                target="local",
+                sink=collect,
+            )
         finally:
             client.close()  # inside the loop: its connections close before the loop does
 
@@ -200,8 +254,9 @@ def _failure_text(record: RequestRecord) -> str:
     return (record.body_snippet or record.error or "no answer")[:120]
 
 
-def postgres_restart(ctx: DrillContext, rate_per_s: float = 4.0, duration_s: float = 30.0,
-                     restart_after_s: float = 8.0) -> DrillOutcome:
+def postgres_restart(
+    ctx: DrillContext, rate_per_s: float = 4.0, duration_s: float = 30.0, restart_after_s: float = 8.0
+) -> DrillOutcome:
     """Offer `rate_per_s` to the light workflow for `duration_s`; restart Postgres `restart_after_s` in."""
     stack = ctx.stack
     url = stack.main_url + webhook_path(read_workflow("light"))
@@ -242,20 +297,42 @@ def postgres_restart(ctx: DrillContext, rate_per_s: float = 4.0, duration_s: flo
     finally:
         load.join(duration_s + 60)
         ctx.restore()
-    log_lines = {name: marks[name].find(rf"{LOST_DB}|terminating connection|Database connection recovered|"
-                                        r"Database is not ready|ECONNREFUSED", 6) for name in names}
+    log_lines = {
+        name: marks[name].find(
+            rf"{LOST_DB}|terminating connection|Database connection recovered|"
+            r"Database is not ready|ECONNREFUSED",
+            6,
+        )
+        for name in names
+    }
     checks, failures = judge_postgres_restart(records, restart_wall, timings, recovered, lost, names, rate_per_s)
     return DrillOutcome(
-        drill="postgres-restart", checks=checks,
-        observed={"rate_per_s": rate_per_s, "duration_s": duration_s, "requests": len(records), **failures,
-                  "recovered_logged_after_s": recovered, "lost_connection": sorted(lost),
-                  "did_not_notice": sorted(set(names) - lost - set(recovered))},
-        timings_s=timings, log_lines=log_lines, settings={})
+        drill="postgres-restart",
+        checks=checks,
+        observed={
+            "rate_per_s": rate_per_s,
+            "duration_s": duration_s,
+            "requests": len(records),
+            **failures,
+            "recovered_logged_after_s": recovered,
+            "lost_connection": sorted(lost),
+            "did_not_notice": sorted(set(names) - lost - set(recovered)),
+        },
+        timings_s=timings,
+        log_lines=log_lines,
+        settings={},
+    )
 
 
-def judge_postgres_restart(records: list[RequestRecord], restart_wall_s: float, timings: dict[str, float],
-                           recovered: dict[str, float], lost: set[str], names: list[str],
-                           rate_per_s: float) -> tuple[list[DrillCheck], dict]:
+def judge_postgres_restart(
+    records: list[RequestRecord],
+    restart_wall_s: float,
+    timings: dict[str, float],
+    recovered: dict[str, float],
+    lost: set[str],
+    names: list[str],
+    rate_per_s: float,
+) -> tuple[list[DrillCheck], dict]:
     """Checks against seed 000 from the load's records: failures only while main was not ready, answered
     503/500 (not timeouts), none later; every n8n process that logged losing its connection (a pool client
     error or a failed ping) logged its recovery. A process whose only connection was busy in a query when
@@ -271,18 +348,27 @@ def judge_postgres_restart(records: list[RequestRecord], restart_wall_s: float, 
     outage_budget = round((timings["main_ready_s"] + 2.0) * rate_per_s)
     detail = ", ".join(f"{n} x {k}" for k, n in kinds.most_common()) or "none"
     checks = [
-        check(f"{len(failed)} of {len(records)} requests failed ({detail}); bodies: {dict(bodies.most_common(3))}",
-              POSTGRES_EXPECTED["failed"], len(failed) <= outage_budget and set(kinds) <= {"503", "500"},
-              f"more failures than the {outage_budget} requests sent while main was not ready, or failures that "
-              f"were not answered 503/500"),
-        check(f"Postgres back in {timings['postgres_back_s']} s, main ready in {timings['main_ready_s']} s; "
-              f"{answered_after} requests after that answered, {len(late)} failed more than 5 s later",
-              POSTGRES_EXPECTED["recovered"], not late and answered_after > 0,
-              "requests kept failing after main was ready again"),
-        check(f"lost the connection: {sorted(lost) or 'no process'}; 'Database connection recovered' logged by "
-              f"{sorted(recovered) or 'no process'} ({', '.join(f'{k} +{v} s' for k, v in recovered.items())}); "
-              f"did not notice: {sorted(set(names) - lost - set(recovered)) or 'none'}", POSTGRES_EXPECTED["logs"],
-              bool(lost) and lost <= set(recovered),
-              f"not logged by {sorted(lost - set(recovered))}" if lost else "no process logged losing its connection"),
+        check(
+            f"{len(failed)} of {len(records)} requests failed ({detail}); bodies: {dict(bodies.most_common(3))}",
+            POSTGRES_EXPECTED["failed"],
+            len(failed) <= outage_budget and set(kinds) <= {"503", "500"},
+            f"more failures than the {outage_budget} requests sent while main was not ready, or failures that "
+            f"were not answered 503/500",
+        ),
+        check(
+            f"Postgres back in {timings['postgres_back_s']} s, main ready in {timings['main_ready_s']} s; "
+            f"{answered_after} requests after that answered, {len(late)} failed more than 5 s later",
+            POSTGRES_EXPECTED["recovered"],
+            not late and answered_after > 0,
+            "requests kept failing after main was ready again",
+        ),
+        check(
+            f"lost the connection: {sorted(lost) or 'no process'}; 'Database connection recovered' logged by "
+            f"{sorted(recovered) or 'no process'} ({', '.join(f'{k} +{v} s' for k, v in recovered.items())}); "
+            f"did not notice: {sorted(set(names) - lost - set(recovered)) or 'none'}",
+            POSTGRES_EXPECTED["logs"],
+            bool(lost) and lost <= set(recovered),
+            f"not logged by {sorted(lost - set(recovered))}" if lost else "no process logged losing its connection",
+        ),
     ]
     return checks, {"failed": len(failed), "failed_by_kind": dict(kinds), "failed_bodies": dict(bodies)}

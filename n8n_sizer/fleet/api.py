@@ -47,8 +47,10 @@ def _error_text(response: httpx.Response) -> tuple[str, str | None]:
 def check_token(token: str, env_name: str) -> str:
     """An API token as HTTP can carry it (printable ASCII, no spaces); `InputError` naming the variable."""
     if not token.isascii() or not token.isprintable() or any(c.isspace() for c in token) or len(token) > 4096:
-        raise InputError(f"{env_name} is not a usable API token (it must be printable ASCII without spaces); "
-                         f"copy the token again from the provider's console and export {env_name}")
+        raise InputError(
+            f"{env_name} is not a usable API token (it must be printable ASCII without spaces); "
+            f"copy the token again from the provider's console and export {env_name}"
+        )
     return token
 
 
@@ -61,10 +63,18 @@ def check_base_url(url: str, env_name: str) -> str:
         port_ok = parts.port is None or 0 < parts.port < 65536
     except ValueError:
         parts, port_ok = None, False
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok \
-            or not url.isascii() or any(c.isspace() for c in url):
-        raise InputError(f"{env_name}={url!r} is not an http(s) URL; unset it to use the provider's API, or "
-                         "set it to e.g. http://127.0.0.1:8080/v1")
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or not port_ok
+        or not url.isascii()
+        or any(c.isspace() for c in url)
+    ):
+        raise InputError(
+            f"{env_name}={url!r} is not an http(s) URL; unset it to use the provider's API, or "
+            "set it to e.g. http://127.0.0.1:8080/v1"
+        )
     return url
 
 
@@ -79,9 +89,17 @@ def env_token(token: str | None, env_name: str, how: str) -> str:
 class RetryingClient:
     """An httpx client that retries 429 and 5xx (and transport errors) with exponential backoff."""
 
-    def __init__(self, base_url: str, headers: dict[str, str], *, name: str, hint: str,
-                 attempts: int = DEFAULT_ATTEMPTS, backoff_s: float = DEFAULT_BACKOFF_S,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        headers: dict[str, str],
+        *,
+        name: str,
+        hint: str,
+        attempts: int = DEFAULT_ATTEMPTS,
+        backoff_s: float = DEFAULT_BACKOFF_S,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.name, self.hint = name, hint
         self.attempts, self.backoff_s, self.sleep = attempts, backoff_s, sleep
         self.retries = 0  # how many retries happened, for the report
@@ -97,22 +115,24 @@ class RetryingClient:
         self.close()
 
     def _wait(self, attempt: int, response: httpx.Response | None) -> None:
-        delay = self.backoff_s * (2 ** attempt)
+        delay = self.backoff_s * (2**attempt)
         if response is not None and response.headers.get("retry-after", "").isdigit():
             delay = float(response.headers["retry-after"])
         self.retries += 1
         self.sleep(min(delay, MAX_BACKOFF_S))
 
-    def request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
-                ok_missing: bool = False) -> dict[str, Any] | None:
+    def request(
+        self, method: str, path: str, *, params: dict[str, Any] | None = None, ok_missing: bool = False
+    ) -> dict[str, Any] | None:
         """JSON body of a successful call; None for 404 when `ok_missing` (already deleted)."""
         what = f"{self.name} {method} {path}"
         for attempt in range(self.attempts):
             try:
                 response = self._client.request(method, path, params=params)
             except (httpx.InvalidURL, httpx.UnsupportedProtocol, UnicodeError) as exc:
-                raise ProviderApiError(f"{what} cannot be sent ({type(exc).__name__}); check the API base URL "
-                                       "and the token") from None
+                raise ProviderApiError(
+                    f"{what} cannot be sent ({type(exc).__name__}); check the API base URL and the token"
+                ) from None
             except httpx.TransportError as exc:
                 if attempt == self.attempts - 1:
                     raise ProviderApiError(f"{what} failed: {type(exc).__name__}: {exc}; {self.hint}") from None
@@ -125,13 +145,18 @@ class RetryingClient:
                     self._wait(attempt, response)
                     continue
                 message, code = _error_text(response)
-                raise ProviderApiError(f"{what} still failed after {self.attempts} attempts: HTTP "
-                                       f"{response.status_code} {message}; try again later", response.status_code, code)
+                raise ProviderApiError(
+                    f"{what} still failed after {self.attempts} attempts: HTTP "
+                    f"{response.status_code} {message}; try again later",
+                    response.status_code,
+                    code,
+                )
             if response.status_code >= 400:
                 message, code = _error_text(response)
                 hint = f"; {self.hint}" if response.status_code in (401, 403) else ""
-                raise ProviderApiError(f"{what} failed: HTTP {response.status_code} {message}{hint}",
-                                       response.status_code, code)
+                raise ProviderApiError(
+                    f"{what} failed: HTTP {response.status_code} {message}{hint}", response.status_code, code
+                )
             if not response.content:
                 return {}
             try:
@@ -139,8 +164,10 @@ class RetryingClient:
             except (ValueError, RecursionError):
                 body = None
             if not isinstance(body, dict):
-                raise ProviderApiError(f"{what} answered HTTP {response.status_code} with a body that is "
-                                       "not a JSON object; check the API base URL") from None
+                raise ProviderApiError(
+                    f"{what} answered HTTP {response.status_code} with a body that is "
+                    "not a JSON object; check the API base URL"
+                ) from None
             return body
         raise AssertionError("unreachable")  # the loop returns or raises
 
@@ -167,10 +194,27 @@ class Outcome(Frozen):
     detail: str = ""
 
 
-def bearer_client(token: str, base_url: str | None, url_env: str, default_url: str, *, name: str, hint: str,
-                  sleep: Callable[[float], None], backoff_s: float, attempts: int) -> RetryingClient:
+def bearer_client(
+    token: str,
+    base_url: str | None,
+    url_env: str,
+    default_url: str,
+    *,
+    name: str,
+    hint: str,
+    sleep: Callable[[float], None],
+    backoff_s: float,
+    attempts: int,
+) -> RetryingClient:
     """A RetryingClient sending `Authorization: Bearer <token>` to `base_url`, else `$url_env` (tests point it at a
     local server), else the provider's own API."""
     url = check_base_url(base_url or os.environ.get(url_env) or default_url, url_env)
-    return RetryingClient(url, {"Authorization": f"Bearer {token}"}, name=name, hint=hint, sleep=sleep,
-                          backoff_s=backoff_s, attempts=attempts)
+    return RetryingClient(
+        url,
+        {"Authorization": f"Bearer {token}"},
+        name=name,
+        hint=hint,
+        sleep=sleep,
+        backoff_s=backoff_s,
+        attempts=attempts,
+    )

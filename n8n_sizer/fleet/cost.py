@@ -51,9 +51,25 @@ def estimate_cost(spec: FleetSpec, hours: float | None = None, warn_eur: float =
     for host in spec.hosts:
         server = spec.server_of(host)
         role = "loadgen" if host is spec.loadgen else "target"
-        rows.append(HostCost(name=host.name, role=role, size=server.size, vcpu=server.vcpu,
-                             monthly_eur=server.monthly_eur, hourly_eur=server.hourly_eur,
-                             total_eur=server.hourly_eur * billed, price_source=server.price_source))
+        rows.append(
+            HostCost(
+                name=host.name,
+                role=role,
+                size=server.size,
+                vcpu=server.vcpu,
+                monthly_eur=server.monthly_eur,
+                hourly_eur=server.hourly_eur,
+                total_eur=server.hourly_eur * billed,
+                price_source=server.price_source,
+            )
+        )
     total = sum(r.total_eur for r in rows)
-    return CostEstimate(stack=spec.stack, provider=spec.provider, hours=hours, hosts=tuple(rows),
-                        total_eur=total, warn_eur=warn_eur, over_threshold=total > warn_eur)
+    return CostEstimate(
+        stack=spec.stack,
+        provider=spec.provider,
+        hours=hours,
+        hosts=tuple(rows),
+        total_eur=total,
+        warn_eur=warn_eur,
+        over_threshold=total > warn_eur,
+    )

@@ -25,15 +25,29 @@ def resource_name(spec: FleetSpec, suffix: str) -> str:
     return f"n8n-sizer-{spec.stack}-{suffix}"
 
 
-def hetzner_server(parent: pulumi.Resource, name: str, *, spec: FleetSpec, host: HostSpec, role: str,
-                   ssh_key_id: pulumi.Input[str], firewall_ids: list[pulumi.Input[str]],
-                   user_data: pulumi.Input[str] | None, expires: str,
-                   networks: list | None = None, depends_on: list | None = None) -> hcloud.Server:
+def hetzner_server(
+    parent: pulumi.Resource,
+    name: str,
+    *,
+    spec: FleetSpec,
+    host: HostSpec,
+    role: str,
+    ssh_key_id: pulumi.Input[str],
+    firewall_ids: list[pulumi.Input[str]],
+    user_data: pulumi.Input[str] | None,
+    expires: str,
+    networks: list | None = None,
+    depends_on: list | None = None,
+) -> hcloud.Server:
     """One server of a fleet or a cluster, labelled, its user_data a secret, parented to `parent`."""
     server_size = spec.server_of(host)
     # Ask for the image of the size's architecture explicitly: CAX sizes need the arm64 build.
-    image = hcloud.get_image_output(name=HETZNER_IMAGE, with_architecture=server_size.arch,
-                                    most_recent=True, opts=pulumi.InvokeOptions(parent=parent))
+    image = hcloud.get_image_output(
+        name=HETZNER_IMAGE,
+        with_architecture=server_size.arch,
+        most_recent=True,
+        opts=pulumi.InvokeOptions(parent=parent),
+    )
     return hcloud.Server(
         name,
         name=resource_name(spec, host.name),
@@ -57,12 +71,31 @@ class HetznerHost(pulumi.ComponentResource):
 
     public_ip: pulumi.Output[str]
 
-    def __init__(self, name: str, *, spec: FleetSpec, host: HostSpec, role: str, ssh_key_id: pulumi.Input[str],
-                 firewall_id: pulumi.Input[str], user_data: pulumi.Input[str] | None, expires: str,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        spec: FleetSpec,
+        host: HostSpec,
+        role: str,
+        ssh_key_id: pulumi.Input[str],
+        firewall_id: pulumi.Input[str],
+        user_data: pulumi.Input[str] | None,
+        expires: str,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
         super().__init__(HOST_TYPES[role], name, None, opts)
-        self.server = hetzner_server(self, name, spec=spec, host=host, role=role, ssh_key_id=ssh_key_id,
-                                     firewall_ids=[firewall_id], user_data=user_data, expires=expires)
+        self.server = hetzner_server(
+            self,
+            name,
+            spec=spec,
+            host=host,
+            role=role,
+            ssh_key_id=ssh_key_id,
+            firewall_ids=[firewall_id],
+            user_data=user_data,
+            expires=expires,
+        )
         self.public_ip = self.server.ipv4_address
         self.register_outputs({"public_ip": self.public_ip, "server_id": self.server.id})
 
@@ -70,35 +103,76 @@ class HetznerHost(pulumi.ComponentResource):
 class HetznerFleet(pulumi.ComponentResource):
     """The whole Hetzner fleet of a stack."""
 
-    def __init__(self, name: str, *, spec: FleetSpec, public_key: pulumi.Input[str],
-                 user_data: Mapping[str, pulumi.Input[str]], loadgen_user_data: str, expires: str,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        spec: FleetSpec,
+        public_key: pulumi.Input[str],
+        user_data: Mapping[str, pulumi.Input[str]],
+        loadgen_user_data: str,
+        expires: str,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
         super().__init__("n8n-sizer:fleet:HetznerFleet", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         shared = fleet_labels(stack=spec.stack, owner=spec.owner, role="fleet", expires=expires)
-        self.ssh_key = hcloud.SshKey(f"{name}-ssh", name=resource_name(spec, "ssh"), public_key=public_key,
-                                     labels=shared, opts=child)
-        ssh_rule = hcloud.FirewallRuleArgs(direction="in", protocol="tcp", port="22",
-                                           source_ips=[spec.operator_cidr], description="SSH from the operator")
-        self.loadgen_firewall = hcloud.Firewall(f"{name}-fw-loadgen", name=resource_name(spec, "loadgen"),
-                                                rules=[ssh_rule], labels=shared, opts=child)
-        self.loadgen = HetznerHost(f"{name}-{spec.loadgen.name}", spec=spec, host=spec.loadgen, role="loadgen",
-                                   ssh_key_id=self.ssh_key.id, firewall_id=self.loadgen_firewall.id,
-                                   user_data=loadgen_user_data, expires=expires, opts=child)
-        n8n_rule = hcloud.FirewallRuleArgs(direction="in", protocol="tcp", port="5678",
-                                           source_ips=[self.loadgen.public_ip.apply(lambda ip: f"{ip}/32")],
-                                           description="n8n from the load generator")
-        self.target_firewall = hcloud.Firewall(f"{name}-fw-targets", name=resource_name(spec, "targets"),
-                                               rules=[ssh_rule, n8n_rule], labels=shared, opts=child)
+        self.ssh_key = hcloud.SshKey(
+            f"{name}-ssh", name=resource_name(spec, "ssh"), public_key=public_key, labels=shared, opts=child
+        )
+        ssh_rule = hcloud.FirewallRuleArgs(
+            direction="in",
+            protocol="tcp",
+            port="22",
+            source_ips=[spec.operator_cidr],
+            description="SSH from the operator",
+        )
+        self.loadgen_firewall = hcloud.Firewall(
+            f"{name}-fw-loadgen", name=resource_name(spec, "loadgen"), rules=[ssh_rule], labels=shared, opts=child
+        )
+        self.loadgen = HetznerHost(
+            f"{name}-{spec.loadgen.name}",
+            spec=spec,
+            host=spec.loadgen,
+            role="loadgen",
+            ssh_key_id=self.ssh_key.id,
+            firewall_id=self.loadgen_firewall.id,
+            user_data=loadgen_user_data,
+            expires=expires,
+            opts=child,
+        )
+        n8n_rule = hcloud.FirewallRuleArgs(
+            direction="in",
+            protocol="tcp",
+            port="5678",
+            source_ips=[self.loadgen.public_ip.apply(lambda ip: f"{ip}/32")],
+            description="n8n from the load generator",
+        )
+        self.target_firewall = hcloud.Firewall(
+            f"{name}-fw-targets",
+            name=resource_name(spec, "targets"),
+            rules=[ssh_rule, n8n_rule],
+            labels=shared,
+            opts=child,
+        )
         self.targets = {
-            t.name: HetznerHost(f"{name}-{t.name}", spec=spec, host=t, role="target", ssh_key_id=self.ssh_key.id,
-                                firewall_id=self.target_firewall.id, user_data=user_data[t.name],
-                                expires=expires, opts=child)
+            t.name: HetznerHost(
+                f"{name}-{t.name}",
+                spec=spec,
+                host=t,
+                role="target",
+                ssh_key_id=self.ssh_key.id,
+                firewall_id=self.target_firewall.id,
+                user_data=user_data[t.name],
+                expires=expires,
+                opts=child,
+            )
             for t in spec.targets
         }
         self.hosts: dict[str, HetznerHost] = {spec.loadgen.name: self.loadgen, **self.targets}
-        self.register_outputs({"ssh_key_id": self.ssh_key.id,
-                               "public_ips": {n: h.public_ip for n, h in self.hosts.items()}})
+        self.register_outputs(
+            {"ssh_key_id": self.ssh_key.id, "public_ips": {n: h.public_ip for n, h in self.hosts.items()}}
+        )
 
     def addresses(self) -> dict[str, tuple[pulumi.Output[str], pulumi.Output[str] | None]]:
         """Per host name: (public IP, private IP). Hetzner hosts talk over public IPs, so no private one."""

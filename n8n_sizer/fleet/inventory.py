@@ -111,5 +111,7 @@ def load_inventory(text: str) -> Inventory:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(repr(p)[1:-1][:60] if isinstance(p, str) else str(p) for p in first["loc"]) or "top level"
-        raise InputError(f"inventory {where}: {first['msg'].removeprefix('Value error, ')[:300]}; pass the output "
-                         "of `pulumi stack output --json inventory` for a stack that is up") from None
+        raise InputError(
+            f"inventory {where}: {first['msg'].removeprefix('Value error, ')[:300]}; pass the output "
+            "of `pulumi stack output --json inventory` for a stack that is up"
+        ) from None

@@ -35,6 +35,7 @@ def gcp_region(zone: str) -> str:
     """`europe-west3` for `europe-west3-a`."""
     return zone.rsplit("-", 1)[0]
 
+
 # The load generator's boot: Docker for k6, the background package jobs off, a marker the bench waits for.
 LOADGEN_READY_MARKER = "/var/lib/n8n-sizer-loadgen-ready"  # the bench driver waits for this file
 # The load generator only needs Docker to run the pinned k6 image; the apt timers are off for the same

@@ -32,5 +32,4 @@ def assemble(spec: FleetSpec, now: datetime | None, create: CreateServers) -> Fl
     expires = expires_at(now or datetime.now(timezone.utc), spec.ttl_hours)
     public_key, private_key = fleet_ssh_key(spec)
     component, inventory = create(expires, public_key)
-    return Fleet(spec=spec, expires_at=expires, inventory=inventory, ssh_private_key=private_key,
-                 component=component)
+    return Fleet(spec=spec, expires_at=expires, inventory=inventory, ssh_private_key=private_key, component=component)

@@ -30,8 +30,9 @@ def render_target_cloud_init(target: TargetSpec) -> str:
     from n8n_sizer.bundle.render import render_bundle
     from n8n_sizer.bundle.secrets import generate_secrets
 
-    return render_bundle(target.setup, generate_secrets(), profile="bench", benchmark_host=True,
-                         max_connections=target.max_connections).cloud_init
+    return render_bundle(
+        target.setup, generate_secrets(), profile="bench", benchmark_host=True, max_connections=target.max_connections
+    ).cloud_init
 
 
 def fleet_spec_from_pulumi() -> FleetSpec:
@@ -39,12 +40,11 @@ def fleet_spec_from_pulumi() -> FleetSpec:
     from pulumi.runtime import config as runtime_config
 
     prefix = f"{NAMESPACE}:"
-    keys = {k for k in (runtime_config.CONFIG.get() | (runtime_config.get_config_env() or {}))
-            if k.startswith(prefix)}
+    keys = {k for k in (runtime_config.CONFIG.get() | (runtime_config.get_config_env() or {})) if k.startswith(prefix)}
     values: dict[str, Any] = {}
     for key in sorted(keys):
         raw = runtime_config.get_config(key)
-        short = key[len(prefix):]
+        short = key[len(prefix) :]
         if short in _OBJECT_KEYS and isinstance(raw, str):
             try:
                 raw = json.loads(raw)
@@ -66,7 +66,9 @@ def refuse_example_cidr(spec: FleetSpec) -> None:
     try:
         check_ssh_cidr(spec.operator_cidr, allow_wide=spec.allow_wide_ssh)
     except ValueError as exc:
-        raise InputError(f"{NAMESPACE}:{exc}; pulumi config set {NAMESPACE}:operator_cidr <your public IP>/32") from None
+        raise InputError(
+            f"{NAMESPACE}:{exc}; pulumi config set {NAMESPACE}:operator_cidr <your public IP>/32"
+        ) from None
 
 
 def render_user_data(spec: FleetSpec, render: RenderUserData) -> dict[str, str]:
@@ -80,14 +82,17 @@ def render_user_data(spec: FleetSpec, render: RenderUserData) -> dict[str, str]:
             raise InputError(f"{key}: {exc}") from None
         size = len(text.encode("utf-8"))
         if size >= USER_DATA_LIMIT_BYTES:
-            raise InputError(f"{key}: its cloud-init is {size} bytes, over the 32 KiB user_data limit; "
-                             "use fewer workers or report it as a bug in the deploy templates")
+            raise InputError(
+                f"{key}: its cloud-init is {size} bytes, over the 32 KiB user_data limit; "
+                "use fewer workers or report it as a bug in the deploy templates"
+            )
         out[target.name] = text
     return out
 
 
-def build_fleet(spec: FleetSpec, *, now: datetime | None = None,
-                render: RenderUserData = render_target_cloud_init) -> Fleet:
+def build_fleet(
+    spec: FleetSpec, *, now: datetime | None = None, render: RenderUserData = render_target_cloud_init
+) -> Fleet:
     """Create the fleet's resources for `spec` and return its outputs (inventory, generated SSH key).
     A cluster stack (`n8n-sizer:cluster`) goes to fleet/cluster/ with its own renderer."""
     from n8n_sizer.fleet.cluster.build import build_cluster
@@ -102,12 +107,26 @@ def build_fleet(spec: FleetSpec, *, now: datetime | None = None,
 def _servers(spec: FleetSpec, user_data: dict[str, str], expires: str, public_key: pulumi.Input[str]):
     if spec.provider == "hetzner":
         from n8n_sizer.fleet import hetzner as provider
-        component = provider.HetznerFleet(spec.stack, spec=spec, public_key=public_key, user_data=user_data,
-                                          loadgen_user_data=LOADGEN_CLOUD_INIT, expires=expires)
+
+        component = provider.HetznerFleet(
+            spec.stack,
+            spec=spec,
+            public_key=public_key,
+            user_data=user_data,
+            loadgen_user_data=LOADGEN_CLOUD_INIT,
+            expires=expires,
+        )
     else:
         from n8n_sizer.fleet import gcp as provider  # type: ignore[no-redef]
-        component = provider.GcpFleet(spec.stack, spec=spec, public_key=public_key, user_data=user_data,
-                                      loadgen_user_data=LOADGEN_CLOUD_INIT, expires=expires)
+
+        component = provider.GcpFleet(
+            spec.stack,
+            spec=spec,
+            public_key=public_key,
+            user_data=user_data,
+            loadgen_user_data=LOADGEN_CLOUD_INIT,
+            expires=expires,
+        )
     addresses = component.addresses()
     names = list(addresses)
     flat = [ip for n in names for ip in addresses[n]]
@@ -118,13 +137,21 @@ def _servers(spec: FleetSpec, user_data: dict[str, str], expires: str, public_ke
             host = next(h for h in spec.hosts if h.name == name)
             server = spec.server_of(host)
             setup = getattr(host, "setup", None)
-            hosts[name] = {"name": name, "role": "loadgen" if host is spec.loadgen else "target",
-                           "provider": spec.provider, "size": server.size, "vcpu": server.vcpu,
-                           "arch": server.arch, "public_ip": ips[2 * i], "private_ip": ips[2 * i + 1],
-                           "ssh_user": provider.SSH_USER,
-                           "setup": setup.model_dump(mode="json") if setup is not None else None}
-        inventory = Inventory(stack=spec.stack, provider=spec.provider, location=spec.location,
-                              expires_at=expires, hosts=hosts)
+            hosts[name] = {
+                "name": name,
+                "role": "loadgen" if host is spec.loadgen else "target",
+                "provider": spec.provider,
+                "size": server.size,
+                "vcpu": server.vcpu,
+                "arch": server.arch,
+                "public_ip": ips[2 * i],
+                "private_ip": ips[2 * i + 1],
+                "ssh_user": provider.SSH_USER,
+                "setup": setup.model_dump(mode="json") if setup is not None else None,
+            }
+        inventory = Inventory(
+            stack=spec.stack, provider=spec.provider, location=spec.location, expires_at=expires, hosts=hosts
+        )
         return inventory.model_dump(mode="json")
 
     return component, pulumi.Output.all(*flat).apply(to_inventory)

@@ -86,8 +86,10 @@ def check_pulumi_project(stack: str, stacks_dir: Path) -> Path:
     # the project `pulumi destroy` acts on, whatever Pulumi.yaml says.
     for other in ("Pulumi.json", "Pulumi.yml"):
         if os.path.lexists(project_dir / other):
-            raise InputError(f"refusing pulumi destroy: {project_dir / other} sits beside Pulumi.yaml, and Pulumi "
-                             f"may read it instead; remove or rename it, or {fix}")
+            raise InputError(
+                f"refusing pulumi destroy: {project_dir / other} sits beside Pulumi.yaml, and Pulumi "
+                f"may read it instead; remove or rename it, or {fix}"
+            )
     text = read_user_text(manifest, "refusing pulumi destroy: the project file", fix=fix, max_bytes=1 << 20)
     doc = load_yaml(text, f"refusing pulumi destroy: {manifest}", fix=fix)
     name = doc.get("name") if isinstance(doc, dict) else None
@@ -95,8 +97,10 @@ def check_pulumi_project(stack: str, stacks_dir: Path) -> Path:
         raise InputError(f"refusing pulumi destroy: {manifest} is project {name!r}, not {PULUMI_PROJECT!r}; {fix}")
     path = stack_file(stack, stacks_dir)
     if not path.is_file():
-        raise InputError(f"refusing pulumi destroy: {path} does not exist, so stack {stack!r} is not one of this "
-                         f"project's fleets; check --stack, or {fix}")
+        raise InputError(
+            f"refusing pulumi destroy: {path} does not exist, so stack {stack!r} is not one of this "
+            f"project's fleets; check --stack, or {fix}"
+        )
     return project_dir
 
 
@@ -104,9 +108,11 @@ def stack_owner(stack: str, stacks_dir: Path) -> str:
     """`n8n-sizer:owner` of a stack file: whose resources a teardown may sweep."""
     owner = read_stack_config(stack_file(stack, stacks_dir)).get(f"{NAMESPACE}:owner")
     if not isinstance(owner, str) or not OWNER_RE.fullmatch(owner):
-        raise InputError(f"{stack_file(stack, stacks_dir)} has no valid {NAMESPACE}:owner, so the sweep cannot "
-                         "tell your resources from a teammate's; set it (pulumi config set n8n-sizer:owner "
-                         "<your-name>) or pass --all-owners")
+        raise InputError(
+            f"{stack_file(stack, stacks_dir)} has no valid {NAMESPACE}:owner, so the sweep cannot "
+            "tell your resources from a teammate's; set it (pulumi config set n8n-sizer:owner "
+            "<your-name>) or pass --all-owners"
+        )
     return owner
 
 
@@ -117,12 +123,17 @@ def run_pulumi_destroy(stack: str, project_dir: Path, pulumi_bin: str = "pulumi"
     check_pulumi_project(stack, Path(project_dir) / "stacks")
     exe = shutil.which(pulumi_bin)
     if exe is None:
-        return DestroyResult(ran=False, ok=False, message=f"the pulumi CLI ({pulumi_bin}) is not on PATH; install "
-                             "it (https://www.pulumi.com/docs/install/) and run teardown again; sweeping the "
-                             "provider APIs anyway")
+        return DestroyResult(
+            ran=False,
+            ok=False,
+            message=f"the pulumi CLI ({pulumi_bin}) is not on PATH; install "
+            "it (https://www.pulumi.com/docs/install/) and run teardown again; sweeping the "
+            "provider APIs anyway",
+        )
     try:
-        proc = subprocess.run([exe, "destroy", "--yes", "--stack", stack], cwd=project_dir,
-                              timeout=DESTROY_TIMEOUT_S, check=False)
+        proc = subprocess.run(
+            [exe, "destroy", "--yes", "--stack", stack], cwd=project_dir, timeout=DESTROY_TIMEOUT_S, check=False
+        )
     except subprocess.TimeoutExpired:
         return DestroyResult(ran=True, ok=False, message=f"pulumi destroy did not finish in {DESTROY_TIMEOUT_S} s")
     if proc.returncode != 0:
@@ -147,8 +158,10 @@ def open_sweepers(providers: list[str] | None, gcp_project: str | None = None) -
     if providers is None:
         providers = [p for p, env in (("hetzner", HCLOUD_TOKEN_ENV), ("gcp", GCP_TOKEN_ENV)) if os.environ.get(env)]
         if not providers:
-            raise InputError(f"no provider credentials: export {HCLOUD_TOKEN_ENV} (Hetzner) and/or "
-                             f"{GCP_TOKEN_ENV} (GCP) so the sweep can ask the provider APIs")
+            raise InputError(
+                f"no provider credentials: export {HCLOUD_TOKEN_ENV} (Hetzner) and/or "
+                f"{GCP_TOKEN_ENV} (GCP) so the sweep can ask the provider APIs"
+            )
     return [HetznerSweeper() if p == "hetzner" else GcpSweeper(project=gcp_project) for p in providers]
 
 
@@ -156,7 +169,9 @@ def _owned(res: CloudResource, owner: str | None) -> bool:
     return owner is None or res.labels.get("owner") == owner
 
 
-def sweep_stack(stack: str, sweepers: list[Sweeper], *, owner: str | None = None, dry_run: bool = False) -> tuple[Outcome, ...]:
+def sweep_stack(
+    stack: str, sweepers: list[Sweeper], *, owner: str | None = None, dry_run: bool = False
+) -> tuple[Outcome, ...]:
     """Delete (or, dry run, list) everything labelled with `stack` (and `owner`, unless None: every owner)
     on every provider; the outcomes, one per resource."""
     outcomes: list[Outcome] = []
@@ -169,9 +184,15 @@ def sweep_stack(stack: str, sweepers: list[Sweeper], *, owner: str | None = None
     return tuple(outcomes)
 
 
-def teardown_stack(stack: str, *, stacks_dir: Path = Path("stacks"), destroy: Callable[[str, Path], DestroyResult]
-                   = run_pulumi_destroy, sweepers: list | None = None, owner: str | None = None,
-                   dry_run: bool = False) -> SweepReport:
+def teardown_stack(
+    stack: str,
+    *,
+    stacks_dir: Path = Path("stacks"),
+    destroy: Callable[[str, Path], DestroyResult] = run_pulumi_destroy,
+    sweepers: list | None = None,
+    owner: str | None = None,
+    dry_run: bool = False,
+) -> SweepReport:
     """Destroy the stack with Pulumi, then sweep the provider APIs for anything left with its labels (and
     `owner`'s; None sweeps every owner's). A dry run destroys nothing and lists what the sweep finds."""
     provider, gcp_project = _stack_provider_and_project(stack, stacks_dir)
@@ -195,8 +216,9 @@ def _expired(res: CloudResource, now: datetime) -> bool | None:
     return resource_expired(res.labels, now)
 
 
-def reap(*, now: datetime | None = None, dry_run: bool = False, sweepers: list,
-         owner: str | None = None) -> SweepReport:
+def reap(
+    *, now: datetime | None = None, dry_run: bool = False, sweepers: list, owner: str | None = None
+) -> SweepReport:
     """Delete (or, dry run, list) every fleet resource of `owner` (None: of every owner) whose `expires-at`
     has passed. Every candidate's labels are checked here, whatever the API's filter did."""
     now = now or datetime.now(timezone.utc)
@@ -222,18 +244,24 @@ def reap(*, now: datetime | None = None, dry_run: bool = False, sweepers: list,
 
 def report_json(report: SweepReport) -> dict:
     """The report as one JSON object: every resource with what was done to it, and the counts."""
-    return {"what": report.what, "found": report.found, "failed": len(report.failed),
-            "counts": {a: report.count(a) for a in ("deleted", "already-gone", "would-delete", "kept")},
-            "resources": [{"action": o.action, "resource": o.resource.describe(), "detail": o.detail}
-                          for o in report.outcomes]}
+    return {
+        "what": report.what,
+        "found": report.found,
+        "failed": len(report.failed),
+        "counts": {a: report.count(a) for a in ("deleted", "already-gone", "would-delete", "kept")},
+        "resources": [
+            {"action": o.action, "resource": o.resource.describe(), "detail": o.detail} for o in report.outcomes
+        ],
+    }
 
 
 def format_report(report: SweepReport) -> list[str]:
     """Lines for the terminal: one per resource, then a summary."""
-    lines = [f"{o.action:13} {o.resource.describe()}" + (f": {o.detail}" if o.detail else "")
-             for o in report.outcomes]
-    lines.append(f"{report.what}: found {report.found} "
-                 f"({report.count('deleted')} deleted, {report.count('already-gone')} already gone, "
-                 f"{report.count('would-delete')} would be deleted, {report.count('kept')} kept, "
-                 f"{len(report.failed)} failed)")
+    lines = [f"{o.action:13} {o.resource.describe()}" + (f": {o.detail}" if o.detail else "") for o in report.outcomes]
+    lines.append(
+        f"{report.what}: found {report.found} "
+        f"({report.count('deleted')} deleted, {report.count('already-gone')} already gone, "
+        f"{report.count('would-delete')} would be deleted, {report.count('kept')} kept, "
+        f"{len(report.failed)} failed)"
+    )
     return lines

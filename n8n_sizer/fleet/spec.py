@@ -53,8 +53,16 @@ _MISSING_HINTS = {
 }
 
 
-HostName = Annotated[str, AfterValidator(matching(NAME_RE, "{value!r} is not a valid host name; use 2-30 lowercase "
-                                                  "letters, digits and dashes, starting with a letter, e.g. cx33-queue-2w"))]
+HostName = Annotated[
+    str,
+    AfterValidator(
+        matching(
+            NAME_RE,
+            "{value!r} is not a valid host name; use 2-30 lowercase "
+            "letters, digits and dashes, starting with a letter, e.g. cx33-queue-2w",
+        )
+    ),
+]
 
 
 class HostSpec(Frozen):
@@ -85,8 +93,11 @@ class TargetSpec(HostSpec):
         if self.max_connections < need:
             from n8n_sizer.bundle.render import pool_arithmetic
 
-            raise _KeyError("max_connections", f"{self.max_connections} is below what n8n's pools need: "
-                            f"{pool_arithmetic(self.setup)}; set it to {need} or lower setup.db_pool_size")
+            raise _KeyError(
+                "max_connections",
+                f"{self.max_connections} is below what n8n's pools need: "
+                f"{pool_arithmetic(self.setup)}; set it to {need} or lower setup.db_pool_size",
+            )
         return self
 
 
@@ -97,11 +108,24 @@ class LoadGenSpec(HostSpec):
 class FleetSpec(Frozen):
     """The whole fleet of one stack: targets and a load generator in one provider location."""
 
-    stack: Annotated[str, AfterValidator(matching(
-        STACK_RE, "stack name {value!r} must be 2-20 lowercase letters, digits and dashes (it becomes a label value "
-        "and part of resource names); try `pulumi stack init bench-1`"))]
-    owner: Annotated[str, AfterValidator(matching(
-        OWNER_RE, "{value!r} is not a valid label value; use lowercase letters, digits, '-' or '_', e.g. alice"))]
+    stack: Annotated[
+        str,
+        AfterValidator(
+            matching(
+                STACK_RE,
+                "stack name {value!r} must be 2-20 lowercase letters, digits and dashes (it becomes a label value "
+                "and part of resource names); try `pulumi stack init bench-1`",
+            )
+        ),
+    ]
+    owner: Annotated[
+        str,
+        AfterValidator(
+            matching(
+                OWNER_RE, "{value!r} is not a valid label value; use lowercase letters, digits, '-' or '_', e.g. alice"
+            )
+        ),
+    ]
     ttl_hours: float = Field(gt=0, le=MAX_TTL_HOURS)
     operator_cidr: str = Field(max_length=43)
     allow_wide_ssh: bool = False  # an operator_cidr wider than a /16 is refused unless this says it is meant
@@ -116,8 +140,10 @@ class FleetSpec(Frozen):
         # The one rule for SSH source ranges (safety/network.py): no host bits, no documentation range
         # other than at `pulumi up` (see `refuse_example_cidr`), nothing wider than a /16 unless allow_wide_ssh.
         if self.operator_cidr in ("0.0.0.0/0", "::/0"):
-            raise _KeyError("operator_cidr", f"{self.operator_cidr} would open SSH to the whole internet; use "
-                            "your own IP, e.g. 198.18.7.9/32")
+            raise _KeyError(
+                "operator_cidr",
+                f"{self.operator_cidr} would open SSH to the whole internet; use your own IP, e.g. 198.18.7.9/32",
+            )
         try:
             check_ssh_cidr(self.operator_cidr, allow_wide=self.allow_wide_ssh, allow_example=True)
         except ValueError as exc:
@@ -128,15 +154,18 @@ class FleetSpec(Frozen):
     @classmethod
     def _ssh_key(cls, v: str | None) -> str | None:
         if v is not None and not SSH_KEY_RE.fullmatch(v.strip()):
-            raise ValueError("not an OpenSSH public key; paste the one line of ~/.ssh/id_ed25519.pub, "
-                             "or remove the key to have one generated")
+            raise ValueError(
+                "not an OpenSSH public key; paste the one line of ~/.ssh/id_ed25519.pub, "
+                "or remove the key to have one generated"
+            )
         return v.strip() if v is not None else None
 
     @model_validator(mode="after")
     def _fleet_fits(self) -> "FleetSpec":
         if self.provider == "hetzner" and self.location not in HETZNER_LOCATIONS:
-            raise _KeyError("location", f"{self.location!r} is not a Hetzner location; use one of "
-                            + ", ".join(HETZNER_LOCATIONS))
+            raise _KeyError(
+                "location", f"{self.location!r} is not a Hetzner location; use one of " + ", ".join(HETZNER_LOCATIONS)
+            )
         if self.provider == "gcp" and not GCP_ZONE_RE.fullmatch(self.location):
             raise _KeyError("location", f"{self.location!r} is not a GCP zone; use a zone such as europe-west3-a")
         hosts: list[tuple[str, HostSpec]] = [("loadgen", self.loadgen)]
@@ -146,17 +175,26 @@ class FleetSpec(Frozen):
             for field, fleet_value in (("provider", self.provider), ("location", self.location)):
                 value = getattr(host, field)
                 if value is not None and value != fleet_value:
-                    raise _KeyError(f"{key}.{field}", f"{value!r} differs from n8n-sizer:{field} "
-                                    f"{fleet_value!r}; the load generator and all targets share one "
-                                    f"{field} (remove the key or use a second stack)")
+                    raise _KeyError(
+                        f"{key}.{field}",
+                        f"{value!r} differs from n8n-sizer:{field} "
+                        f"{fleet_value!r}; the load generator and all targets share one "
+                        f"{field} (remove the key or use a second stack)",
+                    )
             try:
                 server = find_size(host.size, self.provider)
             except UnknownSize as exc:
                 raise _KeyError(f"{key}.size", f"{exc} ({self.provider})") from None
-            if (self.provider == "hetzner" and server.size.startswith(HETZNER_EU_ONLY_PREFIXES)
-                    and HETZNER_LOCATIONS[self.location] != "eu-central"):
-                raise _KeyError(f"{key}.size", f"{server.size} is sold in Hetzner's EU locations only; "
-                                "set n8n-sizer:location to fsn1, nbg1 or hel1")
+            if (
+                self.provider == "hetzner"
+                and server.size.startswith(HETZNER_EU_ONLY_PREFIXES)
+                and HETZNER_LOCATIONS[self.location] != "eu-central"
+            ):
+                raise _KeyError(
+                    f"{key}.size",
+                    f"{server.size} is sold in Hetzner's EU locations only; "
+                    "set n8n-sizer:location to fsn1, nbg1 or hel1",
+                )
             if host.name in seen:
                 raise _KeyError(f"{key}.name", f"{host.name!r} is used twice; give every host its own name")
             seen.add(host.name)
@@ -195,15 +233,19 @@ def parse_fleet_config(values: Mapping[str, Any], *, stack: str, model: type[Fle
     ClusterSpec: `fleet.stackfile.parse_stack_config` chooses), or InputError."""
     unknown = sorted(set(values) - set(model.model_fields) - {"stack"})
     if unknown:
-        raise InputError(f"{NAMESPACE}:{unknown[0]} is not a fleet setting; known settings: "
-                         + ", ".join(k for k in FleetSpec.model_fields if k != "stack"))
+        raise InputError(
+            f"{NAMESPACE}:{unknown[0]} is not a fleet setting; known settings: "
+            + ", ".join(k for k in FleetSpec.model_fields if k != "stack")
+        )
     for key, hint in _MISSING_HINTS.items():
         if key == "targets" and model is not FleetSpec:
             continue
         if values.get(key) in (None, "", [], {}):
             if key == "targets" and key in values:
-                raise InputError(f"{NAMESPACE}:targets is empty; a fleet needs at least one target: "
-                                 "add {name, size, setup} entries")
+                raise InputError(
+                    f"{NAMESPACE}:targets is empty; a fleet needs at least one target: "
+                    "add {name, size, setup} entries"
+                )
             raise InputError(f"{NAMESPACE}:{key} is missing; set it: {hint}")
     targets = values.get("targets")
     if isinstance(targets, list):
@@ -211,8 +253,10 @@ def parse_fleet_config(values: Mapping[str, Any], *, stack: str, model: type[Fle
             # A pool is a Postgres setting: with SQLite it would be silently ignored.
             setup = target.get("setup") if isinstance(target, dict) else None
             if isinstance(setup, dict) and setup.get("db") == "sqlite" and "db_pool_size" in setup:
-                raise InputError(f"{NAMESPACE}:targets[{i}].setup.db_pool_size is set but db is sqlite, "
-                                 "which has no connection pool; remove db_pool_size or set db: postgres")
+                raise InputError(
+                    f"{NAMESPACE}:targets[{i}].setup.db_pool_size is set but db is sqlite, "
+                    "which has no connection pool; remove db_pool_size or set db: postgres"
+                )
     try:
         return model.model_validate({**values, "stack": stack})
     except ValidationError as exc:
@@ -244,10 +288,11 @@ def read_stack_config(path: Path) -> dict[str, Any]:
     from n8n_sizer.safety.yamldoc import MAX_YAML_BYTES, load_yaml
 
     if not os.path.lexists(path):
-        raise InputError(f"stack file {path} does not exist; create it (see docs/fleet.md) "
-                         "or pass an existing --stack")
+        raise InputError(f"stack file {path} does not exist; create it (see docs/fleet.md) or pass an existing --stack")
     fix = "fix the stack file (see docs/fleet.md)"
-    doc = load_yaml(read_user_text(path, "stack file", fix=fix, max_bytes=MAX_YAML_BYTES), f"stack file {path}", fix=fix)
+    doc = load_yaml(
+        read_user_text(path, "stack file", fix=fix, max_bytes=MAX_YAML_BYTES), f"stack file {path}", fix=fix
+    )
     config = (doc or {}).get("config") if isinstance(doc, dict) else None
     if not isinstance(config, dict):
         raise InputError(f"stack file {path} has no `config:` mapping; add the n8n-sizer:* keys under it")
@@ -256,4 +301,4 @@ def read_stack_config(path: Path) -> dict[str, Any]:
 
 def namespace_values(config: Mapping[str, Any], namespace: str = NAMESPACE) -> dict[str, Any]:
     prefix = f"{namespace}:"
-    return {k[len(prefix):]: v for k, v in config.items() if isinstance(k, str) and k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in config.items() if isinstance(k, str) and k.startswith(prefix)}

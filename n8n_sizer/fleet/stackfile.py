@@ -27,5 +27,5 @@ def load_stack_file(path: Path | str) -> FleetSpec:
     name = path.name
     if not (name.startswith("Pulumi.") and name.endswith((".yaml", ".yml"))):
         raise InputError(f"stack file {path} must be named Pulumi.<stack>.yaml")
-    stack = name[len("Pulumi."):].rsplit(".", 1)[0]
+    stack = name[len("Pulumi.") :].rsplit(".", 1)[0]
     return parse_stack_config(namespace_values(read_stack_config(path)), stack=stack)

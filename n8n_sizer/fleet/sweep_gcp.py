@@ -36,10 +36,15 @@ MAX_PAGES = 1000
 
 def _checked(kind: str, item: Any) -> dict[str, Any]:
     """A listed item with the name the sweep deletes it by; the API answered something else: one line."""
-    if not isinstance(item, dict) or not isinstance(item.get("name"), str) \
-            or not re.fullmatch(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", item["name"]):
-        raise ProviderApiError(f"GCP Compute API listed one of the {kind} without a valid name; nothing was "
-                               f"deleted for it; check the API URL ({URL_ENV}) and try again")
+    if (
+        not isinstance(item, dict)
+        or not isinstance(item.get("name"), str)
+        or not re.fullmatch(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?", item["name"])
+    ):
+        raise ProviderApiError(
+            f"GCP Compute API listed one of the {kind} without a valid name; nothing was "
+            f"deleted for it; check the API URL ({URL_ENV}) and try again"
+        )
     return item
 
 
@@ -55,20 +60,38 @@ class GcpSweeper:
 
     provider = "gcp"
 
-    def __init__(self, project: str | None = None, token: str | None = None, base_url: str | None = None, *,
-                 sleep: Callable[[float], None] = time.sleep, backoff_s: float = 0.5, attempts: int = 6) -> None:
+    def __init__(
+        self,
+        project: str | None = None,
+        token: str | None = None,
+        base_url: str | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        backoff_s: float = 0.5,
+        attempts: int = 6,
+    ) -> None:
         token = env_token(token, TOKEN_ENV, "$(gcloud auth print-access-token)")
         project = project or next((os.environ[e] for e in PROJECT_ENVS if os.environ.get(e)), None)
         if not project:
             raise InputError("no GCP project: set gcp:project in the stack file or export GOOGLE_PROJECT=<project id>")
         check_token(token, TOKEN_ENV)
         if not re.fullmatch(r"[a-z][a-z0-9-]{4,61}[a-z0-9]", project):
-            raise InputError(f"GCP project {project!r} is not a project id (6-63 lowercase letters, digits, "
-                             "dashes); set gcp:project or GOOGLE_PROJECT to the project id")
+            raise InputError(
+                f"GCP project {project!r} is not a project id (6-63 lowercase letters, digits, "
+                "dashes); set gcp:project or GOOGLE_PROJECT to the project id"
+            )
         self.project = project
-        self.client = bearer_client(token, base_url, URL_ENV, DEFAULT_URL, name="GCP Compute API",
-                                    hint=f"check {TOKEN_ENV} (it expires after an hour) and the project",
-                                    sleep=sleep, backoff_s=backoff_s, attempts=attempts)
+        self.client = bearer_client(
+            token,
+            base_url,
+            URL_ENV,
+            DEFAULT_URL,
+            name="GCP Compute API",
+            hint=f"check {TOKEN_ENV} (it expires after an hour) and the project",
+            sleep=sleep,
+            backoff_s=backoff_s,
+            attempts=attempts,
+        )
 
     def close(self) -> None:
         self.client.close()
@@ -107,29 +130,61 @@ class GcpSweeper:
             raw = item.get("labels")
             item_labels = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
             if all(item_labels.get(k) == v for k, v in labels.items()):
-                found.append(CloudResource(provider="gcp", kind="instances", id=str(item.get("id", item["name"])),
-                                           name=item["name"], labels=item_labels, scope=scope))
+                found.append(
+                    CloudResource(
+                        provider="gcp",
+                        kind="instances",
+                        id=str(item.get("id", item["name"])),
+                        name=item["name"],
+                        labels=item_labels,
+                        scope=scope,
+                    )
+                )
         return found
 
     def named(self, prefix: str) -> list[CloudResource]:
         """Firewalls, subnetworks and networks named `prefix*`, in deletion order."""
         name_filter = {"filter": f'name eq "{prefix}.*"'}  # names are [a-z0-9-]: no regex escaping needed
-        found = [CloudResource(provider="gcp", kind="firewalls", id=str(i.get("id", i["name"])), name=i["name"],
-                               labels=description_labels(i.get("description")), scope="global")
-                 for i in self._listed("global/firewalls", "firewalls", name_filter)]
-        found += [CloudResource(provider="gcp", kind="subnetworks", id=str(i.get("id", i["name"])), name=i["name"],
-                                labels=description_labels(i.get("description")), scope=scope)
-                  for scope, i in self._aggregated("subnetworks", name_filter)]
-        found += [CloudResource(provider="gcp", kind="networks", id=str(i.get("id", i["name"])), name=i["name"],
-                                labels=description_labels(i.get("description")), scope="global")
-                  for i in self._listed("global/networks", "networks", name_filter)]
+        found = [
+            CloudResource(
+                provider="gcp",
+                kind="firewalls",
+                id=str(i.get("id", i["name"])),
+                name=i["name"],
+                labels=description_labels(i.get("description")),
+                scope="global",
+            )
+            for i in self._listed("global/firewalls", "firewalls", name_filter)
+        ]
+        found += [
+            CloudResource(
+                provider="gcp",
+                kind="subnetworks",
+                id=str(i.get("id", i["name"])),
+                name=i["name"],
+                labels=description_labels(i.get("description")),
+                scope=scope,
+            )
+            for scope, i in self._aggregated("subnetworks", name_filter)
+        ]
+        found += [
+            CloudResource(
+                provider="gcp",
+                kind="networks",
+                id=str(i.get("id", i["name"])),
+                name=i["name"],
+                labels=description_labels(i.get("description")),
+                scope="global",
+            )
+            for i in self._listed("global/networks", "networks", name_filter)
+        ]
         return [r for r in found if r.name.startswith(prefix)]
 
     def _wait(self, operation: dict[str, Any], scope: str) -> str | None:
         """Wait for a delete's Operation; its error message, or None when it succeeded."""
         for _ in range(OPERATION_WAITS):
             if operation.get("status") == "DONE":
-                errors = ((operation.get("error") or {}).get("errors") or [])
+                errors = (operation.get("error") or {}).get("errors") or []
                 return "; ".join(str(e.get("message", e) if isinstance(e, dict) else e) for e in errors) or None
             if not isinstance(operation.get("name"), str):
                 return "the API answered with an operation without a name"
@@ -165,8 +220,9 @@ class GcpSweeper:
         in their description); names share a prefix with longer stack names (`single` vs `single-2`), so the
         labels decide."""
         wanted = {"project": PROJECT_LABEL, "stack": stack, **({"owner": owner} if owner else {})}
-        found = self.instances(wanted) + [r for r in self.named(f"n8n-sizer-{stack}-")
-                                          if all(r.labels.get(k) == v for k, v in wanted.items())]
+        found = self.instances(wanted) + [
+            r for r in self.named(f"n8n-sizer-{stack}-") if all(r.labels.get(k) == v for k, v in wanted.items())
+        ]
         return found, ""
 
     def expiry_candidates(self, owner: str | None, now) -> tuple[list[CloudResource], str]:
@@ -176,6 +232,9 @@ class GcpSweeper:
         mine = {"project": PROJECT_LABEL, **({"owner": owner} if owner else {})}
         instances = [r for r in self.instances(mine) if owner is None or r.labels.get("owner") == owner]
         live = {r.labels.get("stack") for r in instances if resource_expired(r.labels, now) is False}
-        named = [r for r in self.named("n8n-sizer-") if r.labels.get("project") == PROJECT_LABEL
-                 and (owner is None or r.labels.get("owner") == owner)]
+        named = [
+            r
+            for r in self.named("n8n-sizer-")
+            if r.labels.get("project") == PROJECT_LABEL and (owner is None or r.labels.get("owner") == owner)
+        ]
         return instances + [r for r in named if r.labels.get("stack") not in live], ""

@@ -34,16 +34,32 @@ class HetznerSweeper:
 
     provider = "hetzner"
 
-    def __init__(self, token: str | None = None, base_url: str | None = None, *,
-                 sleep: Callable[[float], None] = time.sleep, backoff_s: float = 0.5, attempts: int = 6,
-                 gone_timeout_s: float = SERVER_GONE_TIMEOUT_S) -> None:
-        token = env_token(token, TOKEN_ENV, "<API token of the Hetzner project> (Console > Security > API tokens, "
-                          "read & write)")
+    def __init__(
+        self,
+        token: str | None = None,
+        base_url: str | None = None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        backoff_s: float = 0.5,
+        attempts: int = 6,
+        gone_timeout_s: float = SERVER_GONE_TIMEOUT_S,
+    ) -> None:
+        token = env_token(
+            token, TOKEN_ENV, "<API token of the Hetzner project> (Console > Security > API tokens, read & write)"
+        )
         check_token(token, TOKEN_ENV)
         self.sleep, self.gone_timeout_s = sleep, gone_timeout_s
-        self.client = bearer_client(token, base_url, URL_ENV, DEFAULT_URL, name="Hetzner API",
-                                    hint=f"check {TOKEN_ENV} (a read & write token of the right project)",
-                                    sleep=sleep, backoff_s=backoff_s, attempts=attempts)
+        self.client = bearer_client(
+            token,
+            base_url,
+            URL_ENV,
+            DEFAULT_URL,
+            name="Hetzner API",
+            hint=f"check {TOKEN_ENV} (a read & write token of the right project)",
+            sleep=sleep,
+            backoff_s=backoff_s,
+            attempts=attempts,
+        )
 
     def close(self) -> None:
         self.client.close()
@@ -54,12 +70,17 @@ class HetznerSweeper:
         found: list[CloudResource] = []
         page: int | None = 1
         for _ in range(MAX_PAGES):
-            body = self.client.request("GET", f"/{kind}", params={"label_selector": label_selector,
-                                                                  "page": page, "per_page": PER_PAGE}) or {}
+            body = (
+                self.client.request(
+                    "GET", f"/{kind}", params={"label_selector": label_selector, "page": page, "per_page": PER_PAGE}
+                )
+                or {}
+            )
             items = body.get(kind, []) if isinstance(body, dict) else None
             if not isinstance(items, list):
-                raise ProviderApiError(f"Hetzner API GET /{kind} answered without a list of {kind}; check "
-                                       f"the API base URL ({URL_ENV})")
+                raise ProviderApiError(
+                    f"Hetzner API GET /{kind} answered without a list of {kind}; check the API base URL ({URL_ENV})"
+                )
             for item in items:
                 res = self._resource(kind, item)
                 if selector_matches(label_selector, res.labels):
@@ -73,12 +94,15 @@ class HetznerSweeper:
     def _resource(kind: str, item: object) -> CloudResource:
         rid = item.get("id") if isinstance(item, dict) else None
         if isinstance(rid, bool) or not isinstance(rid, (int, str)) or not str(rid).isdigit():
-            raise ProviderApiError(f"Hetzner API listed one of the {kind} without a numeric id; nothing was "
-                                   f"deleted for it; check the API base URL ({URL_ENV}) and try again")
+            raise ProviderApiError(
+                f"Hetzner API listed one of the {kind} without a numeric id; nothing was "
+                f"deleted for it; check the API base URL ({URL_ENV}) and try again"
+            )
         labels = item.get("labels")
         labels = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
-        return CloudResource(provider="hetzner", kind=kind, id=str(rid), name=str(item.get("name") or rid),
-                             labels=labels)
+        return CloudResource(
+            provider="hetzner", kind=kind, id=str(rid), name=str(item.get("name") or rid), labels=labels
+        )
 
     def find(self, label_selector: str) -> list[CloudResource]:
         """Everything the selector matches, in deletion order (servers first)."""
@@ -90,7 +114,7 @@ class HetznerSweeper:
                 gone = self.client.request("DELETE", f"/{res.kind}/{res.id}", ok_missing=True) is None
             except ProviderApiError as exc:
                 if exc.code == "resource_in_use" and attempt < self.client.attempts - 1:
-                    self.sleep(min(self.client.backoff_s * 2 ** attempt, 30.0))
+                    self.sleep(min(self.client.backoff_s * 2**attempt, 30.0))
                     continue
                 return Outcome(resource=res, action="failed", detail=str(exc))
             return Outcome(resource=res, action="already-gone" if gone else "deleted")
@@ -110,8 +134,11 @@ class HetznerSweeper:
     def delete_all(self, resources: list[CloudResource], label_selector: str) -> list[Outcome]:
         """Delete `resources` (from `find`), servers first; one failure does not stop the others. A resource
         whose labels do not satisfy `label_selector` is kept, whoever handed it over."""
-        outcomes = [Outcome(resource=r, action="kept", detail=f"labels do not match {label_selector}")
-                    for r in resources if not selector_matches(label_selector, r.labels)]
+        outcomes = [
+            Outcome(resource=r, action="kept", detail=f"labels do not match {label_selector}")
+            for r in resources
+            if not selector_matches(label_selector, r.labels)
+        ]
         resources = [r for r in resources if selector_matches(label_selector, r.labels)]
         servers = [r for r in resources if r.kind == "servers"]
         deleted = [self._delete(r) for r in servers]

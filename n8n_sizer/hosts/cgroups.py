@@ -35,6 +35,7 @@ class CgroupError(Exception):
 
 # --- pure parts -------------------------------------------------------------------------------------------------
 
+
 def controller_mounts(proc_mounts: str) -> dict[str, Path]:
     """/proc/mounts -> {controller: mount point} for the cgroup v1 `cpu` and `cpuacct` controllers found."""
     out: dict[str, Path] = {}
@@ -103,6 +104,7 @@ def check_name(name: str) -> str:
 
 
 # --- this machine's cgroups ---------------------------------------------------------------------------------------
+
 
 def available_mounts() -> dict[str, Path]:
     """{controller: mount} when this process can make cpu and cpuacct groups (root, both mounted); else {}."""

@@ -27,7 +27,6 @@ from n8n_sizer.safety.frozen import Frozen
 STDERR_TAIL_CHARS = 400
 
 
-
 def quiet_paramiko() -> None:
     """Paramiko logs a dropped connection ("Socket exception: Connection reset by peer") from its transport
     thread. With no handler anywhere, Python's last-resort handler printed it to stderr beside the CLI's own
@@ -94,16 +93,28 @@ class LocalHost:
 
     def run(self, command: str, timeout_s: float, check: bool = True) -> CommandResult:
         started = time.monotonic()
-        proc = subprocess.Popen(["bash", "-c", command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            ["bash", "-c", command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,
+        )
         try:
             out, err = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             out, err = proc.communicate()
             raise command_error(self.name, command, None, err, f"after {timeout_s:g} s") from None
-        result = CommandResult(host=self.name, command=command, exit_code=proc.returncode, stdout=out,
-                               stderr=err, duration_s=time.monotonic() - started)
+        result = CommandResult(
+            host=self.name,
+            command=command,
+            exit_code=proc.returncode,
+            stdout=out,
+            stderr=err,
+            duration_s=time.monotonic() - started,
+        )
         if check and proc.returncode != 0:
             raise command_error(self.name, command, proc.returncode, err)
         return result
@@ -138,8 +149,15 @@ def _kill_group(proc: subprocess.Popen) -> None:
 class SshHost:
     """A machine over SSH via Fabric (paramiko). Keys only (no passwords), no ~/.ssh/config."""
 
-    def __init__(self, name: str, address: str, user: str, key_file: Path | None = None, port: int = 22,
-                 connect_timeout_s: float = 15.0) -> None:
+    def __init__(
+        self,
+        name: str,
+        address: str,
+        user: str,
+        key_file: Path | None = None,
+        port: int = 22,
+        connect_timeout_s: float = 15.0,
+    ) -> None:
         self.name = name
         self.address = address
         self.user = user
@@ -155,8 +173,10 @@ class SshHost:
     def _connection(self):
         if self._opened:
             if not self._conn.is_connected:
-                raise ConnectionLost(f"{self.name}: the SSH connection to {self._where()} dropped; "
-                                     f"results so far are kept; try `n8n-sizer bench --resume RUN`")
+                raise ConnectionLost(
+                    f"{self.name}: the SSH connection to {self._where()} dropped; "
+                    f"results so far are kept; try `n8n-sizer bench --resume RUN`"
+                )
             return self._conn
         from fabric import Config, Connection
         from paramiko.ssh_exception import AuthenticationException, SSHException
@@ -164,27 +184,41 @@ class SshHost:
         if self.key_file is not None and not self.key_file.is_file():
             raise HostError(f"{self.name}: SSH key {self.key_file} does not exist; try --ssh-key FILE")
         # With --ssh-key only that key is offered; without it, the usual ~/.ssh keys and the agent.
-        connect_kwargs = {"look_for_keys": self.key_file is None, "allow_agent": self.key_file is None,
-                          "banner_timeout": self.connect_timeout_s, "auth_timeout": self.connect_timeout_s}
+        connect_kwargs = {
+            "look_for_keys": self.key_file is None,
+            "allow_agent": self.key_file is None,
+            "banner_timeout": self.connect_timeout_s,
+            "auth_timeout": self.connect_timeout_s,
+        }
         if self.key_file is not None:
             connect_kwargs["key_filename"] = [str(self.key_file)]
-        config = Config(overrides={"load_ssh_configs": False, "run": {"hide": True, "warn": True,
-                                                                      "in_stream": False}})
+        config = Config(overrides={"load_ssh_configs": False, "run": {"hide": True, "warn": True, "in_stream": False}})
         quiet_paramiko()
-        conn = Connection(self.address, user=self.user, port=self.port, config=config,
-                          connect_timeout=self.connect_timeout_s, connect_kwargs=connect_kwargs)
+        conn = Connection(
+            self.address,
+            user=self.user,
+            port=self.port,
+            config=config,
+            connect_timeout=self.connect_timeout_s,
+            connect_kwargs=connect_kwargs,
+        )
         try:
             conn.open()
         except AuthenticationException as exc:
-            raise HostError(f"{self.name}: SSH login as {self._where()} refused ({exc}); "
-                            f"try --ssh-key with the fleet's private key") from None
+            raise HostError(
+                f"{self.name}: SSH login as {self._where()} refused ({exc}); try --ssh-key with the fleet's private key"
+            ) from None
         except (socket.timeout, TimeoutError) as exc:
-            raise HostError(f"{self.name}: cannot reach {self._where()} over SSH (timed out after "
-                            f"{self.connect_timeout_s:g} s: {exc}); check the address and the firewall") from None
+            raise HostError(
+                f"{self.name}: cannot reach {self._where()} over SSH (timed out after "
+                f"{self.connect_timeout_s:g} s: {exc}); check the address and the firewall"
+            ) from None
         except (OSError, SSHException) as exc:
-            raise HostError(f"{self.name}: cannot connect to {self._where()} over SSH "
-                            f"({type(exc).__name__}: {_one_line(str(exc), 200)}); check the address, "
-                            f"port and that sshd runs") from None
+            raise HostError(
+                f"{self.name}: cannot connect to {self._where()} over SSH "
+                f"({type(exc).__name__}: {_one_line(str(exc), 200)}); check the address, "
+                f"port and that sshd runs"
+            ) from None
         self._conn, self._opened = conn, True
         return conn
 
@@ -198,23 +232,35 @@ class SshHost:
         except CommandTimedOut as exc:
             raise command_error(self.name, command, None, exc.result.stderr, f"after {timeout_s:g} s") from None
         except (OSError, EOFError) as exc:
-            raise ConnectionLost(f"{self.name}: the SSH connection to {self._where()} dropped while running "
-                                 f"`{_one_line(command, 120)}` ({type(exc).__name__}: {exc}); results so far "
-                                 f"are kept; try `n8n-sizer bench --resume RUN`") from None
+            raise ConnectionLost(
+                f"{self.name}: the SSH connection to {self._where()} dropped while running "
+                f"`{_one_line(command, 120)}` ({type(exc).__name__}: {exc}); results so far "
+                f"are kept; try `n8n-sizer bench --resume RUN`"
+            ) from None
         except Exception as exc:  # paramiko raises SSHException for a channel on a dead transport
             from paramiko.ssh_exception import SSHException
 
             if isinstance(exc, SSHException):
-                raise ConnectionLost(f"{self.name}: the SSH connection to {self._where()} dropped "
-                                     f"({exc}); results so far are kept; try `n8n-sizer bench --resume RUN`") from None
+                raise ConnectionLost(
+                    f"{self.name}: the SSH connection to {self._where()} dropped "
+                    f"({exc}); results so far are kept; try `n8n-sizer bench --resume RUN`"
+                ) from None
             raise
         if res.exited == -1 or (res.exited is None):
             if time.monotonic() - started >= timeout_s:  # invoke's timer fired while the channel closed: a timeout
                 raise command_error(self.name, command, None, res.stderr, f"after {timeout_s:g} s")
-            raise ConnectionLost(f"{self.name}: the SSH connection to {self._where()} dropped while running "
-                                 f"`{_one_line(command, 120)}`; try `n8n-sizer bench --resume RUN`")
-        result = CommandResult(host=self.name, command=command, exit_code=res.exited, stdout=res.stdout,
-                               stderr=res.stderr, duration_s=time.monotonic() - started)
+            raise ConnectionLost(
+                f"{self.name}: the SSH connection to {self._where()} dropped while running "
+                f"`{_one_line(command, 120)}`; try `n8n-sizer bench --resume RUN`"
+            )
+        result = CommandResult(
+            host=self.name,
+            command=command,
+            exit_code=res.exited,
+            stdout=res.stdout,
+            stderr=res.stderr,
+            duration_s=time.monotonic() - started,
+        )
         if check and res.exited != 0:
             raise command_error(self.name, command, res.exited, res.stderr)
         return result
@@ -242,8 +288,9 @@ class SshHost:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             local_port = s.getsockname()[1]
-        with conn.forward_local(local_port=local_port, remote_port=remote_port, remote_host="127.0.0.1",
-                                local_host="127.0.0.1"):
+        with conn.forward_local(
+            local_port=local_port, remote_port=remote_port, remote_host="127.0.0.1", local_host="127.0.0.1"
+        ):
             deadline = time.monotonic() + 10  # Fabric binds the listener in its own thread, a moment later
             while True:
                 try:
@@ -251,8 +298,10 @@ class SshHost:
                     break
                 except OSError:
                     if time.monotonic() > deadline:
-                        raise HostError(f"{self.name}: the SSH tunnel to port {remote_port} did not open "
-                                        f"on 127.0.0.1:{local_port} within 10 s") from None
+                        raise HostError(
+                            f"{self.name}: the SSH tunnel to port {remote_port} did not open "
+                            f"on 127.0.0.1:{local_port} within 10 s"
+                        ) from None
                     time.sleep(0.05)
             yield local_port
 

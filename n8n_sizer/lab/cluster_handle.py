@@ -72,8 +72,11 @@ class LabClusterHandle(StackHandle):
         self.cluster = read_cluster(self.state)
         from n8n_sizer.safety.files import read_user_text
 
-        self.inventory = load_inventory(read_user_text(inventory_path, "--inventory", max_bytes=1 << 20,
-                                                       fix="pass the lab.json that `lab up` wrote"))
+        self.inventory = load_inventory(
+            read_user_text(
+                inventory_path, "--inventory", max_bytes=1 << 20, fix="pass the lab.json that `lab up` wrote"
+            )
+        )
         self.folder = Path(self.state.folder)
         # The interpreter `lab deploy` left for the hosts (lab.deploy._same_code_python): the host agent runs the
         # code that deployed the cluster, not whatever the venv's own install points to.
@@ -127,8 +130,10 @@ class LabClusterHandle(StackHandle):
     def ssh(self, host: str) -> SshHost:
         if host not in self._ssh:
             if host not in self.inventory.hosts:
-                raise InputError(f"{host}: not a host of the lab {self.state.lab_id}; try one of "
-                                 f"{', '.join(sorted(self.inventory.hosts))}")
+                raise InputError(
+                    f"{host}: not a host of the lab {self.state.lab_id}; try one of "
+                    f"{', '.join(sorted(self.inventory.hosts))}"
+                )
             h = self.inventory.hosts[host]
             self._ssh[host] = SshHost(host, h.private_ip, h.ssh_user, key_file=Path(self.state.client_key))
         return self._ssh[host]
@@ -150,8 +155,15 @@ class LabClusterHandle(StackHandle):
             out += [ClusterProcess(host, p.role, p.name, p.pid, p.ready_url, p.log) for p in procs]
         if self.cluster.load_balancer_pid is not None:
             ingest = self.ingest_host()
-            out.append(ClusterProcess(ingest, "load_balancer", "caddy", self.cluster.load_balancer_pid,
-                                      f"http://{self.address(ingest)}:5678/healthz"))
+            out.append(
+                ClusterProcess(
+                    ingest,
+                    "load_balancer",
+                    "caddy",
+                    self.cluster.load_balancer_pid,
+                    f"http://{self.address(ingest)}:5678/healthz",
+                )
+            )
         listed = self.agent(self.data_host, "ps")
         pids = {p["pid"]: p for p in listed}
         for p in listed:
@@ -162,8 +174,13 @@ class LabClusterHandle(StackHandle):
         return out
 
     def find(self, role: str | None = None, host: str | None = None, name: str | None = None) -> list[ClusterProcess]:
-        found = [p for p in self.processes() if (role is None or p.role == role) and (host is None or p.host == host)
-                 and (name is None or p.name == name)]
+        found = [
+            p
+            for p in self.processes()
+            if (role is None or p.role == role)
+            and (host is None or p.host == host)
+            and (name is None or p.name == name)
+        ]
         return found
 
     # --- acting on a process ----------------------------------------------------------------------------
@@ -181,8 +198,19 @@ class LabClusterHandle(StackHandle):
 
     def stop(self, proc: ClusterProcess, signal: str = "TERM", grace_s: float = 35.0) -> dict:
         """Stop it (its snapshot kept for `start`); SIGKILL to its group after `grace_s`. What happened."""
-        return self.agent(proc.host, "stop", "--pid", str(proc.pid), "--snapshot", self._snapshot(proc),
-                          "--signal", signal, "--grace", str(grace_s), timeout_s=grace_s + 60)
+        return self.agent(
+            proc.host,
+            "stop",
+            "--pid",
+            str(proc.pid),
+            "--snapshot",
+            self._snapshot(proc),
+            "--signal",
+            signal,
+            "--grace",
+            str(grace_s),
+            timeout_s=grace_s + 60,
+        )
 
     def signal_process(self, proc: ClusterProcess, signal: str) -> None:
         self.agent(proc.host, "signal", "--pid", str(proc.pid), "--signal", signal)
@@ -196,8 +224,16 @@ class LabClusterHandle(StackHandle):
 
     def start(self, proc: ClusterProcess, timeout_s: float = RESTART_TIMEOUT_S) -> tuple[ClusterProcess, float]:
         """Start a stopped process from its snapshot and wait until it is ready; (the process, seconds waited)."""
-        res = self.agent(proc.host, "start", "--snapshot", self._snapshot(proc), *self._ready_args(proc),
-                         "--timeout", str(timeout_s), timeout_s=timeout_s + 60)
+        res = self.agent(
+            proc.host,
+            "start",
+            "--snapshot",
+            self._snapshot(proc),
+            *self._ready_args(proc),
+            "--timeout",
+            str(timeout_s),
+            timeout_s=timeout_s + 60,
+        )
         new = replace(proc, pid=int(res["pid"]))
         self._record_pid(proc, new.pid)
         return new, float(res["ready_s"])
@@ -215,8 +251,10 @@ class LabClusterHandle(StackHandle):
         if old.role == "load_balancer":
             self.cluster = self.cluster.model_copy(update={"load_balancer_pid": pid})
         elif old.role in N8N_ROLES:
-            procs = {h: [p.model_copy(update={"pid": pid}) if p.name == old.name and h == old.host else p
-                         for p in ps] for h, ps in self.cluster.processes.items()}
+            procs = {
+                h: [p.model_copy(update={"pid": pid}) if p.name == old.name and h == old.host else p for p in ps]
+                for h, ps in self.cluster.processes.items()
+            }
             self.cluster = self.cluster.model_copy(update={"processes": procs})
         else:
             return  # Postgres and Redis are found on the data host, not recorded
@@ -262,8 +300,10 @@ class LabClusterHandle(StackHandle):
         for host, pids in self.pids_by_host().items():
             for name, pid in pids.items():
                 if self.run(host, f"kill -0 {int(pid)}", check=False).exit_code != 0:
-                    raise InputError(f"--inventory {self.path}: the deployed cluster's {name} on {host} (PID {pid}) "
-                                     "is not running; `lab down` and `lab up` for a fresh cluster")
+                    raise InputError(
+                        f"--inventory {self.path}: the deployed cluster's {name} on {host} (PID {pid}) "
+                        "is not running; `lab down` and `lab up` for a fresh cluster"
+                    )
         return self.main_url
 
     def bookkeeping(self) -> dict[str, Any]:
@@ -299,11 +339,18 @@ class LabClusterHandle(StackHandle):
         proc = self._named(name)
         self.stop(proc, "INT" if proc.role == "postgres" else "TERM", 35.0 if timeout_s is None else timeout_s)
 
-    def start_process(self, name: str, env_overrides: dict[str, str] | None = None, wait: bool = True,
-                      redis_persistence: str | None = None) -> None:
+    def start_process(
+        self,
+        name: str,
+        env_overrides: dict[str, str] | None = None,
+        wait: bool = True,
+        redis_persistence: str | None = None,
+    ) -> None:
         if env_overrides or redis_persistence is not None or not wait:
-            raise StackError(f"{self.name}: a lab process starts again exactly as it was stopped (its snapshot); "
-                             "environment overrides, another persistence or no wait are not offered")
+            raise StackError(
+                f"{self.name}: a lab process starts again exactly as it was stopped (its snapshot); "
+                "environment overrides, another persistence or no wait are not offered"
+            )
         stopped = [p for p in self._stopped_candidates() if p.name == name]
         if not stopped or not self.has_snapshot(stopped[0]):
             raise StackError(f"{self.name}: {name} was not stopped through this handle (no snapshot)")
@@ -345,8 +392,12 @@ class LabClusterHandle(StackHandle):
             raise StackError(f"{self.name}: the cluster record has no data host endpoints")
         words = " ".join(shlex.quote(a) for a in args)
         secret = shlex.quote(redis_password_file(self.cluster))
-        res = self.run(self.data_host, f'REDISCLI_AUTH="$(cat {secret})" redis-cli -h 127.0.0.1 '
-                       f"-p {int(self.cluster.data.redis_port)} -2 --json {words}", check=False)
+        res = self.run(
+            self.data_host,
+            f'REDISCLI_AUTH="$(cat {secret})" redis-cli -h 127.0.0.1 '
+            f"-p {int(self.cluster.data.redis_port)} -2 --json {words}",
+            check=False,
+        )
         if res.exit_code != 0 or res.stdout.startswith("(error)"):
             raise StackError(f"{self.name}: redis-cli {' '.join(args[:2])}: {(res.stdout + res.stderr).strip()[:200]}")
         return json.loads(res.stdout) if res.stdout.strip() else None
@@ -373,7 +424,12 @@ def redis_password_file(cluster) -> str:
 
     path = Path(cluster.secrets_file).with_name("redis-probe.secret")
     if not path.exists():
-        text = read_user_text(cluster.secrets_file, "the lab's cluster secrets", private=True, max_bytes=1 << 16,
-                              fix="run `n8n-sizer lab deploy` again")
+        text = read_user_text(
+            cluster.secrets_file,
+            "the lab's cluster secrets",
+            private=True,
+            max_bytes=1 << 16,
+            fix="run `n8n-sizer lab deploy` again",
+        )
         write_atomic(path, json.loads(text)["redis_password"], private=True)
     return str(path)

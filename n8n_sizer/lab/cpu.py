@@ -80,14 +80,21 @@ def usable_cores(machine_cores: int, requested: float | None = None) -> float:
     """The cores the hosts' budgets share: `requested` (`--cpu-cores`) or this machine's less the reserve."""
     if requested is not None:
         if not 0 < requested <= machine_cores:
-            raise InputError(f"--cpu-cores {requested:g} is out of range; give more than 0 and at most this "
-                             f"machine's {machine_cores} cores, e.g. --cpu-cores {max(machine_cores - 0.5, 0.5):g}")
+            raise InputError(
+                f"--cpu-cores {requested:g} is out of range; give more than 0 and at most this "
+                f"machine's {machine_cores} cores, e.g. --cpu-cores {max(machine_cores - 0.5, 0.5):g}"
+            )
         return float(requested)
     return max(machine_cores - GENERATOR_RESERVE_CORES, machine_cores / 2)
 
 
-def plan_cpu(hosts: list[tuple[str, int]], lab_id: str, machine_cores: int, cores: float | None = None,
-             period_us: int = PERIOD_US) -> LabCpu:
+def plan_cpu(
+    hosts: list[tuple[str, int]],
+    lab_id: str,
+    machine_cores: int,
+    cores: float | None = None,
+    period_us: int = PERIOD_US,
+) -> LabCpu:
     """The budget of each (host name, vCPU): scale = min(1, usable / total vCPU), quota = vcpu x scale x period."""
     if not hosts:
         raise ValueError("a lab has at least one topology host")
@@ -95,10 +102,24 @@ def plan_cpu(hosts: list[tuple[str, int]], lab_id: str, machine_cores: int, core
     total = sum(v for _, v in hosts)
     scale = min(1.0, usable / total)
     top = f"{PREFIX}lab-{lab_id}"
-    return LabCpu(group=top, machine_cores=machine_cores, usable_cores=usable, total_vcpu=total, scale=scale,
-                  hosts=tuple(HostCpu(name=name, vcpu=v, cores=round(v * scale, 4),
-                                      quota_us=quota_us(v * scale, period_us), period_us=period_us,
-                                      cgroup=f"{top}/{name}") for name, v in hosts))
+    return LabCpu(
+        group=top,
+        machine_cores=machine_cores,
+        usable_cores=usable,
+        total_vcpu=total,
+        scale=scale,
+        hosts=tuple(
+            HostCpu(
+                name=name,
+                vcpu=v,
+                cores=round(v * scale, 4),
+                quota_us=quota_us(v * scale, period_us),
+                period_us=period_us,
+                cgroup=f"{top}/{name}",
+            )
+            for name, v in hosts
+        ),
+    )
 
 
 def plan_for_topology(topology, lab_id: str, cores: float | None = None) -> LabCpu:
@@ -109,9 +130,11 @@ def lab_cpu_mounts() -> dict[str, Path]:
     """This machine's cgroup v1 cpu and cpuacct mounts; one line and exit 2 when it has none."""
     mounts = available_mounts()
     if not mounts:
-        raise InputError("lab up gives each host a CPU budget with cgroup v1 `cpu` and `cpuacct`, which this "
-                         "machine does not offer to this process (not root, or cgroup v2 only); run it as root on "
-                         "a machine with cgroup v1, or pass --no-cpu-budget for a lab whose hosts share every core")
+        raise InputError(
+            "lab up gives each host a CPU budget with cgroup v1 `cpu` and `cpuacct`, which this "
+            "machine does not offer to this process (not root, or cgroup v2 only); run it as root on "
+            "a machine with cgroup v1, or pass --no-cpu-budget for a lab whose hosts share every core"
+        )
     return mounts
 
 
@@ -154,6 +177,12 @@ def lab_host_cores(lab: dict, machine_cores: int | None = None) -> list[HostCore
     out = []
     for h in parse_topology(topology).hosts():
         budget = cpu.host(h.name) if cpu else None
-        out.append(HostCores(name=h.name, roles={k: v for k, v in h.roles.model_dump().items() if v},
-                             cores=budget.cores if budget else shared, vcpu=h.vcpu))
+        out.append(
+            HostCores(
+                name=h.name,
+                roles={k: v for k, v in h.roles.model_dump().items() if v},
+                cores=budget.cores if budget else shared,
+                vcpu=h.vcpu,
+            )
+        )
     return out

@@ -53,10 +53,26 @@ def data_port_rules(subnet: str, clients: list[str]) -> list[list[str]]:
     """iptables INPUT rules of the data host's namespace, in order: Postgres and Redis answer the hosts that run
     n8n (`clients`) and reset every other address of the subnet (the load generators share it), as the rendered
     data host does (`bundle.cloudinit.data_port_rules`)."""
-    rules = [["-p", "tcp", "--dport", str(port), "-s", f"{ip}/32", "-j", "ACCEPT"]
-             for port in (POSTGRES_PORT, REDIS_PORT) for ip in clients]
-    return rules + [["-p", "tcp", "--dport", str(port), "-s", str(ipaddress.ip_network(subnet)), "-j", "REJECT",
-                     "--reject-with", "tcp-reset"] for port in (POSTGRES_PORT, REDIS_PORT)]
+    rules = [
+        ["-p", "tcp", "--dport", str(port), "-s", f"{ip}/32", "-j", "ACCEPT"]
+        for port in (POSTGRES_PORT, REDIS_PORT)
+        for ip in clients
+    ]
+    return rules + [
+        [
+            "-p",
+            "tcp",
+            "--dport",
+            str(port),
+            "-s",
+            str(ipaddress.ip_network(subnet)),
+            "-j",
+            "REJECT",
+            "--reject-with",
+            "tcp-reset",
+        ]
+        for port in (POSTGRES_PORT, REDIS_PORT)
+    ]
 
 
 def close_data_ports(subnet: str, clients: list[str]) -> None:
@@ -64,15 +80,17 @@ def close_data_ports(subnet: str, clients: list[str]) -> None:
 
     for rule in data_port_rules(subnet, clients):
         try:
-            subprocess.run(["iptables", "-w", "5", "-A", "INPUT", *rule], check=True, capture_output=True, text=True,
-                           timeout=30)
+            subprocess.run(
+                ["iptables", "-w", "5", "-A", "INPUT", *rule], check=True, capture_output=True, text=True, timeout=30
+            )
         except (OSError, subprocess.SubprocessError) as exc:
             detail = getattr(exc, "stderr", None) or exc
             raise RemoteError(f"iptables could not close the data ports to the rest of the subnet: {detail}") from None
 
 
-def start_data_services(state: Path, listen: str, subnet: str, max_connections: int,
-                        clients: list[str] | None = None) -> DataEndpoints:
+def start_data_services(
+    state: Path, listen: str, subnet: str, max_connections: int, clients: list[str] | None = None
+) -> DataEndpoints:
     from n8n_sizer.native import services
     from n8n_sizer.safety.write import write_atomic
 
@@ -83,8 +101,18 @@ def start_data_services(state: Path, listen: str, subnet: str, max_connections: 
         close_data_ports(subnet, clients)
     pg_password, redis_password = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
     redis_n8n_password = secrets.token_urlsafe(24)  # n8n's ACL user; redis_password is the default user's
-    write_atomic(state / "secrets.json", json.dumps({"postgres_password": pg_password, "redis_password": redis_password,
-                                                     "redis_n8n_password": redis_n8n_password}) + "\n", private=True)
+    write_atomic(
+        state / "secrets.json",
+        json.dumps(
+            {
+                "postgres_password": pg_password,
+                "redis_password": redis_password,
+                "redis_n8n_password": redis_n8n_password,
+            }
+        )
+        + "\n",
+        private=True,
+    )
     pg_data = state / "postgres"
     services.init_postgres(pg_data, POSTGRES_USER, pg_password)
     with open(pg_data / "pg_hba.conf", "a") as hba:
@@ -95,17 +123,38 @@ def start_data_services(state: Path, listen: str, subnet: str, max_connections: 
     services.create_database(pg_data, POSTGRES_PORT, POSTGRES_USER, POSTGRES_DATABASE)
     redis_dir = state / "redis"
     redis_dir.mkdir(mode=0o700)
-    services.write_redis_config(redis_dir / "redis.conf", redis_dir, REDIS_PORT, redis_password, "aof",
-                                listen=where, n8n_password=redis_n8n_password)
+    services.write_redis_config(
+        redis_dir / "redis.conf",
+        redis_dir,
+        REDIS_PORT,
+        redis_password,
+        "aof",
+        listen=where,
+        n8n_password=redis_n8n_password,
+    )
     redis = services.start_redis(redis_dir / "redis.conf", REDIS_PORT, state / "redis.log")
     services.wait_redis(redis, redis_password, START_TIMEOUT_S)
-    return DataEndpoints(address=listen, postgres_port=POSTGRES_PORT, postgres_pid=pg.pid, redis_port=REDIS_PORT,
-                         redis_pid=redis.pid, database=POSTGRES_DATABASE, user=POSTGRES_USER,
-                         secrets_file=str(state / "secrets.json"))
+    return DataEndpoints(
+        address=listen,
+        postgres_port=POSTGRES_PORT,
+        postgres_pid=pg.pid,
+        redis_port=REDIS_PORT,
+        redis_pid=redis.pid,
+        database=POSTGRES_DATABASE,
+        user=POSTGRES_USER,
+        secrets_file=str(state / "secrets.json"),
+    )
 
 
-def deploy_data_host(host, python: str, state: str, listen: str, subnet: str,
-                     max_connections: int = 100, clients: list[str] | None = None) -> DataEndpoints:
+def deploy_data_host(
+    host,
+    python: str,
+    state: str,
+    listen: str,
+    subnet: str,
+    max_connections: int = 100,
+    clients: list[str] | None = None,
+) -> DataEndpoints:
     """Start the data role on `host` (a `hosts.host.Host`) with the host's `python`; its endpoints. With
     `clients`, only those addresses of the subnet reach Postgres and Redis."""
     from n8n_sizer.remote.protocol import Program, run

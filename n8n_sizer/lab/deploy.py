@@ -63,24 +63,30 @@ def deployed_cluster(path: Path) -> LabCluster | None:
     if record.is_file():
         return LabCluster.model_validate_json(read_user_text(record, "the lab's cluster record", fix=DEPLOY_FIX))
     if root.exists():
-        raise InputError(f"the lab of {path} has a deploy that did not finish ({root} holds no {CLUSTER_RECORD}); "
-                         "`lab down` and `lab up` for a fresh one")
+        raise InputError(
+            f"the lab of {path} has a deploy that did not finish ({root} holds no {CLUSTER_RECORD}); "
+            "`lab down` and `lab up` for a fresh one"
+        )
     return None
 
 
 def deploy_lab(path: Path, python: str = sys.executable) -> LabCluster:
     state = read_lab_state(path)
     if state.topology is None or state.folder is None or state.client_key is None:
-        raise InputError(f"--inventory {path} records no topology; it was written by an older `lab up`: "
-                         "lab down and up again")
+        raise InputError(
+            f"--inventory {path} records no topology; it was written by an older `lab up`: lab down and up again"
+        )
     topology = parse_topology(state.topology, f"--inventory {path}: lab.topology")
     inventory = load_inventory(read_user_text(path, "--inventory", fix="pass the lab.json of `lab up`"))
     root = Path(state.folder) / "hosts"
     if root.exists():
-        raise InputError(f"the lab of {path} is already deployed ({root} exists); `lab down` and `lab up` for a "
-                         "fresh one")
-    hosts = {h.name: SshHost(h.name, h.private_ip, h.ssh_user, key_file=Path(state.client_key))
-             for h in inventory.hosts.values()}
+        raise InputError(
+            f"the lab of {path} is already deployed ({root} exists); `lab down` and `lab up` for a fresh one"
+        )
+    hosts = {
+        h.name: SshHost(h.name, h.private_ip, h.ssh_user, key_file=Path(state.client_key))
+        for h in inventory.hosts.values()
+    }
     try:
         cluster = _deploy(state, topology, hosts, root, python)
         # What the bench and the drills act on later (every process and its PID, no secrets).
@@ -101,8 +107,11 @@ def lab_owner(hosts_dir: Path) -> tuple[str, str] | None:
     path = hosts_dir / OWNER_CREDENTIALS
     if not path.exists():
         return None
-    doc = load_json(read_user_text(path, "the lab's owner credentials", private=True, max_bytes=1 << 12,
-                                   fix=DEPLOY_FIX), "the lab's owner credentials", DEPLOY_FIX)
+    doc = load_json(
+        read_user_text(path, "the lab's owner credentials", private=True, max_bytes=1 << 12, fix=DEPLOY_FIX),
+        "the lab's owner credentials",
+        DEPLOY_FIX,
+    )
     return str(doc["email"]), str(doc["password"])
 
 
@@ -112,8 +121,9 @@ def _owner_files(root: Path) -> Path:
     import bcrypt  # paramiko's dependency: the lab needs the bench extra anyway
 
     password = f"Nz9-{secrets.token_urlsafe(18)}"  # n8n's rule: 8+ characters, a number and an uppercase letter
-    write_atomic(root / OWNER_CREDENTIALS, json.dumps({"email": OWNER_EMAIL, "password": password}) + "\n",
-                 private=True)
+    write_atomic(
+        root / OWNER_CREDENTIALS, json.dumps({"email": OWNER_EMAIL, "password": password}) + "\n", private=True
+    )
     hashed = bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=10)).decode()
     env_file = root / "n8n-owner-env.json"
     write_atomic(env_file, json.dumps({"email": OWNER_EMAIL, "password_hash": hashed}) + "\n", private=True)
@@ -133,8 +143,10 @@ def read_cluster(state: LabState) -> LabCluster:
     """The LabCluster `lab deploy` recorded; one-line InputError when the lab is not deployed."""
     path = cluster_record(Path(state.folder or "."))
     if not path.is_file():
-        raise InputError(f"the lab {state.lab_id} is not deployed ({path} is missing); run "
-                         "`n8n-sizer lab deploy --inventory lab.json` first")
+        raise InputError(
+            f"the lab {state.lab_id} is not deployed ({path} is missing); run "
+            "`n8n-sizer lab deploy --inventory lab.json` first"
+        )
     return LabCluster.model_validate_json(read_user_text(path, "the lab's cluster record", fix=DEPLOY_FIX))
 
 
@@ -148,8 +160,11 @@ def _same_code_python(root: Path, python: str) -> str:
 
     package_parent = Path(n8n_sizer.__file__).resolve().parent.parent
     wrapper = root / "python"
-    write_atomic(wrapper, f'#!/bin/sh\nPYTHONPATH={shlex.quote(str(package_parent))} exec {shlex.quote(python)} "$@"\n',
-                 private=True)
+    write_atomic(
+        wrapper,
+        f'#!/bin/sh\nPYTHONPATH={shlex.quote(str(package_parent))} exec {shlex.quote(python)} "$@"\n',
+        private=True,
+    )
     wrapper.chmod(0o700)
     return str(wrapper)
 
@@ -160,52 +175,101 @@ def _deploy(state: LabState, topology, hosts: dict[str, SshHost], root: Path, py
     topo_hosts = topology.hosts()
     data = next(h for h in topo_hosts if h.roles.postgres)
     ingest = next(h for h in topo_hosts if h.roles.main)
-    ends = deploy_data_host(hosts[data.name], python, str(root / data.name), data.private_ip, state.subnet,
-                            max_connections=_max_connections(topology), clients=data_clients(topology))
+    ends = deploy_data_host(
+        hosts[data.name],
+        python,
+        str(root / data.name),
+        data.private_ip,
+        state.subnet,
+        max_connections=_max_connections(topology),
+        clients=data_clients(topology),
+    )
     # The data host's passwords land in a private folder of their own (0700, unpredictable name), read through
     # the one reader and removed at once: never at a predictable path with the umask's mode.
     fetched = Path(tempfile.mkdtemp(prefix=".data-secrets-", dir=root))
     try:
         data_secrets = fetched / "data-secrets.json"
         hosts[data.name].get(ends.secrets_file, data_secrets)
-        passwords = load_json(read_user_text(data_secrets, "the data host's secrets", max_bytes=1 << 16,
-                                             fix="run `n8n-sizer lab deploy` again"),
-                              "the data host's secrets", "run `n8n-sizer lab deploy` again")
+        passwords = load_json(
+            read_user_text(
+                data_secrets, "the data host's secrets", max_bytes=1 << 16, fix="run `n8n-sizer lab deploy` again"
+            ),
+            "the data host's secrets",
+            "run `n8n-sizer lab deploy` again",
+        )
     finally:
         shutil.rmtree(fetched, ignore_errors=True)
     cluster_secrets = root / "cluster-secrets.json"
-    write_atomic(cluster_secrets, json.dumps({"encryption_key": secrets.token_hex(32), **passwords}) + "\n",
-                 private=True)
+    write_atomic(
+        cluster_secrets, json.dumps({"encryption_key": secrets.token_hex(32), **passwords}) + "\n", private=True
+    )
     topology_file = root / "topology.json"  # what every n8n process starts from, as `render --topology` does
     write_atomic(topology_file, json.dumps(state.topology) + "\n", private=False)
-    common = {"data": data.private_ip, "main": ingest.private_ip, "secrets_file": str(cluster_secrets),
-              "topology_file": str(topology_file)}
+    common = {
+        "data": data.private_ip,
+        "main": ingest.private_ip,
+        "secrets_file": str(cluster_secrets),
+        "topology_file": str(topology_file),
+    }
     behind_lb = bool(ingest.roles.load_balancer)
     main_listen = "127.0.0.1" if behind_lb else ingest.private_ip
     procs: dict[str, list[N8nProcess]] = {h.name: [] for h in topo_hosts}
-    procs[ingest.name].append(deploy_n8n_role(hosts[ingest.name], python, role="main", name="main",
-                                              state=str(root / ingest.name), listen=main_listen,
-                                              owner_file=str(_owner_files(root)), **common))
+    procs[ingest.name].append(
+        deploy_n8n_role(
+            hosts[ingest.name],
+            python,
+            role="main",
+            name="main",
+            state=str(root / ingest.name),
+            listen=main_listen,
+            owner_file=str(_owner_files(root)),
+            **common,
+        )
+    )
     for i in range(1, ingest.roles.webhook + 1):
-        procs[ingest.name].append(deploy_n8n_role(hosts[ingest.name], python, role="webhook", name=f"webhook-{i}",
-                                                  index=i, state=str(root / ingest.name), listen="127.0.0.1",
-                                                  **common))
+        procs[ingest.name].append(
+            deploy_n8n_role(
+                hosts[ingest.name],
+                python,
+                role="webhook",
+                name=f"webhook-{i}",
+                index=i,
+                state=str(root / ingest.name),
+                listen="127.0.0.1",
+                **common,
+            )
+        )
     lb_pid = None
     if behind_lb:
         caddyfile = root / ingest.name / "Caddyfile"
         write_atomic(caddyfile, lab_caddyfile(ingest_caddyfile(topology), ingest.private_ip), private=True)
-        lb_pid = deploy_caddy(hosts[ingest.name], python, state=str(root / ingest.name), config=str(caddyfile),
-                              listen=ingest.private_ip).pid
+        lb_pid = deploy_caddy(
+            hosts[ingest.name], python, state=str(root / ingest.name), config=str(caddyfile), listen=ingest.private_ip
+        ).pid
     for host in topo_hosts:
         for w in range(1, host.roles.workers + 1):
             name = f"{host.name}-worker-{w}"  # unique in the cluster, says where it runs
             # Each worker of a host gets its own health port: they share the host's port space.
-            procs[host.name].append(deploy_n8n_role(hosts[host.name], python, role="worker", name=name,
-                                                    index=w, state=str(root / host.name), listen=host.private_ip,
-                                                    **common))
-    return LabCluster(url=f"http://{ingest.private_ip}:{MAIN_PORT}", data_host=data.name,
-                      processes={k: v for k, v in procs.items() if v}, load_balancer_pid=lb_pid,
-                      secrets_file=str(cluster_secrets), data=ends)
+            procs[host.name].append(
+                deploy_n8n_role(
+                    hosts[host.name],
+                    python,
+                    role="worker",
+                    name=name,
+                    index=w,
+                    state=str(root / host.name),
+                    listen=host.private_ip,
+                    **common,
+                )
+            )
+    return LabCluster(
+        url=f"http://{ingest.private_ip}:{MAIN_PORT}",
+        data_host=data.name,
+        processes={k: v for k, v in procs.items() if v},
+        load_balancer_pid=lb_pid,
+        secrets_file=str(cluster_secrets),
+        data=ends,
+    )
 
 
 def _max_connections(topology) -> int:

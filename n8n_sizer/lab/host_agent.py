@@ -22,8 +22,13 @@ from pathlib import Path
 
 from n8n_sizer.errors import InputError, RemoteError
 
-SIGNALS = {"TERM": signal.SIGTERM, "KILL": signal.SIGKILL, "INT": signal.SIGINT, "STOP": signal.SIGSTOP,
-           "CONT": signal.SIGCONT}
+SIGNALS = {
+    "TERM": signal.SIGTERM,
+    "KILL": signal.SIGKILL,
+    "INT": signal.SIGINT,
+    "STOP": signal.SIGSTOP,
+    "CONT": signal.SIGCONT,
+}
 SKIP = ("sshd", "sshd-session", "unshare")  # the host's own access, not a role's process
 
 
@@ -65,8 +70,15 @@ def host_processes() -> list[dict]:
         exe = os.path.basename(argv[0].decode(errors="replace")).split()[0]
         if exe in SKIP:
             continue
-        out.append({"pid": int(entry.name), "ppid": int(fields[1]), "pgid": int(fields[2]), "exe": exe,
-                    "cmd": b" ".join(argv).decode(errors="replace").strip()[:300]})
+        out.append(
+            {
+                "pid": int(entry.name),
+                "ppid": int(fields[1]),
+                "pgid": int(fields[2]),
+                "exe": exe,
+                "cmd": b" ".join(argv).decode(errors="replace").strip()[:300],
+            }
+        )
     return sorted(out, key=lambda p: p["pid"])
 
 
@@ -81,14 +93,20 @@ def snapshot(pid: int) -> dict:
     """What it takes to start the process again as it was: argv, environment, working folder, log file."""
     proc = Path(f"/proc/{pid}")
     argv = [a.decode() for a in proc.joinpath("cmdline").read_bytes().split(b"\0") if a]
-    env = dict(item.decode().split("=", 1) for item in proc.joinpath("environ").read_bytes().split(b"\0")
-               if b"=" in item)
+    env = dict(
+        item.decode().split("=", 1) for item in proc.joinpath("environ").read_bytes().split(b"\0") if b"=" in item
+    )
     log = os.readlink(proc / "fd" / "1")
     cwd = os.readlink(proc / "cwd")
     if len(argv) == 1 and " " in argv[0]:
         argv = _retitled(cwd, argv[0])
-    return {"pid": pid, "argv": argv, "env": env, "cwd": cwd,
-            "log": log if log.startswith("/") and not log.startswith("/dev/") else None}
+    return {
+        "pid": pid,
+        "argv": argv,
+        "env": env,
+        "cwd": cwd,
+        "log": log if log.startswith("/") and not log.startswith("/dev/") else None,
+    }
 
 
 def _retitled(cwd: str, title: str) -> list[str]:
@@ -154,8 +172,7 @@ def start(snapshot_file: Path, ready_http: str | None, ready_redis: str | None, 
 
         secrets = json.loads(Path(ready_redis).read_text())
         port = int(next((a.split()[1] for a in _config_lines(saved["argv"]) if a.startswith("port ")), 6379))
-        services.wait_until(proc, lambda: redis_ping(port, secrets["redis_password"]), timeout_s,
-                            "answering PING")
+        services.wait_until(proc, lambda: redis_ping(port, secrets["redis_password"]), timeout_s, "answering PING")
     snapshot_file.unlink()
     return {"pid": proc.pid, "ready_s": round(time.monotonic() - started, 3)}
 

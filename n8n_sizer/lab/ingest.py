@@ -33,8 +33,14 @@ def lab_caddyfile(rendered: str, listen: str) -> str:
     127.0.0.1:(5680+N), the site bound to `listen`:5678, and Caddy's admin API on the host's loopback."""
     from n8n_sizer.bundle.caddyfile import rebind_caddyfile
 
-    return rebind_caddyfile(rendered, site=f"http://{listen}:{MAIN_PORT}", bind=listen, main=f"127.0.0.1:{MAIN_PORT}",
-                            webhook=lambda k: f"127.0.0.1:{WEBHOOK_BASE_PORT + k}", admin="127.0.0.1:2019")
+    return rebind_caddyfile(
+        rendered,
+        site=f"http://{listen}:{MAIN_PORT}",
+        bind=listen,
+        main=f"127.0.0.1:{MAIN_PORT}",
+        webhook=lambda k: f"127.0.0.1:{WEBHOOK_BASE_PORT + k}",
+        admin="127.0.0.1:2019",
+    )
 
 
 def start_caddy(state: Path, config: Path, listen: str) -> CaddyProcess:
@@ -44,11 +50,16 @@ def start_caddy(state: Path, config: Path, listen: str) -> CaddyProcess:
     if caddy is None:
         raise InputError("Debian's caddy is not installed on the ingest host; apt-get install caddy")
     state.mkdir(parents=True, exist_ok=True)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(state),
-           "XDG_DATA_HOME": str(state / "caddy-data"), "XDG_CONFIG_HOME": str(state / "caddy-config")}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(state),
+        "XDG_DATA_HOME": str(state / "caddy-data"),
+        "XDG_CONFIG_HOME": str(state / "caddy-config"),
+    }
     log = state / "caddy.log"
-    proc = services.spawn("caddy", [caddy, "run", "--config", str(config), "--adapter", "caddyfile"], env, log,
-                          MAIN_PORT)
+    proc = services.spawn(
+        "caddy", [caddy, "run", "--config", str(config), "--adapter", "caddyfile"], env, log, MAIN_PORT
+    )
     url = f"http://{listen}:{MAIN_PORT}/healthz"
     services.wait_until(proc, lambda: services.http_ok(url), READY_TIMEOUT_S, f"routing {url} to main")
     return CaddyProcess(pid=proc.pid, url=url, log=str(log))

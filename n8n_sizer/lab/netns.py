@@ -24,8 +24,18 @@ from typing import Iterator
 from n8n_sizer.bundle.topology import Topology
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.lab import cpu as lab_cpu, sshd
-from n8n_sizer.lab.plan import (BRIDGE_PREFIX, LAB_ID_RE, VETH_PREFIX, LabPlan, bridge_commands, forward_rule,
-                                is_lab_netns, link_commands, overlapping_routes, plan_lab)
+from n8n_sizer.lab.plan import (
+    BRIDGE_PREFIX,
+    LAB_ID_RE,
+    VETH_PREFIX,
+    LabPlan,
+    bridge_commands,
+    forward_rule,
+    is_lab_netns,
+    link_commands,
+    overlapping_routes,
+    plan_lab,
+)
 from n8n_sizer.lab.state import MARKER, LabState, Recorder, lab_inventory, read_lab_state
 from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.write import probe_writable, write_atomic
@@ -46,8 +56,10 @@ class Removal:
 
 def require_root(what: str) -> None:
     if os.geteuid() != 0:
-        raise InputError(f"{what} needs root (only root can make or remove network namespaces, veth links "
-                         f"and bridges); run it as root, e.g. sudo .venv/bin/n8n-sizer {what} ...")
+        raise InputError(
+            f"{what} needs root (only root can make or remove network namespaces, veth links "
+            f"and bridges); run it as root, e.g. sudo .venv/bin/n8n-sizer {what} ..."
+        )
 
 
 def _ip(args: list[str]) -> subprocess.CompletedProcess:
@@ -57,8 +69,10 @@ def _ip(args: list[str]) -> subprocess.CompletedProcess:
 def _run(args: list[str]) -> None:
     res = _ip(args)
     if res.returncode != 0:
-        raise RemoteError(f"lab: `{' '.join(args)}` failed (exit code {res.returncode}): "
-                          f"{' '.join(res.stderr.split())[-300:] or 'no stderr'}")
+        raise RemoteError(
+            f"lab: `{' '.join(args)}` failed (exit code {res.returncode}): "
+            f"{' '.join(res.stderr.split())[-300:] or 'no stderr'}"
+        )
 
 
 def _link_exists(name: str) -> bool:
@@ -97,27 +111,36 @@ def preflight(plan: LabPlan, out: Path, sshd_path: str) -> None:
     if shutil.which("ip") is None:
         raise InputError("lab up needs iproute2's `ip`; install it: apt-get install iproute2")
     if not (os.path.isfile(sshd_path) and os.access(sshd_path, os.X_OK)):
-        raise InputError(f"--sshd {sshd_path} is not an executable file; install openssh-server "
-                         "(apt-get install openssh-server) or pass --sshd /usr/sbin/sshd")
+        raise InputError(
+            f"--sshd {sshd_path} is not an executable file; install openssh-server "
+            "(apt-get install openssh-server) or pass --sshd /usr/sbin/sshd"
+        )
     if os.path.lexists(out):
-        raise InputError(f"--out {out} exists; a lab never overwrites an inventory: `n8n-sizer lab down "
-                         f"--inventory {out}` first, or pick another --out")
+        raise InputError(
+            f"--out {out} exists; a lab never overwrites an inventory: `n8n-sizer lab down "
+            f"--inventory {out}` first, or pick another --out"
+        )
     probe_writable(out.parent if str(out.parent) else Path("."), "--out folder", "pick a folder you can write to")
     taken = [ns.netns for ns in plan.namespaces if os.path.lexists(NETNS_DIR / ns.netns)]
     if taken:
-        raise InputError(f"network namespace(s) {', '.join(taken)} already exist on this machine, with this "
-                         "lab's random id in their names; run lab up again (it draws a new id)")
+        raise InputError(
+            f"network namespace(s) {', '.join(taken)} already exist on this machine, with this "
+            "lab's random id in their names; run lab up again (it draws a new id)"
+        )
     routes = _ip(["ip", "-o", "route", "show", "table", "all"]).stdout + _ip(["ip", "-o", "addr", "show"]).stdout
     hits = overlapping_routes(routes, plan.subnet)
     if hits:
-        raise InputError(f"subnet {plan.subnet} is already in use on this machine ({hits[0][:120]}); a lab takes "
-                         "a subnet nothing else routes: `lab down` the other lab, or set `subnet` in the topology "
-                         "(e.g. \"subnet\": \"10.213.7.0/24\")")
+        raise InputError(
+            f"subnet {plan.subnet} is already in use on this machine ({hits[0][:120]}); a lab takes "
+            "a subnet nothing else routes: `lab down` the other lab, or set `subnet` in the topology "
+            '(e.g. "subnet": "10.213.7.0/24")'
+        )
 
 
 @contextlib.contextmanager
 def _signals_interrupt() -> Iterator[None]:
     """SIGTERM and SIGHUP interrupt `lab up` like Ctrl-C does, so its rollback runs for them too."""
+
     def interrupt(signum, frame):  # noqa: ARG001
         raise KeyboardInterrupt(signal.Signals(signum).name)
 
@@ -140,9 +163,16 @@ def _signals_ignored() -> Iterator[None]:
             signal.signal(s, handler)
 
 
-def lab_up(topology: Topology, generators: int, out: Path, sshd_path: str = "/usr/sbin/sshd",
-           lab_id: str | None = None, generator_prefix: str = "gen-", cpu_budget: bool = True,
-           cpu_cores: float | None = None) -> LabState:
+def lab_up(
+    topology: Topology,
+    generators: int,
+    out: Path,
+    sshd_path: str = "/usr/sbin/sshd",
+    lab_id: str | None = None,
+    generator_prefix: str = "gen-",
+    cpu_budget: bool = True,
+    cpu_cores: float | None = None,
+) -> LabState:
     """Create the lab and write its inventory to `out`; on any failure or interrupt remove all of it.
     With `cpu_budget`, each topology host gets its own CPU (lab.cpu), `cpu_cores` of this machine's in all."""
     require_root("lab up")
@@ -156,15 +186,16 @@ def lab_up(topology: Topology, generators: int, out: Path, sshd_path: str = "/us
             _build(plan, rec, out, sshd_path, budget, mounts)
             state = rec.state()
             inventory = lab_inventory(plan, topology, state)
-            write_atomic(out, inventory.model_dump_json(indent=2, exclude_none=True) + "\n", private=True,
-                         what="--out")
+            write_atomic(out, inventory.model_dump_json(indent=2, exclude_none=True) + "\n", private=True, what="--out")
             return state
         except BaseException as exc:
             with _signals_ignored():
                 removal = remove_lab(rec.state())
             if removal.failed:
-                raise RemoteError(f"lab up failed ({exc or type(exc).__name__}) and its clean-up could not "
-                                  f"remove: {'; '.join(removal.failed)}") from None
+                raise RemoteError(
+                    f"lab up failed ({exc or type(exc).__name__}) and its clean-up could not "
+                    f"remove: {'; '.join(removal.failed)}"
+                ) from None
             raise
 
 
@@ -178,8 +209,11 @@ def _build(plan: LabPlan, rec: Recorder, out: Path, sshd_path: str, budget=None,
     write_atomic(folder / MARKER, plan.lab_id + "\n", private=True)
     rec.client_key = folder / "client_key"
     sshd.generate_key(rec.client_key, f"n8n-sizer-lab-{plan.lab_id}")
-    write_atomic(folder / "authorized_keys", read_user_text(folder / "client_key.pub", "the lab's public key",
-                                                            fix="run lab up again"), private=True)
+    write_atomic(
+        folder / "authorized_keys",
+        read_user_text(folder / "client_key.pub", "the lab's public key", fix="run lab up again"),
+        private=True,
+    )
     first, *rest = bridge_commands(plan)
     _run(first)
     rec.bridge = plan.bridge
@@ -270,7 +304,9 @@ def stop_pids(pids: list[int]) -> list[int]:
 def _remove_links(links: list[str], r: Removal, lab_id: str) -> None:
     for link in links:
         # only this lab's own names: its bridge n8nsz-<id> or a veth nz<id>-<n>, never another link
-        ours = LAB_ID_RE.fullmatch(lab_id) and re.fullmatch(rf"(?:{BRIDGE_PREFIX}{lab_id}|{VETH_PREFIX}{lab_id}-\d+)", link)
+        ours = LAB_ID_RE.fullmatch(lab_id) and re.fullmatch(
+            rf"(?:{BRIDGE_PREFIX}{lab_id}|{VETH_PREFIX}{lab_id}-\d+)", link
+        )
         if not ours:
             r.failed.append(f"link {link} (not a link of lab {lab_id}: left alone)")
             continue
@@ -292,8 +328,10 @@ def remove_lab(state: LabState) -> Removal:
         # by someone else never does), the record says it is the lab's, and the inode is still the one `ip netns
         # add` gave it. An inode alone is not an identity: the kernel reuses it for the next namespace.
         if rec.netns is None or not is_lab_netns(rec.netns, state.lab_id):
-            r.failed.append(f"namespace {rec.netns or rec.name} (its name does not carry lab id {state.lab_id}: "
-                            "left alone; remove it by hand if it is yours)")
+            r.failed.append(
+                f"namespace {rec.netns or rec.name} (its name does not carry lab id {state.lab_id}: "
+                "left alone; remove it by hand if it is yours)"
+            )
             continue
         inode = netns_inode(rec.netns)
         if inode is None:
@@ -304,8 +342,14 @@ def remove_lab(state: LabState) -> Removal:
             ours.append(rec)
     pids = [p for rec in ours for p in _pids_in(rec.netns)]
     # A recorded sshd outside its namespace's list (its namespace already deleted) still holds that namespace.
-    pids += [rec.sshd_pid for rec in state.namespaces if rec.sshd_pid and rec.sshd_pid not in pids
-             and _own_config(state, rec.sshd_config) and _runs_config(rec.sshd_pid, rec.sshd_config)]
+    pids += [
+        rec.sshd_pid
+        for rec in state.namespaces
+        if rec.sshd_pid
+        and rec.sshd_pid not in pids
+        and _own_config(state, rec.sshd_config)
+        and _runs_config(rec.sshd_pid, rec.sshd_config)
+    ]
     left = stop_pids(pids)
     r.removed += [f"process {p}" for p in pids if p not in left]
     r.failed += [f"process {p} (still running after SIGKILL)" for p in left]
@@ -345,7 +389,8 @@ def lab_down(path: Path) -> Removal:
     with _signals_ignored():
         removal = remove_lab(state)
     if removal.failed:
-        raise RemoteError(f"lab down could not remove: {'; '.join(removal.failed)}; {path} is kept, "
-                          "fix that and run lab down again")
+        raise RemoteError(
+            f"lab down could not remove: {'; '.join(removal.failed)}; {path} is kept, fix that and run lab down again"
+        )
     path.unlink(missing_ok=True)  # it describes a lab that no longer exists
     return removal

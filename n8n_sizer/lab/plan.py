@@ -62,8 +62,10 @@ def plan_lab(topology: Topology, generators: int, lab_id: str, generator_prefix:
     if not LAB_ID_RE.match(lab_id):
         raise ValueError(f"lab id {lab_id!r} is not 6 lowercase hex digits")
     if not 1 <= generators <= MAX_GENERATORS:
-        raise InputError(f"--generators {generators} is out of range; use 1 to {MAX_GENERATORS} "
-                         f"(they take .{FIRST_HOST_OFFSET - 1} down to .2 of the subnet), e.g. --generators 2")
+        raise InputError(
+            f"--generators {generators} is out of range; use 1 to {MAX_GENERATORS} "
+            f"(they take .{FIRST_HOST_OFFSET - 1} down to .2 of the subnet), e.g. --generators 2"
+        )
     try:  # the one subnet rule (safety/network.py), also for a Topology built without parse_topology
         net = ipaddress.ip_network(check_private_subnet(topology.subnet))
     except ValueError as exc:
@@ -72,17 +74,40 @@ def plan_lab(topology: Topology, generators: int, lab_id: str, generator_prefix:
     names = [h.name for h in hosts] + [f"{generator_prefix}{i}" for i in range(1, generators + 1)]
     if len(set(names)) != len(names):
         clash = next(n for n in names if names.count(n) > 1)
-        raise InputError(f"the topology's host {clash!r} has the name of a load generator; rename that group "
-                         "(gen-1 .. gen-N belong to the lab's generators)")
-    out = [LabNamespace(name=h.name, netns=netns_name(lab_id, h.name), kind="host", address=h.private_ip,
-                        veth=veth_name(lab_id, i), roles=h.roles.model_dump())
-           for i, h in enumerate(hosts, start=1)]
+        raise InputError(
+            f"the topology's host {clash!r} has the name of a load generator; rename that group "
+            "(gen-1 .. gen-N belong to the lab's generators)"
+        )
+    out = [
+        LabNamespace(
+            name=h.name,
+            netns=netns_name(lab_id, h.name),
+            kind="host",
+            address=h.private_ip,
+            veth=veth_name(lab_id, i),
+            roles=h.roles.model_dump(),
+        )
+        for i, h in enumerate(hosts, start=1)
+    ]
     for g in range(1, generators + 1):
         name = f"{generator_prefix}{g}"
-        out.append(LabNamespace(name=name, netns=netns_name(lab_id, name), kind="generator",
-                                address=str(net[FIRST_HOST_OFFSET - g]), veth=veth_name(lab_id, len(hosts) + g)))
-    return LabPlan(lab_id=lab_id, bridge=BRIDGE_PREFIX + lab_id, subnet=str(net), gateway=str(net[1]),
-                   prefix_len=net.prefixlen, namespaces=tuple(out))
+        out.append(
+            LabNamespace(
+                name=name,
+                netns=netns_name(lab_id, name),
+                kind="generator",
+                address=str(net[FIRST_HOST_OFFSET - g]),
+                veth=veth_name(lab_id, len(hosts) + g),
+            )
+        )
+    return LabPlan(
+        lab_id=lab_id,
+        bridge=BRIDGE_PREFIX + lab_id,
+        subnet=str(net),
+        gateway=str(net[1]),
+        prefix_len=net.prefixlen,
+        namespaces=tuple(out),
+    )
 
 
 def netns_name(lab_id: str, host: str) -> str:
@@ -102,34 +127,63 @@ def veth_name(lab_id: str, index: int) -> str:
 
 
 def bridge_commands(plan: LabPlan) -> list[list[str]]:
-    return [["ip", "link", "add", "name", plan.bridge, "type", "bridge"],
-            ["ip", "addr", "add", f"{plan.gateway}/{plan.prefix_len}", "dev", plan.bridge],
-            ["ip", "link", "set", plan.bridge, "up"]]
+    return [
+        ["ip", "link", "add", "name", plan.bridge, "type", "bridge"],
+        ["ip", "addr", "add", f"{plan.gateway}/{plan.prefix_len}", "dev", plan.bridge],
+        ["ip", "link", "set", plan.bridge, "up"],
+    ]
 
 
 def link_commands(plan: LabPlan, ns: LabNamespace) -> list[list[str]]:
     """After `ip netns add NAME`: its veth (peer created inside the namespace), address, lo and eth0 up."""
-    return [["ip", "link", "add", ns.veth, "type", "veth", "peer", "name", INNER_IFACE, "netns", ns.netns],
-            ["ip", "link", "set", ns.veth, "master", plan.bridge],
-            ["ip", "link", "set", ns.veth, "up"],
-            ["ip", "-n", ns.netns, "addr", "add", f"{ns.address}/{plan.prefix_len}", "dev", INNER_IFACE],
-            ["ip", "-n", ns.netns, "link", "set", "lo", "up"],
-            ["ip", "-n", ns.netns, "link", "set", INNER_IFACE, "up"]]
+    return [
+        ["ip", "link", "add", ns.veth, "type", "veth", "peer", "name", INNER_IFACE, "netns", ns.netns],
+        ["ip", "link", "set", ns.veth, "master", plan.bridge],
+        ["ip", "link", "set", ns.veth, "up"],
+        ["ip", "-n", ns.netns, "addr", "add", f"{ns.address}/{plan.prefix_len}", "dev", INNER_IFACE],
+        ["ip", "-n", ns.netns, "link", "set", "lo", "up"],
+        ["ip", "-n", ns.netns, "link", "set", INNER_IFACE, "up"],
+    ]
 
 
 def forward_rule(bridge: str, lab_id: str) -> list[str]:
     """iptables' FORWARD rule that lets the lab's own bridge forward between its own ports. Needed where
     br_netfilter hands bridged frames to iptables and the FORWARD policy is DROP (Docker sets both); it
     matches only frames entering and leaving the lab's bridge, so it opens nothing else."""
-    return ["FORWARD", "-i", bridge, "-o", bridge, "-m", "comment", "--comment", f"n8n-sizer lab {lab_id}",
-            "-j", "ACCEPT"]
+    return [
+        "FORWARD",
+        "-i",
+        bridge,
+        "-o",
+        bridge,
+        "-m",
+        "comment",
+        "--comment",
+        f"n8n-sizer lab {lab_id}",
+        "-j",
+        "ACCEPT",
+    ]
 
 
 def sshd_command(ns: LabNamespace, sshd_path: str, config: str) -> list[str]:
     """sshd in the namespace, in its own UTS namespace named after the host (so `hostname` tells hosts apart).
     `ip netns exec`, `unshare` (no --fork) and `sh -c exec` each replace themselves: the PID is sshd's."""
-    return ["ip", "netns", "exec", ns.netns, "unshare", "--uts", "--", "sh", "-c",
-            'hostname "$1" && exec "$2" -D -e -f "$3"', "sh", ns.name, sshd_path, config]
+    return [
+        "ip",
+        "netns",
+        "exec",
+        ns.netns,
+        "unshare",
+        "--uts",
+        "--",
+        "sh",
+        "-c",
+        'hostname "$1" && exec "$2" -D -e -f "$3"',
+        "sh",
+        ns.name,
+        sshd_path,
+        config,
+    ]
 
 
 def overlapping_routes(ip_route_text: str, subnet: str) -> list[str]:

@@ -24,8 +24,13 @@ def generate_key(path: Path, comment: str) -> None:
     """An ed25519 key pair at `path` (private 0600) and `path`.pub; refuses to overwrite one."""
     if path.exists():
         raise RemoteError(f"key {path} already exists; the lab never overwrites a key")
-    res = subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
-                         capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    res = subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
     if res.returncode != 0:
         raise RemoteError(f"ssh-keygen for {path} failed: {res.stderr.strip()[-200:]}")
     os.chmod(path, 0o600)
@@ -34,12 +39,22 @@ def generate_key(path: Path, comment: str) -> None:
 def sshd_config_text(ns: LabNamespace, host_key: Path, authorized_keys: Path) -> str:
     sftp = next((p for p in SFTP_SERVERS if Path(p).exists()), "internal-sftp")
     options = {
-        "ListenAddress": ns.address, "Port": str(SSH_PORT), "HostKey": str(host_key), "PidFile": "none",
-        "AuthorizedKeysFile": str(authorized_keys), "PasswordAuthentication": "no",
-        "KbdInteractiveAuthentication": "no", "PubkeyAuthentication": "yes", "UsePAM": "no",
-        "StrictModes": "no", "PermitRootLogin": "prohibit-password", "Subsystem": f"sftp {sftp}",
+        "ListenAddress": ns.address,
+        "Port": str(SSH_PORT),
+        "HostKey": str(host_key),
+        "PidFile": "none",
+        "AuthorizedKeysFile": str(authorized_keys),
+        "PasswordAuthentication": "no",
+        "KbdInteractiveAuthentication": "no",
+        "PubkeyAuthentication": "yes",
+        "UsePAM": "no",
+        "StrictModes": "no",
+        "PermitRootLogin": "prohibit-password",
+        "Subsystem": f"sftp {sftp}",
         # The bench opens several sessions per host at once (deploy, telemetry, tunnels).
-        "MaxStartups": "50", "MaxSessions": "50", "LogLevel": "ERROR",
+        "MaxStartups": "50",
+        "MaxSessions": "50",
+        "LogLevel": "ERROR",
     }
     return "".join(f"{key} {value}\n" for key, value in options.items())
 
@@ -50,8 +65,13 @@ def start_sshd(ns: LabNamespace, sshd_path: str, config: Path, log: Path) -> int
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # privilege separation folder sshd insists on as root
     with open(log, "ab") as out:
         # start_new_session: the lab outlives `lab up`, and a Ctrl-C in its terminal does not reach sshd.
-        proc = subprocess.Popen(sshd_command(ns, sshd_path, str(config)), stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            sshd_command(ns, sshd_path, str(config)),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     return proc.pid
 
 
@@ -60,15 +80,17 @@ def wait_listening(ns: LabNamespace, pid: int, log: Path, timeout_s: float = LIS
     while time.monotonic() < deadline:
         if not pid_alive(pid):
             tail = log.read_text(errors="replace").strip()[-300:] if log.exists() else ""
-            raise RemoteError(f"sshd in namespace {ns.name} exited at once: {tail or 'no output'}; "
-                              f"check --sshd and {log}")
+            raise RemoteError(
+                f"sshd in namespace {ns.name} exited at once: {tail or 'no output'}; check --sshd and {log}"
+            )
         try:
             with socket.create_connection((ns.address, SSH_PORT), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.05)
-    raise RemoteError(f"sshd in namespace {ns.name} did not listen on {ns.address}:{SSH_PORT} within "
-                      f"{timeout_s:g} s; see {log}")
+    raise RemoteError(
+        f"sshd in namespace {ns.name} did not listen on {ns.address}:{SSH_PORT} within {timeout_s:g} s; see {log}"
+    )
 
 
 def pid_alive(pid: int) -> bool:

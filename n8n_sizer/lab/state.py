@@ -66,12 +66,17 @@ class Recorder:
         self.namespaces[name].update(fields)
 
     def state(self) -> LabState:
-        return LabState(lab_id=self.plan.lab_id, bridge=self.bridge, forward_rule=self.forward_rule,
-                        subnet=self.plan.subnet,
-                        folder=None if self.folder is None else str(self.folder),
-                        client_key=None if self.client_key is None else str(self.client_key),
-                        namespaces=tuple(NamespaceRecord(**n) for n in self.namespaces.values()),
-                        topology=self.topology, cpu=self.cpu)
+        return LabState(
+            lab_id=self.plan.lab_id,
+            bridge=self.bridge,
+            forward_rule=self.forward_rule,
+            subnet=self.plan.subnet,
+            folder=None if self.folder is None else str(self.folder),
+            client_key=None if self.client_key is None else str(self.client_key),
+            namespaces=tuple(NamespaceRecord(**n) for n in self.namespaces.values()),
+            topology=self.topology,
+            cpu=self.cpu,
+        )
 
 
 def topology_dict(topology: Topology) -> dict:
@@ -92,11 +97,26 @@ def lab_inventory(plan: LabPlan, topology: Topology, state: LabState) -> Invento
     hosts = {}
     for ns in plan.namespaces:
         hosts[ns.name] = InventoryHost(
-            name=ns.name, role="cluster" if ns.kind == "host" else "loadgen", provider=provider, size="netns",
-            vcpu=os.cpu_count() or 1, arch=machine_arch(), public_ip=ns.address, private_ip=ns.address,
-            ssh_user="root", roles=ns.roles if ns.kind == "host" else None)
-    return Inventory(stack=f"lab-{plan.lab_id}", provider=provider, location="lab", expires_at="at lab down",
-                     hosts=hosts, subnet=plan.subnet, lab=state.model_dump(mode="json"))
+            name=ns.name,
+            role="cluster" if ns.kind == "host" else "loadgen",
+            provider=provider,
+            size="netns",
+            vcpu=os.cpu_count() or 1,
+            arch=machine_arch(),
+            public_ip=ns.address,
+            private_ip=ns.address,
+            ssh_user="root",
+            roles=ns.roles if ns.kind == "host" else None,
+        )
+    return Inventory(
+        stack=f"lab-{plan.lab_id}",
+        provider=provider,
+        location="lab",
+        expires_at="at lab down",
+        hosts=hosts,
+        subnet=plan.subnet,
+        lab=state.model_dump(mode="json"),
+    )
 
 
 def read_lab_state(path: Path) -> LabState:

@@ -98,8 +98,9 @@ class N8nClient:
 
     # --- plumbing ------------------------------------------------------------------------------
 
-    def _call(self, method: str, path: str, *, public: bool = False, expect: tuple[int, ...] = (200,),
-              **kwargs: Any) -> httpx.Response:
+    def _call(
+        self, method: str, path: str, *, public: bool = False, expect: tuple[int, ...] = (200,), **kwargs: Any
+    ) -> httpx.Response:
         headers = kwargs.pop("headers", {})
         if public:
             headers["X-N8N-API-KEY"] = self.api_key
@@ -117,8 +118,9 @@ class N8nClient:
         try:
             return response.json()
         except ValueError as exc:
-            raise N8nApiError(method, f"{self.base_url}{path}", response.status_code,
-                              f"not JSON: {response.text}") from exc
+            raise N8nApiError(
+                method, f"{self.base_url}{path}", response.status_code, f"not JSON: {response.text}"
+            ) from exc
 
     # --- readiness and accounts ----------------------------------------------------------------
 
@@ -135,22 +137,34 @@ class N8nClient:
             except httpx.HTTPError as exc:
                 last = f"{type(exc).__name__}: {exc}"
             time.sleep(0.25)
-        raise N8nApiError("GET", f"{self.base_url}/healthz/readiness", None,
-                          f"not ready after {timeout_s:.0f} s; last: {last}")
+        raise N8nApiError(
+            "GET", f"{self.base_url}/healthz/readiness", None, f"not ready after {timeout_s:.0f} s; last: {last}"
+        )
 
     def setup_owner(self, owner: OwnerLogin) -> dict[str, Any]:
         """Create the instance owner (only possible once per instance)."""
-        body = {"email": owner.email, "firstName": owner.first_name, "lastName": owner.last_name,
-                "password": owner.password.get_secret_value()}
+        body = {
+            "email": owner.email,
+            "firstName": owner.first_name,
+            "lastName": owner.last_name,
+            "password": owner.password.get_secret_value(),
+        }
         return self._json("POST", "/rest/owner/setup", json=body)["data"]
 
     def login(self, owner: OwnerLogin) -> None:
         """Log in; the `n8n-auth` cookie is kept for /rest calls."""
-        self._call("POST", "/rest/login",
-                   json={"emailOrLdapLoginId": owner.email, "password": owner.password.get_secret_value()})
+        self._call(
+            "POST",
+            "/rest/login",
+            json={"emailOrLdapLoginId": owner.email, "password": owner.password.get_secret_value()},
+        )
         if "n8n-auth" not in self._http.cookies:
-            raise N8nApiError("POST", f"{self.base_url}/rest/login", 200,
-                              "no n8n-auth cookie in the answer; over plain HTTP n8n needs N8N_SECURE_COOKIE=false")
+            raise N8nApiError(
+                "POST",
+                f"{self.base_url}/rest/login",
+                200,
+                "no n8n-auth cookie in the answer; over plain HTTP n8n needs N8N_SECURE_COOKIE=false",
+            )
 
     def api_key_scopes(self) -> list[str]:
         return list(self._json("GET", "/rest/api-keys/scopes")["data"])
@@ -214,8 +228,9 @@ class N8nClient:
 
     # --- executions ----------------------------------------------------------------------------
 
-    def list_executions(self, workflow_id: str, status: str | None = None,
-                        page_size: int = PAGE_LIMIT) -> list[dict[str, Any]]:
+    def list_executions(
+        self, workflow_id: str, status: str | None = None, page_size: int = PAGE_LIMIT
+    ) -> list[dict[str, Any]]:
         """Every execution stored for the workflow (without their data), following `nextCursor`."""
         params: dict[str, Any] = {"workflowId": workflow_id, "limit": page_size}
         if status is not None:
@@ -242,8 +257,12 @@ class N8nClient:
         status_by_id.update({str(item["id"]): str(item.get("status")) for item in finished})
         by_status = Counter(status_by_id.values())
         success = tuple(sorted(i for i, status in status_by_id.items() if status == "success"))
-        return ExecutionCounts(workflow_id=workflow_id, total=len(status_by_id),
-                               by_status=dict(sorted(by_status.items())), success_ids=success)
+        return ExecutionCounts(
+            workflow_id=workflow_id,
+            total=len(status_by_id),
+            by_status=dict(sorted(by_status.items())),
+            success_ids=success,
+        )
 
     def get_execution(self, execution_id: str, include_data: bool = False) -> dict[str, Any]:
         """One execution; with `include_data` also its run data (each node's output and `executionTime`)."""
@@ -267,8 +286,9 @@ class N8nSession(Frozen):
         return N8nClient(self.base_url, self.api_key.get_secret_value(), timeout_s)
 
 
-def set_up_instance(base_url: str, owner: OwnerLogin | None = None, ready_timeout_s: float = 120.0,
-                    owner_exists: bool = False) -> N8nSession:
+def set_up_instance(
+    base_url: str, owner: OwnerLogin | None = None, ready_timeout_s: float = 120.0, owner_exists: bool = False
+) -> N8nSession:
     """Wait for readiness, create the owner (unless `owner_exists`: n8n made it at start from
     N8N_INSTANCE_OWNER_* variables, as the lab does), log in and create an API key with the role's scopes."""
     owner = owner or OwnerLogin.generate()

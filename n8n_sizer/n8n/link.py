@@ -36,11 +36,19 @@ class Counts(Frozen):
 
 def _save_session(path: Path, session: N8nSession) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)  # 0600 from the first byte, never overwritten
+    fd = os.open(
+        path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600
+    )  # 0600 from the first byte, never overwritten
     with os.fdopen(fd, "w") as f:
-        json.dump({"base_url": session.base_url, "email": session.owner.email,
-                   "password": session.owner.password.get_secret_value(),
-                   "api_key": session.api_key.get_secret_value()}, f)
+        json.dump(
+            {
+                "base_url": session.base_url,
+                "email": session.owner.email,
+                "password": session.owner.password.get_secret_value(),
+                "api_key": session.api_key.get_secret_value(),
+            },
+            f,
+        )
 
 
 def _load_session(path: Path, base_url: str) -> N8nSession:
@@ -48,8 +56,11 @@ def _load_session(path: Path, base_url: str) -> N8nSession:
     from n8n_sizer.safety.jsondoc import load_json
 
     fix = "delete it; the next run sets n8n up again"
-    data = load_json(read_user_text(path, "the saved n8n login", private=True, max_bytes=1 << 16, fix=fix),
-                     f"the saved n8n login {path}", fix)
+    data = load_json(
+        read_user_text(path, "the saved n8n login", private=True, max_bytes=1 << 16, fix=fix),
+        f"the saved n8n login {path}",
+        fix,
+    )
     owner = OwnerLogin(email=data["email"], password=SecretStr(data["password"]))
     return N8nSession(base_url=base_url, owner=owner, api_key=SecretStr(data["api_key"]))
 
@@ -64,8 +75,9 @@ def _version(session: N8nSession) -> str | None:
         return None  # recorded as unknown, never guessed
 
 
-def saved_or_new_session(base_url: str, login_file: Path | None, target: str = "target",
-                         owner: OwnerLogin | None = None) -> N8nSession:
+def saved_or_new_session(
+    base_url: str, login_file: Path | None, target: str = "target", owner: OwnerLogin | None = None
+) -> N8nSession:
     """The owner login saved in `login_file`, or (no such file yet) the instance set up now and its login saved
     there (mode 0600). An instance that already has an owner and no saved login is the user's to point at.
     `owner`: the owner n8n created at start from its environment (the lab's), logged in, never set up."""
@@ -75,9 +87,10 @@ def saved_or_new_session(base_url: str, login_file: Path | None, target: str = "
         session = set_up_instance(base_url, owner, owner_exists=owner is not None)
     except N8nApiError as exc:
         where = f" {login_file} does not exist;" if login_file is not None else ""
-        raise HostError(f"{target}: n8n is set up already and{where} no saved login to use ({exc}); pass "
-                        f"--n8n-login results/<run>/secrets/{target}.json from the bench run that set it up"
-                        .replace("\n", " ")) from None
+        raise HostError(
+            f"{target}: n8n is set up already and{where} no saved login to use ({exc}); pass "
+            f"--n8n-login results/<run>/secrets/{target}.json from the bench run that set it up".replace("\n", " ")
+        ) from None
     if login_file is not None:
         _save_session(login_file, session)
     return session
@@ -98,8 +111,13 @@ def setup_target(base_url: str, workflow: BenchWorkflow, secrets_path: Path, tar
                 ids[key], _ = deploy_workflow(client, flow.definition)
     except N8nApiError as exc:
         raise HostError(f"{target}: setting n8n up failed: {exc}".replace("\n", " ")) from None
-    return TargetLink(n8n_version=_version(session), workflow_id=ids["measured"], warmup_workflow_id=ids["warmup"],
-                      webhook_path=workflow.webhook_path, warmup_webhook_path=warm.webhook_path)
+    return TargetLink(
+        n8n_version=_version(session),
+        workflow_id=ids["measured"],
+        warmup_workflow_id=ids["warmup"],
+        webhook_path=workflow.webhook_path,
+        warmup_webhook_path=warm.webhook_path,
+    )
 
 
 def count_executions(base_url: str, workflow_id: str, secrets_path: Path, target: str = "target") -> Counts:
@@ -110,8 +128,13 @@ def count_executions(base_url: str, workflow_id: str, secrets_path: Path, target
     except N8nApiError as exc:
         raise HostError(f"{target}: counting executions failed: {exc}".replace("\n", " ")) from None
     by = counts.by_status
-    return Counts(stored=counts.total, succeeded=by.get("success", 0),
-                  finished=sum(by.get(s, 0) for s in FINAL_STATUSES), by_status=by, success_ids=counts.success_ids)
+    return Counts(
+        stored=counts.total,
+        succeeded=by.get("success", 0),
+        finished=sum(by.get(s, 0) for s in FINAL_STATUSES),
+        by_status=by,
+        success_ids=counts.success_ids,
+    )
 
 
 def editor_client(base_url: str, secrets_path: Path) -> N8nClient:

@@ -46,12 +46,15 @@ def with_respond_mode(definition: dict[str, Any], mode: RespondMode) -> dict[str
         # Webhook v2 keeps its code in a fixed collection (n8n's getResponseCode reads options.responseCode.values)
         hook.setdefault("options", {})["responseCode"] = {"values": {"responseCode": VALID_STATUS[mode]}}
         out["nodes"] = [n for n in out["nodes"] if n.get("name") != "Respond"]
-        out["connections"] = {"Webhook": {"main": [[{"node": "Check", "type": "main", "index": 0}]]},
-                              "Check": {"main": [[{"node": "Work", "type": "main", "index": 0}]]}}
+        out["connections"] = {
+            "Webhook": {"main": [[{"node": "Check", "type": "main", "index": 0}]]},
+            "Check": {"main": [[{"node": "Work", "type": "main", "index": 0}]]},
+        }
         return out
     respond = _node(out, "Respond")
     respond["parameters"].setdefault("options", {})["responseCode"] = f"={{{{ $json.status || {VALID_STATUS[mode]} }}}}"
     if mode == "immediately":
+
         def link(node: str) -> dict:
             return {"main": [[{"node": node, "type": "main", "index": 0}]]}
 
@@ -69,5 +72,6 @@ def with_secret(definition: dict[str, Any], secret: str, max_body_bytes: int) ->
     if SECRET_MARK not in code or MAX_BYTES_MARK not in code:
         raise InputError("the signed-webhook Check node has no secret placeholder (was the secret written in twice?)")
     check["parameters"]["jsCode"] = code.replace(SECRET_MARK, json.dumps(secret)).replace(
-        MAX_BYTES_MARK, str(int(max_body_bytes)))
+        MAX_BYTES_MARK, str(int(max_body_bytes))
+    )
     return out

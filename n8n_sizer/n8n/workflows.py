@@ -43,8 +43,12 @@ class BenchWorkflow(Frozen):
     def copy_for(self, suffix: str) -> "BenchWorkflow":
         """The same workflow on webhook path `<path>-<suffix>` with fresh webhook ids (e.g. the warm-up copy)."""
         path = f"{self.webhook_path}-{suffix}"
-        return self.model_copy(update={"definition": with_webhook_path(self.definition, path, f"{self.name} ({suffix})"),
-                                       "webhook_path": path})
+        return self.model_copy(
+            update={
+                "definition": with_webhook_path(self.definition, path, f"{self.name} ({suffix})"),
+                "webhook_path": path,
+            }
+        )
 
 
 def read_workflow(name_or_path: str) -> dict[str, Any]:
@@ -56,8 +60,10 @@ def read_workflow(name_or_path: str) -> dict[str, Any]:
     from n8n_sizer.safety.jsondoc import load_json
 
     if not os.path.lexists(name_or_path):
-        raise InputError(f"--workflow {name_or_path}: no such file; try one of {', '.join(WORKFLOW_TEMPLATES)} "
-                         f"or a path to an exported workflow JSON")
+        raise InputError(
+            f"--workflow {name_or_path}: no such file; try one of {', '.join(WORKFLOW_TEMPLATES)} "
+            f"or a path to an exported workflow JSON"
+        )
     fix = "export the workflow from n8n's editor (Download)"
     workflow = load_json(read_user_text(name_or_path, "--workflow", fix=fix), f"--workflow {name_or_path}", fix)
     if not isinstance(workflow, dict) or not isinstance(workflow.get("nodes"), list):
@@ -67,15 +73,20 @@ def read_workflow(name_or_path: str) -> dict[str, Any]:
 
 def webhook_nodes(definition: dict[str, Any]) -> list[dict[str, Any]]:
     """The enabled Webhook trigger nodes, in the file's order."""
-    return [n for n in definition.get("nodes", [])
-            if isinstance(n, dict) and n.get("type") == WEBHOOK_TYPE and not n.get("disabled")]
+    return [
+        n
+        for n in definition.get("nodes", [])
+        if isinstance(n, dict) and n.get("type") == WEBHOOK_TYPE and not n.get("disabled")
+    ]
 
 
 def _first_hook(definition: dict[str, Any]) -> dict[str, Any]:
     hooks = webhook_nodes(definition)
     if not hooks:
-        raise InputError(f"workflow {definition.get('name', '(unnamed)')!r} has no enabled Webhook node; "
-                         f"the bench calls a workflow through its webhook: add a Webhook trigger node")
+        raise InputError(
+            f"workflow {definition.get('name', '(unnamed)')!r} has no enabled Webhook node; "
+            f"the bench calls a workflow through its webhook: add a Webhook trigger node"
+        )
     return hooks[0]
 
 
@@ -84,8 +95,9 @@ def webhook_path(definition: dict[str, Any]) -> str:
     node = _first_hook(definition)
     path = node.get("parameters", {}).get("path") or node.get("webhookId")
     if not path:
-        raise InputError(f"workflow {definition.get('name', '(unnamed)')!r}: its Webhook node has no path; "
-                         f"set one in the node")
+        raise InputError(
+            f"workflow {definition.get('name', '(unnamed)')!r}: its Webhook node has no path; set one in the node"
+        )
     return f"/webhook/{str(path).strip('/')}"
 
 
@@ -122,15 +134,19 @@ def load_bench_workflow(spec: str, body_file: Path | None = None, run_tag: str |
     definition = read_workflow(spec)
     hooks = webhook_nodes(definition)
     if not hooks:
-        raise InputError(f"{source} has no Webhook node, so there is nothing to send load to; add a Webhook "
-                         f"trigger (POST) to the workflow")
+        raise InputError(
+            f"{source} has no Webhook node, so there is nothing to send load to; add a Webhook "
+            f"trigger (POST) to the workflow"
+        )
     if len(hooks) > 1:
         raise InputError(f"{source} has {len(hooks)} Webhook nodes; the bench loads one; keep one Webhook trigger")
     params = hooks[0].get("parameters", {})
     method = str(params.get("httpMethod", "GET")).upper()
     if method != "POST":
-        raise InputError(f"{source}: its Webhook node answers {method}, the bench POSTs a body; set the "
-                         f"Webhook node's HTTP Method to POST")
+        raise InputError(
+            f"{source}: its Webhook node answers {method}, the bench POSTs a body; set the "
+            f"Webhook node's HTTP Method to POST"
+        )
     path = str(params.get("path") or f"bench-{name}").strip("/")
     if run_tag:
         path = f"{path}-{run_tag}"

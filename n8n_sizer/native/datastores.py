@@ -59,6 +59,11 @@ class DataStores:
 
     def _write_redis_config(self, persistence: str) -> None:
         self._redis_dir.mkdir(exist_ok=True)
-        services.write_redis_config(self._redis_dir / "redis.conf", self._redis_dir, self.redis_port,
-                                    self.secrets.redis_password, persistence,
-                                    n8n_password=self.secrets.redis_n8n_password)
+        services.write_redis_config(
+            self._redis_dir / "redis.conf",
+            self._redis_dir,
+            self.redis_port,
+            self.secrets.redis_password,
+            persistence,
+            n8n_password=self.secrets.redis_n8n_password,
+        )

@@ -26,11 +26,25 @@ def rendered_ingest_caddyfile(webhook_processors: int, workers: int) -> str:
     from n8n_sizer.bundle.render_topology import ingest_caddyfile
     from n8n_sizer.bundle.topology import parse_topology
 
-    topology = parse_topology({"topology": [
-        {"name": "ingest", "provider": "hetzner", "size": _RENDER_SIZE,
-         "roles": {"main": 1, "webhook": webhook_processors, "load_balancer": 1}},
-        {"name": "data", "provider": "hetzner", "size": _RENDER_SIZE,
-         "roles": {"postgres": 1, "redis": 1, "workers": max(1, workers)}}]}, "the local stack's topology")
+    topology = parse_topology(
+        {
+            "topology": [
+                {
+                    "name": "ingest",
+                    "provider": "hetzner",
+                    "size": _RENDER_SIZE,
+                    "roles": {"main": 1, "webhook": webhook_processors, "load_balancer": 1},
+                },
+                {
+                    "name": "data",
+                    "provider": "hetzner",
+                    "size": _RENDER_SIZE,
+                    "roles": {"postgres": 1, "redis": 1, "workers": max(1, workers)},
+                },
+            ]
+        },
+        "the local stack's topology",
+    )
     return ingest_caddyfile(topology)
 
 
@@ -40,9 +54,14 @@ def local_caddyfile(port: int, main_port: int, webhook_ports: list[int], workers
 
     rendered = rendered_ingest_caddyfile(len(webhook_ports), workers)
     # No admin API: the stack stops Caddy by PID, and a fixed admin port would clash between stacks.
-    return rebind_caddyfile(rendered, site=f"http://127.0.0.1:{port}", bind="127.0.0.1",
-                            main=f"127.0.0.1:{main_port}", webhook=lambda k: f"127.0.0.1:{webhook_ports[k - 1]}",
-                            admin="off")
+    return rebind_caddyfile(
+        rendered,
+        site=f"http://127.0.0.1:{port}",
+        bind="127.0.0.1",
+        main=f"127.0.0.1:{main_port}",
+        webhook=lambda k: f"127.0.0.1:{webhook_ports[k - 1]}",
+        admin="off",
+    )
 
 
 def caddy_binary() -> str:
@@ -55,10 +74,21 @@ def caddy_binary() -> str:
 def start_caddy(config: Path, folder: Path, port: int, log_path: Path, cpus: str | None = None) -> RunningProcess:
     """Caddy running `config` (its data and config folders inside `folder`), detached like every stack process."""
     folder.mkdir(parents=True, exist_ok=True)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(folder),
-           "XDG_DATA_HOME": str(folder / "data"), "XDG_CONFIG_HOME": str(folder / "config")}
-    return services.spawn("caddy", [caddy_binary(), "run", "--config", str(config), "--adapter", "caddyfile"],
-                          env, log_path, port, cwd=folder, cpus=cpus)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(folder),
+        "XDG_DATA_HOME": str(folder / "data"),
+        "XDG_CONFIG_HOME": str(folder / "config"),
+    }
+    return services.spawn(
+        "caddy",
+        [caddy_binary(), "run", "--config", str(config), "--adapter", "caddyfile"],
+        env,
+        log_path,
+        port,
+        cwd=folder,
+        cpus=cpus,
+    )
 
 
 class IngestProcesses:
@@ -87,7 +117,11 @@ class IngestProcesses:
 
         folder = self.stack_dir / "caddy"
         folder.mkdir(exist_ok=True)
-        text = local_caddyfile(self.lb_port, self.ports["main"].http,
-                               [self.ports[name].http for name in self.webhook_names], self.setup.workers)
+        text = local_caddyfile(
+            self.lb_port,
+            self.ports["main"].http,
+            [self.ports[name].http for name in self.webhook_names],
+            self.setup.workers,
+        )
         write_atomic(folder / "Caddyfile", text, private=False)  # addresses and routes only, no secret
         return start_caddy(folder / "Caddyfile", folder, self.lb_port, self.log_path("caddy"), self.cpus)

@@ -134,16 +134,25 @@ def _run_npm(args: list[str], env: dict[str, str], log: Path, what: str) -> None
         out.write(f"\n$ npm {' '.join(args)}\n")
         out.flush()
         try:
-            proc = subprocess.run([npm, *args], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                  stdin=subprocess.DEVNULL, timeout=NPM_TIMEOUT_S, check=False)
+            proc = subprocess.run(
+                [npm, *args],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                timeout=NPM_TIMEOUT_S,
+                check=False,
+            )
         except subprocess.TimeoutExpired as exc:
             raise RemoteError(f"{what}: npm timed out after {NPM_TIMEOUT_S} s; log: {log}") from exc
     if proc.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])
         if "notarget" in tail or "No matching version" in tail:
-            raise InputError(f"{what}: a package does not resolve on the npm registry (see below); choose "
-                             f"another n8n version deliberately, e.g. --n8n-version {KNOWN_GOOD_FALLBACK}, "
-                             f"or change the pin in n8n_sizer/versions.py. Log: {log}\n{tail}")
+            raise InputError(
+                f"{what}: a package does not resolve on the npm registry (see below); choose "
+                f"another n8n version deliberately, e.g. --n8n-version {KNOWN_GOOD_FALLBACK}, "
+                f"or change the pin in n8n_sizer/versions.py. Log: {log}\n{tail}"
+            )
         raise RemoteError(f"{what}: npm exited {proc.returncode}; log: {log}\n{tail}")
 
 
@@ -183,9 +192,16 @@ def install_n8n(n8n_version: str = N8N_VERSION, cache: Path | None = None, quiet
         if not (node_dir / MARKER).is_file():
             with console.status(f"installing {NODE_PACKAGE} (log: {log})"):
                 t0 = time.monotonic()
-                _install_into_place(node_dir, cache, lambda tmp: _run_npm(
-                    ["install", "--prefix", str(tmp), "--no-save", NODE_PACKAGE],
-                    _npm_env(cache, None, None), log, f"installing {NODE_PACKAGE}"))
+                _install_into_place(
+                    node_dir,
+                    cache,
+                    lambda tmp: _run_npm(
+                        ["install", "--prefix", str(tmp), "--no-save", NODE_PACKAGE],
+                        _npm_env(cache, None, None),
+                        log,
+                        f"installing {NODE_PACKAGE}",
+                    ),
+                )
             console.print(f"[green]installed[/] {NODE_PACKAGE} in {time.monotonic() - t0:.0f} s")
         node_bin, node_include = _node_paths(node_dir)
         env = _npm_env(cache, node_bin, node_include)
@@ -195,24 +211,42 @@ def install_n8n(n8n_version: str = N8N_VERSION, cache: Path | None = None, quiet
             (tmp / "package.json").write_text(json.dumps({"name": "n8n-sizer-n8n", "private": True}) + "\n")
             with console.status(f"npm install --ignore-scripts n8n@{n8n_version} (~4 min, ~3 GB; log: {log})"):
                 t0 = time.monotonic()
-                _run_npm(["install", "--prefix", str(tmp), "--ignore-scripts", f"n8n@{n8n_version}"],
-                         env, log, f"installing n8n@{n8n_version}")
+                _run_npm(
+                    ["install", "--prefix", str(tmp), "--ignore-scripts", f"n8n@{n8n_version}"],
+                    env,
+                    log,
+                    f"installing n8n@{n8n_version}",
+                )
             console.print(f"[green]downloaded[/] n8n@{n8n_version} in {time.monotonic() - t0:.0f} s")
             with console.status(f"npm rebuild {' '.join(NATIVE_MODULES)} (compiles sqlite3; log: {log})"):
                 t0 = time.monotonic()
-                _run_npm(["rebuild", "--prefix", str(tmp), *NATIVE_MODULES], env, log,
-                         f"building n8n@{n8n_version}'s native modules")
+                _run_npm(
+                    ["rebuild", "--prefix", str(tmp), *NATIVE_MODULES],
+                    env,
+                    log,
+                    f"building n8n@{n8n_version}'s native modules",
+                )
             console.print(f"[green]built[/] native modules in {time.monotonic() - t0:.0f} s")
-            probe = subprocess.run([str(node_bin), str(tmp / "node_modules" / "n8n" / "bin" / "n8n"), "--version"],
-                                   env=env, capture_output=True, text=True, timeout=120, check=False)
+            probe = subprocess.run(
+                [str(node_bin), str(tmp / "node_modules" / "n8n" / "bin" / "n8n"), "--version"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
             if probe.returncode != 0 or probe.stdout.strip() != n8n_version:
-                raise RemoteError(f"n8n --version answered {probe.stdout.strip()!r} (exit {probe.returncode}), "
-                                   f"expected {n8n_version}: {probe.stderr.strip()[-500:]}")
+                raise RemoteError(
+                    f"n8n --version answered {probe.stdout.strip()!r} (exit {probe.returncode}), "
+                    f"expected {n8n_version}: {probe.stderr.strip()[-500:]}"
+                )
 
         _install_into_place(_n8n_dir(cache, n8n_version), cache, fill)
     found = find_installed(n8n_version, cache)
     if found is None:
         raise RemoteError(f"n8n {n8n_version} install finished but is not found in {cache}")
     seconds = time.monotonic() - started
-    console.print(f"[green]n8n {n8n_version}[/] with Node {found.node_version} installed in {seconds:.0f} s into {cache}")
+    console.print(
+        f"[green]n8n {n8n_version}[/] with Node {found.node_version} installed in {seconds:.0f} s into {cache}"
+    )
     return found.model_copy(update={"install_seconds": seconds})

@@ -24,8 +24,9 @@ def _encode(parts: tuple[str, ...]) -> bytes:
     return out
 
 
-def redis_command(port: int, password: str, *args: str, host: str = "127.0.0.1", timeout_s: float = 3.0,
-                  user: str | None = None) -> Any:
+def redis_command(
+    port: int, password: str, *args: str, host: str = "127.0.0.1", timeout_s: float = 3.0, user: str | None = None
+) -> Any:
     """One Redis command after AUTH (as the default user, or as ACL `user`); its reply as a Python value.
     RedisError on an error reply, OSError when nothing listens."""
     with socket.create_connection((host, port), timeout=timeout_s) as sock:

@@ -86,14 +86,25 @@ def group_pids(pgid: int) -> list[int]:
 def family_pids(pid: int) -> list[int]:
     """`pid` first, then its process group and its direct children outside it (Postgres' backends run in
     sessions of their own)."""
-    return [pid] + [other for other, parent, group in _live_processes()
-                    if other != pid and (group == pid or parent == pid)]
+    return [pid] + [
+        other for other, parent, group in _live_processes() if other != pid and (group == pid or parent == pid)
+    ]
 
 
-def spawn(name: str, argv: list[str], env: dict[str, str], log_path: Path, port: int, *,
-          cwd: Path | None = None, user: str | None = None, cpus: str | None = None,
-          stop_signal: int = signal.SIGTERM, health_port: int | None = None,
-          broker_port: int | None = None) -> RunningProcess:
+def spawn(
+    name: str,
+    argv: list[str],
+    env: dict[str, str],
+    log_path: Path,
+    port: int,
+    *,
+    cwd: Path | None = None,
+    user: str | None = None,
+    cpus: str | None = None,
+    stop_signal: int = signal.SIGTERM,
+    health_port: int | None = None,
+    broker_port: int | None = None,
+) -> RunningProcess:
     """Start `argv` detached in its own session, stdout and stderr appended to `log_path`."""
     if cpus is not None:
         argv = ["taskset", "-c", cpus, *argv]
@@ -101,8 +112,16 @@ def spawn(name: str, argv: list[str], env: dict[str, str], log_path: Path, port:
     with open(log_path, "ab") as log:
         log.write(f"\n--- {time.strftime('%Y-%m-%dT%H:%M:%S%z')} starting {name}\n".encode())
         log.flush()
-        popen = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
-                                 stderr=subprocess.STDOUT, start_new_session=True, user=user)
+        popen = subprocess.Popen(
+            argv,
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            user=user,
+        )
     # Popen's child is never waited for here: it may outlive this Python process (detached `up`).
     # Keep it out of the zombie list by letting `reap` collect it when it ends.
     _CHILDREN[popen.pid] = popen
@@ -110,8 +129,16 @@ def spawn(name: str, argv: list[str], env: dict[str, str], log_path: Path, port:
     if ticks is None:
         popen.poll()
         raise ServiceError(f"{name} exited at once (exit {popen.returncode}); log {log_path}:\n{log_tail(log_path)}")
-    return RunningProcess(name=name, pid=popen.pid, start_ticks=ticks, port=port, log_path=log_path,
-                          stop_signal=stop_signal, health_port=health_port, broker_port=broker_port)
+    return RunningProcess(
+        name=name,
+        pid=popen.pid,
+        start_ticks=ticks,
+        port=port,
+        log_path=log_path,
+        stop_signal=stop_signal,
+        health_port=health_port,
+        broker_port=broker_port,
+    )
 
 
 _CHILDREN: dict[int, subprocess.Popen] = {}
@@ -196,17 +223,20 @@ def wait_until(proc: RunningProcess, check: Callable[[], bool], timeout_s: float
         except OSError:
             pass
         if time.monotonic() - started > timeout_s:
-            raise ServiceError(f"{proc.name} not {what} after {timeout_s:.0f} s; log {proc.log_path}:\n"
-                               f"{log_tail(proc.log_path)}")
+            raise ServiceError(
+                f"{proc.name} not {what} after {timeout_s:.0f} s; log {proc.log_path}:\n{log_tail(proc.log_path)}"
+            )
         time.sleep(0.1)
 
 
 # --- Postgres ----------------------------------------------------------------------------------------
 
+
 def postgres_bin_dir() -> Path:
     """The newest Debian PostgreSQL server binaries (/usr/lib/postgresql/<ver>/bin)."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"),
-                   key=lambda p: int(re.search(r"/(\d+)/bin/", p).group(1)))
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(re.search(r"/(\d+)/bin/", p).group(1))
+    )
     if not found:
         raise InputError("no PostgreSQL server in /usr/lib/postgresql/*/bin; try `apt-get install postgresql`")
     return Path(found[-1]).parent
@@ -226,43 +256,86 @@ def init_postgres(data_dir: Path, superuser: str, password: str) -> None:
     try:
         if user is not None:
             import pwd
+
             entry = pwd.getpwnam(user)
             for path in (data_dir, pwfile):
                 os.chown(path, entry.pw_uid, entry.pw_gid)
-        proc = subprocess.run([str(postgres_bin_dir() / "initdb"), "-D", str(data_dir), "-U", superuser,
-                               "--pwfile", str(pwfile), "--auth-host=scram-sha-256", "--auth-local=trust",
-                               "--encoding=UTF8", "--no-instructions"],
-                              capture_output=True, text=True, timeout=120, check=False, user=user,
-                              cwd=data_dir)
+        proc = subprocess.run(
+            [
+                str(postgres_bin_dir() / "initdb"),
+                "-D",
+                str(data_dir),
+                "-U",
+                superuser,
+                "--pwfile",
+                str(pwfile),
+                "--auth-host=scram-sha-256",
+                "--auth-local=trust",
+                "--encoding=UTF8",
+                "--no-instructions",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            user=user,
+            cwd=data_dir,
+        )
     finally:
         pwfile.unlink(missing_ok=True)
     if proc.returncode != 0:
         raise ServiceError(f"initdb failed (exit {proc.returncode}): {(proc.stderr or proc.stdout)[-800:]}")
 
 
-def start_postgres(data_dir: Path, port: int, max_connections: int, log_path: Path,
-                   cpus: str | None = None, listen: tuple[str, ...] = ("127.0.0.1",)) -> RunningProcess:
-    argv = [str(postgres_bin_dir() / "postgres"), "-D", str(data_dir), "-p", str(port),
-            "-c", f"listen_addresses={','.join(listen)}", "-c", f"unix_socket_directories={data_dir}",
-            "-c", f"max_connections={max_connections}"]
+def start_postgres(
+    data_dir: Path,
+    port: int,
+    max_connections: int,
+    log_path: Path,
+    cpus: str | None = None,
+    listen: tuple[str, ...] = ("127.0.0.1",),
+) -> RunningProcess:
+    argv = [
+        str(postgres_bin_dir() / "postgres"),
+        "-D",
+        str(data_dir),
+        "-p",
+        str(port),
+        "-c",
+        f"listen_addresses={','.join(listen)}",
+        "-c",
+        f"unix_socket_directories={data_dir}",
+        "-c",
+        f"max_connections={max_connections}",
+    ]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
-    return spawn("postgres", argv, env, log_path, port, cwd=data_dir, user=_service_user(), cpus=cpus,
-                 stop_signal=signal.SIGINT)
+    return spawn(
+        "postgres", argv, env, log_path, port, cwd=data_dir, user=_service_user(), cpus=cpus, stop_signal=signal.SIGINT
+    )
 
 
 def wait_postgres(proc: RunningProcess, data_dir: Path, timeout_s: float) -> float:
     pg_isready = str(postgres_bin_dir() / "pg_isready")
 
     def ready() -> bool:
-        return subprocess.run([pg_isready, "-q", "-h", str(data_dir), "-p", str(proc.port)],
-                              timeout=10, check=False).returncode == 0
+        return (
+            subprocess.run(
+                [pg_isready, "-q", "-h", str(data_dir), "-p", str(proc.port)], timeout=10, check=False
+            ).returncode
+            == 0
+        )
 
     return wait_until(proc, ready, timeout_s, "accepting connections")
 
 
 def create_database(data_dir: Path, port: int, superuser: str, database: str) -> None:
-    proc = subprocess.run([str(postgres_bin_dir() / "createdb"), "-h", str(data_dir), "-p", str(port),
-                           "-U", superuser, database], capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [str(postgres_bin_dir() / "createdb"), "-h", str(data_dir), "-p", str(port), "-U", superuser, database],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     if proc.returncode != 0:
         raise ServiceError(f"createdb {database} failed: {proc.stderr.strip()[-500:]}")
 
@@ -272,16 +345,31 @@ def create_database(data_dir: Path, port: int, superuser: str, database: str) ->
 REDIS_PERSISTENCE = ("aof", "none")
 
 
-def write_redis_config(path: Path, data_dir: Path, port: int, password: str, persistence: str,
-                       listen: tuple[str, ...] = ("127.0.0.1",), n8n_password: str | None = None) -> None:
+def write_redis_config(
+    path: Path,
+    data_dir: Path,
+    port: int,
+    password: str,
+    persistence: str,
+    listen: tuple[str, ...] = ("127.0.0.1",),
+    n8n_password: str | None = None,
+) -> None:
     """Seed 000's settings: AOF everysec (or no persistence at all, for the drill), noeviction; with
     `n8n_password`, n8n's own ACL user as the rendered bundles have it (`bundle.n8n_env.redis_acl_user`)."""
     from n8n_sizer.bundle.n8n_env import redis_acl_user
 
     if persistence not in REDIS_PERSISTENCE:
         raise InputError(f"redis persistence {persistence!r} is unknown; try one of {', '.join(REDIS_PERSISTENCE)}")
-    lines = [f"port {port}", f"bind {' '.join(listen)}", f"dir {data_dir}", "daemonize no", "protected-mode yes",
-             f"requirepass {password}", "maxmemory-policy noeviction", 'save ""']
+    lines = [
+        f"port {port}",
+        f"bind {' '.join(listen)}",
+        f"dir {data_dir}",
+        "daemonize no",
+        "protected-mode yes",
+        f"requirepass {password}",
+        "maxmemory-policy noeviction",
+        'save ""',
+    ]
     if n8n_password:
         lines.append("user " + " ".join(redis_acl_user(n8n_password)))
     lines += ["appendonly yes", "appendfsync everysec"] if persistence == "aof" else ["appendonly no"]

@@ -31,7 +31,13 @@ from n8n_sizer.native.datastores import DataStores
 from n8n_sizer.native.ingest import IngestProcesses, caddy_binary
 from n8n_sizer.native.install import N8nInstall, install_n8n
 from n8n_sizer.bundle.n8n_env import (
-    POSTGRES_DATABASE, POSTGRES_USER, N8nPorts, NativeSecrets, n8n_argv, n8n_env, shutdown_timeouts,
+    POSTGRES_DATABASE,
+    POSTGRES_USER,
+    N8nPorts,
+    NativeSecrets,
+    n8n_argv,
+    n8n_env,
+    shutdown_timeouts,
 )
 from n8n_sizer.native.services import RunningProcess, ServiceError
 from n8n_sizer.native.state import SECRETS_FILE, STATE_FILE, StackOptions, StackState
@@ -59,16 +65,25 @@ class LocalStack(DataStores, IngestProcesses):
     """Start and stop one n8n deployment (regular, or queue with N workers and optionally webhook processors
     behind Caddy) on this machine."""
 
-    def __init__(self, setup: Setup, options: StackOptions | None = None, stack_dir: Path | None = None,
-                 install: N8nInstall | None = None) -> None:
+    def __init__(
+        self,
+        setup: Setup,
+        options: StackOptions | None = None,
+        stack_dir: Path | None = None,
+        install: N8nInstall | None = None,
+    ) -> None:
         self.setup = setup
         self.options = options or StackOptions()
         if self.options.pin_cpus is not None and self.options.pin_cpus > (os.cpu_count() or 1):
-            raise InputError(f"--cpus {self.options.pin_cpus} (pin_cpus) exceeds this machine's {os.cpu_count()} cores; "
-                             f"try --cpus {os.cpu_count()}")
+            raise InputError(
+                f"--cpus {self.options.pin_cpus} (pin_cpus) exceeds this machine's {os.cpu_count()} cores; "
+                f"try --cpus {os.cpu_count()}"
+            )
         if self.options.webhook_processors and setup.mode != "queue":
-            raise InputError(f"--webhook-processors {self.options.webhook_processors} needs queue mode (webhook "
-                             "processors take jobs off main through Redis); add --mode queue")
+            raise InputError(
+                f"--webhook-processors {self.options.webhook_processors} needs queue mode (webhook "
+                "processors take jobs off main through Redis); add --mode queue"
+            )
         self._own_dir = stack_dir is None
         self.stack_dir = Path(stack_dir) if stack_dir else Path(tempfile.mkdtemp(prefix="n8n-sizer-stack-"))
         self._install = install
@@ -215,15 +230,25 @@ class LocalStack(DataStores, IngestProcesses):
         services.stop_process(self._proc(name), self.stop_timeout_s if timeout_s is None else timeout_s)
         self._write_state()
 
-    def start_process(self, name: str, env_overrides: dict[str, str] | None = None, wait: bool = True,
-                      redis_persistence: str | None = None) -> RunningProcess:
+    def start_process(
+        self,
+        name: str,
+        env_overrides: dict[str, str] | None = None,
+        wait: bool = True,
+        redis_persistence: str | None = None,
+    ) -> RunningProcess:
         """(Re)start one process on its ports and data; `env_overrides` go to an n8n process' environment."""
         if self.is_running(name):
             raise ServiceError(f"{name} is already running (PID {self.pid(name)})")
         self._spawned_at[name] = time.monotonic()
         if name == "postgres":
-            proc = services.start_postgres(self._pg_data, self.postgres_port, recommended_max_connections(self.setup),
-                                           self.log_path(name), self.cpus)
+            proc = services.start_postgres(
+                self._pg_data,
+                self.postgres_port,
+                recommended_max_connections(self.setup),
+                self.log_path(name),
+                self.cpus,
+            )
         elif name == "redis":
             if redis_persistence is not None:
                 self._write_redis_config(redis_persistence)
@@ -233,7 +258,9 @@ class LocalStack(DataStores, IngestProcesses):
         elif name == "caddy" and self.uses_load_balancer:
             proc = self._spawn_caddy()
         else:
-            raise InputError(f"process {name!r} is not part of this stack; try one of {', '.join(self.ports) or 'main'}")
+            raise InputError(
+                f"process {name!r} is not part of this stack; try one of {', '.join(self.ports) or 'main'}"
+            )
         self.processes[name] = proc
         self._write_state()
         if wait:
@@ -262,19 +289,31 @@ class LocalStack(DataStores, IngestProcesses):
     def stop_worker(self, index: int, timeout_s: float | None = None) -> None:
         self.stop_process(f"worker-{index}", timeout_s)
 
-    def start_worker(self, index: int, env_overrides: dict[str, str] | None = None, wait: bool = True) -> RunningProcess:
+    def start_worker(
+        self, index: int, env_overrides: dict[str, str] | None = None, wait: bool = True
+    ) -> RunningProcess:
         return self.start_process(f"worker-{index}", env_overrides, wait)
 
     # --- state file ----------------------------------------------------------------------------
 
     def state(self) -> StackState:
-        shown = self.options.model_copy(update={"extra_env": {key: "(in secrets file)" for key in self.options.extra_env}})
-        return StackState(setup=self.setup, options=shown, stack_dir=self.stack_dir,
-                          main_url=self.main_url, install=self._install,
-                          ports=self.ports, redis_port=self.redis_port, postgres_port=self.postgres_port,
-                          lb_port=self.lb_port,
-                          processes=self.processes, secrets_path=self.stack_dir / SECRETS_FILE,
-                          start_seconds=self.start_seconds)
+        shown = self.options.model_copy(
+            update={"extra_env": {key: "(in secrets file)" for key in self.options.extra_env}}
+        )
+        return StackState(
+            setup=self.setup,
+            options=shown,
+            stack_dir=self.stack_dir,
+            main_url=self.main_url,
+            install=self._install,
+            ports=self.ports,
+            redis_port=self.redis_port,
+            postgres_port=self.postgres_port,
+            lb_port=self.lb_port,
+            processes=self.processes,
+            secrets_path=self.stack_dir / SECRETS_FILE,
+            start_seconds=self.start_seconds,
+        )
 
     @classmethod
     def attach(cls, stack_dir: Path) -> "LocalStack":
@@ -284,8 +323,9 @@ class LocalStack(DataStores, IngestProcesses):
             raise InputError(f"--state {stack_dir}: no {STATE_FILE} there; start a stack with `up --state {stack_dir}`")
         fix = f"start a stack with `up --state {stack_dir}`"
         state = StackState.model_validate_json(read_user_text(path, "--state", fix=fix))
-        secrets_ = NativeSecrets.model_validate_json(read_user_text(state.secrets_path, "the stack's secrets", fix=fix,
-                                                                   private=True))
+        secrets_ = NativeSecrets.model_validate_json(
+            read_user_text(state.secrets_path, "the stack's secrets", fix=fix, private=True)
+        )
         options = state.options.model_copy(update={"extra_env": secrets_.extra_env})
         stack = cls(state.setup, options, state.stack_dir, state.install)
         stack._own_dir = False
@@ -299,8 +339,9 @@ class LocalStack(DataStores, IngestProcesses):
 
     def _proc(self, name: str) -> RunningProcess:
         if name not in self.processes:
-            raise InputError(f"process {name!r} was not started in this stack; started: "
-                             f"{', '.join(self.processes) or 'none'}")
+            raise InputError(
+                f"process {name!r} was not started in this stack; started: {', '.join(self.processes) or 'none'}"
+            )
         return self.processes[name]
 
     def _prepare(self) -> None:
@@ -310,16 +351,20 @@ class LocalStack(DataStores, IngestProcesses):
             self._install = install_n8n(self.setup.n8n_version, quiet=True)
         self.stack_dir.mkdir(parents=True, exist_ok=True)
         if any(self.stack_dir.iterdir()):  # an old stack's data, logs or secrets: never overwrite them
-            raise InputError(f"--state {self.stack_dir} is not empty; choose a new folder (or remove this one "
-                             f"after `down --state {self.stack_dir}`)")
+            raise InputError(
+                f"--state {self.stack_dir} is not empty; choose a new folder (or remove this one "
+                f"after `down --state {self.stack_dir}`)"
+            )
         # Postgres runs as its own user when we are root: it must be able to pass through this folder.
         self.stack_dir.chmod(0o711)
         (self.stack_dir / "logs").mkdir(exist_ok=True)
-        self._secrets = NativeSecrets(encryption_key=secrets.token_hex(24),
-                                     postgres_password=secrets.token_urlsafe(24),
-                                     redis_password=secrets.token_urlsafe(24),
-                                     redis_n8n_password=secrets.token_urlsafe(24),
-                                     extra_env=dict(self.options.extra_env))
+        self._secrets = NativeSecrets(
+            encryption_key=secrets.token_hex(24),
+            postgres_password=secrets.token_urlsafe(24),
+            redis_password=secrets.token_urlsafe(24),
+            redis_n8n_password=secrets.token_urlsafe(24),
+            extra_env=dict(self.options.extra_env),
+        )
         secrets_path = self.stack_dir / SECRETS_FILE
         fd = os.open(secrets_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w") as out:
@@ -357,8 +402,9 @@ class LocalStack(DataStores, IngestProcesses):
                 spawned = False
 
     def _repick_ports(self, name: str) -> None:
-        taken = {self.postgres_port, self.redis_port, self.lb_port} | {p for ports in self.ports.values()
-                                                          for p in (ports.http, ports.broker, ports.health)}
+        taken = {self.postgres_port, self.redis_port, self.lb_port} | {
+            p for ports in self.ports.values() for p in (ports.http, ports.broker, ports.health)
+        }
         fresh = [p for p in _unique_ports(len(taken) + 2) if p not in taken][:2]
         if name == "postgres":
             self.postgres_port = fresh[0]
@@ -366,8 +412,10 @@ class LocalStack(DataStores, IngestProcesses):
             self.redis_port = fresh[0]
             self._write_redis_config(self.options.redis_persistence)
         elif name == "main":  # workers are spawned after main: they take main's new HTTP port with them
-            self.ports = {n: p.model_copy(update={"http": fresh[0]}) if n not in self.webhook_names else p
-                          for n, p in self.ports.items()}
+            self.ports = {
+                n: p.model_copy(update={"http": fresh[0]}) if n not in self.webhook_names else p
+                for n, p in self.ports.items()
+            }
             self.ports["main"] = self.ports["main"].model_copy(update={"broker": fresh[1]})
         elif name == "caddy":
             self.lb_port = fresh[0]
@@ -382,15 +430,35 @@ class LocalStack(DataStores, IngestProcesses):
         folder.mkdir(parents=True, exist_ok=True)
         ports = self.ports[name]
         # A webhook processor takes main's settings (it serves what main would serve), its own argv below.
-        env = n8n_env(self.setup, role="main" if role == "webhook" else role, ports=ports, user_folder=folder, secrets=self.secrets,
-                      postgres_port=self.postgres_port, redis_port=self.redis_port,
-                      path=self._install.env_path(), home=os.environ.get("HOME", str(folder)),
-                      log_level=self.options.n8n_log_level,
-                      extra={**self._ingest_env(role), **self.options.extra_env, **env_overrides})
-        argv = (n8n_argv(self._install.node_bin, self._install.n8n_bin, self.setup, role) if role != "webhook"
-                else [str(self._install.node_bin), str(self._install.n8n_bin), "webhook"])
-        return services.spawn(name, argv, env, self.log_path(name), ports.health if role == "worker" else ports.http,
-                              cwd=folder, cpus=self.cpus, health_port=ports.health, broker_port=ports.broker)
+        env = n8n_env(
+            self.setup,
+            role="main" if role == "webhook" else role,
+            ports=ports,
+            user_folder=folder,
+            secrets=self.secrets,
+            postgres_port=self.postgres_port,
+            redis_port=self.redis_port,
+            path=self._install.env_path(),
+            home=os.environ.get("HOME", str(folder)),
+            log_level=self.options.n8n_log_level,
+            extra={**self._ingest_env(role), **self.options.extra_env, **env_overrides},
+        )
+        argv = (
+            n8n_argv(self._install.node_bin, self._install.n8n_bin, self.setup, role)
+            if role != "webhook"
+            else [str(self._install.node_bin), str(self._install.n8n_bin), "webhook"]
+        )
+        return services.spawn(
+            name,
+            argv,
+            env,
+            self.log_path(name),
+            ports.health if role == "worker" else ports.http,
+            cwd=folder,
+            cpus=self.cpus,
+            health_port=ports.health,
+            broker_port=ports.broker,
+        )
 
     def _write_state(self) -> None:
         if self._install is None or "main" not in self.ports:

@@ -16,13 +16,18 @@ import typer
 from n8n_sizer.remote.protocol import serve
 from n8n_sizer.versions import N8N_VERSION
 
-app = typer.Typer(help="Install Node 24 and n8n into the n8n-sizer cache (idempotent).", add_completion=False,
-                  pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="Install Node 24 and n8n into the n8n-sizer cache (idempotent).",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
 
 
 @app.command()
-def install(n8n_version: str = typer.Option(N8N_VERSION, help=f"n8n version to install (default: the pin, {N8N_VERSION})"),
-            cache: Optional[Path] = typer.Option(None, help="cache folder (default: $N8N_SIZER_CACHE or ~/.cache/n8n-sizer)")):
+def install(
+    n8n_version: str = typer.Option(N8N_VERSION, help=f"n8n version to install (default: the pin, {N8N_VERSION})"),
+    cache: Optional[Path] = typer.Option(None, help="cache folder (default: $N8N_SIZER_CACHE or ~/.cache/n8n-sizer)"),
+):
     from n8n_sizer.native.install import install_n8n
 
     return install_n8n(n8n_version, cache)

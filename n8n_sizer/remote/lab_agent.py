@@ -19,8 +19,9 @@ from n8n_sizer.lab import host_agent
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.remote.protocol import serve
 
-app = typer.Typer(help="The drills' hands on a lab host.", add_completion=False, pretty_exceptions_enable=False,
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="The drills' hands on a lab host.", add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True
+)
 PID = typer.Option(..., "--pid", help="a process of this host")
 SNAPSHOT = typer.Option(..., "--snapshot", help="the process's 0600 snapshot file")
 SIGNAL = typer.Option("TERM", "--signal", help=f"one of {', '.join(sorted(host_agent.SIGNALS))}")
@@ -45,15 +46,22 @@ def save(pid: int = PID, snapshot: Path = SNAPSHOT) -> dict:
 
 
 @app.command("stop", help="snapshot, signal, wait up to --grace, then SIGKILL what is left")
-def stop(pid: int = PID, snapshot: Path = SNAPSHOT, signal: str = SIGNAL,
-         grace: float = typer.Option(35.0, "--grace", help="seconds before SIGKILL")) -> dict:
+def stop(
+    pid: int = PID,
+    snapshot: Path = SNAPSHOT,
+    signal: str = SIGNAL,
+    grace: float = typer.Option(35.0, "--grace", help="seconds before SIGKILL"),
+) -> dict:
     return host_agent.stop(pid, snapshot, _signal(signal), grace)
 
 
 @app.command("start", help="start a snapshot's process again and wait until it is ready")
-def start(snapshot: Path = SNAPSHOT, ready_http: Optional[str] = READY_HTTP,
-          ready_redis: Optional[str] = READY_REDIS,
-          timeout: float = typer.Option(300.0, "--timeout", help="seconds to wait until it is ready")) -> dict:
+def start(
+    snapshot: Path = SNAPSHOT,
+    ready_http: Optional[str] = READY_HTTP,
+    ready_redis: Optional[str] = READY_REDIS,
+    timeout: float = typer.Option(300.0, "--timeout", help="seconds to wait until it is ready"),
+) -> dict:
     return host_agent.start(snapshot, ready_http, ready_redis, timeout)
 
 

@@ -23,9 +23,13 @@ def _group() -> None:
 
 
 @app.command("up", help="start Postgres and Redis in a fresh --state folder; print their endpoints")
-def up(state: Path = typer.Option(...), listen: str = typer.Option(...), subnet: str = typer.Option(...),
-       max_connections: int = typer.Option(100),
-       clients: str = typer.Option("", help="comma-separated addresses that may reach the data ports")):
+def up(
+    state: Path = typer.Option(...),
+    listen: str = typer.Option(...),
+    subnet: str = typer.Option(...),
+    max_connections: int = typer.Option(100),
+    clients: str = typer.Option("", help="comma-separated addresses that may reach the data ports"),
+):
     from n8n_sizer.lab.data import start_data_services
 
     if state.exists():

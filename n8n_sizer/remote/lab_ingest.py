@@ -14,8 +14,9 @@ import typer
 from n8n_sizer.errors import RemoteError
 from n8n_sizer.remote.protocol import serve
 
-app = typer.Typer(help="The load balancer of a lab's ingest host.", add_completion=False,
-                  pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="The load balancer of a lab's ingest host.", add_completion=False, pretty_exceptions_enable=False
+)
 
 
 @app.callback()

@@ -28,10 +28,18 @@ def _group() -> None:
 
 
 @app.command("up", help="start one n8n process of --role and wait until it is ready")
-def up(role: str = typer.Option(..., help="main, webhook or worker"), name: str = typer.Option(...),
-       state: Path = typer.Option(...), data: str = typer.Option(...), listen: str = typer.Option(...),
-       main: str = typer.Option(...), secrets: Path = typer.Option(...), topology: Path = typer.Option(...),
-       index: int = typer.Option(1), owner: Optional[Path] = typer.Option(None)):
+def up(
+    role: str = typer.Option(..., help="main, webhook or worker"),
+    name: str = typer.Option(...),
+    state: Path = typer.Option(...),
+    data: str = typer.Option(...),
+    listen: str = typer.Option(...),
+    main: str = typer.Option(...),
+    secrets: Path = typer.Option(...),
+    topology: Path = typer.Option(...),
+    index: int = typer.Option(1),
+    owner: Optional[Path] = typer.Option(None),
+):
     from n8n_sizer.lab.n8n_role import start_n8n_role
 
     if role not in ROLES:

@@ -16,21 +16,42 @@ import typer
 from n8n_sizer.errors import InputError
 from n8n_sizer.remote.protocol import serve
 
-app = typer.Typer(help="One load generator's share of a rate step.", add_completion=False,
-                  pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="One load generator's share of a rate step.", add_completion=False, pretty_exceptions_enable=False
+)
 
 
 @app.command()
-def share(url: str = typer.Option(...), body_file: Path = typer.Option(...), rate: float = typer.Option(...),
-          duration: float = typer.Option(...), seq_start: int = typer.Option(...), step: str = typer.Option(...),
-          target: str = typer.Option(...), generator: str = typer.Option(...), out: Path = typer.Option(...),
-          timeout: float = typer.Option(120.0), max_in_flight: int = typer.Option(1000),
-          deadline_s: float = typer.Option(..., "--deadline-s")) -> dict:
+def share(
+    url: str = typer.Option(...),
+    body_file: Path = typer.Option(...),
+    rate: float = typer.Option(...),
+    duration: float = typer.Option(...),
+    seq_start: int = typer.Option(...),
+    step: str = typer.Option(...),
+    target: str = typer.Option(...),
+    generator: str = typer.Option(...),
+    out: Path = typer.Option(...),
+    timeout: float = typer.Option(120.0),
+    max_in_flight: int = typer.Option(1000),
+    deadline_s: float = typer.Option(..., "--deadline-s"),
+) -> dict:
     from n8n_sizer.bench.agent import run_agent
 
-    return run_agent(url=url, body=body_file.read_bytes(), rate_per_s=rate, duration_s=duration, seq_start=seq_start,
-                     step=step, target=target, generator=generator, out=out, timeout_s=timeout,
-                     max_in_flight=max_in_flight, deadline_s=deadline_s)
+    return run_agent(
+        url=url,
+        body=body_file.read_bytes(),
+        rate_per_s=rate,
+        duration_s=duration,
+        seq_start=seq_start,
+        step=step,
+        target=target,
+        generator=generator,
+        out=out,
+        timeout_s=timeout,
+        max_in_flight=max_in_flight,
+        deadline_s=deadline_s,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,8 +23,12 @@ from pydantic import ValidationError
 from n8n_sizer.errors import InputError
 from n8n_sizer.remote.protocol import ExitWith, serve
 
-app = typer.Typer(help="Start, inspect and stop a native n8n stack on 127.0.0.1.", add_completion=False,
-                  pretty_exceptions_enable=False, no_args_is_help=True)
+app = typer.Typer(
+    help="Start, inspect and stop a native n8n stack on 127.0.0.1.",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+)
 STATE = typer.Option(..., "--state", help="the stack's folder (logs, data, state.json)")
 PROCESS = typer.Option(..., "--process", help="main, worker-N, webhook-N, caddy, redis or postgres")
 
@@ -58,18 +62,21 @@ def _state_json(stack) -> dict:
 
 
 @app.command("up", help="start the stack detached and print its state as JSON")
-def up(state: Path = STATE, mode: str = typer.Option("regular", help="regular or queue"),
-       workers: int = typer.Option(1, help="workers in queue mode (default 1)"),
-       db: str = typer.Option("postgres", help="sqlite or postgres"),
-       concurrency: int = typer.Option(10, help="worker --concurrency (default 10)"),
-       runner_concurrency: int = typer.Option(5, help="N8N_RUNNERS_MAX_CONCURRENCY (default 5)"),
-       production_limit: Optional[int] = typer.Option(None, help="N8N_CONCURRENCY_PRODUCTION_LIMIT"),
-       db_pool_size: int = typer.Option(2, help="DB_POSTGRESDB_POOL_SIZE (default 2)"),
-       webhook_processors: int = typer.Option(0, help="queue mode: `n8n webhook` processes behind Caddy"),
-       redis_persistence: str = typer.Option("aof", help="aof or none"),
-       cpus: Optional[int] = typer.Option(None, help="pin every process to cores 0..K-1 (taskset)"),
-       env: list[str] = typer.Option([], help="KEY=VALUE for every n8n process (repeatable)"),
-       start_timeout: float = typer.Option(180.0, help="seconds to wait for each process")) -> dict:
+def up(
+    state: Path = STATE,
+    mode: str = typer.Option("regular", help="regular or queue"),
+    workers: int = typer.Option(1, help="workers in queue mode (default 1)"),
+    db: str = typer.Option("postgres", help="sqlite or postgres"),
+    concurrency: int = typer.Option(10, help="worker --concurrency (default 10)"),
+    runner_concurrency: int = typer.Option(5, help="N8N_RUNNERS_MAX_CONCURRENCY (default 5)"),
+    production_limit: Optional[int] = typer.Option(None, help="N8N_CONCURRENCY_PRODUCTION_LIMIT"),
+    db_pool_size: int = typer.Option(2, help="DB_POSTGRESDB_POOL_SIZE (default 2)"),
+    webhook_processors: int = typer.Option(0, help="queue mode: `n8n webhook` processes behind Caddy"),
+    redis_persistence: str = typer.Option("aof", help="aof or none"),
+    cpus: Optional[int] = typer.Option(None, help="pin every process to cores 0..K-1 (taskset)"),
+    env: list[str] = typer.Option([], help="KEY=VALUE for every n8n process (repeatable)"),
+    start_timeout: float = typer.Option(180.0, help="seconds to wait for each process"),
+) -> dict:
     from n8n_sizer.advisor.setup import Setup
     from n8n_sizer.native.stack import LocalStack, StackOptions
 
@@ -77,14 +84,27 @@ def up(state: Path = STATE, mode: str = typer.Option("regular", help="regular or
     _choice(db, "--db", ("postgres", "sqlite"))
     _choice(redis_persistence, "--redis-persistence", ("aof", "none"))
     try:
-        setup = Setup(mode=mode, workers=workers if mode == "queue" else 0, db=db, concurrency=concurrency,
-                      runner_concurrency=runner_concurrency, production_limit=production_limit,
-                      db_pool_size=db_pool_size)
-        options = StackOptions(redis_persistence=redis_persistence, pin_cpus=cpus, extra_env=_env_pairs(env),
-                               start_timeout_s=start_timeout, webhook_processors=webhook_processors)
+        setup = Setup(
+            mode=mode,
+            workers=workers if mode == "queue" else 0,
+            db=db,
+            concurrency=concurrency,
+            runner_concurrency=runner_concurrency,
+            production_limit=production_limit,
+            db_pool_size=db_pool_size,
+        )
+        options = StackOptions(
+            redis_persistence=redis_persistence,
+            pin_cpus=cpus,
+            extra_env=_env_pairs(env),
+            start_timeout_s=start_timeout,
+            webhook_processors=webhook_processors,
+        )
     except ValidationError as exc:
         first = exc.errors()[0]
-        flag = "--" + "-".join(str(p) for p in first["loc"]).replace("_", "-") if first["loc"] else "--mode/--workers/--db"
+        flag = (
+            "--" + "-".join(str(p) for p in first["loc"]).replace("_", "-") if first["loc"] else "--mode/--workers/--db"
+        )
         raise InputError(f"{flag}: {first['msg'].removeprefix('Value error, ')}") from None
     return _state_json(LocalStack(setup, options, stack_dir=state).start())
 
@@ -108,9 +128,12 @@ def status(state: Path = STATE) -> ExitWith:
 
 
 @app.command("signal", help="send a signal to one process and its children")
-def send_signal(state: Path = STATE, process: str = PROCESS,
-                signal_name: str = typer.Option("KILL", "--signal", help="signal name (default KILL)"),
-                no_group: bool = typer.Option(False, "--no-group", help="only the process, not its children")) -> dict:
+def send_signal(
+    state: Path = STATE,
+    process: str = PROCESS,
+    signal_name: str = typer.Option("KILL", "--signal", help="signal name (default KILL)"),
+    no_group: bool = typer.Option(False, "--no-group", help="only the process, not its children"),
+) -> dict:
     try:
         sig = signal.Signals[f"SIG{signal_name.upper().removeprefix('SIG')}"]
     except KeyError:
@@ -120,17 +143,23 @@ def send_signal(state: Path = STATE, process: str = PROCESS,
 
 
 @app.command("stop-process", help="stop one process (TERM; Postgres INT), SIGKILL after --timeout")
-def stop_process(state: Path = STATE, process: str = PROCESS,
-                 timeout: Optional[float] = typer.Option(None, help="seconds before SIGKILL")) -> dict:
+def stop_process(
+    state: Path = STATE,
+    process: str = PROCESS,
+    timeout: Optional[float] = typer.Option(None, help="seconds before SIGKILL"),
+) -> dict:
     _attach(state).stop_process(process, timeout)
     return {"process": process, "stopped": True}
 
 
 @app.command("start-process", help="start one stopped process again on its ports and data")
-def start_process(state: Path = STATE, process: str = PROCESS,
-                  env: list[str] = typer.Option([], help="KEY=VALUE overriding the n8n environment"),
-                  no_wait: bool = typer.Option(False, "--no-wait", help="do not wait until it is ready"),
-                  redis_persistence: Optional[str] = typer.Option(None, help="aof or none")) -> dict:
+def start_process(
+    state: Path = STATE,
+    process: str = PROCESS,
+    env: list[str] = typer.Option([], help="KEY=VALUE overriding the n8n environment"),
+    no_wait: bool = typer.Option(False, "--no-wait", help="do not wait until it is ready"),
+    redis_persistence: Optional[str] = typer.Option(None, help="aof or none"),
+) -> dict:
     _choice(redis_persistence, "--redis-persistence", ("aof", "none"))
     stack = _attach(state)
     proc = stack.start_process(process, _env_pairs(env), wait=not no_wait, redis_persistence=redis_persistence)
@@ -138,15 +167,20 @@ def start_process(state: Path = STATE, process: str = PROCESS,
 
 
 @app.command("wait-ready", help="wait until one process serves (readiness, health, PING, pg_isready)")
-def wait_ready(state: Path = STATE, process: str = PROCESS,
-               timeout: Optional[float] = typer.Option(None, help="seconds (default: the stack's start timeout)")) -> dict:
+def wait_ready(
+    state: Path = STATE,
+    process: str = PROCESS,
+    timeout: Optional[float] = typer.Option(None, help="seconds (default: the stack's start timeout)"),
+) -> dict:
     seconds = _attach(state).wait_ready(process, timeout)
     return {"process": process, "ready_after_s": round(seconds, 2)}
 
 
-@app.command("redis", help="one command on the stack's Redis (after AUTH); prints {\"reply\": ...}")
-def redis(args: list[str] = typer.Argument(..., help="the command and its arguments, e.g. LLEN bull:jobs:wait"),
-          state: Path = STATE) -> dict:
+@app.command("redis", help='one command on the stack\'s Redis (after AUTH); prints {"reply": ...}')
+def redis(
+    args: list[str] = typer.Argument(..., help="the command and its arguments, e.g. LLEN bull:jobs:wait"),
+    state: Path = STATE,
+) -> dict:
     from n8n_sizer.native.redis import RedisError, redis_command
     from n8n_sizer.native.services import ServiceError
 
@@ -163,8 +197,9 @@ def _restarted(stack, name: str) -> dict:
 
 
 @app.command("restart-redis", help="SIGKILL Redis and start it again")
-def restart_redis(state: Path = STATE,
-                  redis_persistence: Optional[str] = typer.Option(None, help="aof or none")) -> dict:
+def restart_redis(
+    state: Path = STATE, redis_persistence: Optional[str] = typer.Option(None, help="aof or none")
+) -> dict:
     _choice(redis_persistence, "--redis-persistence", ("aof", "none"))
     stack = _attach(state)
     stack.restart_redis(redis_persistence)

@@ -62,8 +62,16 @@ def last_json(stdout: str) -> Any:
     return json.loads(lines[-1])
 
 
-def run(host, program: Program, args: Sequence[str], model: type[M] | None = None, *, python: str | None = None,
-        timeout_s: float = 120.0, check: bool = True) -> Any:
+def run(
+    host,
+    program: Program,
+    args: Sequence[str],
+    model: type[M] | None = None,
+    *,
+    python: str | None = None,
+    timeout_s: float = 120.0,
+    check: bool = True,
+) -> Any:
     """Run `program` on `host` and return its result, parsed into `model` when given. With `check=False` a
     non-zero exit is returned as whatever it printed (None when it printed no result)."""
     from n8n_sizer.hosts.host import HostError, command_error
@@ -96,16 +104,24 @@ class ExitWith:
         self.result, self.exit_code = result, exit_code
 
 
-def serve(app, prog: str, argv: Sequence[str] | None = None, *,
-          input_errors: tuple[type[BaseException], ...] = (InputError,),
-          remote_errors: tuple[type[BaseException], ...] = (RemoteError,)) -> int:
+def serve(
+    app,
+    prog: str,
+    argv: Sequence[str] | None = None,
+    *,
+    input_errors: tuple[type[BaseException], ...] = (InputError,),
+    remote_errors: tuple[type[BaseException], ...] = (RemoteError,),
+) -> int:
     """Run a program's typer `app` on `argv` (default: sys.argv); its exit code (see the module docstring)."""
     import typer
     from typer._click import exceptions as click_errors
 
     try:
-        result = typer.main.get_command(app).main(args=list(sys.argv[1:] if argv is None else argv),
-                                                  prog_name=f"python -m {PACKAGE}.{prog}", standalone_mode=False)
+        result = typer.main.get_command(app).main(
+            args=list(sys.argv[1:] if argv is None else argv),
+            prog_name=f"python -m {PACKAGE}.{prog}",
+            standalone_mode=False,
+        )
     except click_errors.UsageError as exc:
         print(f"{prog}: {exc.format_message()}".replace("\n", " "), file=sys.stderr)
         return EXIT_INPUT

@@ -30,12 +30,16 @@ def advice_section(run_dirs: Sequence[str | Path]) -> str:
         return f"{TITLE}\n\nThese runs hold no finished load steps with host facts, so there is nothing to refit on.\n"
     advisor = build_advisor(rows)
     used = [p.measurement.id for p in advisor.fitted.points if is_user_point(p.measurement)]
-    lines = [TITLE, "",
-             f"Refitted on the embedded measurements plus these runs ({len(rows)} step(s), {len(used)} of them capacity "
-             "points; `advise --validate --results DIR` lists why the others are not). Same as "
-             "`advise --rps R --vcpu V --max-hosts 1 --results DIR`.", "",
-             "| workflow | host | rate | setup it would run | capacity, 90% interval | carries it | notes |",
-             "|---|---|---:|---|---|---|---|"]
+    lines = [
+        TITLE,
+        "",
+        f"Refitted on the embedded measurements plus these runs ({len(rows)} step(s), {len(used)} of them capacity "
+        "points; `advise --validate --results DIR` lists why the others are not). Same as "
+        "`advise --rps R --vcpu V --max-hosts 1 --results DIR`.",
+        "",
+        "| workflow | host | rate | setup it would run | capacity, 90% interval | carries it | notes |",
+        "|---|---|---:|---|---|---|---|",
+    ]
     shapes = sorted({(m.workflow, float(m.hardware.vcpu), m.hardware.arch) for m in rows})
     for workflow, vcpu, arch in shapes:
         rates = sorted({m.load.offered_rps for m in rows if m.workflow == workflow and m.load.offered_rps})
@@ -43,16 +47,23 @@ def advice_section(run_dirs: Sequence[str | Path]) -> str:
         known = advisor.fitted.knows(profile)
         for rate in rates:
             measured = measured_at(rows, workflow, vcpu, arch, rate)
-            seen = "; ".join(f"measured {v.setup}: {v.why}" + ("" if v.kept_up else " (did not keep up)")
-                             for v in measured)
+            seen = "; ".join(
+                f"measured {v.setup}: {v.why}" + ("" if v.kept_up else " (did not keep up)") for v in measured
+            )
             if not known:  # never another workflow's demand presented as this one's answer
-                lines.append(f"| {workflow} | {vcpu:g} vCPU {arch} | {rate:g}/s | not known yet | - | not known yet "
-                             f"| no capacity point for {workflow}; {how_to_measure(workflow, rate)}"
-                             f"{'; ' + seen if seen else ''} |")
+                lines.append(
+                    f"| {workflow} | {vcpu:g} vCPU {arch} | {rate:g}/s | not known yet | - | not known yet "
+                    f"| no capacity point for {workflow}; {how_to_measure(workflow, rate)}"
+                    f"{'; ' + seen if seen else ''} |"
+                )
                 continue
             rec = advisor.recommend(Request(rps=rate, vcpu=max(1, round(vcpu)), arch=arch, profile=profile))
-            setup = setup_words(rec.setup.mode, rec.setup.workers, rec.setup.concurrency if rec.setup.mode == "queue"
-                                else None, rec.production_limit)
+            setup = setup_words(
+                rec.setup.mode,
+                rec.setup.workers,
+                rec.setup.concurrency if rec.setup.mode == "queue" else None,
+                rec.production_limit,
+            )
             rec, against = overrule(rec, rows, workflow)  # the same rule `advise --results` applies
             carries = "yes" if rec.feasible else "no"
             if against is not None:
@@ -60,9 +71,13 @@ def advice_section(run_dirs: Sequence[str | Path]) -> str:
             if carries != "yes":  # and what would carry it, when the catalog has such a size
                 bigger = next((f for f in rec.fits if f.carries), None)
                 if bigger is not None:
-                    carries += (f"; {bigger.size} ({bigger.vcpu} vCPU, {bigger.mode}"
-                                f"{f', {bigger.workers} workers' if bigger.mode == 'queue' else ''}) would carry it")
+                    carries += (
+                        f"; {bigger.size} ({bigger.vcpu} vCPU, {bigger.mode}"
+                        f"{f', {bigger.workers} workers' if bigger.mode == 'queue' else ''}) would carry it"
+                    )
             cap = rec.capacity_per_s
-            lines.append(f"| {workflow} | {vcpu:g} vCPU {arch} | {rate:g}/s | {setup} | {cap.mid:.1f}/s "
-                         f"({cap.low:.1f}-{cap.high:.1f}) | {carries} | {seen} |")
+            lines.append(
+                f"| {workflow} | {vcpu:g} vCPU {arch} | {rate:g}/s | {setup} | {cap.mid:.1f}/s "
+                f"({cap.low:.1f}-{cap.high:.1f}) | {carries} | {seen} |"
+            )
     return "\n".join(lines) + "\n"

@@ -44,16 +44,20 @@ def _errors(row: StepRow) -> str:
 
 
 def render_step_table(rows: Sequence[StepRow]) -> str:
-    head = ("| setup | host | step | fired | answered/min | errors | p50 | p95 | p99 | peak stack RAM | editor p95 |\n"
-            "|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|\n")
+    head = (
+        "| setup | host | step | fired | answered/min | errors | p50 | p95 | p99 | peak stack RAM | editor p95 |\n"
+        "|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|\n"
+    )
     lines = []
     for r in rows:
         not_sent = f" (+{r.not_sent:,} not sent)" if r.not_sent else ""
         # a rate step that fell behind says so beside its figure: what it carried, not what was offered
         behind = " (did not keep up)" if r.saturated else ""
-        lines.append(f"| {r.setup} | {r.host} | {r.step} | {r.fired:,}{not_sent} | {r.answered_per_min:,.0f}{behind} | {_errors(r)} "
-                     f"| {_ms(r.p50_ms)} | {_ms(r.p95_ms)} | {_ms(r.p99_ms)} | {_mib(r.peak_stack_ram_mib)} "
-                     f"| {_ms(r.editor_p95_ms)}{f' ({r.editor_failed:,} failed)' if r.editor_failed else ''} |")
+        lines.append(
+            f"| {r.setup} | {r.host} | {r.step} | {r.fired:,}{not_sent} | {r.answered_per_min:,.0f}{behind} | {_errors(r)} "
+            f"| {_ms(r.p50_ms)} | {_ms(r.p95_ms)} | {_ms(r.p99_ms)} | {_mib(r.peak_stack_ram_mib)} "
+            f"| {_ms(r.editor_p95_ms)}{f' ({r.editor_failed:,} failed)' if r.editor_failed else ''} |"
+        )
     return head + "\n".join(lines) + "\n"
 
 
@@ -63,12 +67,17 @@ def render_demands(rows: Sequence[StepRow]) -> str:
     if not measured:
         return ""
     roles = [role for role in ROLES if any(role in r.demand_ms for r in measured)]
-    head = ("### CPU per execution by role\n\nBusy CPU over the step divided by the executions it answered "
-            "(utilisation law), from the per-process telemetry; `advise` sizes each role from figures like these.\n\n"
-            f"| setup | host | step | {' | '.join(roles)} |\n|---|---|---|{'---:|' * len(roles)}\n")
-    lines = [f"| {r.setup} | {r.host} | {r.step} | "
-             + " | ".join(f"{r.demand_ms[role]:,.1f} ms" if role in r.demand_ms else "-" for role in roles) + " |"
-             for r in measured]
+    head = (
+        "### CPU per execution by role\n\nBusy CPU over the step divided by the executions it answered "
+        "(utilisation law), from the per-process telemetry; `advise` sizes each role from figures like these.\n\n"
+        f"| setup | host | step | {' | '.join(roles)} |\n|---|---|---|{'---:|' * len(roles)}\n"
+    )
+    lines = [
+        f"| {r.setup} | {r.host} | {r.step} | "
+        + " | ".join(f"{r.demand_ms[role]:,.1f} ms" if role in r.demand_ms else "-" for role in roles)
+        + " |"
+        for r in measured
+    ]
     return head + "\n".join(lines) + "\n"
 
 
@@ -80,21 +89,32 @@ def render_ledger(run: RunData) -> str:
     def n(v):
         return "n/a" if v is None else f"{v:,}"
 
-    lines = [f"| {t} | {l.fired:,} | {l.accepted:,} | {l.refused:,} | {n(l.accepted_then_lost)} | {n(l.executions_stored)} "
-             f"| {l.not_sent:,} |" for t, l in run.manifest.ledgers.items()]
+    lines = [
+        f"| {t} | {l.fired:,} | {l.accepted:,} | {l.refused:,} | {n(l.accepted_then_lost)} | {n(l.executions_stored)} "
+        f"| {l.not_sent:,} |"
+        for t, l in run.manifest.ledgers.items()
+    ]
     notes = []
     for t, l in run.manifest.ledgers.items():
         if l.lost_seqs is None:
-            notes.append(f"- {t}: accepted requests not matched one by one (the workflow does not return `executionId`).")
+            notes.append(
+                f"- {t}: accepted requests not matched one by one (the workflow does not return `executionId`)."
+            )
         else:
             shown = ", ".join(str(s) for s in l.lost_seqs[:20]) + (" ..." if len(l.lost_seqs) > 20 else "")
-            notes.append(f"- {t}: every accepted request matched to its stored execution by id: "
-                         f"{len(l.lost_seqs)} without one{f' (seq {shown})' if l.lost_seqs else ''}.")
-    classes = ["\n| target | payload class | fired | refused as it should be | accepted (2xx) | other |\n"
-               "|---|---|---:|---:|---:|---:|"]
+            notes.append(
+                f"- {t}: every accepted request matched to its stored execution by id: "
+                f"{len(l.lost_seqs)} without one{f' (seq {shown})' if l.lost_seqs else ''}."
+            )
+    classes = [
+        "\n| target | payload class | fired | refused as it should be | accepted (2xx) | other |\n"
+        "|---|---|---:|---:|---:|---:|"
+    ]
     for t, l in run.manifest.ledgers.items():
-        classes += [f"| {t} | {c} | {k.fired:,} | {k.refused_as_expected:,} | {k.accepted:,} | {k.other:,} |"
-                    for c, k in (l.by_class or {}).items()]
+        classes += [
+            f"| {t} | {c} | {k.fired:,} | {k.refused_as_expected:,} | {k.accepted:,} | {k.other:,} |"
+            for c, k in (l.by_class or {}).items()
+        ]
     by_class = "\n".join(classes) + "\n" if len(classes) > 1 else ""
     return head + "\n".join(lines) + "\n\n" + "\n".join(notes) + "\n" + by_class
 
@@ -121,19 +141,27 @@ def render_drill(run: RunData) -> str:
     verdict = f" Verdict: **{extra['verdict']}**." if extra.get("verdict") else ""
     target = run.manifest.spec.get("target")
     where = f" on `{target}`" if target else ""
-    lines = [f"Drill `{extra.get('drill', run.manifest.run_id)}`{where}.{verdict}", "",
-             f"| observation | {extra.get('expected_heading', 'the queue-mode test saw')} | verdict |", "|---|---|---|"]
+    lines = [
+        f"Drill `{extra.get('drill', run.manifest.run_id)}`{where}.{verdict}",
+        "",
+        f"| observation | {extra.get('expected_heading', 'the queue-mode test saw')} | verdict |",
+        "|---|---|---|",
+    ]
     checks = extra.get("checks")
     if isinstance(checks, list) and checks:
         for c in checks:
-            lines.append(f"| {cell(c.get('observation', 'n/a'))} | {cell(c.get('expected', 'n/a'))} "
-                         f"| {cell(c.get('verdict', 'n/a'))} |")
+            lines.append(
+                f"| {cell(c.get('observation', 'n/a'))} | {cell(c.get('expected', 'n/a'))} "
+                f"| {cell(c.get('verdict', 'n/a'))} |"
+            )
     else:
         outcome = extra.get("outcome") or {}
         expected = extra.get("expected") or {}
         for key, value in outcome.items():
-            lines.append(f"| {key}: {value} | {expected.get(key, 'n/a') if isinstance(expected, dict) else expected} "
-                         f"| {extra.get('verdict', 'n/a')} |")
+            lines.append(
+                f"| {key}: {value} | {expected.get(key, 'n/a') if isinstance(expected, dict) else expected} "
+                f"| {extra.get('verdict', 'n/a')} |"
+            )
         if not outcome:
             lines.append("| no outcome recorded | n/a | n/a |")
     return "\n".join(lines) + "\n"
@@ -147,8 +175,10 @@ def render_search(run: RunData) -> str:
         found_by_target = {"": run.manifest.extra["search"]}
     if not found_by_target:
         return "No search result recorded in run.json (`extra.find_max`).\n"
-    return "\n".join((f"#### {target}\n\n" if target else "") + _render_one_search(result)
-                     for target, result in found_by_target.items())
+    return "\n".join(
+        (f"#### {target}\n\n" if target else "") + _render_one_search(result)
+        for target, result in found_by_target.items()
+    )
 
 
 def _render_one_search(search: dict) -> str:
@@ -161,13 +191,20 @@ def _render_one_search(search: dict) -> str:
         notes.append("the upper bound itself passed; the true maximum may be higher")
     if res.confirmed is False:
         notes.append("the re-run at that rate FAILED: treat it as an upper estimate")
-    lines = [f"Highest rate within p95 <= {res.p95_target_ms:,.0f} ms and errors <= {res.error_budget:.2%}: **{found}**"
-             + (f" ({'; '.join(notes)})" if notes else "") + ".", "",
-             "| # | rate (req/s) | fired | errors | p95 | verdict |", "|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        f"Highest rate within p95 <= {res.p95_target_ms:,.0f} ms and errors <= {res.error_budget:.2%}: **{found}**"
+        + (f" ({'; '.join(notes)})" if notes else "")
+        + ".",
+        "",
+        "| # | rate (req/s) | fired | errors | p95 | verdict |",
+        "|---:|---:|---:|---:|---:|---|",
+    ]
     for i, s in enumerate(res.steps, 1):
         o = s.outcome
-        lines.append(f"| {i} | {o.rate_per_s:g} | {o.fired:,} | {o.errors:,} | {_ms(o.p95_ms)} | "
-                     f"{'pass' if s.passed else 'fail'}: {s.reason} |")
+        lines.append(
+            f"| {i} | {o.rate_per_s:g} | {o.fired:,} | {o.errors:,} | {_ms(o.p95_ms)} | "
+            f"{'pass' if s.passed else 'fail'}: {s.reason} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -191,8 +228,9 @@ def _what_next(d) -> str:
     return f"`n8n-sizer bench --resume {m.run_id}` finishes it"
 
 
-def build_report(runs: Sequence[str | Path], out_dir: Path, *, extra_sections: Sequence[str] = (),
-                 plots: bool = True) -> ReportResult:
+def build_report(
+    runs: Sequence[str | Path], out_dir: Path, *, extra_sections: Sequence[str] = (), plots: bool = True
+) -> ReportResult:
     """Write `<out_dir>/report.md` (+ PNGs) for the given run folders; `extra_sections` (Markdown) go last."""
     if not runs:
         raise InputError("report needs at least one run folder; try `n8n-sizer report results/<run-id>`")
@@ -209,17 +247,23 @@ def build_report(runs: Sequence[str | Path], out_dir: Path, *, extra_sections: S
     advice = "; ".join(f"`{d.manifest.run_id}`: {_what_next(d)}" for d in empty)
     has_other = any(key in d.manifest.extra for d in data for key in ("find_max", "search", "checks"))
     if empty and len(empty) == len(data) and not has_other:
-        raise InputError(f"no request records in {', '.join(str(d.folder) for d in empty)} (requests.jsonl missing "
-                         f"or empty), so there is nothing to report; {advice}")
+        raise InputError(
+            f"no request records in {', '.join(str(d.folder) for d in empty)} (requests.jsonl missing "
+            f"or empty), so there is nothing to report; {advice}"
+        )
     if empty:
-        parts.append("**Warning:** no request records in " + ", ".join(f"`{d.manifest.run_id}`" for d in empty)
-                     + f" (requests.jsonl missing or empty): these runs add no row to the tables below; {advice}.\n")
+        parts.append(
+            "**Warning:** no request records in "
+            + ", ".join(f"`{d.manifest.run_id}`" for d in empty)
+            + f" (requests.jsonl missing or empty): these runs add no row to the tables below; {advice}.\n"
+        )
     if rows:
-        parts.append("## Results per setup and step\n\nAnswered/min counts 2xx responses per minute: for a constant-rate "
-                     "step, over the span its answers needed, so a step that did not keep up reads as what it carried "
-                     "(and says so); latency runs from each request's scheduled time to its answer (answered requests "
-                     "only); errors by type: HTTP status, or the client's timeout/reset/refused.\n\n"
-                     + render_step_table(rows))
+        parts.append(
+            "## Results per setup and step\n\nAnswered/min counts 2xx responses per minute: for a constant-rate "
+            "step, over the span its answers needed, so a step that did not keep up reads as what it carried "
+            "(and says so); latency runs from each request's scheduled time to its answer (answered requests "
+            "only); errors by type: HTTP status, or the client's timeout/reset/refused.\n\n" + render_step_table(rows)
+        )
         demands = render_demands(rows)
         if demands:
             parts.append(demands)
@@ -242,8 +286,11 @@ def build_report(runs: Sequence[str | Path], out_dir: Path, *, extra_sections: S
 
             for target in d.targets():
                 ledger = d.manifest.ledgers.get(target)
-                table = soak_table([r for r in d.requests if r.target == target], d.samples_of(target),
-                                   lost_seqs=None if ledger is None else ledger.lost_seqs)
+                table = soak_table(
+                    [r for r in d.requests if r.target == target],
+                    d.samples_of(target),
+                    lost_seqs=None if ledger is None else ledger.lost_seqs,
+                )
                 parts.append(f"### Soak buckets, {target}\n\n" + render_soak_table(table))
         from n8n_sizer.report.cluster import render_cpu_by_host
 

@@ -36,10 +36,16 @@ def render_cpu_by_host(run: RunData) -> str:
     if not rows:
         return ""
     roles = [r for r in ROLES if r in roles_seen] + sorted(roles_seen - set(ROLES))
-    head = ("### CPU per host and role\n\nMean CPU cores over each step, per host, from each process sampled on "
-            "its own host over SSH (a lab's hosts share one machine's cores, so a host's figure is the sum of its "
-            "processes).\n\n"
-            f"| target | step | host | {' | '.join(roles)} | host total |\n|---|---|---|{'---:|' * (len(roles) + 1)}\n")
-    lines = [f"| {t} | {step} | {host} | " + " | ".join(f"{r[role]:.2f}" if role in r else "-" for role in roles)
-             + f" | {sum(r.values()):.2f} |" for t, step, host, r in rows]
+    head = (
+        "### CPU per host and role\n\nMean CPU cores over each step, per host, from each process sampled on "
+        "its own host over SSH (a lab's hosts share one machine's cores, so a host's figure is the sum of its "
+        "processes).\n\n"
+        f"| target | step | host | {' | '.join(roles)} | host total |\n|---|---|---|{'---:|' * (len(roles) + 1)}\n"
+    )
+    lines = [
+        f"| {t} | {step} | {host} | "
+        + " | ".join(f"{r[role]:.2f}" if role in r else "-" for role in roles)
+        + f" | {sum(r.values()):.2f} |"
+        for t, step, host, r in rows
+    ]
     return head + "\n".join(lines) + "\n"

@@ -14,8 +14,19 @@ from pathlib import Path
 from n8n_sizer.errors import InputError
 from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample
 from n8n_sizer.runs.stats import (
-    answered_latencies, error_kind, peak_stack_ram_mib, percentile, select, step_concurrency, step_rate,
-    role_demands_ms, step_throughput, step_windows, within, is_shaped, shaped_offered_per_s,
+    answered_latencies,
+    error_kind,
+    peak_stack_ram_mib,
+    percentile,
+    select,
+    step_concurrency,
+    step_rate,
+    role_demands_ms,
+    step_throughput,
+    step_windows,
+    within,
+    is_shaped,
+    shaped_offered_per_s,
 )
 from n8n_sizer.runs.store import RunStore
 from n8n_sizer.safety.frozen import Frozen
@@ -55,8 +66,10 @@ class RunData:
 
 def load_run(run: str | Path) -> RunData:
     if not (Path(run) / "run.json").is_file():
-        raise InputError(f"{run} is not a run folder (no run.json in it); try one of the folders in results/ "
-                         f"that `n8n-sizer bench` wrote")
+        raise InputError(
+            f"{run} is not a run folder (no run.json in it); try one of the folders in results/ "
+            f"that `n8n-sizer bench` wrote"
+        )
     store = RunStore.open(Path(run))
     return RunData(store.folder, store.manifest, store.read_requests(), store.read_samples())
 
@@ -89,7 +102,7 @@ class StepRow(Frozen):
 
 
 def setup_label(setup: dict) -> str:
-    """"queue, 2 workers (c=10)", "regular, postgres, limit 10", "regular, sqlite"."""
+    """ "queue, 2 workers (c=10)", "regular, postgres, limit 10", "regular, sqlite"."""
     if not setup:
         return "unknown setup"
     if setup.get("mode") == "queue":
@@ -134,15 +147,30 @@ def step_rows(run: RunData) -> list[StepRow]:
             window = within(telemetry, start, end)
             editor = [s.value for s in select(window, "editor_get_workflow_ms")]
             editor_failed = len(select(window, "probe_error", probe="editor"))
-            rows.append(StepRow(
-                run_id=run.manifest.run_id, target=target, setup=setup_label(run.setup(target)),
-                host=host_label(target, run.facts(target)), step=step, offered_rate_per_s=rate,
-                concurrency=step_concurrency(step), duration_s=duration,
-                demand_ms=role_demands_ms(window, start, end, len(lat)),
-                saturated=carried.saturated if carried is not None else None,
-                saturation=carried.why if carried is not None else None,
-                fired=len(sent), answered=len(lat), answered_per_min=len(lat) * 60 / duration, errors=dict(kinds),
-                not_sent=len(reqs) - len(sent), p50_ms=percentile(lat, 50), p95_ms=percentile(lat, 95),
-                p99_ms=percentile(lat, 99), peak_stack_ram_mib=peak_stack_ram_mib(window),
-                editor_p95_ms=percentile(editor, 95), editor_failed=editor_failed))
+            rows.append(
+                StepRow(
+                    run_id=run.manifest.run_id,
+                    target=target,
+                    setup=setup_label(run.setup(target)),
+                    host=host_label(target, run.facts(target)),
+                    step=step,
+                    offered_rate_per_s=rate,
+                    concurrency=step_concurrency(step),
+                    duration_s=duration,
+                    demand_ms=role_demands_ms(window, start, end, len(lat)),
+                    saturated=carried.saturated if carried is not None else None,
+                    saturation=carried.why if carried is not None else None,
+                    fired=len(sent),
+                    answered=len(lat),
+                    answered_per_min=len(lat) * 60 / duration,
+                    errors=dict(kinds),
+                    not_sent=len(reqs) - len(sent),
+                    p50_ms=percentile(lat, 50),
+                    p95_ms=percentile(lat, 95),
+                    p99_ms=percentile(lat, 99),
+                    peak_stack_ram_mib=peak_stack_ram_mib(window),
+                    editor_p95_ms=percentile(editor, 95),
+                    editor_failed=editor_failed,
+                )
+            )
     return rows

@@ -45,8 +45,9 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def _dress(ax, xlabel: str, ylabel: str, title: str, *, title_size: float | None = None,
-           legend: dict | None = None, **grid) -> None:
+def _dress(
+    ax, xlabel: str, ylabel: str, title: str, *, title_size: float | None = None, legend: dict | None = None, **grid
+) -> None:
     """What every chart here carries: both axis labels, a title, a light grid and, where given, the legend."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -78,13 +79,25 @@ def plot_answered_vs_offered(rows: Sequence[StepRow], path: Path) -> Path | None
         (line,) = ax.plot(xs, ys, marker="o", linewidth=2, label=label)
         for x, y, errors in points:
             if errors:  # errors next to the point: seed 000's table puts them beside answered/min
-                ax.annotate(f"{errors:,} err", (x, y), textcoords="offset points", xytext=(6, -12),
-                            fontsize=8, color=line.get_color())
+                ax.annotate(
+                    f"{errors:,} err",
+                    (x, y),
+                    textcoords="offset points",
+                    xytext=(6, -12),
+                    fontsize=8,
+                    color=line.get_color(),
+                )
     ax.set_xlim(0, top)
     ax.set_ylim(0, top)
     hosts = sorted({r.host for r in rate_rows})
-    _dress(ax, "offered rate (requests/s)", "answered rate, HTTP 2xx (requests/s)",
-           f"Answered vs offered rate\n{', '.join(hosts)}", title_size=11, legend={"loc": "upper left"})
+    _dress(
+        ax,
+        "offered rate (requests/s)",
+        "answered rate, HTTP 2xx (requests/s)",
+        f"Answered vs offered rate\n{', '.join(hosts)}",
+        title_size=11,
+        legend={"loc": "upper left"},
+    )
     return _save(fig, path)
 
 
@@ -102,7 +115,13 @@ def plot_latency_by_step(rows: Sequence[StepRow], path: Path) -> Path | None:
         bars = ax.bar([x + (i - 1) * width for x in range(len(rows))], values, width, label=q, color=colour)
         for bar, v in zip(bars, measured):
             text = "no answer" if v is None else f"{v / 1000:.1f} s" if v >= 1000 else f"{v:.0f} ms"
-            ax.annotate(text, (bar.get_x() + bar.get_width() / 2, v if v is not None else 1.0), ha="center", va="bottom", fontsize=7)
+            ax.annotate(
+                text,
+                (bar.get_x() + bar.get_width() / 2, v if v is not None else 1.0),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([f"{r.step}\n{r.answered_per_min:,.0f}/min" for r in rows], fontsize=9)
     ax.set_yscale("log")
@@ -112,9 +131,16 @@ def plot_latency_by_step(rows: Sequence[StepRow], path: Path) -> Path | None:
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g} s" if v >= 1000 else f"{v:g} ms"))
     ax.yaxis.set_minor_formatter(NullFormatter())
-    _dress(ax, "load step (answered per minute)", "latency of answered requests (log scale)",
-           f"Latency percentiles per step\n{rows[0].setup} on {rows[0].host}", title_size=11, legend={},
-           axis="y", which="both")
+    _dress(
+        ax,
+        "load step (answered per minute)",
+        "latency of answered requests (log scale)",
+        f"Latency percentiles per step\n{rows[0].setup} on {rows[0].host}",
+        title_size=11,
+        legend={},
+        axis="y",
+        which="both",
+    )
     return _save(fig, path)
 
 
@@ -135,17 +161,26 @@ def plot_throughput_vs_concurrency(rows: Sequence[StepRow], path: Path) -> Path 
         ax_lat.plot(users, [r.p50_ms or float("nan") for r in group], marker="o", linewidth=2, label=label)
     ax.set_ylim(bottom=0)
     ax_lat.set_ylim(bottom=0)
-    _dress(ax, "concurrent users (closed model)", "answered, HTTP 2xx (requests/s)", "Throughput vs concurrency",
-           title_size=10, legend={"loc": "lower right"})
-    _dress(ax_lat, "concurrent users (closed model)", "p50 latency (ms)", "Median latency vs concurrency",
-           title_size=10)
+    _dress(
+        ax,
+        "concurrent users (closed model)",
+        "answered, HTTP 2xx (requests/s)",
+        "Throughput vs concurrency",
+        title_size=10,
+        legend={"loc": "lower right"},
+    )
+    _dress(
+        ax_lat, "concurrent users (closed model)", "p50 latency (ms)", "Median latency vs concurrency", title_size=10
+    )
     fig.suptitle(f"Concurrency sweep on {', '.join(sorted({r.host for r in closed}))}", fontsize=11)
     return _save(fig, path)
 
 
 def plot_rows(rows: Sequence[StepRow], out_dir: Path) -> list[Path]:
-    made = [plot_answered_vs_offered(rows, out_dir / "answered_vs_offered.png"),
-            plot_throughput_vs_concurrency(rows, out_dir / "throughput_vs_concurrency.png")]
+    made = [
+        plot_answered_vs_offered(rows, out_dir / "answered_vs_offered.png"),
+        plot_throughput_vs_concurrency(rows, out_dir / "throughput_vs_concurrency.png"),
+    ]
     groups: dict[tuple[str, str], list[StepRow]] = defaultdict(list)
     for r in rows:
         groups[(r.run_id, r.target)].append(r)
@@ -165,7 +200,9 @@ def plot_run_target(run: RunData, target: str, out_dir: Path) -> list[Path]:
     cpu = [s for s in samples if s.metric in ("process_cpu_cores", "container_cpu_cores")]
     ram = [s for s in samples if s.metric in ("process_rss_mib", "container_mem_mib")]
     iowait = select(samples, "host_cpu_pct", state="iowait")
-    queue = select(samples, "n8n_scaling_mode_queue_jobs_waiting") + select(samples, "n8n_scaling_mode_queue_jobs_active")
+    queue = select(samples, "n8n_scaling_mode_queue_jobs_waiting") + select(
+        samples, "n8n_scaling_mode_queue_jobs_active"
+    )
     bull = select(samples, "bull_jobs")
     if not (cpu or ram or iowait or queue or bull):
         return []
@@ -178,9 +215,16 @@ def plot_run_target(run: RunData, target: str, out_dir: Path) -> list[Path]:
         for i, (step, (start, end)) in enumerate(windows.items()):
             ax.axvspan(start - t0, end - t0, color=STEP_COLOURS[i % 2], zorder=0)
     for i, (step, (start, end)) in enumerate(windows.items()):
-        axes[0].annotate(step, ((start + end) / 2 - t0, 0.97), xycoords=("data", "axes fraction"), ha="center",
-                         va="top", fontsize=9, fontweight="bold",
-                         bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+        axes[0].annotate(
+            step,
+            ((start + end) / 2 - t0, 0.97),
+            xycoords=("data", "axes fraction"),
+            ha="center",
+            va="top",
+            fontsize=9,
+            fontweight="bold",
+            bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "none", "alpha": 0.8},
+        )
 
     def lines(ax, rows, label_of, unit_label):
         for name, points in _top_series(_group(rows, label_of)):
@@ -195,8 +239,14 @@ def plot_run_target(run: RunData, target: str, out_dir: Path) -> list[Path]:
     lines(axes[0], cpu, _process_name, "CPU (cores)")
     busy = _host_busy(samples)
     if busy:  # everything the host ran, the load generator and neighbours included
-        axes[0].plot([t - t0 for t, _ in busy], [v for _, v in busy], color="black", linestyle="--", linewidth=1.2,
-                     label="host, all processes")
+        axes[0].plot(
+            [t - t0 for t, _ in busy],
+            [v for _, v in busy],
+            color="black",
+            linestyle="--",
+            linewidth=1.2,
+            label="host, all processes",
+        )
         axes[0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     cpus = [s.value for s in select(samples, "host_cpus")]
     if cpus:
@@ -211,13 +261,23 @@ def plot_run_target(run: RunData, target: str, out_dir: Path) -> list[Path]:
     axes[1].set_title("Resident memory per process", fontsize=10, loc="left")
     lines(axes[2], iowait, lambda s: "iowait", "iowait (% of all CPU time)")
     axes[2].set_title("Host iowait (the e2-micro soak: the only signal of a disk stall)", fontsize=10, loc="left")
-    lines(axes[3], queue or bull, lambda s: s.metric.rsplit("_", 1)[-1] if s.metric.startswith("n8n_") else s.labels.get("state", "?"),
-          "jobs")
-    axes[3].set_title("Queue depth (n8n /metrics or Redis LLEN)" if queue or bull else "Queue depth (regular mode: no queue)",
-                      fontsize=10, loc="left")
+    lines(
+        axes[3],
+        queue or bull,
+        lambda s: s.metric.rsplit("_", 1)[-1] if s.metric.startswith("n8n_") else s.labels.get("state", "?"),
+        "jobs",
+    )
+    axes[3].set_title(
+        "Queue depth (n8n /metrics or Redis LLEN)" if queue or bull else "Queue depth (regular mode: no queue)",
+        fontsize=10,
+        loc="left",
+    )
     axes[3].set_xlabel("time since the first sample or step (s)")
-    fig.suptitle(f"{setup_label(run.setup(target))} on {host_label(target, run.facts(target))}: CPU, RAM, iowait, queue\n"
-                 f"run {run.manifest.run_id}; shaded bands are load steps", fontsize=11)
+    fig.suptitle(
+        f"{setup_label(run.setup(target))} on {host_label(target, run.facts(target))}: CPU, RAM, iowait, queue\n"
+        f"run {run.manifest.run_id}; shaded bands are load steps",
+        fontsize=11,
+    )
     return [_save(fig, out_dir / f"timeseries_{_slug(run.manifest.run_id)}_{_slug(target)}.png")]
 
 
@@ -271,8 +331,12 @@ def plot_shaped_steps(run: RunData, target: str, out_dir: Path) -> list[Path]:
         ax.step(xs, [sched for _, sched, _, _ in rows], where="post", linewidth=1.6, label="scheduled (offered)")
         ax.plot(xs, [ok for _, _, ok, _ in rows], linewidth=1.4, label="answered 2xx")
         ax.plot(xs, [bad for _, _, _, bad in rows], linewidth=1.0, linestyle="--", label="refused or failed")
-        _dress(ax, "seconds from the step's start", "requests per second",
-               f"{step}: offered vs answered, {setup_label(run.setup(target))} on "
-               f"{host_label(target, run.facts(target))}", legend={"loc": "upper right"})
+        _dress(
+            ax,
+            "seconds from the step's start",
+            "requests per second",
+            f"{step}: offered vs answered, {setup_label(run.setup(target))} on {host_label(target, run.facts(target))}",
+            legend={"loc": "upper right"},
+        )
         made.append(_save(fig, out_dir / f"shape-{_slug(run.manifest.run_id)}-{_slug(target)}-{_slug(step)}.png"))
     return made

@@ -49,8 +49,15 @@ def step_verdict(m: Measurement) -> StepVerdict | None:
     else:
         kept, why = True, f"carried {carried:.1f}/s of {offered:g}/s offered"
     s = m.setup
-    return StepVerdict(measurement_id=m.id, setup=setup_words(s.mode, s.workers, s.concurrency, s.production_limit),
-                       processes=(s.mode, s.workers if s.mode == "queue" else 0), offered_per_s=offered, carried_per_s=carried, kept_up=kept, why=why)
+    return StepVerdict(
+        measurement_id=m.id,
+        setup=setup_words(s.mode, s.workers, s.concurrency, s.production_limit),
+        processes=(s.mode, s.workers if s.mode == "queue" else 0),
+        offered_per_s=offered,
+        carried_per_s=carried,
+        kept_up=kept,
+        why=why,
+    )
 
 
 def measured_at(rows: list[Measurement], workflow: str, vcpu: float, arch: str, rate: float) -> list[StepVerdict]:
@@ -79,8 +86,10 @@ def contradiction(verdicts: list[StepVerdict], mode: str, workers: int, feasible
 def how_to_measure(workflow: str, rate: float) -> str:
     """The run that gives a workflow its capacity point: rates past where it stops keeping up."""
     rates = ",".join(f"{r:g}" for r in sorted({max(1.0, rate / 2), rate, rate * 1.5, rate * 2}))
-    return (f"n8n-sizer bench --local --workflow {workflow}.json --body BODY.json --rates {rates} --step-seconds 60 "
-            "(the steps past its ceiling give the capacity point)")
+    return (
+        f"n8n-sizer bench --local --workflow {workflow}.json --body BODY.json --rates {rates} --step-seconds 60 "
+        "(the steps past its ceiling give the capacity point)"
+    )
 
 
 def overrule(rec, rows: list[Measurement], workflow: str):
@@ -93,6 +102,8 @@ def overrule(rec, rows: list[Measurement], workflow: str):
     against = contradiction(verdicts, rec.setup.mode, rec.setup.workers, rec.feasible)
     if against is None:
         return rec, None
-    note = (f"your run measured this setup at {against.offered_per_s:g}/s: {against.why}, so it does not carry it "
-            f"(step {against.measurement_id})")
+    note = (
+        f"your run measured this setup at {against.offered_per_s:g}/s: {against.why}, so it does not carry it "
+        f"(step {against.measurement_id})"
+    )
     return rec.model_copy(update={"feasible": False, "warnings": [note, *rec.warnings]}), against

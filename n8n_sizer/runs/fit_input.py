@@ -21,15 +21,21 @@ from n8n_sizer.errors import InputError
 def find_runs(path: Path) -> list[Path]:
     """Run folders at `path` (a run folder itself, or a folder of them)."""
     if not path.exists():
-        raise InputError(f"--results {path}: no such folder; give the folder `n8n-sizer bench --out` wrote (default results/)")
+        raise InputError(
+            f"--results {path}: no such folder; give the folder `n8n-sizer bench --out` wrote (default results/)"
+        )
     if not path.is_dir():
-        raise InputError(f"--results {path}: not a folder; give the folder `n8n-sizer bench --out` wrote (default results/)")
+        raise InputError(
+            f"--results {path}: not a folder; give the folder `n8n-sizer bench --out` wrote (default results/)"
+        )
     if (path / RUN_JSON).is_file():
         return [path]
     runs = sorted(p for p in path.iterdir() if (p / RUN_JSON).is_file())
     if not runs:
-        raise InputError(f"--results {path}: no bench runs in it (no */{RUN_JSON}); run `n8n-sizer bench --local "
-                         f"--rates 5,20,50 --out {path}` first")
+        raise InputError(
+            f"--results {path}: no bench runs in it (no */{RUN_JSON}); run `n8n-sizer bench --local "
+            f"--rates 5,20,50 --out {path}` first"
+        )
     return runs
 
 
@@ -72,27 +78,51 @@ def measurements_from_run(folder: Path) -> list[Measurement]:
         if counted and span and int(value.get("answered", 0)) > 0:  # the kernel's accounting beats sampling
             demands = {role: ms / int(value["answered"]) for role, ms in counted.items()}
         open_load = "offered_rate" in value
-        out.append(Measurement(
-            id=f"{manifest.run_id}-{target}-{step}", source=f"results/{manifest.run_id}", table="bench step",
-            n8n_version=info.get("n8n_version"),
-            hardware=Hardware(provider=str(info.get("provider", "local")), size=info.get("size"), vcpu=facts["vcpu"],
-                              arch=arch, ram_mib=int(facts["ram_mib"]) if facts.get("ram_mib") else None,
-                              host_class=f"user:{facts.get('cpu_model') or target}"),
-            workflow=workflow,
-            setup=MeasuredSetup(mode=setup["mode"], workers=setup.get("workers", 0), concurrency=setup.get("concurrency"),
-                                runner_concurrency=setup.get("runner_concurrency"),
-                                production_limit=setup.get("production_limit"), db=setup.get("db", "postgres"),
-                                db_pool_size=setup.get("db_pool_size"),
-                                webhook_processors=int(info.get("webhook_processors") or 0)),
-            load=Load(kind="open" if open_load else "closed", offered_rps=value.get("offered_rate"),
-                      concurrency=int(value["concurrency"]) if "concurrency" in value else None,
-                      duration_s=value.get("step_duration"), generator="n8n-sizer bench"),
-            results=Results(answered_per_min=value.get("answered_per_min"), errors=errors,
-                            p50_ms=value.get("latency_p50"), p95_ms=value.get("latency_p95"),
-                            p99_ms=value.get("latency_p99"),
-                            demand_executions_per_s=(int(value.get("answered", 0)) / (span[1] - span[0])
-                                                     if demands and span[1] > span[0] else None),
-                            **{f"{role}_cpu_ms": ms for role, ms in demands.items() if role in MEASURED_ROLES})))
+        out.append(
+            Measurement(
+                id=f"{manifest.run_id}-{target}-{step}",
+                source=f"results/{manifest.run_id}",
+                table="bench step",
+                n8n_version=info.get("n8n_version"),
+                hardware=Hardware(
+                    provider=str(info.get("provider", "local")),
+                    size=info.get("size"),
+                    vcpu=facts["vcpu"],
+                    arch=arch,
+                    ram_mib=int(facts["ram_mib"]) if facts.get("ram_mib") else None,
+                    host_class=f"user:{facts.get('cpu_model') or target}",
+                ),
+                workflow=workflow,
+                setup=MeasuredSetup(
+                    mode=setup["mode"],
+                    workers=setup.get("workers", 0),
+                    concurrency=setup.get("concurrency"),
+                    runner_concurrency=setup.get("runner_concurrency"),
+                    production_limit=setup.get("production_limit"),
+                    db=setup.get("db", "postgres"),
+                    db_pool_size=setup.get("db_pool_size"),
+                    webhook_processors=int(info.get("webhook_processors") or 0),
+                ),
+                load=Load(
+                    kind="open" if open_load else "closed",
+                    offered_rps=value.get("offered_rate"),
+                    concurrency=int(value["concurrency"]) if "concurrency" in value else None,
+                    duration_s=value.get("step_duration"),
+                    generator="n8n-sizer bench",
+                ),
+                results=Results(
+                    answered_per_min=value.get("answered_per_min"),
+                    errors=errors,
+                    p50_ms=value.get("latency_p50"),
+                    p95_ms=value.get("latency_p95"),
+                    p99_ms=value.get("latency_p99"),
+                    demand_executions_per_s=(
+                        int(value.get("answered", 0)) / (span[1] - span[0]) if demands and span[1] > span[0] else None
+                    ),
+                    **{f"{role}_cpu_ms": ms for role, ms in demands.items() if role in MEASURED_ROLES},
+                ),
+            )
+        )
     return out
 
 
@@ -114,9 +144,15 @@ def load_results(path: Path) -> list[Measurement]:
     rows = [m for run in runs for m in measurements_from_run(run)]
     if not rows:
         # advise a --resume only for a run bench would resume: not finished, not --find-max, not --local
-        resumable = [m.run_id for m in (RunStore.open(r).manifest for r in runs)
-                     if m.finished_s is None and m.kind != "find-max" and m.spec.get("source") != "local"]
-        fix = (f"finish one with `n8n-sizer bench --resume {resumable[0]}`" if resumable
-               else "run `n8n-sizer bench` to completion first (a finished run cannot be resumed)")
+        resumable = [
+            m.run_id
+            for m in (RunStore.open(r).manifest for r in runs)
+            if m.finished_s is None and m.kind != "find-max" and m.spec.get("source") != "local"
+        ]
+        fix = (
+            f"finish one with `n8n-sizer bench --resume {resumable[0]}`"
+            if resumable
+            else "run `n8n-sizer bench` to completion first (a finished run cannot be resumed)"
+        )
         raise InputError(f"--results {path}: its runs hold no finished load steps with host facts; {fix}")
     return rows

@@ -23,8 +23,12 @@ from typing import Collection, Iterable
 from n8n_sizer.runs.records import REFUSAL_STATUS, ClassTally, Ledger, RequestRecord
 
 
-def build_ledger(records: Iterable[RequestRecord], executions_stored: int | None,
-                 executions_succeeded: int | None, success_ids: Collection[str] | None = None) -> Ledger:
+def build_ledger(
+    records: Iterable[RequestRecord],
+    executions_stored: int | None,
+    executions_succeeded: int | None,
+    success_ids: Collection[str] | None = None,
+) -> Ledger:
     """The ledger of one target from its request records and the executions counted after the drain;
     `success_ids` (the stored successful executions) lets it name each accepted request that was lost."""
     fired = not_sent = with_execution = 0
@@ -52,30 +56,48 @@ def build_ledger(records: Iterable[RequestRecord], executions_stored: int | None
     lost = None if executions_succeeded is None else expected - executions_succeeded
     by_class = None
     if set(classes) - {"valid"}:
-        by_class = {name: ClassTally(fired=t[0], refused_as_expected=t[1], accepted=t[2], other=t[3])
-                    for name, t in sorted(classes.items())}
+        by_class = {
+            name: ClassTally(fired=t[0], refused_as_expected=t[1], accepted=t[2], other=t[3])
+            for name, t in sorted(classes.items())
+        }
     lost_seqs = None
     if success_ids is not None and all(r.execution_id is not None for r in accepted):
         stored = set(success_ids)
         lost_seqs = [r.seq for r in accepted if r.execution_id not in stored]
-    return Ledger(fired=fired, accepted=len(accepted), refused=fired - len(accepted), accepted_then_lost=lost,
-                  executions_stored=executions_stored, executions_succeeded=executions_succeeded,
-                  not_sent=not_sent, lost_seqs=lost_seqs, by_class=by_class, refusals_with_execution=with_execution)
+    return Ledger(
+        fired=fired,
+        accepted=len(accepted),
+        refused=fired - len(accepted),
+        accepted_then_lost=lost,
+        executions_stored=executions_stored,
+        executions_succeeded=executions_succeeded,
+        not_sent=not_sent,
+        lost_seqs=lost_seqs,
+        by_class=by_class,
+        refusals_with_execution=with_execution,
+    )
 
 
 def format_ledger(name: str, ledger: Ledger) -> str:
     """Seed 004's table for one target, as text."""
+
     def num(value: int | None) -> str:
         return "n/a" if value is None else f"{value:,}"
 
-    rows = [("fired", num(ledger.fired), ""), ("accepted", num(ledger.accepted), "(2xx)"),
-            ("refused", num(ledger.refused), "(loud, client errored)"),
-            ("accepted then lost", num(ledger.accepted_then_lost), "(silent)"),
-            ("  matched one by one", "n/a" if ledger.lost_seqs is None else f"{len(ledger.lost_seqs):,}",
-             "(accepted, no stored execution with its id)"),
-            ("executions stored", num(ledger.executions_stored), ""),
-            ("  of them successful", num(ledger.executions_succeeded), ""),
-            ("not sent (in-flight cap)", num(ledger.not_sent), "")]
+    rows = [
+        ("fired", num(ledger.fired), ""),
+        ("accepted", num(ledger.accepted), "(2xx)"),
+        ("refused", num(ledger.refused), "(loud, client errored)"),
+        ("accepted then lost", num(ledger.accepted_then_lost), "(silent)"),
+        (
+            "  matched one by one",
+            "n/a" if ledger.lost_seqs is None else f"{len(ledger.lost_seqs):,}",
+            "(accepted, no stored execution with its id)",
+        ),
+        ("executions stored", num(ledger.executions_stored), ""),
+        ("  of them successful", num(ledger.executions_succeeded), ""),
+        ("not sent (in-flight cap)", num(ledger.not_sent), ""),
+    ]
     if ledger.refusals_with_execution:
         rows.insert(6, ("  of them refusals", num(ledger.refusals_with_execution), "(refused inside the workflow)"))
     lines = [f"ledger {name}"] + [f"  {a:<26}{b:>9}   {c}".rstrip() for a, b, c in rows]

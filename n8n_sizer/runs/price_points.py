@@ -29,8 +29,9 @@ def _total_cpu_ms(results) -> float | None:
     return sum(values) if values else None
 
 
-def observations_from_results(path: Path, workflow_name: str | None = None, items: int = 1,
-                              code_cpu_ms: float = 0.0) -> tuple[list[Observation], list[str]]:
+def observations_from_results(
+    path: Path, workflow_name: str | None = None, items: int = 1, code_cpu_ms: float = 0.0
+) -> tuple[list[Observation], list[str]]:
     """(observations, skipped reasons) from the run folders at `path`. `workflow_name` (the export being priced)
     gets `items` and `code_cpu_ms`; every other workflow is taken at 1 item and no Code JavaScript of its own."""
     definitions: dict[str, dict] = {}
@@ -55,16 +56,24 @@ def observations_from_results(path: Path, workflow_name: str | None = None, item
             continue  # the other workflows' denominator
         light = pooled.get(("light", host_class, mode))
         if not light:
-            skipped.append(f"{name} on {host_class} ({mode}): no light run beside it; run `n8n-sizer bench "
-                           "--workflow light` on the same host and mode so its runs read as a ratio to light")
+            skipped.append(
+                f"{name} on {host_class} ({mode}): no light run beside it; run `n8n-sizer bench "
+                "--workflow light` on the same host and mode so its runs read as a ratio to light"
+            )
             continue
         if name not in definitions:
             skipped.append(f"{name}: its runs do not keep the workflow (bench from before it did); run it again")
             continue
         mine = name == workflow_name
-        observations.append(Observation(
-            run_ids=tuple(sorted(runs[(name, host_class, mode)] | runs[("light", host_class, mode)])), workflow=name,
-            definition=definitions[name], mode=mode, items=items if mine else 1,
-            code_cpu_ms=code_cpu_ms if mine else 0.0,
-            ratio_to_light=statistics.median(values) / statistics.median(light)))
+        observations.append(
+            Observation(
+                run_ids=tuple(sorted(runs[(name, host_class, mode)] | runs[("light", host_class, mode)])),
+                workflow=name,
+                definition=definitions[name],
+                mode=mode,
+                items=items if mine else 1,
+                code_cpu_ms=code_cpu_ms if mine else 0.0,
+                ratio_to_light=statistics.median(values) / statistics.median(light),
+            )
+        )
     return observations, skipped

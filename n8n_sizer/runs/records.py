@@ -24,8 +24,12 @@ PayloadClass = Literal["bad-signature", "invalid-json", "schema", "oversize"]
 # The answers that refuse each class as a webhook receiver should. n8n itself refuses a body that does not parse as
 # the JSON its Content-Type says with 422 "Failed to parse request body" before any workflow runs (seen on 2.41.1),
 # so for invalid JSON either answer is the right refusal.
-REFUSAL_STATUS: dict[str, tuple[int, ...]] = {"bad-signature": (401,), "invalid-json": (400, 422), "schema": (422,),
-                                              "oversize": (413,)}
+REFUSAL_STATUS: dict[str, tuple[int, ...]] = {
+    "bad-signature": (401,),
+    "invalid-json": (400, 422),
+    "schema": (422,),
+    "oversize": (413,),
+}
 
 
 class Sample(BaseModel):

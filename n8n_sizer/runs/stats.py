@@ -34,7 +34,7 @@ def answered_latencies(records: Iterable[RequestRecord]) -> list[float]:
 
 
 def error_kind(r: RequestRecord) -> str | None:
-    """"503", "500", "timeout", "reset", "refused", "other"; None for a 2xx."""
+    """ "503", "500", "timeout", "reset", "refused", "other"; None for a 2xx."""
     if is_ok(r):
         return None
     if r.status is not None:
@@ -218,15 +218,25 @@ def step_throughput(records: Sequence[RequestRecord], rate_per_s: float) -> Step
     if records and failed > FAILED_SHARE * len(records):
         why = f"{failed} of {len(records)} requests failed or were not sent"
     elif throughput < SATURATION_SHARE * rate_per_s and growing:
-        why = (f"answered {throughput:.2f}/s of {rate_per_s:g}/s offered while latency grew "
-               f"(median {first:,.0f} -> {last:,.0f} ms)")
+        why = (
+            f"answered {throughput:.2f}/s of {rate_per_s:g}/s offered while latency grew "
+            f"(median {first:,.0f} -> {last:,.0f} ms)"
+        )
     elif throughput < SATURATION_SHARE * rate_per_s and not ok:
         why = "nothing was answered"
     else:
         why = "kept up"
-    return StepThroughput(offered_per_s=rate_per_s, sent=len(sent), answered=len(ok), in_window=in_window,
-                          window_s=window_end - start, span_s=span, failed=failed, saturated=why != "kept up",
-                          why=why)
+    return StepThroughput(
+        offered_per_s=rate_per_s,
+        sent=len(sent),
+        answered=len(ok),
+        in_window=in_window,
+        window_s=window_end - start,
+        span_s=span,
+        failed=failed,
+        saturated=why != "kept up",
+        why=why,
+    )
 
 
 # The roles a process or container plays, by its name: the local stack's process names (main, worker-1,
@@ -240,8 +250,14 @@ def role_of(name: str) -> str | None:
     n = name.lower()
     if "runner" in n:
         return "runner"
-    for role, marks in (("postgres", ("postgres",)), ("redis", ("redis",)), ("load_balancer", ("caddy", "nginx", "lb")),
-                        ("webhook", ("webhook",)), ("worker", ("worker",)), ("main", ("main",))):
+    for role, marks in (
+        ("postgres", ("postgres",)),
+        ("redis", ("redis",)),
+        ("load_balancer", ("caddy", "nginx", "lb")),
+        ("webhook", ("webhook",)),
+        ("worker", ("worker",)),
+        ("main", ("main",)),
+    ):
         if any(m in n for m in marks):
             return role
     return None

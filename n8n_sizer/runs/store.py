@@ -59,8 +59,10 @@ class RunStore:
         try:
             folder.mkdir()  # exclusive: never reuse an existing run folder
         except FileExistsError:
-            raise InputError(f"run folder {folder} already exists and is never overwritten; "
-                             f"try another --out or `--resume {manifest.run_id}`") from None
+            raise InputError(
+                f"run folder {folder} already exists and is never overwritten; "
+                f"try another --out or `--resume {manifest.run_id}`"
+            ) from None
         store = cls(folder, manifest)
         store.save_manifest()
         for name in (REQUESTS, SAMPLES):
@@ -75,8 +77,9 @@ class RunStore:
             folder = out_dir / str(run)
         path = folder / RUN_JSON
         if not path.is_file():
-            raise InputError(f"run {run}: no {RUN_JSON} in {folder}; try a folder from `ls "
-                             f"{out_dir or 'results'}` (or pass --out)")
+            raise InputError(
+                f"run {run}: no {RUN_JSON} in {folder}; try a folder from `ls {out_dir or 'results'}` (or pass --out)"
+            )
         text = read_user_text(path, f"run {run}:", fix="restore it from a copy, or start a new run")
         try:
             manifest = RunManifest.model_validate_json(text)
@@ -119,9 +122,12 @@ class RunStore:
             if not os.path.lexists(path):
                 return None
             # The one reader: a FIFO, a device or a link loop here is one line; non-UTF-8 bytes too.
-            return read_user_text(path, "run file", max_bytes=MAX_RECORDS_BYTES,
-                                  fix="the file was edited or damaged: restore it, or re-run the step with "
-                                      "`n8n-sizer bench --resume`")
+            return read_user_text(
+                path,
+                "run file",
+                max_bytes=MAX_RECORDS_BYTES,
+                fix="the file was edited or damaged: restore it, or re-run the step with `n8n-sizer bench --resume`",
+            )
 
     def read_requests(self) -> list[RequestRecord]:
         return _parse_jsonl(self._snapshot(REQUESTS), self.folder / REQUESTS, RequestRecord)
@@ -196,8 +202,10 @@ def _parse_jsonl(text: str | None, path: Path, model):
                 continue
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ())) or "line"
-            raise InputError(f"{path}:{number} is not a {model.__name__} ({where}: {first.get('msg')}); the file was "
-                             "edited or damaged: restore it, or re-run the step with `n8n-sizer bench --resume`") from None
+            raise InputError(
+                f"{path}:{number} is not a {model.__name__} ({where}: {first.get('msg')}); the file was "
+                "edited or damaged: restore it, or re-run the step with `n8n-sizer bench --resume`"
+            ) from None
     return out
 
 
@@ -209,8 +217,14 @@ def _pct(values: list[float], q: float) -> float | None:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
-def summarize_step(records: list[RequestRecord], outcome: StepTally, target: str, offered: str,
-                   offered_value: float, step_s: float | None = None) -> list[Sample]:
+def summarize_step(
+    records: list[RequestRecord],
+    outcome: StepTally,
+    target: str,
+    offered: str,
+    offered_value: float,
+    step_s: float | None = None,
+) -> list[Sample]:
     """Load samples for one step: achieved rate, answered per minute, p50/p95/p99 of 2xx, errors by class.
 
     Answered per minute: for a rate step, what was answered over the span the answers needed (the step's length
@@ -234,19 +248,34 @@ def summarize_step(records: list[RequestRecord], outcome: StepTally, target: str
     carried = step_throughput(records, offered_value) if offered == "rate" else None
     per_min = carried.throughput_per_s * 60.0 if carried is not None else len(ok) * 60.0 / load_s
     samples = [
-        Sample(metric="offered_rate" if offered == "rate" else "concurrency", value=offered_value,
-               unit="req/s" if offered == "rate" else "users", labels=labels, time_s=t),
+        Sample(
+            metric="offered_rate" if offered == "rate" else "concurrency",
+            value=offered_value,
+            unit="req/s" if offered == "rate" else "users",
+            labels=labels,
+            time_s=t,
+        ),
         Sample(metric="requests", value=len(records), unit="count", labels=labels, time_s=t),
         Sample(metric="answered", value=len(ok), unit="count", labels=labels, time_s=t),
         Sample(metric="answered_per_min", value=per_min, unit="req/min", labels=labels, time_s=t),
-        Sample(metric="step_duration", value=carried.span_s if carried is not None else duration, unit="s",
-               labels=labels, time_s=t),
+        Sample(
+            metric="step_duration",
+            value=carried.span_s if carried is not None else duration,
+            unit="s",
+            labels=labels,
+            time_s=t,
+        ),
     ]
     if carried is not None:
         samples += [
             Sample(metric="answered_in_window", value=carried.in_window, unit="count", labels=labels, time_s=t),
-            Sample(metric="saturated", value=1.0 if carried.saturated else 0.0, unit="bool",
-                   labels={**labels, "why": carried.why}, time_s=t),
+            Sample(
+                metric="saturated",
+                value=1.0 if carried.saturated else 0.0,
+                unit="bool",
+                labels={**labels, "why": carried.why},
+                time_s=t,
+            ),
         ]
     if window and window > 0:
         samples.append(Sample(metric="achieved_rate", value=len(sent) / window, unit="req/s", labels=labels, time_s=t))
@@ -262,6 +291,7 @@ def summarize_step(records: list[RequestRecord], outcome: StepTally, target: str
         if r.error_class is not None:
             classes[r.error_class] = classes.get(r.error_class, 0) + 1
     for cls in ("timeout", "reset", "refused", "non-2xx", "dropped", "other"):
-        samples.append(Sample(metric="errors", value=classes.get(cls, 0), unit="count",
-                              labels={**labels, "class": cls}, time_s=t))
+        samples.append(
+            Sample(metric="errors", value=classes.get(cls, 0), unit="count", labels={**labels, "class": cls}, time_s=t)
+        )
     return samples

@@ -21,10 +21,15 @@ MAX_TEXT_BYTES = 8 * 1024 * 1024
 
 
 def _reason(exc: OSError) -> str:
-    reasons = {errno.ENOENT: "no such file", errno.EACCES: "is not readable (permission denied)",
-               errno.EPERM: "is not readable (permission denied)", errno.EISDIR: "is a folder, not a file",
-               errno.ENOTDIR: "has a file where a folder should be in its path", errno.ELOOP: "is a symbolic link loop",
-               errno.ENAMETOOLONG: "is too long a path"}
+    reasons = {
+        errno.ENOENT: "no such file",
+        errno.EACCES: "is not readable (permission denied)",
+        errno.EPERM: "is not readable (permission denied)",
+        errno.EISDIR: "is a folder, not a file",
+        errno.ENOTDIR: "has a file where a folder should be in its path",
+        errno.ELOOP: "is a symbolic link loop",
+        errno.ENAMETOOLONG: "is too long a path",
+    }
     return reasons.get(exc.errno, exc.strerror or type(exc).__name__)
 
 
@@ -33,8 +38,9 @@ def _fail(what: str, path: Path | str, reason: str, fix: str) -> InputError:
     return InputError(f"{what} {shown}: {reason}; {fix}".replace("\n", " "))
 
 
-def read_user_bytes(path: Path | str, what: str, *, fix: str, max_bytes: int = MAX_TEXT_BYTES,
-                    private: bool = False) -> bytes:
+def read_user_bytes(
+    path: Path | str, what: str, *, fix: str, max_bytes: int = MAX_TEXT_BYTES, private: bool = False
+) -> bytes:
     """The bytes of a regular file the user named; `InputError` (one line) for anything else.
 
     `private` is for a file whose contents become the stack's secrets (an existing `.env`, `.secrets.env`,
@@ -50,8 +56,12 @@ def read_user_bytes(path: Path | str, what: str, *, fix: str, max_bytes: int = M
         fd = os.open(path, flags)
     except OSError as exc:
         if private and exc.errno == errno.ELOOP:
-            raise _fail(what, path, "is a symbolic link; secrets are never read through a link",
-                        "copy the real file there (chmod 600) or use another folder") from None
+            raise _fail(
+                what,
+                path,
+                "is a symbolic link; secrets are never read through a link",
+                "copy the real file there (chmod 600) or use another folder",
+            ) from None
         raise _fail(what, path, _reason(exc), fix) from None
     try:
         info = os.fstat(fd)
@@ -83,15 +93,24 @@ def read_user_bytes(path: Path | str, what: str, *, fix: str, max_bytes: int = M
 def _check_private(info: os.stat_result, what: str, path: Path | str) -> None:
     """A secrets file is adopted only when it is the user's own and nobody else can read or change it."""
     if info.st_uid != os.geteuid():
-        raise _fail(what, path, f"belongs to user id {info.st_uid}, not to you ({os.geteuid()}); its secrets "
-                    "are not adopted", "check where it came from, then take it over (chown) or use another folder")
+        raise _fail(
+            what,
+            path,
+            f"belongs to user id {info.st_uid}, not to you ({os.geteuid()}); its secrets are not adopted",
+            "check where it came from, then take it over (chown) or use another folder",
+        )
     if info.st_mode & 0o077:
-        raise _fail(what, path, f"is open to group or others (mode {stat.S_IMODE(info.st_mode):04o}); its "
-                    "secrets may have leaked", f"check them, then run `chmod 600 {path}` and try again")
+        raise _fail(
+            what,
+            path,
+            f"is open to group or others (mode {stat.S_IMODE(info.st_mode):04o}); its secrets may have leaked",
+            f"check them, then run `chmod 600 {path}` and try again",
+        )
 
 
-def read_user_text(path: Path | str, what: str, *, fix: str, max_bytes: int = MAX_TEXT_BYTES,
-                   private: bool = False) -> str:
+def read_user_text(
+    path: Path | str, what: str, *, fix: str, max_bytes: int = MAX_TEXT_BYTES, private: bool = False
+) -> str:
     """UTF-8 text of a file the user named (a leading BOM dropped); binary or non-UTF-8 is refused."""
     data = read_user_bytes(path, what, fix=fix, max_bytes=max_bytes, private=private)
     if b"\0" in data:

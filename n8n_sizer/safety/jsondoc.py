@@ -48,6 +48,7 @@ def _number(kind: type):
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"{text[:20]} is not a finite number")
         return value
+
     return parse
 
 

@@ -14,6 +14,7 @@ from typing import Callable
 def matching(pattern: re.Pattern[str], message: str) -> Callable[[str], str]:
     """A check that returns a value `pattern` matches whole, and raises ValueError(message) otherwise;
     `message` is a format string whose `{value!r}` is the rejected value."""
+
     def check(value: str) -> str:
         if not pattern.fullmatch(value):
             raise ValueError(message.format(value=value))

@@ -51,8 +51,9 @@ def _kept_mode(path: Path) -> int | None:
     return stat.S_IMODE(info.st_mode) & 0o755
 
 
-def write_atomic(path: Path | str, data: str | bytes, *, private: bool, what: str = "",
-                 mode: int | None = None) -> None:
+def write_atomic(
+    path: Path | str, data: str | bytes, *, private: bool, what: str = "", mode: int | None = None
+) -> None:
     """Replace `path` with `data` atomically: mode 0600 when `private`, else `mode` when given (a copy keeps
     its original's mode: a user's 0600 file stays 0600), else the mode of the file it replaces (a user who
     made their compose file 0600 keeps it so; never group- or other-writable), else 0644 (less the umask).
@@ -71,13 +72,15 @@ def write_atomic(path: Path | str, data: str | bytes, *, private: bool, what: st
     try:
         fd = os.open(tmp, _FLAGS, 0o600 if private or mode is not None else 0o644)
     except OSError as exc:
-        raise InputError(f"{label}: cannot create a file in {path.parent} ({exc.strerror or exc}); {kept}; "
-                         "pick a folder you can write to") from None
+        raise InputError(
+            f"{label}: cannot create a file in {path.parent} ({exc.strerror or exc}); {kept}; "
+            "pick a folder you can write to"
+        ) from None
     try:
         try:
             view = memoryview(payload)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             if private:
                 os.fchmod(fd, 0o600)  # whatever the umask did
             elif mode is not None:
@@ -91,8 +94,11 @@ def write_atomic(path: Path | str, data: str | bytes, *, private: bool, what: st
             os.unlink(tmp)
         except FileNotFoundError:
             pass
-        fix = "free some space or pick another folder" if exc.errno in (errno.ENOSPC, errno.EDQUOT) \
+        fix = (
+            "free some space or pick another folder"
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT)
             else "pick a folder you can write to"
+        )
         raise InputError(f"{label}: writing {path} failed ({exc.strerror or exc}); {kept}; {fix}") from None
     _fsync_folder(path.parent)
 
@@ -136,10 +142,11 @@ def check_folder(path: Path | str, what: str, *, fix: str, missing_ok: bool = Fa
     except OSError as exc:
         raise InputError(f"{what} {path} cannot be used ({exc.strerror or exc}); {fix}") from None
     if stat.S_ISLNK(info.st_mode):
-        raise InputError(f"{what} {path} is a symbolic link; n8n-sizer never writes through one: remove it "
-                         f"or {fix}")
+        raise InputError(f"{what} {path} is a symbolic link; n8n-sizer never writes through one: remove it or {fix}")
     if not stat.S_ISDIR(info.st_mode):
         raise InputError(f"{what} {path} is a file, not a folder; remove it or {fix}")
     if info.st_uid != os.geteuid():
-        raise InputError(f"{what} {path} belongs to user id {info.st_uid}, not to you ({os.geteuid()}); "
-                         f"n8n-sizer does not write into another user's folder: {fix}")
+        raise InputError(
+            f"{what} {path} belongs to user id {info.st_uid}, not to you ({os.geteuid()}); "
+            f"n8n-sizer does not write into another user's folder: {fix}"
+        )

@@ -51,8 +51,9 @@ def measure_yaml(text: str, what: str, fix: str) -> int:
                 size, anchor = 1 + len(event.value), event.anchor
             elif isinstance(event, yaml.AliasEvent):
                 if event.anchor not in sizes:
-                    raise InputError(f"{what} has an alias *{event.anchor} that refers to itself or to no "
-                                     f"anchor; {fix}")
+                    raise InputError(
+                        f"{what} has an alias *{event.anchor} that refers to itself or to no anchor; {fix}"
+                    )
                 size, anchor = sizes[event.anchor], None
             else:
                 continue
@@ -60,8 +61,10 @@ def measure_yaml(text: str, what: str, fix: str) -> int:
                 sizes[anchor] = size
             stack[-1][0] += size
             if stack[-1][0] > MAX_EXPANDED:
-                raise InputError(f"{what} expands to more than {MAX_EXPANDED:,} characters through its "
-                                 f"aliases (&anchor/*alias); refusing to expand it; {fix}")
+                raise InputError(
+                    f"{what} expands to more than {MAX_EXPANDED:,} characters through its "
+                    f"aliases (&anchor/*alias); refusing to expand it; {fix}"
+                )
     except yaml.YAMLError as exc:
         raise InputError(f"{what} is not valid YAML{_where(exc)}; {fix}") from None
     return stack[0][0]

@@ -12,8 +12,16 @@ from n8n_sizer.stack.bringup import StackKind
 from n8n_sizer.stack.handle import StackHandle
 
 
-def open_stack(kind: StackKind, name: str, host, setup, *, state_dir: str | None = None,
-               stack_options: dict | None = None, extra_env: dict[str, str] | None = None) -> StackHandle:
+def open_stack(
+    kind: StackKind,
+    name: str,
+    host,
+    setup,
+    *,
+    state_dir: str | None = None,
+    stack_options: dict | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> StackHandle:
     """The handle for a target: "local" (this machine, by PID), "native-ssh" (the native stack started on a
     host over SSH, in `state_dir`) or "compose" (the compose stack cloud-init started on a fleet host)."""
     if kind == "local":

@@ -32,21 +32,28 @@ def stack_kind_for(public_ip: str) -> StackKind:
 
 def native_up_args(setup: Setup) -> str:
     limit = f" --production-limit {setup.production_limit}" if setup.production_limit is not None else ""
-    return (f"--mode {setup.mode} --workers {max(setup.workers, 1)} --db {setup.db} "
-            f"--concurrency {setup.concurrency} --runner-concurrency {setup.runner_concurrency} "
-            f"--db-pool-size {setup.db_pool_size}{limit}")
+    return (
+        f"--mode {setup.mode} --workers {max(setup.workers, 1)} --db {setup.db} "
+        f"--concurrency {setup.concurrency} --runner-concurrency {setup.runner_concurrency} "
+        f"--db-pool-size {setup.db_pool_size}{limit}"
+    )
 
 
 def wait_compose_stack(host: Host, stack: ExitStack) -> str:
     """Wait for cloud-init's marker and main's readiness; returns main's URL as seen from here (a tunnel)."""
     from n8n_sizer.bundle.cloudinit import FAILED_MARKER, READY_MARKER, WAIT_TIMEOUT_S
 
-    wait = (f"for i in $(seq 1 {int(WAIT_TIMEOUT_S) + 300}); do test -f {READY_MARKER} && exit 0; "
-            f"test -f {FAILED_MARKER} && {{ cat {FAILED_MARKER} >&2; exit 3; }}; sleep 1; done; "
-            f"echo 'no {READY_MARKER} yet' >&2; exit 4")
+    wait = (
+        f"for i in $(seq 1 {int(WAIT_TIMEOUT_S) + 300}); do test -f {READY_MARKER} && exit 0; "
+        f"test -f {FAILED_MARKER} && {{ cat {FAILED_MARKER} >&2; exit 3; }}; sleep 1; done; "
+        f"echo 'no {READY_MARKER} yet' >&2; exit 4"
+    )
     host.run(wait, timeout_s=WAIT_TIMEOUT_S + 360)
-    host.run(f"curl -fsS --retry 30 --retry-delay 2 --retry-all-errors -o /dev/null "
-             f"http://127.0.0.1:{N8N_PORT}/healthz/readiness", timeout_s=120)
+    host.run(
+        f"curl -fsS --retry 30 --retry-delay 2 --retry-all-errors -o /dev/null "
+        f"http://127.0.0.1:{N8N_PORT}/healthz/readiness",
+        timeout_s=120,
+    )
     if not isinstance(host, SshHost):
         return f"http://127.0.0.1:{N8N_PORT}"
     local_port = stack.enter_context(host.tunnel(N8N_PORT))

@@ -135,8 +135,13 @@ class StackHandle(ABC):
         """Its stop signal, SIGKILL after `timeout_s` (`docker stop -t`)."""
 
     @abstractmethod
-    def start_process(self, name: str, env_overrides: dict[str, str] | None = None, wait: bool = True,
-                      redis_persistence: str | None = None) -> None:
+    def start_process(
+        self,
+        name: str,
+        env_overrides: dict[str, str] | None = None,
+        wait: bool = True,
+        redis_persistence: str | None = None,
+    ) -> None:
         """Start a stopped process on its data; `env_overrides` go to an n8n process' environment (only for
         this start: the next start without them runs the stack's own settings)."""
 

@@ -29,12 +29,17 @@ class LocalHandle(StackHandle):
             try:
                 self.stack.start()
             except ServiceError as exc:  # it quotes the service's log: one line, not a traceback
-                raise StackError(f"{self.name}: the local stack did not start: {' '.join(str(exc).split())[:600]}") from None
+                raise StackError(
+                    f"{self.name}: the local stack did not start: {' '.join(str(exc).split())[:600]}"
+                ) from None
         return self.stack.main_url
 
     def bookkeeping(self) -> dict[str, Any]:
-        return {"stack_dir": str(self.stack.stack_dir), "pids": {n: p.pid for n, p in self.stack.processes.items()},
-                "webhook_processors": self.stack.options.webhook_processors}
+        return {
+            "stack_dir": str(self.stack.stack_dir),
+            "pids": {n: p.pid for n, p in self.stack.processes.items()},
+            "webhook_processors": self.stack.options.webhook_processors,
+        }
 
     def sampler_args(self, n8n_metrics: bool) -> dict[str, Any] | None:
         from n8n_sizer.stack.sampling import local_stack_telemetry
@@ -68,8 +73,13 @@ class LocalHandle(StackHandle):
     def stop_process(self, name: str, timeout_s: float | None = None) -> None:
         self.stack.stop_process(name, timeout_s)
 
-    def start_process(self, name: str, env_overrides: dict[str, str] | None = None, wait: bool = True,
-                      redis_persistence: str | None = None) -> None:
+    def start_process(
+        self,
+        name: str,
+        env_overrides: dict[str, str] | None = None,
+        wait: bool = True,
+        redis_persistence: str | None = None,
+    ) -> None:
         self.stack.start_process(name, env_overrides, wait, redis_persistence)
 
     def signal(self, name: str, sig: int, whole_group: bool = True) -> None:

@@ -28,8 +28,9 @@ TUNNEL_HOST = "127.0.0.1"
 class SshNativeHandle(StackHandle):
     """A stack that `remote.native_stack` runs on the host; one command per action."""
 
-    def __init__(self, name: str, host: Host, setup: Setup, state_dir: str,
-                 extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, name: str, host: Host, setup: Setup, state_dir: str, extra_env: dict[str, str] | None = None
+    ) -> None:
         self.name, self.host, self.setup, self.state_dir = name, host, setup, state_dir
         self.extra_env = dict(extra_env or {})
         self.state: dict[str, Any] = {}
@@ -41,8 +42,16 @@ class SshNativeHandle(StackHandle):
     def _cli(self, command: str, *args: str, timeout_s: float = 120.0, check: bool = True) -> dict:
         """One command of the native stack's program on the host (`remote.Program.NATIVE_STACK`); its result, or
         {} when an unchecked command printed none."""
-        return run(self.host, Program.NATIVE_STACK, [command, "--state", self.state_dir, *args],
-                   timeout_s=timeout_s, check=check) or {}
+        return (
+            run(
+                self.host,
+                Program.NATIVE_STACK,
+                [command, "--state", self.state_dir, *args],
+                timeout_s=timeout_s,
+                check=check,
+            )
+            or {}
+        )
 
     def up(self, exits: ExitStack, attach: bool = False) -> str:
         """Start the stack (the setup, `extra_env`) detached on the host, or with `attach` take over the one a
@@ -55,7 +64,9 @@ class SshNativeHandle(StackHandle):
             env = [a for key, value in self.extra_env.items() for a in ("--env", f"{key}={value}")]
             self.state = self._cli("up", *shlex.split(native_up_args(self.setup)), *env, timeout_s=900)
         if "main_url" not in self.state:
-            raise HostError(f"{self.name}: `native_stack {'status' if attach else 'up'}` printed no state with main_url")
+            raise HostError(
+                f"{self.name}: `native_stack {'status' if attach else 'up'}` printed no state with main_url"
+            )
         self._main_port = int(self.state["main_url"].rsplit(":", 1)[1])
         self.main_url = _tunnel(self.host, self._main_port, exits)
         return self.main_url
@@ -106,8 +117,13 @@ class SshNativeHandle(StackHandle):
         args = ["--process", name] + (["--timeout", f"{timeout_s:g}"] if timeout_s is not None else [])
         self._cli("stop-process", *args, timeout_s=(timeout_s or 120) + 30)
 
-    def start_process(self, name: str, env_overrides: dict[str, str] | None = None, wait: bool = True,
-                      redis_persistence: str | None = None) -> None:
+    def start_process(
+        self,
+        name: str,
+        env_overrides: dict[str, str] | None = None,
+        wait: bool = True,
+        redis_persistence: str | None = None,
+    ) -> None:
         args = ["--process", name]
         for key, value in (env_overrides or {}).items():
             args += ["--env", f"{key}={value}"]
@@ -131,8 +147,9 @@ class SshNativeHandle(StackHandle):
     def log_mark(self, name: str) -> LogMark:
         path = shlex.quote(f"{self.state_dir}/logs/{name}.log")
         size = self.host.run(f"stat -c %s {path} 2>/dev/null || echo 0", timeout_s=30).stdout.strip() or "0"
-        return FetchedLogMark(lambda: self.host.run(f"tail -c +{int(size) + 1} {path} 2>/dev/null || true",
-                                                    timeout_s=60).stdout)
+        return FetchedLogMark(
+            lambda: self.host.run(f"tail -c +{int(size) + 1} {path} 2>/dev/null || true", timeout_s=60).stdout
+        )
 
     def redis(self, *args: str) -> Any:
         return self._cli("redis", *args, timeout_s=30)["reply"]
@@ -151,11 +168,29 @@ def compose_service(name: str) -> str:
 
 _REDIS_USERS = ["--requirepass", "${REDIS_PASSWORD}", "--user", *redis_acl_user(REDIS_N8N_PASSWORD_REF)]
 REDIS_COMMAND = {  # templates/compose.yml.j2's n8n-redis command, and the drill's no-persistence variant
-    "aof": ["redis-server", *_REDIS_USERS, "--appendonly", "yes", "--appendfsync", "everysec",
-            "--maxmemory-policy", "noeviction"],
+    "aof": [
+        "redis-server",
+        *_REDIS_USERS,
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "everysec",
+        "--maxmemory-policy",
+        "noeviction",
+    ],
     # its own (never written) RDB file: an older dump.rdb in the volume must not come back as if persisted
-    "none": ["redis-server", *_REDIS_USERS, "--appendonly", "no", "--save", "",
-             "--dbfilename", "drill-no-persistence.rdb", "--maxmemory-policy", "noeviction"],
+    "none": [
+        "redis-server",
+        *_REDIS_USERS,
+        "--appendonly",
+        "no",
+        "--save",
+        "",
+        "--dbfilename",
+        "drill-no-persistence.rdb",
+        "--maxmemory-policy",
+        "noeviction",
+    ],
 }
 # What each service's healthcheck asks (templates/compose.yml.j2), run with `docker compose exec`.
 READY_COMMAND = {
@@ -222,14 +257,20 @@ class ComposeHandle(StackHandle):
         grace = f" -t {max(int(round(timeout_s)), 0)}" if timeout_s is not None else ""  # else its stop_grace_period
         self._run(f"docker stop{grace} {self._container(name)}", timeout_s=(timeout_s or 120) + 60)
 
-    def start_process(self, name: str, env_overrides: dict[str, str] | None = None, wait: bool = True,
-                      redis_persistence: str | None = None) -> None:
+    def start_process(
+        self,
+        name: str,
+        env_overrides: dict[str, str] | None = None,
+        wait: bool = True,
+        redis_persistence: str | None = None,
+    ) -> None:
         self._run(self.start_command(name, env_overrides, redis_persistence), timeout_s=300)
         if wait:
             self.wait_ready(name)
 
-    def start_command(self, name: str, env_overrides: dict[str, str] | None = None,
-                      redis_persistence: str | None = None) -> str:
+    def start_command(
+        self, name: str, env_overrides: dict[str, str] | None = None, redis_persistence: str | None = None
+    ) -> str:
         """`docker compose up -d --no-deps SERVICE`, with a drill override file written first when the start
         differs from the stack's file (an environment override, or Redis without persistence)."""
         service = compose_service(name)
@@ -247,8 +288,10 @@ class ComposeHandle(StackHandle):
         override["restart"] = "no"
         # compose files are YAML, and JSON is YAML: no quoting of its own to get wrong
         text = json.dumps({"services": {service: override}})
-        return (f"printf '%s\\n' {shlex.quote(text)} > {self.OVERRIDE} && "
-                f"docker compose -f docker-compose.yml -f {self.OVERRIDE} up -d --no-deps {service}")
+        return (
+            f"printf '%s\\n' {shlex.quote(text)} > {self.OVERRIDE} && "
+            f"docker compose -f docker-compose.yml -f {self.OVERRIDE} up -d --no-deps {service}"
+        )
 
     def signal(self, name: str, sig: int, whole_group: bool = True) -> None:
         self._run(self.signal_command(sig, self._container(name)), timeout_s=60)
@@ -275,8 +318,15 @@ class ComposeHandle(StackHandle):
     def log_mark(self, name: str) -> LogMark:
         since = self._run("date -u +%Y-%m-%dT%H:%M:%S.%NZ", timeout_s=30).stdout.strip()
         service = compose_service(name)
-        return FetchedLogMark(lambda: self._run(f"docker compose logs --no-color --no-log-prefix --since {since} "
-                                                f"{service} 2>&1", timeout_s=60, check=False).stdout)
+        return FetchedLogMark(
+            lambda: (
+                self._run(
+                    f"docker compose logs --no-color --no-log-prefix --since {since} {service} 2>&1",
+                    timeout_s=60,
+                    check=False,
+                ).stdout
+            )
+        )
 
     def redis(self, *args: str) -> Any:
         # REDISCLI_AUTH is in the container's environment (templates/compose.yml.j2): no password on a command line

@@ -30,8 +30,11 @@ def local_stack_telemetry(stack, *, n8n_metrics: bool = False) -> dict:
                 f.write(stack.secrets.redis_password)
         probes += redis_probes(stack.redis_port, password_file=str(secret))
     if stack.uses_postgres and stack.postgres_port:
-        probes.append(postgres_probe(stack.postgres_port, host=str(stack.postgres_socket_dir), user=POSTGRES_USER,
-                                     database=POSTGRES_DATABASE))
+        probes.append(
+            postgres_probe(
+                stack.postgres_port, host=str(stack.postgres_socket_dir), user=POSTGRES_USER, database=POSTGRES_DATABASE
+            )
+        )
     if n8n_metrics:
         # main's own port: a load balancer in front (webhook processors) closes /metrics
         probes.append(n8n_metrics_probe(stack.direct_main_url))

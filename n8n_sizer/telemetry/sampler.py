@@ -44,16 +44,24 @@ def append_samples(path: Path, samples: Sequence[Sample]) -> None:
         os.close(fd)
 
 
-def error_sample(probe: str, error: str, time_s: float, labels: Mapping[str, str], exit_code: int | None = None) -> Sample:
+def error_sample(
+    probe: str, error: str, time_s: float, labels: Mapping[str, str], exit_code: int | None = None
+) -> Sample:
     """A failed probe, kept: value 1, the probe's name, the exit code and the error's last 300 characters."""
     tail = " ".join(error.split())[-300:] or "no output"
     code = "none" if exit_code is None else str(exit_code)
-    return Sample(metric=ERROR_METRIC, value=1.0, unit="count", time_s=time_s,
-                  labels={**labels, "probe": probe, "exit_code": code, "error": tail})
+    return Sample(
+        metric=ERROR_METRIC,
+        value=1.0,
+        unit="count",
+        time_s=time_s,
+        labels={**labels, "probe": probe, "exit_code": code, "error": tail},
+    )
 
 
-def read_tick(outputs: Mapping[str, tuple[int | None, str]], probes: Sequence[Probe], time_s: float,
-              labels: Mapping[str, str]) -> list[Sample]:
+def read_tick(
+    outputs: Mapping[str, tuple[int | None, str]], probes: Sequence[Probe], time_s: float, labels: Mapping[str, str]
+) -> list[Sample]:
     """Parse one tick's outputs {probe name: (exit code, text)} into samples, errors included. Pure."""
     out: list[Sample] = []
     for probe in probes:
@@ -76,12 +84,21 @@ class Sampler:
     `editor_check` performs one editor call (raises on failure); the sampler times it.
     """
 
-    def __init__(self, host: Host, sink: Path | Callable[[Sequence[Sample]], None], probes: Sequence[Probe] = (), *,
-                 processes: Mapping[str, int] | None = None, trees: Mapping[str, int] | None = None,
-                 labels: Mapping[str, str] | None = None,
-                 interval_s: float = 1.0, timeout_s: float = 5.0,
-                 editor_check: Callable[[], None] | None = None, editor_every_s: float = 5.0,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        host: Host,
+        sink: Path | Callable[[Sequence[Sample]], None],
+        probes: Sequence[Probe] = (),
+        *,
+        processes: Mapping[str, int] | None = None,
+        trees: Mapping[str, int] | None = None,
+        labels: Mapping[str, str] | None = None,
+        interval_s: float = 1.0,
+        timeout_s: float = 5.0,
+        editor_check: Callable[[], None] | None = None,
+        editor_every_s: float = 5.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.host = host
         # a path (samples.jsonl) or a callable such as `RunStore.append_samples`
         self._sink = sink if callable(sink) else (lambda samples, _p=Path(sink): append_samples(_p, samples))
@@ -156,8 +173,13 @@ class Sampler:
         except Exception as exc:  # the editor failing under load is a finding, not a crash
             sample = error_sample("editor", f"{type(exc).__name__}: {exc}", started, self.labels)
         else:
-            sample = Sample(metric=EDITOR_METRIC, value=(self.clock() - started) * 1000, unit="ms",
-                            labels=dict(self.labels), time_s=started)
+            sample = Sample(
+                metric=EDITOR_METRIC,
+                value=(self.clock() - started) * 1000,
+                unit="ms",
+                labels=dict(self.labels),
+                time_s=started,
+            )
         self._write([sample])
         return sample
 
@@ -181,7 +203,9 @@ class Sampler:
         if self.editor_check is not None:
             loops.append((self.editor_every_s, self.check_editor))
         for every, action in loops:
-            t = threading.Thread(target=self._loop, args=(every, action), daemon=True, name=f"sampler-{action.__name__}")
+            t = threading.Thread(
+                target=self._loop, args=(every, action), daemon=True, name=f"sampler-{action.__name__}"
+            )
             t.start()
             self._threads.append(t)
         return self

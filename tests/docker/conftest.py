@@ -63,15 +63,19 @@ class DockerEngine:
 def render(out: Path, *args: str) -> None:
     """`n8n-sizer render` through the installed entry point, as a user runs it."""
     command = [str(CLI)] if CLI.exists() else [sys.executable, "-c", "from n8n_sizer.cli import main; main()"]
-    proc = subprocess.run([*command, "render", *args, "--out", str(out)], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run([*command, "render", *args, "--out", str(out)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
 
 
 def n8n_sizer_check(out: Path) -> subprocess.CompletedProcess:
     command = [str(CLI)] if CLI.exists() else [sys.executable, "-c", "from n8n_sizer.cli import main; main()"]
-    return subprocess.run([*command, "check", str(out / "docker-compose.yml"), "--env", str(out / ".env")],
-                          capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
+    return subprocess.run(
+        [*command, "check", str(out / "docker-compose.yml"), "--env", str(out / ".env")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "200"},
+    )
 
 
 @dataclass(frozen=True)
@@ -85,19 +89,51 @@ class Stack:
     def compose(self, *args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess:
         eng = self.docker.engine
         proc = subprocess.run(
-            [str(eng.compose), "-p", self.project, "-f", "docker-compose.yml", "-f", "docker-compose.standins.yml",
-             *args], cwd=self.folder, env=eng.env(), capture_output=True, text=True, timeout=timeout,
-            stdin=subprocess.DEVNULL)
+            [
+                str(eng.compose),
+                "-p",
+                self.project,
+                "-f",
+                "docker-compose.yml",
+                "-f",
+                "docker-compose.standins.yml",
+                *args,
+            ],
+            cwd=self.folder,
+            env=eng.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
         if check and proc.returncode != 0:
-            raise AssertionError(f"compose {' '.join(args)} exited {proc.returncode}:\n{proc.stdout[-3000:]}"
-                                 f"\n{proc.stderr[-3000:]}\n{self.logs_tail()}")
+            raise AssertionError(
+                f"compose {' '.join(args)} exited {proc.returncode}:\n{proc.stdout[-3000:]}"
+                f"\n{proc.stderr[-3000:]}\n{self.logs_tail()}"
+            )
         return proc
 
     def logs_tail(self) -> str:
-        proc = subprocess.run([str(self.docker.engine.compose), "-p", self.project, "-f", "docker-compose.yml",
-                               "-f", "docker-compose.standins.yml", "logs", "--no-color", "--tail", "15"],
-                              cwd=self.folder, env=self.docker.engine.env(), capture_output=True, text=True,
-                              timeout=60)
+        proc = subprocess.run(
+            [
+                str(self.docker.engine.compose),
+                "-p",
+                self.project,
+                "-f",
+                "docker-compose.yml",
+                "-f",
+                "docker-compose.standins.yml",
+                "logs",
+                "--no-color",
+                "--tail",
+                "15",
+            ],
+            cwd=self.folder,
+            env=self.docker.engine.env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         return proc.stdout[-6000:]
 
     def up(self) -> float:
@@ -123,7 +159,9 @@ class Stack:
         assert host == "127.0.0.1", f"{service}:{container_port} is published on {address}, not loopback only"
         return int(port)
 
-    def exec(self, service: str, *command: str, check: bool = False, timeout: float = 60) -> subprocess.CompletedProcess:
+    def exec(
+        self, service: str, *command: str, check: bool = False, timeout: float = 60
+    ) -> subprocess.CompletedProcess:
         return self.compose("exec", "-T", service, *command, check=check, timeout=timeout)
 
     def container_id(self, service: str) -> str:
@@ -166,8 +204,12 @@ class SNITransport(httpx.HTTPTransport):
 def https_client(port: int, server_name: str, root_pem: str, timeout_s: float = 60) -> httpx.Client:
     """An HTTPS client for the stack's Caddy that trusts only `root_pem` (Caddy's local CA)."""
     context = ssl.create_default_context(cadata=root_pem)
-    return httpx.Client(base_url=f"https://127.0.0.1:{port}", headers={"Host": server_name}, timeout=timeout_s,
-                        transport=SNITransport(server_name, verify=context))
+    return httpx.Client(
+        base_url=f"https://127.0.0.1:{port}",
+        headers={"Host": server_name},
+        timeout=timeout_s,
+        transport=SNITransport(server_name, verify=context),
+    )
 
 
 @dataclass(frozen=True)
@@ -258,8 +300,9 @@ def survives_worker_kill(client: N8nClient, setup: N8nSetup, worker_stack: Stack
     answers = []
     for _ in range(6):
         started = time.monotonic()
-        answers.append((call_webhook(client._http, setup.webhook, timeout_s=60)[0],
-                        round(time.monotonic() - started, 1)))
+        answers.append(
+            (call_webhook(client._http, setup.webhook, timeout_s=60)[0], round(time.monotonic() - started, 1))
+        )
     print(f"worker gone from Redis after {gone_s:.2f} s; webhooks after it (status, seconds): {answers}")
     assert [status for status, _ in answers] == [200] * 6, answers
     assert wait_success_count(client, setup.workflow_id, before + 6) == before + 6

@@ -53,11 +53,17 @@ SUBNET = "10.213.30.0/24"
 TOPOLOGY = {
     "topology": [
         {"name": "data", "provider": "hetzner", "size": "cx23", "count": 1, "roles": {"postgres": 1, "redis": 1}},
-        {"name": "ingest", "provider": "hetzner", "size": "cx33", "count": 1,
-         "roles": {"main": 1, "webhook": 2, "load_balancer": 1}},
+        {
+            "name": "ingest",
+            "provider": "hetzner",
+            "size": "cx33",
+            "count": 1,
+            "roles": {"main": 1, "webhook": 2, "load_balancer": 1},
+        },
         {"name": "worker", "provider": "hetzner", "size": "cx23", "count": 2, "roles": {"workers": 1}},
     ],
-    "concurrency": 10, "subnet": SUBNET,
+    "concurrency": 10,
+    "subnet": SUBNET,
 }
 SERVICES = {
     "data": {"n8n-postgres", "n8n-redis"},
@@ -81,6 +87,7 @@ class Cluster:
     def up(self) -> None:
         """Every host's `up -d --wait` at once, the data host's DATA_HOST_LATE_S later: each must come up
         healthy by itself, as on VMs that boot together (depends_on cannot cross hosts)."""
+
         def start(name: str) -> float:
             if name == "data":
                 time.sleep(DATA_HOST_LATE_S)
@@ -109,8 +116,13 @@ def leftovers(docker: DockerEngine) -> list[str]:
     """Containers, volumes and networks of this module's projects still on the engine."""
     found = []
     for kind in ("container", "volume", "network"):
-        listing = docker.engine.docker(kind, "ls", *(["-a"] if kind == "container" else []), "--format",
-                                       "{{.Names}}" if kind == "container" else "{{.Name}}").stdout.split()
+        listing = docker.engine.docker(
+            kind,
+            "ls",
+            *(["-a"] if kind == "container" else []),
+            "--format",
+            "{{.Names}}" if kind == "container" else "{{.Name}}",
+        ).stdout.split()
         found += [f"{kind} {n}" for n in listing if n.startswith("n8nsizer-cl-") or n == "n8n-sizer-cluster"]
     if Path("/sys/class/net", standins.CLUSTER_BRIDGE).exists():
         found.append(f"bridge {standins.CLUSTER_BRIDGE} (with the hosts' private addresses)")
@@ -190,7 +202,8 @@ def test_every_n8n_process_reaches_the_data_host_by_its_private_address(cluster:
 
 
 def test_webhook_through_the_load_balancer_runs_on_a_worker_host_and_is_stored(
-        cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]) -> None:
+    cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]
+) -> None:
     client, setup = n8n
     assert call_webhook(client._http, setup.webhook, 6) == [200] * 6
     assert wait_success_count(client, setup.workflow_id, 6) == 6
@@ -199,21 +212,32 @@ def test_webhook_through_the_load_balancer_runs_on_a_worker_host_and_is_stored(
     assert "Enqueued execution" not in cluster.logs("ingest", "n8n-main")  # main's production webhooks are off
     ran = sum(cluster.logs(h, "n8n-worker-1").count("Worker finished execution") for h in ("worker-1", "worker-2"))
     assert ran >= 6  # workers on the worker hosts ran them
-    assert "launching runner" in cluster.logs("worker-1", "runner-worker-1") + cluster.logs("worker-2",
-                                                                                          "runner-worker-1")
+    assert "launching runner" in cluster.logs("worker-1", "runner-worker-1") + cluster.logs(
+        "worker-2", "runner-worker-1"
+    )
     # behind Caddy main trusts one X-Forwarded-For hop (N8N_PROXY_HOPS); without it the login above made
     # express-rate-limit log a ValidationError and key every client as the load balancer's address
     assert "X-Forwarded-For" not in cluster.logs("ingest", "n8n-main")
 
 
 def test_the_production_webhook_path_reaches_webhook_processors_not_main(
-        cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]) -> None:
+    cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]
+) -> None:
     client, setup = n8n
     # main itself, asked past the load balancer (from Caddy's container), refuses the production path:
     # N8N_DISABLE_PRODUCTION_MAIN_PROCESS is in effect, so only the routing keeps webhooks working
     direct = cluster.stacks["ingest"].exec(
-        "n8n-lb", "wget", "-S", "-O", "/dev/null", "--post-data", "{}", "--header", "content-type: application/json",
-        f"http://n8n-main:5678{setup.webhook}")
+        "n8n-lb",
+        "wget",
+        "-S",
+        "-O",
+        "/dev/null",
+        "--post-data",
+        "{}",
+        "--header",
+        "content-type: application/json",
+        f"http://n8n-main:5678{setup.webhook}",
+    )
     assert "HTTP/1.1 404 Not Found" in direct.stderr, direct.stderr
     assert call_webhook(client._http, setup.webhook) == [200]  # the same request through Caddy
     assert client._http.get("/metrics").status_code == 404  # closed at the load balancer
@@ -225,19 +249,41 @@ def test_wrong_passwords_are_refused_on_the_private_address(cluster: Cluster) ->
     assert "WRONGPASS" in wrong.stdout + wrong.stderr
     right = data.exec("n8n-redis", "redis-cli", "-h", ip, "ping")  # REDISCLI_AUTH from the data host's .env
     assert right.stdout.strip() == "PONG"
-    refused = data.exec("n8n-postgres", "env", "PGPASSWORD=not-the-password", "psql", "-h", ip, "-U", "n8n",
-                        "-d", "n8n", "-tAc", "select 1")
+    refused = data.exec(
+        "n8n-postgres",
+        "env",
+        "PGPASSWORD=not-the-password",
+        "psql",
+        "-h",
+        ip,
+        "-U",
+        "n8n",
+        "-d",
+        "n8n",
+        "-tAc",
+        "select 1",
+    )
     assert refused.returncode != 0 and "password authentication failed" in refused.stderr
-    taken = data.exec("n8n-postgres", "sh", "-c", f'PGPASSWORD="$POSTGRES_PASSWORD" psql -h {ip} -U n8n -d n8n '
-                      "-tAc 'select rolsuper from pg_roles where rolname = current_user'")
+    taken = data.exec(
+        "n8n-postgres",
+        "sh",
+        "-c",
+        f'PGPASSWORD="$POSTGRES_PASSWORD" psql -h {ip} -U n8n -d n8n '
+        "-tAc 'select rolsuper from pg_roles where rolname = current_user'",
+    )
     assert taken.stdout.strip() == "f", taken.stderr  # n8n's own role, not the superuser (least privilege)
-    root = data.exec("n8n-postgres", "sh", "-c", f'PGPASSWORD="$POSTGRES_PASSWORD" psql -h {ip} -U postgres '
-                     "-d postgres -tAc 'select 1'")
+    root = data.exec(
+        "n8n-postgres",
+        "sh",
+        "-c",
+        f"PGPASSWORD=\"$POSTGRES_PASSWORD\" psql -h {ip} -U postgres -d postgres -tAc 'select 1'",
+    )
     assert root.returncode != 0 and "rejects connection" in root.stderr, root.stderr  # the superuser stays inside
 
 
 def test_a_killed_worker_host_process_leaves_the_cluster_answering(
-        cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]) -> None:
+    cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]
+) -> None:
     client, setup = n8n
     survives_worker_kill(client, setup, cluster.stacks["worker-1"], cluster.stacks["data"])
 
@@ -251,8 +297,9 @@ ROLLING_MAX_S = 150
 LB_NOTICE_S = 6
 
 
-def _send_until(url: str, path: str, stop: threading.Event, statuses: list[int],
-                sent_at: list[tuple[float, int]]) -> None:
+def _send_until(
+    url: str, path: str, stop: threading.Event, statuses: list[int], sent_at: list[tuple[float, int]]
+) -> None:
     """POST the webhook at about ROLLING_RATE_PER_S / 2 until `stop` (or ROLLING_MAX_S); every status kept
     (0 for a request that got no answer), with the time it was sent."""
     started = time.monotonic()
@@ -282,14 +329,15 @@ def _not_successful(cluster: Cluster, workflow_id: str) -> str:
     """Every execution of the workflow that did not succeed, as Postgres stores it (status, times, the start of
     its execution_data, where n8n writes the error), read as the superuser over the container's socket."""
     assert workflow_id.isalnum(), workflow_id
-    sql = ('select e.id, e.status, e.mode, e."startedAt", e."stoppedAt", left(d.data, 800) from execution_entity e '
-           'left join execution_data d on d."executionId" = e.id '
-           f"where e.\"workflowId\" = '{workflow_id}' and e.status <> 'success' order by e.id")
+    sql = (
+        'select e.id, e.status, e.mode, e."startedAt", e."stoppedAt", left(d.data, 800) from execution_entity e '
+        'left join execution_data d on d."executionId" = e.id '
+        f"where e.\"workflowId\" = '{workflow_id}' and e.status <> 'success' order by e.id"
+    )
     return cluster.stacks["data"].exec("n8n-postgres", "psql", "-U", "postgres", "-d", "n8n", "-Atc", sql).stdout
 
 
-def test_a_rolling_restart_under_load_loses_nothing_accepted(
-        cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]) -> None:
+def test_a_rolling_restart_under_load_loses_nothing_accepted(cluster: Cluster, n8n: tuple[N8nClient, N8nSetup]) -> None:
     """Issue 28's bar: every webhook processor and a worker on each worker host are stopped and started one
     after another while webhooks arrive through the load balancer. Every 2xx became a stored successful
     execution, and no execution failed (the stopping processes finished what they held; Caddy sent new
@@ -298,14 +346,19 @@ def test_a_rolling_restart_under_load_loses_nothing_accepted(
     before = client.count_executions(setup.workflow_id)
     url = f"http://127.0.0.1:{cluster.stacks['ingest'].port('n8n-lb', 5678)}"
     stop, statuses, sent_at, steps = threading.Event(), [], [], []
-    senders = [threading.Thread(target=_send_until, args=(url, setup.webhook, stop, statuses, sent_at))
-               for _ in range(2)]
+    senders = [
+        threading.Thread(target=_send_until, args=(url, setup.webhook, stop, statuses, sent_at)) for _ in range(2)
+    ]
     for sender in senders:
         sender.start()
     try:
         time.sleep(3)
-        for host, service in (("ingest", "n8n-webhook-1"), ("ingest", "n8n-webhook-2"),
-                              ("worker-1", "n8n-worker-1"), ("worker-2", "n8n-worker-1")):
+        for host, service in (
+            ("ingest", "n8n-webhook-1"),
+            ("ingest", "n8n-webhook-2"),
+            ("worker-1", "n8n-worker-1"),
+            ("worker-2", "n8n-worker-1"),
+        ):
             began = time.time()
             _restart(cluster.stacks[host], service)
             steps.append((f"{host}/{service}", began, time.time()))
@@ -316,8 +369,9 @@ def test_a_rolling_restart_under_load_loses_nothing_accepted(
             sender.join(timeout=90)
     accepted = sum(200 <= s < 300 for s in statuses)
     # shown with -s: the statuses, and which restart each refused request fell into
-    refused = {name: dict(Counter(st for t, st in sent_at if b <= t < e and not 200 <= st < 300))
-               for name, b, e in steps}
+    refused = {
+        name: dict(Counter(st for t, st in sent_at if b <= t < e and not 200 <= st < 300)) for name, b, e in steps
+    }
     print(f"rolling restart: {len(statuses)} sent, statuses {dict(Counter(statuses))}; refused per step {refused}")
     assert accepted >= 20, statuses
     want = before.by_status.get("success", 0) + accepted
@@ -340,7 +394,12 @@ def test_down_then_up_keeps_the_data(cluster: Cluster, n8n: tuple[N8nClient, N8n
 
 def test_check_topology_passes_the_same_files(cluster: Cluster) -> None:
     command = [str(CLI)] if CLI.exists() else [sys.executable, "-c", "from n8n_sizer.cli import main; main()"]
-    proc = subprocess.run([*command, "check", "--topology", str(cluster.folder)], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "COLUMNS": "200"})
+    proc = subprocess.run(
+        [*command, "check", "--topology", str(cluster.folder)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert " 0 failed" in proc.stdout

@@ -35,8 +35,17 @@ from .conftest import (
 
 pytestmark = pytest.mark.docker
 DOMAIN = "n8n.localhost"
-SERVICES = {"n8n-postgres", "n8n-redis", "n8n-main", "runner-main", "n8n-worker-1", "runner-worker-1",
-            "n8n-worker-2", "runner-worker-2", "n8n-caddy"}
+SERVICES = {
+    "n8n-postgres",
+    "n8n-redis",
+    "n8n-main",
+    "runner-main",
+    "n8n-worker-1",
+    "runner-worker-1",
+    "n8n-worker-2",
+    "runner-worker-2",
+    "n8n-caddy",
+}
 CADDY_ROOT = "/data/caddy/pki/authorities/local/root.crt"
 
 
@@ -83,8 +92,9 @@ def test_every_service_is_healthy_by_its_own_healthcheck(stack: Stack) -> None:
 
 def test_tls_is_verified_against_caddys_local_ca_only(stack: Stack) -> None:
     port = stack.port("n8n-caddy", 443)
-    untrusting = httpx.Client(base_url=f"https://127.0.0.1:{port}", headers={"Host": DOMAIN}, timeout=30,
-                              transport=SNITransport(DOMAIN))  # the system's CAs only
+    untrusting = httpx.Client(
+        base_url=f"https://127.0.0.1:{port}", headers={"Host": DOMAIN}, timeout=30, transport=SNITransport(DOMAIN)
+    )  # the system's CAs only
     with untrusting, pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
         untrusting.get("/healthz")
     with https_client(port, DOMAIN, caddy_root(stack)) as http:
@@ -93,7 +103,8 @@ def test_tls_is_verified_against_caddys_local_ca_only(stack: Stack) -> None:
 
 
 def test_webhook_through_caddy_is_executed_by_a_worker_and_stored(
-        stack: Stack, n8n: tuple[N8nClient, N8nSetup]) -> None:
+    stack: Stack, n8n: tuple[N8nClient, N8nSetup]
+) -> None:
     client, setup = n8n
     assert call_webhook(client._http, setup.webhook, 4) == [200] * 4
     assert wait_success_count(client, setup.workflow_id, 4) == 4
@@ -111,13 +122,13 @@ def test_redis_refuses_a_wrong_password(stack: Stack) -> None:
 
 
 def test_a_killed_worker_leaves_the_stack_answering_and_comes_back(
-        stack: Stack, n8n: tuple[N8nClient, N8nSetup]) -> None:
+    stack: Stack, n8n: tuple[N8nClient, N8nSetup]
+) -> None:
     client, setup = n8n
     survives_worker_kill(client, setup, stack, stack)  # SIGKILL from the host, then gone from Redis
 
 
-def test_down_then_up_keeps_data_and_the_certificate_authority(
-        stack: Stack, n8n: tuple[N8nClient, N8nSetup]) -> None:
+def test_down_then_up_keeps_data_and_the_certificate_authority(stack: Stack, n8n: tuple[N8nClient, N8nSetup]) -> None:
     client, setup = n8n
     root_before = caddy_root(stack)
     before = wait_success_count(client, setup.workflow_id, 1)
@@ -140,4 +151,8 @@ def test_check_passes_the_same_files(stack: Stack) -> None:
 def test_the_folder_is_the_rendered_one(stack: Stack) -> None:
     # the override is the only file added next to what `render` wrote
     assert sorted(p.name for p in Path(stack.folder).iterdir()) == [
-        ".env", "cloud-init.yaml", "docker-compose.standins.yml", "docker-compose.yml"]
+        ".env",
+        "cloud-init.yaml",
+        "docker-compose.standins.yml",
+        "docker-compose.yml",
+    ]

@@ -67,8 +67,11 @@ def test_webhook_runs_through_the_runner_and_is_stored(stack: Stack, n8n: tuple[
 
 
 def test_postgres_refuses_a_wrong_password_and_takes_the_env_one(stack: Stack) -> None:
-    env = dict(line.split("=", 1) for line in (stack.folder / ".env").read_text().splitlines()
-               if line and not line.startswith("#"))
+    env = dict(
+        line.split("=", 1)
+        for line in (stack.folder / ".env").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
     query = ["psql", "-h", "127.0.0.1", "-U", "n8n", "-d", "n8n", "-tAc", "select count(*) from workflow_entity"]
     wrong = stack.exec("n8n-postgres", "env", "PGPASSWORD=not-the-password", *query)
     assert wrong.returncode != 0 and "password authentication failed" in wrong.stdout + wrong.stderr
@@ -77,16 +80,26 @@ def test_postgres_refuses_a_wrong_password_and_takes_the_env_one(stack: Stack) -
 
 
 def test_a_wrong_runners_token_is_refused_by_the_broker(stack: Stack) -> None:
-    proc = stack.compose("run", "--rm", "-T", "--no-deps", "-e", "N8N_RUNNERS_AUTH_TOKEN=not-the-token",
-                         "runner-main", check=False, timeout=120)
+    proc = stack.compose(
+        "run",
+        "--rm",
+        "-T",
+        "--no-deps",
+        "-e",
+        "N8N_RUNNERS_AUTH_TOKEN=not-the-token",
+        "runner-main",
+        check=False,
+        timeout=120,
+    )
     assert proc.returncode != 0
     assert "received status code 403" in proc.stdout + proc.stderr
 
 
 def test_n8n_refuses_another_encryption_key_than_the_one_in_its_volume(stack: Stack) -> None:
     # The first start wrote the .env key into /home/node/.n8n/config: a different key must not start.
-    proc = stack.compose("run", "--rm", "-T", "--no-deps", "-e", "N8N_ENCRYPTION_KEY=" + "0" * 64, "n8n-main",
-                         check=False, timeout=120)
+    proc = stack.compose(
+        "run", "--rm", "-T", "--no-deps", "-e", "N8N_ENCRYPTION_KEY=" + "0" * 64, "n8n-main", check=False, timeout=120
+    )
     assert proc.returncode != 0
     assert "Mismatching encryption keys" in proc.stdout + proc.stderr
 

@@ -56,8 +56,12 @@ class FleetMocks(pulumi.runtime.Mocks):
         if args.typ == "gcp:compute/network:Network":
             outputs["selfLink"] = f"projects/p/global/networks/{args.inputs.get('name')}"
         if args.typ == "tls:index/privateKey:PrivateKey":
-            outputs["publicKeyOpenssh"] = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockMockMockMockMockMockMockMockMockMockMock"
-            outputs["privateKeyOpenssh"] = "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n"
+            outputs["publicKeyOpenssh"] = (
+                "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMockMockMockMockMockMockMockMockMockMockMock"
+            )
+            outputs["privateKeyOpenssh"] = (
+                "-----BEGIN OPENSSH PRIVATE KEY-----\nmock\n-----END OPENSSH PRIVATE KEY-----\n"
+            )
         # hcloud ids are integers on the wire (the program passes firewall ids as int).
         return [str(1000 + n), outputs]
 
@@ -92,8 +96,9 @@ def _ensure_event_loop() -> None:
 PLACEHOLDER, OPERATOR = "203.0.113.7/32", "198.18.7.9/32"
 
 
-def run_program(stack: str, config: dict[str, Any], body: Callable[[], Any], *,
-                keep_placeholder: bool = False) -> FleetMocks:
+def run_program(
+    stack: str, config: dict[str, Any], body: Callable[[], Any], *, keep_placeholder: bool = False
+) -> FleetMocks:
     """Run `body` as a Pulumi program of `stack` with `config`, under fresh mocks; return the mocks."""
     if not keep_placeholder and config.get("n8n-sizer:operator_cidr") == PLACEHOLDER:
         config = {**config, "n8n-sizer:operator_cidr": OPERATOR}

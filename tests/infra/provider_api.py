@@ -38,10 +38,12 @@ class Fault:
 @dataclass
 class CloudState:
     hetzner: dict[str, dict[int, dict[str, Any]]] = field(
-        default_factory=lambda: {"servers": {}, "firewalls": {}, "ssh_keys": {}, "networks": {}})
+        default_factory=lambda: {"servers": {}, "firewalls": {}, "ssh_keys": {}, "networks": {}}
+    )
     deleting_servers: dict[int, int] = field(default_factory=dict)  # id -> list calls left before it vanishes
     gcp: dict[str, dict[str, dict[str, Any]]] = field(
-        default_factory=lambda: {"instances": {}, "firewalls": {}, "subnetworks": {}, "networks": {}})
+        default_factory=lambda: {"instances": {}, "firewalls": {}, "subnetworks": {}, "networks": {}}
+    )
     operations: dict[str, dict[str, Any]] = field(default_factory=dict)  # GCP operation name -> its error
     faults: list[Fault] = field(default_factory=list)
     # A broken API (or proxy) that lists everything whatever the label selector or filter says.
@@ -112,9 +114,9 @@ class _Handler(BaseHTTPRequestHandler):
                     body = fault.body or {"error": {"code": "injected", "message": f"injected {fault.status}"}}
                     return self._send(fault.status, body, {"Retry-After": "0"} if fault.status == 429 else None)
             if url.path.startswith("/hetzner/"):
-                return self._hetzner(method, url.path[len("/hetzner"):], query)
+                return self._hetzner(method, url.path[len("/hetzner") :], query)
             if url.path.startswith("/gcp/projects/test-project/"):
-                return self._gcp(method, url.path[len("/gcp/projects/test-project/"):], query)
+                return self._gcp(method, url.path[len("/gcp/projects/test-project/") :], query)
             return self._send(404, {"error": {"code": "not_found", "message": "no such endpoint"}})
 
     def do_GET(self) -> None:
@@ -143,13 +145,23 @@ class _Handler(BaseHTTPRequestHandler):
             selector = query.get("label_selector", [""])[0]
             page, per_page = int(query.get("page", ["1"])[0]), int(query.get("per_page", ["25"])[0])
             per_page = min(per_page, PAGE_SIZE)
-            items = [i for _, i in sorted(st.hetzner[kind].items())
-                     if st.ignore_label_selector or _selector_matches(selector, i.get("labels") or {})]
+            items = [
+                i
+                for _, i in sorted(st.hetzner[kind].items())
+                if st.ignore_label_selector or _selector_matches(selector, i.get("labels") or {})
+            ]
             last = max(1, -(-len(items) // per_page))
-            chunk = items[(page - 1) * per_page: page * per_page]
-            meta = {"pagination": {"page": page, "per_page": per_page, "previous_page": page - 1 or None,
-                                   "next_page": page + 1 if page < last else None, "last_page": last,
-                                   "total_entries": len(items)}}
+            chunk = items[(page - 1) * per_page : page * per_page]
+            meta = {
+                "pagination": {
+                    "page": page,
+                    "per_page": per_page,
+                    "previous_page": page - 1 or None,
+                    "next_page": page + 1 if page < last else None,
+                    "last_page": last,
+                    "total_entries": len(items),
+                }
+            }
             return self._send(200, {kind: chunk, "meta": meta})
         if method == "DELETE" and len(parts) == 2:
             rid = int(parts[1])
@@ -158,8 +170,9 @@ class _Handler(BaseHTTPRequestHandler):
             if kind == "firewalls":
                 users = [s for sid, s in st.hetzner["servers"].items() if rid in s.get("firewall_ids", [])]
                 if users:
-                    return self._send(422, {"error": {"code": "resource_in_use",
-                                                      "message": "Firewall still applied to a resource"}})
+                    return self._send(
+                        422, {"error": {"code": "resource_in_use", "message": "Firewall still applied to a resource"}}
+                    )
             if kind == "servers":
                 st.deleting_servers[rid] = 1
                 return self._send(200, {"action": {"id": rid, "command": "delete_server", "status": "running"}})
@@ -176,15 +189,17 @@ class _Handler(BaseHTTPRequestHandler):
         glob = re.fullmatch(r"global/(firewalls|networks)", path)
         if method == "GET" and (agg or glob):
             kind = (agg or glob).group(1)
-            items = [i for _, i in sorted(st.gcp[kind].items())
-                     if st.ignore_label_selector or _gcp_filter_matches(expr, i)]
-            chunk = items[start:start + PAGE_SIZE]
+            items = [
+                i for _, i in sorted(st.gcp[kind].items()) if st.ignore_label_selector or _gcp_filter_matches(expr, i)
+            ]
+            chunk = items[start : start + PAGE_SIZE]
             body: dict[str, Any] = {}
             if agg:
                 body["items"] = {}
                 for item in chunk:
                     body["items"].setdefault(item["scope"], {kind: []})[kind].append(
-                        {k: v for k, v in item.items() if k != "scope"})
+                        {k: v for k, v in item.items() if k != "scope"}
+                    )
             else:
                 body["items"] = [{k: v for k, v in i.items() if k != "scope"} for i in chunk]
             if start + PAGE_SIZE < len(items):
@@ -194,18 +209,26 @@ class _Handler(BaseHTTPRequestHandler):
         if method == "POST" and wait:
             error = st.operations.get(wait.group(2), {}).get("error")
             return self._send(200, {"name": wait.group(2), "status": "DONE", **({"error": error} if error else {})})
-        delete = re.fullmatch(r"(zones/[^/]+|regions/[^/]+|global)/(instances|firewalls|subnetworks|networks)/([^/]+)", path)
+        delete = re.fullmatch(
+            r"(zones/[^/]+|regions/[^/]+|global)/(instances|firewalls|subnetworks|networks)/([^/]+)", path
+        )
         if method == "DELETE" and delete:
             scope, kind, name = delete.groups()
             item = st.gcp[kind].get(name)
             if item is None or item["scope"] != scope:
                 return self._send(404, {"error": {"code": 404, "message": f"{kind}/{name} was not found"}})
             op = f"op-{kind}-{name}"
-            in_use = (kind == "subnetworks" and any(i.get("subnetwork") == name for i in st.gcp["instances"].values())) \
-                or (kind == "networks" and any(s.get("network") == name for s in st.gcp["subnetworks"].values()))
+            in_use = (
+                kind == "subnetworks" and any(i.get("subnetwork") == name for i in st.gcp["instances"].values())
+            ) or (kind == "networks" and any(s.get("network") == name for s in st.gcp["subnetworks"].values()))
             if in_use:
-                st.operations[op] = {"error": {"errors": [
-                    {"code": "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE", "message": f"{kind}/{name} is in use"}]}}
+                st.operations[op] = {
+                    "error": {
+                        "errors": [
+                            {"code": "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE", "message": f"{kind}/{name} is in use"}
+                        ]
+                    }
+                }
             else:
                 del st.gcp[kind][name]
             return self._send(200, {"name": op, "status": "RUNNING"})
@@ -219,8 +242,7 @@ class ProviderServer:
         self.state = CloudState()
         handler = type("Handler", (_Handler,), {"state": self.state})
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def hetzner_url(self) -> str:

@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
 
     status = 0
     for path in map(Path, argv):
-        stack = path.name[len("Pulumi."):-len(".yaml")]
+        stack = path.name[len("Pulumi.") : -len(".yaml")]
         config = yaml.safe_load(path.read_text(encoding="utf-8"))["config"]
         try:
             mocks, _ = run_main(stack, config)

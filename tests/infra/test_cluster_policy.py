@@ -36,7 +36,7 @@ DATA_PORTS = {"5432", "6379", "5678"}
 
 
 def stack_name(path: Path) -> str:
-    return path.name[len("Pulumi."):-len(".yaml")]
+    return path.name[len("Pulumi.") : -len(".yaml")]
 
 
 def test_there_is_a_hetzner_and_a_gcp_cluster_stack() -> None:
@@ -120,8 +120,11 @@ def test_no_data_or_n8n_port_is_open_to_the_world_and_each_comes_from_its_own_pl
         if port == "22":
             assert nets == {ipaddress.ip_network(OPERATOR)}
         elif port in ("5432", "6379"):  # the hosts that run n8n, never the load generator
-            n8n_hosts = {ipaddress.ip_network(f"{h.private_ip}/32") for h in inventory.hosts.values()
-                         if h.roles.get("main") or h.roles.get("webhook") or h.roles.get("workers")}
+            n8n_hosts = {
+                ipaddress.ip_network(f"{h.private_ip}/32")
+                for h in inventory.hosts.values()
+                if h.roles.get("main") or h.roles.get("webhook") or h.roles.get("workers")
+            }
             assert nets == n8n_hosts and not nets & loadgen_nets, (port, nets)
         else:  # 5678 (and webhook ports): the load generator, or the load balancer's host only
             lb = next(h for h in inventory.hosts.values() if h.roles.get("load_balancer"))
@@ -131,7 +134,9 @@ def test_no_data_or_n8n_port_is_open_to_the_world_and_each_comes_from_its_own_pl
 def test_firewalls_follow_the_roles(built):
     mocks, _, inventory = built
     if inventory.provider == "hetzner":
-        ports = {r.id: {rule["port"] for rule in r.inputs["rules"]} for r in mocks.of_type("hcloud:index/firewall:Firewall")}
+        ports = {
+            r.id: {rule["port"] for rule in r.inputs["rules"]} for r in mocks.of_type("hcloud:index/firewall:Firewall")
+        }
         for res in servers(mocks):
             host = inventory.hosts[host_of(res, inventory)]
             opened = set().union(*(ports[str(int(i))] for i in res.inputs["firewallIds"]))
@@ -146,15 +151,20 @@ def test_firewalls_follow_the_roles(built):
         for res in servers(mocks):
             host = inventory.hosts[host_of(res, inventory)]
             tags = set(res.inputs["tags"])
-            opened = {p for r in rules if tags & set(r.inputs["targetTags"]) for a in r.inputs["allows"] for p in a["ports"]}
+            opened = {
+                p for r in rules if tags & set(r.inputs["targetTags"]) for a in r.inputs["allows"] for p in a["ports"]
+            }
             assert ("5432" in opened) == bool(host.roles.get("postgres")), host.name
             assert ("22" in opened) and (host.role != "loadgen" or opened == {"22"}), host.name
 
 
 def test_every_server_and_hetzner_resource_is_labelled_with_expires_at(built):
     mocks, _, inventory = built
-    labelled = servers(mocks) + [r for r in mocks.resources if r.typ.startswith("hcloud:")
-                                 and r.typ not in ("hcloud:index/networkSubnet:NetworkSubnet",)]
+    labelled = servers(mocks) + [
+        r
+        for r in mocks.resources
+        if r.typ.startswith("hcloud:") and r.typ not in ("hcloud:index/networkSubnet:NetworkSubnet",)
+    ]
     for res in labelled:
         labels = res.inputs["labels"]
         assert set(labels) == {"project", "stack", "owner", "role", "expires-at"}, res.name
@@ -178,7 +188,9 @@ def test_user_data_is_each_hosts_rendered_cloud_init_secret_and_under_the_limit(
         assert text == (LOADGEN_CLOUD_INIT if name == "loadgen" else rendered[name])
         assert text.startswith("#cloud-config") and len(text.encode()) <= min(limit, 32 * 1024)
         if name != "loadgen":
-            keys |= {line.split("=", 1)[1] for line in _env_of(text).splitlines() if line.startswith("N8N_ENCRYPTION_KEY=")}
+            keys |= {
+                line.split("=", 1)[1] for line in _env_of(text).splitlines() if line.startswith("N8N_ENCRYPTION_KEY=")
+            }
             urls |= {line.split("=", 1)[1] for line in _env_of(text).splitlines() if line.startswith("N8N_PUBLIC_URL=")}
     assert len(keys) == 1  # one secret set for the whole cluster
     # the stack's public URL reaches every n8n host (never localhost: webhooks are called from outside)
@@ -203,7 +215,9 @@ def test_hosts_are_components_per_role_and_the_inventory_lists_roles(built):
     assert types.count("n8n-sizer:fleet:LoadGenerator") == 1
     assert types.count("n8n-sizer:cluster:DataHost") == 1
     assert types.count("n8n-sizer:cluster:IngestHost") == 1
-    assert types.count("n8n-sizer:cluster:WorkerHost") == sum(1 for h in inventory.hosts.values() if h.roles.get("workers"))
+    assert types.count("n8n-sizer:cluster:WorkerHost") == sum(
+        1 for h in inventory.hosts.values() if h.roles.get("workers")
+    )
     roles = {n: h.roles for n, h in inventory.hosts.items() if h.role == "cluster"}
     assert sum(r["main"] for r in roles.values()) == 1 and sum(r["postgres"] for r in roles.values()) == 1
 
@@ -226,8 +240,11 @@ def test_each_cluster_stack_builds_through_main(path: Path) -> None:
 
 def test_a_cluster_stack_with_a_bad_topology_stops_with_one_line(tmp_path: Path) -> None:
     config = read_stack_config(STACKS[0])
-    config["n8n-sizer:cluster"] = {"topology": [{"name": "solo", "provider": load_stack_file(STACKS[0]).provider,
-                                                 "size": "cx33", "roles": {"workers": 2}}]}
+    config["n8n-sizer:cluster"] = {
+        "topology": [
+            {"name": "solo", "provider": load_stack_file(STACKS[0]).provider, "size": "cx33", "roles": {"workers": 2}}
+        ]
+    }
     with pytest.raises(pulumi.RunError) as err:
         run_main("bad-cluster", config)
     assert "n8n-sizer:cluster" in str(err.value) and "\n" not in str(err.value)
@@ -251,15 +268,22 @@ def test_the_data_host_admits_only_the_n8n_hosts_to_its_data_ports(built):
 
     _, rendered, inventory = built
     data = next(n for n, h in inventory.hosts.items() if h.roles.get("postgres"))
-    [script] = [f["content"] for f in yaml.safe_load(rendered[data])["write_files"] if f["path"] == METADATA_BLOCK_SCRIPT]
-    n8n_hosts = [h.private_ip for h in inventory.hosts.values()
-                 if h.roles.get("main") or h.roles.get("webhook") or h.roles.get("workers")]
+    [script] = [
+        f["content"] for f in yaml.safe_load(rendered[data])["write_files"] if f["path"] == METADATA_BLOCK_SCRIPT
+    ]
+    n8n_hosts = [
+        h.private_ip
+        for h in inventory.hosts.values()
+        if h.roles.get("main") or h.roles.get("webhook") or h.roles.get("workers")
+    ]
     inserts = [line.split("|| iptables -I ", 1)[1] for line in script.splitlines() if "|| iptables -I " in line]
     # -I puts each rule at the top: the last inserted is evaluated first
     order = list(reversed(inserts))
     for port in ("5432", "6379"):
         admits = [r for r in order if f"--dport {port} -j RETURN" in r]
         assert sorted(r.split()[2] for r in admits) == sorted(f"{ip}/32" for ip in n8n_hosts)
-        reject = order.index(f"DOCKER-USER -s {inventory.subnet} -p tcp --dport {port} -j REJECT --reject-with tcp-reset")
+        reject = order.index(
+            f"DOCKER-USER -s {inventory.subnet} -p tcp --dport {port} -j REJECT --reject-with tcp-reset"
+        )
         assert all(order.index(r) < reject for r in admits)
     assert inventory.hosts["loadgen"].private_ip not in script

@@ -28,15 +28,23 @@ def test_the_stack_carries_the_rate_its_header_claims(path: Path, tmp_path: Path
     rps = int(claims[0])
     topology = tmp_path / "topology.json"
     topology.write_text(json.dumps(yaml.safe_load(text)["config"]["n8n-sizer:cluster"]))
-    proc = subprocess.run([str(CLI), "advise", "--rps", str(rps), "--topology", str(topology), "--json"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(CLI), "advise", "--rps", str(rps), "--topology", str(topology), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     answer = json.loads(proc.stdout)
     assert answer["feasible"], (path.name, answer["capacity_per_s"], answer["warnings"][:1])
     assert answer["capacity_per_s"]["mid"] >= rps
     # The claim is the stack's, not a floor far below it: at twice the rate the verdict turns.
-    twice = subprocess.run([str(CLI), "advise", "--rps", str(2 * rps), "--topology", str(topology), "--json"],
-                           capture_output=True, text=True, timeout=120)
+    twice = subprocess.run(
+        [str(CLI), "advise", "--rps", str(2 * rps), "--topology", str(topology), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert twice.returncode == 0 and not json.loads(twice.stdout)["feasible"], path.name
 
 

@@ -31,7 +31,7 @@ SERVER_TYPES = ("hcloud:index/server:Server", "gcp:compute/instance:Instance")
 
 
 def stack_name(path: Path) -> str:
-    return path.name[len("Pulumi."):-len(".yaml")]
+    return path.name[len("Pulumi.") : -len(".yaml")]
 
 
 def build(path: Path) -> tuple[FleetMocks, dict[str, str], dict]:
@@ -62,8 +62,9 @@ def servers(mocks: FleetMocks):
 
 def test_every_server_and_hetzner_resource_carries_the_fleet_labels(built):
     mocks, _, inventory = built
-    labelled = servers(mocks) + [r for r in mocks.resources if r.typ.startswith("hcloud:")
-                                 and r.typ != "hcloud:index/server:Server"]
+    labelled = servers(mocks) + [
+        r for r in mocks.resources if r.typ.startswith("hcloud:") and r.typ != "hcloud:index/server:Server"
+    ]
     assert len(servers(mocks)) == len(inventory["hosts"]) >= 2
     for res in labelled:
         labels = res.inputs["labels"]
@@ -105,7 +106,9 @@ def test_no_port_is_open_to_the_world_and_only_22_and_5678_are_open(built):
 
 def test_the_load_generator_exposes_ssh_only_and_targets_get_the_n8n_rule(built):
     mocks, _, _ = built
-    hetzner_fw = {r.id: {rule["port"] for rule in r.inputs["rules"]} for r in mocks.of_type("hcloud:index/firewall:Firewall")}
+    hetzner_fw = {
+        r.id: {rule["port"] for rule in r.inputs["rules"]} for r in mocks.of_type("hcloud:index/firewall:Firewall")
+    }
     for res in mocks.of_type("hcloud:index/server:Server"):
         [fw_id] = [str(int(i)) for i in res.inputs["firewallIds"]]  # attached at creation
         expected = {"22"} if res.inputs["labels"]["role"] == "loadgen" else {"22", "5678"}
@@ -113,8 +116,13 @@ def test_the_load_generator_exposes_ssh_only_and_targets_get_the_n8n_rule(built)
     gcp_rules = mocks.of_type("gcp:compute/firewall:Firewall")
     for res in mocks.of_type("gcp:compute/instance:Instance"):
         tags = set(res.inputs["tags"])
-        ports = {p for rule in gcp_rules if tags & set(rule.inputs["targetTags"])
-                 for allow in rule.inputs["allows"] for p in allow["ports"]}
+        ports = {
+            p
+            for rule in gcp_rules
+            if tags & set(rule.inputs["targetTags"])
+            for allow in rule.inputs["allows"]
+            for p in allow["ports"]
+        }
         assert ports == ({"22"} if res.inputs["labels"]["role"] == "loadgen" else {"22", "5678"}), res.name
 
 
@@ -208,7 +216,9 @@ def test_pulumi_up_refuses_the_placeholder_and_wide_ranges() -> None:
         with pytest.raises(InputError, match="wider than a /16"):
             run_program(stack_name(path), {**config, "n8n-sizer:operator_cidr": wide}, lambda: fleet_spec_from_pulumi())
     seen = {}
-    run_program(stack_name(path), {**config, "n8n-sizer:operator_cidr": "100.64.0.0/10",
-                                   "n8n-sizer:allow_wide_ssh": True},
-                lambda: seen.update(spec=fleet_spec_from_pulumi()))
+    run_program(
+        stack_name(path),
+        {**config, "n8n-sizer:operator_cidr": "100.64.0.0/10", "n8n-sizer:allow_wide_ssh": True},
+        lambda: seen.update(spec=fleet_spec_from_pulumi()),
+    )
     assert seen["spec"].operator_cidr == "100.64.0.0/10" and seen["spec"].allow_wide_ssh

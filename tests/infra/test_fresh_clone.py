@@ -39,8 +39,9 @@ class Clone:
     env: dict[str, str]
 
     def run(self, command: str, timeout: float = 600) -> subprocess.CompletedProcess:
-        return subprocess.run(command, shell=True, cwd=self.root, env=self.env, capture_output=True, text=True,
-                              timeout=timeout)
+        return subprocess.run(
+            command, shell=True, cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout
+        )
 
     def bin(self, name: str) -> str:
         return str(self.root / ".venv" / "bin" / name)
@@ -49,15 +50,26 @@ class Clone:
 def _clean_env() -> dict[str, str]:
     """This machine's environment without the test suite's own virtualenv, as a new user's shell has it."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
-                                  if p and not Path(p).resolve().is_relative_to(PROJECT_VENV.resolve()))
+    env["PATH"] = os.pathsep.join(
+        p
+        for p in env.get("PATH", "").split(os.pathsep)
+        if p and not Path(p).resolve().is_relative_to(PROJECT_VENV.resolve())
+    )
     return env
 
 
 def _copy_repository(dest: Path) -> None:
     """What a clone holds: tracked files and new ones not ignored (so uncommitted work is tested too)."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, listed):
         src = ROOT / rel
         if src.is_file():
@@ -87,12 +99,24 @@ def _free_port() -> int:
 
 def _loopback_inventory(path: Path) -> Path:
     """A queue target with 2 workers on 127.0.0.1: whatever would connect only reaches this machine."""
-    base = {"provider": "hetzner", "size": "cx33", "vcpu": 4, "arch": "x86", "public_ip": "127.0.0.1",
-            "private_ip": None, "ssh_user": "root"}
-    hosts = {"loadgen": {**base, "name": "loadgen", "role": "loadgen", "setup": None},
-             "t-queue": {**base, "name": "t-queue", "role": "target", "setup": {"mode": "queue", "workers": 2}}}
-    path.write_text(json.dumps({"stack": "t", "provider": "hetzner", "location": "hel1",
-                                "expires_at": "2099-01-01t00-00z", "hosts": hosts}))
+    base = {
+        "provider": "hetzner",
+        "size": "cx33",
+        "vcpu": 4,
+        "arch": "x86",
+        "public_ip": "127.0.0.1",
+        "private_ip": None,
+        "ssh_user": "root",
+    }
+    hosts = {
+        "loadgen": {**base, "name": "loadgen", "role": "loadgen", "setup": None},
+        "t-queue": {**base, "name": "t-queue", "role": "target", "setup": {"mode": "queue", "workers": 2}},
+    }
+    path.write_text(
+        json.dumps(
+            {"stack": "t", "provider": "hetzner", "location": "hel1", "expires_at": "2099-01-01t00-00z", "hosts": hosts}
+        )
+    )
     return path
 
 
@@ -113,12 +137,22 @@ def test_1_without_extras_each_command_that_needs_one_says_so_in_one_line(clone,
     key.chmod(0o600)
     port = _free_port()
 
-    _one_line_exit_2(clone.run(f"{n8n_sizer} bench --inventory {inventory} --ssh-key {key} --ssh-port {port} "
-                               f"--rates 1 --step-seconds 1 --warmup 0 --out {tmp_path / 'results'}"),
-                     "bench", SSH_MODULES)
-    _one_line_exit_2(clone.run(f"{n8n_sizer} drill kill-worker --inventory {inventory} --target t-queue "
-                               f"--ssh-key {key} --ssh-port {port} --out {tmp_path / 'drills'}"),
-                     "drill", SSH_MODULES)
+    _one_line_exit_2(
+        clone.run(
+            f"{n8n_sizer} bench --inventory {inventory} --ssh-key {key} --ssh-port {port} "
+            f"--rates 1 --step-seconds 1 --warmup 0 --out {tmp_path / 'results'}"
+        ),
+        "bench",
+        SSH_MODULES,
+    )
+    _one_line_exit_2(
+        clone.run(
+            f"{n8n_sizer} drill kill-worker --inventory {inventory} --target t-queue "
+            f"--ssh-key {key} --ssh-port {port} --out {tmp_path / 'drills'}"
+        ),
+        "drill",
+        SSH_MODULES,
+    )
     _one_line_exit_2(clone.run(f"{n8n_sizer} report {runs[0]} --out {tmp_path / 'report'}"), "report", ("matplotlib",))
     # The Markdown alone needs no extra.
     proc = clone.run(f"{n8n_sizer} report {runs[0]} --out {tmp_path / 'md'} --no-plots")
@@ -133,15 +167,18 @@ def test_2_the_readme_install_steps_build_every_stack_under_mocks(clone, runs, t
         proc = clone.run(step.command)
         assert proc.returncode == 0, f"README.md:{step.line_no}: {step.command}: {proc.stderr[-2000:]}"
     # requirements.txt, for `pulumi install`, names the same extra the README installs.
-    requirements = [ln.strip() for ln in (clone.root / "requirements.txt").read_text().splitlines()
-                    if ln.strip() and not ln.startswith("#")]
+    requirements = [
+        ln.strip()
+        for ln in (clone.root / "requirements.txt").read_text().splitlines()
+        if ln.strip() and not ln.startswith("#")
+    ]
     assert requirements == [".[fleet]"]
 
     stack_files = [str(clone.root / "stacks" / p.name) for p in STACKS]
     proc = clone.run(f".venv/bin/python tests/infra/run_program.py {' '.join(stack_files)}", timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     built = {line.split()[1].rstrip(":") for line in proc.stdout.splitlines() if line.startswith("ok ")}
-    assert built == {p.name[len("Pulumi."):-len(".yaml")] for p in STACKS}, proc.stdout
+    assert built == {p.name[len("Pulumi.") : -len(".yaml")] for p in STACKS}, proc.stdout
     for line in proc.stdout.splitlines():
         assert int(line.split(", ")[1].split()[0]) >= 2, line  # at least one target and the load generator
 
@@ -156,12 +193,19 @@ def test_the_program_names_the_missing_install_in_one_line():
     script = ROOT / "tests" / "infra" / "run_program.py"
     single = ROOT / "stacks" / "Pulumi.single.yaml"
     for block, expected in [
-        ("n8n_sizer", "error single: RunError: the Pulumi program needs n8n_sizer in .venv: run the README's first "
-                      "command (python3 -m venv .venv && .venv/bin/pip install -q .), then "
-                      ".venv/bin/pip install -q '.[fleet]'"),
-        ("pulumi_hcloud", "error single: RunError: the Pulumi program needs the fleet extra (pulumi_hcloud is not "
-                          "installed): .venv/bin/pip install '.[fleet]'"),
+        (
+            "n8n_sizer",
+            "error single: RunError: the Pulumi program needs n8n_sizer in .venv: run the README's first "
+            "command (python3 -m venv .venv && .venv/bin/pip install -q .), then "
+            ".venv/bin/pip install -q '.[fleet]'",
+        ),
+        (
+            "pulumi_hcloud",
+            "error single: RunError: the Pulumi program needs the fleet extra (pulumi_hcloud is not "
+            "installed): .venv/bin/pip install '.[fleet]'",
+        ),
     ]:
-        proc = subprocess.run([sys.executable, str(script), "--block", block, str(single)], capture_output=True,
-                              text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, str(script), "--block", block, str(single)], capture_output=True, text=True, timeout=120
+        )
         assert (proc.returncode, proc.stdout.strip()) == (1, expected), proc.stdout + proc.stderr

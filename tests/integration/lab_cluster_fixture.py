@@ -24,12 +24,19 @@ from n8n_sizer.native.install import find_installed
 from tests.integration.test_lab import _lab_links, _namespaces, _processes_mentioning
 
 SUBNET = "10.213.7.0/24"
-TOPOLOGY = {"topology": [
-    {"name": "bl-data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
-    {"name": "bl-ingest", "provider": "hetzner", "size": "cx33",
-     "roles": {"main": 1, "webhook": 2, "load_balancer": 1}},
-    {"name": "bl-worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}}],
-    "subnet": SUBNET}
+TOPOLOGY = {
+    "topology": [
+        {"name": "bl-data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
+        {
+            "name": "bl-ingest",
+            "provider": "hetzner",
+            "size": "cx33",
+            "roles": {"main": 1, "webhook": 2, "load_balancer": 1},
+        },
+        {"name": "bl-worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}},
+    ],
+    "subnet": SUBNET,
+}
 GENERATOR_PREFIX = "bl-gen-"
 HOSTS = ["bl-data", "bl-ingest", "bl-worker-1", "bl-worker-2"]
 GENERATORS = ["bl-gen-1", "bl-gen-2"]
@@ -54,15 +61,18 @@ def deployed_lab():
     workdir = Path(tempfile.mkdtemp(prefix="n8n-sizer-benchlab-"))
     workdir.chmod(0o755)
     out = workdir / "lab.json"
-    state = lab_up(parse_topology(TOPOLOGY), len(GENERATORS), out, generator_prefix=GENERATOR_PREFIX,
-                   cpu_budget=False)  # every host on every core: the bench path, not the shape (lab_shape.py)
+    state = lab_up(
+        parse_topology(TOPOLOGY), len(GENERATORS), out, generator_prefix=GENERATOR_PREFIX, cpu_budget=False
+    )  # every host on every core: the bench path, not the shape (lab_shape.py)
     try:
         yield DeployedLab(inventory=out, workdir=workdir, state=state, cluster=deploy_lab(out))
     finally:
         remove_lab(state)
-        left = {"namespaces": sorted((_namespaces() - before) & set(HOSTS + GENERATORS)),
-                # only this lab's links: another lab (another engineer's, its own subnet) may be up meanwhile
-                "links": sorted(link for link in _lab_links() if state.lab_id in link),
-                "processes": _processes_mentioning(str(workdir))}
+        left = {
+            "namespaces": sorted((_namespaces() - before) & set(HOSTS + GENERATORS)),
+            # only this lab's links: another lab (another engineer's, its own subnet) may be up meanwhile
+            "links": sorted(link for link in _lab_links() if state.lab_id in link),
+            "processes": _processes_mentioning(str(workdir)),
+        }
         shutil.rmtree(workdir, ignore_errors=True)
         assert not any(left.values()), left

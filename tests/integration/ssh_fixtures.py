@@ -67,8 +67,9 @@ class SshServer:
 
 
 def _keygen(path: Path) -> None:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True, stdout=subprocess.DEVNULL
+    )
 
 
 def start_sshd(folder: Path) -> tuple[SshServer, subprocess.Popen]:
@@ -79,14 +80,25 @@ def start_sshd(folder: Path) -> tuple[SshServer, subprocess.Popen]:
     os.chmod(folder / "authorized_keys", 0o600)
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # privilege separation dir sshd insists on as root
     port = free_port()
-    sftp = next((p for p in ("/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server")
-                 if Path(p).exists()), "internal-sftp")
+    sftp = next(
+        (p for p in ("/usr/lib/openssh/sftp-server", "/usr/libexec/openssh/sftp-server") if Path(p).exists()),
+        "internal-sftp",
+    )
     options = {
-        "ListenAddress": "127.0.0.1", "Port": str(port), "HostKey": str(folder / "host_key"),
-        "PidFile": str(folder / "sshd.pid"), "AuthorizedKeysFile": str(folder / "authorized_keys"),
-        "PasswordAuthentication": "no", "KbdInteractiveAuthentication": "no", "PubkeyAuthentication": "yes",
-        "UsePAM": "no", "StrictModes": "no", "PermitRootLogin": "prohibit-password",
-        "Subsystem": f"sftp {sftp}", "MaxStartups": "50", "LogLevel": "ERROR",
+        "ListenAddress": "127.0.0.1",
+        "Port": str(port),
+        "HostKey": str(folder / "host_key"),
+        "PidFile": str(folder / "sshd.pid"),
+        "AuthorizedKeysFile": str(folder / "authorized_keys"),
+        "PasswordAuthentication": "no",
+        "KbdInteractiveAuthentication": "no",
+        "PubkeyAuthentication": "yes",
+        "UsePAM": "no",
+        "StrictModes": "no",
+        "PermitRootLogin": "prohibit-password",
+        "Subsystem": f"sftp {sftp}",
+        "MaxStartups": "50",
+        "LogLevel": "ERROR",
     }
     args = [SSHD, "-D", "-e", "-f", "/dev/null"]
     for key, value in options.items():
@@ -105,8 +117,14 @@ def start_sshd(folder: Path) -> tuple[SshServer, subprocess.Popen]:
     else:
         proc.kill()
         raise RuntimeError("sshd did not listen within 10 s")
-    server = SshServer(port=port, user=getpass.getuser(), client_key=folder / "client_key",
-                       wrong_key=folder / "wrong_key", pid=proc.pid, folder=folder)
+    server = SshServer(
+        port=port,
+        user=getpass.getuser(),
+        client_key=folder / "client_key",
+        wrong_key=folder / "wrong_key",
+        pid=proc.pid,
+        folder=folder,
+    )
     return server, proc
 
 

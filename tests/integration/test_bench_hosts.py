@@ -11,8 +11,9 @@ pytestmark = pytest.mark.integration
 
 
 def _host(server, key=None, port=None) -> SshHost:
-    return SshHost("t1", "127.0.0.1", server.user, key_file=key or server.client_key,
-                   port=port or server.port, connect_timeout_s=5)
+    return SshHost(
+        "t1", "127.0.0.1", server.user, key_file=key or server.client_key, port=port or server.port, connect_timeout_s=5
+    )
 
 
 def test_ssh_run_put_get(sshd, tmp_path):  # noqa: F811

@@ -26,9 +26,26 @@ def _alive(pid: int) -> bool:
 
 def test_ctrl_c_stops_the_local_stack_and_keeps_the_records(tmp_path):
     out = tmp_path / "results"
-    proc = subprocess.Popen([CLI, "bench", "--local", "--db", "sqlite", "--rates", "4", "--step-seconds", "120",
-                             "--warmup", "5", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [
+            CLI,
+            "bench",
+            "--local",
+            "--db",
+            "sqlite",
+            "--rates",
+            "4",
+            "--step-seconds",
+            "120",
+            "--warmup",
+            "5",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     pids: dict[str, int] = {}
     try:
         deadline = time.monotonic() + 300
@@ -37,7 +54,10 @@ def test_ctrl_c_stops_the_local_stack_and_keeps_the_records(tmp_path):
             if runs:
                 manifest = json.loads(runs[0].read_text())
                 pids = manifest["hosts"].get("local", {}).get("pids", pids)
-                if manifest.get("extra", {}).get("steps", {}).get("local", {}).get("rate-4", {}).get("status") == "running":
+                if (
+                    manifest.get("extra", {}).get("steps", {}).get("local", {}).get("rate-4", {}).get("status")
+                    == "running"
+                ):
                     break
             time.sleep(0.2)
         assert pids and proc.poll() is None, proc.communicate()

@@ -29,13 +29,25 @@ CLI = str(Path(sys.executable).parent / "n8n-sizer")
 
 
 def inventory(server, setups: dict[str, dict]) -> dict:
-    base = {"provider": "hetzner", "size": "cx23", "vcpu": 2, "arch": "x86", "public_ip": "127.0.0.1",
-            "private_ip": None, "ssh_user": server.user}
+    base = {
+        "provider": "hetzner",
+        "size": "cx23",
+        "vcpu": 2,
+        "arch": "x86",
+        "public_ip": "127.0.0.1",
+        "private_ip": None,
+        "ssh_user": server.user,
+    }
     hosts = {"loadgen": {**base, "name": "loadgen", "role": "loadgen", "setup": None}}
     for name, setup in setups.items():
         hosts[name] = {**base, "name": name, "role": "target", "setup": setup}
-    return {"stack": "ssh-test", "provider": "hetzner", "location": "local", "expires_at": "2099-01-01t00-00z",
-            "hosts": hosts}
+    return {
+        "stack": "ssh-test",
+        "provider": "hetzner",
+        "location": "local",
+        "expires_at": "2099-01-01t00-00z",
+        "hosts": hosts,
+    }
 
 
 def bench(args: list[str], server, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -69,8 +81,11 @@ def _down(out: Path) -> None:
         for info in json.loads(run_json.read_text()).get("hosts", {}).values():
             state_dir = info.get("stack_dir")
             if state_dir and (Path(state_dir) / "state.json").exists():
-                subprocess.run([sys.executable, "-m", "n8n_sizer.remote.native_stack", "down", "--state", state_dir],
-                               capture_output=True, timeout=180)
+                subprocess.run(
+                    [sys.executable, "-m", "n8n_sizer.remote.native_stack", "down", "--state", state_dir],
+                    capture_output=True,
+                    timeout=180,
+                )
             if state_dir:
                 shutil.rmtree(state_dir, ignore_errors=True)
 
@@ -89,8 +104,10 @@ def test_regular_run_cut_mid_step_then_resume(sshd, tmp_path):  # noqa: F811
                 if steps.get("rate-3", {}).get("status") == "running":
                     # a few requests of the step recorded before the cut, however busy the machine is
                     requests_file = run_json.parent / "requests.jsonl"
-                    while time.monotonic() < deadline and sum(
-                            '"step":"rate-3"' in line for line in requests_file.read_text().splitlines()) < 6:
+                    while (
+                        time.monotonic() < deadline
+                        and sum('"step":"rate-3"' in line for line in requests_file.read_text().splitlines()) < 6
+                    ):
                         time.sleep(0.2)
                     cut["n"] = sshd.cut_connections()
                     return
@@ -99,8 +116,23 @@ def test_regular_run_cut_mid_step_then_resume(sshd, tmp_path):  # noqa: F811
     watcher = threading.Thread(target=cut_during_second_step, daemon=True)
     watcher.start()
     try:
-        first = bench(["--inventory", str(inv), "--rates", "2,3", "--step-seconds", "8", "--warmup", "10",
-                       "--drain-seconds", "30", "--out", str(out)], sshd)
+        first = bench(
+            [
+                "--inventory",
+                str(inv),
+                "--rates",
+                "2,3",
+                "--step-seconds",
+                "8",
+                "--warmup",
+                "10",
+                "--drain-seconds",
+                "30",
+                "--out",
+                str(out),
+            ],
+            sshd,
+        )
         watcher.join(timeout=5)
         assert cut.get("n", 0) >= 1, (first.stdout, first.stderr)
         assert first.returncode == 1, (first.stdout, first.stderr)
@@ -128,7 +160,11 @@ def test_regular_run_cut_mid_step_then_resume(sshd, tmp_path):  # noqa: F811
         assert steps["rate-2"]["attempts"] == 1 and steps["rate-3"]["attempts"] == 2
         assert all(s["status"] == "done" for s in steps.values()) and manifest.finished_s is not None
         assert len([r for r in requests if r.step == "rate-2"]) == 16  # the finished step did not run again
-        done3 = [r for r in requests if r.step == "rate-3" and steps["rate-3"]["seq_start"] <= r.seq < steps["rate-3"]["seq_end"]]
+        done3 = [
+            r
+            for r in requests
+            if r.step == "rate-3" and steps["rate-3"]["seq_start"] <= r.seq < steps["rate-3"]["seq_end"]
+        ]
         assert len(done3) == 24
         ledger = manifest.ledgers["t-regular"]
         assert ledger.fired == len(requests) and ledger.accepted == sum(r.status == 200 for r in requests)
@@ -145,8 +181,25 @@ def test_queue_one_worker_every_200_has_an_execution(sshd, tmp_path):  # noqa: F
     inv = tmp_path / "inventory.json"
     inv.write_text(json.dumps(inventory(sshd, {"t-queue": {"mode": "queue", "workers": 1}})))
     out = tmp_path / "results"
-    res = bench(["--inventory", str(inv), "--rates", "3", "--step-seconds", "8", "--concurrency-sweep", "2",
-                 "--warmup", "10", "--drain-seconds", "30", "--out", str(out)], sshd)
+    res = bench(
+        [
+            "--inventory",
+            str(inv),
+            "--rates",
+            "3",
+            "--step-seconds",
+            "8",
+            "--concurrency-sweep",
+            "2",
+            "--warmup",
+            "10",
+            "--drain-seconds",
+            "30",
+            "--out",
+            str(out),
+        ],
+        sshd,
+    )
     folder = next(out.iterdir(), None)
     try:
         assert res.returncode == 0, (res.stdout, res.stderr)

@@ -15,9 +15,27 @@ pytestmark = pytest.mark.integration
 def _bench(inv_path, key, port, out):
     import subprocess
 
-    return subprocess.run([CLI, "bench", "--inventory", str(inv_path), "--ssh-key", str(key), "--ssh-port",
-                           str(port), "--rates", "1", "--step-seconds", "1", "--out", str(out)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            CLI,
+            "bench",
+            "--inventory",
+            str(inv_path),
+            "--ssh-key",
+            str(key),
+            "--ssh-port",
+            str(port),
+            "--rates",
+            "1",
+            "--step-seconds",
+            "1",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("case", ["wrong-key", "unreachable"])

@@ -16,9 +16,10 @@ import pytest
 
 from n8n_sizer.hosts.cgroups import PREFIX, CpuGroup, available_mounts, remove_tree
 
-pytestmark = [pytest.mark.skipif(os.geteuid() != 0 or not available_mounts(),
-                                 reason="needs root and cgroup v1 cpu and cpuacct"),
-              pytest.mark.timeout(60)]
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0 or not available_mounts(), reason="needs root and cgroup v1 cpu and cpuacct"),
+    pytest.mark.timeout(60),
+]
 
 # A busy loop that stops itself after 2 s of wall time (bounded in time whatever happens to the test).
 BURNER = "import time\nend = time.monotonic() + 2.0\nwhile time.monotonic() < end:\n    pass\n"
@@ -32,7 +33,9 @@ def test_a_burner_under_a_quarter_core_quota_is_accounted_and_held_to_it():
         assert group.set_quota(0.25) == 25_000
         idle = CpuGroup(f"{top}/idle", mounts).create()
         # Started stopped (SIGSTOP by itself) so it is in the group before it burns anything.
-        proc = subprocess.Popen([sys.executable, "-c", f"import os, signal; os.kill(os.getpid(), signal.SIGSTOP)\n{BURNER}"])
+        proc = subprocess.Popen(
+            [sys.executable, "-c", f"import os, signal; os.kill(os.getpid(), signal.SIGSTOP)\n{BURNER}"]
+        )
         try:
             deadline = time.monotonic() + 10
             while open(f"/proc/{proc.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":

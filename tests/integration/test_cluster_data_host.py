@@ -27,8 +27,9 @@ TOPOLOGY = Path(__file__).resolve().parents[1] / "data" / "topologies" / "advise
 
 
 def _data_services():
-    bundle = render_topology(load_topology_text(TOPOLOGY.read_text(), "t"), generate_secrets(),
-                           public_url="http://n8n.example.com:5678/").hosts["data"]
+    bundle = render_topology(
+        load_topology_text(TOPOLOGY.read_text(), "t"), generate_secrets(), public_url="http://n8n.example.com:5678/"
+    ).hosts["data"]
     env = parse_env_text(bundle.env)
     return {s.name: s for s in load_compose(bundle.compose, env).services}, env
 
@@ -49,21 +50,35 @@ def test_real_postgres_accepts_the_data_hosts_settings(pg_dir: Path) -> None:
     command = services["n8n-postgres"].command
     assert command[0] == "postgres"
     settings = dict(command[i + 1].split("=", 1) for i in range(1, len(command), 2) if command[i] == "-c")
-    assert settings == {"max_connections": "120", "shared_buffers": "2048MB", "work_mem": "17MB",
-                        "effective_cache_size": "6144MB"}
+    assert settings == {
+        "max_connections": "120",
+        "shared_buffers": "2048MB",
+        "work_mem": "17MB",
+        "effective_cache_size": "6144MB",
+    }
     data = pg_dir / "pg"
     init_postgres(data, "n8n", env["POSTGRES_PASSWORD"])
     user = "postgres" if os.geteuid() == 0 else None
     shown = {}
     for name in settings:
         # `-C` loads the configuration with the same `-c` flags, validates it, prints one value, and exits.
-        proc = subprocess.run([str(postgres_bin_dir() / "postgres"), "-D", str(data), *command[1:], "-C", name],
-                              capture_output=True, text=True, timeout=60, user=user, cwd=data)
+        proc = subprocess.run(
+            [str(postgres_bin_dir() / "postgres"), "-D", str(data), *command[1:], "-C", name],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            user=user,
+            cwd=data,
+        )
         assert proc.returncode == 0, proc.stderr
         shown[name] = proc.stdout.strip()
     # `-C` prints each in its base unit: shared_buffers and effective_cache_size in 8 kB pages, work_mem in kB.
-    assert shown == {"max_connections": "120", "shared_buffers": str(2048 * 1024 // 8), "work_mem": str(17 * 1024),
-                     "effective_cache_size": str(6144 * 1024 // 8)}
+    assert shown == {
+        "max_connections": "120",
+        "shared_buffers": str(2048 * 1024 // 8),
+        "work_mem": str(17 * 1024),
+        "effective_cache_size": str(6144 * 1024 // 8),
+    }
 
 
 def test_real_redis_runs_the_data_hosts_command_line(tmp_path: Path) -> None:
@@ -77,8 +92,9 @@ def test_real_redis_runs_the_data_hosts_command_line(tmp_path: Path) -> None:
 
         def cli(*args: str, auth: bool = True) -> list[str]:
             extra = ["--no-auth-warning", "-a", env["REDIS_PASSWORD"]] if auth else []
-            return subprocess.run(["redis-cli", "-p", str(port), *extra, *args], capture_output=True,
-                                  text=True, timeout=10, check=True).stdout.split()
+            return subprocess.run(
+                ["redis-cli", "-p", str(port), *extra, *args], capture_output=True, text=True, timeout=10, check=True
+            ).stdout.split()
 
         assert cli("CONFIG", "GET", "appendonly") == ["appendonly", "yes"]
         assert cli("CONFIG", "GET", "maxmemory-policy") == ["maxmemory-policy", "noeviction"]

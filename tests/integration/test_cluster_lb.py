@@ -78,20 +78,25 @@ def caddy(tmp_path: Path):
     tool = shutil.which("caddy")
     if tool is None:
         pytest.fail("Debian's caddy is not installed (apt-get install caddy; scripts/test.sh installs it)")
-    ingest = render_topology(load_topology_text(TOPOLOGY.read_text(), "t"), generate_secrets(),
-                           public_url="http://n8n.example.com:5678/").hosts["ingest"]
+    ingest = render_topology(
+        load_topology_text(TOPOLOGY.read_text(), "t"), generate_secrets(), public_url="http://n8n.example.com:5678/"
+    ).hosts["ingest"]
     text = yaml.safe_load(ingest.compose)["configs"]["caddyfile"]["content"]
     stubs = {name: Stub(name) for name in ("n8n-main", "n8n-webhook-1", "n8n-webhook-2")}
     lb_port, admin_port = _free_port(), _free_port()
     for name, stub in stubs.items():
         text = text.replace(f"{name}:5678", f"127.0.0.1:{stub.port}")
     assert text.startswith(":5678 {")
-    text = f"{{\n  admin 127.0.0.1:{admin_port}\n}}\nhttp://127.0.0.1:{lb_port} {{" + text[len(":5678 {"):]
+    text = f"{{\n  admin 127.0.0.1:{admin_port}\n}}\nhttp://127.0.0.1:{lb_port} {{" + text[len(":5678 {") :]
     config = tmp_path / "Caddyfile"
     config.write_text(text)
     env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
-    proc = subprocess.Popen([tool, "run", "--config", str(config), "--adapter", "caddyfile"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=open(tmp_path / "caddy.log", "w"))
+    proc = subprocess.Popen(
+        [tool, "run", "--config", str(config), "--adapter", "caddyfile"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "caddy.log", "w"),
+    )
     try:
         base = f"http://127.0.0.1:{lb_port}"
         deadline = time.monotonic() + DEADLINE_S

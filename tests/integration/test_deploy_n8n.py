@@ -24,10 +24,19 @@ from n8n_sizer.bundle.secrets import generate_secrets, parse_env_text
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 LOCAL_ONLY = {
-    "DB_POSTGRESDB_HOST", "DB_POSTGRESDB_PORT", "DB_POSTGRESDB_PASSWORD",
-    "QUEUE_BULL_REDIS_HOST", "QUEUE_BULL_REDIS_PORT", "QUEUE_BULL_REDIS_PASSWORD",
-    "N8N_ENCRYPTION_KEY", "N8N_RUNNERS_MODE", "N8N_RUNNERS_BROKER_LISTEN_ADDRESS", "N8N_RUNNERS_BROKER_PORT",
-    "N8N_RUNNERS_AUTH_TOKEN", "N8N_EDITOR_BASE_URL", "WEBHOOK_URL",
+    "DB_POSTGRESDB_HOST",
+    "DB_POSTGRESDB_PORT",
+    "DB_POSTGRESDB_PASSWORD",
+    "QUEUE_BULL_REDIS_HOST",
+    "QUEUE_BULL_REDIS_PORT",
+    "QUEUE_BULL_REDIS_PASSWORD",
+    "N8N_ENCRYPTION_KEY",
+    "N8N_RUNNERS_MODE",
+    "N8N_RUNNERS_BROKER_LISTEN_ADDRESS",
+    "N8N_RUNNERS_BROKER_PORT",
+    "N8N_RUNNERS_AUTH_TOKEN",
+    "N8N_EDITOR_BASE_URL",
+    "WEBHOOK_URL",
 }
 
 
@@ -36,16 +45,28 @@ def _deprecated(log: str) -> set[str]:
     return set(re.findall(r"^ - ([A-Z0-9_]+) ->", log, flags=re.MULTILINE))
 
 
-@pytest.mark.parametrize("setup, kwargs", [
-    (Setup(mode="queue", workers=1), {}),
-    (Setup(mode="regular", db="sqlite", production_limit=10), {"profile": "production", "domain": "n8n.example.com"}),
-], ids=["queue-bench", "regular-production"])
+@pytest.mark.parametrize(
+    "setup, kwargs",
+    [
+        (Setup(mode="queue", workers=1), {}),
+        (
+            Setup(mode="regular", db="sqlite", production_limit=10),
+            {"profile": "production", "domain": "n8n.example.com"},
+        ),
+    ],
+    ids=["queue-bench", "regular-production"],
+)
 def test_rendered_env_runs_on_real_n8n(setup: Setup, kwargs: dict) -> None:
     bundle = render_bundle(setup, generate_secrets(), **kwargs)
     services = {s.name: s for s in load_compose(bundle.compose, parse_env_text(bundle.env)).services}
     rendered = {k: v for k, v in services["n8n-main"].env.items() if k not in LOCAL_ONLY}
-    assert {"DB_TYPE", "EXECUTIONS_MODE", "N8N_METRICS", "N8N_GRACEFUL_SHUTDOWN_TIMEOUT",
-            "EXECUTIONS_DATA_PRUNE_MAX_COUNT"} <= set(rendered)
+    assert {
+        "DB_TYPE",
+        "EXECUTIONS_MODE",
+        "N8N_METRICS",
+        "N8N_GRACEFUL_SHUTDOWN_TIMEOUT",
+        "EXECUTIONS_DATA_PRUNE_MAX_COUNT",
+    } <= set(rendered)
     with LocalStack(setup, StackOptions(extra_env=rendered)) as stack:
         with urllib.request.urlopen(f"{stack.main_url}/metrics", timeout=30) as response:
             metrics = response.read().decode()

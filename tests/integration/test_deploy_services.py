@@ -52,8 +52,9 @@ def test_rendered_redis_command_runs_on_real_redis(tmp_path: Path) -> None:
 
         def cli(*args: str, auth: bool = True) -> str:
             extra = ["--no-auth-warning", "-a", env["REDIS_PASSWORD"]] if auth else []
-            return subprocess.run(["redis-cli", "-p", str(port), *extra, *args], capture_output=True,
-                                  text=True, timeout=10, check=True).stdout.split()
+            return subprocess.run(
+                ["redis-cli", "-p", str(port), *extra, *args], capture_output=True, text=True, timeout=10, check=True
+            ).stdout.split()
 
         assert cli("CONFIG", "GET", "appendonly") == ["appendonly", "yes"]
         assert cli("CONFIG", "GET", "appendfsync") == ["appendfsync", "everysec"]
@@ -90,9 +91,25 @@ def test_rendered_max_connections_is_applied_by_real_postgres(pg_dir: Path) -> N
     proc = start_postgres(data, port, wanted, tmp_path / "postgres.log")
     try:
         wait_postgres(proc, data, timeout_s=60)
-        shown = subprocess.run([str(postgres_bin_dir() / "psql"), "-h", str(data), "-p", str(port), "-U", "n8n",
-                                "-d", "postgres", "-tAc", "SHOW max_connections"],
-                               capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+        shown = subprocess.run(
+            [
+                str(postgres_bin_dir() / "psql"),
+                "-h",
+                str(data),
+                "-p",
+                str(port),
+                "-U",
+                "n8n",
+                "-d",
+                "postgres",
+                "-tAc",
+                "SHOW max_connections",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
         assert int(shown) == wanted
     finally:
         stop_process(proc, timeout_s=30)

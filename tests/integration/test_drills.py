@@ -112,8 +112,9 @@ def test_postgres_restart(ctx: DrillContext, out: Path) -> None:
     store = run_drill("postgres-restart", ctx, out)
     extra = _extra(store)
     observed = extra["observed"]
-    requests = [RequestRecord.model_validate_json(line)
-                for line in (store.folder / "requests.jsonl").read_text().splitlines()]
+    requests = [
+        RequestRecord.model_validate_json(line) for line in (store.folder / "requests.jsonl").read_text().splitlines()
+    ]
     assert len(requests) == observed["requests"] == 120  # 4 req/s for 30 s, each recorded
     # only what was sent while main was not ready failed (seed 000: 8 of 361 at 4 req/s, main ready in 3 s)
     assert observed["failed"] <= round((extra["timings_s"]["main_ready_s"] + 2) * 4), observed

@@ -23,8 +23,15 @@ from tests.integration.test_bench_ssh import _pids_alive, inventory
 
 pytestmark = pytest.mark.integration
 
-ALL = ["kill-worker", "wrong-key", "redis-restart", "postgres-restart", "binary-filesystem", "graceful-shutdown",
-       "redis-blip"]
+ALL = [
+    "kill-worker",
+    "wrong-key",
+    "redis-restart",
+    "postgres-restart",
+    "binary-filesystem",
+    "graceful-shutdown",
+    "redis-blip",
+]
 
 CLI = str(Path(sys.executable).parent / "n8n-sizer")
 
@@ -35,21 +42,38 @@ def _drill_states() -> set[Path]:
 
 def test_drills_on_a_host_over_ssh(sshd, tmp_path):  # noqa: F811
     inv = tmp_path / "inventory.json"
-    inv.write_text(json.dumps(inventory(sshd, {"t-queue": {"mode": "queue", "workers": 2},
-                                               "t-regular": {"mode": "regular", "workers": 0}})))
+    inv.write_text(
+        json.dumps(
+            inventory(
+                sshd, {"t-queue": {"mode": "queue", "workers": 2}, "t-regular": {"mode": "regular", "workers": 0}}
+            )
+        )
+    )
     out = tmp_path / "results"
-    base = [CLI, "drill", "--inventory", str(inv), "--ssh-key", str(sshd.client_key), "--ssh-port", str(sshd.port),
-            "--out", str(out)]
+    base = [
+        CLI,
+        "drill",
+        "--inventory",
+        str(inv),
+        "--ssh-key",
+        str(sshd.client_key),
+        "--ssh-port",
+        str(sshd.port),
+        "--out",
+        str(out),
+    ]
 
-    refused = subprocess.run([*base[:2], "kill-worker", *base[2:], "--target", "t-regular"],
-                             capture_output=True, text=True, timeout=120)
+    refused = subprocess.run(
+        [*base[:2], "kill-worker", *base[2:], "--target", "t-regular"], capture_output=True, text=True, timeout=120
+    )
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert "queue-mode target with at least 2 workers" in refused.stderr and len(refused.stderr.splitlines()) == 1
 
     before = _drill_states()
     try:
-        res = subprocess.run([*base[:2], *ALL, *base[2:], "--target", "t-queue", "--json"],
-                             capture_output=True, text=True, timeout=1500)
+        res = subprocess.run(
+            [*base[:2], *ALL, *base[2:], "--target", "t-queue", "--json"], capture_output=True, text=True, timeout=1500
+        )
         assert res.returncode == 0, (res.stdout[-2000:], res.stderr[-3000:])
         lines = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
         by = {item["drill"]: item for item in lines}
@@ -116,8 +140,11 @@ def test_drills_on_a_host_over_ssh(sshd, tmp_path):  # noqa: F811
         new = _drill_states() - before
         for state_dir in new:  # a failed run may have left its stack: stop it by its PIDs, then its folder
             if (state_dir / "state.json").exists() and _pids_alive(str(state_dir)):
-                subprocess.run([sys.executable, "-m", "n8n_sizer.remote.native_stack", "down", "--state", str(state_dir)],
-                               capture_output=True, timeout=180)
+                subprocess.run(
+                    [sys.executable, "-m", "n8n_sizer.remote.native_stack", "down", "--state", str(state_dir)],
+                    capture_output=True,
+                    timeout=180,
+                )
     assert len(new) == 1
     (state_dir,) = new
     assert not _pids_alive(str(state_dir)), "the drill stops the stack it started on the host"

@@ -37,11 +37,19 @@ pytestmark = [
 ]
 
 SUBNET = "10.213.7.0/24"
-TOPOLOGY = {"topology": [
-    {"name": "data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
-    {"name": "ingest", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "webhook": 2, "load_balancer": 1}},
-    {"name": "worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}}],
-    "subnet": SUBNET}
+TOPOLOGY = {
+    "topology": [
+        {"name": "data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
+        {
+            "name": "ingest",
+            "provider": "hetzner",
+            "size": "cx33",
+            "roles": {"main": 1, "webhook": 2, "load_balancer": 1},
+        },
+        {"name": "worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}},
+    ],
+    "subnet": SUBNET,
+}
 NAMES = ["data", "ingest", "worker-1", "worker-2", "gen-1", "gen-2"]
 LAB_LINK = re.compile(r"^(n8nsz-[0-9a-f]{6}|nz[0-9a-f]{6}-\d+)$")
 LAB_NETNS = re.compile(r"^n8nsz-[0-9a-f]{6}-")  # every lab namespace carries its lab's random id (issue 24)
@@ -185,9 +193,11 @@ def test_a_generator_reaches_the_ingest_hosts_sshd_over_the_bridge_and_nothing_b
     ingest = inventory.hosts["ingest"].private_ip
     gen = _ssh(inventory, "gen-1", state.client_key)
     try:
-        res = gen.run(f"ssh -i {state.client_key} -o BatchMode=yes -o StrictHostKeyChecking=no "
-                      f"-o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 root@{ingest} 'hostname; hostname -I'",
-                      timeout_s=30)
+        res = gen.run(
+            f"ssh -i {state.client_key} -o BatchMode=yes -o StrictHostKeyChecking=no "
+            f"-o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 root@{ingest} 'hostname; hostname -I'",
+            timeout_s=30,
+        )
         assert res.stdout.split() == ["ingest", ingest]
         # No default route: the kernel has no way out of the subnet (a route lookup, no packet sent).
         lookup = gen.run("ip route get 192.0.2.1", timeout_s=10, check=False)
@@ -198,8 +208,13 @@ def test_a_generator_reaches_the_ingest_hosts_sshd_over_the_bridge_and_nothing_b
 
 def test_lab_down_removes_every_namespace_link_process_and_key(workdir, clean):
     (workdir / "topology.json").write_text(json.dumps(TOPOLOGY))
-    up = subprocess.run(CLI + ["lab", "up", "--topology", "topology.json", "--generators", "2", "--out", "lab.json",
-                               "--json"], capture_output=True, text=True, timeout=60, cwd=workdir)
+    up = subprocess.run(
+        CLI + ["lab", "up", "--topology", "topology.json", "--generators", "2", "--out", "lab.json", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=workdir,
+    )
     assert up.returncode == 0, up.stderr
     shown = json.loads(up.stdout)
     state = read_lab_state(workdir / "lab.json")
@@ -218,8 +233,13 @@ def test_lab_down_removes_every_namespace_link_process_and_key(workdir, clean):
         # An open session is a process in the namespace too; down must take it with the rest.
         session = _ssh(load_inventory((workdir / "lab.json").read_text()), "worker-1", state.client_key)
         session.run("true", timeout_s=20)
-        down = subprocess.run(CLI + ["lab", "down", "--inventory", "lab.json", "--json"], capture_output=True,
-                              text=True, timeout=60, cwd=workdir)
+        down = subprocess.run(
+            CLI + ["lab", "down", "--inventory", "lab.json", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=workdir,
+        )
         assert down.returncode == 0, down.stderr
         removed = json.loads(down.stdout)["removed"]
         assert {f"namespace {_netns(state, n)}" for n in NAMES} <= set(removed) and f"link {state.bridge}" in removed
@@ -256,9 +276,14 @@ def test_down_never_touches_a_namespace_that_does_not_carry_its_lab_id(workdir, 
         finally:
             assert not remove_lab(state).failed
         inode = os.stat("/run/netns/worker-2").st_ino
-        forged = state.model_copy(update={"namespaces": tuple(
-            ns.model_copy(update={"netns": "worker-2", "netns_inode": inode}) if ns.name == "worker-2" else ns
-            for ns in state.namespaces)})
+        forged = state.model_copy(
+            update={
+                "namespaces": tuple(
+                    ns.model_copy(update={"netns": "worker-2", "netns_inode": inode}) if ns.name == "worker-2" else ns
+                    for ns in state.namespaces
+                )
+            }
+        )
         removal = remove_lab(forged)
         assert any("worker-2" in f and "lab id" in f for f in removal.failed), removal
         assert os.stat("/run/netns/worker-2").st_ino == inode and sleeper.poll() is None
@@ -274,9 +299,25 @@ def test_ctrl_c_during_up_removes_what_was_made(workdir, clean):
     hanging.write_text(f"#!/bin/sh\nexec {sys.executable} -c 'import time; time.sleep(60)' \"$@\"\n")
     hanging.chmod(0o755)
     (workdir / "topology.json").write_text(json.dumps(TOPOLOGY))
-    proc = subprocess.Popen(CLI + ["lab", "up", "--topology", "topology.json", "--generators", "2", "--out",
-                                   "lab.json", "--sshd", str(hanging)], cwd=workdir, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        CLI
+        + [
+            "lab",
+            "up",
+            "--topology",
+            "topology.json",
+            "--generators",
+            "2",
+            "--out",
+            "lab.json",
+            "--sshd",
+            str(hanging),
+        ],
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         while len(list(workdir.glob(".n8nsz-lab-*/*.sshd.log"))) < len(NAMES) and time.monotonic() < deadline:
@@ -309,14 +350,17 @@ def test_the_data_role_serves_postgres_and_redis_to_another_host_over_the_bridge
         pw = json.loads(tmp.read_text())
         pg_bin = sorted(Path("/usr/lib/postgresql").glob("*/bin/psql"))[-1]
         # From worker-1: a scram login to Postgres and an AUTH'd PING to Redis, both over the bridge.
-        res = worker.run(f"PGPASSWORD={pw['postgres_password']} {pg_bin} -h {data_ip} -U n8n -d n8n -tAc "
-                         "'select inet_server_addr()'", timeout_s=30)
+        res = worker.run(
+            f"PGPASSWORD={pw['postgres_password']} {pg_bin} -h {data_ip} -U n8n -d n8n -tAc "
+            "'select inet_server_addr()'",
+            timeout_s=30,
+        )
         assert res.stdout.strip() == data_ip
-        res = worker.run(f"redis-cli -h {data_ip} -p 6379 -a {pw['redis_password']} --no-auth-warning PING",
-                         timeout_s=30)
+        res = worker.run(
+            f"redis-cli -h {data_ip} -p 6379 -a {pw['redis_password']} --no-auth-warning PING", timeout_s=30
+        )
         assert res.stdout.strip() == "PONG"
-        wrong = worker.run(f"redis-cli -h {data_ip} -p 6379 -a wrong --no-auth-warning PING", timeout_s=30,
-                           check=False)
+        wrong = worker.run(f"redis-cli -h {data_ip} -p 6379 -a wrong --no-auth-warning PING", timeout_s=30, check=False)
         assert "PONG" not in wrong.stdout
         # worker-1's own loopback has no Postgres: the data host is another machine.
         alone = worker.run(f"{pg_bin.parent / 'pg_isready'} -h 127.0.0.1 -p 5432", timeout_s=30, check=False)

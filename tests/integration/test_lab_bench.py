@@ -31,8 +31,22 @@ def _cli(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess:
 def test_bench_on_the_lab_loses_nothing_and_sees_every_host(deployed_lab):  # noqa: F811
     lab = deployed_lab
     results = lab.workdir / "results"
-    res = _cli("bench", "--inventory", str(lab.inventory), "--rates", "4,8", "--step-seconds", "15",
-               "--warmup", "8", "--drain-seconds", "90", "--out", str(results), "--json")
+    res = _cli(
+        "bench",
+        "--inventory",
+        str(lab.inventory),
+        "--rates",
+        "4,8",
+        "--step-seconds",
+        "15",
+        "--warmup",
+        "8",
+        "--drain-seconds",
+        "90",
+        "--out",
+        str(results),
+        "--json",
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     summary = json.loads(res.stdout)
     ledger = summary["ledgers"]["cluster"]
@@ -46,15 +60,26 @@ def test_bench_on_the_lab_loses_nothing_and_sees_every_host(deployed_lab):  # no
     folder = results / summary["run_id"]
     requests = [json.loads(line) for line in (folder / "requests.jsonl").read_text().splitlines()]
     assert Counter((r["step"], r["generator"]) for r in requests) == {
-        ("rate-4", "bl-gen-1"): 30, ("rate-4", "bl-gen-2"): 30, ("rate-8", "bl-gen-1"): 60, ("rate-8", "bl-gen-2"): 60}
+        ("rate-4", "bl-gen-1"): 30,
+        ("rate-4", "bl-gen-2"): 30,
+        ("rate-8", "bl-gen-1"): 60,
+        ("rate-8", "bl-gen-2"): 60,
+    }
     assert len({r["seq"] for r in requests}) == len(requests)
 
     samples = [json.loads(line) for line in (folder / "samples.jsonl").read_text().splitlines()]
     cpu = [s for s in samples if s["metric"] == "process_cpu_cores"]
     assert {s["labels"]["host"] for s in cpu} == set(HOSTS)
     roles = {(s["labels"]["host"], s["labels"]["role"]) for s in cpu}
-    assert {("bl-data", "postgres"), ("bl-data", "redis"), ("bl-ingest", "main"), ("bl-ingest", "webhook"),
-            ("bl-ingest", "load_balancer"), ("bl-worker-1", "worker"), ("bl-worker-2", "worker")} <= roles
+    assert {
+        ("bl-data", "postgres"),
+        ("bl-data", "redis"),
+        ("bl-ingest", "main"),
+        ("bl-ingest", "webhook"),
+        ("bl-ingest", "load_balancer"),
+        ("bl-worker-1", "worker"),
+        ("bl-worker-2", "worker"),
+    } <= roles
     assert any(s["metric"] == "bull_jobs" and s["labels"]["host"] == "bl-data" for s in samples)
     errors = [s for s in samples if s["metric"] == "probe_error"]
     assert not errors, errors[:3]
@@ -71,12 +96,23 @@ def test_bench_on_the_lab_loses_nothing_and_sees_every_host(deployed_lab):  # no
     # the advisor, refitted on this run, scores the lab's own topology with every host on this machine's cores
     topology = lab.workdir / "topology.json"
     topology.write_text(json.dumps(TOPOLOGY))
-    res = _cli("advise", "--rps", "8", "--topology", str(topology), "--on-this-machine", "--results", str(results),
-               "--json", timeout_s=300)
+    res = _cli(
+        "advise",
+        "--rps",
+        "8",
+        "--topology",
+        str(topology),
+        "--on-this-machine",
+        "--results",
+        str(results),
+        "--json",
+        timeout_s=300,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     advice = json.loads(res.stdout)
-    assert [(g["name"], g["roles"]["webhook"], g["roles"]["workers"]) for g in advice["topology"]] == \
-        [("this-machine", 2, 2)]
+    assert [(g["name"], g["roles"]["webhook"], g["roles"]["workers"]) for g in advice["topology"]] == [
+        ("this-machine", 2, 2)
+    ]
     assert advice["request"]["topology"] == {"hosts": len(HOSTS), "machine_vcpu": os.cpu_count()}
     # the run's per-role rows come from this machine's CPU, so its speed is fitted, not assumed
     assert not [w for w in advice["warnings"] if "is in the fit" in w], advice["warnings"]
@@ -87,8 +123,20 @@ def test_bench_on_the_lab_loses_nothing_and_sees_every_host(deployed_lab):  # no
 def test_a_second_bench_reuses_the_cluster_and_sets_nothing_up_twice(deployed_lab):  # noqa: F811
     lab = deployed_lab
     results = lab.workdir / "results-2"
-    res = _cli("bench", "--inventory", str(lab.inventory), "--rates", "2", "--step-seconds", "5", "--warmup", "4",
-               "--out", str(results), "--json")
+    res = _cli(
+        "bench",
+        "--inventory",
+        str(lab.inventory),
+        "--rates",
+        "2",
+        "--step-seconds",
+        "5",
+        "--warmup",
+        "4",
+        "--out",
+        str(results),
+        "--json",
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     summary = json.loads(res.stdout)
     assert summary["ledgers"]["cluster"]["accepted_then_lost"] == 0

@@ -29,11 +29,14 @@ from tests.integration.test_lab import CLI, TOPOLOGY, _processes_mentioning, _ss
 
 pytestmark = [*pytestmark, pytest.mark.timeout(900)]
 REQUESTS = 4  # a handful: this proves the path, the bench measures
-NO_LB = {"topology": [
-    {"name": "data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
-    {"name": "ingest", "provider": "hetzner", "size": "cx33", "roles": {"main": 1}},
-    {"name": "worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}}],
-    "subnet": "10.213.7.0/24"}
+NO_LB = {
+    "topology": [
+        {"name": "data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
+        {"name": "ingest", "provider": "hetzner", "size": "cx33", "roles": {"main": 1}},
+        {"name": "worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}},
+    ],
+    "subnet": "10.213.7.0/24",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -43,8 +46,11 @@ def _needs_services():
 
 
 def _status(gen, url: str, method: str = "GET") -> str:
-    res = gen.run(f"curl -sS --max-time 60 -o /dev/null -w '%{{http_code}}' -X {method} "
-                  f"-H 'content-type: application/json' -d '{{}}' {url}", timeout_s=90)
+    res = gen.run(
+        f"curl -sS --max-time 60 -o /dev/null -w '%{{http_code}}' -X {method} "
+        f"-H 'content-type: application/json' -d '{{}}' {url}",
+        timeout_s=90,
+    )
     return res.stdout.strip()
 
 
@@ -57,9 +63,12 @@ def _load_and_count(base: str, gen, requests: int, state):
     from n8n_sizer.lab.deploy import lab_owner
     from n8n_sizer.n8n.client import OwnerLogin
 
-    claim = gen.run(f"curl -sS --max-time 60 -o /dev/null -w '%{{http_code}}' -X POST -H 'content-type: "
-                    "application/json' -d '{\"email\": \"x@y.invalid\", \"firstName\": \"x\", \"lastName\": "
-                    f"\"x\", \"password\": \"Claim-it-1234\"}}' {base}/rest/owner/setup", timeout_s=90)
+    claim = gen.run(
+        f"curl -sS --max-time 60 -o /dev/null -w '%{{http_code}}' -X POST -H 'content-type: "
+        'application/json\' -d \'{"email": "x@y.invalid", "firstName": "x", "lastName": '
+        f'"x", "password": "Claim-it-1234"}}\' {base}/rest/owner/setup',
+        timeout_s=90,
+    )
     assert claim.stdout.strip() != "200", claim.stdout
     email, password = lab_owner(Path(state.folder) / "hosts")
     session = set_up_instance(base, OwnerLogin(email=email, password=SecretStr(password)), owner_exists=True)
@@ -95,8 +104,9 @@ def test_main_and_a_worker_per_host_use_the_data_host_over_the_bridge(workdir, c
         for port in (5432, 6379):
             assert {ip["ingest"], ip["worker-1"], ip["worker-2"]} <= _peers(hosts["data"], port), port
             # the data ports answer the n8n hosts only: the generator, in the same subnet, gets a reset
-            probe = hosts["gen-1"].run(f"curl -sS --max-time 5 telnet://{ip['data']}:{port} </dev/null; "
-                                       "echo exit=$?", timeout_s=30)
+            probe = hosts["gen-1"].run(
+                f"curl -sS --max-time 5 telnet://{ip['data']}:{port} </dev/null; echo exit=$?", timeout_s=30
+            )
             assert "exit=7" in probe.stdout, (port, probe.stdout, probe.stderr)
         codes, counts, _, _ = _load_and_count(cluster.url, hosts["gen-1"], REQUESTS, state)
         assert codes == ["200"] * REQUESTS, codes
@@ -116,14 +126,24 @@ def test_lab_up_deploy_down_with_caddy_and_two_webhook_processors(workdir, clean
     """The rendered ingest host: Caddy on the private address routes /webhook/* to two `n8n webhook`
     processors and the rest to main (production webhooks off); workers on worker-1 and worker-2."""
     (workdir / "topology.json").write_text(json.dumps(TOPOLOGY))
-    up = subprocess.run(CLI + ["lab", "up", "--topology", "topology.json", "--generators", "2", "--out",
-                               "lab.json", "--no-cpu-budget"], capture_output=True, text=True, timeout=120, cwd=workdir)
+    up = subprocess.run(
+        CLI + ["lab", "up", "--topology", "topology.json", "--generators", "2", "--out", "lab.json", "--no-cpu-budget"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=workdir,
+    )
     assert up.returncode == 0, up.stderr
     state = read_lab_state(workdir / "lab.json")
     hosts = {}
     try:
-        deployed = subprocess.run(CLI + ["lab", "deploy", "--inventory", "lab.json", "--json"], capture_output=True,
-                                  text=True, timeout=800, cwd=workdir)
+        deployed = subprocess.run(
+            CLI + ["lab", "deploy", "--inventory", "lab.json", "--json"],
+            capture_output=True,
+            text=True,
+            timeout=800,
+            cwd=workdir,
+        )
         assert deployed.returncode == 0, deployed.stderr
         cluster = json.loads(deployed.stdout)
         inventory = load_inventory((workdir / "lab.json").read_text())
@@ -136,14 +156,16 @@ def test_lab_up_deploy_down_with_caddy_and_two_webhook_processors(workdir, clean
         assert counts.by_status == {"success": REQUESTS}, counts
         # Main's own production webhooks are off: the same path straight to main is not served there, so the
         # requests above went through Caddy to the processors.
-        direct = hosts["ingest"].run(f"curl -sS -o /dev/null -w '%{{http_code}}' -X {method} -d '{{}}' "
-                                     f"http://127.0.0.1:5678{path}", timeout_s=60)
+        direct = hosts["ingest"].run(
+            f"curl -sS -o /dev/null -w '%{{http_code}}' -X {method} -d '{{}}' http://127.0.0.1:5678{path}", timeout_s=60
+        )
         assert direct.stdout.strip() != "200", direct.stdout
     finally:
         for h in hosts.values():
             h.close()
-        down = subprocess.run(CLI + ["lab", "down", "--inventory", "lab.json"], capture_output=True, text=True,
-                              timeout=120, cwd=workdir)
+        down = subprocess.run(
+            CLI + ["lab", "down", "--inventory", "lab.json"], capture_output=True, text=True, timeout=120, cwd=workdir
+        )
         remove_lab(state)  # a no-op when down worked
     assert down.returncode == 0, down.stderr
     assert not (workdir / "lab.json").exists()

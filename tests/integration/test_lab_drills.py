@@ -38,13 +38,21 @@ pytestmark = [
 ]
 SUBNET = "10.213.8.0/24"
 # Host names of their own, so this lab never clashes with another module's (`data`, `ingest`, ...).
-TOPOLOGY = {"topology": [
-    {"name": "dr-data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
-    {"name": "dr-ingest", "provider": "hetzner", "size": "cx33",
-     "roles": {"main": 1, "webhook": 2, "load_balancer": 1}},
-    {"name": "dr-worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}}],
-    "subnet": SUBNET}
+TOPOLOGY = {
+    "topology": [
+        {"name": "dr-data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
+        {
+            "name": "dr-ingest",
+            "provider": "hetzner",
+            "size": "cx33",
+            "roles": {"main": 1, "webhook": 2, "load_balancer": 1},
+        },
+        {"name": "dr-worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}},
+    ],
+    "subnet": SUBNET,
+}
 HOSTS = ["dr-data", "dr-ingest", "dr-worker-1", "dr-worker-2", "gen-1"]
+
 
 @pytest.fixture(scope="module")
 def lab():
@@ -61,8 +69,9 @@ def lab():
         deploy_lab(out)
         yield workdir, out, state
     finally:
-        down = subprocess.run(CLI + ["lab", "down", "--inventory", "lab.json"], capture_output=True, text=True,
-                              timeout=180, cwd=workdir)
+        down = subprocess.run(
+            CLI + ["lab", "down", "--inventory", "lab.json"], capture_output=True, text=True, timeout=180, cwd=workdir
+        )
         remove_lab(state)  # a no-op when down worked
         left = _processes_mentioning(str(workdir))
         shutil.rmtree(workdir, ignore_errors=True)
@@ -87,8 +96,13 @@ def _whole(lab_json: Path) -> dict:
 
 
 def _drill(workdir: Path, name: str) -> dict:
-    res = subprocess.run(CLI + ["drill", name, "--inventory", "lab.json", "--json", "--out", "results"],
-                         capture_output=True, text=True, timeout=800, cwd=workdir)
+    res = subprocess.run(
+        CLI + ["drill", name, "--inventory", "lab.json", "--json", "--out", "results"],
+        capture_output=True,
+        text=True,
+        timeout=800,
+        cwd=workdir,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     [line] = res.stdout.strip().splitlines()
     record = json.loads(line)
@@ -117,8 +131,9 @@ def test_cluster_json_lists_every_process_by_host_and_role(lab):
         assert sorted(by_host["dr-ingest"]) == ["load_balancer", "main", "webhook", "webhook"]
         assert sorted(by_host["dr-data"]) == ["postgres", "redis"]
         assert by_host["dr-worker-1"] == ["worker"] and by_host["dr-worker-2"] == ["worker"]
-        assert {p.pid for p in procs if p.role in ("main", "webhook", "worker")} == \
-            {p.pid for ps in cluster.processes.values() for p in ps}
+        assert {p.pid for p in procs if p.role in ("main", "webhook", "worker")} == {
+            p.pid for ps in cluster.processes.values() for p in ps
+        }
         assert all(handle.ready(p) for p in procs if p.role != "postgres")
         main = next(p for p in procs if p.role == "main")
         # A PID is only ever signalled on its own host: the data host refuses main's PID.
@@ -197,8 +212,23 @@ def _statuses_in_postgres(lab_json: Path, state, workflow_id: str) -> dict[str, 
     assert workflow_id.isalnum(), workflow_id  # it goes into the SQL text
     socket_dir = Path(state.folder) / "hosts" / "dr-data" / "postgres"
     sql = f"select status, count(*) from execution_entity where \"workflowId\" = '{workflow_id}' group by status"
-    command = " ".join(shlex.quote(w) for w in [str(postgres_bin_dir() / "psql"), "-h", str(socket_dir), "-p",
-                                               str(POSTGRES_PORT), "-U", "n8n", "-d", "n8n", "-AtF,", "-c", sql])
+    command = " ".join(
+        shlex.quote(w)
+        for w in [
+            str(postgres_bin_dir() / "psql"),
+            "-h",
+            str(socket_dir),
+            "-p",
+            str(POSTGRES_PORT),
+            "-U",
+            "n8n",
+            "-d",
+            "n8n",
+            "-AtF,",
+            "-c",
+            sql,
+        ]
+    )
     with LabClusterHandle.open(lab_json) as handle:
         res = handle.run("dr-data", command, timeout_s=30)
     return {status: int(n) for status, n in (line.split(",") for line in res.stdout.split())}
@@ -211,8 +241,12 @@ def test_rolling_restart(lab):
     before = _whole(out)
     record = _drill(workdir, "rolling-restart")
     observed = record["run"]["extra"]["observed"]
-    assert [s["process"] for s in observed["steps"]] == ["webhook-1", "webhook-2", "dr-worker-1-worker-1",
-                                                        "dr-worker-2-worker-1"], observed["steps"]
+    assert [s["process"] for s in observed["steps"]] == [
+        "webhook-1",
+        "webhook-2",
+        "dr-worker-1-worker-1",
+        "dr-worker-2-worker-1",
+    ], observed["steps"]
     assert record["verdict"] == "matches", _checks(record)
     assert record["ledger"]["accepted_then_lost"] == 0 and record["ledger"]["lost_seqs"] == []
     assert record["ledger"]["accepted"] >= 40, record["ledger"]
@@ -235,8 +269,9 @@ def test_partition(lab):
     assert record["verdict"] == "matches", _checks(record)
     assert record["ledger"]["lost_seqs"] == []
     _whole(out)
-    report = subprocess.run(CLI + ["report", record["folder"], "--no-plots"], capture_output=True, text=True,
-                            timeout=120, cwd=workdir)
+    report = subprocess.run(
+        CLI + ["report", record["folder"], "--no-plots"], capture_output=True, text=True, timeout=120, cwd=workdir
+    )
     assert report.returncode == 0, report.stderr
     text = (workdir / record["folder"] / "report" / "report.md").read_text()
     assert "| observation | what n8n promises | verdict |" in text

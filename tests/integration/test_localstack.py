@@ -112,8 +112,13 @@ def assert_n8n_ran_bull_as_its_own_redis_user(stack: LocalStack) -> None:
         return redis_command(stack.redis_port, n8n_pw, *args, user="n8n")
 
     assert as_n8n("LLEN", "bull:jobs:wait") == 0  # its own keys it reads
-    for forbidden in (("FLUSHALL",), ("CONFIG", "GET", "requirepass"), ("KEYS", "*"), ("GET", "not-n8n:key"),
-                      ("ACL", "LIST")):
+    for forbidden in (
+        ("FLUSHALL",),
+        ("CONFIG", "GET", "requirepass"),
+        ("KEYS", "*"),
+        ("GET", "not-n8n:key"),
+        ("ACL", "LIST"),
+    ):
         with pytest.raises(RedisError, match="NOPERM"):
             as_n8n(*forbidden)
     with pytest.raises(RedisError):  # the default user's password is not n8n's
@@ -133,8 +138,13 @@ def test_api_errors_name_url_status_and_body(regular_stack):
 def test_detached_up_signal_restart_down(tmp_path):
     state = tmp_path / "stack"
     # `up` in its own session stands for an SSH session that ends right after the command.
-    up = subprocess.run([*LOCALSTACK, "up", "--mode", "queue", "--workers", "1", "--cpus", "1", "--state", str(state)],
-                        capture_output=True, text=True, timeout=300, start_new_session=True)
+    up = subprocess.run(
+        [*LOCALSTACK, "up", "--mode", "queue", "--workers", "1", "--cpus", "1", "--state", str(state)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        start_new_session=True,
+    )
     try:
         assert up.returncode == 0, up.stderr[-2000:]
         printed = json.loads(up.stdout)
@@ -149,16 +159,28 @@ def test_detached_up_signal_restart_down(tmp_path):
             for pid in services.group_pids(proc["pid"]):  # --cpus 1: taskset onto core 0, children included
                 assert "Cpus_allowed_list:\t0\n" in Path(f"/proc/{pid}/status").read_text()
         assert httpx.get(printed["main_url"] + "/healthz/readiness").status_code == 200
-        status = subprocess.run([*LOCALSTACK, "status", "--state", str(state)], capture_output=True, text=True, timeout=60)
+        status = subprocess.run(
+            [*LOCALSTACK, "status", "--state", str(state)], capture_output=True, text=True, timeout=60
+        )
         assert status.returncode == 0 and json.loads(status.stdout)["healthy"] == {"main": True, "worker-1": True}
 
-        killed = subprocess.run([*LOCALSTACK, "signal", "--state", str(state), "--process", "worker-1"],
-                                capture_output=True, text=True, timeout=60)
+        killed = subprocess.run(
+            [*LOCALSTACK, "signal", "--state", str(state), "--process", "worker-1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert json.loads(killed.stdout)["sent"] is True
-        status = subprocess.run([*LOCALSTACK, "status", "--state", str(state)], capture_output=True, text=True, timeout=60)
+        status = subprocess.run(
+            [*LOCALSTACK, "status", "--state", str(state)], capture_output=True, text=True, timeout=60
+        )
         assert status.returncode == 1 and json.loads(status.stdout)["running"]["worker-1"] is False
-        again = subprocess.run([*LOCALSTACK, "start-process", "--state", str(state), "--process", "worker-1"],
-                               capture_output=True, text=True, timeout=300)
+        again = subprocess.run(
+            [*LOCALSTACK, "start-process", "--state", str(state), "--process", "worker-1"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert again.returncode == 0, again.stderr[-2000:]
         new_worker = json.loads(again.stdout)["pid"]
         assert new_worker != procs["worker-1"]["pid"]
@@ -220,15 +242,20 @@ def test_ports_taken_before_binding_are_chosen_anew(n8n_install, monkeypatch):
 
 def test_ctrl_c_during_start_stops_what_had_started(tmp_path, n8n_install):
     state = tmp_path / "stack"
-    script = ("import sys; from pathlib import Path; from n8n_sizer.advisor.setup import Setup; "
-              "from n8n_sizer.native.stack import LocalStack; "
-              "LocalStack(Setup(mode='queue', workers=1), stack_dir=Path(sys.argv[1])).start(); print('started')")
-    owner = subprocess.Popen([sys.executable, "-c", script, str(state)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    script = (
+        "import sys; from pathlib import Path; from n8n_sizer.advisor.setup import Setup; "
+        "from n8n_sizer.native.stack import LocalStack; "
+        "LocalStack(Setup(mode='queue', workers=1), stack_dir=Path(sys.argv[1])).start(); print('started')"
+    )
+    owner = subprocess.Popen(
+        [sys.executable, "-c", script, str(state)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # Ctrl-C once main was spawned, while it is still starting
-            if (state / "state.json").exists() and "main" in json.loads((state / "state.json").read_text())["processes"]:
+            if (state / "state.json").exists() and "main" in json.loads((state / "state.json").read_text())[
+                "processes"
+            ]:
                 break
             time.sleep(0.05)
         os.kill(owner.pid, signal.SIGINT)

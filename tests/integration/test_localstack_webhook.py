@@ -21,8 +21,10 @@ from n8n_sizer.telemetry.sampler import Sampler
 from tests.integration.conftest import running_stack
 from tests.integration.test_telemetry import read_samples
 
-pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(shutil.which("caddy") is None, reason="needs Debian's caddy (scripts/test.sh installs it)")]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("caddy") is None, reason="needs Debian's caddy (scripts/test.sh installs it)"),
+]
 
 REQUESTS = 24  # bounded: 24 light webhooks, 4 at a time
 RECEIVED = 'Received webhook "POST" for path'
@@ -64,8 +66,10 @@ def test_webhooks_go_through_caddy_to_both_processors_and_are_executed(ingest_st
     assert counts.by_status.get("success", 0) == REQUESTS, counts.by_status
 
     # both processors received webhooks of this workflow; together exactly the ones sent
-    served = {name: stack.log_path(name).read_text().count(f'{RECEIVED} "{path.removeprefix("/webhook/")}"')
-              for name in ("webhook-1", "webhook-2")}
+    served = {
+        name: stack.log_path(name).read_text().count(f'{RECEIVED} "{path.removeprefix("/webhook/")}"')
+        for name in ("webhook-1", "webhook-2")
+    }
     assert all(n > 0 for n in served.values()) and sum(served.values()) == REQUESTS, served
     assert RECEIVED not in stack.log_path("main").read_text()
 

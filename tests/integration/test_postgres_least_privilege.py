@@ -27,9 +27,27 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 
 def _psql(port: int, user: str, password: str, db: str, sql: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(services.postgres_bin_dir() / "psql"), "-h", "127.0.0.1", "-p", str(port), "-U", user,
-                           "-d", db, "-v", "ON_ERROR_STOP=1", "-tAc", sql], capture_output=True, text=True, timeout=30,
-                          env={**os.environ, "PGPASSWORD": password, "PGCONNECT_TIMEOUT": "10"})
+    return subprocess.run(
+        [
+            str(services.postgres_bin_dir() / "psql"),
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-U",
+            user,
+            "-d",
+            db,
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-tAc",
+            sql,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, "PGPASSWORD": password, "PGCONNECT_TIMEOUT": "10"},
+    )
 
 
 @pytest.fixture
@@ -55,21 +73,54 @@ def test_n8n_owns_its_database_and_nothing_else_and_the_superuser_stays_inside(p
     proc = services.start_postgres(data, port, 50, folder / "postgres.log")
     try:
         services.wait_postgres(proc, data, 60)
-        env = {**os.environ, "POSTGRES_USER": "postgres", "PG_ROLE_PASSWORD": password, "PGDATA": str(data),
-               "PGHOST": str(data), "PGPORT": str(port),
-               "PATH": f"{services.postgres_bin_dir()}:{os.environ['PATH']}"}
+        env = {
+            **os.environ,
+            "POSTGRES_USER": "postgres",
+            "PG_ROLE_PASSWORD": password,
+            "PGDATA": str(data),
+            "PGHOST": str(data),
+            "PGPORT": str(port),
+            "PATH": f"{services.postgres_bin_dir()}:{os.environ['PATH']}",
+        }
         run = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60, env=env)
         assert run.returncode == 0, run.stderr
-        reload = subprocess.run([str(services.postgres_bin_dir() / "psql"), "-h", str(data), "-p", str(port), "-U",
-                                 "postgres", "-d", "postgres", "-tAc", "SELECT pg_reload_conf()"],
-                                capture_output=True, text=True, timeout=30)
+        reload = subprocess.run(
+            [
+                str(services.postgres_bin_dir() / "psql"),
+                "-h",
+                str(data),
+                "-p",
+                str(port),
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+                "-tAc",
+                "SELECT pg_reload_conf()",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert reload.stdout.strip() == "t", reload.stderr
         # n8n: its own role, no superuser, owns its database and can create its tables there (migrations)
-        who = _psql(port, n8n_user, password, "n8n", "SELECT current_user || ' ' || rolsuper || ' ' || rolcreaterole "
-                    "|| ' ' || rolcreatedb FROM pg_roles WHERE rolname = current_user")
+        who = _psql(
+            port,
+            n8n_user,
+            password,
+            "n8n",
+            "SELECT current_user || ' ' || rolsuper || ' ' || rolcreaterole "
+            "|| ' ' || rolcreatedb FROM pg_roles WHERE rolname = current_user",
+        )
         assert who.returncode == 0 and who.stdout.strip() == f"{n8n_user} false false false", who.stderr
-        owner = _psql(port, n8n_user, password, "n8n", "CREATE TABLE migrations_probe (x int); "
-                      "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = 'n8n'")
+        owner = _psql(
+            port,
+            n8n_user,
+            password,
+            "n8n",
+            "CREATE TABLE migrations_probe (x int); "
+            "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = 'n8n'",
+        )
         assert owner.returncode == 0 and owner.stdout.split() == ["CREATE", "TABLE", n8n_user], owner.stderr
         # nothing else: not the postgres database, no new roles
         other = _psql(port, n8n_user, password, "postgres", "SELECT 1")

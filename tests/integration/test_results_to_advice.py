@@ -23,9 +23,28 @@ def sizer(*args: str, timeout: float) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("results")
-    p = sizer("bench", "--local", "--mode", "regular", "--workflow", "light", "--rates", "2",
-              "--concurrency-sweep", "10", "--step-seconds", "15", "--warmup", "20", "--drain-seconds", "10",
-              "--out", str(out), "--json", timeout=600)
+    p = sizer(
+        "bench",
+        "--local",
+        "--mode",
+        "regular",
+        "--workflow",
+        "light",
+        "--rates",
+        "2",
+        "--concurrency-sweep",
+        "10",
+        "--step-seconds",
+        "15",
+        "--warmup",
+        "20",
+        "--drain-seconds",
+        "10",
+        "--out",
+        str(out),
+        "--json",
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     summary = json.loads(p.stdout)
     ledger = summary["ledgers"]["local"]
@@ -49,9 +68,23 @@ def test_report_has_tables_and_plots(run_dir, tmp_path):
 
 
 def test_advise_results_moves_the_light_demand_to_this_machine(run_dir):
-    p = subprocess.run([sys.executable, "-c", "from n8n_sizer.cli import advise_main; advise_main()",
-                        "--rps", "10", "--vcpu", "2", "--results", str(run_dir.parent), "--json"],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from n8n_sizer.cli import advise_main; advise_main()",
+            "--rps",
+            "10",
+            "--vcpu",
+            "2",
+            "--results",
+            str(run_dir.parent),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     changes = json.loads(p.stdout)["changes"]
     assert changes["user_points"], changes["user_excluded"]

@@ -36,12 +36,21 @@ def test_signed_webhook_refuses_by_class_and_loses_nothing(queue_stack, respond,
     records = []
 
     async def send():
-        client = HttpPost(f"{queue_stack.main_url}{path}", flow.body, timeout_s=60,
-                          headers=signature_headers(secret, flow.body))
+        client = HttpPost(
+            f"{queue_stack.main_url}{path}", flow.body, timeout_s=60, headers=signature_headers(secret, flow.body)
+        )
         try:
-            return await run_open(client, rate_per_s=mean_rate(shape, 4.0), duration_s=4.0, max_in_flight=100,
-                                  step=shape.name, target="local", sink=records.append,
-                                  times=arrival_times(shape, 4.0), payloads=payloads)
+            return await run_open(
+                client,
+                rate_per_s=mean_rate(shape, 4.0),
+                duration_s=4.0,
+                max_in_flight=100,
+                step=shape.name,
+                target="local",
+                sink=records.append,
+                times=arrival_times(shape, 4.0),
+                payloads=payloads,
+            )
         finally:
             client.close()  # inside the loop: its sockets close with it
 
@@ -60,8 +69,9 @@ def test_signed_webhook_refuses_by_class_and_loses_nothing(queue_stack, respond,
         expected = sum(1 for r in records if r.status == 202)
         deadline = time.monotonic() + 120
         with queue_stack.client() as api:
-            while (counts := api.count_executions(workflow_id)).by_status.get("success", 0) < expected \
-                    and time.monotonic() < deadline:
+            while (counts := api.count_executions(workflow_id)).by_status.get(
+                "success", 0
+            ) < expected and time.monotonic() < deadline:
                 time.sleep(1)
         assert counts.by_status.get("success", 0) == expected == 30  # 24 valid + 6 malformed let through
         ledger = build_ledger(records, counts.total, counts.by_status.get("success", 0), None)

@@ -28,14 +28,30 @@ LONGEST_S = 25
 STARVED_S = 25  # bounded: the worker is always continued, in a finally
 JOB_S = 40  # each job waits this long on its worker (in-process: under n8n's 65 s offload)
 JOBS = 3
-SHORT_LOCK = {"QUEUE_WORKER_LOCK_DURATION": "10000", "QUEUE_WORKER_LOCK_RENEW_TIME": "2000",
-              "QUEUE_WORKER_STALLED_INTERVAL": "5000"}
+SHORT_LOCK = {
+    "QUEUE_WORKER_LOCK_DURATION": "10000",
+    "QUEUE_WORKER_LOCK_RENEW_TIME": "2000",
+    "QUEUE_WORKER_STALLED_INTERVAL": "5000",
+}
 
 
 def _failed_jobs(stack: LocalStack) -> int:
-    out = subprocess.run(["redis-cli", "-p", str(stack.redis_port), "--no-auth-warning", "-a",
-                          stack.secrets.redis_password, "zcard", "bull:jobs:failed"],
-                         capture_output=True, text=True, timeout=30, check=True).stdout
+    out = subprocess.run(
+        [
+            "redis-cli",
+            "-p",
+            str(stack.redis_port),
+            "--no-auth-warning",
+            "-a",
+            stack.secrets.redis_password,
+            "zcard",
+            "bull:jobs:failed",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout
     return int(out.strip() or 0)
 
 

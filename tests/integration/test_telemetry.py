@@ -36,15 +36,31 @@ def _free_port() -> int:
 @pytest.fixture
 def redis_port(tmp_path: Path):
     port = _free_port()
-    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+    )
     try:
         for _ in range(100):
             ping = subprocess.run(["redis-cli", "-p", str(port), "PING"], capture_output=True, text=True)
             if ping.stdout.strip() == "PONG":
                 break
             time.sleep(0.05)
-        subprocess.run(["redis-cli", "-p", str(port), "LPUSH", BULL_WAIT_KEY, "1", "2", "3"], check=True, capture_output=True)
+        subprocess.run(
+            ["redis-cli", "-p", str(port), "LPUSH", BULL_WAIT_KEY, "1", "2", "3"], check=True, capture_output=True
+        )
         yield port, proc.pid
     finally:
         proc.terminate()
@@ -74,8 +90,16 @@ def test_sampler_writes_rates_queue_depth_errors_and_editor(tmp_path, redis_port
         time.sleep(0.05)
 
     probes = [*host_probes(), *redis_probes(port), Probe("broken", "cat /proc/no-such-file", parse_loadavg)]
-    sampler = Sampler(LocalHost(), path, probes, processes={"main": busy_tree, "redis": redis_pid},
-                      labels={"run": "t"}, interval_s=1.0, editor_check=editor, editor_every_s=1.0)
+    sampler = Sampler(
+        LocalHost(),
+        path,
+        probes,
+        processes={"main": busy_tree, "redis": redis_pid},
+        labels={"run": "t"},
+        interval_s=1.0,
+        editor_check=editor,
+        editor_every_s=1.0,
+    )
     with sampler:
         time.sleep(4.2)
     samples = read_samples(path)
@@ -103,7 +127,9 @@ def test_sampler_writes_rates_queue_depth_errors_and_editor(tmp_path, redis_port
     assert {s.labels["probe"] for s in errors} == {"broken", "editor"}
     editor_ms = [s.value for s in samples if s.metric == EDITOR_METRIC]
     assert editor_ms and all(40 <= v < 1000 for v in editor_ms)
-    assert all(s.labels["host"] == "local" and s.labels["run"] == "t" and s.labels["source"] == "telemetry" for s in samples)
+    assert all(
+        s.labels["host"] == "local" and s.labels["run"] == "t" and s.labels["source"] == "telemetry" for s in samples
+    )
 
 
 def test_sampler_keeps_going_when_a_process_exits(tmp_path):
@@ -137,8 +163,14 @@ def test_sampler_on_the_real_queue_stack(queue_stack, tmp_path):
     workflow_id, url = queue_stack.deploy("light")
     path = tmp_path / "samples.jsonl"
     with queue_stack.client(login=True) as editor:
-        sampler = Sampler(LocalHost(), path, **local_stack_telemetry(queue_stack.stack), labels={"target": "local"},
-                          editor_check=lambda: editor.get_workflow_editor(workflow_id), editor_every_s=2.0)
+        sampler = Sampler(
+            LocalHost(),
+            path,
+            **local_stack_telemetry(queue_stack.stack),
+            labels={"target": "local"},
+            editor_check=lambda: editor.get_workflow_editor(workflow_id),
+            editor_every_s=2.0,
+        )
         with sampler, httpx.Client(timeout=60) as http:
             until = time.monotonic() + 6
             sent = 0
@@ -152,7 +184,9 @@ def test_sampler_on_the_real_queue_stack(queue_stack, tmp_path):
     def values(metric, **labels):
         return [s.value for s in samples if s.metric == metric and all(s.labels.get(k) == v for k, v in labels.items())]
 
-    assert values("process_cpu_cores", process="worker-1") and max(values("process_cpu_cores", process="worker-1")) > 0.02
+    assert (
+        values("process_cpu_cores", process="worker-1") and max(values("process_cpu_cores", process="worker-1")) > 0.02
+    )
     processes = {s.labels["process"] for s in samples if s.metric == "process_rss_mib"}
     assert {"main", "worker-1", "postgres", "redis"} <= processes
     assert 150 < max(values("process_rss_mib", process="main")) < 3000  # n8n main idles at ~730 MB (notes)
@@ -166,8 +200,9 @@ def test_sampler_runs_slow_probes_every_nth_tick(tmp_path):
 
     batches: list[list[Sample]] = []
     load = Probe("loadavg", "cat /proc/loadavg", parse_loadavg)
-    sampler = Sampler(LocalHost(), batches.append, [load, replace(load, name="loadavg-slow", every=3)],
-                      labels={"probe_set": "t"})
+    sampler = Sampler(
+        LocalHost(), batches.append, [load, replace(load, name="loadavg-slow", every=3)], labels={"probe_set": "t"}
+    )
     for _ in range(6):
         sampler.tick()
     per_tick = [sum(1 for s in b if s.metric == "host_load_avg") for b in batches]
@@ -179,8 +214,11 @@ def test_a_parser_bug_is_an_error_sample_not_a_dead_sampler(tmp_path):
         raise TypeError("parser bug")
 
     batches: list[list[Sample]] = []
-    sampler = Sampler(LocalHost(), batches.append, [Probe("buggy", "cat /proc/loadavg", buggy),
-                                                    Probe("loadavg", "cat /proc/loadavg", parse_loadavg)])
+    sampler = Sampler(
+        LocalHost(),
+        batches.append,
+        [Probe("buggy", "cat /proc/loadavg", buggy), Probe("loadavg", "cat /proc/loadavg", parse_loadavg)],
+    )
     with sampler:
         time.sleep(1.5)
     assert sampler.ticks >= 2

@@ -14,9 +14,15 @@ pytestmark = pytest.mark.integration
 def test_report_with_plots_writes_readable_pngs(runs, tmp_path):
     result = build_report(runs, tmp_path / "report")
     names = sorted(p.name for p in result.images)
-    assert names == sorted(["answered_vs_offered.png", "latency_20261130t150000z-aaaaaa_cx33.png",
-                            "latency_20261130t160000z-bbbbbb_cx33-q.png", "timeseries_20261130t150000z-aaaaaa_cx33.png",
-                            "timeseries_20261130t160000z-bbbbbb_cx33-q.png"])
+    assert names == sorted(
+        [
+            "answered_vs_offered.png",
+            "latency_20261130t150000z-aaaaaa_cx33.png",
+            "latency_20261130t160000z-bbbbbb_cx33-q.png",
+            "timeseries_20261130t150000z-aaaaaa_cx33.png",
+            "timeseries_20261130t160000z-bbbbbb_cx33-q.png",
+        ]
+    )
     sweep = write_run(tmp_path / "results", "sweep", "bench", REGULAR, "cx23", closed_sweep_requests(), [])
     result = build_report([*runs, sweep], tmp_path / "report")
     assert "throughput_vs_concurrency.png" in {p.name for p in result.images}
@@ -26,8 +32,6 @@ def test_report_with_plots_writes_readable_pngs(runs, tmp_path):
         width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
         assert width >= 600 and height >= 450
         assert f"]({p.name})" in result.markdown.read_text()
-
-
 
 
 def test_report_from_a_real_local_queue_run(queue_stack, tmp_path):
@@ -49,20 +53,41 @@ def test_report_from_a_real_local_queue_run(queue_stack, tmp_path):
     workflow_id, url = queue_stack.deploy("light")
     setup = stack.setup.model_dump(mode="json")
     host = LocalHost()
-    manifest = RunManifest(run_id=new_run_id(), kind="bench", created_s=time.time(), setup=setup, workflow="light",
-                           hosts={"local": {"setup": setup, "facts": host_facts(host).model_dump(mode="json")}})
+    manifest = RunManifest(
+        run_id=new_run_id(),
+        kind="bench",
+        created_s=time.time(),
+        setup=setup,
+        workflow="light",
+        hosts={"local": {"setup": setup, "facts": host_facts(host).model_dump(mode="json")}},
+    )
     store = RunStore.create(tmp_path / "results", manifest)
     with queue_stack.client(login=True) as editor:
-        sampler = Sampler(host, store.append_samples, **local_stack_telemetry(stack, n8n_metrics=True),
-                          labels={"target": "local"},
-                          editor_check=lambda: editor.get_workflow_editor(workflow_id), editor_every_s=2.0)
+        sampler = Sampler(
+            host,
+            store.append_samples,
+            **local_stack_telemetry(stack, n8n_metrics=True),
+            labels={"target": "local"},
+            editor_check=lambda: editor.get_workflow_editor(workflow_id),
+            editor_every_s=2.0,
+        )
         with sampler:
             time.sleep(2)  # idle before the load, as seed 000's runs
             for rate in (2, 6):
                 step = f"rate-{rate}"
                 client = HttpPost(url, b'{"number": 21}', timeout_s=60)
-                out = asyncio.run(run_open(client, rate_per_s=rate, duration_s=8, max_in_flight=200, step=step,
-                                           target="local", seq_start=store.next_seq("local"), sink=store.append_request))
+                out = asyncio.run(
+                    run_open(
+                        client,
+                        rate_per_s=rate,
+                        duration_s=8,
+                        max_in_flight=200,
+                        step=step,
+                        target="local",
+                        seq_start=store.next_seq("local"),
+                        sink=store.append_request,
+                    )
+                )
                 store.mark_step("local", step, "done", started_s=out.started_s, finished_s=out.finished_s)
             time.sleep(2)
     with queue_stack.client() as api:

@@ -17,9 +17,33 @@ LIGHT = Path(__file__).resolve().parents[2] / "n8n_sizer" / "templates" / "workf
 
 
 def _bench(workflow: str, body: Path, out: Path) -> None:
-    p = subprocess.run(SIZER + ["bench", "--local", "--mode", "regular", "--workflow", workflow, "--body", str(body),
-                                "--rates", "4", "--step-seconds", "20", "--warmup", "10", "--drain-seconds", "10",
-                                "--out", str(out), "--json"], capture_output=True, text=True, timeout=400)
+    p = subprocess.run(
+        SIZER
+        + [
+            "bench",
+            "--local",
+            "--mode",
+            "regular",
+            "--workflow",
+            workflow,
+            "--body",
+            str(body),
+            "--rates",
+            "4",
+            "--step-seconds",
+            "20",
+            "--warmup",
+            "10",
+            "--drain-seconds",
+            "10",
+            "--out",
+            str(out),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     assert json.loads(p.stdout)["ledgers"]["local"]["accepted"] > 0
 
@@ -30,12 +54,29 @@ def test_the_users_runs_refine_the_price_of_their_workflow(tmp_path):
     hook = next(n for n in flow["nodes"] if n["type"] == "n8n-nodes-base.webhook")
     hook["parameters"]["path"] = "my-flow"
     last = flow["nodes"][-1]["name"]
-    extra = [{"name": f"More {i}", "type": "n8n-nodes-base.code", "typeVersion": 2, "position": [600 + 200 * i, 0],
-              "parameters": {"jsCode": "return $input.all();"}} for i in (1, 2)]
-    extra.append({"name": "Tag", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "position": [1200, 0],
-                  "parameters": {"assignments": {"assignments": [{"id": "t", "name": "tag", "value": "x",
-                                                                   "type": "string"}]}, "includeOtherFields": True,
-                                 "options": {}}})
+    extra = [
+        {
+            "name": f"More {i}",
+            "type": "n8n-nodes-base.code",
+            "typeVersion": 2,
+            "position": [600 + 200 * i, 0],
+            "parameters": {"jsCode": "return $input.all();"},
+        }
+        for i in (1, 2)
+    ]
+    extra.append(
+        {
+            "name": "Tag",
+            "type": "n8n-nodes-base.set",
+            "typeVersion": 3.4,
+            "position": [1200, 0],
+            "parameters": {
+                "assignments": {"assignments": [{"id": "t", "name": "tag", "value": "x", "type": "string"}]},
+                "includeOtherFields": True,
+                "options": {},
+            },
+        }
+    )
     for prev, node in zip([last, *[n["name"] for n in extra]], extra):
         flow["connections"][prev] = {"main": [[{"node": node["name"], "type": "main", "index": 0}]]}
     flow["nodes"] += extra
@@ -54,8 +95,12 @@ def test_the_users_runs_refine_the_price_of_their_workflow(tmp_path):
     assert mine.ratio_to_light is not None and 0.8 < mine.ratio_to_light < 2.0, (mine, skipped)
 
     def priced(*args) -> dict:
-        p = subprocess.run(ADVISE + ["--rps", "2", "--vcpu", "2", "--json", "--workflow", str(path), *args],
-                           capture_output=True, text=True, timeout=300)
+        p = subprocess.run(
+            ADVISE + ["--rps", "2", "--vcpu", "2", "--json", "--workflow", str(path), *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
         return json.loads(p.stdout)["workflow_price"]
 

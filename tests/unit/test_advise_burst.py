@@ -18,7 +18,12 @@ def test_backlog_drain_and_p95_follow_the_laws():
     assert b.drain_s == pytest.approx(600 / (30 - 10))  # 30 s
     assert b.queue_wait_p95_ms == pytest.approx(0.95 * 600 / 30 * 1000)  # Little's law: W = L / throughput
     assert b.p95_ms == pytest.approx(50.0 + 19_000.0)
-    assert "Redis" in b.where and "Respond: Immediately" in b.advice and "answered no earlier" in b.advice and "buffer in front" in b.advice
+    assert (
+        "Redis" in b.where
+        and "Respond: Immediately" in b.advice
+        and "answered no earlier" in b.advice
+        and "buffer in front" in b.advice
+    )
 
 
 def test_a_burst_under_capacity_builds_nothing():
@@ -30,7 +35,9 @@ def test_a_burst_under_capacity_builds_nothing():
 
 def test_no_buffer_advice_at_or_below_three_times_baseline():
     b = burst_advice(10.0, 3.0, 30.0, capacity_per_s=20.0, service_p95_ms=40.0, mode="queue")
-    assert b.backlog_max == pytest.approx(300) and "Respond: Immediately" in b.advice and "answered no earlier" in b.advice
+    assert (
+        b.backlog_max == pytest.approx(300) and "Respond: Immediately" in b.advice and "answered no earlier" in b.advice
+    )
     assert "buffer" not in b.advice
 
 
@@ -61,13 +68,16 @@ def test_advise_json_carries_burst(capsys):
     assert "burst" not in json.loads(out)
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--burst", "4"], "go together"),
-    (["--burst-seconds", "60"], "go together"),
-    (["--burst", "0.5", "--burst-seconds", "60"], "--burst"),
-    (["--burst", "4", "--burst-seconds", "inf"], "--burst-seconds"),
-    (["--burst", "nan", "--burst-seconds", "60"], "--burst"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--burst", "4"], "go together"),
+        (["--burst-seconds", "60"], "go together"),
+        (["--burst", "0.5", "--burst-seconds", "60"], "--burst"),
+        (["--burst", "4", "--burst-seconds", "inf"], "--burst-seconds"),
+        (["--burst", "nan", "--burst-seconds", "60"], "--burst"),
+    ],
+)
 def test_bad_burst_input_is_one_line_exit_2(args, words, capsys):
     code, out, err = _cli(["--rps", "10", "--vcpu", "4", *args], capsys)
     assert code == 2 and out == ""
@@ -79,8 +89,12 @@ def _advise(*args):
     import subprocess
     import sys
 
-    p = subprocess.run([sys.executable, "-c", "from n8n_sizer.cli import advise_main; advise_main()", *args],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-c", "from n8n_sizer.cli import advise_main; advise_main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return p.returncode, (json.loads(p.stdout) if p.returncode == 0 and "--json" in args else p.stdout), p.stderr
 
 
@@ -95,8 +109,9 @@ def test_a_drain_target_sizes_the_answer_for_the_burst():
 
 
 def test_one_server_first_is_not_resized_but_says_it_does_not_absorb_the_burst():
-    code, data, err = _advise("--rps", "10", "--vcpu", "4", "--burst", "4", "--burst-seconds", "60",
-                              "--drain-seconds", "10", "--json")
+    code, data, err = _advise(
+        "--rps", "10", "--vcpu", "4", "--burst", "4", "--burst-seconds", "60", "--drain-seconds", "10", "--json"
+    )
     assert code == 0, err
     assert data["one_host"]["vcpu"] == 4 and any("does not absorb" in w for w in data["warnings"])
 

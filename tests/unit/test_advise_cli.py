@@ -23,8 +23,17 @@ def run(args, base=ADVISE):
 def test_human_output_echoes_inputs_and_names_every_setting():
     p = run(["--rps", "20", "--vcpu", "4", "--workload", "code-heavy", "--max-hosts", "1"])
     assert p.returncode == 0, p.stderr
-    for text in ("20 req/s, 4 vCPU x86, workload code-heavy", "worker --concurrency", "N8N_RUNNERS_MAX_CONCURRENCY",
-                 "DB_POSTGRESDB_POOL_SIZE", "appendonly", "noeviction", "90% interval", "evidence:", "next: n8n-sizer render"):
+    for text in (
+        "20 req/s, 4 vCPU x86, workload code-heavy",
+        "worker --concurrency",
+        "N8N_RUNNERS_MAX_CONCURRENCY",
+        "DB_POSTGRESDB_POOL_SIZE",
+        "appendonly",
+        "noeviction",
+        "90% interval",
+        "evidence:",
+        "next: n8n-sizer render",
+    ):
         assert text in p.stdout, text
 
 
@@ -38,20 +47,42 @@ def test_n8n_sizer_advise_is_the_same_command():
 def test_json_shape():
     p = run(["--rps", "40", "--vcpu", "4", "--max-hosts", "1", "--json"])
     data = json.loads(p.stdout)
-    for key in ("mode", "workers", "concurrency", "runner_concurrency", "production_limit", "db_pool_size",
-                "postgres_connections", "capacity_per_s", "headroom", "feasible", "server", "warnings", "evidence"):
+    for key in (
+        "mode",
+        "workers",
+        "concurrency",
+        "runner_concurrency",
+        "production_limit",
+        "db_pool_size",
+        "postgres_connections",
+        "capacity_per_s",
+        "headroom",
+        "feasible",
+        "server",
+        "warnings",
+        "evidence",
+    ):
         assert key in data, key
     assert set(data["capacity_per_s"]) == {"low", "mid", "high"}
     assert {"provider", "size", "vcpu", "monthly_eur"} <= set(data["server"])
     assert data["feasible"] is False and data["evidence"]
 
 
-@pytest.mark.parametrize("args, names", [
-    (["--rps", "0"], "--rps"), (["--rps", "-3"], "--rps"), (["--rps", "5", "--vcpu", "0"], "--vcpu"),
-    (["--rps", "5", "--workload", "heavy"], "light, code-heavy"), (["--rps", "5", "--provider", "aws"], "hetzner, gcp"),
-    (["--rps", "5", "--arch", "risc"], "x86, arm"), (["--rps", "abc"], "--rps"), ([], "--rps"),
-    (["--rps", "5", "--results", "/nonexistent/results"], "--results"), (["--rps", "5", "--max-hosts", "0"], "--max-hosts"),
-])
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (["--rps", "0"], "--rps"),
+        (["--rps", "-3"], "--rps"),
+        (["--rps", "5", "--vcpu", "0"], "--vcpu"),
+        (["--rps", "5", "--workload", "heavy"], "light, code-heavy"),
+        (["--rps", "5", "--provider", "aws"], "hetzner, gcp"),
+        (["--rps", "5", "--arch", "risc"], "x86, arm"),
+        (["--rps", "abc"], "--rps"),
+        ([], "--rps"),
+        (["--rps", "5", "--results", "/nonexistent/results"], "--results"),
+        (["--rps", "5", "--max-hosts", "0"], "--max-hosts"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(args, names):
     p = run(args)
     assert p.returncode == 2
@@ -78,8 +109,15 @@ def test_validate_json_reports_leave_one_out(validation):
     assert any("latency" in e["reason"] for e in data["excluded"])
     assert any("other work shared the machine" in e["reason"] for e in data["excluded"])
     demand = data["demand_rows"]
-    assert {r["role"] for r in demand["rows"]} >= {"main", "webhook", "worker", "runner", "postgres", "redis",
-                                                   "load_balancer"}
+    assert {r["role"] for r in demand["rows"]} >= {
+        "main",
+        "webhook",
+        "worker",
+        "runner",
+        "postgres",
+        "redis",
+        "load_balancer",
+    }
     lab = data["lab_shape"]
     assert len(lab["points"]) >= 5 and all(p["lost"] == 0 and p["accepted"] > 0 for p in lab["points"])
     assert all(math.isfinite(p["error_pct"]) for p in lab["points"]) and lab["order_right"] in (True, False)
@@ -91,9 +129,12 @@ def test_validate_per_role_rows_hold_their_median(validation):
     assert demand["median_abs_pct_error"] <= 15
 
 
-@pytest.mark.xfail(strict=True, reason="issue 25, open: one idle-CPU figure cannot hold main's few ms both on the "
-                   "lab (quota-bound hosts) and on the local stack; per-role max 104%, lab-shape max 36% "
-                   "(docs/advise-topology.md#validation-advise---validate-embedded-data)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 25, open: one idle-CPU figure cannot hold main's few ms both on the "
+    "lab (quota-bound hosts) and on the local stack; per-role max 104%, lab-shape max 36% "
+    "(docs/advise-topology.md#validation-advise---validate-embedded-data)",
+)
 def test_validate_meets_the_per_role_and_lab_targets(validation):
     demand, lab = validation["demand_rows"], validation["lab_shape"]["points"]
     assert demand["median_abs_pct_error"] <= 10 and demand["max_abs_pct_error"] <= 25
@@ -102,20 +143,30 @@ def test_validate_meets_the_per_role_and_lab_targets(validation):
 
 def _write_run(out: Path, answered_per_min: float, workflow: str = "light") -> None:
     """A finished bench run as `n8n-sizer bench` writes it: a light workflow saturated on a 2-vCPU host."""
-    manifest = RunManifest(run_id="20261130T000000Z-abc123", created_s=time.time(), workflow=workflow,
-                           hosts={"local": {"setup": {"mode": "regular", "workers": 0, "db": "postgres"},
-                                            "facts": {"vcpu": 2, "cpu_model": "Test CPU", "arch": "x86_64", "ram_mib": 4096},
-                                            "n8n_version": "2.41.1"}})
+    manifest = RunManifest(
+        run_id="20261130T000000Z-abc123",
+        created_s=time.time(),
+        workflow=workflow,
+        hosts={
+            "local": {
+                "setup": {"mode": "regular", "workers": 0, "db": "postgres"},
+                "facts": {"vcpu": 2, "cpu_model": "Test CPU", "arch": "x86_64", "ram_mib": 4096},
+                "n8n_version": "2.41.1",
+            }
+        },
+    )
     store = RunStore.create(out, manifest)
     for step, rate in (("rate-40", 40.0), ("rate-60", 60.0)):
         labels = {"target": "local", "step": step, "source": "load"}
-        store.append_samples([
-            Sample(metric="offered_rate", value=rate, unit="req/s", labels=labels, time_s=1.0),
-            Sample(metric="answered_per_min", value=answered_per_min, unit="req/min", labels=labels, time_s=1.0),
-            Sample(metric="step_duration", value=60.0, unit="s", labels=labels, time_s=1.0),
-            Sample(metric="errors", value=0, unit="count", labels={**labels, "class": "timeout"}, time_s=1.0),
-            Sample(metric="errors", value=500, unit="count", labels={**labels, "class": "dropped"}, time_s=1.0),
-        ])
+        store.append_samples(
+            [
+                Sample(metric="offered_rate", value=rate, unit="req/s", labels=labels, time_s=1.0),
+                Sample(metric="answered_per_min", value=answered_per_min, unit="req/min", labels=labels, time_s=1.0),
+                Sample(metric="step_duration", value=60.0, unit="s", labels=labels, time_s=1.0),
+                Sample(metric="errors", value=0, unit="count", labels={**labels, "class": "timeout"}, time_s=1.0),
+                Sample(metric="errors", value=500, unit="count", labels={**labels, "class": "dropped"}, time_s=1.0),
+            ]
+        )
     store.close()
 
 
@@ -145,9 +196,21 @@ def test_results_of_your_own_workflow_are_advised_on_its_own_demand(tmp_path):
     assert p.returncode == 2 and "light, code-heavy" in p.stderr
 
 
-CONTRACT_KEYS = {"topology", "webhook_processors", "workers", "concurrency", "concurrency_per_vcpu", "db_pool_size",
-                 "postgres_connections", "max_connections", "monthly_eur", "capacity_per_s", "feasible", "bound",
-                 "render_command"}
+CONTRACT_KEYS = {
+    "topology",
+    "webhook_processors",
+    "workers",
+    "concurrency",
+    "concurrency_per_vcpu",
+    "db_pool_size",
+    "postgres_connections",
+    "max_connections",
+    "monthly_eur",
+    "capacity_per_s",
+    "feasible",
+    "bound",
+    "render_command",
+}
 
 
 @pytest.mark.parametrize("rps", ["200", "400"])
@@ -163,14 +226,24 @@ def test_json_topology_contract_for_200_and_400_per_s(rps):
         assert set(g["roles"]) == {"main", "webhook", "workers", "postgres", "redis", "load_balancer"}
     assert set(data["db_pool_size"]) == {"main", "webhook", "worker"}
     assert set(data["bound"]) >= {"name", "role", "host"}
-    assert data["render_command"] == "n8n-sizer render --topology advice.json --out cluster/ --public-url http://n8n.example.com:5678/"
+    assert (
+        data["render_command"]
+        == "n8n-sizer render --topology advice.json --out cluster/ --public-url http://n8n.example.com:5678/"
+    )
 
 
 def test_human_topology_output_names_hosts_roles_and_the_render_command():
     p = run(["--rps", "200"])
     assert p.returncode == 0, p.stderr
-    for text in ("topology (process counts per host):", "webhook", "load_balancer 1", "EUR/month",
-                 "concurrency per vCPU", "render --topology advice.json", "Postgres transactions/s"):
+    for text in (
+        "topology (process counts per host):",
+        "webhook",
+        "load_balancer 1",
+        "EUR/month",
+        "concurrency per vCPU",
+        "render --topology advice.json",
+        "Postgres transactions/s",
+    ):
         assert text in p.stdout, text
 
 

@@ -24,14 +24,23 @@ from n8n_sizer.bundle.render_topology import write_topology
 from n8n_sizer.bundle.topology import parse_topology
 
 ADVISOR = build_advisor()
-PROFILES = {"light": ("light", None, None), "code-heavy": ("code-heavy", None, None),
-            "custom-wait": ("light", 20.0, 3000.0), "custom-cpu": ("light", 300.0, 0.0)}
+PROFILES = {
+    "light": ("light", None, None),
+    "code-heavy": ("code-heavy", None, None),
+    "custom-wait": ("light", 20.0, 3000.0),
+    "custom-cpu": ("light", 300.0, 0.0),
+}
 
 
 def _answer(rps: float, vcpu: int | None, workload: str, one_host: bool, provider: str | None):
     name, cpu, wait = PROFILES[workload]
-    req = Request(rps=rps, vcpu=vcpu, provider=provider, profile=profile_for(name, cpu, wait),
-                  max_hosts=1 if one_host else MAX_HOSTS_DEFAULT)
+    req = Request(
+        rps=rps,
+        vcpu=vcpu,
+        provider=provider,
+        profile=profile_for(name, cpu, wait),
+        max_hosts=1 if one_host else MAX_HOSTS_DEFAULT,
+    )
     return ADVISOR.answer(req), req
 
 
@@ -59,10 +68,20 @@ def _round_trip(tmp: Path, rps: float, vcpu: int | None, workload: str, one_host
         assert alt_topology.total("main") == 1
 
 
-CORNERS = [(1, None, "light", False, None), (12, None, "light", True, None), (40, 4, "light", False, None),
-           (40, 8, "light", False, None), (5, 4, "code-heavy", True, None), (20, 4, "code-heavy", False, None),
-           (400, None, "light", False, "hetzner"), (800, None, "light", False, None), (2000, None, "light", False, "gcp"),
-           (30, 6, "custom-wait", False, None), (3, 2, "custom-cpu", True, "gcp"), (150, 32, "code-heavy", False, None)]
+CORNERS = [
+    (1, None, "light", False, None),
+    (12, None, "light", True, None),
+    (40, 4, "light", False, None),
+    (40, 8, "light", False, None),
+    (5, 4, "code-heavy", True, None),
+    (20, 4, "code-heavy", False, None),
+    (400, None, "light", False, "hetzner"),
+    (800, None, "light", False, None),
+    (2000, None, "light", False, "gcp"),
+    (30, 6, "custom-wait", False, None),
+    (3, 2, "custom-cpu", True, "gcp"),
+    (150, 32, "code-heavy", False, None),
+]
 
 
 @pytest.mark.parametrize("rps, vcpu, workload, one_host, provider", CORNERS)
@@ -71,9 +90,13 @@ def test_every_corner_answer_renders_checks_and_scores_back(tmp_path, rps, vcpu,
 
 
 @settings(max_examples=25, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rps=st.sampled_from([1, 2, 3, 5, 8, 12, 20, 30, 40, 60, 100, 200, 400, 700, 1000, 1500, 2000]),
-       vcpu=st.sampled_from([None, 2, 3, 4, 6, 8, 12, 16, 32]), workload=st.sampled_from(sorted(PROFILES)),
-       one_host=st.booleans(), provider=st.sampled_from([None, "hetzner", "gcp"]))
+@given(
+    rps=st.sampled_from([1, 2, 3, 5, 8, 12, 20, 30, 40, 60, 100, 200, 400, 700, 1000, 1500, 2000]),
+    vcpu=st.sampled_from([None, 2, 3, 4, 6, 8, 12, 16, 32]),
+    workload=st.sampled_from(sorted(PROFILES)),
+    one_host=st.booleans(),
+    provider=st.sampled_from([None, "hetzner", "gcp"]),
+)
 def test_a_sample_of_the_grid_renders_checks_and_scores_back(tmp_path_factory, rps, vcpu, workload, one_host, provider):
     _round_trip(tmp_path_factory.mktemp("grid"), rps, vcpu, workload, one_host, provider)
 

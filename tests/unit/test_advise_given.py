@@ -30,10 +30,21 @@ def advisor():
 def _groups(advisor, worker_hosts: int = 2, webhooks: int = 1) -> list[GivenGroup]:
     def group(name, count=1, **roles):
         size = find_size("cx33", "hetzner")
-        return GivenGroup(name=name, provider="hetzner", size="cx33", count=count, roles=Roles(**roles),
-                          host=advisor.host_for_size(size), monthly_eur=size.monthly_eur)
-    return [group("data", postgres=1, redis=1), group("ingest", main=1, webhook=webhooks, load_balancer=1),
-            group("worker", worker_hosts, workers=1)]
+        return GivenGroup(
+            name=name,
+            provider="hetzner",
+            size="cx33",
+            count=count,
+            roles=Roles(**roles),
+            host=advisor.host_for_size(size),
+            monthly_eur=size.monthly_eur,
+        )
+
+    return [
+        group("data", postgres=1, redis=1),
+        group("ingest", main=1, webhook=webhooks, load_balancer=1),
+        group("worker", worker_hosts, workers=1),
+    ]
 
 
 def _advise(*args: str) -> subprocess.CompletedProcess:
@@ -74,8 +85,14 @@ def test_on_one_machine_every_role_shares_its_cores(advisor) -> None:
     machine = HostShape(vcpu=2.0, arch="x86", host_class="user:test-cpu")
     shared = evaluate(advisor, req, given_layout(_groups(advisor), 10, 11, machine), [])
     assert [g.name for g in shared.topology] == [MACHINE_GROUP] and shared.topology[0].vcpu == 2
-    assert shared.topology[0].roles.counts() == {"main": 1, "webhook": 1, "workers": 2, "postgres": 1, "redis": 1,
-                                                 "load_balancer": 1}
+    assert shared.topology[0].roles.counts() == {
+        "main": 1,
+        "webhook": 1,
+        "workers": 2,
+        "postgres": 1,
+        "redis": 1,
+        "load_balancer": 1,
+    }
     # 4 hosts of 4 vCPU each carry more than their roles squeezed onto 2 cores, which bind as one host
     assert shared.capacity_per_s.mid < apart.capacity_per_s.mid
     assert shared.bound.name == "host" and shared.bound.host == MACHINE_GROUP
@@ -91,34 +108,71 @@ def test_a_second_webhook_processor_on_the_same_cores_adds_no_capacity_when_the_
     assert two.capacity_per_s.mid <= one.capacity_per_s.mid  # the second one only adds its idle CPU
 
 
-@pytest.mark.parametrize("roles, needle", [
-    ({"main": 1, "postgres": 1, "redis": 1}, "at least one worker"),
-    ({"main": 1, "webhook": 2, "workers": 1, "postgres": 1, "redis": 1}, "load balancer"),
-])
+@pytest.mark.parametrize(
+    "roles, needle",
+    [
+        ({"main": 1, "postgres": 1, "redis": 1}, "at least one worker"),
+        ({"main": 1, "webhook": 2, "workers": 1, "postgres": 1, "redis": 1}, "load balancer"),
+    ],
+)
 def test_topologies_the_model_cannot_score_are_refused(advisor, roles, needle) -> None:
     size = find_size("cx33", "hetzner")
-    group = GivenGroup(name="app", provider="hetzner", size="cx33", count=1, roles=Roles(**roles),
-                       host=advisor.host_for_size(size), monthly_eur=size.monthly_eur)
+    group = GivenGroup(
+        name="app",
+        provider="hetzner",
+        size="cx33",
+        count=1,
+        roles=Roles(**roles),
+        host=advisor.host_for_size(size),
+        monthly_eur=size.monthly_eur,
+    )
     with pytest.raises(InputError, match=needle):
         given_layout([group], 10, 11)
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--on-this-machine"], "--on-this-machine puts every host"),
-    (["--topology", "nowhere.json"], "--topology nowhere.json: no such file"),
-    (["--topology", "t.json", "--vcpu", "4"], "--topology scores the topology in the file, so --vcpu"),
-    (["--topology", "t.json", "--max-hosts", "3"], "so --max-hosts would be ignored"),
-    (["--topology", "bad.json"], "--topology bad.json is not JSON"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--on-this-machine"], "--on-this-machine puts every host"),
+        (["--topology", "nowhere.json"], "--topology nowhere.json: no such file"),
+        (["--topology", "t.json", "--vcpu", "4"], "--topology scores the topology in the file, so --vcpu"),
+        (["--topology", "t.json", "--max-hosts", "3"], "so --max-hosts would be ignored"),
+        (["--topology", "bad.json"], "--topology bad.json is not JSON"),
+    ],
+)
 def test_bad_topology_input_is_one_line_exit_2(tmp_path: Path, args, needle) -> None:
-    (tmp_path / "t.json").write_text(json.dumps({"topology": [
-        {"name": "app", "provider": "hetzner", "size": "cx33",
-         "roles": {"main": 1, "workers": 1, "postgres": 1, "redis": 1}}]}))
+    (tmp_path / "t.json").write_text(
+        json.dumps(
+            {
+                "topology": [
+                    {
+                        "name": "app",
+                        "provider": "hetzner",
+                        "size": "cx33",
+                        "roles": {"main": 1, "workers": 1, "postgres": 1, "redis": 1},
+                    }
+                ]
+            }
+        )
+    )
     (tmp_path / "bad.json").write_text("{not json")
-    (tmp_path / "regular.json").write_text(json.dumps({"topology": [
-        {"name": "app", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "postgres": 1, "redis": 1}}]}))
-    p = subprocess.run([str(BIN / "advise"), "--rps", "10", *args], capture_output=True, text=True, timeout=120,
-                       cwd=tmp_path)
+    (tmp_path / "regular.json").write_text(
+        json.dumps(
+            {
+                "topology": [
+                    {
+                        "name": "app",
+                        "provider": "hetzner",
+                        "size": "cx33",
+                        "roles": {"main": 1, "postgres": 1, "redis": 1},
+                    }
+                ]
+            }
+        )
+    )
+    p = subprocess.run(
+        [str(BIN / "advise"), "--rps", "10", *args], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and needle in p.stderr, p.stderr
 
@@ -126,16 +180,30 @@ def test_bad_topology_input_is_one_line_exit_2(tmp_path: Path, args, needle) -> 
 def test_on_this_machine_uses_this_machine_s_cores(tmp_path: Path) -> None:
     import os
 
-    (tmp_path / "lab.json").write_text(json.dumps({"topology": [
-        {"name": "data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
-        {"name": "ingest", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "webhook": 2, "load_balancer": 1}},
-        {"name": "worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}}]}))
+    (tmp_path / "lab.json").write_text(
+        json.dumps(
+            {
+                "topology": [
+                    {"name": "data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
+                    {
+                        "name": "ingest",
+                        "provider": "hetzner",
+                        "size": "cx33",
+                        "roles": {"main": 1, "webhook": 2, "load_balancer": 1},
+                    },
+                    {"name": "worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}},
+                ]
+            }
+        )
+    )
     p = _advise("--rps", "4", "--topology", str(tmp_path / "lab.json"), "--on-this-machine", "--json")
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
     assert data["topology"][0]["vcpu"] == os.cpu_count() and data["webhook_processors"] == 2 and data["workers"] == 2
     human = _advise("--rps", "4", "--topology", str(tmp_path / "lab.json"), "--on-this-machine")
-    assert f"the given topology's 4 host(s) sharing this machine's {os.cpu_count()} vCPU" in human.stdout, human.stdout[:400]
+    assert f"the given topology's 4 host(s) sharing this machine's {os.cpu_count()} vCPU" in human.stdout, human.stdout[
+        :400
+    ]
     assert data["request"]["topology"] == {"hosts": 4, "machine_vcpu": os.cpu_count()}
 
 
@@ -143,11 +211,21 @@ def _lab_file(tmp_path: Path, worker_hosts: int) -> Path:
     from n8n_sizer.bundle.topology import parse_topology
     from n8n_sizer.lab.cpu import plan_for_topology
 
-    doc = {"topology": [
-        {"name": "ls-data", "provider": "hetzner", "size": "cx23", "roles": {"postgres": 1, "redis": 1}},
-        {"name": "ls-ingest", "provider": "hetzner", "size": "cx23", "roles": {"main": 1}},
-        {"name": "ls-worker", "provider": "hetzner", "size": "cx23", "count": worker_hosts, "roles": {"workers": 1}}],
-        "subnet": "10.89.0.0/24", "concurrency": 10}
+    doc = {
+        "topology": [
+            {"name": "ls-data", "provider": "hetzner", "size": "cx23", "roles": {"postgres": 1, "redis": 1}},
+            {"name": "ls-ingest", "provider": "hetzner", "size": "cx23", "roles": {"main": 1}},
+            {
+                "name": "ls-worker",
+                "provider": "hetzner",
+                "size": "cx23",
+                "count": worker_hosts,
+                "roles": {"workers": 1},
+            },
+        ],
+        "subnet": "10.89.0.0/24",
+        "concurrency": 10,
+    }
     topo = parse_topology(doc)
     cpu = plan_for_topology(topo, "abc123", cores=0.1071 * sum(h.vcpu for h in topo.hosts()))
     path = tmp_path / f"lab-{worker_hosts}.json"
@@ -158,8 +236,20 @@ def _lab_file(tmp_path: Path, worker_hosts: int) -> Path:
 def test_a_lab_with_cpu_budgets_is_scored_host_by_host_and_one_more_worker_host_adds_capacity(tmp_path: Path) -> None:
     caps = []
     for n in (1, 2):
-        p = subprocess.run([str(BIN / "advise"), "--rps", "1", "--topology", str(_lab_file(tmp_path, n)),
-                            "--on-this-machine", "--json"], capture_output=True, text=True, timeout=120)
+        p = subprocess.run(
+            [
+                str(BIN / "advise"),
+                "--rps",
+                "1",
+                "--topology",
+                str(_lab_file(tmp_path, n)),
+                "--on-this-machine",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert p.returncode == 0, p.stderr
         data = json.loads(p.stdout)
         assert data["hosts"] == 2 + n and len(data["topology"]) == 2 + n  # each host its own budget, not merged

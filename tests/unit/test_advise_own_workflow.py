@@ -10,12 +10,23 @@ def _step(rate: float, main_ms: float | None, answered: float | None = None, wor
     """One constant-rate bench step on a 2-vCPU host that kept up with its rate (no saturation)."""
     answered = rate if answered is None else answered
     return Measurement(
-        id=f"run1-local-rate-{rate:g}", source="results/run1", table="bench step", n8n_version="2.41.1",
+        id=f"run1-local-rate-{rate:g}",
+        source="results/run1",
+        table="bench step",
+        n8n_version="2.41.1",
         hardware=Hardware(provider="local", size=None, vcpu=2, arch="x86", ram_mib=8192, host_class="user:Test CPU"),
-        workflow=workflow, setup=MeasuredSetup(mode="regular", db="postgres"),
+        workflow=workflow,
+        setup=MeasuredSetup(mode="regular", db="postgres"),
         load=Load(kind="open", offered_rps=rate, duration_s=60, generator="n8n-sizer bench"),
-        results=Results(answered_per_min=60 * answered, errors=0, p50_ms=40, p95_ms=90,
-                        main_cpu_ms=main_ms, demand_executions_per_s=answered if main_ms else None))
+        results=Results(
+            answered_per_min=60 * answered,
+            errors=0,
+            p50_ms=40,
+            p95_ms=90,
+            main_cpu_ms=main_ms,
+            demand_executions_per_s=answered if main_ms else None,
+        ),
+    )
 
 
 def test_unsaturated_steps_with_per_role_cpu_pin_the_workflows_own_overhead():

@@ -18,19 +18,34 @@ def advise(*args):
 
 
 def _export(tmp_path: Path, name: str, *nodes: dict) -> Path:
-    webhook = {"name": "Webhook", "type": "n8n-nodes-base.webhook", "typeVersion": 2,
-               "parameters": {"path": name, "responseMode": "lastNode"}}
+    webhook = {
+        "name": "Webhook",
+        "type": "n8n-nodes-base.webhook",
+        "typeVersion": 2,
+        "parameters": {"path": name, "responseMode": "lastNode"},
+    }
     chain = [webhook, *nodes]
-    connections = {a["name"]: {"main": [[{"node": b["name"], "type": "main", "index": 0}]]}
-                   for a, b in zip(chain, chain[1:])}
+    connections = {
+        a["name"]: {"main": [[{"node": b["name"], "type": "main", "index": 0}]]} for a, b in zip(chain, chain[1:])
+    }
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps({"name": name, "nodes": chain, "connections": connections}))
     return path
 
 
-SET_TWO_EXPRESSIONS = {"name": "Set", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "parameters": {
-    "assignments": {"assignments": [{"name": "a", "value": "={{ $json.body.a }}", "type": "string"},
-                                    {"name": "b", "value": "={{ $json.body.number * 2 }}", "type": "number"}]}}}
+SET_TWO_EXPRESSIONS = {
+    "name": "Set",
+    "type": "n8n-nodes-base.set",
+    "typeVersion": 3.4,
+    "parameters": {
+        "assignments": {
+            "assignments": [
+                {"name": "a", "value": "={{ $json.body.a }}", "type": "string"},
+                {"name": "b", "value": "={{ $json.body.number * 2 }}", "type": "number"},
+            ]
+        }
+    },
+}
 
 
 def _capacity(*args) -> dict:
@@ -44,8 +59,10 @@ def test_the_packaged_light_workflow_priced_from_its_nodes_carries_what_light_ca
     light = _capacity()
     assert priced["capacity_per_s"]["mid"] == pytest.approx(light["capacity_per_s"]["mid"], rel=0.02)
     assert priced["workflow_price"]["overhead_ratio_to_light"][0] == pytest.approx(1.0, abs=1e-6)
-    assert priced["capacity_per_s"]["high"] / priced["capacity_per_s"]["low"] > \
-        light["capacity_per_s"]["high"] / light["capacity_per_s"]["low"]  # the price's own uncertainty
+    assert (
+        priced["capacity_per_s"]["high"] / priced["capacity_per_s"]["low"]
+        > light["capacity_per_s"]["high"] / light["capacity_per_s"]["low"]
+    )  # the price's own uncertainty
 
 
 def test_webhook_set_within_20_percent_of_the_measured_ratio_to_light(tmp_path):
@@ -57,8 +74,12 @@ def test_webhook_set_within_20_percent_of_the_measured_ratio_to_light(tmp_path):
 
 
 def test_unknown_node_types_are_named_and_waiting_moves_concurrency(tmp_path):
-    http = {"name": "Call", "type": "n8n-nodes-base.httpRequest", "typeVersion": 4.2,
-            "parameters": {"url": "http://127.0.0.1:9/", "method": "POST"}}
+    http = {
+        "name": "Call",
+        "type": "n8n-nodes-base.httpRequest",
+        "typeVersion": 4.2,
+        "parameters": {"url": "http://127.0.0.1:9/", "method": "POST"},
+    }
     odd = {"name": "Odd", "type": "n8n-nodes-community.something", "typeVersion": 1, "parameters": {}}
     path = _export(tmp_path, "calls", http, odd)
     code, out, err = advise("--rps", "30", "--workflow", path, "--wait-ms", "3000", "--json")
@@ -72,14 +93,18 @@ def test_unknown_node_types_are_named_and_waiting_moves_concurrency(tmp_path):
     assert any("N8N_EXPRESSION_ENGINE=legacy" in w for w in data["warnings"])  # the lever, offered, not switched
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--items", "3"], "--items"), (["--expression-engine", "legacy"], "--expression-engine"),
-    (["--workflow", "WF", "--workload", "light"], "two workflows"),
-    (["--workflow", "WF", "--expression-engine", "fast"], "--expression-engine"),
-    (["--workflow", "WF", "--items", "0"], "--items"),
-    (["--workflow", "nowhere.json"], "--workflow"),
-    (["--workflow", "NOTWF"], "--workflow"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--items", "3"], "--items"),
+        (["--expression-engine", "legacy"], "--expression-engine"),
+        (["--workflow", "WF", "--workload", "light"], "two workflows"),
+        (["--workflow", "WF", "--expression-engine", "fast"], "--expression-engine"),
+        (["--workflow", "WF", "--items", "0"], "--items"),
+        (["--workflow", "nowhere.json"], "--workflow"),
+        (["--workflow", "NOTWF"], "--workflow"),
+    ],
+)
 def test_bad_workflow_input_is_one_line_exit_2(tmp_path, args, needle):
     wf = _export(tmp_path, "ok", SET_TWO_EXPRESSIONS)
     (tmp_path / "not.json").write_text(json.dumps({"nodes": "no"}))

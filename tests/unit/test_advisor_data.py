@@ -10,15 +10,18 @@ from n8n_sizer.advisor.measurements import by_id, load_embedded
 ROWS = by_id(load_embedded())
 
 
-@pytest.mark.parametrize("mid, answered, errors, p95_ms", [
-    ("s000-regular-r20", 268, 1045, 90000),
-    ("s000-regular-r50", 215, 3851, 100000),
-    ("s000-regular-limit10-r20", 331, 1, 114000),
-    ("s000-queue-1w-r20", 314, 51, 119000),
-    ("s000-queue-2w-r50", 519, 0, 111000),
-    ("s000-queue-4w-r50", 505, 1013, 93000),
-    ("s000-queue-2w-c5-r5-r50", 426, 238, None),
-])
+@pytest.mark.parametrize(
+    "mid, answered, errors, p95_ms",
+    [
+        ("s000-regular-r20", 268, 1045, 90000),
+        ("s000-regular-r50", 215, 3851, 100000),
+        ("s000-regular-limit10-r20", 331, 1, 114000),
+        ("s000-queue-1w-r20", 314, 51, 119000),
+        ("s000-queue-2w-r50", 519, 0, 111000),
+        ("s000-queue-4w-r50", 505, 1013, 93000),
+        ("s000-queue-2w-c5-r5-r50", 426, 238, None),
+    ],
+)
 def test_seed_000_main_and_concurrency_tables(mid, answered, errors, p95_ms):
     r = ROWS[mid].results
     assert (r.answered_per_min, r.errors, r.p95_ms) == (answered, errors, p95_ms)
@@ -26,9 +29,16 @@ def test_seed_000_main_and_concurrency_tables(mid, answered, errors, p95_ms):
     assert ROWS[mid].source.startswith("seeds/000_")
 
 
-@pytest.mark.parametrize("size, vcpu, arch, eps", [
-    ("cx23", 2, "x86", 15.04), ("cx33", 4, "x86", 31.93), ("cx43", 8, "x86", 36.14),
-    ("cax11", 2, "arm", 13.9), ("cax21", 4, "arm", 25.77)])
+@pytest.mark.parametrize(
+    "size, vcpu, arch, eps",
+    [
+        ("cx23", 2, "x86", 15.04),
+        ("cx33", 4, "x86", 31.93),
+        ("cx43", 8, "x86", 36.14),
+        ("cax11", 2, "arm", 13.9),
+        ("cax21", 4, "arm", 25.77),
+    ],
+)
 def test_seed_002_peaks(size, vcpu, arch, eps):
     m = ROWS[f"s002-{size}-peak"]
     assert m.results.executions_per_s == eps and m.results.errors == 0

@@ -25,10 +25,12 @@ def advisor():
 @pytest.fixture(scope="module")
 def grid(advisor):
     out = {}
-    for name, arch, hosts, vcpu, rps in itertools.product(PROFILES, ("x86", "arm"), (1, MAX_HOSTS_DEFAULT),
-                                                          VCPU + [None], RPS):
+    for name, arch, hosts, vcpu, rps in itertools.product(
+        PROFILES, ("x86", "arm"), (1, MAX_HOSTS_DEFAULT), VCPU + [None], RPS
+    ):
         out[(name, arch, hosts, vcpu, rps)] = advisor.recommend(
-            Request(rps=rps, vcpu=vcpu, arch=arch, profile=PROFILES[name], max_hosts=hosts))
+            Request(rps=rps, vcpu=vcpu, arch=arch, profile=PROFILES[name], max_hosts=hosts)
+        )
     return out
 
 
@@ -56,8 +58,13 @@ def test_capacity_never_falls_when_vcpu_grows_unless_a_cheaper_answer_carries_th
             continue
         before = grid[(name, arch, hosts, VCPU[VCPU.index(vcpu) - 1], rps)]
         comfortable = rec.feasible and rps <= COMFORT_UTILISATION * rec.capacity_per_s.mid + 1e-9
-        assert comfortable or rec.capacity_per_s.mid >= _floor(before.capacity_per_s.mid, hosts), (name, arch, hosts,
-                                                                                               vcpu, rps)
+        assert comfortable or rec.capacity_per_s.mid >= _floor(before.capacity_per_s.mid, hosts), (
+            name,
+            arch,
+            hosts,
+            vcpu,
+            rps,
+        )
 
 
 def test_on_one_server_capacity_never_falls_when_vcpu_grows(grid):
@@ -142,7 +149,8 @@ def test_done_when_200_and_400_per_s_get_feasible_topologies(advisor, rps):
     assert rec.monthly_eur == pytest.approx(sum(g.count * g.monthly_eur for g in rec.topology))
     assert rec.bound.role and rec.bound.host and rec.render_command.startswith("n8n-sizer render --topology")
     assert rec.concurrency_per_vcpu == pytest.approx(
-        rec.workers * rec.concurrency / sum(g.count * g.vcpu for g in rec.topology if g.roles.workers), rel=0.01)
+        rec.workers * rec.concurrency / sum(g.count * g.vcpu for g in rec.topology if g.roles.workers), rel=0.01
+    )
 
 
 def test_max_hosts_1_is_the_single_server_question(advisor):

@@ -21,16 +21,25 @@ def advisor():
 
 
 def _options(advisor):
-    return [HostOption(advisor.host_for_size(s), s.provider, s.size, s.vcpu, s.monthly_eur, s.ram_mib)
-            for s in sizes_for("hetzner", "x86")]
+    return [
+        HostOption(advisor.host_for_size(s), s.provider, s.size, s.vcpu, s.monthly_eur, s.ram_mib)
+        for s in sizes_for("hetzner", "x86")
+    ]
 
 
 def test_per_role_rows_pin_the_split_and_a_process_uses_more_than_one_core(advisor):
     """Every role's rows are fitted (the kernel's counts, issue 25); most land within 25% of the fit and the
     median within 12%; a process keeps more than one core busy (its loop plus V8's and isolated-vm's threads)."""
     fitted = advisor.fitted
-    assert {r.role for r in fitted.demand_rows} == {"main", "webhook", "worker", "runner", "postgres", "redis",
-                                                    "load_balancer"}
+    assert {r.role for r in fitted.demand_rows} == {
+        "main",
+        "webhook",
+        "worker",
+        "runner",
+        "postgres",
+        "redis",
+        "load_balancer",
+    }
     errors = sorted(abs(predict_demand(fitted.model, r) / r.cpu_s - 1) for r in fitted.demand_rows)
     assert errors[len(errors) // 2] < 0.12 and errors[int(0.8 * len(errors))] < 0.25
     assert 1.3 <= fitted.model.process_cores <= 4.0
@@ -43,14 +52,19 @@ def test_webhook_processors_take_the_ingest_share_and_main_keeps_little(advisor)
     factor = advisor.model.params["webhook_factor"]
     assert with_wh.ingest_s == pytest.approx(factor * without.ingest_s) and 0.5 < factor < 1.0
     assert without.main_residual_s == 0 and 0 < with_wh.main_residual_s < 0.1 * with_wh.ingest_s
-    assert with_wh.total_s == pytest.approx(without.total_s - without.ingest_s + with_wh.ingest_s
-                                            + with_wh.main_residual_s)
+    assert with_wh.total_s == pytest.approx(
+        without.total_s - without.ingest_s + with_wh.ingest_s + with_wh.main_residual_s
+    )
 
 
 def _layout(workers_hosts: int, webhooks: int = 2) -> Layout:
-    return Layout((Group("data", REF, postgres=1, redis=1),
-                   Group("ingest", REF, main=1, webhook=webhooks, load_balancer=1),
-                   Group("worker", REF, count=workers_hosts, workers=4)))
+    return Layout(
+        (
+            Group("data", REF, postgres=1, redis=1),
+            Group("ingest", REF, main=1, webhook=webhooks, load_balancer=1),
+            Group("worker", REF, count=workers_hosts, workers=4),
+        )
+    )
 
 
 def test_worker_hosts_add_capacity_until_another_role_binds(advisor):
@@ -73,8 +87,11 @@ def test_search_capacity_is_the_topology_model_capacity(advisor):
         assert TopologyModel(advisor.model, LIGHT, s.layout).capacity_per_s() == pytest.approx(s.capacity_per_s)
         last = s.layout.groups[-1]
         if last.count > 1:  # the fewest worker hosts: one fewer would not carry it with headroom
-            fewer = Layout(s.layout.groups[:-1] + (Group(**{**last.__dict__, "count": last.count - 1}),),
-                           s.layout.concurrency, s.layout.worker_pool)
+            fewer = Layout(
+                s.layout.groups[:-1] + (Group(**{**last.__dict__, "count": last.count - 1}),),
+                s.layout.concurrency,
+                s.layout.worker_pool,
+            )
             assert TopologyModel(advisor.model, LIGHT, fewer).capacity_per_s() < rate / 0.7
 
 
@@ -112,9 +129,15 @@ def test_a_measured_webhook_row_pins_its_prior_and_leaves_the_notes():
 
     rows = load_embedded()
     base = next(m for m in rows if m.id == "notes-queue-cpu-per-exec")
-    measured = base.model_copy(update={
-        "id": "test-webhook-row", "setup": base.setup.model_copy(update={"webhook_processors": 1}),
-        "results": base.results.model_copy(update={"worker_cpu_ms": None, "main_cpu_ms": None, "webhook_cpu_ms": 18.0})})
+    measured = base.model_copy(
+        update={
+            "id": "test-webhook-row",
+            "setup": base.setup.model_copy(update={"webhook_processors": 1}),
+            "results": base.results.model_copy(
+                update={"worker_cpu_ms": None, "main_cpu_ms": None, "webhook_cpu_ms": 18.0}
+            ),
+        }
+    )
     fitted = fit_capacity(tuple(rows) + (measured,))
     # 18 ms on the notes' quiet machine against ~12 ms for main's ingest share there: the factor rises
     assert fitted.params["webhook_factor"] > build_advisor().model.params["webhook_factor"]

@@ -4,8 +4,14 @@ backlog at 20 req/s, 4 workers' 503s) and on healthy ones."""
 from __future__ import annotations
 
 from n8n_sizer.telemetry.alerts import (
-    database_not_ready, evaluate_alerts, main_memory_growing, queue_waiting_rising, role_cpu_pinned,
-    runner_cpu_pinned, server_cpu_high, sustained,
+    database_not_ready,
+    evaluate_alerts,
+    main_memory_growing,
+    queue_waiting_rising,
+    role_cpu_pinned,
+    runner_cpu_pinned,
+    server_cpu_high,
+    sustained,
 )
 from n8n_sizer.runs.records import RequestRecord, Sample
 
@@ -74,8 +80,17 @@ def test_sustained_breaks_on_gaps():
 
 
 def req(seq, status, body=None):
-    return RequestRecord(seq=seq, step="rate-50", target="cx33", scheduled_s=1000.0 + seq, sent_s=1000.0 + seq,
-                         status=status, latency_ms=40.0, error_class=None if status == 200 else "non-2xx", body_snippet=body)
+    return RequestRecord(
+        seq=seq,
+        step="rate-50",
+        target="cx33",
+        scheduled_s=1000.0 + seq,
+        sent_s=1000.0 + seq,
+        status=status,
+        latency_ms=40.0,
+        error_class=None if status == 200 else "non-2xx",
+        body_snippet=body,
+    )
 
 
 DB_BODY = '{"code":503,"message":"Database is not ready!"}'
@@ -93,8 +108,10 @@ def test_database_not_ready_fires_only_when_sustained_for_a_minute():
     # two bursts a minute apart, each short, with a 40 s silence between: never a minute on end
     bursts = [req(t, 503, DB_BODY) for t in [*range(0, 20, 2), *range(60, 80, 2)]]
     assert database_not_ready(bursts).status == "quiet"
-    assert database_not_ready([req(0, 200), req(1, 500, "Error in workflow"),
-                               req(5, 503, "Service Unavailable")]).summary == "none"
+    assert (
+        database_not_ready([req(0, 200), req(1, 500, "Error in workflow"), req(5, 503, "Service Unavailable")]).summary
+        == "none"
+    )
 
 
 def _rss(values_by_second, host="ingest", process="main"):

@@ -37,13 +37,17 @@ def test_stack_needs_pulumi(capsys, tmp_path, monkeypatch):
 
 def test_workflow_without_webhook_node(capsys, tmp_path):
     flow = tmp_path / "no-hook.json"
-    flow.write_text(json.dumps({"name": "cron", "nodes": [{"type": "n8n-nodes-base.scheduleTrigger",
-                                                           "parameters": {}}], "connections": {}}))
+    flow.write_text(
+        json.dumps(
+            {"name": "cron", "nodes": [{"type": "n8n-nodes-base.scheduleTrigger", "parameters": {}}], "connections": {}}
+        )
+    )
     body = tmp_path / "body.json"
     body.write_text("{}")
     out = tmp_path / "results"
-    one_line_exit_2(["--local", "--workflow", str(flow), "--body", str(body), "--out", str(out)], capsys,
-                    "has no Webhook node")
+    one_line_exit_2(
+        ["--local", "--workflow", str(flow), "--body", str(body), "--out", str(out)], capsys, "has no Webhook node"
+    )
     assert not out.exists() or not any(out.iterdir())
 
 
@@ -63,9 +67,24 @@ def test_bad_inventories(capsys, tmp_path):
     one_line_exit_2(["--inventory", str(inv)], capsys, "no such file")
     inv.write_text("{not json")
     one_line_exit_2(["--inventory", str(inv)], capsys, "not JSON")
-    only_loadgen = {"stack": "s", "provider": "hetzner", "location": "hel1", "expires_at": "x", "hosts": {
-        "loadgen": {"name": "loadgen", "role": "loadgen", "provider": "hetzner", "size": "cx23", "vcpu": 2,
-                    "arch": "x86", "public_ip": "203.0.113.9", "ssh_user": "root"}}}
+    only_loadgen = {
+        "stack": "s",
+        "provider": "hetzner",
+        "location": "hel1",
+        "expires_at": "x",
+        "hosts": {
+            "loadgen": {
+                "name": "loadgen",
+                "role": "loadgen",
+                "provider": "hetzner",
+                "size": "cx23",
+                "vcpu": 2,
+                "arch": "x86",
+                "public_ip": "203.0.113.9",
+                "ssh_user": "root",
+            }
+        },
+    }
     inv.write_text(json.dumps(only_loadgen))
     one_line_exit_2(["--inventory", str(inv)], capsys, f"--inventory {inv}: inventory")
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
-LOG_A_DROP = ("import logging{imp}; logging.getLogger('paramiko.transport')"
-              ".error('Socket exception: Connection reset by peer (104)')")
+LOG_A_DROP = (
+    "import logging{imp}; logging.getLogger('paramiko.transport')"
+    ".error('Socket exception: Connection reset by peer (104)')"
+)
 
 
 def _stderr(imp: str) -> str:

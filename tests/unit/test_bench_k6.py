@@ -24,15 +24,23 @@ def point(metric, time, value=1, metadata=None, tags=None):
 
 
 def md(seq, status, error="", body="", sched=1_700_000_000_000.0):
-    return {"seq": str(seq), "scheduled_ms": str(sched + seq * 50), "sent_ms": str(sched + seq * 50 + 1),
-            "done_ms": str(sched + seq * 50 + 120), "status": str(status), "error": error,
-            "error_code": "0" if not error else "1050", "body": body}
+    return {
+        "seq": str(seq),
+        "scheduled_ms": str(sched + seq * 50),
+        "sent_ms": str(sched + seq * 50 + 1),
+        "done_ms": str(sched + seq * 50 + 120),
+        "status": str(status),
+        "error": error,
+        "error_code": "0" if not error else "1050",
+        "body": body,
+    }
 
 
 def test_script_renders_rate_and_closed_steps_and_parses_as_js(tmp_path):
     plan = build_plan(rates=(2.5,), step_s=30, sweep=(10,))
-    rate = render_script(RateStep(rate_per_s=2.5, duration_s=30), "http://10.0.0.2:5678/webhook/x", b'{"number": 21}',
-                         plan, "t1")
+    rate = render_script(
+        RateStep(rate_per_s=2.5, duration_s=30), "http://10.0.0.2:5678/webhook/x", b'{"number": 21}', plan, "t1"
+    )
     assert "constant-arrival-rate" in rate and "rate: 2500," in rate and "maxVUs: 1000" in rate
     assert '"{\\"number\\": 21}"' in rate and "timeout: '120s'" in rate
     closed = render_script(ConcurrencyStep(users=10, duration_s=30), "http://h/webhook/x", b"{}", plan, "t1")
@@ -57,12 +65,17 @@ def test_points_become_records_with_classes_and_dropped():
         json.dumps({"type": "Metric", "data": {"type": "counter"}, "metric": "n8n_sizer_request"}),
         point("http_req_duration", "2026-11-30T10:00:00.123456789Z", 120.0),
         point("n8n_sizer_request", "2026-11-30T10:00:00.2Z", metadata=md(0, 200)),
-        point("n8n_sizer_request", "2026-11-30T10:00:00.3Z",
-              metadata=md(1, 503, body='{"code":503,"message":"Database is not ready!"}')),
-        point("n8n_sizer_request", "2026-11-30T10:00:00.4Z",
-              metadata=md(2, 0, error="request timeout")),
-        point("n8n_sizer_request", "2026-11-30T10:00:00.5Z",
-              metadata=md(3, 0, error="dial tcp 10.0.0.2:5678: connect: connection refused")),
+        point(
+            "n8n_sizer_request",
+            "2026-11-30T10:00:00.3Z",
+            metadata=md(1, 503, body='{"code":503,"message":"Database is not ready!"}'),
+        ),
+        point("n8n_sizer_request", "2026-11-30T10:00:00.4Z", metadata=md(2, 0, error="request timeout")),
+        point(
+            "n8n_sizer_request",
+            "2026-11-30T10:00:00.5Z",
+            metadata=md(3, 0, error="dial tcp 10.0.0.2:5678: connect: connection refused"),
+        ),
         point("dropped_iterations", "2026-11-30T10:00:01.000000001+00:00", value=2),
     ]
     recs = parse_k6_points("\n".join(lines) + "\n", "rate-20", "t1", seq_start=100)

@@ -14,8 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.bench.k6 import (check_payloads_budget, parse_k6_points, planned_count, render_script,
-                                stage_payloads, unstage_payloads, write_payloads)
+from n8n_sizer.bench.k6 import (
+    check_payloads_budget,
+    parse_k6_points,
+    planned_count,
+    render_script,
+    stage_payloads,
+    unstage_payloads,
+    write_payloads,
+)
 from n8n_sizer.bench.payloads import SIGNATURE_HEADER, Payloads, class_of, max_body_bytes, sign
 from n8n_sizer.bench.plan import ConcurrencyStep, RateStep, build_plan
 from n8n_sizer.bench.shapes import parse_shape
@@ -44,10 +51,18 @@ def run_script(tmp_path: Path, script: str, iterations: int, payloads: Payloads 
     path = tmp_path / "script.mjs"
     path.write_text(script)
     size = payloads.payload_bytes if payloads is not None else 1200
-    env = {**os.environ, "SECRET": (payloads.secret or "") if payloads is not None else "",
-           "MAX_BODY": str(max_body_bytes(size))}
-    res = subprocess.run([_node(), str(SHIM / "harness.mjs"), str(path), str(iterations), str(tmp_path)],
-                         capture_output=True, text=True, env=env, timeout=120)
+    env = {
+        **os.environ,
+        "SECRET": (payloads.secret or "") if payloads is not None else "",
+        "MAX_BODY": str(max_body_bytes(size)),
+    }
+    res = subprocess.run(
+        [_node(), str(SHIM / "harness.mjs"), str(path), str(iterations), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     sent = json.loads((tmp_path / "sent.json").read_text())
     return sent, parse_k6_points((tmp_path / "points.json").read_text(), "step", "t1", 0)
@@ -60,8 +75,9 @@ def test_k6_sends_the_drivers_bytes_and_records_each_class(tmp_path):
     assert n == planned_count(step) == 40
     assert stat.S_IMODE((tmp_path / "payloads.json").stat().st_mode) == 0o600
     assert SECRET not in (tmp_path / "payloads.json").read_text()
-    script = render_script(step, "http://127.0.0.1:9/webhook/x", b"{}", PLAN, "t1",
-                           payloads_file=str(tmp_path / "payloads.json"))
+    script = render_script(
+        step, "http://127.0.0.1:9/webhook/x", b"{}", PLAN, "t1", payloads_file=str(tmp_path / "payloads.json")
+    )
     sent, records = run_script(tmp_path, script, n, payloads)
     for i, request in enumerate(sent):
         body, headers, cls = payloads.request(i)
@@ -87,8 +103,9 @@ def test_k6_burst_step_payloads_follow_its_schedule(tmp_path):
     payloads = Payloads(payload_bytes=300, malformed=0.1, secret=SECRET)
     step = RateStep(rate_per_s=2, duration_s=20, shape=parse_shape("burst:2:8:5:10"))
     n = write_payloads(tmp_path / "payloads.json", step, b"{}", payloads)
-    script = render_script(step, "http://127.0.0.1:9/webhook/x", b"{}", PLAN, "t1",
-                           payloads_file=str(tmp_path / "payloads.json"))
+    script = render_script(
+        step, "http://127.0.0.1:9/webhook/x", b"{}", PLAN, "t1", payloads_file=str(tmp_path / "payloads.json")
+    )
     assert "ramping-arrival-rate" in script
     sent, records = run_script(tmp_path, script, n, payloads)
     assert len(sent) == n and [r.payload_class for r in records] == [class_of(i, 0.1) for i in range(n)]
@@ -99,8 +116,9 @@ def test_k6_closed_step_sends_the_signed_fixed_body(tmp_path):
     step = ConcurrencyStep(users=2, duration_s=10)
     fixed = b'{"event":"order.created","id":0}'
     assert write_payloads(tmp_path / "payloads.json", step, fixed, payloads) == 1
-    script = render_script(step, "http://127.0.0.1:9/webhook/x", fixed, PLAN, "t1",
-                           payloads_file=str(tmp_path / "payloads.json"))
+    script = render_script(
+        step, "http://127.0.0.1:9/webhook/x", fixed, PLAN, "t1", payloads_file=str(tmp_path / "payloads.json")
+    )
     sent, records = run_script(tmp_path, script, 5, payloads)
     assert {s["body"] for s in sent} == {fixed.decode()}
     assert {s["headers"][SIGNATURE_HEADER] for s in sent} == {sign(SECRET, fixed)}
@@ -136,9 +154,21 @@ def test_a_step_too_large_for_k6_is_refused_up_front():
 
 
 def test_an_unknown_payload_class_in_k6_output_is_refused():
-    meta = {"seq": "0", "scheduled_ms": "1", "sent_ms": "1", "done_ms": "2", "status": "200", "error": "",
-            "payload_class": "weird"}
-    line = json.dumps({"metric": "n8n_sizer_request", "type": "Point",
-                       "data": {"time": "2026-11-30T10:00:00Z", "value": 1, "metadata": meta}})
+    meta = {
+        "seq": "0",
+        "scheduled_ms": "1",
+        "sent_ms": "1",
+        "done_ms": "2",
+        "status": "200",
+        "error": "",
+        "payload_class": "weird",
+    }
+    line = json.dumps(
+        {
+            "metric": "n8n_sizer_request",
+            "type": "Point",
+            "data": {"time": "2026-11-30T10:00:00Z", "value": 1, "metadata": meta},
+        }
+    )
     with pytest.raises(InputError, match="unknown payload class 'weird'"):
         parse_k6_points(line + "\n", "s", "t", 0)

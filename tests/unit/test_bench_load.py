@@ -15,7 +15,9 @@ async def _handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
-            length = next((int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")), 0)
+            length = next(
+                (int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")), 0
+            )
             await reader.readexactly(length)
             path = head.split(b" ")[1].decode()
             _STATE["open"] += 1
@@ -30,9 +32,13 @@ async def _handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -
                     return
                 if path == "/fail":
                     body = b'{"code":503,"message":"Database is not ready!"}'
-                    writer.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+                    writer.write(
+                        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+                    )
                 elif path == "/chunked":
-                    writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\n\r\n")
+                    writer.write(
+                        b'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{"a"\r\n3\r\n:1}\r\n0\r\n\r\n'
+                    )
                 else:
                     writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
                 await writer.drain()
@@ -65,8 +71,16 @@ def test_open_model_keeps_schedule_and_records_every_request():
 
     async def body(port):
         client = HttpPost(f"http://127.0.0.1:{port}/ok", b'{"n":1}')
-        return await run_open(client, rate_per_s=200, duration_s=0.5, max_in_flight=100, step="rate-200",
-                              target="t", seq_start=7, sink=sink)
+        return await run_open(
+            client,
+            rate_per_s=200,
+            duration_s=0.5,
+            max_in_flight=100,
+            step="rate-200",
+            target="t",
+            seq_start=7,
+            sink=sink,
+        )
 
     out = asyncio.run(_with_server(body))
     assert out.scheduled == out.sent == 100 == len(records)
@@ -82,7 +96,9 @@ def test_slow_server_does_not_slow_the_schedule_latency_from_scheduled_time():
 
     async def body(port):
         client = HttpPost(f"http://127.0.0.1:{port}/slow", b"{}")
-        return await run_open(client, rate_per_s=40, duration_s=0.3, max_in_flight=1000, step="s", target="t", sink=sink)
+        return await run_open(
+            client, rate_per_s=40, duration_s=0.3, max_in_flight=1000, step="s", target="t", sink=sink
+        )
 
     asyncio.run(_with_server(body))
     assert len(records) == 12
@@ -112,21 +128,43 @@ def test_failure_classes_carry_error_string_and_body():
 
     async def body(port):
         for path in ("fail", "reset", "chunked"):
-            await run_open(HttpPost(f"http://127.0.0.1:{port}/{path}", b"{}"), rate_per_s=20, duration_s=0.1,
-                           max_in_flight=10, step=path, target="t", sink=sink)
-        await run_open(HttpPost(f"http://127.0.0.1:{port}/hang", b"{}", timeout_s=0.2), rate_per_s=20,
-                       duration_s=0.1, max_in_flight=10, step="hang", target="t", sink=sink)
+            await run_open(
+                HttpPost(f"http://127.0.0.1:{port}/{path}", b"{}"),
+                rate_per_s=20,
+                duration_s=0.1,
+                max_in_flight=10,
+                step=path,
+                target="t",
+                sink=sink,
+            )
+        await run_open(
+            HttpPost(f"http://127.0.0.1:{port}/hang", b"{}", timeout_s=0.2),
+            rate_per_s=20,
+            duration_s=0.1,
+            max_in_flight=10,
+            step="hang",
+            target="t",
+            sink=sink,
+        )
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             closed = s.getsockname()[1]
-        await run_open(HttpPost(f"http://127.0.0.1:{closed}/", b"{}"), rate_per_s=20, duration_s=0.1,
-                       max_in_flight=10, step="closed", target="t", sink=sink)
+        await run_open(
+            HttpPost(f"http://127.0.0.1:{closed}/", b"{}"),
+            rate_per_s=20,
+            duration_s=0.1,
+            max_in_flight=10,
+            step="closed",
+            target="t",
+            sink=sink,
+        )
 
     asyncio.run(_with_server(body))
     by = {step: [r for r in records if r.step == step] for step in ("fail", "reset", "chunked", "hang", "closed")}
     assert all(len(v) == 2 for v in by.values())
-    assert all(r.error_class == "non-2xx" and r.status == 503 and "Database is not ready" in r.body_snippet
-               for r in by["fail"])
+    assert all(
+        r.error_class == "non-2xx" and r.status == 503 and "Database is not ready" in r.body_snippet for r in by["fail"]
+    )
     assert all(r.error_class == "reset" and r.status is None and r.error for r in by["reset"])
     assert all(r.status == 200 and r.error_class is None for r in by["chunked"])
     assert all(r.error_class == "timeout" and "0.2 s" in r.error for r in by["hang"])
@@ -149,8 +187,11 @@ def test_https_and_bad_rates_are_input_errors():
     with pytest.raises(InputError, match="plain http"):
         HttpPost("https://example.invalid/x", b"")
     with pytest.raises(InputError, match="--rates"):
-        asyncio.run(run_open(HttpPost("http://127.0.0.1:1/", b""), rate_per_s=0, duration_s=1, max_in_flight=1,
-                             step="s", target="t"))
+        asyncio.run(
+            run_open(
+                HttpPost("http://127.0.0.1:1/", b""), rate_per_s=0, duration_s=1, max_in_flight=1, step="s", target="t"
+            )
+        )
 
 
 def test_abort_cancels_requests_in_flight_and_still_records_each():
@@ -163,8 +204,18 @@ def test_abort_cancels_requests_in_flight_and_still_records_each():
         def stop():
             return asyncio.get_running_loop().time() - started > 0.2
 
-        return await run_open(client, rate_per_s=50, duration_s=5, max_in_flight=100, step="s", target="t",
-                              sink=sink, should_stop=stop, abort=stop, abort_grace_s=0.1)
+        return await run_open(
+            client,
+            rate_per_s=50,
+            duration_s=5,
+            max_in_flight=100,
+            step="s",
+            target="t",
+            sink=sink,
+            should_stop=stop,
+            abort=stop,
+            abort_grace_s=0.1,
+        )
 
     out = asyncio.run(_with_server(body))
     assert 5 <= out.scheduled < 30 and len(records) == out.scheduled

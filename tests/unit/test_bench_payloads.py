@@ -12,8 +12,16 @@ import stat
 import pytest
 import typer
 
-from n8n_sizer.bench.payloads import (CLASSES, Payloads, body_of, class_of, deployed_workflow, load_secret,
-                                      max_body_bytes, sign)
+from n8n_sizer.bench.payloads import (
+    CLASSES,
+    Payloads,
+    body_of,
+    class_of,
+    deployed_workflow,
+    load_secret,
+    max_body_bytes,
+    sign,
+)
 from n8n_sizer.cli import _run, app
 from n8n_sizer.errors import InputError
 from n8n_sizer.n8n.signed import with_respond_mode, with_secret
@@ -36,7 +44,7 @@ def test_malformed_share_is_exact_and_classes_take_turns(fraction, n):
     classes = [class_of(seq, fraction) for seq in range(n)]
     bad = [c for c in classes if c is not None]
     assert len(bad) == int(fraction * n + 1e-9)
-    assert bad[:4] == list(CLASSES[:len(bad[:4])])
+    assert bad[:4] == list(CLASSES[: len(bad[:4])])
     assert class_of(3, 0.0) is None
 
 
@@ -76,14 +84,29 @@ def test_secret_file_generated_0600_then_read_never_overwritten(tmp_path):
 
 
 def _rec(seq, status, cls=None, execution_id=None):
-    return RequestRecord(seq=seq, step="burst-2-8-10-30", target="t", scheduled_s=seq, sent_s=seq, status=status,
-                         latency_ms=5.0, error_class=None if status and status < 300 else "non-2xx",
-                         execution_id=execution_id, payload_class=cls)
+    return RequestRecord(
+        seq=seq,
+        step="burst-2-8-10-30",
+        target="t",
+        scheduled_s=seq,
+        sent_s=seq,
+        status=status,
+        latency_ms=5.0,
+        error_class=None if status and status < 300 else "non-2xx",
+        execution_id=execution_id,
+        payload_class=cls,
+    )
 
 
 def test_ledger_counts_per_class_and_refusals_do_not_hide_a_loss():
-    records = [_rec(0, 200, None, "1"), _rec(1, 401, "bad-signature", "2"), _rec(2, 200, None, "3"),
-               _rec(3, 422, "invalid-json"), _rec(4, 200, "schema", "5"), _rec(5, 500, "oversize")]
+    records = [
+        _rec(0, 200, None, "1"),
+        _rec(1, 401, "bad-signature", "2"),
+        _rec(2, 200, None, "3"),
+        _rec(3, 422, "invalid-json"),
+        _rec(4, 200, "schema", "5"),
+        _rec(5, 500, "oversize"),
+    ]
     # executions: 1, 2 (the refusal), 5 (the schema request let through); 3 is missing
     ledger = build_ledger(records, executions_stored=3, executions_succeeded=3, success_ids={"1", "2", "5"})
     assert ledger.accepted == 3 and ledger.refusals_with_execution == 1
@@ -109,7 +132,9 @@ def test_signed_webhook_modes_and_secret():
     at_ingest = with_respond_mode(flow.definition, "received")
     hook = [n for n in at_ingest["nodes"] if n["name"] == "Webhook"][0]["parameters"]
     assert hook["responseMode"] == "onReceived" and hook["options"]["responseCode"]["values"]["responseCode"] == 202
-    assert "Respond" not in {n["name"] for n in at_ingest["nodes"]} and "Respond" not in json.dumps(at_ingest["connections"])
+    assert "Respond" not in {n["name"] for n in at_ingest["nodes"]} and "Respond" not in json.dumps(
+        at_ingest["connections"]
+    )
     secret = "a1" * 16
     deployed = deployed_workflow(flow.model_copy(update={"definition": last}), secret, None)
     code = [n for n in deployed.definition["nodes"] if n["name"] == "Check"][0]["parameters"]["jsCode"]
@@ -121,16 +146,19 @@ def test_signed_webhook_modes_and_secret():
         deployed_workflow(flow, None, None)
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--shape", "burst:8:2:10:30"], "must be above BASE"),
-    (["--malformed", "1"], "leaves nothing"),
-    (["--malformed", "-0.1"], "--malformed"),
-    (["--payload-bytes", "10"], "--payload-bytes"),
-    (["--respond", "later"], "choose last-node, immediately or received"),
-    (["--respond", "immediately"], "add --workflow signed-webhook"),
-    (["--hmac-secret-file", "/nonexistent-dir/k"], "does not exist"),
-    (["--shape", "ramp:1:5", "--soak", "1h", "--rate", "1"], "one step of its own"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--shape", "burst:8:2:10:30"], "must be above BASE"),
+        (["--malformed", "1"], "leaves nothing"),
+        (["--malformed", "-0.1"], "--malformed"),
+        (["--payload-bytes", "10"], "--payload-bytes"),
+        (["--respond", "later"], "choose last-node, immediately or received"),
+        (["--respond", "immediately"], "add --workflow signed-webhook"),
+        (["--hmac-secret-file", "/nonexistent-dir/k"], "does not exist"),
+        (["--shape", "ramp:1:5", "--soak", "1h", "--rate", "1"], "one step of its own"),
+    ],
+)
 def test_bench_refuses_bad_payload_and_shape_flags_in_one_line(args, words, tmp_path, capsys):
     with pytest.raises(SystemExit) as done:
         _run(typer.main.get_command(app), "n8n-sizer", ["bench", "--local", "--out", str(tmp_path), *args])

@@ -15,9 +15,17 @@ from n8n_sizer.errors import InputError
 
 
 def rec(seq, status=200, latency=10.0, cls=None, step="rate-5", target="t1"):
-    return RequestRecord(seq=seq, step=step, target=target, scheduled_s=1000 + seq * 0.2,
-                         sent_s=1000 + seq * 0.2 + 0.001, status=status, latency_ms=latency if status else None,
-                         error_class=cls, error=None if cls is None else f"{cls} details")
+    return RequestRecord(
+        seq=seq,
+        step=step,
+        target=target,
+        scheduled_s=1000 + seq * 0.2,
+        sent_s=1000 + seq * 0.2 + 0.001,
+        status=status,
+        latency_ms=latency if status else None,
+        error_class=cls,
+        error=None if cls is None else f"{cls} details",
+    )
 
 
 def test_store_creates_exclusively_appends_and_reopens(tmp_path):
@@ -71,13 +79,20 @@ def test_a_line_cut_by_a_crash_is_dropped_on_resume_and_skipped_at_the_end_other
 
 
 def test_ledger_reports_raw_numbers():
-    records = [rec(0), rec(1), rec(2, status=None, cls="timeout"), rec(3, status=500, cls="non-2xx"),
-               rec(4, status=None, cls="dropped")]
+    records = [
+        rec(0),
+        rec(1),
+        rec(2, status=None, cls="timeout"),
+        rec(3, status=500, cls="non-2xx"),
+        rec(4, status=None, cls="dropped"),
+    ]
     ledger = build_ledger(records, executions_stored=4, executions_succeeded=3)
     assert (ledger.fired, ledger.accepted, ledger.refused, ledger.not_sent) == (4, 2, 2, 1)
     assert ledger.accepted_then_lost == -1  # more successes stored than acknowledged: shown, not masked
     assert build_ledger(records, None, None).accepted_then_lost is None
-    assert "accepted then lost" in format_ledger("t1", ledger) and "n/a" in format_ledger("t", build_ledger([], None, None))
+    assert "accepted then lost" in format_ledger("t1", ledger) and "n/a" in format_ledger(
+        "t", build_ledger([], None, None)
+    )
 
 
 def test_plan_parsing_and_defaults():
@@ -97,12 +112,15 @@ def test_plan_parsing_and_defaults():
 
 def test_step_summary_counts_classes_and_percentiles():
     records = [rec(i, latency=float(i + 1)) for i in range(100)] + [rec(100, status=None, cls="reset")]
-    outcome = StepTally(step="rate-5", started_s=1000.0, finished_s=1020.2, scheduled=101, sent=101,
-                          last_sent_s=1000 + 100 * 0.2)
+    outcome = StepTally(
+        step="rate-5", started_s=1000.0, finished_s=1020.2, scheduled=101, sent=101, last_sent_s=1000 + 100 * 0.2
+    )
     samples = {(s.metric, s.labels.get("class")): s.value for s in summarize_step(records, outcome, "t1", "rate", 5.0)}
     assert samples[("answered", None)] == 100 and samples[("requests", None)] == 101
     assert samples[("errors", "reset")] == 1 and samples[("errors", "timeout")] == 0
-    assert samples[("latency_p50", None)] == pytest.approx(50.5) and samples[("latency_p99", None)] == pytest.approx(99.01)
+    assert samples[("latency_p50", None)] == pytest.approx(50.5) and samples[("latency_p99", None)] == pytest.approx(
+        99.01
+    )
     assert samples[("achieved_rate", None)] == pytest.approx(5.0, rel=0.01)
 
 
@@ -122,7 +140,9 @@ def test_durations_and_step_labels():
 def test_ledger_matches_accepted_requests_to_stored_executions_by_id():
     ok = [rec(i).model_copy(update={"execution_id": str(100 + i)}) for i in range(4)]
     records = ok + [rec(4, status=500, cls="non-2xx")]
-    ledger = build_ledger(records, executions_stored=5, executions_succeeded=3, success_ids={"100", "101", "103", "999"})
+    ledger = build_ledger(
+        records, executions_stored=5, executions_succeeded=3, success_ids={"100", "101", "103", "999"}
+    )
     assert ledger.lost_seqs == [2]  # answered 200, but execution 102 was never stored as successful
     assert ledger.accepted_then_lost == 1
     # one accepted answer without an id (a user's own workflow): no one-by-one claim, only the counts

@@ -70,11 +70,19 @@ def test_ramp_mean_and_k6_stages():
     assert stages == [(10.0, 8.0), (0.0, 2.0), (20.0, 2.0), (0.0, 8.0), (10.0, 8.0), (0.0, 2.0), (20.0, 2.0)]
 
 
-@pytest.mark.parametrize("text, words", [
-    ("square:1:2", "choose constant, ramp"), ("ramp:1", "2 numbers"), ("ramp:a:2", "'a' is not a number"),
-    ("ramp:0:0", "both be 0"), ("burst:8:2:10:30", "must be above BASE"), ("burst:2:8:30:30", "shorter than"),
-    ("burst:2:8:10:inf", "not a finite"), ("ramp:-1:5", "outside the allowed range"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("square:1:2", "choose constant, ramp"),
+        ("ramp:1", "2 numbers"),
+        ("ramp:a:2", "'a' is not a number"),
+        ("ramp:0:0", "both be 0"),
+        ("burst:8:2:10:30", "must be above BASE"),
+        ("burst:2:8:30:30", "shorter than"),
+        ("burst:2:8:10:inf", "not a finite"),
+        ("ramp:-1:5", "outside the allowed range"),
+    ],
+)
 def test_bad_shapes_are_one_line(text, words):
     with pytest.raises(InputError) as err:
         shapes.parse_shape(text)
@@ -92,10 +100,19 @@ def test_plan_names_the_shaped_step_and_stats_read_it():
 def _records(times, step, answered=lambda i: True, latency_ms=50.0):
     from n8n_sizer.runs.records import RequestRecord
 
-    return [RequestRecord(seq=i, step=step, target="t", scheduled_s=1000.0 + t, sent_s=1000.0 + t,
-                          status=200 if answered(i) else None, latency_ms=latency_ms if answered(i) else None,
-                          error_class=None if answered(i) else "timeout")
-            for i, t in enumerate(times)]
+    return [
+        RequestRecord(
+            seq=i,
+            step=step,
+            target="t",
+            scheduled_s=1000.0 + t,
+            sent_s=1000.0 + t,
+            status=200 if answered(i) else None,
+            latency_ms=latency_ms if answered(i) else None,
+            error_class=None if answered(i) else "timeout",
+        )
+        for i, t in enumerate(times)
+    ]
 
 
 def test_step_throughput_of_a_burst_reads_its_mean_offered_rate():
@@ -121,8 +138,9 @@ def test_driver_sends_at_the_schedule(tmp_path):
                     head = await reader.readuntil(b"\r\n\r\n")
                 except (asyncio.IncompleteReadError, ConnectionError):
                     break
-                length = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0]
-                             .split(b":")[1])
+                length = int(
+                    [l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0].split(b":")[1]
+                )
                 await reader.readexactly(length)
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
                 await writer.drain()
@@ -134,8 +152,16 @@ def test_driver_sends_at_the_schedule(tmp_path):
         times = shapes.arrival_times(shape, 4.0)
         got = []
         client = HttpPost(f"http://127.0.0.1:{port}/x", b"{}", timeout_s=10)
-        tally = await run_open(client, rate_per_s=shapes.mean_rate(shape, 4.0), duration_s=4.0, max_in_flight=50,
-                               step=shape.name, target="t", sink=got.append, times=times)
+        tally = await run_open(
+            client,
+            rate_per_s=shapes.mean_rate(shape, 4.0),
+            duration_s=4.0,
+            max_in_flight=50,
+            step=shape.name,
+            target="t",
+            sink=got.append,
+            times=times,
+        )
         client.close()
         server.close()
         return times, got, tally

@@ -6,8 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.hosts.cgroups import (CgroupError, CpuGroup, check_name, controller_mounts, parse_cpu_stat,
-                                     parse_proc_cgroup, parse_usage_ns, quota_us, remove_tree)
+from n8n_sizer.hosts.cgroups import (
+    CgroupError,
+    CpuGroup,
+    check_name,
+    controller_mounts,
+    parse_cpu_stat,
+    parse_proc_cgroup,
+    parse_usage_ns,
+    quota_us,
+    remove_tree,
+)
 
 DATA = Path(__file__).parent.parent / "data" / "cgroups"
 
@@ -43,12 +52,21 @@ def test_proc_cgroup_lines_map_every_controller_to_its_path():
     groups = parse_proc_cgroup((DATA / "proc_self_cgroup.txt").read_text())
     assert groups["cpu"] == "/" and groups["cpuacct"] == "/"
     assert parse_proc_cgroup("4:cpu,cpuacct:/n8n-sizer-ab12cd/data\n0::/\n") == {
-        "cpu": "/n8n-sizer-ab12cd/data", "cpuacct": "/n8n-sizer-ab12cd/data"}
+        "cpu": "/n8n-sizer-ab12cd/data",
+        "cpuacct": "/n8n-sizer-ab12cd/data",
+    }
 
 
-@pytest.mark.parametrize("cores,period,expected", [(1, 100_000, 100_000), (0.25, 100_000, 25_000),
-                                                    (1.5, 50_000, 75_000), (0.001, 100_000, 1_000),
-                                                    (0.0001, 100_000, 1_000)])
+@pytest.mark.parametrize(
+    "cores,period,expected",
+    [
+        (1, 100_000, 100_000),
+        (0.25, 100_000, 25_000),
+        (1.5, 50_000, 75_000),
+        (0.001, 100_000, 1_000),
+        (0.0001, 100_000, 1_000),
+    ],
+)
 def test_quota_is_cores_times_period_never_below_the_kernels_minimum(cores, period, expected):
     assert quota_us(cores, period) == expected
 

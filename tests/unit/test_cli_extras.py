@@ -25,17 +25,26 @@ def _app_raising(exc: BaseException) -> typer.Typer:
     return app
 
 
-@pytest.mark.parametrize("module, extra", [("matplotlib.pyplot", "bench"), ("fabric", "bench"),
-                                           ("paramiko.ssh_exception", "bench"), ("invoke", "bench"),
-                                           ("pulumi", "fleet"), ("pulumi_gcp", "fleet")])
+@pytest.mark.parametrize(
+    "module, extra",
+    [
+        ("matplotlib.pyplot", "bench"),
+        ("fabric", "bench"),
+        ("paramiko.ssh_exception", "bench"),
+        ("invoke", "bench"),
+        ("pulumi", "fleet"),
+        ("pulumi_gcp", "fleet"),
+    ],
+)
 def test_a_missing_extra_module_is_one_line_naming_its_install(module, extra, capsys):
     app = _app_raising(ModuleNotFoundError(f"No module named '{module}'", name=module))
     with pytest.raises(SystemExit) as exited:
         _run(typer.main.get_command(app), "n8n-sizer", ["report", "results/x"])
     assert exited.value.code == 2
     top = module.split(".")[0]
-    assert capsys.readouterr().err == (f"n8n-sizer: report needs the {extra} extra ({top} is not installed): "
-                                       f".venv/bin/pip install '.[{extra}]'\n")
+    assert capsys.readouterr().err == (
+        f"n8n-sizer: report needs the {extra} extra ({top} is not installed): .venv/bin/pip install '.[{extra}]'\n"
+    )
 
 
 def test_any_other_missing_module_is_a_bug_and_keeps_its_traceback(capsys):
@@ -60,5 +69,6 @@ def test_every_mapped_extra_exists_in_pyproject():
     from pathlib import Path
 
     extras = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]
+        "optional-dependencies"
+    ]
     assert set(EXTRA_OF_MODULE.values()) <= set(extras)

@@ -27,7 +27,9 @@ def _leaves(cmd, prefix=""):
 
 def test_every_subcommand_takes_json():
     leaves = dict(_leaves(typer.main.get_command(app)))
-    assert {"advise", "render", "check", "bench", "report", "drill", "cost", "teardown", "reap", "lab up"} <= set(leaves)
+    assert {"advise", "render", "check", "bench", "report", "drill", "cost", "teardown", "reap", "lab up"} <= set(
+        leaves
+    )
     missing = [name for name, cmd in leaves.items() if not any("--json" in p.opts for p in cmd.params)]
     assert not missing, missing
 
@@ -48,4 +50,6 @@ def test_render_json_lists_the_files_and_never_a_secret(tmp_path):
 
 def test_cost_json_is_the_estimate():
     out = _json(["cost", "--stack", "single", "--hours", "2"], ROOT)
-    assert out["stack"] == "single" and out["hours"] == 2 and out["total_eur"] == sum(h["total_eur"] for h in out["hosts"])
+    assert (
+        out["stack"] == "single" and out["hours"] == 2 and out["total_eur"] == sum(h["total_eur"] for h in out["hosts"])
+    )

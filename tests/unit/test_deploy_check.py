@@ -110,7 +110,12 @@ services:
     stop_grace_period: 1m30s
 """
     service = load_compose(text).services[0]
-    assert [(p.container_port, p.public) for p in service.ports] == [(5678, False), (5679, True), (80, False), (5680, True)]
+    assert [(p.container_port, p.public) for p in service.ports] == [
+        (5678, False),
+        (5679, True),
+        (80, False),
+        (5680, True),
+    ]
     assert service.stop_grace_s == 90
     assert duration_s("500ms") == 0.5 and duration_s("2h") == 7200 and duration_s("soon") is None
 
@@ -118,23 +123,36 @@ services:
 def test_an_unreadable_worker_concurrency_is_named_not_read_as_zero() -> None:
     text = (DATA / "good-queue.yml").read_text()
     assert "--concurrency 10" in text
-    results = {r.rule: r for r in check_compose(text.replace("--concurrency 10", "--concurrency ten", 1), ENV,
-                                                 vcpu=4, longest_execution_s=60, env_files=ENV_FILES)}
+    results = {
+        r.rule: r
+        for r in check_compose(
+            text.replace("--concurrency 10", "--concurrency ten", 1),
+            ENV,
+            vcpu=4,
+            longest_execution_s=60,
+            env_files=ENV_FILES,
+        )
+    }
     failed = results["worker-concurrency"]
     assert failed.status == "fail" and "not a whole number" in failed.message and "=0" not in failed.message
 
 
-@pytest.mark.parametrize("old, new, said", [
-    ("QUEUE_BULL_REDIS_USERNAME: n8n", "QUEUE_BULL_REDIS_USERNAME: bull", "which no --user of Redis defines"),
-    ("QUEUE_BULL_REDIS_USERNAME: n8n", "QUEUE_BULL_REDIS_USERNAME: default", "as the default user"),
-    ("~bull:* ~n8n:*", "~*", "may use every key or command"),
-    (" -@dangerous", "", "may use every key or command"),
-])
+@pytest.mark.parametrize(
+    "old, new, said",
+    [
+        ("QUEUE_BULL_REDIS_USERNAME: n8n", "QUEUE_BULL_REDIS_USERNAME: bull", "which no --user of Redis defines"),
+        ("QUEUE_BULL_REDIS_USERNAME: n8n", "QUEUE_BULL_REDIS_USERNAME: default", "as the default user"),
+        ("~bull:* ~n8n:*", "~*", "may use every key or command"),
+        (" -@dangerous", "", "may use every key or command"),
+    ],
+)
 def test_redis_acl_fails_a_login_that_is_not_n8n_s_own_limited_user(old: str, new: str, said: str) -> None:
     text = (DATA / "good-queue.yml").read_text()
     assert old in text
-    results = {r.rule: r for r in check_compose(text.replace(old, new), ENV, vcpu=4, longest_execution_s=60,
-                                                env_files=ENV_FILES)}
+    results = {
+        r.rule: r
+        for r in check_compose(text.replace(old, new), ENV, vcpu=4, longest_execution_s=60, env_files=ENV_FILES)
+    }
     assert results["redis-acl"].status == "fail" and said in results["redis-acl"].message
     assert "--user n8n on" in results["redis-acl"].fix
 
@@ -152,8 +170,8 @@ def test_the_rendered_queue_stack_passes_redis_acl_and_its_user_is_the_one_n8n_g
     compose = load_compose(bundle.compose, env)
     redis = compose.by_role("redis")[0]
     at = redis.command.index("--user")
-    assert redis.command[at + 1:at + 4] == ["n8n", "on", ">" + env["REDIS_N8N_PASSWORD"]]
-    assert tuple(redis.command[at + 4:at + 4 + len(REDIS_N8N_RULES)]) == REDIS_N8N_RULES
+    assert redis.command[at + 1 : at + 4] == ["n8n", "on", ">" + env["REDIS_N8N_PASSWORD"]]
+    assert tuple(redis.command[at + 4 : at + 4 + len(REDIS_N8N_RULES)]) == REDIS_N8N_RULES
     assert redis.command[redis.command.index("--requirepass") + 1] == env["REDIS_PASSWORD"]
     assert env["REDIS_PASSWORD"] != env["REDIS_N8N_PASSWORD"]
     for s in compose.n8n:

@@ -17,8 +17,13 @@ DATA = Path(__file__).resolve().parent.parent / "data" / "compose"
 
 def run(*args: str) -> subprocess.CompletedProcess:
     command = [str(CLI)] if CLI.exists() else [sys.executable, "-c", "from n8n_sizer.cli import main; main()"]
-    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"})
+    return subprocess.run(
+        [*command, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+    )
 
 
 def test_render_then_check_passes(tmp_path: Path) -> None:
@@ -27,8 +32,11 @@ def test_render_then_check_passes(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "new secret(s)" in proc.stdout and proc.stderr == ""
     assert stat.S_IMODE((out / ".env").stat().st_mode) == 0o600
-    key = next(line.split("=", 1)[1] for line in (out / ".env").read_text().splitlines()
-               if line.startswith("N8N_ENCRYPTION_KEY="))
+    key = next(
+        line.split("=", 1)[1]
+        for line in (out / ".env").read_text().splitlines()
+        if line.startswith("N8N_ENCRYPTION_KEY=")
+    )
     assert key not in proc.stdout
     checked = run("check", str(out / "docker-compose.yml"), "--env", str(out / ".env"), "--vcpu", "4")
     assert checked.returncode == 0, checked.stdout
@@ -53,18 +61,21 @@ def test_check_json() -> None:
     assert set(results[0]) == {"rule", "status", "message", "fix"}
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["render", "--mode", "queue", "--workers", "0"], "--workers"),
-    (["render", "--mode", "queue", "--concurrency", "0"], "--concurrency"),
-    (["render", "--mode", "regular", "--n8n-version", "2.41"], "--n8n-version"),
-    (["render", "--mode", "regular", "--n8n-version", "latest"], "--n8n-version"),
-    (["render", "--mode", "sideways"], "--mode"),
-    (["render", "--mode", "queue", "--pool", "10", "--workers", "4", "--max-connections", "20"], "= 61"),
-    (["render", "--mode", "regular", "--profile", "production"], "--domain"),
-    (["render", "--workers", "2"], "--mode"),
-    (["check", "/nonexistent/compose.yml"], "FILE"),
-    (["check", str(DATA / "good-queue.yml"), "--vcpu", "0"], "--vcpu"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["render", "--mode", "queue", "--workers", "0"], "--workers"),
+        (["render", "--mode", "queue", "--concurrency", "0"], "--concurrency"),
+        (["render", "--mode", "regular", "--n8n-version", "2.41"], "--n8n-version"),
+        (["render", "--mode", "regular", "--n8n-version", "latest"], "--n8n-version"),
+        (["render", "--mode", "sideways"], "--mode"),
+        (["render", "--mode", "queue", "--pool", "10", "--workers", "4", "--max-connections", "20"], "= 61"),
+        (["render", "--mode", "regular", "--profile", "production"], "--domain"),
+        (["render", "--workers", "2"], "--mode"),
+        (["check", "/nonexistent/compose.yml"], "FILE"),
+        (["check", str(DATA / "good-queue.yml"), "--vcpu", "0"], "--vcpu"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], needle: str) -> None:
     if args[0] == "render":
         args = [*args, "--out", str(tmp_path / "stack")]

@@ -64,7 +64,8 @@ def test_matches_golden_files(case: str) -> None:
             (folder / name).write_text(text, encoding="utf-8")
         assert (folder / name).exists(), f"missing golden {folder / name}; run with UPDATE_GOLDEN=1"
         assert text == (folder / name).read_text(encoding="utf-8"), (
-            f"{case}/{name} differs from its golden file; if intended, rerun with UPDATE_GOLDEN=1 and review")
+            f"{case}/{name} differs from its golden file; if intended, rerun with UPDATE_GOLDEN=1 and review"
+        )
 
 
 def test_every_compose_validates_against_the_compose_spec(tmp_path: Path) -> None:
@@ -75,8 +76,9 @@ def test_every_compose_validates_against_the_compose_spec(tmp_path: Path) -> Non
         path = tmp_path / f"{case}.yml"
         path.write_text(_bundle(case).compose)
         paths.append(str(path))
-    proc = subprocess.run([str(tool), "--builtin-schema", "vendor.compose-spec", *paths],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(tool), "--builtin-schema", "vendor.compose-spec", *paths], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -85,8 +87,9 @@ def test_compose_spec_validation_can_fail(tmp_path: Path) -> None:
     tool = Path(sys.executable).parent / "check-jsonschema"
     path = tmp_path / "bad.yml"
     path.write_text(_bundle("queue-1-worker").compose.replace("stop_grace_period:", "stop_grace_periods:"))
-    proc = subprocess.run([str(tool), "--builtin-schema", "vendor.compose-spec", str(path)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(tool), "--builtin-schema", "vendor.compose-spec", str(path)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 1 and "stop_grace_periods" in proc.stdout
 
 
@@ -116,8 +119,12 @@ def test_cloud_init_schema_check_can_fail(tmp_path: Path) -> None:
 def test_check_passes_every_rendered_stack(case: str) -> None:
     bundle = _bundle(case)
     setup = CASES[case][0]
-    results = check_compose(bundle.compose, parse_env_text(bundle.env), vcpu=2 * max(1, setup.workers),
-                            longest_execution_s=setup.longest_execution_s)
+    results = check_compose(
+        bundle.compose,
+        parse_env_text(bundle.env),
+        vcpu=2 * max(1, setup.workers),
+        longest_execution_s=setup.longest_execution_s,
+    )
     failed = [(r.rule, r.message) for r in results if r.status == "fail"]
     assert failed == []
     assert sum(r.status == "pass" for r in results) >= 8
@@ -138,22 +145,35 @@ def test_more_shapes_validate_and_pass_check(tmp_path: Path) -> None:
     paths = []
     for i, (setup, kwargs) in enumerate(MORE):
         bundle = render_bundle(setup, FAKE, **kwargs)
-        results = check_compose(bundle.compose, parse_env_text(bundle.env), vcpu=2 * max(1, setup.workers),
-                                longest_execution_s=setup.longest_execution_s)
+        results = check_compose(
+            bundle.compose,
+            parse_env_text(bundle.env),
+            vcpu=2 * max(1, setup.workers),
+            longest_execution_s=setup.longest_execution_s,
+        )
         assert [(r.rule, r.message) for r in results if r.status == "fail"] == [], (setup, kwargs)
         path = tmp_path / f"more-{i}.yml"
         path.write_text(bundle.compose)
         paths.append(str(path))
-    proc = subprocess.run([str(tool), "--builtin-schema", "vendor.compose-spec", *paths],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(tool), "--builtin-schema", "vendor.compose-spec", *paths], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_queue_stack_follows_seed_000() -> None:
     bundle = _bundle("queue-2-workers")
     services = yaml.safe_load(bundle.compose)["services"]
-    assert set(services) == {"n8n-postgres", "n8n-redis", "n8n-main", "runner-main", "n8n-worker-1",
-                             "runner-worker-1", "n8n-worker-2", "runner-worker-2"}
+    assert set(services) == {
+        "n8n-postgres",
+        "n8n-redis",
+        "n8n-main",
+        "runner-main",
+        "n8n-worker-1",
+        "runner-worker-1",
+        "n8n-worker-2",
+        "runner-worker-2",
+    }
     assert all("deploy" not in spec for spec in services.values())  # workers are services, not replicas
     assert all("healthcheck" in spec for spec in services.values())
     for n in (1, 2):
@@ -189,7 +209,9 @@ def test_shutdown_timeouts_exceed_the_longest_execution() -> None:
 
 
 def test_postgres_max_connections_covers_big_pools() -> None:
-    setup = Setup(mode="queue", workers=8, db_pool_size=20)  # (20 + 1) + 8 x 20 + 10 = 191 > 100, rounded up to 200 (pools.py)
+    setup = Setup(
+        mode="queue", workers=8, db_pool_size=20
+    )  # (20 + 1) + 8 x 20 + 10 = 191 > 100, rounded up to 200 (pools.py)
     services = yaml.safe_load(render_bundle(setup, FAKE).compose)["services"]
     assert services["n8n-postgres"]["command"] == ["postgres", "-c", "max_connections=200"]
 

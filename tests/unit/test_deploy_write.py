@@ -55,9 +55,11 @@ def test_rerender_keeps_every_secret_and_says_so(tmp_path: Path) -> None:
 
 
 def test_user_written_env_is_kept_including_other_variables(tmp_path: Path) -> None:
-    write_private_env(tmp_path / ".env", 
+    write_private_env(
+        tmp_path / ".env",
         "# mine\nN8N_ENCRYPTION_KEY='my-own-key-from-n8n-config-file'\nPOSTGRES_PASSWORD=hunter2hunter2hunter2\n"
-        "SMTP_HOST=mail.example.com\nN8N_PUBLIC_URL=https://n8n.example.org/\n")
+        "SMTP_HOST=mail.example.com\nN8N_PUBLIC_URL=https://n8n.example.org/\n",
+    )
     messages = write_bundle(QUEUE, tmp_path, generate_missing_secrets=True)
     env = parse_env_text((tmp_path / ".env").read_text())
     assert env["N8N_ENCRYPTION_KEY"] == "my-own-key-from-n8n-config-file"
@@ -103,7 +105,7 @@ def test_merge_keeps_present_and_fills_missing() -> None:
 
 
 def test_parse_env_text_handles_quotes_comments_and_export() -> None:
-    parsed = parse_env_text('# c\nexport A=1\nB="two words"\nC=\'x\'\nD=plain # note\n\nnot a line\nE=a=b\n')
+    parsed = parse_env_text("# c\nexport A=1\nB=\"two words\"\nC='x'\nD=plain # note\n\nnot a line\nE=a=b\n")
     assert parsed == {"A": "1", "B": "two words", "C": "x", "D": "plain", "E": "a=b"}
 
 

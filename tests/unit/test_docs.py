@@ -47,8 +47,12 @@ def test_every_subcommand_appears_in_the_docs_with_an_example(name):
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_every_option_of_every_subcommand_appears_in_the_docs(name):
-    missing = [opt for param in COMMANDS[name].params for opt in param.opts
-               if opt.startswith("--") and opt != "--help" and not _mentions(DOCS, opt)]
+    missing = [
+        opt
+        for param in COMMANDS[name].params
+        for opt in param.opts
+        if opt.startswith("--") and opt != "--help" and not _mentions(DOCS, opt)
+    ]
     assert not missing, f"n8n-sizer {name}: options not documented in README.md or docs/: {', '.join(missing)}"
 
 
@@ -78,15 +82,22 @@ def test_the_readme_test_command_is_what_ci_runs():
 
 
 def test_every_readme_example_is_run_by_a_test_or_marked():
-    unrun = [f"README.md:{e.line_no}: {e.command}" for e in readme_examples()
-             if not (e.marked or e.cheap or e.install or e.command == TEST_COMMAND)]
-    assert not unrun, (f"shell examples that no test runs; run them in a test or add a `{MARKER} ...` "
-                       f"comment saying what they need: " + "; ".join(unrun))
+    unrun = [
+        f"README.md:{e.line_no}: {e.command}"
+        for e in readme_examples()
+        if not (e.marked or e.cheap or e.install or e.command == TEST_COMMAND)
+    ]
+    assert not unrun, (
+        f"shell examples that no test runs; run them in a test or add a `{MARKER} ...` "
+        f"comment saying what they need: " + "; ".join(unrun)
+    )
 
 
 def test_the_example_parser_sees_comments_continuations_and_markers():
-    text = "```sh\nadvise --rps 1 \\\n  --vcpu 2   # a comment\nn8n-sizer bench --local  # needs n8n\n```\n" \
-           "```\nn8n-sizer report x\n```\n"
+    text = (
+        "```sh\nadvise --rps 1 \\\n  --vcpu 2   # a comment\nn8n-sizer bench --local  # needs n8n\n```\n"
+        "```\nn8n-sizer report x\n```\n"
+    )
     first, second = sh_examples(text)
     assert (first.command, first.cheap, first.marked) == ("advise --rps 1 --vcpu 2", True, False)
     assert (second.command, second.cheap, second.marked) == ("n8n-sizer bench --local", False, True)
@@ -96,13 +107,16 @@ def test_the_cheap_readme_examples_run_for_real(tmp_path):
     """advise, render, check and cost lines, in README order, in one folder with the shipped stacks."""
     cheap = [e for e in readme_examples() if e.cheap and not e.marked]
     assert {e.command.split()[0 if e.command.startswith("advise") else 1] for e in cheap} >= {
-        "advise", "render", "check", "cost"}
+        "advise",
+        "render",
+        "check",
+        "cost",
+    }
     (tmp_path / "stacks").symlink_to(ROOT / "stacks")
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     for example in cheap:
         command = example.command.removeprefix(".venv/bin/")
-        proc = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=120)
+        proc = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, f"README.md:{example.line_no}: {command}: exit {proc.returncode}: {proc.stderr}"
         target = command.split(">", 1)[1].split()[0] if ">" in command else None
         # what it printed, or (for a redirect) the file it wrote

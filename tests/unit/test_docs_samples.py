@@ -8,8 +8,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_docs_sample_matches_what_the_tool_prints_now():
-    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "docs_samples.py"), "--check"], capture_output=True,
-                       text=True, timeout=600, cwd=ROOT)
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "docs_samples.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert p.returncode == 0, p.stdout + p.stderr
 
 

@@ -55,8 +55,12 @@ def test_every_upstream_is_retried_and_health_checked_faster_than_it_drains(case
 def test_the_rendered_caddyfile_is_valid_for_the_real_caddy(case: str, tmp_path: Path) -> None:
     path = tmp_path / "Caddyfile"
     path.write_text(_caddyfile(case))
-    proc = subprocess.run(["caddy", "validate", "--config", str(path), "--adapter", "caddyfile"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        ["caddy", "validate", "--config", str(path), "--adapter", "caddyfile"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr[-800:]
 
 

@@ -20,8 +20,14 @@ from n8n_sizer.errors import InputError
 
 def _outcome(*matches: bool) -> DrillOutcome:
     checks = [check(f"saw {i}", f"seed {i}", ok, "" if ok else f"because {i}") for i, ok in enumerate(matches)]
-    return DrillOutcome(drill="kill-worker", checks=checks, observed={"n": 1}, timings_s={"t": 1.5},
-                        log_lines={"main": ["line"]}, settings={"K": "V"})
+    return DrillOutcome(
+        drill="kill-worker",
+        checks=checks,
+        observed={"n": 1},
+        timings_s={"t": 1.5},
+        log_lines={"main": ["line"]},
+        settings={"K": "V"},
+    )
 
 
 def test_check_verdict_says_why_it_differs() -> None:
@@ -121,18 +127,25 @@ def test_counts_and_timestamps() -> None:
     assert iso_seconds(None) is None
 
 
-@pytest.mark.parametrize("args, message", [
-    (["drill", "kill-everything", "--local"], "drill 'kill-everything' is unknown; try one of kill-worker"),
-    (["drill", "kill-worker"], "no target given; try --local"),
-    (["drill", "redis-restart", "--local", "--persistence", "rdb"],
-     "--persistence rdb: unknown; try aof, none or both"),
-    (["drill", "kill-worker", "--local", "--target", "cx33-queue"], "--local and --inventory/--stack/--target"),
-    (["drill", "kill-worker", "--inventory", "inv.json"], "--target is missing"),
-    (["drill", "kill-worker", "--target", "cx33-queue"], "--target cx33-queue: no fleet given; add --inventory"),
-    (["drill", "kill-worker", "--inventory", "inv.json", "--stack", "single", "--target", "x"], "pick one"),
-    (["drill", "kill-worker", "--inventory", "/nonexistent/inv.json", "--target", "x"],
-     "--inventory /nonexistent/inv.json: no such file"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["drill", "kill-everything", "--local"], "drill 'kill-everything' is unknown; try one of kill-worker"),
+        (["drill", "kill-worker"], "no target given; try --local"),
+        (
+            ["drill", "redis-restart", "--local", "--persistence", "rdb"],
+            "--persistence rdb: unknown; try aof, none or both",
+        ),
+        (["drill", "kill-worker", "--local", "--target", "cx33-queue"], "--local and --inventory/--stack/--target"),
+        (["drill", "kill-worker", "--inventory", "inv.json"], "--target is missing"),
+        (["drill", "kill-worker", "--target", "cx33-queue"], "--target cx33-queue: no fleet given; add --inventory"),
+        (["drill", "kill-worker", "--inventory", "inv.json", "--stack", "single", "--target", "x"], "pick one"),
+        (
+            ["drill", "kill-worker", "--inventory", "/nonexistent/inv.json", "--target", "x"],
+            "--inventory /nonexistent/inv.json: no such file",
+        ),
+    ],
+)
 def test_cli_bad_input_is_one_line_and_exit_2(args: list[str], message: str, capsys: pytest.CaptureFixture) -> None:
     import typer
 
@@ -147,25 +160,43 @@ def test_cli_bad_input_is_one_line_and_exit_2(args: list[str], message: str, cap
 
 
 def _inventory(path: Path) -> Path:
-    base = {"provider": "hetzner", "size": "cx33", "vcpu": 4, "arch": "x86", "public_ip": "192.0.2.10",
-            "private_ip": None, "ssh_user": "root"}
-    hosts = {"loadgen": {**base, "name": "loadgen", "role": "loadgen", "setup": None},
-             "cx33-regular": {**base, "name": "cx33-regular", "role": "target",
-                              "setup": {"mode": "regular", "workers": 0}},
-             "cx33-queue1": {**base, "name": "cx33-queue1", "role": "target", "setup": {"mode": "queue", "workers": 1}}}
-    path.write_text(json.dumps({"stack": "t", "provider": "hetzner", "location": "nbg1",
-                                "expires_at": "2099-01-01t00-00z", "hosts": hosts}))
+    base = {
+        "provider": "hetzner",
+        "size": "cx33",
+        "vcpu": 4,
+        "arch": "x86",
+        "public_ip": "192.0.2.10",
+        "private_ip": None,
+        "ssh_user": "root",
+    }
+    hosts = {
+        "loadgen": {**base, "name": "loadgen", "role": "loadgen", "setup": None},
+        "cx33-regular": {**base, "name": "cx33-regular", "role": "target", "setup": {"mode": "regular", "workers": 0}},
+        "cx33-queue1": {**base, "name": "cx33-queue1", "role": "target", "setup": {"mode": "queue", "workers": 1}},
+    }
+    path.write_text(
+        json.dumps(
+            {"stack": "t", "provider": "hetzner", "location": "nbg1", "expires_at": "2099-01-01t00-00z", "hosts": hosts}
+        )
+    )
     return path
 
 
-@pytest.mark.parametrize("target, message", [
-    ("cx99", "--target cx99: not a target host of the inventory; try one of cx33-queue1, cx33-regular"),
-    ("loadgen", "--target loadgen: not a target host"),
-    ("cx33-regular", "--target cx33-regular: runs regular mode with 0 workers; the drills need a queue-mode target"),
-    ("cx33-queue1", "--target cx33-queue1: runs queue mode with 1 workers; the drills need a queue-mode target"),
-])
-def test_fleet_targets_are_checked_before_any_connection(tmp_path: Path, target: str, message: str,
-                                                         capsys: pytest.CaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("cx99", "--target cx99: not a target host of the inventory; try one of cx33-queue1, cx33-regular"),
+        ("loadgen", "--target loadgen: not a target host"),
+        (
+            "cx33-regular",
+            "--target cx33-regular: runs regular mode with 0 workers; the drills need a queue-mode target",
+        ),
+        ("cx33-queue1", "--target cx33-queue1: runs queue mode with 1 workers; the drills need a queue-mode target"),
+    ],
+)
+def test_fleet_targets_are_checked_before_any_connection(
+    tmp_path: Path, target: str, message: str, capsys: pytest.CaptureFixture
+) -> None:
     """192.0.2.10 is TEST-NET-1: a check that tried to connect would hang or fail with another message."""
     import typer
 
@@ -173,8 +204,11 @@ def test_fleet_targets_are_checked_before_any_connection(tmp_path: Path, target:
 
     inv = _inventory(tmp_path / "inventory.json")
     with pytest.raises(SystemExit) as exited:
-        _run(typer.main.get_command(app), "n8n-sizer", ["drill", "kill-worker", "--inventory", str(inv),
-                                                         "--target", target, "--out", str(tmp_path / "out")])
+        _run(
+            typer.main.get_command(app),
+            "n8n-sizer",
+            ["drill", "kill-worker", "--inventory", str(inv), "--target", target, "--out", str(tmp_path / "out")],
+        )
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -34,8 +34,11 @@ class RecordingHost:
 
     def __init__(self, answers: dict[str, tuple[int, str]] | None = None) -> None:
         self.commands: list[str] = []
-        self.answers = {**(answers or {}), r"docker compose ps -aq (\S+)": (0, "c0ffee{0}\n"),
-                        r"date -u": (0, "2026-11-30T18:00:00.123456789Z\n")}
+        self.answers = {
+            **(answers or {}),
+            r"docker compose ps -aq (\S+)": (0, "c0ffee{0}\n"),
+            r"date -u": (0, "2026-11-30T18:00:00.123456789Z\n"),
+        }
 
     def run(self, command: str, timeout_s: float, check: bool = True) -> CommandResult:
         assert timeout_s > 0
@@ -71,7 +74,10 @@ def test_every_drilled_process_is_a_service_of_the_rendered_stack() -> None:
 def test_the_aof_redis_command_is_the_rendered_one() -> None:
     """Drift guard: the drill's AOF command is what the template runs, so a plain start changes nothing."""
     assert _rendered_compose()["services"]["n8n-redis"]["command"] == REDIS_COMMAND["aof"]
-    assert "--appendonly" in REDIS_COMMAND["none"] and REDIS_COMMAND["none"][REDIS_COMMAND["none"].index("--save") + 1] == ""
+    assert (
+        "--appendonly" in REDIS_COMMAND["none"]
+        and REDIS_COMMAND["none"][REDIS_COMMAND["none"].index("--save") + 1] == ""
+    )
 
 
 def test_kill_stop_pause_are_dockers_own_actions() -> None:
@@ -82,9 +88,13 @@ def test_kill_stop_pause_are_dockers_own_actions() -> None:
     target.signal("redis", signal.SIGCONT)
     target.signal("main", signal.SIGTERM)
     actions = [c.split(" && ", 1)[1] for c in host.commands if "ps -aq" not in c]
-    assert actions == ["docker kill c0ffeen8n-worker-1", "docker stop -t 40 c0ffeen8n-worker-2",
-                       "docker pause c0ffeen8n-redis", "docker unpause c0ffeen8n-redis || true",
-                       "docker kill -s SIGTERM c0ffeen8n-main"]
+    assert actions == [
+        "docker kill c0ffeen8n-worker-1",
+        "docker stop -t 40 c0ffeen8n-worker-2",
+        "docker pause c0ffeen8n-redis",
+        "docker unpause c0ffeen8n-redis || true",
+        "docker kill -s SIGTERM c0ffeen8n-main",
+    ]
     assert all(c.startswith("cd /opt/n8n && ") for c in host.commands)
 
 
@@ -95,8 +105,9 @@ def test_a_start_with_other_settings_recreates_from_an_override_then_back() -> N
     assert command.endswith("docker compose -f docker-compose.yml -f drill-override.yml up -d --no-deps n8n-worker-2")
     written = shlex.split(command.split(" && ", 1)[1].split(" > ")[0])[2]
     override = yaml.safe_load(written)  # JSON, read as compose reads it: YAML
-    assert override == {"services": {"n8n-worker-2": {"environment": {"N8N_ENCRYPTION_KEY": "another-key"},
-                                                     "restart": "no"}}}
+    assert override == {
+        "services": {"n8n-worker-2": {"environment": {"N8N_ENCRYPTION_KEY": "another-key"}, "restart": "no"}}
+    }
     target.start_process("worker-2", wait=False)  # no overrides: the stack's file alone recreates it as rendered
     assert host.commands[-1] == "cd /opt/n8n && docker compose up -d --no-deps n8n-worker-2"
 
@@ -107,7 +118,9 @@ def test_redis_without_persistence_stays_so_until_switched_back() -> None:
     target.start_process("redis", wait=False)  # restore while the drill runs without persistence
     for command in host.commands[-2:]:
         written = shlex.split(command.split(" && ", 1)[1].split(" > ")[0])[2]
-        assert yaml.safe_load(written) == {"services": {"n8n-redis": {"command": REDIS_COMMAND["none"], "restart": "no"}}}
+        assert yaml.safe_load(written) == {
+            "services": {"n8n-redis": {"command": REDIS_COMMAND["none"], "restart": "no"}}
+        }
     target.start_process("redis", redis_persistence="aof", wait=False)
     assert host.commands[-1] == "cd /opt/n8n && docker compose up -d --no-deps n8n-redis"
 
@@ -136,8 +149,9 @@ def test_readiness_is_the_services_own_healthcheck() -> None:
 
 
 def test_redis_commands_run_in_the_container_with_its_own_auth() -> None:
-    target, host = _target({r"redis-cli -2 --json LLEN": (0, "20\n"), r"CONFIG GET": (0, '["appendonly","yes"]\n'),
-                            r"ZCARD": (1, "")})
+    target, host = _target(
+        {r"redis-cli -2 --json LLEN": (0, "20\n"), r"CONFIG GET": (0, '["appendonly","yes"]\n'), r"ZCARD": (1, "")}
+    )
     assert target.redis("LLEN", "bull:jobs:wait") == 20
     assert target.redis("CONFIG", "GET", "appendonly") == ["appendonly", "yes"]
     assert host.commands[0] == "cd /opt/n8n && docker compose exec -T n8n-redis redis-cli -2 --json LLEN bull:jobs:wait"
@@ -150,8 +164,10 @@ def test_log_marks_read_the_services_logs_since_the_hosts_clock() -> None:
     target, host = _target({r"docker compose logs": (0, "old? no\nWorker started execution 7 (job 7)\n\n")})
     mark = target.log_mark("worker-2")
     assert mark.find(r"Worker started execution 7") == ["Worker started execution 7 (job 7)"]
-    assert host.commands[-1] == ("cd /opt/n8n && docker compose logs --no-color --no-log-prefix "
-                                 "--since 2026-11-30T18:00:00.123456789Z n8n-worker-2 2>&1")
+    assert host.commands[-1] == (
+        "cd /opt/n8n && docker compose logs --no-color --no-log-prefix "
+        "--since 2026-11-30T18:00:00.123456789Z n8n-worker-2 2>&1"
+    )
 
 
 def test_wrong_key_on_compose_is_a_new_container(tmp_path: Path) -> None:
@@ -188,8 +204,9 @@ def test_a_host_lost_mid_drill_says_how_to_put_the_stack_back(tmp_path: Path, mo
 
     monkeypatch.setitem(drills.DRILLS, "kill-worker", lost)
     target, _ = _target({r"docker inspect": (0, "true\n")})  # restore before the drill: everything runs
-    ctx = DrillContext(stack=target, session=N8nSession(base_url="http://127.0.0.1:9", owner=OwnerLogin.generate(),
-                                                        api_key="unused"))
+    ctx = DrillContext(
+        stack=target, session=N8nSession(base_url="http://127.0.0.1:9", owner=OwnerLogin.generate(), api_key="unused")
+    )
     with pytest.raises(HostError) as raised:
         _run_one("kill-worker", ctx, tmp_path, "both", json_out=False)
     message = str(raised.value)

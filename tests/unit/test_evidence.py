@@ -23,30 +23,50 @@ STEP_S = 20
 
 def _bench_run(out: Path, run_id: str, workflow: str, capacity: float, rates: list[float], fail_every: int) -> Path:
     """A bench run as `n8n-sizer bench --local` writes it: requests through a FIFO server of `capacity`/s."""
-    manifest = RunManifest(run_id=run_id, created_s=time.time(), workflow=workflow, kind="bench",
-                           hosts={"local": {"setup": {"mode": "regular", "workers": 0, "db": "postgres"},
-                                            "facts": {"vcpu": 2, "cpu_model": "Test CPU", "arch": "x86_64",
-                                                      "ram_mib": 4096}, "n8n_version": "2.41.1"}})
+    manifest = RunManifest(
+        run_id=run_id,
+        created_s=time.time(),
+        workflow=workflow,
+        kind="bench",
+        hosts={
+            "local": {
+                "setup": {"mode": "regular", "workers": 0, "db": "postgres"},
+                "facts": {"vcpu": 2, "cpu_model": "Test CPU", "arch": "x86_64", "ram_mib": 4096},
+                "n8n_version": "2.41.1",
+            }
+        },
+    )
     store = RunStore.create(out, manifest)
     seq = 0
     for rate in rates:
         step = f"rate-{rate:g}"
-        records = [RequestRecord(**{**r.model_dump(), "seq": seq + i, "step": step, "target": "local"})
-                   for i, r in enumerate(_queue(rate, capacity, STEP_S, fail_every=fail_every))]
+        records = [
+            RequestRecord(**{**r.model_dump(), "seq": seq + i, "step": step, "target": "local"})
+            for i, r in enumerate(_queue(rate, capacity, STEP_S, fail_every=fail_every))
+        ]
         seq += len(records)
         for r in records:
             store.append_request(r)
-        tally = StepTally(step=step, started_s=records[0].scheduled_s, finished_s=records[-1].scheduled_s + 1,
-                          scheduled=len(records), sent=len(records), last_sent_s=records[-1].scheduled_s)
+        tally = StepTally(
+            step=step,
+            started_s=records[0].scheduled_s,
+            finished_s=records[-1].scheduled_s + 1,
+            scheduled=len(records),
+            sent=len(records),
+            last_sent_s=records[-1].scheduled_s,
+        )
         store.append_samples(summarize_step(records, tally, "local", "rate", rate, STEP_S))
     store.close()
     return store.folder
 
 
 @settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(capacity=st.floats(3, 30), rates=st.lists(st.sampled_from([2.0, 4.0, 8.0, 12.0, 16.0, 24.0]), min_size=1,
-                                                   max_size=3, unique=True),
-       workflow=st.sampled_from(["light", "/home/me/orders.json"]), fail_every=st.sampled_from([0, 0, 3]))
+@given(
+    capacity=st.floats(3, 30),
+    rates=st.lists(st.sampled_from([2.0, 4.0, 8.0, 12.0, 16.0, 24.0]), min_size=1, max_size=3, unique=True),
+    workflow=st.sampled_from(["light", "/home/me/orders.json"]),
+    fail_every=st.sampled_from([0, 0, 3]),
+)
 def test_report_table_and_advice_agree_with_the_steps(tmp_path_factory, capacity, rates, workflow, fail_every):
     out = tmp_path_factory.mktemp("results")
     run = _bench_run(out, "20261130T000000Z-abc123", workflow, capacity, sorted(rates), fail_every)
@@ -62,7 +82,9 @@ def test_report_table_and_advice_agree_with_the_steps(tmp_path_factory, capacity
     for m in measured:
         verdict = step_verdict(m)
         assert verdict is not None
-        line = next(li for li in section.splitlines() if li.startswith(f"| {name} | 2 vCPU x86 | {m.load.offered_rps:g}/s |"))
+        line = next(
+            li for li in section.splitlines() if li.startswith(f"| {name} | 2 vCPU x86 | {m.load.offered_rps:g}/s |")
+        )
         cells = [c.strip() for c in line.split("|")]
         if cells[4] == "not known yet":
             assert "n8n-sizer bench --local" in line  # the run that would measure it
@@ -94,9 +116,19 @@ def test_a_runs_telemetry_gives_the_advisor_per_role_demand_rows(tmp_path):
     requests = store.read_requests()
     start = min(r.scheduled_s for r in requests)
     # 20 s at 0.3 cores in main and 0.1 in its runner: 80 answered -> 75 ms and 25 ms per execution
-    store.append_samples([Sample(metric="process_cpu_cores", value=v, unit="cores",
-                                 labels={"target": "local", "process": p}, time_s=start + t)
-                          for t in range(STEP_S) for p, v in (("main", 0.3), ("main-runner", 0.1))])
+    store.append_samples(
+        [
+            Sample(
+                metric="process_cpu_cores",
+                value=v,
+                unit="cores",
+                labels={"target": "local", "process": p},
+                time_s=start + t,
+            )
+            for t in range(STEP_S)
+            for p, v in (("main", 0.3), ("main-runner", 0.1))
+        ]
+    )
     store.close()
     (row,) = measurements_from_run(run)
     assert row.results.main_cpu_ms == pytest.approx(0.3 * (STEP_S + 0.25) * 1000 / 80, rel=0.02)
@@ -114,9 +146,24 @@ def test_report_and_advise_results_give_the_same_answer(tmp_path):
     for rate in (8, 12):
         line = next(li for li in section.splitlines() if f"| {rate}/s |" in li)
         cells = [c.strip() for c in line.split("|")]
-        proc = subprocess.run([str(Path(sys.executable).parent / "advise"), "--rps", str(rate), "--vcpu", "2",
-                               "--max-hosts", "1", "--workload", "held", "--results", str(tmp_path), "--json"],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                str(Path(sys.executable).parent / "advise"),
+                "--rps",
+                str(rate),
+                "--vcpu",
+                "2",
+                "--max-hosts",
+                "1",
+                "--workload",
+                "held",
+                "--results",
+                str(tmp_path),
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr
         answer = json.loads(proc.stdout)
         assert answer["feasible"] == cells[6].startswith("yes"), (rate, line)
@@ -134,7 +181,21 @@ def test_a_step_that_failed_overrules_the_models_carries_it_in_report_and_advise
     run = _bench_run(tmp_path, "20261130T000000Z-abc123", "light", 30, [8.0], 3)
     line = next(li for li in advice_section([run]).splitlines() if "| 8/s |" in li)
     assert line.split("|")[6].strip().startswith("no"), line
-    proc = subprocess.run([str(Path(sys.executable).parent / "advise"), "--rps", "8", "--vcpu", "2", "--max-hosts",
-                           "1", "--results", str(tmp_path), "--json"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "advise"),
+            "--rps",
+            "8",
+            "--vcpu",
+            "2",
+            "--max-hosts",
+            "1",
+            "--results",
+            str(tmp_path),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     answer = json.loads(proc.stdout)
     assert not answer["feasible"] and any("does not carry it" in w for w in answer["warnings"]), answer["warnings"]

@@ -33,16 +33,20 @@ def server():
         yield srv
 
 
-def add_hetzner_stack(srv: ProviderServer, stack: str, targets: int, expires: str = FUTURE,
-                      network: bool = False) -> dict[str, list[int]]:
+def add_hetzner_stack(
+    srv: ProviderServer, stack: str, targets: int, expires: str = FUTURE, network: bool = False
+) -> dict[str, list[int]]:
     st = srv.state
     fw_lg = st.add_hetzner("firewalls", f"n8n-sizer-{stack}-loadgen", labels(stack, "fleet", expires))
     fw_t = st.add_hetzner("firewalls", f"n8n-sizer-{stack}-targets", labels(stack, "fleet", expires))
     key = st.add_hetzner("ssh_keys", f"n8n-sizer-{stack}-ssh", labels(stack, "fleet", expires))
-    servers = [st.add_hetzner("servers", f"n8n-sizer-{stack}-loadgen", labels(stack, "loadgen", expires),
-                              firewall_ids=[fw_lg])]
-    servers += [st.add_hetzner("servers", f"n8n-sizer-{stack}-t{i}", labels(stack, "target", expires),
-                               firewall_ids=[fw_t]) for i in range(targets)]
+    servers = [
+        st.add_hetzner("servers", f"n8n-sizer-{stack}-loadgen", labels(stack, "loadgen", expires), firewall_ids=[fw_lg])
+    ]
+    servers += [
+        st.add_hetzner("servers", f"n8n-sizer-{stack}-t{i}", labels(stack, "target", expires), firewall_ids=[fw_t])
+        for i in range(targets)
+    ]
     ids = {"servers": servers, "firewalls": [fw_lg, fw_t], "ssh_keys": [key], "networks": []}
     if network:  # a cluster stack's private network carries the same labels and goes last
         ids["networks"].append(st.add_hetzner("networks", f"n8n-sizer-{stack}-net", labels(stack, "fleet", expires)))
@@ -56,11 +60,12 @@ def hetzner(srv: ProviderServer, sleeps: list[float]) -> HetznerSweeper:
 def test_hetzner_teardown_deletes_the_stack_only_after_retries_and_in_order(server):
     mine = add_hetzner_stack(server, "single", targets=4, network=True)  # 5 servers: three pages of 2
     other = add_hetzner_stack(server, "single-2", targets=1, network=True)  # shares the name prefix, not the label
-    server.state.faults += [Fault("GET", "/hetzner/servers", 429, times=1),
-                            Fault("DELETE", f"/hetzner/servers/{mine['servers'][2]}", 503, times=1)]
+    server.state.faults += [
+        Fault("GET", "/hetzner/servers", 429, times=1),
+        Fault("DELETE", f"/hetzner/servers/{mine['servers'][2]}", 503, times=1),
+    ]
     sleeps: list[float] = []
-    report = teardown_stack("single", stacks_dir=ROOT / "stacks", destroy=no_pulumi,
-                            sweepers=[hetzner(server, sleeps)])
+    report = teardown_stack("single", stacks_dir=ROOT / "stacks", destroy=no_pulumi, sweepers=[hetzner(server, sleeps)])
 
     assert not report.destroy.ok and "not on PATH" in report.destroy.message
     assert report.failed == [] and report.count("deleted") == 5 + 2 + 1 + 1
@@ -88,11 +93,12 @@ def test_firewall_still_in_use_is_retried_then_reported_not_hidden(server):
     ids = add_hetzner_stack(server, "single", targets=1)
     # A server outside the sweep keeps using the stack's firewall: its delete can never succeed.
     server.state.add_hetzner("servers", "someone-else", {"project": "other"}, firewall_ids=[ids["firewalls"][1]])
-    report = teardown_stack("single", stacks_dir=ROOT / "stacks", destroy=no_pulumi,
-                            sweepers=[hetzner(server, [])])
+    report = teardown_stack("single", stacks_dir=ROOT / "stacks", destroy=no_pulumi, sweepers=[hetzner(server, [])])
     failed = [(o.resource.kind, int(o.resource.id)) for o in report.failed]
     assert failed == [("firewalls", ids["firewalls"][1])]
-    assert "DELETE /firewalls" in report.failed[0].detail and "HTTP 422 Firewall still applied" in report.failed[0].detail
+    assert (
+        "DELETE /firewalls" in report.failed[0].detail and "HTTP 422 Firewall still applied" in report.failed[0].detail
+    )
     assert set(server.state.hetzner["firewalls"]) == {ids["firewalls"][1]}
 
 
@@ -135,8 +141,9 @@ def add_gcp_stack(srv: ProviderServer, stack: str, expires: str = FUTURE, instan
         srv.state.add_gcp("firewalls", f"n8n-sizer-{stack}-{suffix}", "global", network=net, description=desc)
     for i in range(instances):
         zone = "zones/europe-west3-a" if i % 2 else "zones/europe-west3-b"
-        srv.state.add_gcp("instances", f"n8n-sizer-{stack}-h{i}", zone, subnetwork=sub,
-                          labels=labels(stack, "target", expires))
+        srv.state.add_gcp(
+            "instances", f"n8n-sizer-{stack}-h{i}", zone, subnetwork=sub, labels=labels(stack, "target", expires)
+        )
 
 
 def gcp(srv: ProviderServer) -> GcpSweeper:
@@ -149,8 +156,11 @@ def test_gcp_teardown_deletes_instances_then_rules_subnets_networks(server):
     server.state.faults.append(Fault("GET", "/gcp/projects/test-project/aggregated/instances", 500, times=1))
     report = teardown_stack("gcp-e2", stacks_dir=ROOT / "stacks", destroy=no_pulumi, sweepers=[gcp(server)])
     assert report.failed == [] and report.count("deleted") == 3 + 2 + 1 + 1
-    assert all(not name.startswith("n8n-sizer-gcp-e2-") or name.startswith("n8n-sizer-gcp-e2-x-")
-               for kind in ("instances", "firewalls", "subnetworks", "networks") for name in server.state.gcp[kind])
+    assert all(
+        not name.startswith("n8n-sizer-gcp-e2-") or name.startswith("n8n-sizer-gcp-e2-x-")
+        for kind in ("instances", "firewalls", "subnetworks", "networks")
+        for name in server.state.gcp[kind]
+    )
     assert len(server.state.gcp["instances"]) == 1
     kinds = [p.split("/")[-2] for p in server.state.requests("DELETE", "/gcp/")]
     assert kinds == sorted(kinds, key=["instances", "firewalls", "subnetworks", "networks"].index)
@@ -161,8 +171,13 @@ def test_gcp_teardown_deletes_instances_then_rules_subnets_networks(server):
 def test_gcp_reap_keeps_the_network_of_a_stack_whose_instances_live_on(server):
     add_gcp_stack(server, "old", expires=PAST)
     add_gcp_stack(server, "extended", expires=PAST, instances=0)
-    server.state.add_gcp("instances", "n8n-sizer-extended-h0", "zones/europe-west3-a",
-                         subnetwork="n8n-sizer-extended-subnet", labels=labels("extended", "target", FUTURE))
+    server.state.add_gcp(
+        "instances",
+        "n8n-sizer-extended-h0",
+        "zones/europe-west3-a",
+        subnetwork="n8n-sizer-extended-subnet",
+        labels=labels("extended", "target", FUTURE),
+    )
     report = reap(now=NOW, sweepers=[gcp(server)])
     assert report.failed == []
     left = {kind: sorted(items) for kind, items in server.state.gcp.items()}
@@ -174,8 +189,13 @@ def run_cli(*args: str, env: dict[str, str], tmp_path: Path, monkeypatch, capsys
     """The real CLI entry point, in-process: exit code, stdout, stderr."""
     from n8n_sizer.cli import main
 
-    for var in ("HCLOUD_TOKEN", "GOOGLE_OAUTH_ACCESS_TOKEN", "N8N_SIZER_HCLOUD_URL", "N8N_SIZER_GCP_COMPUTE_URL",
-                "N8N_SIZER_OWNER"):
+    for var in (
+        "HCLOUD_TOKEN",
+        "GOOGLE_OAUTH_ACCESS_TOKEN",
+        "N8N_SIZER_HCLOUD_URL",
+        "N8N_SIZER_GCP_COMPUTE_URL",
+        "N8N_SIZER_OWNER",
+    ):
         monkeypatch.delenv(var, raising=False)
     for var, value in env.items():
         monkeypatch.setenv(var, value)
@@ -190,8 +210,15 @@ def run_cli(*args: str, env: dict[str, str], tmp_path: Path, monkeypatch, capsys
 
 def test_cli_teardown_without_pulumi_exits_2_with_one_line_and_still_sweeps(server, tmp_path, monkeypatch, capsys):
     add_hetzner_stack(server, "single", targets=1)
-    code, out, err = run_cli("teardown", "--stack", "single", tmp_path=tmp_path, monkeypatch=monkeypatch,
-                             capsys=capsys, env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url})
+    code, out, err = run_cli(
+        "teardown",
+        "--stack",
+        "single",
+        tmp_path=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+        env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url},
+    )
     assert code == 2, err
     assert err.splitlines()[0].startswith("n8n-sizer: the pulumi CLI (pulumi) is not on PATH")
     assert "Traceback" not in err
@@ -201,10 +228,26 @@ def test_cli_teardown_without_pulumi_exits_2_with_one_line_and_still_sweeps(serv
 
 def test_cli_reap_reports_a_permanent_failure_cleanly(server, tmp_path, monkeypatch, capsys):
     ids = add_hetzner_stack(server, "old", targets=1, expires="2020-01-01t00-00z")  # the CLI reads the real clock
-    server.state.faults.append(Fault("DELETE", f"/hetzner/ssh_keys/{ids['ssh_keys'][0]}", 403, times=-1,
-                                     body={"error": {"code": "forbidden", "message": "insufficient permissions"}}))
-    code, out, err = run_cli("reap", "--provider", "hetzner", "--owner", "bench", tmp_path=tmp_path, monkeypatch=monkeypatch,
-                             capsys=capsys, env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url})
+    server.state.faults.append(
+        Fault(
+            "DELETE",
+            f"/hetzner/ssh_keys/{ids['ssh_keys'][0]}",
+            403,
+            times=-1,
+            body={"error": {"code": "forbidden", "message": "insufficient permissions"}},
+        )
+    )
+    code, out, err = run_cli(
+        "reap",
+        "--provider",
+        "hetzner",
+        "--owner",
+        "bench",
+        tmp_path=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+        env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url},
+    )
     assert code == 1, err
     assert "failed        hetzner ssh_key n8n-sizer-old-ssh" in out
     assert "HTTP 403 insufficient permissions; check HCLOUD_TOKEN" in out
@@ -213,7 +256,9 @@ def test_cli_reap_reports_a_permanent_failure_cleanly(server, tmp_path, monkeypa
 
 
 def test_cli_reap_without_credentials_names_the_variables(tmp_path, monkeypatch, capsys):
-    code, _, err = run_cli("reap", "--owner", "bench", tmp_path=tmp_path, monkeypatch=monkeypatch, capsys=capsys, env={})
+    code, _, err = run_cli(
+        "reap", "--owner", "bench", tmp_path=tmp_path, monkeypatch=monkeypatch, capsys=capsys, env={}
+    )
     assert code == 2 and "Traceback" not in err
     assert "export HCLOUD_TOKEN" in err and "GOOGLE_OAUTH_ACCESS_TOKEN" in err
     assert len(err.strip().splitlines()) == 1
@@ -223,9 +268,19 @@ def test_cli_reap_json_is_one_object_of_what_would_go(server, tmp_path, monkeypa
     import json
 
     add_hetzner_stack(server, "old", targets=1, expires="2020-01-01t00-00z")
-    code, out, err = run_cli("reap", "--provider", "hetzner", "--owner", "bench", "--dry-run", "--json",
-                             tmp_path=tmp_path, monkeypatch=monkeypatch, capsys=capsys,
-                             env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url})
+    code, out, err = run_cli(
+        "reap",
+        "--provider",
+        "hetzner",
+        "--owner",
+        "bench",
+        "--dry-run",
+        "--json",
+        tmp_path=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+        env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url},
+    )
     assert code == 0, err
     report = json.loads(out)
     assert report["dry_run"] and report["counts"]["would-delete"] == report["found"] == 5 and report["failed"] == 0

@@ -30,20 +30,66 @@ from tests.unit.test_security_inputs import INVENTORY
 ROOT = Path(__file__).resolve().parents[2]
 BASE_TOPOLOGY = json.loads((ROOT / "tests" / "data" / "topologies" / "lb-apart.json").read_text())
 BASE_STACK = (ROOT / "stacks" / "Pulumi.single.yaml").read_text()
-FUZZ = settings(max_examples=25, derandomize=True, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=25,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 # Pieces that broke parsers before (issue 12, issue 24), mixed into generated text.
-NASTY = ["\x00", "\xff", "\n", "\r", "\u2028", "\ufeff", "'", '"', "$", "#", ":", "@", "/", "\\", "${X}", "{", "[",
-         "9" * 5000, "[" * 3000, "1e999", "NaN", "-Infinity", "-5", "0", "2.5", "abc", "0.0.0.0/0", "::1",
-         "10.89.0.7/24", "127.0.0.0/8", "169.254.0.0/16", "fd00::/8", "a" * 2000, "root@h", "h:22",
-         "http://h/", "N8N_ENCRYPTION_KEY", "n8n_encryption_key", "=", "*a", "&a", "!!python/object:os.system"]
+NASTY = [
+    "\x00",
+    "\xff",
+    "\n",
+    "\r",
+    "\u2028",
+    "\ufeff",
+    "'",
+    '"',
+    "$",
+    "#",
+    ":",
+    "@",
+    "/",
+    "\\",
+    "${X}",
+    "{",
+    "[",
+    "9" * 5000,
+    "[" * 3000,
+    "1e999",
+    "NaN",
+    "-Infinity",
+    "-5",
+    "0",
+    "2.5",
+    "abc",
+    "0.0.0.0/0",
+    "::1",
+    "10.89.0.7/24",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "fd00::/8",
+    "a" * 2000,
+    "root@h",
+    "h:22",
+    "http://h/",
+    "N8N_ENCRYPTION_KEY",
+    "n8n_encryption_key",
+    "=",
+    "*a",
+    "&a",
+    "!!python/object:os.system",
+]
 nasty_text = st.lists(st.one_of(st.sampled_from(NASTY), st.text(max_size=12)), max_size=6).map("".join)
-json_scalar = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=True),
-                        nasty_text)
-json_value = st.recursive(json_scalar, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                                st.dictionaries(nasty_text, inner, max_size=3)),
-                          max_leaves=8)
+json_scalar = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.floats(allow_nan=True), nasty_text)
+json_value = st.recursive(
+    json_scalar,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(nasty_text, inner, max_size=3)),
+    max_leaves=8,
+)
 
 
 def run_cli(*args) -> tuple[int, str, str]:
@@ -51,8 +97,13 @@ def run_cli(*args) -> tuple[int, str, str]:
     from n8n_sizer.cli import main
 
     out, err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
-    with out, err, mock.patch.object(sys, "argv", ["n8n-sizer", *map(str, args)]), \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        out,
+        err,
+        mock.patch.object(sys, "argv", ["n8n-sizer", *map(str, args)]),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         try:
             main()
             code = 0
@@ -101,10 +152,30 @@ def mutate(doc, path: list, value):
     return doc
 
 
-topology_paths = st.lists(st.one_of(st.sampled_from(["topology", "concurrency", "db_pool_size", "subnet", "name",
-                                                      "roles", "count", "size", "workers", "max_connections",
-                                                      "n8n_version", "provider", "webhook"]),
-                                    st.integers(0, 4)), min_size=1, max_size=4)
+topology_paths = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "topology",
+                "concurrency",
+                "db_pool_size",
+                "subnet",
+                "name",
+                "roles",
+                "count",
+                "size",
+                "workers",
+                "max_connections",
+                "n8n_version",
+                "provider",
+                "webhook",
+            ]
+        ),
+        st.integers(0, 4),
+    ),
+    min_size=1,
+    max_size=4,
+)
 
 
 @pytest.mark.timeout(120)
@@ -130,21 +201,50 @@ def test_topology_files_through_render_advise_and_check(path, value, raw):
 @pytest.fixture(scope="module")
 def rendered_once(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("fuzz") / "cluster"
-    assert run_cli("render", "--topology", ROOT / "tests" / "data" / "topologies" / "lb-apart.json", "--out", out,
-                   "--public-url", "http://n8n.example.com:5678/")[0] == 0
+    assert (
+        run_cli(
+            "render",
+            "--topology",
+            ROOT / "tests" / "data" / "topologies" / "lb-apart.json",
+            "--out",
+            out,
+            "--public-url",
+            "http://n8n.example.com:5678/",
+        )[0]
+        == 0
+    )
     return out
 
 
-secret_lines = st.lists(st.one_of(
-    st.tuples(st.sampled_from(["N8N_ENCRYPTION_KEY", "n8n_encryption_key", "POSTGRES_PASSWORD", "REDIS_PASSWORD",
-                               "RUNNERS_AUTH_TOKEN", "N8N-ENCRYPTION-KEY", "X"]), nasty_text).map("=".join),
-    nasty_text), max_size=6).map("\n".join)
+secret_lines = st.lists(
+    st.one_of(
+        st.tuples(
+            st.sampled_from(
+                [
+                    "N8N_ENCRYPTION_KEY",
+                    "n8n_encryption_key",
+                    "POSTGRES_PASSWORD",
+                    "REDIS_PASSWORD",
+                    "RUNNERS_AUTH_TOKEN",
+                    "N8N-ENCRYPTION-KEY",
+                    "X",
+                ]
+            ),
+            nasty_text,
+        ).map("=".join),
+        nasty_text,
+    ),
+    max_size=6,
+).map("\n".join)
 
 
 @pytest.mark.timeout(120)
 @FUZZ
-@given(where=st.sampled_from([".secrets.env", "core/.env", "worker/.env", "core/cloud-init.yaml", "topology.json"]),
-       text=secret_lines, flag=st.booleans())
+@given(
+    where=st.sampled_from([".secrets.env", "core/.env", "worker/.env", "core/cloud-init.yaml", "topology.json"]),
+    text=secret_lines,
+    flag=st.booleans(),
+)
 def test_secret_files_never_rotate_a_key_and_never_traceback(where, text, flag, rendered_once):
     import shutil
 
@@ -156,13 +256,16 @@ def test_secret_files_never_rotate_a_key_and_never_traceback(where, text, flag, 
         target = out / where
         target.write_bytes(text.encode("utf-8", "surrogateescape"))
         target.chmod(0o600)
-        code, said, err = run_cli("render", "--topology", advice, "--out", out,
-                                  *(["--generate-missing-secrets"] if flag else []))
+        code, said, err = run_cli(
+            "render", "--topology", advice, "--out", out, *(["--generate-missing-secrets"] if flag else [])
+        )
         assert_clean(code, said, err)
         if code == 0:  # whatever was damaged, the key the other copies held is the one every copy holds now
             keys = {parse_env_text((out / ".secrets.env").read_text()).get("N8N_ENCRYPTION_KEY")}
-            keys |= {parse_env_text((out / h / ".env").read_text()).get("N8N_ENCRYPTION_KEY")
-                     for h in ("core", "hooks-1", "worker")}
+            keys |= {
+                parse_env_text((out / h / ".env").read_text()).get("N8N_ENCRYPTION_KEY")
+                for h in ("core", "hooks-1", "worker")
+            }
             assert keys == {held}, (where, text)
         assert_clean(*run_cli("check", "--topology", out))
 
@@ -229,15 +332,24 @@ def test_inventories_through_bench(field, value):
 
 @pytest.mark.timeout(120)
 @FUZZ
-@given(lines=st.lists(st.one_of(st.binary(max_size=60), nasty_text.map(lambda t: t.encode("utf-8", "surrogateescape"))),
-                      max_size=5))
+@given(
+    lines=st.lists(
+        st.one_of(st.binary(max_size=60), nasty_text.map(lambda t: t.encode("utf-8", "surrogateescape"))), max_size=5
+    )
+)
 def test_run_records_through_report_and_advise(lines):
     from n8n_sizer.runs.records import RunManifest
     from n8n_sizer.runs.store import RunStore
 
     with tempfile.TemporaryDirectory() as tmp:
-        manifest = RunManifest(run_id="r1", kind="bench", created_s=1.0, finished_s=2.0, setup={"mode": "regular"},
-                               hosts={"t1": {"setup": {"mode": "regular"}, "facts": {"vcpu": 2}}})
+        manifest = RunManifest(
+            run_id="r1",
+            kind="bench",
+            created_s=1.0,
+            finished_s=2.0,
+            setup={"mode": "regular"},
+            hosts={"t1": {"setup": {"mode": "regular"}, "facts": {"vcpu": 2}}},
+        )
         store = RunStore.create(Path(tmp) / "results", manifest)
         store.close()
         for name in ("requests.jsonl", "samples.jsonl"):
@@ -246,15 +358,25 @@ def test_run_records_through_report_and_advise(lines):
         assert_clean(*run_cli("advise", "--rps", "5", "--results", Path(tmp) / "results"))
 
 
-manifest_paths = st.lists(st.one_of(st.sampled_from(["subnet", "hosts", "private_ip", "vcpu", "name", "single_host",
-                                                     "max_connections", "roles"]), st.integers(0, 4)),
-                          min_size=1, max_size=3)
+manifest_paths = st.lists(
+    st.one_of(
+        st.sampled_from(["subnet", "hosts", "private_ip", "vcpu", "name", "single_host", "max_connections", "roles"]),
+        st.integers(0, 4),
+    ),
+    min_size=1,
+    max_size=3,
+)
 
 
 @pytest.mark.timeout(120)
 @FUZZ
-@given(path=manifest_paths, value=json_value, host=st.sampled_from(["core", "worker", "hooks-1"]),
-       line=st.integers(0, 200), text=nasty_text)
+@given(
+    path=manifest_paths,
+    value=json_value,
+    host=st.sampled_from(["core", "worker", "hooks-1"]),
+    line=st.integers(0, 200),
+    text=nasty_text,
+)
 def test_hand_edited_cluster_folders_through_check_topology(path, value, host, line, text, rendered_once):
     """A rendered folder whose topology.json and one host's compose file were edited by hand."""
     import shutil

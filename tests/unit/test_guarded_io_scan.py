@@ -118,9 +118,11 @@ def found_calls() -> dict[tuple[str, str, str], int]:
 
 def test_no_module_reads_or_writes_a_file_around_the_one_reader_and_writer() -> None:
     stray = {key: line for key, line in found_calls().items() if key not in ALLOWED}
-    assert not stray, ("read or write these through n8n_sizer.safety (files.read_user_text / write.write_atomic), "
-                       "or add them to ALLOWED with the reason: "
-                       + "; ".join(f"n8n_sizer/{m}:{line} {fn}() {k}" for (m, fn, k), line in stray.items()))
+    assert not stray, (
+        "read or write these through n8n_sizer.safety (files.read_user_text / write.write_atomic), "
+        "or add them to ALLOWED with the reason: "
+        + "; ".join(f"n8n_sizer/{m}:{line} {fn}() {k}" for (m, fn, k), line in stray.items())
+    )
 
 
 def test_the_allow_list_has_no_stale_entry() -> None:

@@ -53,7 +53,9 @@ def test_hostile_compose_files(path: Path) -> None:
 
 
 def test_check_flags_max_connections_beyond_postgres() -> None:
-    results = {r.rule: r for r in check_compose((HOSTILE / "compose" / "max-connections-beyond.yml").read_text(), {}, 4)}
+    results = {
+        r.rule: r for r in check_compose((HOSTILE / "compose" / "max-connections-beyond.yml").read_text(), {}, 4)
+    }
     assert results["postgres-pool"].status == "fail" and "262143" in results["postgres-pool"].message
 
 
@@ -65,15 +67,36 @@ def test_a_huge_port_range_makes_no_ports() -> None:
 
 
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=20))
-JSONISH = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
-                       | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=25)
-KEYS = st.sampled_from(["image", "command", "environment", "env_file", "depends_on", "healthcheck", "ports",
-                        "volumes", "labels", "network_mode", "stop_grace_period", "container_name", "hostname"])
+JSONISH = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=25,
+)
+KEYS = st.sampled_from(
+    [
+        "image",
+        "command",
+        "environment",
+        "env_file",
+        "depends_on",
+        "healthcheck",
+        "ports",
+        "volumes",
+        "labels",
+        "network_mode",
+        "stop_grace_period",
+        "container_name",
+        "hostname",
+    ]
+)
 
 
 @FAST
-@given(services=st.dictionaries(st.text(min_size=1, max_size=8),
-                                st.one_of(JSONISH, st.dictionaries(KEYS, JSONISH, max_size=6)), max_size=4))
+@given(
+    services=st.dictionaries(
+        st.text(min_size=1, max_size=8), st.one_of(JSONISH, st.dictionaries(KEYS, JSONISH, max_size=6)), max_size=4
+    )
+)
 def test_compose_of_any_shape_is_judged_or_refused(services) -> None:
     text = yaml.safe_dump({"services": services}, allow_unicode=True)
     try:
@@ -108,6 +131,7 @@ def test_alias_bombs_of_any_size_are_refused_before_expansion_or_small(width, de
 
 # --- .env --------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", _files("env"), ids=lambda p: p.name)
 def test_hostile_env_files(path: Path, tmp_path: Path) -> None:
     try:
@@ -134,8 +158,13 @@ def test_env_parsers_never_raise_anything_else(text) -> None:
 
 
 @FAST
-@given(values=st.dictionaries(st.from_regex(r"[A-Z_][A-Z0-9_]{0,10}", fullmatch=True),
-                              st.from_regex(r"[A-Za-z0-9._:@%+-]{0,30}", fullmatch=True), max_size=6))
+@given(
+    values=st.dictionaries(
+        st.from_regex(r"[A-Z_][A-Z0-9_]{0,10}", fullmatch=True),
+        st.from_regex(r"[A-Za-z0-9._:@%+-]{0,30}", fullmatch=True),
+        max_size=6,
+    )
+)
 def test_env_round_trip(values) -> None:
     text = "".join(f"{k}={v}\n" for k, v in values.items())
     assert {k: e.value for k, e in read_env_strict(text, Path(".env")).items()} == values
@@ -148,6 +177,7 @@ def test_env_round_trip(values) -> None:
 
 # --- stack files ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("path", _files("stack"), ids=lambda p: p.name)
 def test_hostile_stack_files(path: Path) -> None:
@@ -157,10 +187,25 @@ def test_hostile_stack_files(path: Path) -> None:
 
 
 @FAST
-@given(config=st.dictionaries(st.sampled_from(["n8n-sizer:owner", "n8n-sizer:ttl_hours", "n8n-sizer:provider",
-                                               "n8n-sizer:location", "n8n-sizer:loadgen", "n8n-sizer:targets",
-                                               "n8n-sizer:operator_cidr", "n8n-sizer:other", "gcp:project"]),
-                              JSONISH, max_size=9))
+@given(
+    config=st.dictionaries(
+        st.sampled_from(
+            [
+                "n8n-sizer:owner",
+                "n8n-sizer:ttl_hours",
+                "n8n-sizer:provider",
+                "n8n-sizer:location",
+                "n8n-sizer:loadgen",
+                "n8n-sizer:targets",
+                "n8n-sizer:operator_cidr",
+                "n8n-sizer:other",
+                "gcp:project",
+            ]
+        ),
+        JSONISH,
+        max_size=9,
+    )
+)
 def test_stack_files_of_any_shape_parse_or_are_refused(config, tmp_path_factory) -> None:
     path = tmp_path_factory.mktemp("stacks") / "Pulumi.fuzz.yaml"
     path.write_text(yaml.safe_dump({"config": config}))
@@ -173,6 +218,7 @@ def test_stack_files_of_any_shape_parse_or_are_refused(config, tmp_path_factory)
 
 
 # --- inventories and workflow files ------------------------------------------------------------------------
+
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("path", _files("inventory"), ids=lambda p: p.name)
@@ -220,14 +266,21 @@ def test_workflow_of_any_json_is_checked_or_refused(doc, tmp_path_factory) -> No
 
 # --- the shared reader -------------------------------------------------------------------------------------
 
+
 def test_the_reader_refuses_what_is_not_a_regular_text_file(tmp_path: Path) -> None:
     import os
 
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    cases = {tmp_path: "is a folder", tmp_path / "missing": "no such file", fifo: "not a regular file",
-             Path("/dev/zero"): "not a regular file", HOSTILE / "compose" / "binary.yml": "binary",
-             HOSTILE / "compose" / "latin1.yml": "not UTF-8", "": "not a usable path"}
+    cases = {
+        tmp_path: "is a folder",
+        tmp_path / "missing": "no such file",
+        fifo: "not a regular file",
+        Path("/dev/zero"): "not a regular file",
+        HOSTILE / "compose" / "binary.yml": "binary",
+        HOSTILE / "compose" / "latin1.yml": "not UTF-8",
+        "": "not a usable path",
+    }
     for path, reason in cases.items():
         with pytest.raises(InputError, match=reason):
             read_user_text(path, "FILE", fix="pass a text file")
@@ -248,7 +301,7 @@ def test_a_long_line_does_not_make_the_env_parser_backtrack() -> None:
 @pytest.mark.timeout(30)
 def test_interpolation_cannot_multiply_a_large_env_value() -> None:
     refs = "${X}" * 200_000
-    compose = f"services:\n  n8n:\n    image: n8nio/n8n:2.41.1\n    environment:\n      A: \"{refs}\"\n"
+    compose = f'services:\n  n8n:\n    image: n8nio/n8n:2.41.1\n    environment:\n      A: "{refs}"\n'
     with pytest.raises(InputError, match="expands past the size limit") as err:
         check_compose(compose, {"X": "x" * 100_000}, 4)  # 20 GB once filled in
     _clean(err.value)

@@ -10,18 +10,30 @@ from n8n_sizer.lab.cpu import LabCpu, lab_host_cores, plan_cpu, plan_for_topolog
 from n8n_sizer.lab.plan import plan_lab
 from n8n_sizer.lab.state import LabState, Recorder, lab_inventory, topology_dict
 
-TOPOLOGY = {"topology": [
-    {"name": "data", "provider": "hetzner", "size": "cx23", "roles": {"postgres": 1, "redis": 1}},
-    {"name": "ingest", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "webhook": 1, "load_balancer": 1}},
-    {"name": "worker", "provider": "hetzner", "size": "cx23", "count": 2, "roles": {"workers": 1}}],
-    "subnet": "10.213.7.0/24"}
+TOPOLOGY = {
+    "topology": [
+        {"name": "data", "provider": "hetzner", "size": "cx23", "roles": {"postgres": 1, "redis": 1}},
+        {
+            "name": "ingest",
+            "provider": "hetzner",
+            "size": "cx33",
+            "roles": {"main": 1, "webhook": 1, "load_balancer": 1},
+        },
+        {"name": "worker", "provider": "hetzner", "size": "cx23", "count": 2, "roles": {"workers": 1}},
+    ],
+    "subnet": "10.213.7.0/24",
+}
 
 
 def test_scale_fits_the_whole_topology_into_the_usable_cores():
     cpu = plan_cpu([("data", 2), ("ingest", 4), ("worker-1", 2), ("worker-2", 2)], "ab12cd", machine_cores=2)
     assert cpu.usable_cores == 1.5 and cpu.total_vcpu == 10 and cpu.scale == pytest.approx(0.15)
     assert [(h.name, h.cores, h.quota_us) for h in cpu.hosts] == [
-        ("data", 0.3, 30_000), ("ingest", 0.6, 60_000), ("worker-1", 0.3, 30_000), ("worker-2", 0.3, 30_000)]
+        ("data", 0.3, 30_000),
+        ("ingest", 0.6, 60_000),
+        ("worker-1", 0.3, 30_000),
+        ("worker-2", 0.3, 30_000),
+    ]
     assert sum(h.quota_us for h in cpu.hosts) == 150_000  # 1.5 cores x the 100 ms period
     assert cpu.group == "n8n-sizer-lab-ab12cd" and cpu.host("ingest").cgroup == "n8n-sizer-lab-ab12cd/ingest"
     assert cpu.host("gen-1") is None  # generators get no budget
@@ -49,11 +61,21 @@ def test_the_budget_is_recorded_in_the_inventory_and_read_back_as_each_hosts_cor
     lab = inventory.model_dump(mode="json")["lab"]
     assert LabState.model_validate(lab).cpu == rec.cpu
     assert lab["cpu"]["scale"] == pytest.approx(1.2 / 10)
-    assert lab["cpu"]["hosts"][1] == {"name": "ingest", "vcpu": 4, "cores": 0.48, "quota_us": 48_000,
-                                      "period_us": 100_000, "cgroup": "n8n-sizer-lab-ab12cd/ingest"}
+    assert lab["cpu"]["hosts"][1] == {
+        "name": "ingest",
+        "vcpu": 4,
+        "cores": 0.48,
+        "quota_us": 48_000,
+        "period_us": 100_000,
+        "cgroup": "n8n-sizer-lab-ab12cd/ingest",
+    }
     hosts = lab_host_cores(lab)
-    assert [(h.name, h.cores, h.vcpu) for h in hosts] == [("data", 0.24, 2), ("ingest", 0.48, 4),
-                                                          ("worker-1", 0.24, 2), ("worker-2", 0.24, 2)]
+    assert [(h.name, h.cores, h.vcpu) for h in hosts] == [
+        ("data", 0.24, 2),
+        ("ingest", 0.48, 4),
+        ("worker-1", 0.24, 2),
+        ("worker-2", 0.24, 2),
+    ]
     assert hosts[1].roles == {"main": 1, "webhook": 1, "load_balancer": 1}
     assert hosts[2].roles == {"workers": 1}
 

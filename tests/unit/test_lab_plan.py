@@ -19,11 +19,19 @@ from n8n_sizer.lab.plan import IFNAMSIZ, MAX_GENERATORS, link_commands, overlapp
 from n8n_sizer.lab.sshd import sshd_config_text
 from n8n_sizer.lab.state import LabState, NamespaceRecord, lab_inventory, read_lab_state
 
-TOPOLOGY = {"topology": [
-    {"name": "data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
-    {"name": "ingest", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "webhook": 2, "load_balancer": 1}},
-    {"name": "worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}}],
-    "subnet": "10.213.7.0/24"}
+TOPOLOGY = {
+    "topology": [
+        {"name": "data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
+        {
+            "name": "ingest",
+            "provider": "hetzner",
+            "size": "cx33",
+            "roles": {"main": 1, "webhook": 2, "load_balancer": 1},
+        },
+        {"name": "worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 1}},
+    ],
+    "subnet": "10.213.7.0/24",
+}
 
 
 def _plan(generators: int = 2, topology: dict = TOPOLOGY):
@@ -33,11 +41,22 @@ def _plan(generators: int = 2, topology: dict = TOPOLOGY):
 def test_hosts_keep_the_topologys_names_and_addresses_and_generators_count_down_from_9():
     plan = _plan()
     assert [(n.name, n.kind, n.address) for n in plan.namespaces] == [
-        ("data", "host", "10.213.7.10"), ("ingest", "host", "10.213.7.11"), ("worker-1", "host", "10.213.7.12"),
-        ("worker-2", "host", "10.213.7.13"), ("gen-1", "generator", "10.213.7.9"), ("gen-2", "generator", "10.213.7.8")]
+        ("data", "host", "10.213.7.10"),
+        ("ingest", "host", "10.213.7.11"),
+        ("worker-1", "host", "10.213.7.12"),
+        ("worker-2", "host", "10.213.7.13"),
+        ("gen-1", "generator", "10.213.7.9"),
+        ("gen-2", "generator", "10.213.7.8"),
+    ]
     assert (plan.bridge, plan.gateway, plan.prefix_len) == ("n8nsz-a1b2c3", "10.213.7.1", 24)
-    assert plan.hosts()[1].roles == {"main": 1, "webhook": 2, "workers": 0, "postgres": 0, "redis": 0,
-                                     "load_balancer": 1}
+    assert plan.hosts()[1].roles == {
+        "main": 1,
+        "webhook": 2,
+        "workers": 0,
+        "postgres": 0,
+        "redis": 0,
+        "load_balancer": 1,
+    }
     assert all(n.roles is None for n in plan.generators())
     links = [n.veth for n in plan.namespaces] + [plan.bridge]
     assert len(set(links)) == len(links) and all(len(name) <= IFNAMSIZ for name in links)
@@ -97,18 +116,31 @@ local 127.0.0.0/8 dev lo table local proto kernel scope host src 127.0.0.1
 
 
 def test_a_subnet_this_machine_already_routes_is_found():
-    assert overlapping_routes(ROUTES, "10.213.7.0/24") == ["10.213.0.0/16 dev n8nsz-ffffff proto kernel scope "
-                                                           "link src 10.213.0.1"]
+    assert overlapping_routes(ROUTES, "10.213.7.0/24") == [
+        "10.213.0.0/16 dev n8nsz-ffffff proto kernel scope link src 10.213.0.1"
+    ]
     assert overlapping_routes(ROUTES, "10.89.0.0/24") == []  # the default route does not count as a clash
     # The machine's own network, its gateway included: a lab there would shadow the way out.
     assert [h.split()[0] for h in overlapping_routes(ROUTES, "192.0.2.0/25")] == ["default", "192.0.2.0/24", "2:"]
 
 
 def _state() -> LabState:
-    return LabState(lab_id="a1b2c3", bridge="n8nsz-a1b2c3", subnet="10.213.7.0/24", folder="/lab",
-                    client_key="/lab/client_key",
-                    namespaces=(NamespaceRecord(name="data", netns_inode=4026532300, veth="nza1b2c3-1",
-                                                sshd_pid=1234, sshd_config="/lab/data.sshd_config"),))
+    return LabState(
+        lab_id="a1b2c3",
+        bridge="n8nsz-a1b2c3",
+        subnet="10.213.7.0/24",
+        folder="/lab",
+        client_key="/lab/client_key",
+        namespaces=(
+            NamespaceRecord(
+                name="data",
+                netns_inode=4026532300,
+                veth="nza1b2c3-1",
+                sshd_pid=1234,
+                sshd_config="/lab/data.sshd_config",
+            ),
+        ),
+    )
 
 
 def test_the_lab_inventory_is_the_model_bench_reads_with_roles_per_host(tmp_path):
@@ -148,8 +180,11 @@ def test_lab_down_refuses_an_inventory_without_a_lab_section(tmp_path):
 @pytest.mark.parametrize("verb", ["up", "down"])
 def test_lab_needs_root_and_says_so_in_one_line(tmp_path, verb):
     (tmp_path / "t.json").write_text(json.dumps(TOPOLOGY))
-    args = ["--topology", str(tmp_path / "t.json"), "--out", str(tmp_path / "lab.json")] if verb == "up" \
+    args = (
+        ["--topology", str(tmp_path / "t.json"), "--out", str(tmp_path / "lab.json")]
+        if verb == "up"
         else ["--inventory", str(tmp_path / "lab.json")]
+    )
     cli = [sys.executable, "-c", "from n8n_sizer.cli import main; main()", "lab", verb, *args]
     drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
     res = subprocess.run(drop + cli, capture_output=True, text=True, timeout=60, cwd=tmp_path)
@@ -165,13 +200,15 @@ def test_the_lab_caddyfile_changes_addresses_only():
     from n8n_sizer.bundle.secrets import generate_secrets
     from n8n_sizer.lab.ingest import lab_caddyfile
 
-    bundle = render_topology(parse_topology(TOPOLOGY), generate_secrets(),
-                             public_url="http://10.213.7.11:5678/").hosts["ingest"]
+    bundle = render_topology(parse_topology(TOPOLOGY), generate_secrets(), public_url="http://10.213.7.11:5678/").hosts[
+        "ingest"
+    ]
     rendered = yaml.safe_load(bundle.compose)["configs"]["caddyfile"]["content"]
     text = lab_caddyfile(rendered, "10.213.7.11")
     assert "http://10.213.7.11:5678 {\n  bind 10.213.7.11\n" in text and "admin 127.0.0.1:2019" in text
     assert "reverse_proxy 127.0.0.1:5681 127.0.0.1:5682 {" in text and "reverse_proxy 127.0.0.1:5678 {" in text
     assert "n8n-" not in text
+
     # Everything but the addresses is as rendered: the routes, health checks and the closed /metrics.
     def upstreams_masked(t: str) -> str:
         return re.sub(r"(n8n-[a-z0-9-]+|127\.0\.0\.1):\d+", "UPSTREAM", t)
@@ -213,7 +250,6 @@ def test_down_removes_only_links_that_carry_the_labs_id():
     r = Removal()
     _remove_links(["nz-victim", "eth0", "docker0", "n8nsz-ffffff", "nza1b2c3-1x", "n8nsz-a1b2c3-x"], r, "a1b2c3")
     assert len(r.failed) == 6 and not r.removed and all("left alone" in f for f in r.failed)
-
 
 
 def test_the_lab_data_host_admits_only_the_n8n_hosts_to_its_data_ports() -> None:

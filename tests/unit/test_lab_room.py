@@ -15,11 +15,14 @@ from n8n_sizer.stack.handle import StackHandle
 
 PKG = Path(__file__).resolve().parents[2] / "n8n_sizer"
 CONVERSIONS = {("advisor/answer/contract.py", "single_setup"), ("lab/cluster_handle.py", "cluster_setup")}
-CLUSTER = {"topology": [
-    {"name": "data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
-    {"name": "ingest", "provider": "hetzner", "size": "cx33", "roles": {"main": 1}},
-    {"name": "worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 3}}],
-    "subnet": "10.213.9.0/24"}
+CLUSTER = {
+    "topology": [
+        {"name": "data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
+        {"name": "ingest", "provider": "hetzner", "size": "cx33", "roles": {"main": 1}},
+        {"name": "worker", "provider": "hetzner", "size": "cx33", "count": 2, "roles": {"workers": 3}},
+    ],
+    "subnet": "10.213.9.0/24",
+}
 
 
 def topology_to_setup(source: str) -> list[str]:
@@ -48,13 +51,31 @@ def test_a_topology_becomes_a_setup_in_one_place_per_shape():
 def test_a_cluster_is_queue_mode_with_every_hosts_workers_and_one_host_is_its_own_setup():
     cluster = cluster_setup(parse_topology(CLUSTER, "test"))
     assert (cluster.mode, cluster.workers) == ("queue", 6)
-    one = parse_topology({"topology": [{"name": "solo", "provider": "hetzner", "size": "cx33",
-                                         "roles": {"main": 1, "postgres": 1, "redis": 1}}]}, "test")
-    assert isinstance(one, Topology) and cluster_setup(one) == one.single_setup() and cluster_setup(one).mode == "regular"
+    one = parse_topology(
+        {
+            "topology": [
+                {"name": "solo", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "postgres": 1, "redis": 1}}
+            ]
+        },
+        "test",
+    )
+    assert (
+        isinstance(one, Topology) and cluster_setup(one) == one.single_setup() and cluster_setup(one).mode == "regular"
+    )
 
 
 def test_the_deployed_cluster_is_a_stack_handle_like_a_single_host():
     assert issubclass(LabClusterHandle, StackHandle) and not inspect.isabstract(LabClusterHandle)
-    for name in ("up", "is_running", "is_ready", "wait_ready", "stop_process", "start_process", "signal",
-                 "restart_redis", "log_mark", "redis"):
+    for name in (
+        "up",
+        "is_running",
+        "is_ready",
+        "wait_ready",
+        "stop_process",
+        "start_process",
+        "signal",
+        "restart_redis",
+        "log_mark",
+        "redis",
+    ):
         assert getattr(LabClusterHandle, name) is not getattr(StackHandle, name), name

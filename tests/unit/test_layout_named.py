@@ -37,8 +37,10 @@ def missing(text: str, home: Path) -> list[str]:
 
 
 def test_the_check_finds_a_module_that_is_gone():
-    assert missing("the stack (`stack.py`) and `cli.py`, see `deploy/render.py`", PKG / "native") == \
-        ["cli.py", "deploy/render.py"]
+    assert missing("the stack (`stack.py`) and `cli.py`, see `deploy/render.py`", PKG / "native") == [
+        "cli.py",
+        "deploy/render.py",
+    ]
     assert missing("see n8n_sizer/localstack/ and `bundle/render.py`", PKG) == ["n8n_sizer/localstack/"]
 
 

@@ -1,4 +1,5 @@
-"""The linter's bug-finding rules (pyflakes: undefined names, unused imports; syntax errors) pass on the tree."""
+"""The linter's bug-finding rules (pyflakes: undefined names, unused imports; syntax errors) pass on the tree, and the
+formatter finds nothing to change (the size limits in test_rooms measure formatted code)."""
 
 import shutil
 import subprocess
@@ -24,6 +25,30 @@ def test_ruff_finds_nothing():
 
 def test_ruff_would_catch_an_undefined_name(tmp_path):
     (tmp_path / "bad.py").write_text("def f():\n    return rps\n")
-    p = subprocess.run(_ruff() + ["check", "--no-cache", "--select", "F", str(tmp_path / "bad.py")],
-                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    p = subprocess.run(
+        _ruff() + ["check", "--no-cache", "--select", "F", str(tmp_path / "bad.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert p.returncode == 1 and "F821" in p.stdout
+
+
+def test_the_tree_is_formatted():
+    p = subprocess.run(
+        _ruff() + ["format", "--check", "--no-cache", "."], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert p.returncode == 0, "run `ruff format .`:\n" + p.stdout + p.stderr
+
+
+def test_the_format_check_would_catch_an_unformatted_file(tmp_path):
+    (tmp_path / "ugly.py").write_text("x = [1,2,\n  3]\n")
+    p = subprocess.run(
+        _ruff() + ["format", "--check", "--no-cache", str(tmp_path / "ugly.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert p.returncode == 1 and "ugly.py" in p.stdout

@@ -37,15 +37,16 @@ def test_the_routing_is_the_cluster_renders_not_a_copy():
     back = local.split("bind 127.0.0.1", 1)[1].replace("127.0.0.1:5001", "n8n-main:5678")
     for k, port in enumerate((5002, 5003, 5004), start=1):
         back = back.replace(f"127.0.0.1:{port}", f"n8n-webhook-{k}:5678")
-    assert back == rendered[len(":5678 {"):]
+    assert back == rendered[len(":5678 {") :]
 
 
 def test_rebind_refuses_a_file_it_cannot_map():
     with pytest.raises(InputError, match="does not start with"):
         rebind_caddyfile("example.com {\n}\n", site="x", bind="y", main="m", webhook=str, admin="off")
     with pytest.raises(InputError, match="names an upstream"):
-        rebind_caddyfile(":5678 {\n  reverse_proxy n8n-other:5678\n}\n", site="x", bind="y", main="m",
-                         webhook=str, admin="off")
+        rebind_caddyfile(
+            ":5678 {\n  reverse_proxy n8n-other:5678\n}\n", site="x", bind="y", main="m", webhook=str, admin="off"
+        )
 
 
 def test_webhook_processors_need_queue_mode(tmp_path):
@@ -59,8 +60,12 @@ def test_webhook_processors_need_queue_mode(tmp_path):
 
 def test_caddy_missing_is_one_line_before_anything_starts(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no caddy on PATH
-    stack = LocalStack(Setup(mode="queue", workers=1), StackOptions(webhook_processors=1),
-                       stack_dir=tmp_path / "s", install=_fake_install(tmp_path))
+    stack = LocalStack(
+        Setup(mode="queue", workers=1),
+        StackOptions(webhook_processors=1),
+        stack_dir=tmp_path / "s",
+        install=_fake_install(tmp_path),
+    )
     with pytest.raises(InputError, match="apt-get install caddy"):
         stack.start()
     assert stack.processes == {} and not (tmp_path / "s").exists()
@@ -69,8 +74,9 @@ def test_caddy_missing_is_one_line_before_anything_starts(tmp_path, monkeypatch)
 def _fake_install(tmp_path):
     from n8n_sizer.native.install import N8nInstall
 
-    return N8nInstall(n8n_version="2.41.1", node_version="24.22.3", node_bin=tmp_path / "node",
-                      n8n_bin=tmp_path / "n8n")
+    return N8nInstall(
+        n8n_version="2.41.1", node_version="24.22.3", node_bin=tmp_path / "node", n8n_bin=tmp_path / "n8n"
+    )
 
 
 def test_telemetry_names_map_to_their_roles():
@@ -80,8 +86,14 @@ def test_telemetry_names_map_to_their_roles():
 def test_bench_refuses_webhook_processors_outside_local_queue_mode(capsys, tmp_path):
     out = ["--out", str(tmp_path / "r")]
     one_line_exit_2(["--local", "--webhook-processors", "2", *out], capsys, "(webhook processors need queue mode)")
-    one_line_exit_2(["--local", "--mode", "queue", "--webhook-processors", "10", *out], capsys,
-                    "--webhook-processors 10 is outside the allowed range [0, 9]")
-    one_line_exit_2(["--inventory", str(tmp_path / "i.json"), "--webhook-processors", "1", *out], capsys,
-                    "--webhook-processors 1 applies to a new --local --mode queue run")
+    one_line_exit_2(
+        ["--local", "--mode", "queue", "--webhook-processors", "10", *out],
+        capsys,
+        "--webhook-processors 10 is outside the allowed range [0, 9]",
+    )
+    one_line_exit_2(
+        ["--inventory", str(tmp_path / "i.json"), "--webhook-processors", "1", *out],
+        capsys,
+        "--webhook-processors 1 applies to a new --local --mode queue run",
+    )
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())

@@ -38,7 +38,9 @@ def _bundles():
         yield f"{setup.mode}-{setup.workers}", render_bundle(setup, generate_secrets()).compose
     for case in ("advise-rps-400", "lb-apart"):
         t = parse_topology(json.loads((TOPOLOGIES / f"{case}.json").read_text()))
-        for host, bundle in render_topology(t, generate_secrets(), public_url="http://n8n.example.com:5678/").hosts.items():
+        for host, bundle in render_topology(
+            t, generate_secrets(), public_url="http://n8n.example.com:5678/"
+        ).hosts.items():
             yield f"{case}/{host}", bundle.compose
 
 
@@ -76,8 +78,19 @@ def test_the_figures_rest_on_the_ram_model_with_headroom() -> None:
     assert table["postgres"].limit_mib is None and table["redis"].limit_mib is None
 
 
-@pytest.mark.parametrize("text, mib", [("768m", 768), ("1g", 1024), ("1.5G", 1536), (1 << 30, 1024), ("512MB", 512),
-                                       ("", None), ("lots", None), (None, None)])
+@pytest.mark.parametrize(
+    "text, mib",
+    [
+        ("768m", 768),
+        ("1g", 1024),
+        ("1.5G", 1536),
+        (1 << 30, 1024),
+        ("512MB", 512),
+        ("", None),
+        ("lots", None),
+        (None, None),
+    ],
+)
 def test_compose_memory_values_are_read_in_mib(text, mib) -> None:
     assert parse_memory_mib(text) == mib
 
@@ -85,8 +98,14 @@ def test_compose_memory_values_are_read_in_mib(text, mib) -> None:
 def test_docs_state_the_figures_deploy_renders() -> None:
     """docs/cluster.md's memory table is this module's table (written by hand once, checked here)."""
     docs = (Path(__file__).resolve().parents[2] / "docs" / "cluster.md").read_text()
-    names = {"main": "main", "webhook processor": "webhook", "worker": "worker", "task runner": "runner",
-             "postgres": "postgres", "redis": "redis"}
+    names = {
+        "main": "main",
+        "webhook processor": "webhook",
+        "worker": "worker",
+        "task runner": "runner",
+        "postgres": "postgres",
+        "redis": "redis",
+    }
     rows = {}
     for line in docs.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]

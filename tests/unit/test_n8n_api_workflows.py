@@ -18,8 +18,9 @@ from n8n_sizer.n8n.workflows import WORKFLOW_TEMPLATES, read_workflow, webhook_p
 from n8n_sizer.bundle.n8n_env import OUTBOUND_OFF, N8nPorts, NativeSecrets, n8n_argv, n8n_env
 from n8n_sizer.errors import InputError
 
-SECRETS = NativeSecrets(encryption_key="k" * 48, postgres_password="pg-pw", redis_password="redis-pw",
-                         redis_n8n_password="redis-n8n-pw")
+SECRETS = NativeSecrets(
+    encryption_key="k" * 48, postgres_password="pg-pw", redis_password="redis-pw", redis_n8n_password="redis-n8n-pw"
+)
 
 
 @pytest.mark.parametrize("name", WORKFLOW_TEMPLATES)
@@ -63,8 +64,17 @@ def test_user_workflow_errors_name_the_file_and_the_fix(tmp_path):
 
 def test_worker_env_has_its_own_ports_queue_settings_and_nothing_that_calls_out(tmp_path):
     setup = Setup(mode="queue", workers=2, concurrency=7, production_limit=3, db_pool_size=4)
-    env = n8n_env(setup, role="worker", ports=N8nPorts(http=5678, broker=6001, health=6002), user_folder=tmp_path,
-                  secrets=SECRETS, postgres_port=7001, redis_port=7002, path="/bin", home="/root")
+    env = n8n_env(
+        setup,
+        role="worker",
+        ports=N8nPorts(http=5678, broker=6001, health=6002),
+        user_folder=tmp_path,
+        secrets=SECRETS,
+        postgres_port=7001,
+        redis_port=7002,
+        path="/bin",
+        home="/root",
+    )
     assert env["N8N_RUNNERS_BROKER_PORT"] == "6001" and env["QUEUE_HEALTH_CHECK_PORT"] == "6002"
     assert env["QUEUE_HEALTH_CHECK_ACTIVE"] == "true" and env["EXECUTIONS_MODE"] == "queue"
     assert env["DB_POSTGRESDB_POOL_SIZE"] == "4" and env["N8N_CONCURRENCY_PRODUCTION_LIMIT"] == "3"
@@ -76,14 +86,28 @@ def test_worker_env_has_its_own_ports_queue_settings_and_nothing_that_calls_out(
     # Bull keeps finished jobs so main never waits forever on a fast one (advisor/settings.py)
     assert env["N8N_EXECUTIONS_QUEUE_KEEP_LAST_COMPLETED"] == env["N8N_EXECUTIONS_QUEUE_KEEP_LAST_FAILED"] == "1000"
     assert all(env[key] == value for key, value in OUTBOUND_OFF.items())
-    assert env["N8N_LISTEN_ADDRESS"] == env["N8N_RUNNERS_BROKER_LISTEN_ADDRESS"] == env["QUEUE_BULL_REDIS_HOST"] == "127.0.0.1"
+    assert (
+        env["N8N_LISTEN_ADDRESS"]
+        == env["N8N_RUNNERS_BROKER_LISTEN_ADDRESS"]
+        == env["QUEUE_BULL_REDIS_HOST"]
+        == "127.0.0.1"
+    )
     assert n8n_argv(Path("/n/node"), Path("/n/n8n"), setup, "worker")[-2:] == ["worker", "--concurrency=7"]
 
 
 def test_regular_sqlite_env_has_no_queue_or_postgres(tmp_path):
-    env = n8n_env(Setup(mode="regular", db="sqlite"), role="main", ports=N8nPorts(http=5678, broker=6001),
-                  user_folder=tmp_path, secrets=SECRETS, postgres_port=None, redis_port=None, path="/bin",
-                  home="/root", extra={"N8N_LOG_LEVEL": "debug"})
+    env = n8n_env(
+        Setup(mode="regular", db="sqlite"),
+        role="main",
+        ports=N8nPorts(http=5678, broker=6001),
+        user_folder=tmp_path,
+        secrets=SECRETS,
+        postgres_port=None,
+        redis_port=None,
+        path="/bin",
+        home="/root",
+        extra={"N8N_LOG_LEVEL": "debug"},
+    )
     assert env["DB_TYPE"] == "sqlite" and env["EXECUTIONS_MODE"] == "regular" and "DB_POSTGRESDB_HOST" not in env
     assert not any(key.startswith("N8N_EXECUTIONS_QUEUE_") for key in env)
     assert "N8N_CONCURRENCY_PRODUCTION_LIMIT" not in env and env["N8N_LOG_LEVEL"] == "debug"
@@ -120,7 +144,6 @@ def test_stop_takes_the_whole_group_and_a_reused_pid_is_never_hit(tmp_path):
     assert services.signal_process(other, signal.SIGTERM) is False
 
 
-
 def test_family_finds_the_group_and_children_in_sessions_of_their_own(tmp_path):
     # One child in the leader's group (like a task runner), one in a session of its own (like a Postgres backend).
     script = "sleep 30 & setsid sleep 30 & wait"
@@ -128,8 +151,9 @@ def test_family_finds_the_group_and_children_in_sessions_of_their_own(tmp_path):
     try:
         deadline = time.monotonic() + 10
         # Wait for both children and for the second one's setsid() to have taken effect (a fork, then a call).
-        while ((len(services.family_pids(proc.pid)) < 3 or len(services.group_pids(proc.pid)) != 2)
-               and time.monotonic() < deadline):
+        while (
+            len(services.family_pids(proc.pid)) < 3 or len(services.group_pids(proc.pid)) != 2
+        ) and time.monotonic() < deadline:
             time.sleep(0.05)
         family, group = services.family_pids(proc.pid), services.group_pids(proc.pid)
         assert family[0] == proc.pid and len(family) == 3 and len(group) == 2
@@ -140,13 +164,17 @@ def test_family_finds_the_group_and_children_in_sessions_of_their_own(tmp_path):
             os.kill(outsider, signal.SIGKILL)
         services.stop_process(proc, timeout_s=2)
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["up", "--mode", "queue", "--workers", "0"], "--mode/--workers/--db: queue mode needs at least one worker"),
-    (["up", "--concurrency", "0"], "--concurrency: Input should be greater than or equal to 1"),
-    (["up", "--cpus", "4096"], "--cpus 4096 (pin_cpus) exceeds this machine's"),
-    (["up", "--env", "NOEQUALS"], "--env 'NOEQUALS' is not KEY=VALUE"),
-    (["status"], "no state.json there; start a stack with `up --state"),
-])
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["up", "--mode", "queue", "--workers", "0"], "--mode/--workers/--db: queue mode needs at least one worker"),
+        (["up", "--concurrency", "0"], "--concurrency: Input should be greater than or equal to 1"),
+        (["up", "--cpus", "4096"], "--cpus 4096 (pin_cpus) exceeds this machine's"),
+        (["up", "--env", "NOEQUALS"], "--env 'NOEQUALS' is not KEY=VALUE"),
+        (["status"], "no state.json there; start a stack with `up --state"),
+    ],
+)
 def test_localstack_cli_bad_input_is_one_line_exit_2(args, message, tmp_path, capsys):
     from n8n_sizer.remote.native_stack import main
 

@@ -16,8 +16,17 @@ import yaml
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.bundle.check import check_compose
-from n8n_sizer.bundle.n8n_env import (COMPOSE_WIRING, N8nPorts, NativeSecrets, n8n_env, role_env, shape_of_setup,
-                                      shape_of_topology, shutdown_timeouts, stall_seconds)
+from n8n_sizer.bundle.n8n_env import (
+    COMPOSE_WIRING,
+    N8nPorts,
+    NativeSecrets,
+    n8n_env,
+    role_env,
+    shape_of_setup,
+    shape_of_topology,
+    shutdown_timeouts,
+    stall_seconds,
+)
 from n8n_sizer.bundle.render import render_bundle
 from n8n_sizer.bundle.render_topology import cluster_wiring, render_topology
 from n8n_sizer.bundle.secrets import generate_secrets, parse_env_text
@@ -34,12 +43,33 @@ SETUPS = [
     Setup(mode="queue", workers=1, concurrency=5, longest_execution_s=300, runner_concurrency=3),
 ]
 # What only says where a process runs: addresses, ports, folders, secrets, the runner mode, log settings.
-WHERE_IT_RUNS = {"N8N_RUNNERS_MODE", "N8N_RUNNERS_BROKER_LISTEN_ADDRESS", "N8N_RUNNERS_BROKER_PORT", "N8N_RUNNERS_AUTH_TOKEN",
-                 "DB_POSTGRESDB_HOST", "DB_POSTGRESDB_PORT", "DB_POSTGRESDB_PASSWORD", "QUEUE_BULL_REDIS_HOST",
-                 "QUEUE_BULL_REDIS_PORT", "QUEUE_BULL_REDIS_PASSWORD", "N8N_ENCRYPTION_KEY", "N8N_EDITOR_BASE_URL",
-                 "WEBHOOK_URL", "N8N_HOST", "N8N_PORT", "N8N_LISTEN_ADDRESS", "N8N_PROTOCOL", "N8N_USER_FOLDER",
-                 "N8N_LOG_LEVEL", "N8N_LOG_OUTPUT", "N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS", "QUEUE_HEALTH_CHECK_PORT",
-                 "PATH", "HOME", "LANG"}
+WHERE_IT_RUNS = {
+    "N8N_RUNNERS_MODE",
+    "N8N_RUNNERS_BROKER_LISTEN_ADDRESS",
+    "N8N_RUNNERS_BROKER_PORT",
+    "N8N_RUNNERS_AUTH_TOKEN",
+    "DB_POSTGRESDB_HOST",
+    "DB_POSTGRESDB_PORT",
+    "DB_POSTGRESDB_PASSWORD",
+    "QUEUE_BULL_REDIS_HOST",
+    "QUEUE_BULL_REDIS_PORT",
+    "QUEUE_BULL_REDIS_PASSWORD",
+    "N8N_ENCRYPTION_KEY",
+    "N8N_EDITOR_BASE_URL",
+    "WEBHOOK_URL",
+    "N8N_HOST",
+    "N8N_PORT",
+    "N8N_LISTEN_ADDRESS",
+    "N8N_PROTOCOL",
+    "N8N_USER_FOLDER",
+    "N8N_LOG_LEVEL",
+    "N8N_LOG_OUTPUT",
+    "N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS",
+    "QUEUE_HEALTH_CHECK_PORT",
+    "PATH",
+    "HOME",
+    "LANG",
+}
 N8N_NAME = r"(?:N8N_[A-Z0-9_]+|DB_[A-Z0-9_]+|QUEUE_[A-Z0-9_]+|EXECUTIONS_[A-Z0-9_]+|WEBHOOK_URL|OFFLOAD_[A-Z0-9_]+|GENERIC_TIMEZONE)"
 # Overrides that are addresses or folders, not settings: the native ingest's load balancer URL and the drills'
 # fresh user folder.
@@ -50,14 +80,20 @@ PATHS = ("bundle", "lab", "native", "stack", "fleet", "bench")
 
 
 def _role_of(service: str) -> str:
-    return next(r for r in ("main", "webhook", "worker", "runner") if service.startswith(f"n8n-{r}")
-                or service.startswith(f"{r}-"))
+    return next(
+        r
+        for r in ("main", "webhook", "worker", "runner")
+        if service.startswith(f"n8n-{r}") or service.startswith(f"{r}-")
+    )
 
 
 def _rendered_envs(compose: str) -> dict[str, dict[str, str]]:
     doc = yaml.safe_load(compose)
-    return {name: svc["environment"] for name, svc in doc["services"].items()
-            if "/n8n:" in svc["image"] or "/runners:" in svc["image"]}
+    return {
+        name: svc["environment"]
+        for name, svc in doc["services"].items()
+        if "/n8n:" in svc["image"] or "/runners:" in svc["image"]
+    }
 
 
 def _broker(service: str) -> str:
@@ -80,7 +116,9 @@ def test_every_single_host_service_gets_exactly_role_env(setup: Setup, profile: 
 def test_every_cluster_service_gets_exactly_role_env_and_the_lab_the_same_settings(case: str, tmp_path: Path) -> None:
     t = parse_topology(json.loads((TOPOLOGIES / f"{case}.json").read_text()))
     shape, wiring = shape_of_topology(t, "bench"), cluster_wiring(t)
-    secrets = NativeSecrets(encryption_key="k" * 32, postgres_password="pg", redis_password="rd", redis_n8n_password="rn")
+    secrets = NativeSecrets(
+        encryption_key="k" * 32, postgres_password="pg", redis_password="rd", redis_n8n_password="rn"
+    )
     seen = set()
     for host, bundle in render_topology(t, generate_secrets(), public_url="http://n8n.example.com:5678/").hosts.items():
         for service, env in _rendered_envs(bundle.compose).items():
@@ -90,8 +128,17 @@ def test_every_cluster_service_gets_exactly_role_env_and_the_lab_the_same_settin
                 continue
             # The lab starts this role from the same topology: everything but the addresses is equal.
             index = int(service.rsplit("-", 1)[1]) if role != "main" else 1
-            lab = lab_env(t, role, ports=role_ports(role, index), folder=tmp_path, secrets=secrets, data="10.89.0.10",
-                          listen="10.89.0.11", main="10.89.0.11", path="/bin")
+            lab = lab_env(
+                t,
+                role,
+                ports=role_ports(role, index),
+                folder=tmp_path,
+                secrets=secrets,
+                data="10.89.0.10",
+                listen="10.89.0.11",
+                main="10.89.0.11",
+                path="/bin",
+            )
             settings = {k: v for k, v in env.items() if k not in WHERE_IT_RUNS}
             assert {k: lab[k] for k in settings if k in lab} == settings, (host, service)
             assert set(settings) <= set(lab), set(settings) - set(lab)
@@ -100,16 +147,29 @@ def test_every_cluster_service_gets_exactly_role_env_and_the_lab_the_same_settin
 
 
 def _native(setup: Setup, role: str, tmp_path: Path) -> dict[str, str]:
-    secrets = NativeSecrets(encryption_key="k" * 32, postgres_password="pg", redis_password="rd", redis_n8n_password="rn")
-    return n8n_env(setup, role=role, ports=N8nPorts(http=5678, broker=5679, health=5680 if role == "worker" else None),
-                   user_folder=tmp_path, secrets=secrets, postgres_port=5432 if setup.db == "postgres" else None,
-                   redis_port=6379 if setup.mode == "queue" else None, path="/bin", home="/root")
+    secrets = NativeSecrets(
+        encryption_key="k" * 32, postgres_password="pg", redis_password="rd", redis_n8n_password="rn"
+    )
+    return n8n_env(
+        setup,
+        role=role,
+        ports=N8nPorts(http=5678, broker=5679, health=5680 if role == "worker" else None),
+        user_folder=tmp_path,
+        secrets=secrets,
+        postgres_port=5432 if setup.db == "postgres" else None,
+        redis_port=6379 if setup.mode == "queue" else None,
+        path="/bin",
+        home="/root",
+    )
 
 
 @pytest.mark.parametrize("setup", SETUPS, ids=lambda s: f"{s.mode}-{s.db}-{s.workers}w")
 def test_the_native_stack_carries_the_rendered_settings(setup: Setup, tmp_path: Path) -> None:
     envs = _rendered_envs(render_bundle(setup, generate_secrets()).compose)
-    for service, role in {"n8n-main": "main", **{f"n8n-worker-{i}": "worker" for i in range(1, setup.workers + 1)}}.items():
+    for service, role in {
+        "n8n-main": "main",
+        **{f"n8n-worker-{i}": "worker" for i in range(1, setup.workers + 1)},
+    }.items():
         native = _native(setup, role, tmp_path)
         settings = {k: v for k, v in envs[service].items() if k not in WHERE_IT_RUNS}
         assert {k: native.get(k) for k in settings} == settings, service
@@ -162,7 +222,10 @@ def test_check_rules_judge_the_native_environment_as_they_judge_the_rendered_one
     compose = yaml.safe_load(bundle.compose)
     kwargs = {"vcpu": 4, "longest_execution_s": setup.longest_execution_s}
     rendered = {r.rule: r.status for r in check_compose(bundle.compose, env, **kwargs)}
-    for service, role in {"n8n-main": "main", **{f"n8n-worker-{i}": "worker" for i in range(1, setup.workers + 1)}}.items():
+    for service, role in {
+        "n8n-main": "main",
+        **{f"n8n-worker-{i}": "worker" for i in range(1, setup.workers + 1)},
+    }.items():
         native = {k: v for k, v in _native(setup, role, tmp_path).items() if k not in WHERE_IT_RUNS}
         spec = compose["services"][service]["environment"]
         compose["services"][service]["environment"] = {**spec, **{k: native[k] for k in native if k in spec}}

@@ -44,9 +44,13 @@ def test_module_names_repeat_only_where_explained():
     for path in _modules():
         if path.name not in CONVENTIONAL:
             where[path.name].append(str(path.relative_to(PACKAGE)))
+
     def fronts_its_library(places: list[str]) -> bool:  # a command named after the one library module it calls
         return len(places) == 2 and sum(p.startswith("cli/") for p in places) == 1
 
-    twice = {name: places for name, places in where.items()
-             if len(places) > 1 and name not in REPEATED_ON_PURPOSE and not fronts_its_library(places)}
+    twice = {
+        name: places
+        for name, places in where.items()
+        if len(places) > 1 and name not in REPEATED_ON_PURPOSE and not fronts_its_library(places)
+    }
     assert not twice, f"module names used twice without a reason in REPEATED_ON_PURPOSE: {twice}"

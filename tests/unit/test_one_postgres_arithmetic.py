@@ -6,8 +6,14 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "n8n_sizer"
 HOME = {"advisor/pools.py", "advisor/setup.py"}  # setup.py defines the constants pools.py computes with
-NAMES = {"CONNECTION_HEADROOM", "POSTGRES_DEFAULT_MAX_CONNECTIONS", "SHARED_BUFFERS_FRACTION", "MIN_WORK_MEM_MIB",
-         "RAM_PER_CONNECTION_MIB", "POSTGRES_BACKEND_RAM_SHARE"}
+NAMES = {
+    "CONNECTION_HEADROOM",
+    "POSTGRES_DEFAULT_MAX_CONNECTIONS",
+    "SHARED_BUFFERS_FRACTION",
+    "MIN_WORK_MEM_MIB",
+    "RAM_PER_CONNECTION_MIB",
+    "POSTGRES_BACKEND_RAM_SHARE",
+}
 
 
 def _name(node: ast.AST) -> str | None:
@@ -22,8 +28,13 @@ def test_no_module_but_pools_computes_with_the_postgres_constants():
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            operands = [node.left, node.right] if isinstance(node, ast.BinOp) else \
-                [*node.args] if isinstance(node, ast.Call) and _name(node.func) in ("max", "min") else []
+            operands = (
+                [node.left, node.right]
+                if isinstance(node, ast.BinOp)
+                else [*node.args]
+                if isinstance(node, ast.Call) and _name(node.func) in ("max", "min")
+                else []
+            )
             for op in operands:
                 if _name(op) in NAMES:
                     found.append(f"{rel}:{node.lineno} {_name(op)}")
@@ -39,9 +50,14 @@ def test_advisor_render_and_check_agree_on_max_connections():
     setup = Setup(mode="queue", workers=16, concurrency=20, db_pool_size=11)
     conns = pools.setup_connections(setup)
     assert recommended_max_connections(setup) == pools.recommended_max_connections(conns)
-    t = parse_topology({"topology": [
-        {"name": "data", "provider": "hetzner", "size": "cx43", "roles": {"postgres": 1, "redis": 1}},
-        {"name": "app", "provider": "hetzner", "size": "cx33", "roles": {"main": 1}},
-        {"name": "worker", "provider": "hetzner", "size": "cx33", "count": 8, "roles": {"workers": 2}}],
-        "db_pool_size": 11})
+    t = parse_topology(
+        {
+            "topology": [
+                {"name": "data", "provider": "hetzner", "size": "cx43", "roles": {"postgres": 1, "redis": 1}},
+                {"name": "app", "provider": "hetzner", "size": "cx33", "roles": {"main": 1}},
+                {"name": "worker", "provider": "hetzner", "size": "cx33", "count": 8, "roles": {"workers": 2}},
+            ],
+            "db_pool_size": 11,
+        }
+    )
     assert max_connections(t) == pools.recommended_max_connections((11 + 1) + 16 * 11)

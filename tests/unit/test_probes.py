@@ -51,7 +51,9 @@ def test_proc_stat_states_and_cpu_count():
     fields = next(line for line in text.splitlines() if line.startswith("cpu ")).split()
     assert by(samples, "host_cpu_seconds_total", state="iowait").value == int(fields[5]) / 100
     assert by(samples, "host_cpu_seconds_total", state="user").value == int(fields[1]) / 100
-    assert by(samples, "host_cpus").value == sum(1 for line in text.splitlines() if line[:3] == "cpu" and line[3].isdigit())
+    assert by(samples, "host_cpus").value == sum(
+        1 for line in text.splitlines() if line[:3] == "cpu" and line[3].isdigit()
+    )
     assert all(s.labels["host"] == "local" and s.time_s == 10.0 for s in samples)
 
 
@@ -69,8 +71,12 @@ def test_proc_stat_rates_give_cores_and_shares():
     assert busy_cores(rates) >= 0.5  # the busy loop shows up
     # without it, the readings' own timestamps (1.2 s apart here) are used
     no_cpus = [s for s in b if s.metric != "host_cpus"]
-    elapsed = sum(s.value for s in b if s.metric == "host_cpu_seconds_total") - sum(s.value for s in a if s.metric == "host_cpu_seconds_total")
-    assert sum(s.value for s in counters_to_rates(a, no_cpus) if s.metric == "host_cpu_cores") == pytest.approx(elapsed / 1.2)
+    elapsed = sum(s.value for s in b if s.metric == "host_cpu_seconds_total") - sum(
+        s.value for s in a if s.metric == "host_cpu_seconds_total"
+    )
+    assert sum(s.value for s in counters_to_rates(a, no_cpus) if s.metric == "host_cpu_cores") == pytest.approx(
+        elapsed / 1.2
+    )
 
 
 def test_rates_skip_counter_resets_and_unmatched():
@@ -111,7 +117,10 @@ def test_diskstats_whole_disks_only():
     first = next(line.split() for line in text.splitlines() if line.split()[2] in devices)
     assert by(samples, "disk_read_bytes_total", device=first[2]).value == int(first[5]) * 512
     # a partition and its disk: only the disk is kept; dm-10 is not a partition of dm-1
-    synthetic = "\n".join(f"   8 {i} {n} 1 0 8 0 1 0 8 0 0 5 5 0 0 0 0 0 0" for i, n in enumerate(["sda", "sda1", "dm-1", "dm-10", "nvme0n1", "nvme0n1p2"]))
+    synthetic = "\n".join(
+        f"   8 {i} {n} 1 0 8 0 1 0 8 0 0 5 5 0 0 0 0 0 0"
+        for i, n in enumerate(["sda", "sda1", "dm-1", "dm-10", "nvme0n1", "nvme0n1p2"])
+    )
     assert {s.labels["device"] for s in parse_diskstats(synthetic, 1.0, L)} == {"sda", "dm-1", "dm-10", "nvme0n1"}
 
 
@@ -153,8 +162,13 @@ def test_cgroup_files():
 
 
 def test_cgroup_sections_per_container():
-    text = ("== container n8n-main\n" + read("cgroup_v2_cpu.stat.txt") + "-- memory.current\n" + read("cgroup_v1_memory.usage_in_bytes.txt")
-            + "== container n8n-worker-1\nusage_usec 2000000\nuser_usec 1\n-- memory.current\n1048576\n")
+    text = (
+        "== container n8n-main\n"
+        + read("cgroup_v2_cpu.stat.txt")
+        + "-- memory.current\n"
+        + read("cgroup_v1_memory.usage_in_bytes.txt")
+        + "== container n8n-worker-1\nusage_usec 2000000\nuser_usec 1\n-- memory.current\n1048576\n"
+    )
     samples = parse_cgroup_sections(text, 1.0, L)
     assert by(samples, "container_mem_mib", container="n8n-worker-1").value == 1.0
     assert by(samples, "container_cpu_seconds_total", container="n8n-worker-1").value == 2.0
@@ -192,7 +206,9 @@ def test_n8n_metrics_queue_gauges():
     samples = parse_n8n_metrics(read("n8n_metrics_seed000_sample.txt"), 1.0, L)
     assert by(samples, "n8n_scaling_mode_queue_jobs_waiting").value == 520
     assert by(samples, "n8n_scaling_mode_queue_jobs_active").value == 20
-    prom = parse_prometheus('# HELP x y\n# TYPE x gauge\nx{a="1"} 2.5 1700000000\nn8n_version_info{version="2.41.1"} 1\n')
+    prom = parse_prometheus(
+        '# HELP x y\n# TYPE x gauge\nx{a="1"} 2.5 1700000000\nn8n_version_info{version="2.41.1"} 1\n'
+    )
     assert prom == {'x{a="1"}': 2.5, 'n8n_version_info{version="2.41.1"}': 1.0}
     with pytest.raises(ProbeParseError):
         parse_n8n_metrics("process_cpu_seconds_total 1\n", 1.0, L)
@@ -212,7 +228,9 @@ def test_batch_round_trip_with_real_shell():
 
 
 def test_split_batch_cut_short():
-    parts = split_batch("@@n8n-sizer-probe begin a\n1 2 3\n@@n8n-sizer-probe end a 0\n@@n8n-sizer-probe begin b\npartial")
+    parts = split_batch(
+        "@@n8n-sizer-probe begin a\n1 2 3\n@@n8n-sizer-probe end a 0\n@@n8n-sizer-probe begin b\npartial"
+    )
     assert parts["a"].exit_code == 0 and parts["a"].text == "1 2 3\n"
     assert parts["b"].exit_code is None and parts["b"].text == "partial"
     # /proc/PID/task/*/children ends without a newline: the end marker lands on the same line
@@ -242,8 +260,12 @@ def test_n8n_metrics_real_capture_from_queue_mode():
     # captured by capture_n8n.py from n8n 2.41.1 main, queue mode, after 20 webhooks ran on the worker
     text = read("n8n_metrics_real_queue.txt")
     samples = parse_n8n_metrics(text, 1.0, L)
-    assert {s.metric for s in samples} == {"n8n_scaling_mode_queue_jobs_waiting", "n8n_scaling_mode_queue_jobs_active",
-                                          "n8n_scaling_mode_queue_jobs_completed", "n8n_scaling_mode_queue_jobs_failed"}
+    assert {s.metric for s in samples} == {
+        "n8n_scaling_mode_queue_jobs_waiting",
+        "n8n_scaling_mode_queue_jobs_active",
+        "n8n_scaling_mode_queue_jobs_completed",
+        "n8n_scaling_mode_queue_jobs_failed",
+    }
     assert by(samples, "n8n_scaling_mode_queue_jobs_completed").value == 20
     assert by(samples, "n8n_scaling_mode_queue_jobs_waiting").value == 0
     assert parse_prometheus(text)['n8n_version_info{version="v2.41.1",major="2",minor="41",patch="1"}'] == 1
@@ -253,8 +275,17 @@ def test_compose_stack_probes_shape():
     from n8n_sizer.telemetry.probes.containers import compose_stack_probes
 
     queue = {p.name: p for p in compose_stack_probes(queue=True, postgres=True)}
-    assert set(queue) == {"proc_stat", "loadavg", "meminfo", "diskstats", "cgroup", "redis_info", "bull_queue",
-                          "pg_activity", "n8n_metrics"}
+    assert set(queue) == {
+        "proc_stat",
+        "loadavg",
+        "meminfo",
+        "diskstats",
+        "cgroup",
+        "redis_info",
+        "bull_queue",
+        "pg_activity",
+        "n8n_metrics",
+    }
     assert queue["redis_info"].every == 2 and queue["cgroup"].every == 1
     assert "com.docker.compose.service=n8n-redis" in queue["bull_queue"].command
     assert "REDIS_PASSWORD" not in queue["redis_info"].command  # the container's REDISCLI_AUTH is used

@@ -37,30 +37,43 @@ def second_sources(source: str) -> list[str]:
         if isinstance(node, (ast.List, ast.Tuple)) or isinstance(node, ast.Call):
             items = node.elts if not isinstance(node, ast.Call) else node.args
             words = [e.value if isinstance(e, ast.Constant) and isinstance(e.value, str) else None for e in items]
-            found += [f"launch: -m {b}" for a, b in zip(words, words[1:]) if a == "-m" and (b or "").startswith("n8n_sizer")]
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip \
-                and "-m n8n_sizer." in node.value:
+            found += [
+                f"launch: -m {b}" for a, b in zip(words, words[1:]) if a == "-m" and (b or "").startswith("n8n_sizer")
+            ]
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in skip
+            and "-m n8n_sizer." in node.value
+        ):
             found.append(f"launch: {node.value.strip()[:60]}")
         # a program's result read by hand: a model from stdout, or JSON from a line or slice of it (a command's
         # whole stdout as JSON, e.g. `redis-cli --json`, is not a program of ours)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
             arg = ast.unparse(node.args[0])
-            if "stdout" in arg and (node.func.attr == "model_validate_json"
-                                    or node.func.attr == "loads" and ("splitlines" in arg or "[" in arg)):
+            if "stdout" in arg and (
+                node.func.attr == "model_validate_json"
+                or node.func.attr == "loads"
+                and ("splitlines" in arg or "[" in arg)
+            ):
                 found.append(f"parser: {ast.unparse(node)[:60]}")
-        if isinstance(node, ast.Subscript) and "splitlines()" in ast.unparse(node.value) \
-                and ast.unparse(node.slice) == "-1" and "stdout" in ast.unparse(node.value):
+        if (
+            isinstance(node, ast.Subscript)
+            and "splitlines()" in ast.unparse(node.value)
+            and ast.unparse(node.slice) == "-1"
+            and "stdout" in ast.unparse(node.value)
+        ):
             found.append(f"parser: {ast.unparse(node)[:60]}")
     return found
 
 
 def test_the_scan_finds_a_second_launcher_and_parser():
-    planted = '''
+    planted = """
 def f(host, python):
     res = host.run(" ".join([python, "-m", "n8n_sizer.lab.data", "up"]), timeout_s=9)
     host.run(f"{python} -m n8n_sizer.remote.lab_agent ps", timeout_s=9)
     return json.loads(res.stdout.strip().splitlines()[-1]), Model.model_validate_json(res.stdout)
-'''
+"""
     kinds = sorted(hit.split(":")[0] for hit in second_sources(planted))
     assert kinds.count("launch") == 2 and kinds.count("parser") >= 2, kinds
 
@@ -83,8 +96,10 @@ def test_the_last_json_line_is_the_result():
     assert last_json('progress\n{"a": 1}\n\n') == {"a": 1}
     with pytest.raises(ValueError):
         last_json("no json here\n")
-    assert command_line(Program.LAB_AGENT, ["ps", "a b"], "/usr/bin/python3") == \
-        "/usr/bin/python3 -m n8n_sizer.remote.lab_agent ps 'a b'"
+    assert (
+        command_line(Program.LAB_AGENT, ["ps", "a b"], "/usr/bin/python3")
+        == "/usr/bin/python3 -m n8n_sizer.remote.lab_agent ps 'a b'"
+    )
     here = command_line(Program.LAB_AGENT, ["ps"])  # this interpreter imports this very checkout over there
     assert here.startswith(f"PYTHONPATH={PKG.parent} ") and here.endswith(" -m n8n_sizer.remote.lab_agent ps")
 

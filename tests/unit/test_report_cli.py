@@ -36,7 +36,10 @@ def test_report_default_out_is_inside_the_first_run(runs, capsys):
 def test_report_on_a_folder_that_is_not_a_run_is_one_line_exit_2(tmp_path, capsys):
     assert invoke(["report", str(tmp_path), "--no-plots"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"n8n-sizer: {tmp_path} is not a run folder (no run.json in it); try one of the folders in results/ that `n8n-sizer bench` wrote"
+    assert (
+        err
+        == f"n8n-sizer: {tmp_path} is not a run folder (no run.json in it); try one of the folders in results/ that `n8n-sizer bench` wrote"
+    )
     assert not (tmp_path / "report").exists()
 
 

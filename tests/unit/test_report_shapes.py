@@ -19,8 +19,18 @@ def _burst_records() -> list[RequestRecord]:
     for seq, t in enumerate(arrival_times(parse_shape("burst:2:8:10:30"), 60.0)):
         due = T0 + t
         free_at = max(free_at, due) + 1.0 / CAPACITY_PER_S
-        out.append(RequestRecord(seq=seq, step="burst-2-8-10-30", target="local", scheduled_s=due, sent_s=due,
-                                 status=200, latency_ms=(free_at - due) * 1000.0, execution_id=str(seq)))
+        out.append(
+            RequestRecord(
+                seq=seq,
+                step="burst-2-8-10-30",
+                target="local",
+                scheduled_s=due,
+                sent_s=due,
+                status=200,
+                latency_ms=(free_at - due) * 1000.0,
+                execution_id=str(seq),
+            )
+        )
     return out
 
 
@@ -34,15 +44,28 @@ def test_per_second_shows_the_burst_and_the_trailing_answers():
 
 def test_report_has_a_shape_plot_and_the_class_table(tmp_path):
     setup = {"mode": "queue", "workers": 1, "db": "postgres"}
-    manifest = RunManifest(run_id="20261201T000000Z-burst", kind="bench", created_s=T0 - 30, finished_s=T0 + 120,
-                           setup={"local": setup}, hosts={"local": {"setup": setup, "facts": {"vcpu": 2}}})
+    manifest = RunManifest(
+        run_id="20261201T000000Z-burst",
+        kind="bench",
+        created_s=T0 - 30,
+        finished_s=T0 + 120,
+        setup={"local": setup},
+        hosts={"local": {"setup": setup, "facts": {"vcpu": 2}}},
+    )
     store = RunStore.create(tmp_path / "results", manifest)
     for r in _burst_records():
         store.append_request(r)
-    by_class = {"valid": ClassTally(fired=221, refused_as_expected=0, accepted=221, other=0),
-                "bad-signature": ClassTally(fired=5, refused_as_expected=5, accepted=0, other=0)}
-    store.update_manifest(ledgers={"local": Ledger(fired=240, accepted=240, refused=0, accepted_then_lost=0,
-                                                   executions_stored=240, by_class=by_class)})
+    by_class = {
+        "valid": ClassTally(fired=221, refused_as_expected=0, accepted=221, other=0),
+        "bad-signature": ClassTally(fired=5, refused_as_expected=5, accepted=0, other=0),
+    }
+    store.update_manifest(
+        ledgers={
+            "local": Ledger(
+                fired=240, accepted=240, refused=0, accepted_then_lost=0, executions_stored=240, by_class=by_class
+            )
+        }
+    )
     store.close()
     result = build_report([store.folder], tmp_path / "report")
     text = result.markdown.read_text()

@@ -10,8 +10,7 @@ from n8n_sizer.advisor.answer.explain import data_ops_note, what_would_help
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.catalog import SKYLAKE_CLASS, find_size
 from n8n_sizer.advisor.engine import build_advisor, embedded_fit
-from n8n_sizer.advisor.fit import (fit_capacity, select_demand_rows, select_lone_rows,
-                                   shared_machine)
+from n8n_sizer.advisor.fit import fit_capacity, select_demand_rows, select_lone_rows, shared_machine
 from n8n_sizer.advisor.answer.lab_points import lab_checks, lab_model, load_lab_points
 from n8n_sizer.advisor.measurements import load_embedded
 from n8n_sizer.advisor.profiles import LIGHT
@@ -106,8 +105,11 @@ def test_data_host_operations_come_from_the_measured_rows():
     fitted = embedded_fit()
     note = data_ops_note(100.0, fitted.demand_rows, "light")
     assert note is not None
-    cmds = [r.measurement.results.redis_commands_per_execution for r in fitted.demand_rows
-            if r.measurement.results.redis_commands_per_execution]
+    cmds = [
+        r.measurement.results.redis_commands_per_execution
+        for r in fitted.demand_rows
+        if r.measurement.results.redis_commands_per_execution
+    ]
     assert cmds and f"{100 * sorted(cmds)[len(cmds) // 2]:,.0f}"[:2] in note
     assert data_ops_note(100.0, [], "light") is None
 
@@ -116,8 +118,12 @@ def test_rps_1000_names_its_bound_and_a_narrow_interval():
     import subprocess
     import sys
 
-    p = subprocess.run([sys.executable, "-c", "from n8n_sizer.cli import main; main()", "advise", "--rps", "1000",
-                        "--json"], capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-c", "from n8n_sizer.cli import main; main()", "advise", "--rps", "1000", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
     cap = data["capacity_per_s"]

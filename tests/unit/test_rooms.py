@@ -26,22 +26,49 @@ ALLOWED: dict[str, set[str]] = {
     "telemetry": {"hosts", "n8n", "runs"},
     "fleet": {"advisor", "bundle"},
     "stack": {"advisor", "bundle", "hosts", "native", "remote", "telemetry"},
-    "bench": {"advisor", "bundle", "fleet", "hosts", "lab", "native", "n8n", "remote", "runs", "stack",
-              "telemetry"},
+    "bench": {"advisor", "bundle", "fleet", "hosts", "lab", "native", "n8n", "remote", "runs", "stack", "telemetry"},
     "report": {"advisor", "bench", "runs", "telemetry"},
     "lab": {"advisor", "bundle", "fleet", "hosts", "native", "remote", "stack"},  # fleet: the inventory model only
-    "drills": {"advisor", "bench", "bundle", "fleet", "hosts", "lab", "native", "n8n", "remote", "runs",
-               "stack"},
+    "drills": {"advisor", "bench", "bundle", "fleet", "hosts", "lab", "native", "n8n", "remote", "runs", "stack"},
     # The programs that run on another host: each imports the room whose function it runs. The rooms above
     # import only its launcher, `remote.protocol` (test_rooms_import_only_the_launcher), so no module cycle.
     "remote": {"advisor", "bench", "drills", "hosts", "lab", "native"},
-    "cli": {"advisor", "bench", "bundle", "drills", "fleet", "hosts", "native", "lab", "n8n", "remote",
-            "report", "runs", "stack", "telemetry"},
+    "cli": {
+        "advisor",
+        "bench",
+        "bundle",
+        "drills",
+        "fleet",
+        "hosts",
+        "native",
+        "lab",
+        "n8n",
+        "remote",
+        "report",
+        "runs",
+        "stack",
+        "telemetry",
+    },
 }
-SHARED = {"errors", "versions", "safety", ""}  # safety: the shared guards (numbers, files, YAML, writes)  # "" is `import n8n_sizer` / `from n8n_sizer import versions`
+SHARED = {
+    "errors",
+    "versions",
+    "safety",
+    "",
+}  # safety: the shared guards (numbers, files, YAML, writes)  # "" is `import n8n_sizer` / `from n8n_sizer import versions`
 # What the pure core may not import at all (I/O and heavy optional packages).
-ADVISOR_FORBIDDEN = {"pulumi", "fabric", "paramiko", "httpx", "jinja2", "yaml", "matplotlib", "subprocess",
-                     "socket", "shutil"}
+ADVISOR_FORBIDDEN = {
+    "pulumi",
+    "fabric",
+    "paramiko",
+    "httpx",
+    "jinja2",
+    "yaml",
+    "matplotlib",
+    "subprocess",
+    "socket",
+    "shutil",
+}
 
 
 def _module_name(path: Path) -> str:
@@ -104,7 +131,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
                 continue
             nxt = todo.pop()
             if colour[nxt] == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if colour[nxt] == 0:
                 colour[nxt] = 1
                 path.append(nxt)
@@ -140,8 +167,13 @@ def test_every_room_is_listed_and_has_a_docstring_naming_its_imports():
 @pytest.mark.parametrize("room", sorted(ALLOWED))
 def test_room_imports_only_what_it_may(room):
     graph = _graph()
-    bad = sorted(f"{mod} -> {dep}" for mod, deps in graph.items() if _room(mod) == room for dep in deps
-                 if _room(dep) != room and _room(dep) not in SHARED and _room(dep) not in ALLOWED[room])
+    bad = sorted(
+        f"{mod} -> {dep}"
+        for mod, deps in graph.items()
+        if _room(mod) == room
+        for dep in deps
+        if _room(dep) != room and _room(dep) not in SHARED and _room(dep) not in ALLOWED[room]
+    )
     assert not bad, bad
 
 
@@ -149,8 +181,13 @@ def test_rooms_import_only_the_launcher_of_remote():
     """A room may start a program over there (`remote.protocol`) but never import one: the programs import the
     rooms, so that would be a cycle through the room."""
     graph = _graph()
-    bad = sorted(f"{mod} -> {dep}" for mod, deps in graph.items() if _room(mod) != "remote" for dep in deps
-                 if _room(dep) == "remote" and dep != "n8n_sizer.remote.protocol")
+    bad = sorted(
+        f"{mod} -> {dep}"
+        for mod, deps in graph.items()
+        if _room(mod) != "remote"
+        for dep in deps
+        if _room(dep) == "remote" and dep != "n8n_sizer.remote.protocol"
+    )
     assert not bad, bad
 
 

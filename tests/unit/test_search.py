@@ -26,7 +26,9 @@ def test_finds_the_latency_bound_within_tolerance():
     # p95 <= 2000 ms  <=>  200 / (1 - r/40) <= 2000  <=>  r <= 36
     result = find_max_rate(server(40.0), 1, 64, p95_ms=2000, tolerance=0.5)
     assert 35.5 <= result.max_rate_per_s <= 36.0
-    assert result.first_failing_rate_per_s is not None and result.first_failing_rate_per_s - result.max_rate_per_s <= 0.5
+    assert (
+        result.first_failing_rate_per_s is not None and result.first_failing_rate_per_s - result.max_rate_per_s <= 0.5
+    )
     assert result.confirmed and not result.at_upper_bound
     assert [s.outcome.rate_per_s for s in result.steps][:3] == [1, 64, 32.5]
     assert all(s.passed == (s.outcome.rate_per_s <= 36) for s in result.steps)
@@ -78,13 +80,16 @@ def test_judge_reasons():
     assert not step.passed and "no answer" in step.reason
 
 
-@pytest.mark.parametrize("kw, flag", [
-    (dict(low=0, high=5, p95_ms=1), "rate bounds"),
-    (dict(low=5, high=5, p95_ms=1), "rate bounds"),
-    (dict(low=1, high=5, p95_ms=0), "--p95-ms"),
-    (dict(low=1, high=5, p95_ms=1, error_budget=1.0), "--error-budget"),
-    (dict(low=1, high=5, p95_ms=1, tolerance=0), "--tolerance"),
-])
+@pytest.mark.parametrize(
+    "kw, flag",
+    [
+        (dict(low=0, high=5, p95_ms=1), "rate bounds"),
+        (dict(low=5, high=5, p95_ms=1), "rate bounds"),
+        (dict(low=1, high=5, p95_ms=0), "--p95-ms"),
+        (dict(low=1, high=5, p95_ms=1, error_budget=1.0), "--error-budget"),
+        (dict(low=1, high=5, p95_ms=1, tolerance=0), "--tolerance"),
+    ],
+)
 def test_bad_input_names_the_flag(kw, flag):
     with pytest.raises(InputError, match=flag):
         find_max_rate(server(10), **kw)
@@ -95,11 +100,24 @@ def test_step_outcome_from_records_counts_dropped_as_errors():
     from n8n_sizer.bench.find_max import step_outcome
 
     def rec(i, status, latency, cls=None):
-        return RequestRecord(seq=i, step="rate-10", target="local", scheduled_s=100 + i / 10, sent_s=100 + i / 10,
-                             status=status, latency_ms=latency, error_class=cls)
+        return RequestRecord(
+            seq=i,
+            step="rate-10",
+            target="local",
+            scheduled_s=100 + i / 10,
+            sent_s=100 + i / 10,
+            status=status,
+            latency_ms=latency,
+            error_class=cls,
+        )
 
-    records = [rec(i, 200, 100.0 + i) for i in range(18)] + [rec(18, None, None, "dropped"), rec(19, 503, 5.0, "non-2xx")]
+    records = [rec(i, 200, 100.0 + i) for i in range(18)] + [
+        rec(18, None, None, "dropped"),
+        rec(19, 503, 5.0, "non-2xx"),
+    ]
     out = step_outcome(10, records)
-    assert out.fired == 20 and out.errors == 2 and out.answered_per_s == pytest.approx(18 / (2.0 + 0.017))  # latency trailed 17 ms
+    assert (
+        out.fired == 20 and out.errors == 2 and out.answered_per_s == pytest.approx(18 / (2.0 + 0.017))
+    )  # latency trailed 17 ms
     assert out.p95_ms == pytest.approx(100 + 17 * 0.95 + 0.0, abs=0.5)
     assert not judge(out, p95_ms=1000, error_budget=0.05).passed and judge(out, p95_ms=1000, error_budget=0.1).passed

@@ -43,8 +43,17 @@ def refused(code: int, err: str, *words: str) -> None:
 @pytest.fixture
 def rendered(tmp_path, monkeypatch, capsys) -> Path:
     out = tmp_path / "cluster"
-    code, _, err = cli(monkeypatch, capsys, "render", "--topology", TOPOLOGIES / "lb-apart.json", "--out", out,
-                         "--public-url", "http://n8n.example.com:5678/")
+    code, _, err = cli(
+        monkeypatch,
+        capsys,
+        "render",
+        "--topology",
+        TOPOLOGIES / "lb-apart.json",
+        "--out",
+        out,
+        "--public-url",
+        "http://n8n.example.com:5678/",
+    )
     assert code == 0, err
     return out
 
@@ -60,24 +69,39 @@ def keys_in(out: Path) -> set[str]:
 
 
 def snapshot(out: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and not p.is_symlink()}
+    return {
+        str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and not p.is_symlink()
+    }
 
 
 def render_again(out, monkeypatch, capsys, *extra):
-    return cli(monkeypatch, capsys, "render", "--topology", TOPOLOGIES / "lb-apart.json", "--out", out, "--public-url", "http://n8n.example.com:5678/",
-               *extra)
+    return cli(
+        monkeypatch,
+        capsys,
+        "render",
+        "--topology",
+        TOPOLOGIES / "lb-apart.json",
+        "--out",
+        out,
+        "--public-url",
+        "http://n8n.example.com:5678/",
+        *extra,
+    )
 
 
 # ---- secrets never rotate ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("damage", ["deleted", "emptied", "lowercased"])
 def test_a_damaged_secrets_env_never_regenerates_the_key_the_hosts_hold(rendered, monkeypatch, capsys, damage):
     (old,) = keys_in(rendered)
     shared = rendered / ".secrets.env"
     lines = shared.read_text().splitlines()
-    edited = {"deleted": [l for l in lines if not l.startswith(KEY)],
-              "emptied": [f"{KEY}=" if l.startswith(KEY) else l for l in lines],
-              "lowercased": [l.replace(KEY, KEY.lower()) for l in lines]}[damage]
+    edited = {
+        "deleted": [l for l in lines if not l.startswith(KEY)],
+        "emptied": [f"{KEY}=" if l.startswith(KEY) else l for l in lines],
+        "lowercased": [l.replace(KEY, KEY.lower()) for l in lines],
+    }[damage]
     shared.write_text("\n".join(edited) + "\n")
     code, out, err = render_again(rendered, monkeypatch, capsys)
     assert code == 0, err
@@ -134,6 +158,7 @@ def test_a_secrets_file_of_another_user_is_not_adopted(rendered, monkeypatch, ca
 
 # ---- writes never follow a link -----------------------------------------------------------------------------
 
+
 def test_a_planted_manifest_link_is_replaced_never_written_through(rendered, tmp_path, monkeypatch, capsys):
     victim = tmp_path / "victim.txt"
     victim.write_text("someone else's file\n")
@@ -176,6 +201,7 @@ def test_previous_compose_keeps_the_users_mode(rendered, monkeypatch, capsys):
 
 # ---- nothing is read that is not a regular file -------------------------------------------------------------
 
+
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("where", [".secrets.env", "worker/.env", "core/cloud-init.yaml", "topology.json"])
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
@@ -200,25 +226,42 @@ def test_fifos_and_devices_are_refused_never_read(rendered, monkeypatch, capsys,
 def test_a_fifo_as_the_topology_file_is_refused(tmp_path, monkeypatch, capsys):
     fifo = tmp_path / "advice.json"
     os.mkfifo(fifo)
-    for command in (["render", "--topology", fifo, "--out", tmp_path / "o"], ["advise", "--rps", "40", "--topology", fifo]):
+    for command in (
+        ["render", "--topology", fifo, "--out", tmp_path / "o"],
+        ["advise", "--rps", "40", "--topology", fifo],
+    ):
         code, _, err = cli(monkeypatch, capsys, *command)
         refused(code, err, "not a regular file")
 
 
 # ---- flags a mode would ignore ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("flag", [["--n8n-version", "2.41.1"], ["--max-connections", "300"], ["--concurrency", "5"],
-                                  ["--runner-concurrency", "3"], ["--pool", "4"], ["--production-limit", "10"],
-                                  ["--db", "postgres"], ["--longest-execution-s", "60"], ["--mode", "queue"],
-                                  ["--workers", "2"]])
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        ["--n8n-version", "2.41.1"],
+        ["--max-connections", "300"],
+        ["--concurrency", "5"],
+        ["--runner-concurrency", "3"],
+        ["--pool", "4"],
+        ["--production-limit", "10"],
+        ["--db", "postgres"],
+        ["--longest-execution-s", "60"],
+        ["--mode", "queue"],
+        ["--workers", "2"],
+    ],
+)
 def test_render_topology_refuses_every_flag_it_would_ignore(tmp_path, monkeypatch, capsys, flag):
-    code, _, err = cli(monkeypatch, capsys, "render", "--topology", TOPOLOGIES / "lb-apart.json",
-                       "--out", tmp_path / "o", *flag)
+    code, _, err = cli(
+        monkeypatch, capsys, "render", "--topology", TOPOLOGIES / "lb-apart.json", "--out", tmp_path / "o", *flag
+    )
     refused(code, err, flag[0], "would be ignored")
     assert not (tmp_path / "o").exists()
 
 
 # ---- bounded topology inputs --------------------------------------------------------------------------------
+
 
 def _topology(**changes) -> str:
     doc = json.loads((TOPOLOGIES / "lb-apart.json").read_text())
@@ -249,8 +292,10 @@ HOSTILE_TOPOLOGIES = {
 def test_hostile_topologies_are_one_line_everywhere(tmp_path, monkeypatch, capsys, name):
     path = tmp_path / "advice.json"
     path.write_text(HOSTILE_TOPOLOGIES[name])
-    for command in (["render", "--topology", path, "--out", tmp_path / "o"],
-                    ["advise", "--rps", "40", "--topology", path]):
+    for command in (
+        ["render", "--topology", path, "--out", tmp_path / "o"],
+        ["advise", "--rps", "40", "--topology", path],
+    ):
         code, _, err = cli(monkeypatch, capsys, *command)
         refused(code, err, "--topology")
     assert not (tmp_path / "o").exists()
@@ -259,7 +304,20 @@ def test_hostile_topologies_are_one_line_everywhere(tmp_path, monkeypatch, capsy
 def test_a_private_subnet_is_accepted(tmp_path, monkeypatch, capsys):
     path = tmp_path / "advice.json"
     path.write_text(_topology(subnet="192.168.40.0/24"))
-    assert cli(monkeypatch, capsys, "render", "--topology", path, "--out", tmp_path / "o", "--public-url", "http://n8n.example.com:5678/")[0] == 0
+    assert (
+        cli(
+            monkeypatch,
+            capsys,
+            "render",
+            "--topology",
+            path,
+            "--out",
+            tmp_path / "o",
+            "--public-url",
+            "http://n8n.example.com:5678/",
+        )[0]
+        == 0
+    )
 
 
 @pytest.mark.parametrize("subnet", ["banana", "fd00::/64", "127.0.0.0/24", "0.0.0.0/24", "10.89.0.7/24", 5])

@@ -51,8 +51,9 @@ def populate(srv: ProviderServer) -> None:
 
 def test_teardown_deletes_only_its_own_stack_when_the_api_ignores_the_selector(server) -> None:
     populate(server)
-    report = teardown_stack("single", stacks_dir=ROOT / "stacks", destroy=lambda *_: None,
-                            sweepers=[hetzner(server)], owner="bench")
+    report = teardown_stack(
+        "single", stacks_dir=ROOT / "stacks", destroy=lambda *_: None, sweepers=[hetzner(server)], owner="bench"
+    )
     assert servers_left(server) == {"teammate-same-stack", "unlabelled", "other-project-expired", "other-stack"}
     assert [o.resource.name for o in report.outcomes if o.action == "deleted"] == ["mine"]
     assert {f["name"] for f in server.state.hetzner["firewalls"].values()} == {"fw-unlabelled"}
@@ -82,8 +83,9 @@ def test_delete_all_keeps_a_resource_whose_labels_do_not_match(server) -> None:
 
 def test_gcp_teardown_respects_owner_when_the_api_ignores_the_filter(server) -> None:
     server.state.add_gcp("instances", "n8n-sizer-single-t0", "zones/europe-west3-a", labels=labels("single"))
-    server.state.add_gcp("instances", "n8n-sizer-single-t1", "zones/europe-west3-a",
-                         labels=labels("single", owner="carol"))
+    server.state.add_gcp(
+        "instances", "n8n-sizer-single-t1", "zones/europe-west3-a", labels=labels("single", owner="carol")
+    )
     server.state.add_gcp("instances", "shop-db", "zones/europe-west3-a", labels={})
     sweeper = GcpSweeper(project="test-project", token=TOKEN, base_url=server.gcp_url, sleep=lambda _s: None)
     teardown_stack("single", stacks_dir=ROOT / "stacks", destroy=lambda *_: None, sweepers=[sweeper], owner="bench")
@@ -92,11 +94,12 @@ def test_gcp_teardown_respects_owner_when_the_api_ignores_the_filter(server) -> 
 
 # --- the CLI: which folder teardown may destroy in, --dry-run, owner flags -------------------------------
 
+
 def fake_pulumi(bin_dir: Path) -> Path:
     """A `pulumi` on PATH that only records that it ran."""
     marker = bin_dir / "pulumi-ran"
     script = bin_dir / "pulumi"
-    script.write_text(f"#!/bin/sh\necho \"$@\" > {marker}\n")
+    script.write_text(f'#!/bin/sh\necho "$@" > {marker}\n')
     script.chmod(0o755)
     return marker
 
@@ -104,8 +107,13 @@ def fake_pulumi(bin_dir: Path) -> Path:
 def run_cli(args: list[str], *, cwd: Path, bin_dir: Path, env: dict[str, str], monkeypatch, capsys):
     from n8n_sizer.cli import main
 
-    for var in ("HCLOUD_TOKEN", "GOOGLE_OAUTH_ACCESS_TOKEN", "N8N_SIZER_HCLOUD_URL", "N8N_SIZER_GCP_COMPUTE_URL",
-                "N8N_SIZER_OWNER"):
+    for var in (
+        "HCLOUD_TOKEN",
+        "GOOGLE_OAUTH_ACCESS_TOKEN",
+        "N8N_SIZER_HCLOUD_URL",
+        "N8N_SIZER_GCP_COMPUTE_URL",
+        "N8N_SIZER_OWNER",
+    ):
         monkeypatch.delenv(var, raising=False)
     for var, value in env.items():
         monkeypatch.setenv(var, value)
@@ -134,8 +142,14 @@ def test_teardown_refuses_another_pulumi_project(server, tmp_path, monkeypatch, 
     populate(server)
     folder = project(tmp_path, "shop", {"single": SINGLE})
     marker = fake_pulumi(tmp_path)
-    code, out, err = run_cli(["teardown", "--stack", "single"], cwd=folder, bin_dir=tmp_path, monkeypatch=monkeypatch,
-                             capsys=capsys, env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url})
+    code, out, err = run_cli(
+        ["teardown", "--stack", "single"],
+        cwd=folder,
+        bin_dir=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+        env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url},
+    )
     assert code == 2 and len(err.strip().splitlines()) == 1 and "'shop'" in err and "Traceback" not in err
     assert not marker.exists() and not server.state.requests("DELETE")
 
@@ -143,8 +157,14 @@ def test_teardown_refuses_another_pulumi_project(server, tmp_path, monkeypatch, 
 def test_teardown_refuses_a_stack_without_its_file(server, tmp_path, monkeypatch, capsys) -> None:
     folder = project(tmp_path, "n8n-sizer", {})
     marker = fake_pulumi(tmp_path)
-    code, _, err = run_cli(["teardown", "--stack", "single"], cwd=folder, bin_dir=tmp_path, monkeypatch=monkeypatch,
-                           capsys=capsys, env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url})
+    code, _, err = run_cli(
+        ["teardown", "--stack", "single"],
+        cwd=folder,
+        bin_dir=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+        env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url},
+    )
     assert code == 2 and "Pulumi.single.yaml does not exist" in err and len(err.strip().splitlines()) == 1
     assert not marker.exists()
 
@@ -153,8 +173,14 @@ def test_teardown_refuses_a_folder_without_pulumi_yaml(server, tmp_path, monkeyp
     (tmp_path / "stacks").mkdir()
     (tmp_path / "stacks" / "Pulumi.single.yaml").write_text(SINGLE)
     marker = fake_pulumi(tmp_path)
-    code, _, err = run_cli(["teardown", "--stack", "single"], cwd=tmp_path, bin_dir=tmp_path, monkeypatch=monkeypatch,
-                           capsys=capsys, env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url})
+    code, _, err = run_cli(
+        ["teardown", "--stack", "single"],
+        cwd=tmp_path,
+        bin_dir=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+        env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url},
+    )
     assert code == 2 and "Pulumi.yaml: no such file" in err and not marker.exists()
 
 
@@ -162,8 +188,14 @@ def test_teardown_in_this_project_runs_pulumi_then_sweeps_only_the_owner(server,
     populate(server)
     folder = project(tmp_path, "n8n-sizer", {"single": SINGLE})
     marker = fake_pulumi(tmp_path)
-    code, out, err = run_cli(["teardown", "--stack", "single"], cwd=folder, bin_dir=tmp_path, monkeypatch=monkeypatch,
-                             capsys=capsys, env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url})
+    code, out, err = run_cli(
+        ["teardown", "--stack", "single"],
+        cwd=folder,
+        bin_dir=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+        env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url},
+    )
     assert code == 0, err
     assert marker.read_text().split() == ["destroy", "--yes", "--stack", "single"]
     assert "teammate-same-stack" in servers_left(server) and "mine" not in servers_left(server)
@@ -173,9 +205,14 @@ def test_teardown_dry_run_lists_and_changes_nothing(server, tmp_path, monkeypatc
     populate(server)
     folder = project(tmp_path, "n8n-sizer", {"single": SINGLE})
     marker = fake_pulumi(tmp_path)
-    code, out, err = run_cli(["teardown", "--stack", "single", "--dry-run"], cwd=folder, bin_dir=tmp_path,
-                             monkeypatch=monkeypatch, capsys=capsys,
-                             env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url})
+    code, out, err = run_cli(
+        ["teardown", "--stack", "single", "--dry-run"],
+        cwd=folder,
+        bin_dir=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+        env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url},
+    )
     assert code == 0, err
     assert "would run `pulumi destroy --yes --stack single`" in out
     assert "would-delete  hetzner server mine" in out and "teammate-same-stack" not in out
@@ -187,8 +224,14 @@ def test_reap_needs_an_owner_or_all_owners(server, tmp_path, monkeypatch, capsys
     env = {"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url}
     code, _, err = run_cli(["reap"], cwd=tmp_path, bin_dir=tmp_path, monkeypatch=monkeypatch, capsys=capsys, env=env)
     assert code == 2 and "--owner" in err and "--all-owners" in err and not server.state.requests("DELETE")
-    code, _, err = run_cli(["reap"], cwd=tmp_path, bin_dir=tmp_path, monkeypatch=monkeypatch, capsys=capsys,
-                           env={**env, "N8N_SIZER_OWNER": "bench"})
+    code, _, err = run_cli(
+        ["reap"],
+        cwd=tmp_path,
+        bin_dir=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+        env={**env, "N8N_SIZER_OWNER": "bench"},
+    )
     assert code == 0, err
     assert servers_left(server) == {"teammate-same-stack", "unlabelled", "other-project-expired"}
 
@@ -203,17 +246,36 @@ ODDITIES = {
 
 @pytest.mark.parametrize("env,code,text", ODDITIES.values(), ids=ODDITIES.keys())
 def test_provider_oddities_are_one_line(env, code, text, tmp_path, monkeypatch, capsys) -> None:
-    got, _, err = run_cli(["reap", "--owner", "bench", "--provider", "hetzner"], cwd=tmp_path, bin_dir=tmp_path,
-                          monkeypatch=monkeypatch, capsys=capsys, env=env)
+    got, _, err = run_cli(
+        ["reap", "--owner", "bench", "--provider", "hetzner"],
+        cwd=tmp_path,
+        bin_dir=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+        env=env,
+    )
     assert got == code and text in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-@pytest.mark.parametrize("item", [{"name": "no-id", "labels": labels("single")}, {"id": None, "name": "x"},
-                                  {"id": "12; rm", "name": "x"}, "just a string", 42])
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"name": "no-id", "labels": labels("single")},
+        {"id": None, "name": "x"},
+        {"id": "12; rm", "name": "x"},
+        "just a string",
+        42,
+    ],
+)
 def test_a_listing_without_an_id_is_one_line_exit_1(item, server, tmp_path, monkeypatch, capsys) -> None:
     server.state.hetzner["servers"][1] = item
-    code, _, err = run_cli(["reap", "--owner", "bench", "--provider", "hetzner"], cwd=tmp_path, bin_dir=tmp_path,
-                           monkeypatch=monkeypatch, capsys=capsys,
-                           env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url})
+    code, _, err = run_cli(
+        ["reap", "--owner", "bench", "--provider", "hetzner"],
+        cwd=tmp_path,
+        bin_dir=tmp_path,
+        monkeypatch=monkeypatch,
+        capsys=capsys,
+        env={"HCLOUD_TOKEN": TOKEN, "N8N_SIZER_HCLOUD_URL": server.hetzner_url},
+    )
     assert code == 1 and "without a numeric id" in err and len(err.strip().splitlines()) == 1
     assert not server.state.requests("DELETE")

@@ -33,17 +33,25 @@ def one_line(code, err, *words, exit_code=2):
 
 # ---- runs and reports ---------------------------------------------------------------------------------------
 
+
 def _run(tmp_path: Path, finished: bool = True, kind: str = "bench") -> Path:
-    manifest = RunManifest(run_id="r1", kind=kind, created_s=1.0, finished_s=2.0 if finished else None,
-                           setup={"mode": "regular"}, hosts={"t1": {"setup": {"mode": "regular"}}})
+    manifest = RunManifest(
+        run_id="r1",
+        kind=kind,
+        created_s=1.0,
+        finished_s=2.0 if finished else None,
+        setup={"mode": "regular"},
+        hosts={"t1": {"setup": {"mode": "regular"}}},
+    )
     store = RunStore.create(tmp_path / "results", manifest)
     store.close()
     return store.folder
 
 
 def _request() -> str:
-    return RequestRecord(seq=0, step="s", target="t1", scheduled_s=1.0, sent_s=1.0, status=200,
-                         latency_ms=5.0).model_dump_json()
+    return RequestRecord(
+        seq=0, step="s", target="t1", scheduled_s=1.0, sent_s=1.0, status=200, latency_ms=5.0
+    ).model_dump_json()
 
 
 @pytest.mark.parametrize("command", ["report", "advise"])
@@ -90,8 +98,19 @@ COMPOSE = """services:
 """
 
 
-@pytest.mark.parametrize("pool,conns", [("-5", "100"), ("abc", "100"), ("0", "100"), ("2.5", "100"),
-                                        ("99999", "100"), ("2", "abc"), ("2", "-1"), ("2", "1e3")])
+@pytest.mark.parametrize(
+    "pool,conns",
+    [
+        ("-5", "100"),
+        ("abc", "100"),
+        ("0", "100"),
+        ("2.5", "100"),
+        ("99999", "100"),
+        ("2", "abc"),
+        ("2", "-1"),
+        ("2", "1e3"),
+    ],
+)
 def test_postgres_pool_fails_unreadable_pools_and_max_connections(pool, conns):
     results = {r.rule: r for r in check_compose(COMPOSE.format(pool=pool, conns=conns), {}, None)}
     assert results["postgres-pool"].status == "fail", results["postgres-pool"]
@@ -105,8 +124,20 @@ def test_postgres_pool_still_passes_a_sound_file():
 @pytest.fixture
 def cluster(tmp_path, monkeypatch, capsys) -> Path:
     out = tmp_path / "cluster"
-    assert cli(monkeypatch, capsys, "render", "--topology", TOPOLOGIES / "advise-rps-400.json", "--out", out,
-               "--public-url", "http://n8n.example.com:5678/")[0] == 0
+    assert (
+        cli(
+            monkeypatch,
+            capsys,
+            "render",
+            "--topology",
+            TOPOLOGIES / "advise-rps-400.json",
+            "--out",
+            out,
+            "--public-url",
+            "http://n8n.example.com:5678/",
+        )[0]
+        == 0
+    )
     return out
 
 
@@ -153,19 +184,57 @@ def test_a_missing_or_extra_host_folder_fails(cluster, monkeypatch, capsys):
 
 # ---- inventories: one grammar for hosts and users ----------------------------------------------------------
 
-INVENTORY = {"stack": "single", "provider": "hetzner", "location": "hel1", "expires_at": "2026-12-01t10-00z",
-             "hosts": {"loadgen": {"name": "loadgen", "role": "loadgen", "provider": "hetzner", "size": "cx23",
-                                   "vcpu": 2, "arch": "x86", "public_ip": "198.51.100.7", "ssh_user": "root"},
-                       "t1": {"name": "t1", "role": "target", "provider": "hetzner", "size": "cax11", "vcpu": 2,
-                              "arch": "arm", "public_ip": "198.51.100.9", "ssh_user": "root",
-                              "setup": {"mode": "regular"}}}}
+INVENTORY = {
+    "stack": "single",
+    "provider": "hetzner",
+    "location": "hel1",
+    "expires_at": "2026-12-01t10-00z",
+    "hosts": {
+        "loadgen": {
+            "name": "loadgen",
+            "role": "loadgen",
+            "provider": "hetzner",
+            "size": "cx23",
+            "vcpu": 2,
+            "arch": "x86",
+            "public_ip": "198.51.100.7",
+            "ssh_user": "root",
+        },
+        "t1": {
+            "name": "t1",
+            "role": "target",
+            "provider": "hetzner",
+            "size": "cax11",
+            "vcpu": 2,
+            "arch": "arm",
+            "public_ip": "198.51.100.9",
+            "ssh_user": "root",
+            "setup": {"mode": "regular"},
+        },
+    },
+}
 
 
-@pytest.mark.parametrize("field,value", [
-    ("public_ip", "198.51.100.9:2222"), ("public_ip", "root@198.51.100.9"), ("public_ip", "ssh://198.51.100.9/"),
-    ("public_ip", "a" * 500_000), ("public_ip", "host\nname"), ("public_ip", "198.51.100.9\n"), ("public_ip", ""),
-    ("public_ip", "-oProxyCommand=x"), ("ssh_user", "root\n"), ("ssh_user", "ro ot"), ("ssh_user", "x" * 100),
-    ("ssh_user", "-oProxyCommand=x"), ("name", "t1\nimport x"), ("size", "cx\n33"), ("private_ip", "10.0.0.1:22")])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("public_ip", "198.51.100.9:2222"),
+        ("public_ip", "root@198.51.100.9"),
+        ("public_ip", "ssh://198.51.100.9/"),
+        ("public_ip", "a" * 500_000),
+        ("public_ip", "host\nname"),
+        ("public_ip", "198.51.100.9\n"),
+        ("public_ip", ""),
+        ("public_ip", "-oProxyCommand=x"),
+        ("ssh_user", "root\n"),
+        ("ssh_user", "ro ot"),
+        ("ssh_user", "x" * 100),
+        ("ssh_user", "-oProxyCommand=x"),
+        ("name", "t1\nimport x"),
+        ("size", "cx\n33"),
+        ("private_ip", "10.0.0.1:22"),
+    ],
+)
 def test_hostile_inventory_hosts_are_refused_in_one_line(tmp_path, monkeypatch, capsys, field, value):
     inv = copy.deepcopy(INVENTORY)
     inv["hosts"]["t1"][field] = value
@@ -185,6 +254,7 @@ def test_a_good_inventory_still_loads():
 
 
 # ---- stacks, teardown, cost --------------------------------------------------------------------------------
+
 
 def _project(tmp_path: Path, cidr: str | None = None) -> Path:
     project = tmp_path / "project"
@@ -208,8 +278,9 @@ def test_teardown_dry_run_json_prints_only_json(tmp_path, monkeypatch, capsys):
     project = _project(tmp_path)
     monkeypatch.setenv("HCLOUD_TOKEN", "x")
     monkeypatch.setenv("N8N_SIZER_HCLOUD_URL", "http://127.0.0.1:9/v1")  # nothing listens: the sweep fails
-    code, out, err = cli(monkeypatch, capsys, "teardown", "--stack", "single", "--stacks-dir", project / "stacks",
-                         "--dry-run", "--json")
+    code, out, err = cli(
+        monkeypatch, capsys, "teardown", "--stack", "single", "--stacks-dir", project / "stacks", "--dry-run", "--json"
+    )
     if code == 0:
         json.loads(out)
     else:
@@ -220,8 +291,9 @@ def test_teardown_dry_run_json_prints_only_json(tmp_path, monkeypatch, capsys):
 def test_another_project_file_beside_pulumi_yaml_fails_the_project_check(tmp_path, monkeypatch, capsys, other):
     project = _project(tmp_path)
     (project / other).write_text('{"name": "shop", "runtime": "nodejs"}')
-    code, _, err = cli(monkeypatch, capsys, "teardown", "--stack", "single", "--stacks-dir", project / "stacks",
-                       "--dry-run")
+    code, _, err = cli(
+        monkeypatch, capsys, "teardown", "--stack", "single", "--stacks-dir", project / "stacks", "--dry-run"
+    )
     one_line(code, err, other)
 
 
@@ -229,8 +301,9 @@ def test_cost_refuses_a_cluster_stack_the_program_would_refuse(tmp_path, monkeyp
     project = _project(tmp_path)
     text = (ROOT / "stacks" / "Pulumi.cluster-hetzner.yaml").read_text()
     assert "    max_connections: 120\n" in text
-    (project / "stacks" / "Pulumi.cluster-hetzner.yaml").write_text(text.replace("max_connections: 120",
-                                                                                   "max_connections: 12"))
+    (project / "stacks" / "Pulumi.cluster-hetzner.yaml").write_text(
+        text.replace("max_connections: 120", "max_connections: 12")
+    )
     code, _, err = cli(monkeypatch, capsys, "cost", "--stack", "cluster-hetzner", "--stacks-dir", project / "stacks")
     one_line(code, err, "max_connections")
 
@@ -242,6 +315,7 @@ def test_cost_prices_the_committed_cluster_stacks(monkeypatch, capsys):
 
 
 # ---- the last resort ---------------------------------------------------------------------------------------
+
 
 def test_an_unexpected_exception_is_one_line_exit_70_and_a_private_traceback(tmp_path, monkeypatch, capsys):
     import n8n_sizer.bundle.render as render
@@ -274,6 +348,7 @@ def test_the_tool_raises_no_bare_runtime_error():
 
 # ---- the lab's n8n owner comes from main's environment ------------------------------------------------------
 
+
 def test_lab_main_gets_its_owner_from_a_private_file_never_over_the_network(tmp_path):
     """No local user can claim the owner setup of a lab's n8n: main creates the owner at start from
     N8N_INSTANCE_OWNER_* (a bcrypt hash, from a 0600 file); a file others can read, or no hash, is refused."""
@@ -286,8 +361,11 @@ def test_lab_main_gets_its_owner_from_a_private_file_never_over_the_network(tmp_
     good.write_text(json.dumps({"email": "lab-owner@n8n-sizer.invalid", "password_hash": hashed}))
     good.chmod(0o600)
     env = owner_env(good)
-    assert env == {"N8N_INSTANCE_OWNER_MANAGED_BY_ENV": "true", "N8N_INSTANCE_OWNER_EMAIL": "lab-owner@n8n-sizer.invalid",
-                   "N8N_INSTANCE_OWNER_PASSWORD_HASH": hashed}
+    assert env == {
+        "N8N_INSTANCE_OWNER_MANAGED_BY_ENV": "true",
+        "N8N_INSTANCE_OWNER_EMAIL": "lab-owner@n8n-sizer.invalid",
+        "N8N_INSTANCE_OWNER_PASSWORD_HASH": hashed,
+    }
     good.chmod(0o644)
     with pytest.raises(InputError, match="chmod 600"):
         owner_env(good)

@@ -81,12 +81,40 @@ def namespaces():
     try:
         for ns in names.values():
             _ip("netns", "add", ns)
-        _ip("link", "add", f"{tag}a", "netns", names["ctr"], "type", "veth", "peer", "name", f"{tag}b",
-            "netns", names["hst"])
-        _ip("link", "add", f"{tag}c", "netns", names["hst"], "type", "veth", "peer", "name", f"{tag}d",
-            "netns", names["md"])
-        for ns, dev, addr in ((names["ctr"], f"{tag}a", "10.213.1.2/24"), (names["hst"], f"{tag}b", "10.213.1.1/24"),
-                              (names["hst"], f"{tag}c", "10.213.2.1/24"), (names["md"], f"{tag}d", "10.213.2.2/24")):
+        _ip(
+            "link",
+            "add",
+            f"{tag}a",
+            "netns",
+            names["ctr"],
+            "type",
+            "veth",
+            "peer",
+            "name",
+            f"{tag}b",
+            "netns",
+            names["hst"],
+        )
+        _ip(
+            "link",
+            "add",
+            f"{tag}c",
+            "netns",
+            names["hst"],
+            "type",
+            "veth",
+            "peer",
+            "name",
+            f"{tag}d",
+            "netns",
+            names["md"],
+        )
+        for ns, dev, addr in (
+            (names["ctr"], f"{tag}a", "10.213.1.2/24"),
+            (names["hst"], f"{tag}b", "10.213.1.1/24"),
+            (names["hst"], f"{tag}c", "10.213.2.1/24"),
+            (names["md"], f"{tag}d", "10.213.2.2/24"),
+        ):
             _in(ns, "ip", "addr", "add", addr, "dev", dev)
             _in(ns, "ip", "link", "set", dev, "up")
             _in(ns, "ip", "link", "set", "lo", "up")
@@ -95,8 +123,9 @@ def namespaces():
         _in(names["ctr"], "ip", "route", "add", "default", "via", "10.213.1.1")
         _in(names["hst"], "ip", "route", "add", f"{METADATA_IP}/32", "via", "10.213.2.2")
         _in(names["hst"], "sysctl", "-qw", "net.ipv4.ip_forward=1")
-        server = subprocess.Popen(["ip", "netns", "exec", names["md"], sys.executable, "-c", LISTEN],
-                                  stdout=subprocess.PIPE, text=True)
+        server = subprocess.Popen(
+            ["ip", "netns", "exec", names["md"], sys.executable, "-c", LISTEN], stdout=subprocess.PIPE, text=True
+        )
         assert server.stdout.readline().strip() == "ready"
         yield names
     finally:

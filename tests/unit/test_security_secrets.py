@@ -20,8 +20,10 @@ def write_private_env(path, text):
 
 QUEUE = Setup(mode="queue", workers=2)
 KEY = "k" * 40
-FULL = (f"N8N_ENCRYPTION_KEY={KEY}\nPOSTGRES_PASSWORD={'p' * 32}\nREDIS_PASSWORD={'r' * 32}\n"
-        f"RUNNERS_AUTH_TOKEN={'t' * 32}\n")
+FULL = (
+    f"N8N_ENCRYPTION_KEY={KEY}\nPOSTGRES_PASSWORD={'p' * 32}\nREDIS_PASSWORD={'r' * 32}\n"
+    f"RUNNERS_AUTH_TOKEN={'t' * 32}\n"
+)
 WITHOUT_KEY = FULL.replace(f"N8N_ENCRYPTION_KEY={KEY}\n", "")
 
 MANGLED = {

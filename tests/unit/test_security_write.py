@@ -59,8 +59,9 @@ def tiny_disk(tmp_path: Path):
         pytest.skip("mounting a tmpfs needs root")
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", str(mount)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
@@ -106,16 +107,19 @@ def test_a_full_disk_is_one_line_and_exit_2_from_the_cli(tiny_disk: Path, capsys
     assert sorted(p.name for p in tiny_disk.iterdir()) == ["filler"]
 
 
-def test_a_read_only_output_folder_is_refused_before_anything_runs(tiny_disk: Path, tmp_path: Path, capsys,
-                                                                   monkeypatch) -> None:
+def test_a_read_only_output_folder_is_refused_before_anything_runs(
+    tiny_disk: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
     from n8n_sizer.cli import main
 
     subprocess.run(["mount", "-o", "remount,ro", str(tiny_disk)], check=True)
     run = tmp_path / "run"
     run.mkdir()
-    for argv in (["report", str(run), "--out", str(tiny_disk / "report")],
-                 ["render", "--mode", "regular", "--out", str(tiny_disk / "stack")],
-                 ["bench", "--local", "--out", str(tiny_disk / "results")]):
+    for argv in (
+        ["report", str(run), "--out", str(tiny_disk / "report")],
+        ["render", "--mode", "regular", "--out", str(tiny_disk / "stack")],
+        ["bench", "--local", "--out", str(tiny_disk / "results")],
+    ):
         monkeypatch.setattr(sys, "argv", ["n8n-sizer", *argv])
         with pytest.raises(SystemExit) as exit_:
             main()

@@ -11,9 +11,15 @@ from n8n_sizer.bench.soak import bucket_requests, render_soak_table, soak_table
 
 # seed 004's bucket table: label, fired, refused, p50, p95, worst (ms)
 SEED_004 = [
-    ("04:00", 253, 0, 521, 1728, 32831), ("04:30", 319, 0, 581, 796, 4032), ("05:00", 308, 4, 608, 782, 13100),
-    ("05:30", 319, 0, 579, 783, 2445), ("06:00", 314, 0, 590, 2174, 5617), ("06:30", 273, 0, 715, 4727, 56726),
-    ("07:00", 312, 0, 658, 1595, 4778), ("07:30", 317, 0, 612, 818, 2985), ("08:00", 289, 0, 680, 2363, 36194),
+    ("04:00", 253, 0, 521, 1728, 32831),
+    ("04:30", 319, 0, 581, 796, 4032),
+    ("05:00", 308, 4, 608, 782, 13100),
+    ("05:30", 319, 0, 579, 783, 2445),
+    ("06:00", 314, 0, 590, 2174, 5617),
+    ("06:30", 273, 0, 715, 4727, 56726),
+    ("07:00", 312, 0, 658, 1595, 4778),
+    ("07:30", 317, 0, 612, 818, 2985),
+    ("08:00", 289, 0, 680, 2363, 36194),
     ("08:30", 176, 0, 536, 965, 7669),
 ]
 DAY = calendar.timegm((2026, 7, 20, 0, 0, 0))
@@ -34,9 +40,19 @@ def seed_like_records() -> list[RequestRecord]:
         for i in range(fired):
             t = start + 1 + i * (1799 / fired)
             ok = i < len(lat)
-            records.append(RequestRecord(seq=seq, step="soak-0.17", target="e2-micro", scheduled_s=t, sent_s=t,
-                                         status=200 if ok else None, latency_ms=lat[i] if ok else None,
-                                         error_class=None if ok else "reset", error=None if ok else "Connection reset by peer"))
+            records.append(
+                RequestRecord(
+                    seq=seq,
+                    step="soak-0.17",
+                    target="e2-micro",
+                    scheduled_s=t,
+                    sent_s=t,
+                    status=200 if ok else None,
+                    latency_ms=lat[i] if ok else None,
+                    error_class=None if ok else "reset",
+                    error=None if ok else "Connection reset by peer",
+                )
+            )
             seq += 1
     return records
 
@@ -46,11 +62,51 @@ def seed_like_samples() -> list[Sample]:
     for minute in range(4 * 60, 9 * 60, 1):
         t = DAY + minute * 60
         stall = 6 * 60 + 30 <= minute < 7 * 60  # packagekit, seed 004's sar table: 20 to 34% iowait
-        out.append(Sample(metric="host_cpu_pct", value=34.2 if stall else 2.7, unit="%", labels={"host": "e2-micro", "state": "iowait"}, time_s=t))
-        out.append(Sample(metric="host_load_avg", value=2.72 if stall else 0.3, unit="tasks", labels={"host": "e2-micro", "window": "1m"}, time_s=t))
-        out.append(Sample(metric="host_mem_available_mib", value=396 if stall else 317, unit="MiB", labels={"host": "e2-micro"}, time_s=t))
-        out.append(Sample(metric="process_rss_mib", value=88 if stall else 252, unit="MiB", labels={"host": "e2-micro", "process": "main"}, time_s=t))
-        out.append(Sample(metric="process_rss_mib", value=100, unit="MiB", labels={"host": "e2-micro", "process": "main-runner"}, time_s=t))
+        out.append(
+            Sample(
+                metric="host_cpu_pct",
+                value=34.2 if stall else 2.7,
+                unit="%",
+                labels={"host": "e2-micro", "state": "iowait"},
+                time_s=t,
+            )
+        )
+        out.append(
+            Sample(
+                metric="host_load_avg",
+                value=2.72 if stall else 0.3,
+                unit="tasks",
+                labels={"host": "e2-micro", "window": "1m"},
+                time_s=t,
+            )
+        )
+        out.append(
+            Sample(
+                metric="host_mem_available_mib",
+                value=396 if stall else 317,
+                unit="MiB",
+                labels={"host": "e2-micro"},
+                time_s=t,
+            )
+        )
+        out.append(
+            Sample(
+                metric="process_rss_mib",
+                value=88 if stall else 252,
+                unit="MiB",
+                labels={"host": "e2-micro", "process": "main"},
+                time_s=t,
+            )
+        )
+        out.append(
+            Sample(
+                metric="process_rss_mib",
+                value=100,
+                unit="MiB",
+                labels={"host": "e2-micro", "process": "main-runner"},
+                time_s=t,
+            )
+        )
     return out
 
 

@@ -9,8 +9,14 @@ import pytest
 
 from n8n_sizer.bench.accounting import Reading, step_counters
 from n8n_sizer.telemetry.probes import ProbeParseError
-from n8n_sizer.telemetry.probes.ops import (parse_commandstats, parse_transactions, pg_xacts_command, pg_xacts_sql,
-                                            redis_commandstats_command, redis_commands)
+from n8n_sizer.telemetry.probes.ops import (
+    parse_commandstats,
+    parse_transactions,
+    pg_xacts_command,
+    pg_xacts_sql,
+    redis_commandstats_command,
+    redis_commands,
+)
 
 PROBES = Path(__file__).parent.parent / "data" / "probes"
 
@@ -39,11 +45,31 @@ def test_commands_keep_passwords_off_the_command_line_and_read_from_postgres_not
 
 
 def test_a_steps_counters_are_the_differences_summed_per_role_over_hosts():
-    before = Reading(100.0, {("worker-1", "worker"): 1_000_000, ("worker-2", "worker"): 0, ("worker-1", ""): 2_000_000,
-                             ("ingest", "main"): 5_000_000, ("data", "redis"): 9}, 1000, 50)
-    after = Reading(120.0, {("worker-1", "worker"): 61_000_000, ("worker-2", "worker"): 40_000_000,
-                            ("worker-1", ""): 72_000_000,
-                            ("ingest", "main"): 17_000_000, ("data", "redis"): 8, ("data", "postgres"): 7}, 1600, 110)
+    before = Reading(
+        100.0,
+        {
+            ("worker-1", "worker"): 1_000_000,
+            ("worker-2", "worker"): 0,
+            ("worker-1", ""): 2_000_000,
+            ("ingest", "main"): 5_000_000,
+            ("data", "redis"): 9,
+        },
+        1000,
+        50,
+    )
+    after = Reading(
+        120.0,
+        {
+            ("worker-1", "worker"): 61_000_000,
+            ("worker-2", "worker"): 40_000_000,
+            ("worker-1", ""): 72_000_000,
+            ("ingest", "main"): 17_000_000,
+            ("data", "redis"): 8,
+            ("data", "postgres"): 7,
+        },
+        1600,
+        110,
+    )
     c = step_counters(before, after)
     assert c.role_cpu_ms == {"worker": 100.0, "main": 12.0}  # redis went backwards (restarted): left out
     assert c.host_role_cpu_ms == {"worker-1": {"worker": 60.0}, "worker-2": {"worker": 40.0}, "ingest": {"main": 12.0}}
@@ -63,16 +89,35 @@ def test_the_steps_cpuacct_figures_reach_the_fit_input_over_the_sampled_ones(tmp
     run = _bench_run(tmp_path, "20261130T000000Z-abc123", "light", 20, [4.0], 0)
     store = RunStore.open(run)
     start = min(r.scheduled_s for r in store.read_requests())
-    store.append_samples([Sample(metric="process_cpu_cores", value=0.3, unit="cores",
-                                 labels={"target": "local", "process": "main"}, time_s=start + t) for t in range(STEP_S)])
-    store.mark_step("local", "rate-4", "done", started_s=start, finished_s=start + STEP_S,
-                    **step_counters(Reading(0.0, {("local", "main"): 0, ("local", "postgres"): 0}, 10, 10),
-                                    Reading(20.0, {("local", "main"): 800_000_000, ("local", "postgres"): 160_000_000},
-                                            4010, 3210)).model_dump(mode="json", exclude_none=True))
+    store.append_samples(
+        [
+            Sample(
+                metric="process_cpu_cores",
+                value=0.3,
+                unit="cores",
+                labels={"target": "local", "process": "main"},
+                time_s=start + t,
+            )
+            for t in range(STEP_S)
+        ]
+    )
+    store.mark_step(
+        "local",
+        "rate-4",
+        "done",
+        started_s=start,
+        finished_s=start + STEP_S,
+        **step_counters(
+            Reading(0.0, {("local", "main"): 0, ("local", "postgres"): 0}, 10, 10),
+            Reading(20.0, {("local", "main"): 800_000_000, ("local", "postgres"): 160_000_000}, 4010, 3210),
+        ).model_dump(mode="json", exclude_none=True),
+    )
     store.close()
     (row,) = measurements_from_run(run)
     assert row.results.main_cpu_ms == pytest.approx(800 / 80)  # 800 ms over 80 executions, not the sampled 75 ms
     assert row.results.postgres_cpu_ms == pytest.approx(160 / 80)
     assert row.results.worker_cpu_ms is None
     steps = RunStore.open(run).manifest.extra["steps"]["local"]["rate-4"]
-    assert steps["redis_commands"] == 4000 and steps["postgres_transactions"] == 3200 and steps["cpu_source"] == "cpuacct"
+    assert (
+        steps["redis_commands"] == 4000 and steps["postgres_transactions"] == 3200 and steps["cpu_source"] == "cpuacct"
+    )

@@ -10,8 +10,9 @@ from n8n_sizer.runs.records import RequestRecord
 from n8n_sizer.runs.stats import step_throughput
 
 
-def _queue(rate: float, capacity: float, seconds: float, base_ms: float = 100.0, fail_every: int = 0,
-           jitter_ms: float = 0.0) -> list[RequestRecord]:
+def _queue(
+    rate: float, capacity: float, seconds: float, base_ms: float = 100.0, fail_every: int = 0, jitter_ms: float = 0.0
+) -> list[RequestRecord]:
     """A single-server queue fed at `rate`: each request waits for the ones before it (FIFO at `capacity`/s)."""
     out, free_at = [], 0.0
     for i in range(int(rate * seconds)):
@@ -20,9 +21,18 @@ def _queue(rate: float, capacity: float, seconds: float, base_ms: float = 100.0,
         free_at = start + 1 / capacity
         latency = (free_at - arrive) * 1000 + base_ms + (i % 7) * jitter_ms
         failed = fail_every and i % fail_every == 0
-        out.append(RequestRecord(seq=i, step=f"rate-{rate:g}", target="t", scheduled_s=arrive, sent_s=arrive,
-                                 status=500 if failed else 200, latency_ms=latency,
-                                 error_class="non-2xx" if failed else None))
+        out.append(
+            RequestRecord(
+                seq=i,
+                step=f"rate-{rate:g}",
+                target="t",
+                scheduled_s=arrive,
+                sent_s=arrive,
+                status=500 if failed else 200,
+                latency_ms=latency,
+                error_class="non-2xx" if failed else None,
+            )
+        )
     return out
 
 
@@ -67,12 +77,27 @@ def test_role_demands_by_the_utilisation_law():
     from n8n_sizer.runs.records import Sample
     from n8n_sizer.runs.stats import role_demands_ms, role_of
 
-    assert [role_of(n) for n in ("main", "n8n-main", "worker-2", "runner-worker-1", "main-runner", "webhook-1",
-                                 "n8n-postgres", "redis", "caddy", "sshd")] == [
-        "main", "main", "worker", "runner", "runner", "webhook", "postgres", "redis", "load_balancer", None]
+    assert [
+        role_of(n)
+        for n in (
+            "main",
+            "n8n-main",
+            "worker-2",
+            "runner-worker-1",
+            "main-runner",
+            "webhook-1",
+            "n8n-postgres",
+            "redis",
+            "caddy",
+            "sshd",
+        )
+    ] == ["main", "main", "worker", "runner", "runner", "webhook", "postgres", "redis", "load_balancer", None]
     # 10 s at 0.5 cores (main) and 1.2 cores (worker, averaged over two processes' samples), 100 executions
-    samples = [Sample(metric="process_cpu_cores", value=v, unit="cores", labels={"process": p}, time_s=t)
-               for t in range(100, 110) for p, v in (("main", 0.5), ("worker-1", 1.0), ("worker-2", 0.2))]
+    samples = [
+        Sample(metric="process_cpu_cores", value=v, unit="cores", labels={"process": p}, time_s=t)
+        for t in range(100, 110)
+        for p, v in (("main", 0.5), ("worker-1", 1.0), ("worker-2", 0.2))
+    ]
     demands = role_demands_ms(samples, 100.0, 110.0, 100)
     assert demands == {"main": 50.0, "worker": 120.0}
     assert role_demands_ms(samples, 100.0, 110.0, 0) == {}

@@ -30,9 +30,13 @@ from n8n_sizer.errors import InputError
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGIES = ROOT / "tests" / "data" / "topologies"
 GOLDEN = ROOT / "tests" / "golden"
-FAKE = StackSecrets(encryption_key="0123456789abcdef" * 4, postgres_password="golden-fake-postgres-password",
-                    redis_password="golden-fake-redis-password", runners_auth_token="golden-fake-runners-token",
-                    redis_n8n_password="golden-fake-redis-n8n-password")
+FAKE = StackSecrets(
+    encryption_key="0123456789abcdef" * 4,
+    postgres_password="golden-fake-postgres-password",
+    redis_password="golden-fake-redis-password",
+    runners_auth_token="golden-fake-runners-token",
+    redis_n8n_password="golden-fake-redis-n8n-password",
+)
 CASES = ("advise-rps-400", "gcp-three-hosts", "lb-apart", "single-host")
 FILES = {"docker-compose.yml": "compose", "env": "env", "cloud-init.yaml": "cloud_init"}
 CLI = Path(sys.executable).parent / "n8n-sizer"
@@ -83,12 +87,17 @@ def test_advise_rps_400_gives_data_ingest_and_two_worker_hosts() -> None:
     for path in ("/webhook/*", "/webhook-waiting/*", "/form/*", "/form-waiting/*"):
         assert f"handle {path} {{" in caddyfile
     worker = yaml.safe_load(rendered.hosts["worker-1"].compose)["services"]
-    assert sorted(worker) == sorted([f"n8n-worker-{k}" for k in range(1, 5)] + [f"runner-worker-{k}" for k in range(1, 5)])
+    assert sorted(worker) == sorted(
+        [f"n8n-worker-{k}" for k in range(1, 5)] + [f"runner-worker-{k}" for k in range(1, 5)]
+    )
     assert worker["n8n-worker-1"]["environment"]["DB_POSTGRESDB_HOST"] == "10.89.0.10"
     assert worker["n8n-worker-1"]["environment"]["DB_POSTGRESDB_POOL_SIZE"] == "11"
     # The data host's .env holds only what Postgres and Redis need.
-    assert set(parse_env_text(rendered.hosts["data"].env)) == {"POSTGRES_PASSWORD", "REDIS_PASSWORD",
-                                                              "REDIS_N8N_PASSWORD"}
+    assert set(parse_env_text(rendered.hosts["data"].env)) == {
+        "POSTGRES_PASSWORD",
+        "REDIS_PASSWORD",
+        "REDIS_N8N_PASSWORD",
+    }
     # n8n logs in to Redis as its ACL user: the default user's password stays on the data host.
     assert "REDIS_PASSWORD" not in parse_env_text(rendered.hosts["worker-1"].env)
     assert parse_env_text(rendered.hosts["worker-1"].env)["REDIS_N8N_PASSWORD"] == FAKE.redis_n8n_password
@@ -105,8 +114,9 @@ def test_every_host_compose_passes_the_compose_spec(case: str, tmp_path: Path) -
         path = tmp_path / f"{host}.yml"
         path.write_text(bundle.compose)
         paths.append(str(path))
-    proc = subprocess.run([str(tool), "--builtin-schema", "vendor.compose-spec", *paths],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(tool), "--builtin-schema", "vendor.compose-spec", *paths], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -136,8 +146,9 @@ def test_every_rendered_cluster_passes_check_topology(case: str, tmp_path: Path)
 
 def test_one_host_topology_renders_todays_single_host_stack() -> None:
     rendered = cluster("single-host")
-    today = render_bundle(Setup(mode="queue", workers=2, concurrency=10, db_pool_size=2), FAKE, benchmark_host=True,
-                         public_url=PUBLIC)
+    today = render_bundle(
+        Setup(mode="queue", workers=2, concurrency=10, db_pool_size=2), FAKE, benchmark_host=True, public_url=PUBLIC
+    )
     assert rendered.hosts == {"n8n": today}
 
 
@@ -149,15 +160,18 @@ def test_a_folder_rendered_before_the_redis_acl_user_gets_its_password_and_keeps
     write_topology(t, out, public_url=PUBLIC)
     before = parse_env_text((out / SECRETS_FILE).read_text())
     for path in [out / SECRETS_FILE, *(out / h / ".env" for h in ("data", "ingest", "worker-1", "worker-2"))]:
-        old = "".join(line + "\n" for line in path.read_text().splitlines() if not line.startswith("REDIS_N8N_PASSWORD="))
+        old = "".join(
+            line + "\n" for line in path.read_text().splitlines() if not line.startswith("REDIS_N8N_PASSWORD=")
+        )
         path.write_text(old)
     for host in ("data", "ingest", "worker-1", "worker-2"):
         (out / host / "cloud-init.yaml").unlink()
     said = write_topology(t, out, public_url=PUBLIC)
     after = parse_env_text((out / SECRETS_FILE).read_text())
     assert after["REDIS_N8N_PASSWORD"] != before["REDIS_N8N_PASSWORD"] and len(after["REDIS_N8N_PASSWORD"]) == 48
-    assert {k: v for k, v in after.items() if k != "REDIS_N8N_PASSWORD"} == \
-        {k: v for k, v in before.items() if k != "REDIS_N8N_PASSWORD"}
+    assert {k: v for k, v in after.items() if k != "REDIS_N8N_PASSWORD"} == {
+        k: v for k, v in before.items() if k != "REDIS_N8N_PASSWORD"
+    }
     assert any("new secret(s): REDIS_N8N_PASSWORD" in line for line in said)
     assert all(after["REDIS_N8N_PASSWORD"] not in line for line in said)
     # A missing encryption key is still refused without the flag.
@@ -165,8 +179,9 @@ def test_a_folder_rendered_before_the_redis_acl_user_gets_its_password_and_keeps
     path.write_text("".join(line + "\n" for line in path.read_text().splitlines() if not line.startswith("N8N_ENC")))
     for host in ("data", "ingest", "worker-1", "worker-2"):
         env_path = out / host / ".env"
-        env_path.write_text("".join(line + "\n" for line in env_path.read_text().splitlines()
-                                    if not line.startswith("N8N_ENC")))
+        env_path.write_text(
+            "".join(line + "\n" for line in env_path.read_text().splitlines() if not line.startswith("N8N_ENC"))
+        )
         (out / host / "cloud-init.yaml").unlink()
     with pytest.raises(InputError, match="N8N_ENCRYPTION_KEY"):
         write_topology(t, out, public_url=PUBLIC)
@@ -204,34 +219,106 @@ def _groups(**changes) -> dict:
     return doc
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"max_connections": 100}, "below what every process's pool needs: main (pool 2 + 1) + 2 webhook x 2 + 8 workers x 11"),
-    ({"db_pool_size": {"main": 2, "webhook": 2, "worker": 200}, "max_connections": None}, "need more RAM than"),
-    ({"topology": [{"name": "aa", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "postgres": 1}},
-                   {"name": "bb", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "workers": 2, "redis": 1}}]},
-     "2 n8n main processes"),
-    ({"topology": [{"name": "aa", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "postgres": 1, "redis": 1, "webhook": 1}},
-                   {"name": "bb", "provider": "hetzner", "size": "cx33", "roles": {"workers": 2}}]},
-     "need a load balancer"),
-    ({"topology": [{"name": "aa", "provider": "hetzner", "size": "cx33", "count": 2,
-                    "roles": {"main": 1, "postgres": 1, "redis": 1, "workers": 1}}]}, "exist once"),
-    ({"topology": [{"name": "aa", "provider": "hetzner", "size": "cx99", "roles": {"main": 1, "postgres": 1}}]},
-     "unknown server size"),
-    ({"topology": [{"name": "aa", "provider": "hetzner", "size": "cx33", "vcpu": 2,
-                    "roles": {"main": 1, "postgres": 1}}]}, "differs from cx33's 4 vCPU"),
-    ({"topology": [{"name": "aa", "provider": "hetzner", "size": "cx33",
-                    "roles": {"main": 1, "postgres": 1, "redis": 1, "workers": 2, "webhook": 1}}]}, "add hosts"),
-    ({"topology": [{"name": "A b", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "postgres": 1}}]},
-     "not a host group name"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            {"max_connections": 100},
+            "below what every process's pool needs: main (pool 2 + 1) + 2 webhook x 2 + 8 workers x 11",
+        ),
+        ({"db_pool_size": {"main": 2, "webhook": 2, "worker": 200}, "max_connections": None}, "need more RAM than"),
+        (
+            {
+                "topology": [
+                    {"name": "aa", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "postgres": 1}},
+                    {
+                        "name": "bb",
+                        "provider": "hetzner",
+                        "size": "cx33",
+                        "roles": {"main": 1, "workers": 2, "redis": 1},
+                    },
+                ]
+            },
+            "2 n8n main processes",
+        ),
+        (
+            {
+                "topology": [
+                    {
+                        "name": "aa",
+                        "provider": "hetzner",
+                        "size": "cx33",
+                        "roles": {"main": 1, "postgres": 1, "redis": 1, "webhook": 1},
+                    },
+                    {"name": "bb", "provider": "hetzner", "size": "cx33", "roles": {"workers": 2}},
+                ]
+            },
+            "need a load balancer",
+        ),
+        (
+            {
+                "topology": [
+                    {
+                        "name": "aa",
+                        "provider": "hetzner",
+                        "size": "cx33",
+                        "count": 2,
+                        "roles": {"main": 1, "postgres": 1, "redis": 1, "workers": 1},
+                    }
+                ]
+            },
+            "exist once",
+        ),
+        (
+            {"topology": [{"name": "aa", "provider": "hetzner", "size": "cx99", "roles": {"main": 1, "postgres": 1}}]},
+            "unknown server size",
+        ),
+        (
+            {
+                "topology": [
+                    {
+                        "name": "aa",
+                        "provider": "hetzner",
+                        "size": "cx33",
+                        "vcpu": 2,
+                        "roles": {"main": 1, "postgres": 1},
+                    }
+                ]
+            },
+            "differs from cx33's 4 vCPU",
+        ),
+        (
+            {
+                "topology": [
+                    {
+                        "name": "aa",
+                        "provider": "hetzner",
+                        "size": "cx33",
+                        "roles": {"main": 1, "postgres": 1, "redis": 1, "workers": 2, "webhook": 1},
+                    }
+                ]
+            },
+            "add hosts",
+        ),
+        (
+            {"topology": [{"name": "A b", "provider": "hetzner", "size": "cx33", "roles": {"main": 1, "postgres": 1}}]},
+            "not a host group name",
+        ),
+    ],
+)
 def test_bad_topologies_are_refused_with_the_fix(change: dict, message: str) -> None:
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")):
         render_topology(parse_topology(_groups(**change)), FAKE, public_url=PUBLIC)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(CLI), *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"})
+    return subprocess.run(
+        [str(CLI), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+    )
 
 
 def test_cli_render_then_check_topology(tmp_path: Path) -> None:
@@ -239,10 +326,19 @@ def test_cli_render_then_check_topology(tmp_path: Path) -> None:
     refused = _cli("render", "--topology", str(TOPOLOGIES / "advise-rps-400.json"), "--out", str(out))
     assert refused.returncode == 2 and "a cluster needs --public-url" in refused.stderr and not out.exists()
     assert len(refused.stderr.strip().splitlines()) == 1
-    local = _cli("render", "--topology", str(TOPOLOGIES / "advise-rps-400.json"), "--out", str(out),
-                 "--public-url", "http://127.0.0.1:5678/")
+    local = _cli(
+        "render",
+        "--topology",
+        str(TOPOLOGIES / "advise-rps-400.json"),
+        "--out",
+        str(out),
+        "--public-url",
+        "http://127.0.0.1:5678/",
+    )
     assert local.returncode == 2 and "this machine's own address" in local.stderr
-    proc = _cli("render", "--topology", str(TOPOLOGIES / "advise-rps-400.json"), "--out", str(out), "--public-url", PUBLIC)
+    proc = _cli(
+        "render", "--topology", str(TOPOLOGIES / "advise-rps-400.json"), "--out", str(out), "--public-url", PUBLIC
+    )
     assert proc.returncode == 0, proc.stderr
     assert parse_env_text((out / "ingest" / ".env").read_text())["N8N_PUBLIC_URL"] == PUBLIC
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["data", "ingest", "worker-1", "worker-2"]
@@ -259,7 +355,9 @@ def test_cli_bad_topology_file_is_one_line_exit_2(tmp_path: Path) -> None:
     proc = _cli("render", "--topology", str(bad), "--out", str(tmp_path / "c"))
     assert proc.returncode == 2 and "is not JSON" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "c").exists()
-    mixed = _cli("render", "--topology", str(TOPOLOGIES / "single-host.json"), "--mode", "queue", "--out", str(tmp_path / "d"))
+    mixed = _cli(
+        "render", "--topology", str(TOPOLOGIES / "single-host.json"), "--mode", "queue", "--out", str(tmp_path / "d")
+    )
     assert mixed.returncode == 2 and "drop --mode" in mixed.stderr
 
 
@@ -273,8 +371,12 @@ def test_production_profile_puts_tls_on_the_load_balancer_and_passes_check(tmp_p
     assert {e["N8N_PROTOCOL"] for e in _n8n_envs(ingest)} == {"https"}
     assert parse_env_text((out / "ingest" / ".env").read_text())["N8N_PUBLIC_URL"] == "https://n8n.example.com/"
     tool = Path(sys.executable).parent / "check-jsonschema"
-    proc = subprocess.run([str(tool), "--builtin-schema", "vendor.compose-spec", str(out / "ingest" / "docker-compose.yml")],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(tool), "--builtin-schema", "vendor.compose-spec", str(out / "ingest" / "docker-compose.yml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stdout
 
 
@@ -290,8 +392,11 @@ def test_a_one_host_advice_with_per_role_pools_uses_the_worker_pool_everywhere()
 
 def _n8n_envs(doc: dict) -> list[dict]:
     """The environment of every n8n process (main, webhook processor, worker) of one host's compose file."""
-    return [svc["environment"] for name, svc in doc["services"].items() if name.startswith("n8n-")
-            and "/n8n:" in svc["image"]]
+    return [
+        svc["environment"]
+        for name, svc in doc["services"].items()
+        if name.startswith("n8n-") and "/n8n:" in svc["image"]
+    ]
 
 
 def test_n8n_behind_the_load_balancer_trusts_one_proxy_hop_in_every_profile() -> None:
@@ -321,8 +426,11 @@ def test_n8n_on_a_cluster_host_waits_minutes_for_the_data_host_not_seconds() -> 
             assert int(env["DB_STARTUP_CONNECT_MAX_RETRIES"]) >= 8, (case, host)  # 1+2+4+8+16+30... s
             # within the healthcheck's window: a process still retrying must not be counted unhealthy first
             check = yaml.safe_load(bundle.compose)["services"]
-            n8n = [s for s in check.values() if "healthz" in str(s.get("healthcheck", {}).get("test"))
-                   and "5678" in str(s["healthcheck"]["test"])]
+            n8n = [
+                s
+                for s in check.values()
+                if "healthz" in str(s.get("healthcheck", {}).get("test")) and "5678" in str(s["healthcheck"]["test"])
+            ]
             for spec in n8n:
                 window_s = int(spec["healthcheck"]["interval"].rstrip("s")) * spec["healthcheck"]["retries"]
                 assert int(env["QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD"]) / 1000 < window_s, (case, host)

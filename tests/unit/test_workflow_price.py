@@ -19,8 +19,12 @@ TABLE = load_node_costs()
 
 
 def _export(*nodes: dict) -> dict:
-    hook = {"name": "Webhook", "type": "n8n-nodes-base.webhook", "typeVersion": 2,
-            "parameters": {"httpMethod": "POST", "path": "x"}}
+    hook = {
+        "name": "Webhook",
+        "type": "n8n-nodes-base.webhook",
+        "typeVersion": 2,
+        "parameters": {"httpMethod": "POST", "path": "x"},
+    }
     return {"name": "t", "nodes": [hook, *nodes], "connections": {}}
 
 
@@ -33,8 +37,23 @@ def test_table_is_measured_on_the_pinned_n8n_and_has_every_required_node_type():
 
     assert TABLE.about["n8n_version"] == N8N_VERSION
     types = {row.type.removeprefix("n8n-nodes-base.") for row in TABLE.nodes}
-    assert {"respondToWebhook", "set", "if", "switch", "filter", "merge", "noOp", "code", "httpRequest", "wait",
-            "dateTime", "crypto", "splitOut", "aggregate", "executeWorkflow"} <= types
+    assert {
+        "respondToWebhook",
+        "set",
+        "if",
+        "switch",
+        "filter",
+        "merge",
+        "noOp",
+        "code",
+        "httpRequest",
+        "wait",
+        "dateTime",
+        "crypto",
+        "splitOut",
+        "aggregate",
+        "executeWorkflow",
+    } <= types
     for row in TABLE.nodes:  # every figure carries its spread and the runs it came from
         assert row.cpu.low_ms <= row.cpu.ms <= row.cpu.high_ms and len(row.cpu.per_round) >= 3 and row.runs
     assert TABLE.base.ms > 0 and set(TABLE.per_expression_ms) == {"default", "legacy"}
@@ -66,8 +85,9 @@ def test_code_heavy_is_priced_from_its_nodes_its_wait_and_its_javascript():
 
 def test_an_unknown_node_type_is_named_and_widens_the_interval():
     known = price_workflow(_export(_node("Set", "n8n-nodes-base.set")), TABLE)
-    with_unknown = price_workflow(_export(_node("Set", "n8n-nodes-base.set"),
-                                          _node("Slack", "n8n-nodes-base.slack")), TABLE)
+    with_unknown = price_workflow(
+        _export(_node("Set", "n8n-nodes-base.set"), _node("Slack", "n8n-nodes-base.slack")), TABLE
+    )
     assert with_unknown.unknown_types == ("n8n-nodes-base.slack",)
     line = next(line for line in with_unknown.lines if line.name == "Slack")
     assert line.row_id == "unknown" and line.low_ms == 0 and line.high_ms > line.cost_ms
@@ -78,8 +98,16 @@ def test_an_unknown_node_type_is_named_and_widens_the_interval():
 
 
 def test_items_expressions_and_waits_add_what_the_table_says():
-    set_two = _node("Set", "n8n-nodes-base.set", assignments={"assignments": [
-        {"name": "a", "value": "={{ $json.body.n }}"}, {"name": "b", "value": "={{ $json.body.n * 2 }}"}]})
+    set_two = _node(
+        "Set",
+        "n8n-nodes-base.set",
+        assignments={
+            "assignments": [
+                {"name": "a", "value": "={{ $json.body.n }}"},
+                {"name": "b", "value": "={{ $json.body.n * 2 }}"},
+            ]
+        },
+    )
     one = price_workflow(_export(set_two), TABLE, items=1)
     ten = price_workflow(_export(set_two), TABLE, items=10)
     per_expr, per_item = TABLE.per_expression_ms["default"].ms, TABLE.per_item_ms.ms
@@ -110,20 +138,23 @@ def test_notes_and_disabled_nodes_cost_nothing():
     assert price.unknown_types == () and price.overhead_ms[0] == pytest.approx(TABLE.base.ms)
 
 
-@pytest.mark.parametrize("export, says", [
-    ([], "got list"),
-    ("nodes", "got str"),
-    (None, "got NoneType"),
-    ({"nodes": {}, "connections": {}}, "no `nodes` list"),
-    ({"nodes": [], "connections": {}}, "empty"),
-    ({"nodes": [{"name": "a", "type": "n8n-nodes-base.set"}]}, "no `connections`"),
-    ({"nodes": ["a"], "connections": {}}, "nodes[0] is str"),
-    ({"nodes": [{"type": "n8n-nodes-base.set"}], "connections": {}}, "nodes[0] has no string `name`"),
-    ({"nodes": [{"name": "a", "type": 7}], "connections": {}}, "no string `type`"),
-    ({"nodes": [{"name": "a", "type": "x", "parameters": []}], "connections": {}}, "`parameters` is list"),
-    ({"nodes": [{"name": "a", "type": "x", "typeVersion": "2"}], "connections": {}}, "`typeVersion` is not"),
-    ({"nodes": [{"name": "a", "type": "x", "disabled": "yes"}], "connections": {}}, "`disabled` is not"),
-])
+@pytest.mark.parametrize(
+    "export, says",
+    [
+        ([], "got list"),
+        ("nodes", "got str"),
+        (None, "got NoneType"),
+        ({"nodes": {}, "connections": {}}, "no `nodes` list"),
+        ({"nodes": [], "connections": {}}, "empty"),
+        ({"nodes": [{"name": "a", "type": "n8n-nodes-base.set"}]}, "no `connections`"),
+        ({"nodes": ["a"], "connections": {}}, "nodes[0] is str"),
+        ({"nodes": [{"type": "n8n-nodes-base.set"}], "connections": {}}, "nodes[0] has no string `name`"),
+        ({"nodes": [{"name": "a", "type": 7}], "connections": {}}, "no string `type`"),
+        ({"nodes": [{"name": "a", "type": "x", "parameters": []}], "connections": {}}, "`parameters` is list"),
+        ({"nodes": [{"name": "a", "type": "x", "typeVersion": "2"}], "connections": {}}, "`typeVersion` is not"),
+        ({"nodes": [{"name": "a", "type": "x", "disabled": "yes"}], "connections": {}}, "`disabled` is not"),
+    ],
+)
 def test_anything_but_an_export_is_refused_in_one_line(export, says):
     with pytest.raises(InputError) as caught:
         price_workflow(export, TABLE)
@@ -145,17 +176,25 @@ def test_a_huge_or_deeply_nested_export_is_refused_before_it_is_priced():
         price_workflow(_export({"name": "d", "type": "n8n-nodes-base.set", "parameters": deep}), TABLE)
 
 
-@pytest.mark.parametrize("kwargs, flag", [({"items": 0}, "--items"), ({"items": True}, "--items"),
-                                          ({"items": 10**9}, "--items"), ({"code_cpu_ms": -1}, "--cpu-ms"),
-                                          ({"wait_ms_per_call": float("nan")}, "--wait-ms")])
+@pytest.mark.parametrize(
+    "kwargs, flag",
+    [
+        ({"items": 0}, "--items"),
+        ({"items": True}, "--items"),
+        ({"items": 10**9}, "--items"),
+        ({"code_cpu_ms": -1}, "--cpu-ms"),
+        ({"wait_ms_per_call": float("nan")}, "--wait-ms"),
+    ],
+)
 def test_bad_numbers_are_refused_naming_the_flag(kwargs, flag):
     with pytest.raises(InputError, match=flag):
         price_workflow(read_workflow("light"), TABLE, **kwargs)
 
 
 def _execution(times: dict[str, list[float]]) -> dict:
-    return {"data": {"resultData": {"runData": {name: [{"executionTime": t} for t in ts]
-                                                for name, ts in times.items()}}}}
+    return {
+        "data": {"resultData": {"runData": {name: [{"executionTime": t} for t in ts] for name, ts in times.items()}}}
+    }
 
 
 def test_a_calibration_reads_n8n_execution_data_and_subtracts_the_code_round_trip():
@@ -168,8 +207,9 @@ def test_a_calibration_reads_n8n_execution_data_and_subtracts_the_code_round_tri
     again = calibration_from_json(json.loads(cal.model_dump_json()))
     assert again == cal
     # With the task runner's CPU read: that, less the reference's once per Code node (times hold waiting too).
-    by_cpu = summarize("flow.json", types, executions, reference, "Double", "t", None, runner_cpu_ms=40.0,
-                       reference_runner_cpu_ms=9.0)
+    by_cpu = summarize(
+        "flow.json", types, executions, reference, "Double", "t", None, runner_cpu_ms=40.0, reference_runner_cpu_ms=9.0
+    )
     assert by_cpu.code_cpu_ms == pytest.approx(31.0) and by_cpu.code_time_ms == pytest.approx(34.0)
     assert node_times({"data": None}) == {} and node_times(_execution({"a": [-1]})) == {}
     with pytest.raises(InputError, match="not a calibration") as caught:
@@ -183,10 +223,17 @@ def test_calibrate_refuses_a_bad_file_in_one_line_before_starting_anything(tmp_p
     bad = tmp_path / "flow.json"
     bad.write_text(json.dumps({"nodes": "no"}))
     exe = Path(sys.executable).with_name("n8n-sizer")
-    for args, says in (([str(bad)], "no `nodes` list"), ([str(tmp_path / "none.json")], "no such file"),
-                       ([str(bad), "--runs", "0"], "--runs")):
-        done = subprocess.run([str(exe), "calibrate", *args, "--out", str(tmp_path / "c.json")],
-                              capture_output=True, text=True, timeout=60)
+    for args, says in (
+        ([str(bad)], "no `nodes` list"),
+        ([str(tmp_path / "none.json")], "no such file"),
+        ([str(bad), "--runs", "0"], "--runs"),
+    ):
+        done = subprocess.run(
+            [str(exe), "calibrate", *args, "--out", str(tmp_path / "c.json")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 2, done.stderr
         assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "c.json").exists()

@@ -14,8 +14,12 @@ from n8n_sizer.runs.store import RunStore
 from tests.unit.test_advise_workflow import _export, advise
 from tests.unit.test_evidence import STEP_S, _bench_run
 
-SUB = {"name": "Sub", "type": "n8n-nodes-base.executeWorkflow", "typeVersion": 1.2,
-       "parameters": {"source": "database", "workflowId": "1"}}
+SUB = {
+    "name": "Sub",
+    "type": "n8n-nodes-base.executeWorkflow",
+    "typeVersion": 1.2,
+    "parameters": {"source": "database", "workflowId": "1"},
+}
 SET = {"name": "Set", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "parameters": {}}
 LIGHT_PATH = Path(__file__).resolve().parents[2] / "n8n_sizer/templates/workflows/light.json"
 LIGHT = json.loads(LIGHT_PATH.read_text())
@@ -31,15 +35,32 @@ def _run(out: Path, run_id: str, name: str, definition: dict, cpu_ms_per_executi
         hosts = {"local": {**store.manifest.hosts["local"], "setup": {"mode": mode, "workers": 1, "db": "postgres"}}}
         store.update_manifest(hosts=hosts)
     start = min(r.scheduled_s for r in store.read_requests())
-    store.append_samples([Sample(metric="process_cpu_cores", value=0.3, unit="cores", time_s=start + t,
-                                 labels={"target": "local", "process": "main"}) for t in range(STEP_S)])
+    store.append_samples(
+        [
+            Sample(
+                metric="process_cpu_cores",
+                value=0.3,
+                unit="cores",
+                time_s=start + t,
+                labels={"target": "local", "process": "main"},
+            )
+            for t in range(STEP_S)
+        ]
+    )
     answered = 80  # 4/s for 20 s
     main_ns = int(cpu_ms_per_execution * 0.8 * answered * 1e6)
     pg_ns = int(cpu_ms_per_execution * 0.2 * answered * 1e6)
-    store.mark_step("local", "rate-4", "done", started_s=start, finished_s=start + STEP_S,
-                    **step_counters(Reading(0.0, {("local", "main"): 0, ("local", "postgres"): 0}, None, None),
-                                    Reading(20.0, {("local", "main"): main_ns, ("local", "postgres"): pg_ns},
-                                            None, None)).model_dump(mode="json", exclude_none=True))
+    store.mark_step(
+        "local",
+        "rate-4",
+        "done",
+        started_s=start,
+        finished_s=start + STEP_S,
+        **step_counters(
+            Reading(0.0, {("local", "main"): 0, ("local", "postgres"): 0}, None, None),
+            Reading(20.0, {("local", "main"): main_ns, ("local", "postgres"): pg_ns}, None, None),
+        ).model_dump(mode="json", exclude_none=True),
+    )
     store.close()
     return folder
 
@@ -106,14 +127,21 @@ def test_the_refit_is_a_bayesian_update_the_measured_workflow_moves_most():
     """A run pins its own workflow's effect (what the figures do not explain of it) and moves the shared figures by
     their spread only: a workflow that shares its rows moves less; the same evidence again narrows further."""
     table = load_node_costs()
-    sub = {"name": "x", "nodes": [{"name": "W", "type": "n8n-nodes-base.webhook", "parameters": {}}, SUB, SET],
-           "connections": {}}
+    sub = {
+        "name": "x",
+        "nodes": [{"name": "W", "type": "n8n-nodes-base.webhook", "parameters": {}}, SUB, SET],
+        "connections": {},
+    }
     other = {"name": "y", "nodes": sub["nodes"][:2], "connections": {}}
     ob = Observation(run_ids=("r",), workflow="x", definition=sub, ratio_to_light=1.5)
     refined, report = refine_table(table, [ob])
-    moved_sub = price_workflow(sub, table).overhead_ratio_to_light[0] - price_workflow(sub, refined).overhead_ratio_to_light[0]
-    moved_other = (price_workflow(other, table).overhead_ratio_to_light[0]
-                   - price_workflow(other, refined).overhead_ratio_to_light[0])
+    moved_sub = (
+        price_workflow(sub, table).overhead_ratio_to_light[0] - price_workflow(sub, refined).overhead_ratio_to_light[0]
+    )
+    moved_other = (
+        price_workflow(other, table).overhead_ratio_to_light[0]
+        - price_workflow(other, refined).overhead_ratio_to_light[0]
+    )
     assert moved_sub > 0.2 and 0 <= moved_other < moved_sub / 2
     twice, _ = refine_table(refined, [ob])
     once_lo, once_hi = price_workflow(sub, refined).overhead_ratio_to_light[1:]
@@ -169,8 +197,17 @@ def _queue_raw(campaign: str, rounds: int = 3) -> list[dict]:
         flows["expr1"] = {**base, "worker": 41.0}
         flows["expr16"] = {**base, "worker": 41.0 + 15 * 0.8}
         for i, (key, roles) in enumerate(flows.items()):
-            raw.append({"id": f"{campaign}/r{r}/{i + 1}/{key}", "round": r, "key": key, "role_ms": roles,
-                        "cpu_ms": sum(roles.values()), "main_ms": roles["main"], "postgres_ms": roles["postgres"]})
+            raw.append(
+                {
+                    "id": f"{campaign}/r{r}/{i + 1}/{key}",
+                    "round": r,
+                    "key": key,
+                    "role_ms": roles,
+                    "cpu_ms": sum(roles.values()),
+                    "main_ms": roles["main"],
+                    "postgres_ms": roles["postgres"],
+                }
+            )
     return raw
 
 
@@ -178,6 +215,7 @@ def test_the_queue_campaign_derives_each_nodes_cost_and_role_shares_and_a_queue_
     root = Path(__file__).resolve().parents[2]
     monkeypatch.syspath_prepend(str(root / "benchmarks"))
     import nodecost_queue
+
     kinds = {"set": "n8n-nodes-base.set", "code": "n8n-nodes-base.code"}
     raw = _queue_raw("nodecostq-a") + _queue_raw("nodecostq-b", rounds=2)  # two chunks add up
     t = nodecost_queue.derive_queue(raw, kinds, 8)
@@ -188,8 +226,13 @@ def test_the_queue_campaign_derives_each_nodes_cost_and_role_shares_and_a_queue_
     assert rows["respondToWebhook"]["cpu"]["ms"] == pytest.approx(5.0)
     assert t["per_expression_ms"]["default"]["ms"] == pytest.approx(0.8)
     assert t["campaigns"] == ["nodecostq-a", "nodecostq-b"]
-    assert nodecost_queue.queue_markdown({"table": t, "rounds": raw, "about": {
-        "date": "d", "n8n_version": "2.41.1", "concurrency": 8, "requests_per_run": 60, "k_high": 8}})
+    assert nodecost_queue.queue_markdown(
+        {
+            "table": t,
+            "rounds": raw,
+            "about": {"date": "d", "n8n_version": "2.41.1", "concurrency": 8, "requests_per_run": 60, "k_high": 8},
+        }
+    )
     # a table with that queue part: the queue answer's figures, regular rows for what was not measured
     from n8n_sizer.advisor.workflow_price.table import table_from_doc
 
@@ -202,9 +245,14 @@ def test_the_queue_campaign_derives_each_nodes_cost_and_role_shares_and_a_queue_
     price = price_workflow(LIGHT, table, mode="queue")
     assert price.mode == "queue" and price.overhead_ratio_to_light[0] == pytest.approx(1.0, abs=1e-6)
     assert price.role_ms["worker"] == pytest.approx(41.0, abs=0.01)  # base's 40 + the Code row's 1
-    flow = {"name": "f", "nodes": [LIGHT["nodes"][0], SET, {**SET, "name": "If", "type": "n8n-nodes-base.if"}],
-            "connections": {}}
-    assert any("regular-mode rows" in n and "n8n-nodes-base.if" in n for n in price_workflow(flow, table, mode="queue").notes)
+    flow = {
+        "name": "f",
+        "nodes": [LIGHT["nodes"][0], SET, {**SET, "name": "If", "type": "n8n-nodes-base.if"}],
+        "connections": {},
+    }
+    assert any(
+        "regular-mode rows" in n and "n8n-nodes-base.if" in n for n in price_workflow(flow, table, mode="queue").notes
+    )
 
 
 def test_a_queue_mode_answer_is_priced_from_the_queue_figures():

@@ -18,12 +18,24 @@ from n8n_sizer.advisor.answer.base import Alternative, OneHost, Recommendation, 
 
 def one_host_of(rec: Recommendation) -> OneHost:
     g = rec.topology[0]
-    return OneHost(vcpu=g.vcpu, arch=rec.server.arch, provider=g.provider, size=g.size, monthly_eur=g.monthly_eur,
-                   mode=rec.mode, workers=rec.workers, concurrency=rec.concurrency,
-                   production_limit=rec.production_limit, runner_concurrency=rec.runner_concurrency,
-                   concurrency_per_vcpu=rec.concurrency_per_vcpu, db_pool_size=rec.db_pool_size,
-                   capacity_per_s=rec.capacity_per_s, carries=rec.feasible, comfortable=rec.comfortable,
-                   bound=rec.bound)
+    return OneHost(
+        vcpu=g.vcpu,
+        arch=rec.server.arch,
+        provider=g.provider,
+        size=g.size,
+        monthly_eur=g.monthly_eur,
+        mode=rec.mode,
+        workers=rec.workers,
+        concurrency=rec.concurrency,
+        production_limit=rec.production_limit,
+        runner_concurrency=rec.runner_concurrency,
+        concurrency_per_vcpu=rec.concurrency_per_vcpu,
+        db_pool_size=rec.db_pool_size,
+        capacity_per_s=rec.capacity_per_s,
+        carries=rec.feasible,
+        comfortable=rec.comfortable,
+        bound=rec.bound,
+    )
 
 
 def advise_command(req: Request, vcpu: int | None, max_hosts: int | None) -> str:
@@ -48,19 +60,34 @@ def advise_command(req: Request, vcpu: int | None, max_hosts: int | None) -> str
 
 
 def _alternative(what: str, rec: Recommendation, command: str) -> Alternative:
-    return Alternative(what=what, monthly_eur=rec.monthly_eur, hosts=rec.hosts, capacity_per_s=rec.capacity_per_s,
-                       carries=rec.feasible, comfortable=rec.comfortable, mode=rec.mode, workers=rec.workers,
-                       webhook_processors=rec.webhook_processors, concurrency=rec.concurrency,
-                       production_limit=rec.production_limit, runner_concurrency=rec.runner_concurrency,
-                       db_pool_size=rec.db_pool_size, max_connections=rec.max_connections, topology=rec.topology,
-                       advise_command=command + " --json > advice.json", render_command=rec.render_command)
+    return Alternative(
+        what=what,
+        monthly_eur=rec.monthly_eur,
+        hosts=rec.hosts,
+        capacity_per_s=rec.capacity_per_s,
+        carries=rec.feasible,
+        comfortable=rec.comfortable,
+        mode=rec.mode,
+        workers=rec.workers,
+        webhook_processors=rec.webhook_processors,
+        concurrency=rec.concurrency,
+        production_limit=rec.production_limit,
+        runner_concurrency=rec.runner_concurrency,
+        db_pool_size=rec.db_pool_size,
+        max_connections=rec.max_connections,
+        topology=rec.topology,
+        advise_command=command + " --json > advice.json",
+        render_command=rec.render_command,
+    )
 
 
 def _what(kind: str, rec: Recommendation, rps: float) -> str:
     if rec.comfortable:
         return f"the cheapest {kind} that carries {rps:g}/s with headroom"
     if rec.feasible:
-        return f"the {kind} that carries {rps:g}/s, with little headroom ({rps / rec.capacity_per_s.mid:.0%} of capacity)"
+        return (
+            f"the {kind} that carries {rps:g}/s, with little headroom ({rps / rec.capacity_per_s.mid:.0%} of capacity)"
+        )
     return f"the {kind} with the most capacity (it does not carry {rps:g}/s)"
 
 
@@ -76,8 +103,9 @@ def with_alternatives(recommend, req: Request, primary: Recommendation, cluster_
     options.append((_what("single server", single, req.rps), single, advise_command(req, None, 1)))
     if req.vcpu is not None:
         own = recommend(req.model_copy(update={"max_hosts": cluster_hosts}))
-        options.append((_what(f"setup of {req.vcpu}-vCPU hosts", own, req.rps), own,
-                        advise_command(req, req.vcpu, cluster_hosts)))
+        options.append(
+            (_what(f"setup of {req.vcpu}-vCPU hosts", own, req.rps), own, advise_command(req, req.vcpu, cluster_hosts))
+        )
     anywhere = recommend(req.model_copy(update={"vcpu": None, "max_hosts": cluster_hosts}))
     options.append((_what("setup of any size", anywhere, req.rps), anywhere, advise_command(req, None, None)))
     kept: list[Recommendation] = [primary]

@@ -41,8 +41,17 @@ class Request(Frozen):
 def request_echo(req: Request) -> dict:
     """The request as the answer repeats it (the inputs it was based on, PGTune style)."""
     p = req.profile
-    return {"rps": req.rps, "vcpu": req.vcpu, "arch": req.arch, "provider": req.provider, "workload": p.name,
-            "cpu_ms": p.code_cpu_ms, "wait_ms": p.wait_ms, "p95_ms": req.p95_ms, "max_hosts": req.max_hosts}
+    return {
+        "rps": req.rps,
+        "vcpu": req.vcpu,
+        "arch": req.arch,
+        "provider": req.provider,
+        "workload": p.name,
+        "cpu_ms": p.code_cpu_ms,
+        "wait_ms": p.wait_ms,
+        "p95_ms": req.p95_ms,
+        "max_hosts": req.max_hosts,
+    }
 
 
 @dataclass(frozen=True)

@@ -44,8 +44,14 @@ class BurstAdvice(Frozen):
     advice: str
 
 
-def burst_advice(base_per_s: float, peak_multiple: float, burst_s: float, capacity_per_s: float,
-                 service_p95_ms: float | None, mode: str) -> BurstAdvice:
+def burst_advice(
+    base_per_s: float,
+    peak_multiple: float,
+    burst_s: float,
+    capacity_per_s: float,
+    service_p95_ms: float | None,
+    mode: str,
+) -> BurstAdvice:
     """The burst's effect on a setup of capacity `capacity_per_s` (see the module's docstring)."""
     peak = base_per_s * peak_multiple
     excess = max(0.0, peak - capacity_per_s)
@@ -55,31 +61,61 @@ def burst_advice(base_per_s: float, peak_multiple: float, burst_s: float, capaci
     drain_s = (backlog / spare if backlog > 0 else 0.0) if drains else None
     wait_ms = WAIT_QUANTILE * backlog / capacity_per_s * 1000.0
     p95 = None if service_p95_ms is None else service_p95_ms + wait_ms
-    where = ("in Redis (Bull's wait list), run by the workers at capacity" if mode == "queue" else
-             "as requests held open in main (memory), each within its sender's timeout")
+    where = (
+        "in Redis (Bull's wait list), run by the workers at capacity"
+        if mode == "queue"
+        else "as requests held open in main (memory), each within its sender's timeout"
+    )
     advice = _advice(base_per_s, peak, capacity_per_s, peak_multiple, backlog, drain_s, drains, where)
-    return BurstAdvice(base_per_s=base_per_s, peak_multiple=peak_multiple, burst_s=burst_s,
-                       capacity_per_s=capacity_per_s, peak_per_s=peak, backlog_max=backlog, drain_s=drain_s,
-                       drains=drains, queue_wait_p95_ms=wait_ms, p95_ms=p95, where=where, advice=advice)
+    return BurstAdvice(
+        base_per_s=base_per_s,
+        peak_multiple=peak_multiple,
+        burst_s=burst_s,
+        capacity_per_s=capacity_per_s,
+        peak_per_s=peak,
+        backlog_max=backlog,
+        drain_s=drain_s,
+        drains=drains,
+        queue_wait_p95_ms=wait_ms,
+        p95_ms=p95,
+        where=where,
+        advice=advice,
+    )
 
 
-def _advice(base: float, peak: float, capacity: float, multiple: float, backlog: float, drain_s: float | None,
-            drains: bool, where: str) -> str:
+def _advice(
+    base: float,
+    peak: float,
+    capacity: float,
+    multiple: float,
+    backlog: float,
+    drain_s: float | None,
+    drains: bool,
+    where: str,
+) -> str:
     if not drains:
-        return (f"the base rate {base:g}/s alone is at or above the capacity {capacity:.1f}/s: the backlog never "
-                f"drains (infinite drain time); size up first (more workers or a bigger host)")
+        return (
+            f"the base rate {base:g}/s alone is at or above the capacity {capacity:.1f}/s: the backlog never "
+            f"drains (infinite drain time); size up first (more workers or a bigger host)"
+        )
     if backlog == 0:
-        return (f"the burst fits: {peak:g}/s is within the capacity {capacity:.1f}/s, no backlog builds; answering "
-                f"after the last node is fine")
-    text = (f"{peak:g}/s is past the capacity {capacity:.1f}/s: {backlog:,.0f} executions wait ({where}) and drain in "
-            f"{drain_s:,.0f} s; answer at ingest with the Webhook node's own \"Respond: Immediately\" so senders do "
-            f"not time out and retry into the backlog (measured here through bursts: p95 {RECEIVED_P95_MS} ms against "
-            f"{LAST_NODE_P95_MS:,} ms answering after the last node; a Respond to Webhook node placed first answered no "
-            f"earlier, p95 {RESPOND_FIRST_P95_MS:,} ms, because it runs only once the execution starts, behind the "
-            f"backlog); validate the payload inside the workflow, after the 202")
+        return (
+            f"the burst fits: {peak:g}/s is within the capacity {capacity:.1f}/s, no backlog builds; answering "
+            f"after the last node is fine"
+        )
+    text = (
+        f"{peak:g}/s is past the capacity {capacity:.1f}/s: {backlog:,.0f} executions wait ({where}) and drain in "
+        f'{drain_s:,.0f} s; answer at ingest with the Webhook node\'s own "Respond: Immediately" so senders do '
+        f"not time out and retry into the backlog (measured here through bursts: p95 {RECEIVED_P95_MS} ms against "
+        f"{LAST_NODE_P95_MS:,} ms answering after the last node; a Respond to Webhook node placed first answered no "
+        f"earlier, p95 {RESPOND_FIRST_P95_MS:,} ms, because it runs only once the execution starts, behind the "
+        f"backlog); validate the payload inside the workflow, after the 202"
+    )
     if multiple > BUFFER_MULTIPLE:
-        text += (f"; a burst of {multiple:g}x baseline (above about {BUFFER_MULTIPLE:g}x) wants a buffer in front "
-                 f"(a queue or ingest service that accepts at once and replays at {capacity:.0f}/s)")
+        text += (
+            f"; a burst of {multiple:g}x baseline (above about {BUFFER_MULTIPLE:g}x) wants a buffer in front "
+            f"(a queue or ingest service that accepts at once and replays at {capacity:.0f}/s)"
+        )
     return text
 
 
@@ -93,8 +129,15 @@ def absorbs(b: BurstAdvice, p95_target_ms: float | None, drain_target_s: float |
     return p95_target_ms is None or (b.p95_ms is not None and b.p95_ms <= p95_target_ms)
 
 
-def size_for_burst(answer, base_per_s: float, multiple: float, burst_s: float, p95_target_ms: float | None,
-                   drain_target_s: float | None, step: float = 1.15):
+def size_for_burst(
+    answer,
+    base_per_s: float,
+    multiple: float,
+    burst_s: float,
+    p95_target_ms: float | None,
+    drain_target_s: float | None,
+    step: float = 1.15,
+):
     """(answer, its burst advice, the rate it was sized for): `answer(rate)` at the base rate, or at the lowest
     rate (in steps of `step`, up to the burst's peak) whose answer absorbs the burst within the targets. At the peak
     nothing queues, so the search ends there whatever the targets say."""

@@ -21,8 +21,14 @@ from pydantic import AfterValidator, Field, model_validator
 
 from n8n_sizer.advisor.catalog import find_size
 from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED
-from n8n_sizer.advisor.setup import (DEFAULT_DB_POOL_SIZE, DEFAULT_GRACEFUL_SHUTDOWN_S, DEFAULT_RUNNER_CONCURRENCY,
-                                     DEFAULT_WORKER_CONCURRENCY, MAX_WORKERS, Setup)
+from n8n_sizer.advisor.setup import (
+    DEFAULT_DB_POOL_SIZE,
+    DEFAULT_GRACEFUL_SHUTDOWN_S,
+    DEFAULT_RUNNER_CONCURRENCY,
+    DEFAULT_WORKER_CONCURRENCY,
+    MAX_WORKERS,
+    Setup,
+)
 from n8n_sizer.safety.frozen import Frozen
 from n8n_sizer.safety.names import matching
 from n8n_sizer.safety.network import check_private_subnet
@@ -55,8 +61,16 @@ class Roles(Frozen):
 
 
 class HostGroup(Frozen):
-    name: Annotated[str, AfterValidator(matching(NAME_RE, "{value!r} is not a host group name; use 2-22 lowercase "
-                                                 "letters, digits and dashes, starting with a letter, e.g. worker"))]
+    name: Annotated[
+        str,
+        AfterValidator(
+            matching(
+                NAME_RE,
+                "{value!r} is not a host group name; use 2-22 lowercase "
+                "letters, digits and dashes, starting with a letter, e.g. worker",
+            )
+        ),
+    ]
     provider: Literal["hetzner", "gcp"] | None = None  # None: a host of `vcpu` cores off the catalog
     size: str | None = Field(None, max_length=40)
     vcpu: int | None = Field(None, ge=1, le=512)
@@ -134,9 +148,19 @@ class Topology(Frozen):
             vcpu, ram, arch = group.server()
             for i in range(1, group.count + 1):
                 name = group.name if group.count == 1 else f"{group.name}-{i}"
-                out.append(ClusterHost(name=name, group=group.name, provider=group.provider, size=group.size, vcpu=vcpu,
-                                ram_mib=ram, arch=arch, roles=group.roles,
-                                private_ip=str(net[FIRST_HOST_OFFSET + len(out)])))
+                out.append(
+                    ClusterHost(
+                        name=name,
+                        group=group.name,
+                        provider=group.provider,
+                        size=group.size,
+                        vcpu=vcpu,
+                        ram_mib=ram,
+                        arch=arch,
+                        roles=group.roles,
+                        private_ip=str(net[FIRST_HOST_OFFSET + len(out)]),
+                    )
+                )
         return out
 
     def host_with(self, role: str) -> ClusterHost | None:
@@ -146,13 +170,26 @@ class Topology(Frozen):
         """The `Setup` of a one-host topology: regular mode without workers (with its production limit, if
         any), queue mode with them."""
         workers = self.groups[0].roles.workers
-        return Setup(mode="queue" if workers else "regular", workers=workers, concurrency=self.concurrency,
-                     runner_concurrency=self.runner_concurrency, db="postgres",
-                     production_limit=None if workers else self.production_limit,
-                     db_pool_size=self.db_pool_size.of("worker") if workers else self.db_pool_size.main,
-                     n8n_version=self.n8n_version, longest_execution_s=self.longest_execution_s)
+        return Setup(
+            mode="queue" if workers else "regular",
+            workers=workers,
+            concurrency=self.concurrency,
+            runner_concurrency=self.runner_concurrency,
+            db="postgres",
+            production_limit=None if workers else self.production_limit,
+            db_pool_size=self.db_pool_size.of("worker") if workers else self.db_pool_size.main,
+            n8n_version=self.n8n_version,
+            longest_execution_s=self.longest_execution_s,
+        )
 
 
 # The keys of `advise --json` (and of a hand-written topology file) that make up a topology.
-TOPOLOGY_KEYS = ("concurrency", "runner_concurrency", "production_limit", "max_connections", "n8n_version",
-                 "longest_execution_s", "subnet")
+TOPOLOGY_KEYS = (
+    "concurrency",
+    "runner_concurrency",
+    "production_limit",
+    "max_connections",
+    "n8n_version",
+    "longest_execution_s",
+    "subnet",
+)

@@ -18,46 +18,78 @@ from n8n_sizer.advisor.validate import describe_setup
 
 
 def same_measured(m, profile: WorkflowProfile, setup: Setup, host: HostShape) -> bool:
-    return (m.workflow == profile.name and m.setup.mode == setup.mode and float(m.hardware.vcpu) == host.vcpu
-            and m.hardware.arch == host.arch)
+    return (
+        m.workflow == profile.name
+        and m.setup.mode == setup.mode
+        and float(m.hardware.vcpu) == host.vcpu
+        and m.hardware.arch == host.arch
+    )
 
 
 def evidence(fitted: FittedModel, ram_evidence, profile: WorkflowProfile, setup: Setup, host: HostShape) -> list[str]:
     pts = [p.measurement for p in fitted.points if profile_of(p.measurement).overhead_key == profile.overhead_key]
-    pts.sort(key=lambda m: (m.setup.mode != setup.mode, abs(m.setup.workers - setup.workers),
-                            abs(float(m.hardware.vcpu) - host.vcpu), m.id))
+    pts.sort(
+        key=lambda m: (
+            m.setup.mode != setup.mode,
+            abs(m.setup.workers - setup.workers),
+            abs(float(m.hardware.vcpu) - host.vcpu),
+            m.id,
+        )
+    )
     rows = [m.id for m in pts[:8]]
     if setup.mode == "queue":
         rows += [r.id for r in fitted.demand_rows][:4]
     return rows + list(ram_evidence[:2])
 
 
-def extrapolated(fitted: FittedModel, profile: WorkflowProfile, setup: Setup, host: HostShape,
-                 warnings: list[str], multi_host: bool) -> bool:
+def extrapolated(
+    fitted: FittedModel, profile: WorkflowProfile, setup: Setup, host: HostShape, warnings: list[str], multi_host: bool
+) -> bool:
     if not profile.measured:
-        warnings.append(f"extrapolated: the {profile.name} profile borrows the light workflow's measured n8n overhead "
-                        f"and adds your {profile.code_cpu_ms:g} ms of Code CPU and {profile.wait_ms:g} ms of waiting")
+        warnings.append(
+            f"extrapolated: the {profile.name} profile borrows the light workflow's measured n8n overhead "
+            f"and adds your {profile.code_cpu_ms:g} ms of Code CPU and {profile.wait_ms:g} ms of waiting"
+        )
         return True
     if multi_host:
-        warnings.append("extrapolated: no capacity measurement (throughput at saturation) ran n8n on several hosts "
-                        "or with webhook processors; the topology rests on the fitted per-role demands (CPU per "
-                        "execution measured by role) and the priors listed in the notes")
+        warnings.append(
+            "extrapolated: no capacity measurement (throughput at saturation) ran n8n on several hosts "
+            "or with webhook processors; the topology rests on the fitted per-role demands (CPU per "
+            "execution measured by role) and the priors listed in the notes"
+        )
         return True
-    same = [p.measurement for p in fitted.points if same_measured(p.measurement, profile, setup, host)
-            and (setup.mode == "regular" or p.measurement.setup.workers == setup.workers)]
+    same = [
+        p.measurement
+        for p in fitted.points
+        if same_measured(p.measurement, profile, setup, host)
+        and (setup.mode == "regular" or p.measurement.setup.workers == setup.workers)
+    ]
     if same:
         return False
-    measured = sorted({(p.measurement.setup.mode, p.measurement.setup.workers, float(p.measurement.hardware.vcpu),
-                        p.measurement.hardware.arch) for p in fitted.points if p.measurement.workflow == profile.name})
+    measured = sorted(
+        {
+            (
+                p.measurement.setup.mode,
+                p.measurement.setup.workers,
+                float(p.measurement.hardware.vcpu),
+                p.measurement.hardware.arch,
+            )
+            for p in fitted.points
+            if p.measurement.workflow == profile.name
+        }
+    )
     listed = "; ".join(f"{mode}{f' {w}w' if w else ''} on {v:g} vCPU {a}" for mode, w, v, a in measured)
-    warnings.append(f"extrapolated: no measurement of the {profile.name} workflow in {setup.mode} mode"
-                    f"{f' with {setup.workers} workers' if setup.workers else ''} on {host.vcpu:g} vCPU {host.arch}; "
-                    f"measured: {listed or 'none'}")
+    warnings.append(
+        f"extrapolated: no measurement of the {profile.name} workflow in {setup.mode} mode"
+        f"{f' with {setup.workers} workers' if setup.workers else ''} on {host.vcpu:g} vCPU {host.arch}; "
+        f"measured: {listed or 'none'}"
+    )
     return True
 
 
-def measured_errors(fitted: FittedModel, profile: WorkflowProfile, setup: Setup, host: HostShape, rate: float,
-                    carries: bool) -> list[str]:
+def measured_errors(
+    fitted: FittedModel, profile: WorkflowProfile, setup: Setup, host: HostShape, rate: float, carries: bool
+) -> list[str]:
     """Failed measurements of this workflow on this host size, for this setup or one with more workers:
     all of them when the rate is past capacity, else those at up to 1.5x the requested rate."""
     out = []
@@ -68,27 +100,37 @@ def measured_errors(fitted: FittedModel, profile: WorkflowProfile, setup: Setup,
         if errors and relevant and same_measured(m, profile, setup, host) and m.setup.workers >= setup.workers:
             if m.setup.mode == "regular" and m.setup.production_limit != setup.production_limit:
                 continue
-            out.append(f"measured {describe_setup(m)} on {host.vcpu:g} vCPU: {errors} errors at "
-                       f"{m.load.offered_rps:g} req/s ({m.id})")
+            out.append(
+                f"measured {describe_setup(m)} on {host.vcpu:g} vCPU: {errors} errors at "
+                f"{m.load.offered_rps:g} req/s ({m.id})"
+            )
     return out
 
 
 def redis_ceiling(per_s: float) -> str:
     """What a binding Redis means and what lifts it (n8n's Bull queue is one Redis: it cannot be sharded)."""
-    return (f"Redis' single core binds at about {per_s:.0f}/s: give Redis a host of its own or a faster core; "
-            "n8n's queue lives in one Redis and cannot be spread over shards, so past that one n8n cluster does "
-            "not go")
+    return (
+        f"Redis' single core binds at about {per_s:.0f}/s: give Redis a host of its own or a faster core; "
+        "n8n's queue lives in one Redis and cannot be spread over shards, so past that one n8n cluster does "
+        "not go"
+    )
 
 
-def what_would_help(bound: BindingBound, multi_host: bool, max_hosts: int, limited_by_connections: bool,
-                    at_per_s: float | None = None) -> str:
+def what_would_help(
+    bound: BindingBound, multi_host: bool, max_hosts: int, limited_by_connections: bool, at_per_s: float | None = None
+) -> str:
     """The remedy that matches the binding bound, and only that one (`at_per_s`: where it binds)."""
     if limited_by_connections:
-        return ("the worker count is held by Postgres connections: every worker's pool must fit under the "
-                "max_connections its data host's RAM carries; a larger data host, or a pooler such as PgBouncer "
-                "(not set up by this tool)")
-    more_hosts = (f"allow more hosts (--max-hosts above {max_hosts})" if max_hosts > 1
-                  else "allow several hosts (drop --max-hosts 1)")
+        return (
+            "the worker count is held by Postgres connections: every worker's pool must fit under the "
+            "max_connections its data host's RAM carries; a larger data host, or a pooler such as PgBouncer "
+            "(not set up by this tool)"
+        )
+    more_hosts = (
+        f"allow more hosts (--max-hosts above {max_hosts})"
+        if max_hosts > 1
+        else "allow several hosts (drop --max-hosts 1)"
+    )
     if bound.name in ("host", "cpu"):
         if not multi_host:
             return f"More cores, not more workers, would carry it: a larger server, or {more_hosts}"
@@ -97,8 +139,10 @@ def what_would_help(bound: BindingBound, multi_host: bool, max_hosts: int, limit
         return f"more workers (each with its task runner) would carry it: {more_hosts}, or larger worker hosts"
     if bound.name == "main":
         if multi_host:
-            return ("main's own process binds; n8n runs one main without a licence (multi-main is out of scope): "
-                    "move work off main, e.g. timers and polling triggers to fewer workflows")
+            return (
+                "main's own process binds; n8n runs one main without a licence (multi-main is out of scope): "
+                "move work off main, e.g. timers and polling triggers to fewer workflows"
+            )
         return f"main's event loop binds: webhook processors take production webhooks off main ({more_hosts})"
     if bound.name == "webhook":
         return f"more webhook processors would carry it: {more_hosts}"
@@ -111,23 +155,30 @@ def what_would_help(bound: BindingBound, multi_host: bool, max_hosts: int, limit
 
 def describe_choice(mode: str, workers: int, webhooks: int, hosts: int, where: str) -> str:
     if hosts > 1:
-        return (f"{hosts} hosts ({where}): queue mode, {workers} workers, {webhooks} webhook processor(s) "
-                "behind a load balancer")
+        return (
+            f"{hosts} hosts ({where}): queue mode, {workers} workers, {webhooks} webhook processor(s) "
+            "behind a load balancer"
+        )
     if mode == "queue":
         return f"{where} in queue mode with {workers} worker(s)"
     return f"{where} in regular mode"
 
 
-def infeasible_warning(rate: float, mid: float, choice_text: str, bound: BindingBound, remedy: str,
-                       fits: list[SizeFit], multi_host: bool) -> str:
-    head = (f"not sustainable: no option within the limits carries {rate:g}/s; the highest-capacity one, "
-            f"{choice_text}, carries about {mid:.1f}/s, bound by {bound.name} ({bound.why}). {remedy}")
+def infeasible_warning(
+    rate: float, mid: float, choice_text: str, bound: BindingBound, remedy: str, fits: list[SizeFit], multi_host: bool
+) -> str:
+    head = (
+        f"not sustainable: no option within the limits carries {rate:g}/s; the highest-capacity one, "
+        f"{choice_text}, carries about {mid:.1f}/s, bound by {bound.name} ({bound.why}). {remedy}"
+    )
     carrying = [f for f in fits if f.carries]
     if not multi_host and carrying and bound.name in ("host", "cpu"):
         f = carrying[0]
-        return head + (f"; {f.provider} {f.size} ({f.vcpu} vCPU, {f.monthly_eur:.2f} EUR/month) in "
-                       f"{f.mode} mode{f' with {f.workers} workers' if f.workers else ''} would carry it, "
-                       f"about {f.capacity_per_s:.1f}/s")
+        return head + (
+            f"; {f.provider} {f.size} ({f.vcpu} vCPU, {f.monthly_eur:.2f} EUR/month) in "
+            f"{f.mode} mode{f' with {f.workers} workers' if f.workers else ''} would carry it, "
+            f"about {f.capacity_per_s:.1f}/s"
+        )
     return head
 
 
@@ -145,12 +196,15 @@ def given_infeasible_warning(mid: float, bound: BindingBound) -> str:
     return f"not sustainable: this topology carries about {mid:.1f}/s, bound by {bound.name} ({bound.why}); {remedy}"
 
 
-def latency_warning(rate: float, p95: float | None, target: float, mid: float, choice_text: str,
-                    shared_core_row: str | None) -> str:
+def latency_warning(
+    rate: float, p95: float | None, target: float, mid: float, choice_text: str, shared_core_row: str | None
+) -> str:
     got = "grows without bound" if p95 is None else f"is about {p95:,.0f} ms"
     why = f"; shared-core sizes rest on the measured soak ({shared_core_row})" if shared_core_row else ""
-    return (f"latency target missed: at {rate:g}/s the predicted p95 of {choice_text} {got}, above --p95-ms "
-            f"{target:g}, though its capacity ({mid:.1f}/s) carries the rate{why}")
+    return (
+        f"latency target missed: at {rate:g}/s the predicted p95 of {choice_text} {got}, above --p95-ms "
+        f"{target:g}, though its capacity ({mid:.1f}/s) carries the rate{why}"
+    )
 
 
 def prior_notes(multi_host: bool, demand_rows) -> list[str]:
@@ -158,8 +212,11 @@ def prior_notes(multi_host: bool, demand_rows) -> list[str]:
     if not multi_host:
         return []
     pinned = {r.role for r in demand_rows if r.role != "main" or r.measurement.setup.webhook_processors > 0}
-    return [f"prior {p.name} = {p.value:g}, no measured row pins it: {p.why}" for p in PRIORS
-            if PINNED_BY[p.name] not in pinned]
+    return [
+        f"prior {p.name} = {p.value:g}, no measured row pins it: {p.why}"
+        for p in PRIORS
+        if PINNED_BY[p.name] not in pinned
+    ]
 
 
 def data_ops_note(rate: float, demand_rows, workflow: str) -> str | None:
@@ -170,9 +227,12 @@ def data_ops_note(rate: float, demand_rows, workflow: str) -> str | None:
     rows = {r.measurement.id: r.measurement.results for r in demand_rows if r.measurement.workflow == workflow}
     cmds = [x.redis_commands_per_execution for x in rows.values() if x.redis_commands_per_execution]
     txs = [x.postgres_transactions_per_execution for x in rows.values() if x.postgres_transactions_per_execution]
-    parts = [f"about {rate * statistics.median(v):,.0f} {what}/s ({statistics.median(v):.0f} per {workflow} "
-             f"execution, median of {len(v)} measured steps)"
-             for v, what in ((cmds, "Redis commands"), (txs, "Postgres transactions")) if v]
+    parts = [
+        f"about {rate * statistics.median(v):,.0f} {what}/s ({statistics.median(v):.0f} per {workflow} "
+        f"execution, median of {len(v)} measured steps)"
+        for v, what in ((cmds, "Redis commands"), (txs, "Postgres transactions"))
+        if v
+    ]
     return f"data host at {rate:g}/s: " + " and ".join(parts) if parts else None
 
 
@@ -180,19 +240,36 @@ def concurrency_setting(rec) -> str:
     """How many executions run at once, per vCPU, in words: every mode states one."""
     if rec.mode == "queue":
         vcpu = rec.workers * rec.concurrency / rec.concurrency_per_vcpu if rec.concurrency_per_vcpu else None
-        return (f"worker --concurrency {rec.concurrency}: {rec.workers} x {rec.concurrency} = "
-                f"{rec.workers * rec.concurrency} execution slots"
-                + (f" on {vcpu:g} worker-host vCPU, {rec.concurrency_per_vcpu:g} per vCPU" if vcpu else ""))
+        return (
+            f"worker --concurrency {rec.concurrency}: {rec.workers} x {rec.concurrency} = "
+            f"{rec.workers * rec.concurrency} execution slots"
+            + (f" on {vcpu:g} worker-host vCPU, {rec.concurrency_per_vcpu:g} per vCPU" if vcpu else "")
+        )
     vcpu = rec.server.vcpu
     if rec.mode == "regular-limit":
-        return (f"N8N_CONCURRENCY_PRODUCTION_LIMIT={rec.production_limit}: {rec.production_limit / vcpu:.3g} "
-                f"executions per vCPU at once; a burst waits in main's FIFO instead of holding memory")
-    return ("N8N_CONCURRENCY_PRODUCTION_LIMIT=-1 (off): executions are short, so few run at once and a limit "
-            "would not bind; set one if your workflows grow longer (see --burst)")
+        return (
+            f"N8N_CONCURRENCY_PRODUCTION_LIMIT={rec.production_limit}: {rec.production_limit / vcpu:.3g} "
+            f"executions per vCPU at once; a burst waits in main's FIFO instead of holding memory"
+        )
+    return (
+        "N8N_CONCURRENCY_PRODUCTION_LIMIT=-1 (off): executions are short, so few run at once and a limit "
+        "would not bind; set one if your workflows grow longer (see --burst)"
+    )
 
 
-def common_warnings(basis, req, carries: bool, low: float, mid: float, p95: float | None, choice_text: str,
-                    bound: BindingBound, fits, multi: bool, by_connections: bool) -> list[str]:
+def common_warnings(
+    basis,
+    req,
+    carries: bool,
+    low: float,
+    mid: float,
+    p95: float | None,
+    choice_text: str,
+    bound: BindingBound,
+    fits,
+    multi: bool,
+    by_connections: bool,
+) -> list[str]:
     """The warnings every kind of answer gives: a latency miss, a rate not carried (with the remedy its bound
     calls for), little headroom, or an interval whose low end is below the rate."""
     out = []
@@ -206,11 +283,15 @@ def common_warnings(basis, req, carries: bool, low: float, mid: float, p95: floa
         remedy = what_would_help(bound, multi, req.max_hosts, by_connections, mid)
         out.append(infeasible_warning(req.rps, mid, choice_text, bound, remedy, fits, multi))
     elif req.rps > COMFORT * mid:
-        out.append(f"little headroom: {req.rps:g}/s is {req.rps / mid:.0%} of the predicted capacity "
-                   f"({mid:.1f}/s); a burst will queue")
+        out.append(
+            f"little headroom: {req.rps:g}/s is {req.rps / mid:.0%} of the predicted capacity "
+            f"({mid:.1f}/s); a burst will queue"
+        )
     if carries and bound.name == "redis":
         out.append(redis_ceiling(mid))
     if carries and req.rps > low:
-        out.append(f"the low end of the capacity interval ({low:.1f}/s) is below {req.rps:g}/s: "
-                   "measure your workflow (`n8n-sizer bench`) before relying on it")
+        out.append(
+            f"the low end of the capacity interval ({low:.1f}/s) is below {req.rps:g}/s: "
+            "measure your workflow (`n8n-sizer bench`) before relying on it"
+        )
     return out

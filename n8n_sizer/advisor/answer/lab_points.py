@@ -79,9 +79,19 @@ def quota_reach() -> tuple[float, float]:
 
 def lab_model(model: CapacityModel, point: LabPoint) -> TopologyModel:
     """The topology model of a lab point: each host its own budget at the rows' speed."""
-    groups = [GivenGroup(name=h.name, provider=None, size=None, count=1, roles=Roles(**h.roles),
-                         host=lab_host(h.cores, "x86", point.host_class, point.usable, point.outside_cores),
-                         monthly_eur=None, vcpu=h.vcpu) for h in point.hosts]
+    groups = [
+        GivenGroup(
+            name=h.name,
+            provider=None,
+            size=None,
+            count=1,
+            roles=Roles(**h.roles),
+            host=lab_host(h.cores, "x86", point.host_class, point.usable, point.outside_cores),
+            monthly_eur=None,
+            vcpu=h.vcpu,
+        )
+        for h in point.hosts
+    ]
     return TopologyModel(model, BUILTIN["light"], given_layout(groups, point.concurrency, point.worker_pool))
 
 
@@ -106,8 +116,11 @@ def lab_order_right(checks: list[HeldOutLab]) -> bool | None:
     """Whether the predictions rank the lab topologies as the measurements do."""
     if len(checks) < 2:
         return None
-    return all((a.predicted_per_s - b.predicted_per_s) * (a.measured_per_s - b.measured_per_s) >= 0
-               for i, a in enumerate(checks) for b in checks[i + 1:])
+    return all(
+        (a.predicted_per_s - b.predicted_per_s) * (a.measured_per_s - b.measured_per_s) >= 0
+        for i, a in enumerate(checks)
+        for b in checks[i + 1 :]
+    )
 
 
 def lab_checks(measurements) -> list[HeldOutLab]:
@@ -117,7 +130,15 @@ def lab_checks(measurements) -> list[HeldOutLab]:
         fitted = fit_capacity([m for m in measurements if not point.owns(m.id)])
         tm = lab_model(fitted.model, point)
         b = tm.binding()
-        out.append(HeldOutLab(id=point.id, label=point.label, measured_per_s=point.measured_per_s,
-                              predicted_per_s=tm.capacity_per_s(), bound=f"{b.name} {b.host}".strip(),
-                              lost=point.lost, accepted=point.accepted))
+        out.append(
+            HeldOutLab(
+                id=point.id,
+                label=point.label,
+                measured_per_s=point.measured_per_s,
+                predicted_per_s=tm.capacity_per_s(),
+                bound=f"{b.name} {b.host}".strip(),
+                lost=point.lost,
+                accepted=point.accepted,
+            )
+        )
     return out

@@ -24,8 +24,15 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from n8n_sizer.advisor.answer.contract import ROLE_NAMES, Roles
-from n8n_sizer.advisor.capacity import (P95_OF_EXPONENTIAL, RUNNER_CORES, SERVICE_CV2,
-                                        CapacityModel, HostShape, sakasegawa_wait_factor, softmin)
+from n8n_sizer.advisor.capacity import (
+    P95_OF_EXPONENTIAL,
+    RUNNER_CORES,
+    SERVICE_CV2,
+    CapacityModel,
+    HostShape,
+    sakasegawa_wait_factor,
+    softmin,
+)
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.roles import RoleDemands, role_demands
 from n8n_sizer.advisor.settings import BURST_FACTOR
@@ -125,9 +132,14 @@ class TopologyModel:
         d, lay = self.d, self.layout
         ingest = g.webhook / lay.webhooks if lay.webhooks else g.main
         work = g.workers / lay.workers
-        return self._h(g) * (ingest * (d.ingest_s + d.rest_ingest_s) + g.main * d.main_residual_s
-                             + work * (d.worker_s + d.rest_worker_s + d.runner_s) + g.postgres * d.postgres_s
-                             + g.redis * d.redis_s + g.load_balancer * d.load_balancer_s)
+        return self._h(g) * (
+            ingest * (d.ingest_s + d.rest_ingest_s)
+            + g.main * d.main_residual_s
+            + work * (d.worker_s + d.rest_worker_s + d.runner_s)
+            + g.postgres * d.postgres_s
+            + g.redis * d.redis_s
+            + g.load_balancer * d.load_balancer_s
+        )
 
     def _resource_bounds(self) -> list[TopologyBound]:
         d, lay = self.d, self.layout
@@ -138,27 +150,65 @@ class TopologyModel:
             if cpu > 0:
                 free = max(g.host.vcpu - self.model.idle_cores * g.processes, 1e-9)
                 roles = "+".join(r for r, n in g.counts().items() if n)
-                out.append(TopologyBound("host", roles, g.name, free / cpu,
-                                         f"{g.host.vcpu:g} vCPU / {cpu * 1000:.1f} ms CPU per execution of its roles"))
+                out.append(
+                    TopologyBound(
+                        "host",
+                        roles,
+                        g.name,
+                        free / cpu,
+                        f"{g.host.vcpu:g} vCPU / {cpu * 1000:.1f} ms CPU per execution of its roles",
+                    )
+                )
         main_g = lay.group_with("main")
         main_s = (d.main_residual_s if lay.webhooks else d.ingest_s) * self._h(main_g)
         pc = pcs[main_g.name]
-        out.append(TopologyBound("main", "main", main_g.name, pc / main_s,
-                                 f"main: {pc:.2f} cores / {main_s * 1000:.1f} ms per execution"))
+        out.append(
+            TopologyBound(
+                "main", "main", main_g.name, pc / main_s, f"main: {pc:.2f} cores / {main_s * 1000:.1f} ms per execution"
+            )
+        )
         for g in lay.groups:
             h, pc = self._h(g), pcs[g.name]
             if g.webhook:
-                out.append(TopologyBound("webhook", "webhook", g.name, lay.webhooks * pc / (h * d.ingest_s),
-                                         f"{lay.webhooks} webhook processor(s) x {pc:.2f} cores / {h * d.ingest_s * 1000:.1f} ms"))
+                out.append(
+                    TopologyBound(
+                        "webhook",
+                        "webhook",
+                        g.name,
+                        lay.webhooks * pc / (h * d.ingest_s),
+                        f"{lay.webhooks} webhook processor(s) x {pc:.2f} cores / {h * d.ingest_s * 1000:.1f} ms",
+                    )
+                )
             if g.workers:
-                out.append(TopologyBound("workers", "worker", g.name, lay.workers * pc / (h * d.worker_s),
-                                         f"{lay.workers} worker(s) x {pc:.2f} cores / {h * d.worker_s * 1000:.1f} ms"))
+                out.append(
+                    TopologyBound(
+                        "workers",
+                        "worker",
+                        g.name,
+                        lay.workers * pc / (h * d.worker_s),
+                        f"{lay.workers} worker(s) x {pc:.2f} cores / {h * d.worker_s * 1000:.1f} ms",
+                    )
+                )
                 if d.runner_s > 0:
-                    out.append(TopologyBound("runners", "worker", g.name, lay.workers * RUNNER_CORES / (h * d.runner_s),
-                                             f"{lay.workers} task runner(s) x 1 core / {h * d.runner_s * 1000:.0f} ms of Code node CPU"))
+                    out.append(
+                        TopologyBound(
+                            "runners",
+                            "worker",
+                            g.name,
+                            lay.workers * RUNNER_CORES / (h * d.runner_s),
+                            f"{lay.workers} task runner(s) x 1 core / {h * d.runner_s * 1000:.0f} ms of Code node CPU",
+                        )
+                    )
             if g.redis:
-                out.append(TopologyBound("redis", "redis", g.name, 1.0 / (h * d.redis_s),
-                                         f"Redis: 1 core (single-threaded) / {h * d.redis_s * 1000:.2f} ms per execution"))
+                out.append(
+                    TopologyBound(
+                        "redis",
+                        "redis",
+                        g.name,
+                        1.0 / (h * d.redis_s),
+                        f"Redis: 1 core (single-threaded) / {h * d.redis_s * 1000:.2f} ms per execution",
+                    )
+                )
         return out
 
     # --- questions -----------------------------------------------------------------------------
@@ -185,9 +235,16 @@ class TopologyModel:
         residence an execution can have. Sized by `worker_settings`, the slots sit above the CPU bounds."""
         lay = self.layout
         slots = lay.workers * lay.concurrency
-        out = self._bounds + [TopologyBound("slots", "worker", None, slots / (self.d.wait_s + self.path_s()),
-                                            f"{slots} execution slots / {1000 * (self.d.wait_s + self.path_s()):.0f} ms "
-                                            "per execution (Little's law)")]
+        out = self._bounds + [
+            TopologyBound(
+                "slots",
+                "worker",
+                None,
+                slots / (self.d.wait_s + self.path_s()),
+                f"{slots} execution slots / {1000 * (self.d.wait_s + self.path_s()):.0f} ms "
+                "per execution (Little's law)",
+            )
+        ]
         return sorted(out, key=lambda b: b.per_s)
 
     def capacity_per_s(self) -> float:
@@ -218,8 +275,9 @@ class TopologyModel:
         return 1000.0 * (self.d.wait_s + self.path_s() + P95_OF_EXPONENTIAL * wq)
 
 
-def worker_settings(model: CapacityModel, profile: WorkflowProfile, host: HostShape, workers_per_host: int
-                    ) -> tuple[int, int]:
+def worker_settings(
+    model: CapacityModel, profile: WorkflowProfile, host: HostShape, workers_per_host: int
+) -> tuple[int, int]:
     """(`worker --concurrency`, worker DB pool) for one worker, from the worker process alone: the most it
     can run (its own `process_cores` ceiling, or its runner's one core) at COMFORT_UTILISATION, through
     Little's law (in flight = rate x time in flight) x the burst factor. The time in flight is the wait plus
@@ -265,5 +323,11 @@ def plan_pools(tm: TopologyModel, capacity_per_s: float) -> PoolPlan:
         main, webhook = pools.ingest_pool_size(x), None
     conns = pools.connections(main, webhook or 0, lay.webhooks, worker, lay.workers)
     maxc = pools.recommended_max_connections(conns)
-    return PoolPlan(main=main, webhook=webhook, worker=worker, postgres_connections=conns, max_connections=maxc,
-                    connection_ram_mib=pools.connection_ram_mib(maxc))
+    return PoolPlan(
+        main=main,
+        webhook=webhook,
+        worker=worker,
+        postgres_connections=conns,
+        max_connections=maxc,
+        connection_ram_mib=pools.connection_ram_mib(maxc),
+    )

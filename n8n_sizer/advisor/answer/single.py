@@ -4,8 +4,19 @@ from __future__ import annotations
 
 from n8n_sizer.advisor import settings
 from n8n_sizer.advisor.answer import explain as explain
-from n8n_sizer.advisor.answer.base import (RENDER_TOPOLOGY, Basis, BindingBound, Candidate, Interval, Recommendation,
-                                          Request, ServerChoice, SingleChoice, SizeFit, request_echo)
+from n8n_sizer.advisor.answer.base import (
+    RENDER_TOPOLOGY,
+    Basis,
+    BindingBound,
+    Candidate,
+    Interval,
+    Recommendation,
+    Request,
+    ServerChoice,
+    SingleChoice,
+    SizeFit,
+    request_echo,
+)
 from n8n_sizer.advisor.answer.contract import HostGroup, PoolSizes, Roles
 from n8n_sizer.advisor.pools import connection_ram_mib
 from n8n_sizer.advisor.pools import (
@@ -17,17 +28,29 @@ RAM_WARN_SHARE = 0.8
 _ROLE = {"main": "main", "workers": "worker", "runners": "worker", "slots": "worker"}
 
 
-def build_single(basis: Basis, req: Request, s: SingleChoice, carries: bool, fits: list[SizeFit], usl_cap: float,
-                 queue_alt: Candidate | None) -> Recommendation:
+def build_single(
+    basis: Basis,
+    req: Request,
+    s: SingleChoice,
+    carries: bool,
+    fits: list[SizeFit],
+    usl_cap: float,
+    queue_alt: Candidate | None,
+) -> Recommendation:
     """One host's answer. `usl_cap`: the contention fit's ceiling for this setup (inf without one); `queue_alt`:
     the queue-mode setup with the most capacity on this host, when a regular answer's one process binds."""
     profile, c, opt, host = req.profile, s.cand, s.option, s.option.shape
     setup = c.setup
     low, mid, high = (min(v, usl_cap) for v in basis.fitted.throughput_interval(profile, setup, host))
-    where = (f"{opt.provider} {opt.size}" if opt.size else f"a {opt.vcpu}-vCPU server") + \
-        (" (shared-core)" if s.shared_core else "")
-    roles = Roles(main=1, workers=setup.workers, postgres=1 if setup.db == "postgres" else 0,
-                  redis=1 if setup.mode == "queue" else 0)
+    where = (f"{opt.provider} {opt.size}" if opt.size else f"a {opt.vcpu}-vCPU server") + (
+        " (shared-core)" if s.shared_core else ""
+    )
+    roles = Roles(
+        main=1,
+        workers=setup.workers,
+        postgres=1 if setup.db == "postgres" else 0,
+        redis=1 if setup.mode == "queue" else 0,
+    )
     on_host = "+".join(r for r, n in roles.counts().items() if n)  # the cores bind every role on the host
     role = "main" if setup.mode == "regular" and c.bound.name == "slots" else _ROLE.get(c.bound.name, on_host)
     bound = BindingBound(name=c.bound.name, role=role, host="server", why=c.bound.why)
@@ -37,57 +60,110 @@ def build_single(basis: Basis, req: Request, s: SingleChoice, carries: bool, fit
     extrapolated = explain.extrapolated(basis.fitted, profile, setup, host, warnings, False)
     util = basis.model.cpu_utilisation_at(profile, setup, host, min(req.rps, mid))
     if queue_alt is not None and util < 0.6:
-        warnings.append(f"one process is the ceiling ({c.bound.name}) while the cores are only ~{util:.0%} busy: the "
-                        f"queue-mode test's signal for queue mode, where {queue_alt.setup.workers} workers would carry "
-                        f"about {queue_alt.mid:.1f}/s on this host")
+        warnings.append(
+            f"one process is the ceiling ({c.bound.name}) while the cores are only ~{util:.0%} busy: the "
+            f"queue-mode test's signal for queue mode, where {queue_alt.setup.workers} workers would carry "
+            f"about {queue_alt.mid:.1f}/s on this host"
+        )
     if s.shared_core:
         soak = basis.soak
-        warnings.append(f"{opt.size} is shared-core (burstable): sustained capacity uses its {host.vcpu:g} vCPU "
-                        "baseline; bursts above it spend CPU credits"
-                        + (f"; its p95 rests on the measured e2-micro soak ({soak.id}: p95 {soak.results.p95_ms:,.0f} ms "
-                           f"at {soak.load.offered_rps:g} req/s)" if soak is not None else ""))
+        warnings.append(
+            f"{opt.size} is shared-core (burstable): sustained capacity uses its {host.vcpu:g} vCPU "
+            "baseline; bursts above it spend CPU credits"
+            + (
+                f"; its p95 rests on the measured e2-micro soak ({soak.id}: p95 {soak.results.p95_ms:,.0f} ms "
+                f"at {soak.load.offered_rps:g} req/s)"
+                if soak is not None
+                else ""
+            )
+        )
     if opt.provider == "gcp":
-        warnings.append("no GCP throughput measurement is embedded: e2 capacity is predicted at Hetzner's measured "
-                        "speed" + ("; the e2-micro soak measured latency only" if basis.soak is not None else ""))
+        warnings.append(
+            "no GCP throughput measurement is embedded: e2 capacity is predicted at Hetzner's measured "
+            "speed" + ("; the e2-micro soak measured latency only" if basis.soak is not None else "")
+        )
     warnings.extend(explain.measured_errors(basis.fitted, profile, setup, host, req.rps, carries))
     ram_idle, ram_peak = basis.ram.idle_mb(setup), basis.ram.peak_mb(setup)
     if opt.ram_mib is not None and ram_peak > RAM_WARN_SHARE * opt.ram_mib * 1.048576:
-        warnings.append(f"predicted peak stack RAM {ram_peak:.0f} MB is above {RAM_WARN_SHARE:.0%} of "
-                        f"{opt.size}'s {opt.ram_mib} MiB")
+        warnings.append(
+            f"predicted peak stack RAM {ram_peak:.0f} MB is above {RAM_WARN_SHARE:.0%} of "
+            f"{opt.size}'s {opt.ram_mib} MiB"
+        )
     if setup.production_limit is not None and opt.ram_mib is not None:
         # Each execution main has started holds ~6.5 MB until it finishes (ram.py): the limit bounds that memory.
         held = basis.ram.held_mb_per_execution * setup.production_limit
         room = RAM_WARN_SHARE * opt.ram_mib * 1.048576 - ram_idle
         if held > room:
             most = max(1, int(room / basis.ram.held_mb_per_execution))
-            warnings.append(f"N8N_CONCURRENCY_PRODUCTION_LIMIT={setup.production_limit} lets main hold ~{held:,.0f} MB of "
-                            f"running executions, more than {opt.size or 'this host'} has to spare (~{room:,.0f} MB): "
-                            f"lower it to {most}, or use queue mode (the backlog then waits in Redis)")
+            warnings.append(
+                f"N8N_CONCURRENCY_PRODUCTION_LIMIT={setup.production_limit} lets main hold ~{held:,.0f} MB of "
+                f"running executions, more than {opt.size or 'this host'} has to spare (~{room:,.0f} MB): "
+                f"lower it to {most}, or use queue mode (the backlog then waits in Redis)"
+            )
     if setup.mode == "queue" and setup.production_limit is None:
-        warnings.append("keep N8N_CONCURRENCY_PRODUCTION_LIMIT unset (-1) in queue mode: when set, each worker "
-                        "takes its limit from it instead of --concurrency (per worker, not a total)")
+        warnings.append(
+            "keep N8N_CONCURRENCY_PRODUCTION_LIMIT unset (-1) in queue mode: when set, each worker "
+            "takes its limit from it instead of --concurrency (per worker, not a total)"
+        )
     queue = setup.mode == "queue"
     maxc = recommended_max_connections(setup)
-    server = ServerChoice(provider=opt.provider, size=opt.size, vcpu=opt.vcpu, arch=host.arch,
-                          monthly_eur=opt.monthly_eur, shared_core=s.shared_core)
+    server = ServerChoice(
+        provider=opt.provider,
+        size=opt.size,
+        vcpu=opt.vcpu,
+        arch=host.arch,
+        monthly_eur=opt.monthly_eur,
+        shared_core=s.shared_core,
+    )
     return Recommendation(
-        request=request_echo(req), mode=c.mode, workers=setup.workers,
+        request=request_echo(req),
+        mode=c.mode,
+        workers=setup.workers,
         concurrency=setup.concurrency if queue else None,
-        concurrency_per_vcpu=(round(setup.workers * setup.concurrency / opt.vcpu, 2) if queue else
-                              round(setup.production_limit / opt.vcpu, 2) if setup.production_limit else None),
-        runner_concurrency=setup.runner_concurrency, production_limit=setup.production_limit,
+        concurrency_per_vcpu=(
+            round(setup.workers * setup.concurrency / opt.vcpu, 2)
+            if queue
+            else round(setup.production_limit / opt.vcpu, 2)
+            if setup.production_limit
+            else None
+        ),
+        runner_concurrency=setup.runner_concurrency,
+        production_limit=setup.production_limit,
         db_pool_size=PoolSizes(main=setup.db_pool_size, webhook=None, worker=setup.db_pool_size if queue else None),
-        postgres_connections=postgres_connections(setup), max_connections=maxc,
+        postgres_connections=postgres_connections(setup),
+        max_connections=maxc,
         max_connections_ram_mib=connection_ram_mib(maxc),
         redis=list(settings.REDIS_SETTINGS) if queue else [],
         queue_keep_last=settings.QUEUE_KEEP_LAST_JOBS if queue else None,
-        capacity_per_s=Interval(low=low, mid=mid, high=high), headroom=mid / req.rps - 1.0, feasible=carries,
+        capacity_per_s=Interval(low=low, mid=mid, high=high),
+        headroom=mid / req.rps - 1.0,
+        feasible=carries,
         cpu_utilisation=min(util, 1.0),
-        p95_ms=s.p95 if carries else None, bound=bound, ram_idle_mb=ram_idle, ram_peak_mb=ram_peak,
+        p95_ms=s.p95 if carries else None,
+        bound=bound,
+        ram_idle_mb=ram_idle,
+        ram_peak_mb=ram_peak,
         server=server,
-        topology=[HostGroup(name="server", provider=opt.provider, size=opt.size, vcpu=opt.vcpu, arch=host.arch,
-                            count=1, roles=roles, monthly_eur=opt.monthly_eur)],
-        webhook_processors=0, hosts=1, monthly_eur=opt.monthly_eur, render_command=RENDER_TOPOLOGY,
-        fits=fits, warnings=warnings,
+        topology=[
+            HostGroup(
+                name="server",
+                provider=opt.provider,
+                size=opt.size,
+                vcpu=opt.vcpu,
+                arch=host.arch,
+                count=1,
+                roles=roles,
+                monthly_eur=opt.monthly_eur,
+            )
+        ],
+        webhook_processors=0,
+        hosts=1,
+        monthly_eur=opt.monthly_eur,
+        render_command=RENDER_TOPOLOGY,
+        fits=fits,
+        warnings=warnings,
         evidence=explain.evidence(basis.fitted, basis.ram.evidence, profile, setup, host),
-        notes=list(basis.notes), extrapolated=extrapolated, setup=setup)
+        notes=list(basis.notes),
+        extrapolated=extrapolated,
+        setup=setup,
+    )

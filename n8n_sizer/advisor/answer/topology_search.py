@@ -24,8 +24,15 @@ from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.roles import role_demands
 from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, connection_budget, required_max_connections
 from n8n_sizer.advisor.setup import most_workers
-from n8n_sizer.advisor.answer.layout import (COMFORT_UTILISATION, Group, Layout, PoolPlan, TopologyModel, plan_pools,
-                                        worker_settings)
+from n8n_sizer.advisor.answer.layout import (
+    COMFORT_UTILISATION,
+    Group,
+    Layout,
+    PoolPlan,
+    TopologyModel,
+    plan_pools,
+    worker_settings,
+)
 
 MAX_HOSTS_DEFAULT = 40
 MAX_WEBHOOK_HOSTS = 12
@@ -49,7 +56,6 @@ class Scored:
     capacity_per_s: float
     cost: tuple  # (monthly EUR or inf, hosts): what "cheapest" compares
     pools: PoolPlan
-
 
     @property
     def hosts(self) -> int:
@@ -89,14 +95,23 @@ def webhooks_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostO
     h, v = model.host_factor(opt.shape), opt.shape.vcpu
     pc = model.process_cores_on(v)
     per_exec = h * (d.ingest_s + d.rest_ingest_s + d.load_balancer_s)
-    caps = [softmin([max(v - model.idle_cores * (k + 1), 1e-9) / per_exec, k * pc / (h * d.ingest_s)])
-            for k in range(1, 2 * opt.vcpu + 2)]
+    caps = [
+        softmin([max(v - model.idle_cores * (k + 1), 1e-9) / per_exec, k * pc / (h * d.ingest_s)])
+        for k in range(1, 2 * opt.vcpu + 2)
+    ]
     return _best_count(caps)
 
 
 def _group(name: str, opt: HostOption, count: int = 1, **roles: int) -> Group:
-    return Group(name=name, host=opt.shape, count=count, provider=opt.provider, size=opt.size,
-                 monthly_eur=opt.monthly_eur, **roles)
+    return Group(
+        name=name,
+        host=opt.shape,
+        count=count,
+        provider=opt.provider,
+        size=opt.size,
+        monthly_eur=opt.monthly_eur,
+        **roles,
+    )
 
 
 @dataclass(frozen=True)
@@ -124,11 +139,11 @@ class _Workers:
 
 def _capacity(front: _Front, workers: _Workers, n: int) -> float:
     """softmin(front bounds + n x worker bounds) = (F + n^-k W)^(-1/k), O(1) (capacity.softmin, k = SOFTMIN_K)."""
-    return (front.inv_k + n ** -SOFTMIN_K * workers.inv_k) ** (-1.0 / SOFTMIN_K)
+    return (front.inv_k + n**-SOFTMIN_K * workers.inv_k) ** (-1.0 / SOFTMIN_K)
 
 
 def _inv_k(values: list[float]) -> float:
-    return sum(v ** -SOFTMIN_K for v in values if math.isfinite(v))
+    return sum(v**-SOFTMIN_K for v in values if math.isfinite(v))
 
 
 class TopologySearch:
@@ -161,7 +176,10 @@ class TopologySearch:
                 if o.provider != data.provider:  # one cluster lives in one provider's private network
                     continue
                 k = self.kh[o]
-                base = (_group("data", data, postgres=1, redis=1), _group("ingest", o, main=1, webhook=k, load_balancer=1))
+                base = (
+                    _group("data", data, postgres=1, redis=1),
+                    _group("ingest", o, main=1, webhook=k, load_balancer=1),
+                )
                 for m in range(0, min(MAX_WEBHOOK_HOSTS, self.max_hosts - 3) + 1):
                     out.append(base + ((_group("webhook", o, m, webhook=k),) if m else ()))
         return [f for f in out if sum(g.count for g in f) < self.max_hosts]
@@ -181,10 +199,17 @@ class TopologySearch:
                 pools = plan_pools(tm, tm.capacity_per_s())
                 own = [b.per_s for b in bounds if not (b.host == "worker" or b.name == "slots")]
                 eur = [g.monthly_eur for g in groups]
-                fronts.append(_Front(groups, _inv_k(own), None if None in eur else sum(g.count * g.monthly_eur for g in groups),
-                                     sum(g.count for g in groups),
-                                     pools.postgres_connections - self.kw[ref_w] * tm.layout.worker_pool,
-                                     connection_budget(ram[(data.host, data.size)]), data.provider))
+                fronts.append(
+                    _Front(
+                        groups,
+                        _inv_k(own),
+                        None if None in eur else sum(g.count * g.monthly_eur for g in groups),
+                        sum(g.count for g in groups),
+                        pools.postgres_connections - self.kw[ref_w] * tm.layout.worker_pool,
+                        connection_budget(ram[(data.host, data.size)]),
+                        data.provider,
+                    )
+                )
             self._cached = (fronts, [self._workers(o, self.kw[o]) for o in self.options])
         return self._cached
 
@@ -244,6 +269,7 @@ class TopologySearch:
                     def meets(k: int) -> bool:
                         lay = self.layout(f.groups, w.option, k, w.k)
                         return TopologyModel(self.model, self.profile, lay).p95_ms(rate) <= p95_target_ms
+
                     if not meets(room):
                         continue
                     hi = room
@@ -261,8 +287,13 @@ class TopologySearch:
         ones did, so the most capacity never falls as the hosts grow)."""
         fronts, workers = self._parts()
         options = [self._workers(w.option, k) for w in workers for k in range(1, w.k + 1)]
-        found = [(_capacity(f, w, room), self._cost(f, w, room), f, w, room)
-                 for f in fronts for w in options for room in [self._room(f, w)] if room >= 1]
+        found = [
+            (_capacity(f, w, room), self._cost(f, w, room), f, w, room)
+            for f in fronts
+            for w in options
+            for room in [self._room(f, w)]
+            if room >= 1
+        ]
         if not found:
             return None
         # Within a negligible gain of the most, the cheapest (then the fewest hosts): never twice the hosts

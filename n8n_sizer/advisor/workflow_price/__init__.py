@@ -12,5 +12,15 @@ from n8n_sizer.advisor.workflow_price.export import MAX_NODES, ParsedExport, par
 from n8n_sizer.advisor.workflow_price.pricer import NodeLine, WorkflowPrice, price_workflow
 from n8n_sizer.advisor.workflow_price.table import Figure, NodeCostTable, NodeRow, load_node_costs
 
-__all__ = ["MAX_NODES", "Figure", "NodeCostTable", "NodeLine", "NodeRow", "ParsedExport", "WorkflowPrice",
-           "load_node_costs", "parse_export", "price_workflow"]
+__all__ = [
+    "MAX_NODES",
+    "Figure",
+    "NodeCostTable",
+    "NodeLine",
+    "NodeRow",
+    "ParsedExport",
+    "WorkflowPrice",
+    "load_node_costs",
+    "parse_export",
+    "price_workflow",
+]

@@ -71,10 +71,17 @@ def _p90(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
 
 
-def summarize(workflow: str, types: dict[str, str], executions: list[dict[str, Any]],
-              reference: list[dict[str, Any]], reference_node: str, measured_at: str,
-              n8n_version: str | None, runner_cpu_ms: float | None = None,
-              reference_runner_cpu_ms: float | None = None) -> Calibration:
+def summarize(
+    workflow: str,
+    types: dict[str, str],
+    executions: list[dict[str, Any]],
+    reference: list[dict[str, Any]],
+    reference_node: str,
+    measured_at: str,
+    n8n_version: str | None,
+    runner_cpu_ms: float | None = None,
+    reference_runner_cpu_ms: float | None = None,
+) -> Calibration:
     """Medians per node over `executions`; the Code round trip from `reference`'s trivial Code node `reference_node`.
     Each execution's node times are summed per node (a node that ran several times in one execution counts
     once per execution, with its total)."""
@@ -84,23 +91,39 @@ def summarize(workflow: str, types: dict[str, str], executions: list[dict[str, A
             per_node.setdefault(name, []).append(sum(values))
     trips = [sum(v) for ex in reference for name, v in node_times(ex).items() if name == reference_node]
     if not per_node or not trips:
-        raise InputError(f"calibration of {workflow}: no node execution times in n8n's execution data; check that "
-                         "the executions succeed and that n8n saves their data (EXECUTIONS_DATA_SAVE_ON_SUCCESS)")
+        raise InputError(
+            f"calibration of {workflow}: no node execution times in n8n's execution data; check that "
+            "the executions succeed and that n8n saves their data (EXECUTIONS_DATA_SAVE_ON_SUCCESS)"
+        )
     trip = statistics.median(trips)
-    nodes = tuple(NodeTiming(name=name, type=types.get(name, "unknown"), median_ms=round(statistics.median(v), 3),
-                             p90_ms=round(_p90(v), 3), samples=len(v)) for name, v in per_node.items())
+    nodes = tuple(
+        NodeTiming(
+            name=name,
+            type=types.get(name, "unknown"),
+            median_ms=round(statistics.median(v), 3),
+            p90_ms=round(_p90(v), 3),
+            samples=len(v),
+        )
+        for name, v in per_node.items()
+    )
     code_nodes = [n for n in nodes if n.type == CODE]
     by_time = sum(max(0.0, n.median_ms - trip) for n in code_nodes)
     code = by_time
     if runner_cpu_ms is not None and reference_runner_cpu_ms is not None:
         # The runner's CPU less one trivial Code node's per Code node: steady when the machine is busy.
         code = max(0.0, runner_cpu_ms - reference_runner_cpu_ms * len(code_nodes))
-    return Calibration(workflow=workflow, n8n_version=n8n_version, measured_at=measured_at,
-                       executions=len(executions), code_round_trip_ms=round(trip, 3), nodes=nodes,
-                       code_cpu_ms=round(code, 3), code_time_ms=round(by_time, 3),
-                       runner_cpu_ms=None if runner_cpu_ms is None else round(runner_cpu_ms, 3),
-                       reference_runner_cpu_ms=None if reference_runner_cpu_ms is None
-                       else round(reference_runner_cpu_ms, 3))
+    return Calibration(
+        workflow=workflow,
+        n8n_version=n8n_version,
+        measured_at=measured_at,
+        executions=len(executions),
+        code_round_trip_ms=round(trip, 3),
+        nodes=nodes,
+        code_cpu_ms=round(code, 3),
+        code_time_ms=round(by_time, 3),
+        runner_cpu_ms=None if runner_cpu_ms is None else round(runner_cpu_ms, 3),
+        reference_runner_cpu_ms=None if reference_runner_cpu_ms is None else round(reference_runner_cpu_ms, 3),
+    )
 
 
 def calibration_from_json(doc: Any, source: str = "--calibration") -> Calibration:
@@ -110,5 +133,7 @@ def calibration_from_json(doc: Any, source: str = "--calibration") -> Calibratio
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "the file"
-        raise InputError(f"{source}: not a calibration ({where}: {first.get('msg')}); write one with "
-                         "`n8n-sizer calibrate FILE --out calibration.json`") from None
+        raise InputError(
+            f"{source}: not a calibration ({where}: {first.get('msg')}); write one with "
+            "`n8n-sizer calibrate FILE --out calibration.json`"
+        ) from None

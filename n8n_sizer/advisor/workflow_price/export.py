@@ -46,8 +46,9 @@ def count_expressions(parameters: Any) -> int:
         value, depth = stack.pop()
         seen += 1
         if seen > MAX_VALUES or depth > MAX_DEPTH:
-            raise _refuse(f"a node's parameters are nested deeper than {MAX_DEPTH} levels or hold more than "
-                          f"{MAX_VALUES:,} values")
+            raise _refuse(
+                f"a node's parameters are nested deeper than {MAX_DEPTH} levels or hold more than {MAX_VALUES:,} values"
+            )
         if isinstance(value, str):
             found += value.startswith("=") and "{{" in value
         elif isinstance(value, dict):
@@ -88,7 +89,15 @@ def parse_export(export: Any) -> ParsedExport:
         disabled = item.get("disabled", False)
         if not isinstance(disabled, bool):
             raise _refuse(f"node {name[:80]!r}: `disabled` is not true or false")
-        parsed.append(ExportNode(name=name, type=type_, type_version=version, parameters=params, disabled=disabled,
-                                 expressions=count_expressions(params)))
+        parsed.append(
+            ExportNode(
+                name=name,
+                type=type_,
+                type_version=version,
+                parameters=params,
+                disabled=disabled,
+                expressions=count_expressions(params),
+            )
+        )
     title = export.get("name")
     return ParsedExport(name=title if isinstance(title, str) and title else "workflow", nodes=tuple(parsed))

@@ -89,8 +89,9 @@ def _spread(parts: list[tuple[float, float, float]], unknown: list[tuple[float, 
     return below, above
 
 
-def _posterior_spread(table: NodeCostTable, lines: list[NodeLine], items: int, ratio: float,
-                      light: float) -> tuple[float, float, float]:
+def _posterior_spread(
+    table: NodeCostTable, lines: list[NodeLine], items: int, ratio: float, light: float
+) -> tuple[float, float, float]:
     """(ms to add: the workflow's own measured effect, the ratio's 90% half-width from the refined covariance, the
     method's error left). The ratio's error is ((x - ratio x_light) . theta + effect) / light; a workflow the runs
     measured (the same counts) carries its own effect, pinned by them; any other keeps the validated error."""
@@ -136,8 +137,10 @@ def _roles(table: NodeCostTable, lines: list[NodeLine], total: float) -> dict[st
 
 def _check(items: int, code_cpu_ms: float | None, wait_ms_per_call: float | None, engine: str) -> None:
     if isinstance(items, bool) or not isinstance(items, int) or not 1 <= items <= MAX_ITEMS:
-        raise InputError(f"--items must be a whole number from 1 to {MAX_ITEMS:,} (got {items!r}); it is the items "
-                         "each node handles per execution")
+        raise InputError(
+            f"--items must be a whole number from 1 to {MAX_ITEMS:,} (got {items!r}); it is the items "
+            "each node handles per execution"
+        )
     for flag, value in (("--cpu-ms", code_cpu_ms), ("--wait-ms", wait_ms_per_call)):
         if value is not None and (not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0):
             raise InputError(f"{flag} must be a number >= 0 (got {value!r})")
@@ -145,9 +148,15 @@ def _check(items: int, code_cpu_ms: float | None, wait_ms_per_call: float | None
         raise InputError(f"unknown expression engine {engine!r}; accepted: {', '.join(ENGINES)}")
 
 
-def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_ms: float | None = None,
-                   wait_ms_per_call: float | None = None, engine: str = "default",
-                   mode: str = "regular") -> WorkflowPrice:
+def price_workflow(
+    export: dict,
+    table: NodeCostTable,
+    items: int = 1,
+    code_cpu_ms: float | None = None,
+    wait_ms_per_call: float | None = None,
+    engine: str = "default",
+    mode: str = "regular",
+) -> WorkflowPrice:
     """The workflow's n8n CPU per execution, node by node, and its ratio to light's (see the module docstring).
     `mode="queue"` prices from the queue-mode figures (`NodeCostTable.for_mode`), light priced in queue mode too."""
     _check(items, code_cpu_ms, wait_ms_per_call, engine)
@@ -170,19 +179,39 @@ def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_
     wait_ms, http_calls, triggers = 0.0, 0, 0
     for node in parsed.nodes:
         if node.type in NO_COST or node.disabled:
-            lines.append(NodeLine(name=node.name, type=node.type, row_id="none", cost_ms=0, low_ms=0, high_ms=0,
-                                  note="disabled" if node.disabled else "not executed"))
+            lines.append(
+                NodeLine(
+                    name=node.name,
+                    type=node.type,
+                    row_id="none",
+                    cost_ms=0,
+                    low_ms=0,
+                    high_ms=0,
+                    note="disabled" if node.disabled else "not executed",
+                )
+            )
             continue
         if node.type == WEBHOOK or node.type.lower().endswith("trigger"):
             triggers += 1
             note = "" if node.type == WEBHOOK else "a trigger other than the Webhook, priced as the Webhook base"
-            lines.append(NodeLine(name=node.name, type=node.type, row_id="base", cost_ms=0, low_ms=0, high_ms=0,
-                                  note=note or "in the base"))
+            lines.append(
+                NodeLine(
+                    name=node.name,
+                    type=node.type,
+                    row_id="base",
+                    cost_ms=0,
+                    low_ms=0,
+                    high_ms=0,
+                    note=note or "in the base",
+                )
+            )
             continue
         # Expressions are evaluated once per item; every extra item costs each node the per-item figure.
-        extra = (per_expr.ms * node.expressions * items + per_item.ms * (items - 1),
-                 per_expr.low_ms * node.expressions * items + per_item.low_ms * (items - 1),
-                 per_expr.high_ms * node.expressions * items + per_item.high_ms * (items - 1))
+        extra = (
+            per_expr.ms * node.expressions * items + per_item.ms * (items - 1),
+            per_expr.low_ms * node.expressions * items + per_item.low_ms * (items - 1),
+            per_expr.high_ms * node.expressions * items + per_item.high_ms * (items - 1),
+        )
         row = table.row(node.type)
         if row is None:
             unknown_types.add(node.type)
@@ -204,8 +233,18 @@ def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_
             else:
                 wait_ms += waited
         mid, low, high = max(mid, 0.0), max(low, 0.0), max(high, mid, 0.0)
-        lines.append(NodeLine(name=node.name, type=node.type, row_id=row_id, cost_ms=round(mid, 3),
-                              low_ms=round(low, 3), high_ms=round(high, 3), expressions=node.expressions, note=note))
+        lines.append(
+            NodeLine(
+                name=node.name,
+                type=node.type,
+                row_id=row_id,
+                cost_ms=round(mid, 3),
+                low_ms=round(low, 3),
+                high_ms=round(high, 3),
+                expressions=node.expressions,
+                note=note,
+            )
+        )
     if triggers == 0:
         notes.append("no trigger node: priced as if a Webhook started it")
     if http_calls:
@@ -218,8 +257,10 @@ def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_
     base = table.base
     if engine == "legacy":
         if table.legacy_base is None:
-            raise InputError("the node cost table has no legacy-engine base; re-measure it with "
-                             "benchmarks/node_costs.py or use the default engine")
+            raise InputError(
+                "the node cost table has no legacy-engine base; re-measure it with "
+                "benchmarks/node_costs.py or use the default engine"
+            )
         # Measured: the per-execution set-up of the isolated engine is most of what legacy saves.
         base = table.legacy_base
     nodes_mid = sum(line.cost_ms for line in lines)
@@ -248,16 +289,27 @@ def price_workflow(export: dict, table: NodeCostTable, items: int = 1, code_cpu_
         high_ratio = mid_ratio + math.hypot(spread, model) + unknown_above / light
     ratio = (mid_ratio, low_ratio, high_ratio)
     if table.mode == "queue":
-        borrowed = sorted({line.type for line in lines if line.row_id not in ("base", "none", "unknown")}
-                          - {r.type for r in table.nodes if r.roles is not None})
+        borrowed = sorted(
+            {line.type for line in lines if line.row_id not in ("base", "none", "unknown")}
+            - {r.type for r in table.nodes if r.roles is not None}
+        )
         if borrowed:
             notes.append(f"priced from regular-mode rows (not measured in queue mode): {', '.join(borrowed)}")
     return WorkflowPrice(
-        name=parsed.name, engine=engine, mode=table.mode,
-        refined_from=table.posterior.runs if table.posterior is not None else (), role_ms=_roles(table, lines, mid_total), items=items, lines=tuple(lines), base_ms=base.ms,
-        overhead_ms=(round(mid_total, 3), round(low_total, 3), round(high_total, 3)), light_ms=round(light, 3),
+        name=parsed.name,
+        engine=engine,
+        mode=table.mode,
+        refined_from=table.posterior.runs if table.posterior is not None else (),
+        role_ms=_roles(table, lines, mid_total),
+        items=items,
+        lines=tuple(lines),
+        base_ms=base.ms,
+        overhead_ms=(round(mid_total, 3), round(low_total, 3), round(high_total, 3)),
+        light_ms=round(light, 3),
         overhead_ratio_to_light=tuple(round(r, 4) for r in ratio),
         relative_uncertainty=round((high_ratio - low_ratio) / (2 * mid_ratio), 4) if mid_ratio else 0.0,
-        code_cpu_ms=float(code_cpu_ms or 0.0), wait_ms=round(wait_ms, 3), unknown_types=tuple(sorted(unknown_types)),
-        notes=tuple(notes))
-
+        code_cpu_ms=float(code_cpu_ms or 0.0),
+        wait_ms=round(wait_ms, 3),
+        unknown_types=tuple(sorted(unknown_types)),
+        notes=tuple(notes),
+    )

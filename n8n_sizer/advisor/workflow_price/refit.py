@@ -87,7 +87,7 @@ def _prior(table: NodeCostTable) -> tuple[np.ndarray, np.ndarray]:
         n = len(figs)
         return mean, np.array(table.posterior.covariance)[:n, :n]
     sd = np.array([max((f.high_ms - f.low_ms) / (2 * Z90), MIN_SD_MS) for f in figs])
-    return mean, np.diag(sd ** 2)
+    return mean, np.diag(sd**2)
 
 
 def _vector(x: dict[str, float], ids: list[str]) -> np.ndarray:
@@ -145,16 +145,32 @@ def refine_table(table: NodeCostTable, observations: list[Observation]) -> tuple
     sd = np.sqrt(np.diag(post_cov))
 
     def fig(i: int, old: Figure) -> Figure:
-        return Figure(ms=round(float(post[i]), 3), low_ms=round(float(post[i] - Z90 * sd[i]), 3),
-                      high_ms=round(float(post[i] + Z90 * sd[i]), 3), per_round=old.per_round, roles=old.roles)
+        return Figure(
+            ms=round(float(post[i]), 3),
+            low_ms=round(float(post[i] - Z90 * sd[i]), 3),
+            high_ms=round(float(post[i] + Z90 * sd[i]), 3),
+            per_round=old.per_round,
+            roles=old.roles,
+        )
 
     nodes = tuple(r.model_copy(update={"cpu": fig(1 + k, r.cpu)}) for k, r in enumerate(table.nodes))
     expr = fig(len(ids) - 1, table.per_expression_ms["default"])
-    refined = table.model_copy(update={
-        "base": fig(0, table.base), "nodes": nodes,
-        "per_expression_ms": {**table.per_expression_ms, "default": expr},
-        "posterior": Posterior(ids=tuple(ids), covariance=tuple(tuple(float(v) for v in row) for row in post_cov),
-                               effects=tuple(zip(effects, (float(v) for v in post[n:]))), runs=tuple(used))})
-    moved = {i: (round(float(mean[j]), 3), round(float(post[j]), 3)) for j, i in enumerate(ids)
-             if abs(post[j] - mean[j]) >= 0.01 * max(abs(mean[j]), 0.1)}
+    refined = table.model_copy(
+        update={
+            "base": fig(0, table.base),
+            "nodes": nodes,
+            "per_expression_ms": {**table.per_expression_ms, "default": expr},
+            "posterior": Posterior(
+                ids=tuple(ids),
+                covariance=tuple(tuple(float(v) for v in row) for row in post_cov),
+                effects=tuple(zip(effects, (float(v) for v in post[n:]))),
+                runs=tuple(used),
+            ),
+        }
+    )
+    moved = {
+        i: (round(float(mean[j]), 3), round(float(post[j]), 3))
+        for j, i in enumerate(ids)
+        if abs(post[j] - mean[j]) >= 0.01 * max(abs(mean[j]), 0.1)
+    }
     return refined, RefitReport(used=tuple(used), skipped=tuple(skipped), moved=moved)

@@ -86,12 +86,19 @@ class NodeCostTable(Frozen):
         legacy = None
         if self.legacy_base is not None and self.base.ms > 0:  # legacy was measured in regular mode: its ratio
             k = q.base.ms / self.base.ms
-            legacy = Figure(ms=self.legacy_base.ms * k, low_ms=self.legacy_base.low_ms * k,
-                            high_ms=self.legacy_base.high_ms * k)
-        return self.model_copy(update={"base": q.base, "light": q.light or self.light, "nodes": nodes,
-                                       "legacy_base": legacy,
-                                       "per_expression_ms": {**self.per_expression_ms, **q.per_expression_ms},
-                                       "mode": "queue"})
+            legacy = Figure(
+                ms=self.legacy_base.ms * k, low_ms=self.legacy_base.low_ms * k, high_ms=self.legacy_base.high_ms * k
+            )
+        return self.model_copy(
+            update={
+                "base": q.base,
+                "light": q.light or self.light,
+                "nodes": nodes,
+                "legacy_base": legacy,
+                "per_expression_ms": {**self.per_expression_ms, **q.per_expression_ms},
+                "mode": "queue",
+            }
+        )
 
     def queue_rows(self) -> set[str]:
         """Node types the queue campaign measured (the others borrow their regular row in queue mode)."""

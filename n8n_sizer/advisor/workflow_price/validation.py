@@ -57,14 +57,30 @@ def validate_prices(table: NodeCostTable | None = None) -> PriceValidation:
     for p in doc["points"]:
         mid, low, high = price_workflow(p["definition"], table, items=p["items"]).overhead_ratio_to_light
         rate, cpu = statistics.median(p["measured_rate_ratio"]), statistics.median(p["measured_cpu_ratio"])
-        points.append(PricePoint(key=p["key"], items=p["items"], predicted=mid, low=low, high=high,
-                                 measured_rate_ratio=round(rate, 4), measured_cpu_ratio=round(cpu, 4),
-                                 error_pct=round((mid / rate - 1) * 100, 1), cpu_error_pct=round((mid / cpu - 1) * 100, 1),
-                                 rounds=len(p["measured_rate_ratio"]), runs=tuple(p["runs"])))
+        points.append(
+            PricePoint(
+                key=p["key"],
+                items=p["items"],
+                predicted=mid,
+                low=low,
+                high=high,
+                measured_rate_ratio=round(rate, 4),
+                measured_cpu_ratio=round(cpu, 4),
+                error_pct=round((mid / rate - 1) * 100, 1),
+                cpu_error_pct=round((mid / cpu - 1) * 100, 1),
+                rounds=len(p["measured_rate_ratio"]),
+                runs=tuple(p["runs"]),
+            )
+        )
     errors = [abs(p.error_pct) for p in points]
     cpu_errors = [abs(p.cpu_error_pct) for p in points]
     inside = sum(p.low <= p.measured_rate_ratio <= p.high for p in points) / len(points)
-    return PriceValidation(points=tuple(points), median_abs_pct_error=statistics.median(errors),
-                           max_abs_pct_error=max(errors), cpu_median_abs_pct_error=statistics.median(cpu_errors),
-                           cpu_max_abs_pct_error=max(cpu_errors), inside_interval=round(inside, 3),
-                           campaigns=tuple(doc["about"]["campaigns"]))
+    return PriceValidation(
+        points=tuple(points),
+        median_abs_pct_error=statistics.median(errors),
+        max_abs_pct_error=max(errors),
+        cpu_median_abs_pct_error=statistics.median(cpu_errors),
+        cpu_max_abs_pct_error=max(cpu_errors),
+        inside_interval=round(inside, 3),
+        campaigns=tuple(doc["about"]["campaigns"]),
+    )

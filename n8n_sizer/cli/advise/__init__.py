@@ -24,35 +24,108 @@ advise --rps 10 --workflow my-flow.json --wait-ms 300
 
 
 def advise(
-    rps: Optional[float] = typer.Option(None, "--rps", help="Sustained webhook rate to carry, requests per second (> 0)."),
-    vcpu: Optional[int] = typer.Option(None, "--vcpu", help="vCPUs of each host; omit to get the cheapest catalog sizes that fit."),
-    max_hosts: Optional[int] = typer.Option(None, "--max-hosts", help="Most hosts in the answer (default 40, or 1 with --compose); 1 asks the single-server question."),
+    rps: Optional[float] = typer.Option(
+        None, "--rps", help="Sustained webhook rate to carry, requests per second (> 0)."
+    ),
+    vcpu: Optional[int] = typer.Option(
+        None, "--vcpu", help="vCPUs of each host; omit to get the cheapest catalog sizes that fit."
+    ),
+    max_hosts: Optional[int] = typer.Option(
+        None,
+        "--max-hosts",
+        help="Most hosts in the answer (default 40, or 1 with --compose); 1 asks the single-server question.",
+    ),
     arch: str = typer.Option("x86", "--arch", help="CPU architecture: x86 or arm."),
     provider: Optional[str] = typer.Option(None, "--provider", help="Limit server sizes to hetzner or gcp."),
-    workload: Optional[str] = typer.Option(None, "--workload", help="light (default) or code-heavy (see docs/advise.md); not with --cpu-ms/--wait-ms."),
-    cpu_ms: Optional[float] = typer.Option(None, "--cpu-ms", help="Custom profile: CPU ms your Code nodes spend per execution."),
-    wait_ms: Optional[float] = typer.Option(None, "--wait-ms", help="Custom profile: ms each execution waits on I/O (Wait, API calls)."),
+    workload: Optional[str] = typer.Option(
+        None, "--workload", help="light (default) or code-heavy (see docs/advise.md); not with --cpu-ms/--wait-ms."
+    ),
+    cpu_ms: Optional[float] = typer.Option(
+        None, "--cpu-ms", help="Custom profile: CPU ms your Code nodes spend per execution."
+    ),
+    wait_ms: Optional[float] = typer.Option(
+        None, "--wait-ms", help="Custom profile: ms each execution waits on I/O (Wait, API calls)."
+    ),
     p95_ms: Optional[float] = typer.Option(None, "--p95-ms", help="p95 latency target in ms at the requested rate."),
-    results: Optional[Path] = typer.Option(None, "--results", help="Folder of your bench results to refit the model on."),
-    validate: bool = typer.Option(False, "--validate", help="Leave-one-out accuracy over the embedded measurements, then exit."),
-    burst: Optional[float] = typer.Option(None, "--burst", help="A burst at --rps x this multiple (e.g. 4): backlog, drain time, p95 and what to put in front; with --burst-seconds."),
+    results: Optional[Path] = typer.Option(
+        None, "--results", help="Folder of your bench results to refit the model on."
+    ),
+    validate: bool = typer.Option(
+        False, "--validate", help="Leave-one-out accuracy over the embedded measurements, then exit."
+    ),
+    burst: Optional[float] = typer.Option(
+        None,
+        "--burst",
+        help="A burst at --rps x this multiple (e.g. 4): backlog, drain time, p95 and what to put in front; with --burst-seconds.",
+    ),
     burst_seconds: Optional[float] = typer.Option(None, "--burst-seconds", help="How long the --burst lasts, seconds."),
-    drain_seconds: Optional[float] = typer.Option(None, "--drain-seconds", help="With --burst: its backlog must be worked off within this many seconds (with --p95-ms, the burst's p95 too); the answer is sized up until it is."),
+    drain_seconds: Optional[float] = typer.Option(
+        None,
+        "--drain-seconds",
+        help="With --burst: its backlog must be worked off within this many seconds (with --p95-ms, the burst's p95 too); the answer is sized up until it is.",
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of the report."),
-    compose: Optional[str] = typer.Option(None, "--compose", help="Also render the recommended stack into this folder."),
-    generate_missing_secrets: bool = typer.Option(False, "--generate-missing-secrets", help="--compose: an existing .env there lacks a secret: generate it (never replaces one that is there)."),
-    topology: Optional[Path] = typer.Option(None, "--topology", help="Score this topology (advise --json output, or {\"topology\": [...]}) instead of searching: its capacity, bound and pools."),
-    workflow: Optional[Path] = typer.Option(None, "--workflow", help="Price your workflow export (the JSON n8n's editor downloads) from its nodes, no bench run: docs/workflow-price.md. --cpu-ms is then its Code nodes' own CPU, --wait-ms each HTTP call's wait."),
-    items: Optional[int] = typer.Option(None, "--items", help="With --workflow: items per execution (each node runs once per item)."),
-    calibration: Optional[Path] = typer.Option(None, "--calibration", help="With --workflow: the Code nodes' CPU from `n8n-sizer calibrate FILE`."),
-    expression_engine: str = typer.Option("default", "--expression-engine", help="With --workflow: price under n8n's default (isolated) expression engine or legacy (faster, not isolated)."),
-    on_this_machine: bool = typer.Option(False, "--on-this-machine", help="With --topology: every host shares this machine's cores at this machine's measured speed (the lab, docs/lab.md)."),
+    compose: Optional[str] = typer.Option(
+        None, "--compose", help="Also render the recommended stack into this folder."
+    ),
+    generate_missing_secrets: bool = typer.Option(
+        False,
+        "--generate-missing-secrets",
+        help="--compose: an existing .env there lacks a secret: generate it (never replaces one that is there).",
+    ),
+    topology: Optional[Path] = typer.Option(
+        None,
+        "--topology",
+        help='Score this topology (advise --json output, or {"topology": [...]}) instead of searching: its capacity, bound and pools.',
+    ),
+    workflow: Optional[Path] = typer.Option(
+        None,
+        "--workflow",
+        help="Price your workflow export (the JSON n8n's editor downloads) from its nodes, no bench run: docs/workflow-price.md. --cpu-ms is then its Code nodes' own CPU, --wait-ms each HTTP call's wait.",
+    ),
+    items: Optional[int] = typer.Option(
+        None, "--items", help="With --workflow: items per execution (each node runs once per item)."
+    ),
+    calibration: Optional[Path] = typer.Option(
+        None, "--calibration", help="With --workflow: the Code nodes' CPU from `n8n-sizer calibrate FILE`."
+    ),
+    expression_engine: str = typer.Option(
+        "default",
+        "--expression-engine",
+        help="With --workflow: price under n8n's default (isolated) expression engine or legacy (faster, not isolated).",
+    ),
+    on_this_machine: bool = typer.Option(
+        False,
+        "--on-this-machine",
+        help="With --topology: every host shares this machine's cores at this machine's measured speed (the lab, docs/lab.md).",
+    ),
 ) -> None:
     from n8n_sizer.cli.advise.view import AdviseOptions, run_advise
 
-    return run_advise(AdviseOptions(
-        rps=rps, vcpu=vcpu, max_hosts=max_hosts, arch=arch, provider=provider, workload=workload, cpu_ms=cpu_ms,
-        wait_ms=wait_ms, p95_ms=p95_ms, results=results, validate=validate, json_out=json_out, compose=compose,
-        generate_missing_secrets=generate_missing_secrets, burst=burst, burst_seconds=burst_seconds,
-        drain_seconds=drain_seconds, topology=topology, on_this_machine=on_this_machine, workflow=workflow,
-        items=items, calibration=calibration, expression_engine=expression_engine))
+    return run_advise(
+        AdviseOptions(
+            rps=rps,
+            vcpu=vcpu,
+            max_hosts=max_hosts,
+            arch=arch,
+            provider=provider,
+            workload=workload,
+            cpu_ms=cpu_ms,
+            wait_ms=wait_ms,
+            p95_ms=p95_ms,
+            results=results,
+            validate=validate,
+            json_out=json_out,
+            compose=compose,
+            generate_missing_secrets=generate_missing_secrets,
+            burst=burst,
+            burst_seconds=burst_seconds,
+            drain_seconds=drain_seconds,
+            topology=topology,
+            on_this_machine=on_this_machine,
+            workflow=workflow,
+            items=items,
+            calibration=calibration,
+            expression_engine=expression_engine,
+        )
+    )

@@ -8,15 +8,19 @@ from n8n_sizer.cli.text import table as _table
 def print_burst(b) -> None:
     drain = "never (capacity <= base rate)" if b.drain_s is None else f"{b.drain_s:,.0f} s"
     p95 = "n/a" if b.p95_ms is None else f"{b.p95_ms:,.0f} ms"
-    print(f"\nburst: {b.peak_multiple:g}x for {b.burst_s:g} s = {b.peak_per_s:g} req/s against {b.capacity_per_s:.1f} "
-          f"req/s capacity\n  backlog at its end  {b.backlog_max:,.0f}\n  drain time          {drain}\n"
-          f"  p95 during it       {p95} (queue wait p95 {b.queue_wait_p95_ms:,.0f} ms)\n  advice              {b.advice}")
+    print(
+        f"\nburst: {b.peak_multiple:g}x for {b.burst_s:g} s = {b.peak_per_s:g} req/s against {b.capacity_per_s:.1f} "
+        f"req/s capacity\n  backlog at its end  {b.backlog_max:,.0f}\n  drain time          {drain}\n"
+        f"  p95 during it       {p95} (queue wait p95 {b.queue_wait_p95_ms:,.0f} ms)\n  advice              {b.advice}"
+    )
 
 
 def _mode_text(rec) -> str:
     if _spread(rec):
-        return (f"queue across {rec.hosts} host(s): {rec.webhook_processors} webhook processor(s) behind a load balancer, "
-                f"{rec.workers} workers (each with its own task runner), one main")
+        return (
+            f"queue across {rec.hosts} host(s): {rec.webhook_processors} webhook processor(s) behind a load balancer, "
+            f"{rec.workers} workers (each with its own task runner), one main"
+        )
     if rec.mode == "queue":
         return f"queue (EXECUTIONS_MODE=queue, {rec.workers} worker(s), each with its own task runner)"
     if rec.mode == "regular-limit":
@@ -43,11 +47,15 @@ def _hosts_text(r: dict, one_host: bool = False) -> str:
 def _pool_text(rec) -> str:
     p = rec.db_pool_size
     if _spread(rec):
-        return (f"main {p.main}, webhook {p.webhook}, worker {p.worker}  -> {rec.postgres_connections} Postgres connections "
-                f"((main + 1) + {rec.webhook_processors} x webhook + {rec.workers} x worker); max_connections "
-                f"{rec.max_connections} (~{rec.max_connections_ram_mib:,.0f} MiB of backends)")
-    return (f"{p.main}  -> {rec.postgres_connections} Postgres connections ((pool + 1) + {rec.workers} x pool); "
-            f"max_connections {rec.max_connections}")
+        return (
+            f"main {p.main}, webhook {p.webhook}, worker {p.worker}  -> {rec.postgres_connections} Postgres connections "
+            f"((main + 1) + {rec.webhook_processors} x webhook + {rec.workers} x worker); max_connections "
+            f"{rec.max_connections} (~{rec.max_connections_ram_mib:,.0f} MiB of backends)"
+        )
+    return (
+        f"{p.main}  -> {rec.postgres_connections} Postgres connections ((pool + 1) + {rec.workers} x pool); "
+        f"max_connections {rec.max_connections}"
+    )
 
 
 COMFORT = 0.7  # advisor.answer.layout.COMFORT_UTILISATION, kept here so that printing imports no advisor
@@ -59,32 +67,38 @@ def _carries(carries: bool, comfortable: bool) -> str:
 
 def _verdict(rec) -> str:
     mid, rps = rec.capacity_per_s.mid, rec.request["rps"]
-    one = (f"one {rec.one_host.vcpu}-vCPU server " if rec.one_host is not None else "")
+    one = f"one {rec.one_host.vcpu}-vCPU server " if rec.one_host is not None else ""
     if rec.comfortable:
         return f"{one}carries it ({rps / mid:.0%} of its capacity)"
     if rec.feasible:
         return f"{one}carries it, with little headroom ({rps / mid:.0%} of its capacity): a burst will queue"
-    return f"{one}does NOT carry it: about {mid:.1f}/s at most" + ("; see the ways past it below"
-                                                                    if rec.alternatives else "")
+    return f"{one}does NOT carry it: about {mid:.1f}/s at most" + (
+        "; see the ways past it below" if rec.alternatives else ""
+    )
 
 
 def print_recommendation(rec, changes, written, compose, refitted) -> None:
     out = []
     r = rec.request
-    profile = r["workload"] + (f" ({r['cpu_ms']:g} ms Code CPU, {r['wait_ms']:g} ms wait)" if r["workload"] == "custom" else "")
+    profile = r["workload"] + (
+        f" ({r['cpu_ms']:g} ms Code CPU, {r['wait_ms']:g} ms wait)" if r["workload"] == "custom" else ""
+    )
     size = "" if r.get("topology") else f"{'%d vCPU' % r['vcpu'] if r['vcpu'] else 'any size'} "
-    out.append(f"# n8n-sizer advise: {r['rps']:g} req/s, {size}"
-               f"{r['arch']}{', ' + r['provider'] if r['provider'] else ''}, workload {profile}"
-               f"{', p95 <= %g ms' % r['p95_ms'] if r['p95_ms'] else ''}, {_hosts_text(r, rec.one_host is not None)}"
-               f"{'  [refitted on your results]' if refitted else ''}")
+    out.append(
+        f"# n8n-sizer advise: {r['rps']:g} req/s, {size}"
+        f"{r['arch']}{', ' + r['provider'] if r['provider'] else ''}, workload {profile}"
+        f"{', p95 <= %g ms' % r['p95_ms'] if r['p95_ms'] else ''}, {_hosts_text(r, rec.one_host is not None)}"
+        f"{'  [refitted on your results]' if refitted else ''}"
+    )
     cap = rec.capacity_per_s
     server = rec.server
     eur = f", {rec.monthly_eur:.2f} EUR/month" if rec.monthly_eur is not None else ""
     if rec.hosts > 1:
         where = f"{rec.hosts} hosts{eur} (see the topology below)"
     else:
-        where = (f"{server.provider} {server.size}" if server.size else "your server") + \
-                f" ({server.vcpu:g} vCPU {server.arch}{eur})"
+        where = (
+            f"{server.provider} {server.size}" if server.size else "your server"
+        ) + f" ({server.vcpu:g} vCPU {server.arch}{eur})"
     b = rec.bound
     lines = [
         ("verdict", _verdict(rec) + ("  (extrapolated)" if rec.extrapolated else "")),
@@ -92,22 +106,45 @@ def print_recommendation(rec, changes, written, compose, refitted) -> None:
         ("mode", _mode_text(rec)),
     ]
     if rec.mode == "queue":
-        lines += [("workers", str(rec.workers)), ("worker --concurrency", str(rec.concurrency)),
-                  ("concurrency per vCPU", f"{rec.concurrency_per_vcpu:g} execution slots per worker-host vCPU")]
-    lines += [("concurrency setting", rec.concurrency_setting),
-              ("N8N_RUNNERS_MAX_CONCURRENCY", str(rec.runner_concurrency))]
+        lines += [
+            ("workers", str(rec.workers)),
+            ("worker --concurrency", str(rec.concurrency)),
+            ("concurrency per vCPU", f"{rec.concurrency_per_vcpu:g} execution slots per worker-host vCPU"),
+        ]
+    lines += [
+        ("concurrency setting", rec.concurrency_setting),
+        ("N8N_RUNNERS_MAX_CONCURRENCY", str(rec.runner_concurrency)),
+    ]
     if rec.production_limit is not None:
         lines += [("N8N_CONCURRENCY_PRODUCTION_LIMIT", str(rec.production_limit))]
     if rec.queue_keep_last is not None:
-        lines += [("N8N_EXECUTIONS_QUEUE_KEEP_LAST_*", f"{rec.queue_keep_last} (_COMPLETED and _FAILED; n8n's 0 can "
-                                                       "leave a webhook unanswered, see docs/findings/queue-webhook-hang.md)")]
+        lines += [
+            (
+                "N8N_EXECUTIONS_QUEUE_KEEP_LAST_*",
+                f"{rec.queue_keep_last} (_COMPLETED and _FAILED; n8n's 0 can "
+                "leave a webhook unanswered, see docs/findings/queue-webhook-hang.md)",
+            )
+        ]
     lines += [
         ("DB_POSTGRESDB_POOL_SIZE", _pool_text(rec)),
-        ("capacity", f"{cap.mid:.1f} executions/s (90% interval {cap.low:.1f} to {cap.high:.1f}), bound by {b.name}"
-                     f" ({b.role}{' on ' + b.host if b.host else ''}: {b.why})"),
-        ("headroom", f"{rec.headroom:+.0%} at {r['rps']:g}/s"
-                     + (f"; CPU use about {rec.cpu_utilisation:.0%} of the busiest host's cores" if rec.cpu_utilisation is not None else "")),
-        ("p95 at that rate", f"{rec.p95_ms:,.0f} ms (server side, Poisson arrivals)" if rec.p95_ms is not None else "n/a: not carried"),
+        (
+            "capacity",
+            f"{cap.mid:.1f} executions/s (90% interval {cap.low:.1f} to {cap.high:.1f}), bound by {b.name}"
+            f" ({b.role}{' on ' + b.host if b.host else ''}: {b.why})",
+        ),
+        (
+            "headroom",
+            f"{rec.headroom:+.0%} at {r['rps']:g}/s"
+            + (
+                f"; CPU use about {rec.cpu_utilisation:.0%} of the busiest host's cores"
+                if rec.cpu_utilisation is not None
+                else ""
+            ),
+        ),
+        (
+            "p95 at that rate",
+            f"{rec.p95_ms:,.0f} ms (server side, Poisson arrivals)" if rec.p95_ms is not None else "n/a: not carried",
+        ),
     ]
     if rec.ram_idle_mb is not None:
         lines.append(("stack RAM", f"{rec.ram_idle_mb:,.0f} MB idle, {rec.ram_peak_mb:,.0f} MB peak"))
@@ -119,38 +156,76 @@ def print_recommendation(rec, changes, written, compose, refitted) -> None:
     rows = []
     for g in rec.topology:
         roles = ", ".join(f"{k} {v}" for k, v in g.roles.counts().items() if v)
-        rows.append([g.name, str(g.count), f"{g.provider or '-'} {g.size or '-'}", str(g.vcpu),
-                     f"{g.monthly_eur:.2f}" if g.monthly_eur is not None else "-", roles])
+        rows.append(
+            [
+                g.name,
+                str(g.count),
+                f"{g.provider or '-'} {g.size or '-'}",
+                str(g.vcpu),
+                f"{g.monthly_eur:.2f}" if g.monthly_eur is not None else "-",
+                roles,
+            ]
+        )
     out += ["  " + x for x in _table(rows, ["group", "hosts", "size", "vCPU", "EUR/month each", "roles"])]
     if rec.warnings:
         out += ["", "warnings:"] + [f"  - {w}" for w in rec.warnings]
     if rec.alternatives:
         out += ["", "ways past it (each priced; ask its command for the whole answer, then render it):"]
-        rows = [[a.what, str(a.hosts), f"{a.monthly_eur:.2f}" if a.monthly_eur is not None else "-",
-                 f"{a.capacity_per_s.mid:.1f}", _carries(a.carries, a.comfortable), a.advise_command]
-                for a in rec.alternatives]
+        rows = [
+            [
+                a.what,
+                str(a.hosts),
+                f"{a.monthly_eur:.2f}" if a.monthly_eur is not None else "-",
+                f"{a.capacity_per_s.mid:.1f}",
+                _carries(a.carries, a.comfortable),
+                a.advise_command,
+            ]
+            for a in rec.alternatives
+        ]
         out += ["  " + x for x in _table(rows, ["option", "hosts", "EUR/month", "capacity/s", "carries", "command"])]
-    rows = [[f.provider, f.size, str(f.vcpu), f.arch, f"{f.monthly_eur:.2f}",
-             f"queue {f.workers}w" if f.mode == "queue" else f.mode, f"{f.capacity_per_s:.1f}",
-             _carries(f.carries, f.comfortable)] for f in rec.fits]
+    rows = [
+        [
+            f.provider,
+            f.size,
+            str(f.vcpu),
+            f.arch,
+            f"{f.monthly_eur:.2f}",
+            f"queue {f.workers}w" if f.mode == "queue" else f.mode,
+            f"{f.capacity_per_s:.1f}",
+            _carries(f.carries, f.comfortable),
+        ]
+        for f in rec.fits
+    ]
     vcpu = f"{r['vcpu']}-vCPU " if r.get("vcpu") else ""
-    out += ["", f"single {vcpu}catalog sizes for this rate (carries: the verdict's rule, at most "
-                f"{COMFORT:.0%} of capacity):"]
-    out += ["  " + x for x in _table(rows, ["provider", "size", "vCPU", "arch", "EUR/month", "setup", "capacity/s", "carries"])]
+    out += [
+        "",
+        f"single {vcpu}catalog sizes for this rate (carries: the verdict's rule, at most {COMFORT:.0%} of capacity):",
+    ]
+    out += [
+        "  " + x
+        for x in _table(rows, ["provider", "size", "vCPU", "arch", "EUR/month", "setup", "capacity/s", "carries"])
+    ]
     if changes:
-        out.append(f"\nyour results: {len(changes['user_points'])} capacity point(s) used "
-                   f"({', '.join(changes['user_points']) or 'none'})")
+        out.append(
+            f"\nyour results: {len(changes['user_points'])} capacity point(s) used "
+            f"({', '.join(changes['user_points']) or 'none'})"
+        )
         out += [f"  not used: {e['id']}: {e['reason']}" for e in changes["user_excluded"]]
         if not changes["user_points"]:
-            out.append("  nothing to refit on: add a step that saturates without failing, e.g. "
-                       "`n8n-sizer bench --local --concurrency-sweep 10,25` (closed load, no timeouts)")
+            out.append(
+                "  nothing to refit on: add a step that saturates without failing, e.g. "
+                "`n8n-sizer bench --local --concurrency-sweep 10,25` (closed load, no timeouts)"
+            )
         out.append("\nwhat your results changed:")
         for name, v in changes["params"].items():
             before = "new" if v["before"] is None else f"{v['before']:.4g}"
             out.append(f"  {name:28s} {before} -> {v['after']:.4g}")
         bb, a = changes["recommendation"]["before"], changes["recommendation"]["after"]
-        was = "none (a workflow only your results measured)" if bb is None else \
-            f"{bb['mode']} {bb['workers']}w {bb['capacity_per_s']:.1f}/s"
+        was = (
+            "none (a workflow only your results measured)"
+            if bb is None
+            else f"{bb['mode']} {bb['workers']}w {bb['capacity_per_s']:.1f}/s"
+        )
         out.append(f"  recommendation: {was} -> {a['mode']} {a['workers']}w {a['capacity_per_s']:.1f}/s")
     if rec.notes:
         out += ["", "model notes:"] + [f"  - {n}" for n in rec.notes]
@@ -163,7 +238,9 @@ def print_recommendation(rec, changes, written, compose, refitted) -> None:
     else:
         queue = f" --workers {rec.workers} --concurrency {rec.concurrency}" if rec.mode == "queue" else ""
         limit = f" --production-limit {rec.production_limit}" if rec.production_limit else ""
-        render = (f"n8n-sizer render --mode {rec.setup.mode}{queue} --runner-concurrency {rec.runner_concurrency} "
-                  f"--pool {rec.setup.db_pool_size}{limit} --out stack/  (or add --compose stack/ to this command)")
+        render = (
+            f"n8n-sizer render --mode {rec.setup.mode}{queue} --runner-concurrency {rec.runner_concurrency} "
+            f"--pool {rec.setup.db_pool_size}{limit} --out stack/  (or add --compose stack/ to this command)"
+        )
         out.append(f"\nnext: {render}")
     print("\n".join(out))

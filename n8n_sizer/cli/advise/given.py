@@ -31,9 +31,13 @@ def given_layout_from(path: Path, advisor, on_this_machine: bool):
 
     from n8n_sizer.safety.files import read_user_text
 
-    text = read_user_text(path, "--topology", max_bytes=4 << 20,
-                          fix="save one with `n8n-sizer advise --rps 200 --json > advice.json`, or write "
-                              "{\"topology\": [...]} as docs/cluster.md shows")
+    text = read_user_text(
+        path,
+        "--topology",
+        max_bytes=4 << 20,
+        fix="save one with `n8n-sizer advise --rps 200 --json > advice.json`, or write "
+        '{"topology": [...]} as docs/cluster.md shows',
+    )
     lab = _lab_record(text, path) if on_this_machine else None
     if lab is not None:  # a lab's inventory: each host its own CPU budget here (lab/cpu.py)
         return _lab_layout(lab, advisor)
@@ -44,13 +48,30 @@ def given_layout_from(path: Path, advisor, on_this_machine: bool):
         vcpu, ram_mib, arch = g.server()
         size = find_size(g.size, g.provider) if g.size is not None else None
         host = advisor.host_for_size(size) if size is not None else advisor.host_for_vcpu(vcpu, arch, ram_mib)
-        groups.append(GivenGroup(name=g.name, provider=g.provider, size=g.size, count=g.count, roles=g.roles,
-                                 host=host, monthly_eur=size.monthly_eur if size else None, vcpu=vcpu, ram_mib=ram_mib))
+        groups.append(
+            GivenGroup(
+                name=g.name,
+                provider=g.provider,
+                size=g.size,
+                count=g.count,
+                roles=g.roles,
+                host=host,
+                monthly_eur=size.monthly_eur if size else None,
+                vcpu=vcpu,
+                ram_mib=ram_mib,
+            )
+        )
     if topology.single_host:
         g = groups[0]
         host = machine or g.host
-        option = HostOption(host, g.provider, g.size, int(host.vcpu) if machine else g.vcpu,
-                            None if machine else g.monthly_eur, None if machine else g.ram_mib)
+        option = HostOption(
+            host,
+            g.provider,
+            g.size,
+            int(host.vcpu) if machine else g.vcpu,
+            None if machine else g.monthly_eur,
+            None if machine else g.ram_mib,
+        )
         return "one-host", topology.single_setup(), option, host.arch
     layout = given_layout(groups, topology.concurrency, topology.db_pool_size.of("worker"), machine)
     arch = machine.arch if machine else layout.group_with("workers").host.arch
@@ -79,8 +100,18 @@ def _lab_layout(lab: dict, advisor):
     machine = this_machine()
     usable, outside = quota_reach()
     topology = parse_topology(lab["topology"], "--topology (the lab's)")
-    groups = [GivenGroup(name=h.name, provider=None, size=None, count=1, roles=Roles(**h.roles),
-                         host=lab_host(h.cores, machine.arch, machine.host_class, usable, outside),
-                         monthly_eur=None, vcpu=h.vcpu) for h in lab_host_cores(lab)]
+    groups = [
+        GivenGroup(
+            name=h.name,
+            provider=None,
+            size=None,
+            count=1,
+            roles=Roles(**h.roles),
+            host=lab_host(h.cores, machine.arch, machine.host_class, usable, outside),
+            monthly_eur=None,
+            vcpu=h.vcpu,
+        )
+        for h in lab_host_cores(lab)
+    ]
     layout = given_layout(groups, topology.concurrency, topology.db_pool_size.of("worker"))
     return "layout", layout, machine.arch, len(groups)

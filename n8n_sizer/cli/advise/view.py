@@ -16,24 +16,55 @@ MAX_HOSTS_LIMIT = 200
 PROVIDERS = ("hetzner", "gcp")
 
 
-def _check_inputs(rps: float | None, vcpu: int | None, arch: str, provider: str | None, p95_ms: float | None,
-                  validate: bool, cpu_ms: float | None = None, wait_ms: float | None = None,
-                  workload: str | None = None, max_hosts: int | None = None) -> None:
+def _check_inputs(
+    rps: float | None,
+    vcpu: int | None,
+    arch: str,
+    provider: str | None,
+    p95_ms: float | None,
+    validate: bool,
+    cpu_ms: float | None = None,
+    wait_ms: float | None = None,
+    workload: str | None = None,
+    max_hosts: int | None = None,
+) -> None:
     from n8n_sizer.safety import numbers as n
 
-    n.check_numbers({"--rps": (rps, n.RATE_PER_S), "--vcpu": (vcpu, n.VCPU), "--cpu-ms": (cpu_ms, n.CPU_MS),
-                     "--wait-ms": (wait_ms, n.WAIT_MS), "--p95-ms": (p95_ms, n.LATENCY_MS)})
+    n.check_numbers(
+        {
+            "--rps": (rps, n.RATE_PER_S),
+            "--vcpu": (vcpu, n.VCPU),
+            "--cpu-ms": (cpu_ms, n.CPU_MS),
+            "--wait-ms": (wait_ms, n.WAIT_MS),
+            "--p95-ms": (p95_ms, n.LATENCY_MS),
+        }
+    )
     if workload is not None and (cpu_ms is not None or wait_ms is not None):
         given = " and ".join(f for f, v in (("--cpu-ms", cpu_ms), ("--wait-ms", wait_ms)) if v is not None)
-        raise InputError(f"{given} describe a custom workload, and --workload {workload} names another; drop "
-                         f"--workload to size the custom one, or drop {given}")
+        raise InputError(
+            f"{given} describe a custom workload, and --workload {workload} names another; drop "
+            f"--workload to size the custom one, or drop {given}"
+        )
     if validate:
-        given = [f for f, v in (("--rps", rps), ("--vcpu", vcpu), ("--provider", provider), ("--p95-ms", p95_ms),
-                                ("--workload", workload), ("--cpu-ms", cpu_ms), ("--wait-ms", wait_ms),
-                                ("--max-hosts", max_hosts)) if v is not None]
+        given = [
+            f
+            for f, v in (
+                ("--rps", rps),
+                ("--vcpu", vcpu),
+                ("--provider", provider),
+                ("--p95-ms", p95_ms),
+                ("--workload", workload),
+                ("--cpu-ms", cpu_ms),
+                ("--wait-ms", wait_ms),
+                ("--max-hosts", max_hosts),
+            )
+            if v is not None
+        ]
         if given:
-            raise InputError(f"--validate scores the model on its measurements and ignores {', '.join(given)}; "
-                             "run it alone (with --results or --json if you like), or drop --validate")
+            raise InputError(
+                f"--validate scores the model on its measurements and ignores {', '.join(given)}; "
+                "run it alone (with --results or --json if you like), or drop --validate"
+            )
     if not validate and rps is None:
         raise InputError("--rps is required: the sustained webhook rate to carry, e.g. --rps 40")
     if rps is not None and not rps > 0:
@@ -86,8 +117,18 @@ def run_advise(o: "AdviseOptions") -> int:
 
     workload, compose, arch = o.workload, o.compose, o.arch  # each is replaced below once it is resolved
     _check_workflow(o)
-    _check_inputs(o.rps, o.vcpu, arch, o.provider, o.p95_ms, o.validate, None if o.workflow else o.cpu_ms,
-                  None if o.workflow else o.wait_ms, workload, o.max_hosts)
+    _check_inputs(
+        o.rps,
+        o.vcpu,
+        arch,
+        o.provider,
+        o.p95_ms,
+        o.validate,
+        None if o.workflow else o.cpu_ms,
+        None if o.workflow else o.wait_ms,
+        workload,
+        o.max_hosts,
+    )
     _check_burst(o.burst, o.burst_seconds, o.validate, o.drain_seconds)
     _check_given(o.topology, o.on_this_machine, o.validate, o.vcpu, o.max_hosts, o.provider, compose)
     workload_given = workload is not None
@@ -116,8 +157,15 @@ def run_advise(o: "AdviseOptions") -> int:
     if o.workflow is not None:
         from n8n_sizer.cli.advise.workflow import priced_profile
 
-        profile, price = priced_profile(o.workflow, items=o.items, cpu_ms=o.cpu_ms, wait_ms=o.wait_ms,
-                                        calibration=o.calibration, engine=o.expression_engine, results=o.results)
+        profile, price = priced_profile(
+            o.workflow,
+            items=o.items,
+            cpu_ms=o.cpu_ms,
+            wait_ms=o.wait_ms,
+            calibration=o.calibration,
+            engine=o.expression_engine,
+            results=o.results,
+        )
     elif workload in user_workflows and o.cpu_ms is None and o.wait_ms is None:
         profile = None  # the user's own workflow, measured in their results: its own fitted demand
     else:
@@ -132,9 +180,11 @@ def run_advise(o: "AdviseOptions") -> int:
 
         profile = user_profile(workload)
         if not advisor.fitted.knows(profile):
-            raise InputError(f"--workload {workload}: your results hold no capacity point and no per-role CPU row "
-                             f"for it; run `n8n-sizer bench --local --workflow {workload}.json --rates 4,8,16,32` "
-                             "(a step that saturates, with telemetry) and pass its folder to --results")
+            raise InputError(
+                f"--workload {workload}: your results hold no capacity point and no per-role CPU row "
+                f"for it; run `n8n-sizer bench --local --workflow {workload}.json --rates 4,8,16,32` "
+                "(a step that saturates, with telemetry) and pass its folder to --results"
+            )
     layout, given_hosts, one_setup, one_option = None, None, None, None
     if o.topology is not None:
         from n8n_sizer.cli.advise.given import given_layout_from
@@ -148,59 +198,109 @@ def run_advise(o: "AdviseOptions") -> int:
     # --vcpu N asks about one N-vCPU server first (the ways past it follow as alternatives); --max-hosts M with it
     # asks for the cheapest setup of N-vCPU hosts; without --vcpu, the cheapest comfortable answer of any size.
     one_first = o.max_hosts is None and (o.vcpu is not None or compose is not None)
-    req = Request(rps=o.rps, vcpu=o.vcpu, arch=arch, provider=o.provider, profile=profile, p95_ms=o.p95_ms,
-                  max_hosts=o.max_hosts if o.max_hosts is not None else 1 if one_first else MAX_HOSTS_DEFAULT)
+    req = Request(
+        rps=o.rps,
+        vcpu=o.vcpu,
+        arch=arch,
+        provider=o.provider,
+        profile=profile,
+        p95_ms=o.p95_ms,
+        max_hosts=o.max_hosts if o.max_hosts is not None else 1 if one_first else MAX_HOSTS_DEFAULT,
+    )
     try:
         rec = _answer(advisor, req, layout, given_hosts, one_setup, one_option)
     except ValidationError as exc:  # e.g. Little's law asks for more in-flight executions than a Setup allows
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "setup"
-        raise InputError(f"no stack n8n-sizer renders fits these inputs: the {where} it would need is out of range "
-                         f"({first.get('msg')}, got {first.get('input')}); lower --rps or --wait-ms") from None
+        raise InputError(
+            f"no stack n8n-sizer renders fits these inputs: the {where} it would need is out of range "
+            f"({first.get('msg')}, got {first.get('input')}); lower --rps or --wait-ms"
+        ) from None
     if price is not None and rec.mode == "queue":  # a queue answer is priced from the queue-mode figures
-        q_profile, q_price = priced_profile(o.workflow, items=o.items, cpu_ms=o.cpu_ms, wait_ms=o.wait_ms,
-                                            calibration=o.calibration, engine=o.expression_engine, mode="queue",
-                                            results=o.results)
+        q_profile, q_price = priced_profile(
+            o.workflow,
+            items=o.items,
+            cpu_ms=o.cpu_ms,
+            wait_ms=o.wait_ms,
+            calibration=o.calibration,
+            engine=o.expression_engine,
+            mode="queue",
+            results=o.results,
+        )
         q_req = req.model_copy(update={"profile": q_profile})
         q_rec = _answer(advisor, q_req, layout, given_hosts, one_setup, one_option)
         if q_rec.mode == "queue":
             req, rec, price = q_req, q_rec, q_price
     if price is not None:
         rec = _with_price(advisor, o, req, rec, price)
-    changes = _changes(build_advisor(None), advisor, req, rec,
-                       lambda adv: _answer(adv, req, layout, given_hosts, one_setup, one_option)) if extra else None
+    changes = (
+        _changes(
+            build_advisor(None),
+            advisor,
+            req,
+            rec,
+            lambda adv: _answer(adv, req, layout, given_hosts, one_setup, one_option),
+        )
+        if extra
+        else None
+    )
     if extra:  # never advise past the user's own evidence (the same rule the report's advice applies)
         from n8n_sizer.runs.evidence import overrule
 
         rec, _ = overrule(rec, extra, workload)
     if compose is not None and rec.hosts > 1:  # --compose alone asks the single-server question (above)
-        raise InputError(f"--compose writes a single-host stack, and this answer is {rec.hosts} hosts: save it with "
-                         f"--json > advice.json and run `{rec.render_command}`, or use --max-hosts 1")
+        raise InputError(
+            f"--compose writes a single-host stack, and this answer is {rec.hosts} hosts: save it with "
+            f"--json > advice.json and run `{rec.render_command}`, or use --max-hosts 1"
+        )
     written = _write_compose(rec, compose, o.generate_missing_secrets) if compose is not None else None
     surge = None
     targets = o.p95_ms is not None or o.drain_seconds is not None
     if o.burst is not None and o.topology is None and targets and not one_first:
         from n8n_sizer.advisor.answer.burst import size_for_burst
 
-        rec, surge, sized = size_for_burst(lambda rate: _answer(advisor, req.model_copy(update={"rps": rate}), None,
-                                                                None, None, None),
-                                           o.rps, o.burst, o.burst_seconds, o.p95_ms, o.drain_seconds)
+        rec, surge, sized = size_for_burst(
+            lambda rate: _answer(advisor, req.model_copy(update={"rps": rate}), None, None, None, None),
+            o.rps,
+            o.burst,
+            o.burst_seconds,
+            o.p95_ms,
+            o.drain_seconds,
+        )
         if sized > o.rps:
-            note = (f"sized for {sized:.3g}/s, not {o.rps:g}/s: at {o.rps:g}/s the {o.burst:g}x burst for "
-                    f"{o.burst_seconds:g} s would not drain within " + " and ".join(t for t in (
+            note = (
+                f"sized for {sized:.3g}/s, not {o.rps:g}/s: at {o.rps:g}/s the {o.burst:g}x burst for "
+                f"{o.burst_seconds:g} s would not drain within "
+                + " and ".join(
+                    t
+                    for t in (
                         f"the p95 target ({o.p95_ms:g} ms)" if o.p95_ms is not None else "",
-                        f"--drain-seconds {o.drain_seconds:g}" if o.drain_seconds is not None else "") if t))
-            rec = rec.model_copy(update={"request": {**rec.request, "rps": o.rps, "sized_for_rps": sized},
-                                         "warnings": [note, *rec.warnings]})
+                        f"--drain-seconds {o.drain_seconds:g}" if o.drain_seconds is not None else "",
+                    )
+                    if t
+                )
+            )
+            rec = rec.model_copy(
+                update={
+                    "request": {**rec.request, "rps": o.rps, "sized_for_rps": sized},
+                    "warnings": [note, *rec.warnings],
+                }
+            )
     elif o.burst is not None:
         from n8n_sizer.advisor.answer.burst import absorbs, burst_advice
 
         surge = burst_advice(o.rps, o.burst, o.burst_seconds, rec.capacity_per_s.mid, rec.p95_ms, rec.mode)
         if targets and not absorbs(surge, o.p95_ms, o.drain_seconds):
-            rec = rec.model_copy(update={"warnings": [
-                f"this setup does not absorb the {o.burst:g}x burst within your targets (drain "
-                f"{'never' if surge.drain_s is None else f'{surge.drain_s:,.0f} s'}); ask without --vcpu (or with "
-                "--max-hosts) to be sized for it", *rec.warnings]})
+            rec = rec.model_copy(
+                update={
+                    "warnings": [
+                        f"this setup does not absorb the {o.burst:g}x burst within your targets (drain "
+                        f"{'never' if surge.drain_s is None else f'{surge.drain_s:,.0f} s'}); ask without --vcpu (or with "
+                        "--max-hosts) to be sized for it",
+                        *rec.warnings,
+                    ]
+                }
+            )
     if o.json_out:
         data = rec.model_dump(mode="json")
         if surge is not None:
@@ -222,28 +322,44 @@ def run_advise(o: "AdviseOptions") -> int:
 def _check_given(topology, on_this_machine: bool, validate: bool, vcpu, max_hosts, provider, compose) -> None:
     """--topology scores the user's own layout: the search's flags would be ignored, so they are refused."""
     if on_this_machine and topology is None:
-        raise InputError("--on-this-machine puts every host of a --topology on this machine's cores; pass "
-                         "--topology FILE with it (e.g. the lab's topology), or drop it")
+        raise InputError(
+            "--on-this-machine puts every host of a --topology on this machine's cores; pass "
+            "--topology FILE with it (e.g. the lab's topology), or drop it"
+        )
     if topology is None:
         return
-    given = [f for f, v in (("--vcpu", vcpu), ("--max-hosts", max_hosts), ("--provider", provider),
-                            ("--compose", compose)) if v is not None] + (["--validate"] if validate else [])
+    given = [
+        f
+        for f, v in (("--vcpu", vcpu), ("--max-hosts", max_hosts), ("--provider", provider), ("--compose", compose))
+        if v is not None
+    ] + (["--validate"] if validate else [])
     if given:
-        raise InputError(f"--topology scores the topology in the file, so {', '.join(given)} would be ignored; "
-                         "drop it, or drop --topology to let advise search")
+        raise InputError(
+            f"--topology scores the topology in the file, so {', '.join(given)} would be ignored; "
+            "drop it, or drop --topology to let advise search"
+        )
 
 
 def _check_burst(burst, burst_seconds, validate: bool, drain_seconds=None) -> None:
     from n8n_sizer.safety import numbers as n
 
-    n.check_numbers({"--burst": (burst, n.Range(1, 1000, example="4")), "--burst-seconds": (burst_seconds, n.SECONDS),
-                     "--drain-seconds": (drain_seconds, n.SECONDS)})
+    n.check_numbers(
+        {
+            "--burst": (burst, n.Range(1, 1000, example="4")),
+            "--burst-seconds": (burst_seconds, n.SECONDS),
+            "--drain-seconds": (drain_seconds, n.SECONDS),
+        }
+    )
     if drain_seconds is not None and burst is None:
-        raise InputError("--drain-seconds is how soon a --burst's backlog must be worked off; give --burst and "
-                         "--burst-seconds with it, or drop it")
+        raise InputError(
+            "--drain-seconds is how soon a --burst's backlog must be worked off; give --burst and "
+            "--burst-seconds with it, or drop it"
+        )
     if (burst is None) != (burst_seconds is None):
-        raise InputError("--burst and --burst-seconds go together: the peak as a multiple of --rps and how long it "
-                         "lasts, e.g. --burst 4 --burst-seconds 60")
+        raise InputError(
+            "--burst and --burst-seconds go together: the peak as a multiple of --rps and how long it "
+            "lasts, e.g. --burst 4 --burst-seconds 60"
+        )
     if burst is not None and validate:
         raise InputError("--validate scores the model and sizes nothing, so --burst would be ignored; drop one")
 
@@ -254,8 +370,10 @@ def _check_workflow(o: AdviseOptions) -> None:
         given = [f for f, v in (("--items", o.items), ("--calibration", o.calibration)) if v is not None]
         given += ["--expression-engine"] if o.expression_engine != "default" else []
         if given:
-            raise InputError(f"{', '.join(given)} describe a --workflow FILE priced from its nodes; pass --workflow "
-                             "with them, or drop them")
+            raise InputError(
+                f"{', '.join(given)} describe a --workflow FILE priced from its nodes; pass --workflow "
+                "with them, or drop them"
+            )
         return
     if o.workload is not None:
         raise InputError(f"--workflow {o.workflow} and --workload {o.workload} name two workflows; keep one")
@@ -264,8 +382,10 @@ def _check_workflow(o: AdviseOptions) -> None:
     if o.expression_engine not in ("default", "legacy"):
         raise InputError(f"unknown --expression-engine {o.expression_engine!r}; accepted: default, legacy")
     if o.validate:
-        raise InputError("--workflow prices an export from the cost table; --validate scores the model on its "
-                         "measurements: drop one of them")
+        raise InputError(
+            "--workflow prices an export from the cost table; --validate scores the model on its "
+            "measurements: drop one of them"
+        )
 
 
 def _with_price(advisor, o: AdviseOptions, req, rec, price):
@@ -275,19 +395,35 @@ def _with_price(advisor, o: AdviseOptions, req, rec, price):
 
     other = None
     if o.expression_engine == "default":
-        legacy, _ = priced_profile(o.workflow, items=o.items, cpu_ms=o.cpu_ms, wait_ms=o.wait_ms,
-                                   calibration=o.calibration, engine="legacy", mode=price.mode, results=o.results)
+        legacy, _ = priced_profile(
+            o.workflow,
+            items=o.items,
+            cpu_ms=o.cpu_ms,
+            wait_ms=o.wait_ms,
+            calibration=o.calibration,
+            engine="legacy",
+            mode=price.mode,
+            results=o.results,
+        )
         if rec.hosts == 1 and rec.server.vcpu >= 1:  # the same size of server, its best setup under legacy
             same = req.model_copy(update={"profile": legacy, "vcpu": int(rec.server.vcpu), "max_hosts": 1})
             other = advisor.recommend(same).capacity_per_s.mid
     notes = price_warnings(price, o.expression_engine, other, rec.capacity_per_s.mid)
-    request = {**rec.request, "workload": price.name, "workflow": str(o.workflow), "items": price.items,
-               "expression_engine": price.engine, "priced_mode": price.mode}
+    request = {
+        **rec.request,
+        "workload": price.name,
+        "workflow": str(o.workflow),
+        "items": price.items,
+        "expression_engine": price.engine,
+        "priced_mode": price.mode,
+    }
     if price.refined_from:
         notes.append(f"the cost table was refined by your runs ({'; '.join(price.refined_from)}) before pricing")
     elif o.results is not None:
-        notes.append(f"--results {o.results}: no run there refines the cost table for this answer's mode "
-                     f"({price.mode}); bench your workflow and light on the same host and mode")
+        notes.append(
+            f"--results {o.results}: no run there refines the cost table for this answer's mode "
+            f"({price.mode}); bench your workflow and light on the same host and mode"
+        )
     return rec.model_copy(update={"warnings": [*rec.warnings, *notes], "request": request})
 
 
@@ -314,14 +450,21 @@ def _changes(before, after, req, new, answer) -> dict:
         if prior is None or abs(value - prior) > 1e-3 * max(abs(prior), 1e-9):
             params[name] = {"before": prior, "after": value}
     user_points = [p.measurement.id for p in after.fitted.points if is_user_point(p.measurement)]
-    user_excluded = [{"id": e.measurement.id, "reason": e.reason} for e in after.fitted.excluded
-                     if is_user_point(e.measurement)]
-    return {"reference_host": {"before": before.model.reference_class, "after": after.model.reference_class},
-            "user_points": user_points, "user_excluded": user_excluded,
-            "params": params,
-            "recommendation": {"before": None if old is None else
-                               {"mode": old.mode, "workers": old.workers, "capacity_per_s": old.capacity_per_s.mid},
-                               "after": {"mode": new.mode, "workers": new.workers, "capacity_per_s": new.capacity_per_s.mid}}}
+    user_excluded = [
+        {"id": e.measurement.id, "reason": e.reason} for e in after.fitted.excluded if is_user_point(e.measurement)
+    ]
+    return {
+        "reference_host": {"before": before.model.reference_class, "after": after.model.reference_class},
+        "user_points": user_points,
+        "user_excluded": user_excluded,
+        "params": params,
+        "recommendation": {
+            "before": None
+            if old is None
+            else {"mode": old.mode, "workers": old.workers, "capacity_per_s": old.capacity_per_s.mid},
+            "after": {"mode": new.mode, "workers": new.workers, "capacity_per_s": new.capacity_per_s.mid},
+        },
+    }
 
 
 def _write_compose(rec, out_dir: Path, generate_missing_secrets: bool = False) -> list[str]:

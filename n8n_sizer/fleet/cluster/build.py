@@ -62,13 +62,16 @@ def cluster_user_data(spec: ClusterSpec, render: RenderCluster) -> dict[str, str
     limit = USER_DATA_LIMIT_BYTES[spec.provider]
     for name, text in rendered.items():
         if len(text.encode("utf-8")) > limit:
-            raise InputError(f"{NAMESPACE}:cluster: host {name}'s cloud-init is over {limit:,} bytes; "
-                             "split its processes over more hosts")
+            raise InputError(
+                f"{NAMESPACE}:cluster: host {name}'s cloud-init is over {limit:,} bytes; "
+                "split its processes over more hosts"
+            )
     return rendered
 
 
-def build_cluster(spec: ClusterSpec, *, now: datetime | None = None,
-                  render: RenderCluster = render_cluster_cloud_init) -> Fleet:
+def build_cluster(
+    spec: ClusterSpec, *, now: datetime | None = None, render: RenderCluster = render_cluster_cloud_init
+) -> Fleet:
     """Create the cluster's network, firewalls and servers; return its inventory output."""
     user_data = cluster_user_data(spec, render)
     return assemble(spec, now, lambda expires, public_key: _servers(spec, user_data, expires, public_key))
@@ -77,12 +80,16 @@ def build_cluster(spec: ClusterSpec, *, now: datetime | None = None,
 def _servers(spec: ClusterSpec, user_data: dict[str, str], expires: str, public_key: pulumi.Input[str]):
     if spec.provider == "hetzner":
         from n8n_sizer.fleet.cluster import hetzner as provider
-        component = provider.HetznerCluster(spec.stack, spec=spec, public_key=public_key, user_data=user_data,
-                                            expires=expires)
+
+        component = provider.HetznerCluster(
+            spec.stack, spec=spec, public_key=public_key, user_data=user_data, expires=expires
+        )
     else:
         from n8n_sizer.fleet.cluster import gcp as provider  # type: ignore[no-redef]
-        component = provider.GcpCluster(spec.stack, spec=spec, public_key=public_key, user_data=user_data,
-                                        expires=expires)
+
+        component = provider.GcpCluster(
+            spec.stack, spec=spec, public_key=public_key, user_data=user_data, expires=expires
+        )
     hosts = spec.topology.hosts()
     names = [spec.loadgen.name, *[h.name for h in hosts]]
     public_ips = [component.public_ips[n] for n in names]
@@ -93,12 +100,24 @@ def _servers(spec: ClusterSpec, user_data: dict[str, str], expires: str, public_
             host = next((h for h in hosts if h.name == name), None)
             size = spec.server_of(spec.loadgen) if host is None else spec.server_of(HostSpec(name=name, size=host.size))
             entries[name] = ClusterHostEntry(
-                name=name, role="loadgen" if host is None else "cluster",
-                roles={} if host is None else host.roles.model_dump(), provider=spec.provider, size=size.size,
-                vcpu=size.vcpu, arch=size.arch, public_ip=ip,
+                name=name,
+                role="loadgen" if host is None else "cluster",
+                roles={} if host is None else host.roles.model_dump(),
+                provider=spec.provider,
+                size=size.size,
+                vcpu=size.vcpu,
+                arch=size.arch,
+                public_ip=ip,
                 private_ip=spec.loadgen_private_ip() if host is None else host.private_ip,
-                ssh_user=provider.SSH_USER)
-        return ClusterInventory(stack=spec.stack, provider=spec.provider, location=spec.location,
-                                expires_at=expires, subnet=spec.topology.subnet, hosts=entries).model_dump(mode="json")
+                ssh_user=provider.SSH_USER,
+            )
+        return ClusterInventory(
+            stack=spec.stack,
+            provider=spec.provider,
+            location=spec.location,
+            expires_at=expires,
+            subnet=spec.topology.subnet,
+            hosts=entries,
+        ).model_dump(mode="json")
 
     return component, pulumi.Output.all(*public_ips).apply(to_inventory)

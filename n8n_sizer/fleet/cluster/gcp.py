@@ -30,21 +30,52 @@ def resource_name(spec: ClusterSpec, suffix: str) -> str:
 
 
 class GcpClusterHost(pulumi.ComponentResource):
-    def __init__(self, name: str, *, kind: str, spec: ClusterSpec, host: HostSpec, role: str, tags: list[str],
-                 private_ip: str, subnetwork: pulumi.Input[str], public_key: pulumi.Input[str], user_data: str,
-                 expires: str, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        kind: str,
+        spec: ClusterSpec,
+        host: HostSpec,
+        role: str,
+        tags: list[str],
+        private_ip: str,
+        subnetwork: pulumi.Input[str],
+        public_key: pulumi.Input[str],
+        user_data: str,
+        expires: str,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
         super().__init__(ROLE_TYPES[kind], name, None, opts)
-        self.instance = gcp_instance(self, name, spec=spec, host=host, role=role, subnetwork=subnetwork,
-                                     public_key=public_key, user_data=user_data, expires=expires, tags=tags,
-                                     network_ip=private_ip)
+        self.instance = gcp_instance(
+            self,
+            name,
+            spec=spec,
+            host=host,
+            role=role,
+            subnetwork=subnetwork,
+            public_key=public_key,
+            user_data=user_data,
+            expires=expires,
+            tags=tags,
+            network_ip=private_ip,
+        )
         nic = self.instance.network_interfaces.apply(lambda nics: nics[0])
         self.public_ip: pulumi.Output[str] = nic.apply(lambda n: n.access_configs[0].nat_ip)
         self.register_outputs({"public_ip": self.public_ip, "private_ip": private_ip})
 
 
 class GcpCluster(pulumi.ComponentResource):
-    def __init__(self, name: str, *, spec: ClusterSpec, public_key: pulumi.Input[str], user_data: Mapping[str, str],
-                 expires: str, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        spec: ClusterSpec,
+        public_key: pulumi.Input[str],
+        user_data: Mapping[str, str],
+        expires: str,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
         super().__init__("n8n-sizer:cluster:GcpCluster", name, None, opts)
         from n8n_sizer.fleet.locations import LOADGEN_CLOUD_INIT
 
@@ -56,24 +87,46 @@ class GcpCluster(pulumi.ComponentResource):
 
         def rule(suffix: str, ports: list[str], sources: pulumi.Input, target: str) -> gcp.compute.Firewall:
             return gcp.compute.Firewall(
-                f"{name}-fw-{suffix}", name=resource_name(spec, suffix), network=self.network.self_link,
-                direction="INGRESS", allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=ports)],
-                source_ranges=sources, target_tags=[target], description=described, opts=child)
+                f"{name}-fw-{suffix}",
+                name=resource_name(spec, suffix),
+                network=self.network.self_link,
+                direction="INGRESS",
+                allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=ports)],
+                source_ranges=sources,
+                target_tags=[target],
+                description=described,
+                opts=child,
+            )
 
         self.ssh_firewall = rule("ssh", ["22"], [spec.operator_cidr], tag["host"])
         # The data ports for the hosts that run n8n, n8n's ports for the load balancer's host: the load
         # generator shares the subnet and reaches neither.
         self.data_firewall = rule("data", ["5432", "6379"], [f"{ip}/32" for ip in data_clients(topology)], tag["data"])
         lb_host = topology.host_with("load_balancer") or topology.host_with("main")
-        self.n8n_firewall = rule("n8n-private", ["5678", f"{WEBHOOK_HOST_PORT + 1}-{WEBHOOK_HOST_PORT + 32}"],
-                                 [f"{lb_host.private_ip}/32"], tag["n8n"])
+        self.n8n_firewall = rule(
+            "n8n-private",
+            ["5678", f"{WEBHOOK_HOST_PORT + 1}-{WEBHOOK_HOST_PORT + 32}"],
+            [f"{lb_host.private_ip}/32"],
+            tag["n8n"],
+        )
         after_ssh = pulumi.ResourceOptions(parent=self, depends_on=[self.ssh_firewall])
         self.loadgen = GcpClusterHost(
-            f"{name}-{spec.loadgen.name}", kind="loadgen", spec=spec, host=spec.loadgen, role="loadgen",
-            tags=[tag["host"]], private_ip=spec.loadgen_private_ip(), subnetwork=self.subnetwork.id,
-            public_key=public_key, user_data=LOADGEN_CLOUD_INIT, expires=expires, opts=after_ssh)
-        sources = pulumi.Output.all(self.loadgen.public_ip).apply(lambda ips: [f"{ip}/32" for ip in ips] +
-                                                                  [f"{spec.loadgen_private_ip()}/32"])
+            f"{name}-{spec.loadgen.name}",
+            kind="loadgen",
+            spec=spec,
+            host=spec.loadgen,
+            role="loadgen",
+            tags=[tag["host"]],
+            private_ip=spec.loadgen_private_ip(),
+            subnetwork=self.subnetwork.id,
+            public_key=public_key,
+            user_data=LOADGEN_CLOUD_INIT,
+            expires=expires,
+            opts=after_ssh,
+        )
+        sources = pulumi.Output.all(self.loadgen.public_ip).apply(
+            lambda ips: [f"{ip}/32" for ip in ips] + [f"{spec.loadgen_private_ip()}/32"]
+        )
         self.lb_firewall = rule("lb", ["5678"], sources, tag["lb"])
         no_lb = topology.total("load_balancer") == 0
         self.hosts: dict[str, GcpClusterHost] = {}
@@ -86,9 +139,18 @@ class GcpCluster(pulumi.ComponentResource):
             if host.roles.load_balancer or (no_lb and host.roles.main):
                 tags.append(tag["lb"])
             self.hosts[host.name] = GcpClusterHost(
-                f"{name}-{host.name}", kind=host_kind(host), spec=spec, host=HostSpec(name=host.name, size=host.size),
-                role=role_label(host), tags=tags, private_ip=host.private_ip, subnetwork=self.subnetwork.id,
-                public_key=public_key, user_data=user_data[host.name], expires=expires, opts=after_ssh)
-        self.public_ips = {spec.loadgen.name: self.loadgen.public_ip,
-                           **{n: h.public_ip for n, h in self.hosts.items()}}
+                f"{name}-{host.name}",
+                kind=host_kind(host),
+                spec=spec,
+                host=HostSpec(name=host.name, size=host.size),
+                role=role_label(host),
+                tags=tags,
+                private_ip=host.private_ip,
+                subnetwork=self.subnetwork.id,
+                public_key=public_key,
+                user_data=user_data[host.name],
+                expires=expires,
+                opts=after_ssh,
+            )
+        self.public_ips = {spec.loadgen.name: self.loadgen.public_ip, **{n: h.public_ip for n, h in self.hosts.items()}}
         self.register_outputs({"network": self.network.id, "public_ips": self.public_ips})

@@ -41,74 +41,151 @@ def resource_name(spec: ClusterSpec, suffix: str) -> str:
 class PrivateNetwork(pulumi.ComponentResource):
     """The cluster's hcloud Network and its subnet in the location's network zone."""
 
-    def __init__(self, name: str, *, spec: ClusterSpec, labels: dict[str, str],
-                 opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, *, spec: ClusterSpec, labels: dict[str, str], opts: pulumi.ResourceOptions | None = None
+    ) -> None:
         super().__init__("n8n-sizer:cluster:PrivateNetwork", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        self.network = hcloud.Network(f"{name}-net", name=resource_name(spec, "net"),
-                                      ip_range=network_range(spec.topology.subnet),
-                                      labels=labels, opts=child)
-        self.subnet = hcloud.NetworkSubnet(f"{name}-subnet", network_id=self.network.id.apply(int), type="cloud",
-                                           network_zone=HETZNER_LOCATIONS[spec.location],
-                                           ip_range=spec.topology.subnet, opts=child)
+        self.network = hcloud.Network(
+            f"{name}-net",
+            name=resource_name(spec, "net"),
+            ip_range=network_range(spec.topology.subnet),
+            labels=labels,
+            opts=child,
+        )
+        self.subnet = hcloud.NetworkSubnet(
+            f"{name}-subnet",
+            network_id=self.network.id.apply(int),
+            type="cloud",
+            network_zone=HETZNER_LOCATIONS[spec.location],
+            ip_range=spec.topology.subnet,
+            opts=child,
+        )
         self.register_outputs({"network_id": self.network.id, "subnet": spec.topology.subnet})
 
 
 class HetznerClusterHost(pulumi.ComponentResource):
     """One server; the type token names its role (DataHost, IngestHost, WorkerHost, LoadGenerator)."""
 
-    def __init__(self, name: str, *, kind: str, spec: ClusterSpec, host: HostSpec, role: str, private_ip: str,
-                 network: PrivateNetwork, ssh_key_id: pulumi.Input[str], firewall_ids: list[pulumi.Input[str]],
-                 user_data: str, expires: str, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        kind: str,
+        spec: ClusterSpec,
+        host: HostSpec,
+        role: str,
+        private_ip: str,
+        network: PrivateNetwork,
+        ssh_key_id: pulumi.Input[str],
+        firewall_ids: list[pulumi.Input[str]],
+        user_data: str,
+        expires: str,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
         super().__init__(ROLE_TYPES[kind], name, None, opts)
         self.server = hetzner_server(
-            self, name, spec=spec, host=host, role=role, ssh_key_id=ssh_key_id, firewall_ids=firewall_ids,
-            user_data=user_data, expires=expires, depends_on=[network.subnet],
-            networks=[hcloud.ServerNetworkArgs(network_id=network.network.id.apply(int), ip=private_ip)])
+            self,
+            name,
+            spec=spec,
+            host=host,
+            role=role,
+            ssh_key_id=ssh_key_id,
+            firewall_ids=firewall_ids,
+            user_data=user_data,
+            expires=expires,
+            depends_on=[network.subnet],
+            networks=[hcloud.ServerNetworkArgs(network_id=network.network.id.apply(int), ip=private_ip)],
+        )
         self.public_ip = self.server.ipv4_address
         self.register_outputs({"public_ip": self.public_ip, "private_ip": private_ip})
 
 
 class HetznerCluster(pulumi.ComponentResource):
-    def __init__(self, name: str, *, spec: ClusterSpec, public_key: pulumi.Input[str], user_data: Mapping[str, str],
-                 expires: str, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        spec: ClusterSpec,
+        public_key: pulumi.Input[str],
+        user_data: Mapping[str, str],
+        expires: str,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
         super().__init__("n8n-sizer:cluster:HetznerCluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         shared = fleet_labels(stack=spec.stack, owner=spec.owner, role="fleet", expires=expires)
         topology = spec.topology
         self.network = PrivateNetwork(f"{name}-private", spec=spec, labels=shared, opts=child)
-        self.ssh_key = hcloud.SshKey(f"{name}-ssh", name=resource_name(spec, "ssh"), public_key=public_key,
-                                     labels=shared, opts=child)
-        ssh = hcloud.FirewallRuleArgs(direction="in", protocol="tcp", port="22", source_ips=[spec.operator_cidr],
-                                      description="SSH from the operator")
-        self.ssh_firewall = hcloud.Firewall(f"{name}-fw-ssh", name=resource_name(spec, "ssh"), rules=[ssh],
-                                            labels=shared, opts=child)
+        self.ssh_key = hcloud.SshKey(
+            f"{name}-ssh", name=resource_name(spec, "ssh"), public_key=public_key, labels=shared, opts=child
+        )
+        ssh = hcloud.FirewallRuleArgs(
+            direction="in",
+            protocol="tcp",
+            port="22",
+            source_ips=[spec.operator_cidr],
+            description="SSH from the operator",
+        )
+        self.ssh_firewall = hcloud.Firewall(
+            f"{name}-fw-ssh", name=resource_name(spec, "ssh"), rules=[ssh], labels=shared, opts=child
+        )
         # Hetzner filters the public interface only; on the private network the data host's own DOCKER-USER
         # rules (its cloud-init, bundle.cloudinit.data_port_rules) admit the same n8n hosts and no one else.
-        data_rules = [hcloud.FirewallRuleArgs(direction="in", protocol="tcp", port=port,
-                                              source_ips=[f"{ip}/32" for ip in data_clients(topology)],
-                                              description=f"{what} from the n8n hosts")
-                      for port, what in (("5432", "Postgres"), ("6379", "Redis"))]
-        self.data_firewall = hcloud.Firewall(f"{name}-fw-data", name=resource_name(spec, "data"), rules=data_rules,
-                                             labels=shared, opts=child)
+        data_rules = [
+            hcloud.FirewallRuleArgs(
+                direction="in",
+                protocol="tcp",
+                port=port,
+                source_ips=[f"{ip}/32" for ip in data_clients(topology)],
+                description=f"{what} from the n8n hosts",
+            )
+            for port, what in (("5432", "Postgres"), ("6379", "Redis"))
+        ]
+        self.data_firewall = hcloud.Firewall(
+            f"{name}-fw-data", name=resource_name(spec, "data"), rules=data_rules, labels=shared, opts=child
+        )
         self.loadgen = HetznerClusterHost(
-            f"{name}-{spec.loadgen.name}", kind="loadgen", spec=spec, host=spec.loadgen, role="loadgen",
-            private_ip=spec.loadgen_private_ip(), network=self.network, ssh_key_id=self.ssh_key.id,
-            firewall_ids=[self.ssh_firewall.id], user_data=_loadgen_user_data(), expires=expires, opts=child)
-        lb_rule = hcloud.FirewallRuleArgs(direction="in", protocol="tcp", port="5678",
-                                          source_ips=[self.loadgen.public_ip.apply(lambda ip: f"{ip}/32")],
-                                          description="the load balancer from the load generator")
-        self.lb_firewall = hcloud.Firewall(f"{name}-fw-lb", name=resource_name(spec, "lb"), rules=[lb_rule],
-                                           labels=shared, opts=child)
+            f"{name}-{spec.loadgen.name}",
+            kind="loadgen",
+            spec=spec,
+            host=spec.loadgen,
+            role="loadgen",
+            private_ip=spec.loadgen_private_ip(),
+            network=self.network,
+            ssh_key_id=self.ssh_key.id,
+            firewall_ids=[self.ssh_firewall.id],
+            user_data=_loadgen_user_data(),
+            expires=expires,
+            opts=child,
+        )
+        lb_rule = hcloud.FirewallRuleArgs(
+            direction="in",
+            protocol="tcp",
+            port="5678",
+            source_ips=[self.loadgen.public_ip.apply(lambda ip: f"{ip}/32")],
+            description="the load balancer from the load generator",
+        )
+        self.lb_firewall = hcloud.Firewall(
+            f"{name}-fw-lb", name=resource_name(spec, "lb"), rules=[lb_rule], labels=shared, opts=child
+        )
         self.hosts: dict[str, HetznerClusterHost] = {}
         for host in topology.hosts():
             self.hosts[host.name] = HetznerClusterHost(
-                f"{name}-{host.name}", kind=host_kind(host), spec=spec, host=HostSpec(name=host.name, size=host.size),
-                role=role_label(host), private_ip=host.private_ip, network=self.network, ssh_key_id=self.ssh_key.id,
+                f"{name}-{host.name}",
+                kind=host_kind(host),
+                spec=spec,
+                host=HostSpec(name=host.name, size=host.size),
+                role=role_label(host),
+                private_ip=host.private_ip,
+                network=self.network,
+                ssh_key_id=self.ssh_key.id,
                 firewall_ids=self._firewalls(host, topology.total("load_balancer") == 0),
-                user_data=user_data[host.name], expires=expires, opts=child)
-        self.public_ips = {spec.loadgen.name: self.loadgen.public_ip,
-                           **{n: h.public_ip for n, h in self.hosts.items()}}
+                user_data=user_data[host.name],
+                expires=expires,
+                opts=child,
+            )
+        self.public_ips = {spec.loadgen.name: self.loadgen.public_ip, **{n: h.public_ip for n, h in self.hosts.items()}}
         self.register_outputs({"network_id": self.network.network.id, "public_ips": self.public_ips})
 
     def _firewalls(self, host: ClusterHost, no_lb: bool) -> list[pulumi.Input[str]]:

@@ -16,8 +16,12 @@ from n8n_sizer.fleet.spec import NAMESPACE, FleetSpec, HostSpec, TargetSpec, _Ke
 
 USER_DATA_LIMIT_BYTES = {"hetzner": 32 * 1024, "gcp": 256 * 1024}  # Hetzner's user_data; GCP's metadata value
 LOADGEN_OFFSET = 9  # the load generator's private address: just below the first cluster host's (.10)
-ROLE_TYPES = {"data": "n8n-sizer:cluster:DataHost", "ingest": "n8n-sizer:cluster:IngestHost",
-              "worker": "n8n-sizer:cluster:WorkerHost", "loadgen": "n8n-sizer:fleet:LoadGenerator"}
+ROLE_TYPES = {
+    "data": "n8n-sizer:cluster:DataHost",
+    "ingest": "n8n-sizer:cluster:IngestHost",
+    "worker": "n8n-sizer:cluster:WorkerHost",
+    "loadgen": "n8n-sizer:fleet:LoadGenerator",
+}
 RenderCluster = Callable[[Topology, str], dict[str, str]]  # (topology, public URL) -> host: cloud-init
 
 
@@ -39,8 +43,9 @@ class ClusterSpec(FleetSpec):
             path = Path(str(v["topology_file"]))
             fix = "write it with `advise --json > advice.json`, relative to the project folder"
             try:  # the one reader and the one JSON loader: a FIFO, a device, 100,000 brackets are one line
-                return load_json(read_user_text(path, "topology_file", fix=fix, max_bytes=4 << 20),
-                                 f"topology_file {path}", fix)
+                return load_json(
+                    read_user_text(path, "topology_file", fix=fix, max_bytes=4 << 20), f"topology_file {path}", fix
+                )
             except InputError as exc:
                 raise ValueError(str(exc)) from None
         return v
@@ -52,25 +57,40 @@ class ClusterSpec(FleetSpec):
         except InputError as exc:
             raise _KeyError("cluster", str(exc)) from None
         if any(g.size is None for g in topology.groups):
-            raise _KeyError("cluster", "a host group has no catalog size (only vcpu): a stack creates servers of a "
-                            "size; ask `advise` without --vcpu, or with one a catalog size has (e.g. --vcpu 4)")
+            raise _KeyError(
+                "cluster",
+                "a host group has no catalog size (only vcpu): a stack creates servers of a "
+                "size; ask `advise` without --vcpu, or with one a catalog size has (e.g. --vcpu 4)",
+            )
         providers = {g.provider or "none" for g in topology.groups}
         if providers != {self.provider}:
-            raise _KeyError("cluster", f"the topology's provider {', '.join(sorted(providers))} differs from "
-                            f"n8n-sizer:provider {self.provider}; one stack lives in one provider")
+            raise _KeyError(
+                "cluster",
+                f"the topology's provider {', '.join(sorted(providers))} differs from "
+                f"n8n-sizer:provider {self.provider}; one stack lives in one provider",
+            )
         from n8n_sizer.bundle.render import public_url_for
 
         try:
             public_url_for("bench", None, self.public_url, cluster=True)
         except InputError as exc:
-            raise _KeyError("public_url", f"{exc}; set it: pulumi config set n8n-sizer:public_url "
-                            "http://n8n.example.com:5678/ (a name pointed at the load balancer's host)") from None
+            raise _KeyError(
+                "public_url",
+                f"{exc}; set it: pulumi config set n8n-sizer:public_url "
+                "http://n8n.example.com:5678/ (a name pointed at the load balancer's host)",
+            ) from None
         names = {h.name for h in topology.hosts()}
         if self.loadgen.name in names:
             raise _KeyError("loadgen.name", f"{self.loadgen.name!r} is also a cluster host; rename one")
         for host in topology.hosts():
-            if self.provider == "hetzner" and host.size.startswith(("cx", "cax")) and self.location in ("ash", "hil", "sin"):
-                raise _KeyError("cluster", f"{host.size} is sold in Hetzner's EU locations only; use fsn1, nbg1 or hel1")
+            if (
+                self.provider == "hetzner"
+                and host.size.startswith(("cx", "cax"))
+                and self.location in ("ash", "hil", "sin")
+            ):
+                raise _KeyError(
+                    "cluster", f"{host.size} is sold in Hetzner's EU locations only; use fsn1, nbg1 or hel1"
+                )
         # Whatever `pulumi up` would refuse when it renders the hosts (max_connections under the pools, a
         # Postgres host too small for its connections, cloud-init over the limit) is refused here, so `cost`
         # never prices a stack the program will not build.

@@ -55,7 +55,9 @@ def batch_command(probes: Sequence[Probe]) -> str:
     for probe in probes:
         if not re.fullmatch(r"[A-Za-z0-9_.:-]+", probe.name):
             raise ValueError(f"probe name {probe.name!r} must be a plain token")
-        parts.append(f"echo '{_MARK} begin {probe.name}'; ( {probe.command} ) 2>&1; echo \"{_MARK} end {probe.name} $?\"")
+        parts.append(
+            f"echo '{_MARK} begin {probe.name}'; ( {probe.command} ) 2>&1; echo \"{_MARK} end {probe.name} $?\""
+        )
     return "; ".join(parts)
 
 

@@ -24,7 +24,9 @@ def parse_cpu_stat(text: str, time_s: float, labels: Mapping[str, str]) -> list[
         raise ProbeParseError("usage_usec missing from cpu.stat output")
     out = [sample("container_cpu_seconds_total", int(values["usage_usec"]) / 1e6, "s", time_s, labels)]
     if "throttled_usec" in values:
-        out.append(sample("container_cpu_throttled_seconds_total", int(values["throttled_usec"]) / 1e6, "s", time_s, labels))
+        out.append(
+            sample("container_cpu_throttled_seconds_total", int(values["throttled_usec"]) / 1e6, "s", time_s, labels)
+        )
     return out
 
 
@@ -71,11 +73,12 @@ def container_probes(cgroup_root: str = "/sys/fs/cgroup") -> list[Probe]:
 
 def _in_service(service: str) -> str:
     """`docker exec` into the running container of a Compose service (whatever its project prefix)."""
-    return f'docker exec $(docker ps -q -f label=com.docker.compose.service={service} | head -n1) '
+    return f"docker exec $(docker ps -q -f label=com.docker.compose.service={service} | head -n1) "
 
 
-def compose_stack_probes(*, queue: bool, postgres: bool, main_url: str = "http://127.0.0.1:5678",
-                         metrics: bool = True) -> list[Probe]:
+def compose_stack_probes(
+    *, queue: bool, postgres: bool, main_url: str = "http://127.0.0.1:5678", metrics: bool = True
+) -> list[Probe]:
     """Probes for a host running the rendered Compose stack (templates/compose.yml.j2): host, cgroups,
     Redis and Bull inside `n8n-redis` (its REDISCLI_AUTH env holds the password), pg_stat_activity inside
     `n8n-postgres` over its local socket, and main's /metrics (the stack turns queue metrics on)."""

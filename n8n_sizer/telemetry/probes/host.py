@@ -20,7 +20,9 @@ TICKS_PER_S = 100
 _CPU_STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
-def parse_proc_stat(text: str, time_s: float, labels: Mapping[str, str], *, ticks_per_s: int = TICKS_PER_S) -> list[Sample]:
+def parse_proc_stat(
+    text: str, time_s: float, labels: Mapping[str, str], *, ticks_per_s: int = TICKS_PER_S
+) -> list[Sample]:
     """/proc/stat -> `host_cpu_seconds_total{state}` (all CPUs summed) and `host_cpus` (online CPUs)."""
     out: list[Sample] = []
     cpus = 0
@@ -84,7 +86,7 @@ def parse_meminfo(text: str, time_s: float, labels: Mapping[str, str]) -> list[S
 def _is_partition(name: str, names: set[str]) -> bool:
     """sda1 of sda, nvme0n1p1 of nvme0n1: counted in the whole disk's line already (dm-10 is not dm-1's)."""
     for disk in names:
-        rest = name[len(disk):]
+        rest = name[len(disk) :]
         if name != disk and name.startswith(disk):
             if (not disk[-1].isdigit() and rest.isdigit()) or re.fullmatch(r"p\d+", rest):
                 return True
@@ -117,7 +119,9 @@ def parse_diskstats(text: str, time_s: float, labels: Mapping[str, str]) -> list
     return out
 
 
-def parse_process(text: str, time_s: float, labels: Mapping[str, str], *, ticks_per_s: int = TICKS_PER_S) -> list[Sample]:
+def parse_process(
+    text: str, time_s: float, labels: Mapping[str, str], *, ticks_per_s: int = TICKS_PER_S
+) -> list[Sample]:
     """`cat /proc/PID/stat /proc/PID/status` -> `process_cpu_seconds_total` and `process_rss_mib`.
 
     The command name in /proc/PID/stat may hold spaces and parentheses, so fields are counted from the
@@ -142,7 +146,9 @@ def parse_children(text: str) -> list[int]:
     return [int(tok) for tok in text.split() if tok.isdigit()]
 
 
-def parse_process_tree(text: str, time_s: float, labels: Mapping[str, str], *, ticks_per_s: int = TICKS_PER_S) -> list[Sample]:
+def parse_process_tree(
+    text: str, time_s: float, labels: Mapping[str, str], *, ticks_per_s: int = TICKS_PER_S
+) -> list[Sample]:
     """`process_tree_probe` output -> CPU seconds and PSS of a process and its children, summed.
 
     For Postgres: one backend per connection, short-lived ones included through the parent's cutime and
@@ -172,9 +178,11 @@ def parse_process_tree(text: str, time_s: float, labels: Mapping[str, str], *, t
 def process_tree_probe(process: str, pid: int) -> Probe:
     """CPU and PSS of a process with all its children (Postgres and its backends)."""
     pid = int(pid)
-    cmd = (f"for p in {pid} $(cat /proc/{pid}/task/*/children 2>/dev/null); do echo \"== $p\"; "
-           f"cat /proc/$p/stat 2>/dev/null; grep '^Pss:' /proc/$p/smaps_rollup 2>/dev/null; done; "
-           f"test -e /proc/{pid}/stat")
+    cmd = (
+        f'for p in {pid} $(cat /proc/{pid}/task/*/children 2>/dev/null); do echo "== $p"; '
+        f"cat /proc/$p/stat 2>/dev/null; grep '^Pss:' /proc/$p/smaps_rollup 2>/dev/null; done; "
+        f"test -e /proc/{pid}/stat"
+    )
     return Probe(f"tree-{process}", cmd, parse_process_tree, labels={"process": process, "pid": str(pid)})
 
 

@@ -50,8 +50,7 @@ def parse_transactions(text: str) -> int:
 def pg_xacts_sql(database: str) -> str:
     if not re.fullmatch(r"[A-Za-z0-9_]+", database):
         raise ValueError(f"database name {database!r} must be a plain identifier")
-    return ("SELECT coalesce(sum(xact_commit + xact_rollback), 0) FROM pg_stat_database "
-            f"WHERE datname = '{database}'")
+    return f"SELECT coalesce(sum(xact_commit + xact_rollback), 0) FROM pg_stat_database WHERE datname = '{database}'"
 
 
 def redis_commandstats_command(port: int, host: str = "127.0.0.1", *, password_file: str | None = None) -> str:
@@ -60,5 +59,7 @@ def redis_commandstats_command(port: int, host: str = "127.0.0.1", *, password_f
 
 def pg_xacts_command(port: int, host: str, *, user: str, database: str) -> str:
     """psql over `host` (a socket folder with trust, or an address), connected to `postgres`, not `database`."""
-    return (f"psql -X -At -h {shlex.quote(host)} -p {int(port)} -U {shlex.quote(user)} -d postgres "
-            f"-c {shlex.quote(pg_xacts_sql(database))}")
+    return (
+        f"psql -X -At -h {shlex.quote(host)} -p {int(port)} -U {shlex.quote(user)} -d postgres "
+        f"-c {shlex.quote(pg_xacts_sql(database))}"
+    )

@@ -81,7 +81,11 @@ def counters_to_rates(previous: Iterable[Sample], current: Iterable[Sample]) -> 
         total = sum(d for _, d in group)
         if total > 0:
             for s, d in group:
-                out.append(Sample(metric="host_cpu_pct", value=100 * d / total, unit="%", labels=dict(s.labels), time_s=s.time_s))
+                out.append(
+                    Sample(
+                        metric="host_cpu_pct", value=100 * d / total, unit="%", labels=dict(s.labels), time_s=s.time_s
+                    )
+                )
     return out
 
 

@@ -58,8 +58,14 @@ def _redis_cli(port: int, host: str, password_env: str | None, password_file: st
     return f"{prefix}{auth}redis-cli -h {shlex.quote(host)} -p {int(port)}"
 
 
-def redis_probes(port: int = 6379, host: str = "127.0.0.1", *, password_env: str | None = None,
-                 password_file: str | None = None, prefix: str = "") -> list[Probe]:
+def redis_probes(
+    port: int = 6379,
+    host: str = "127.0.0.1",
+    *,
+    password_env: str | None = None,
+    password_file: str | None = None,
+    prefix: str = "",
+) -> list[Probe]:
     """Redis INFO and Bull queue depth. `prefix` runs redis-cli elsewhere, e.g. `docker exec n8n-redis `.
     The password comes from an environment variable on the host or a file holding only the password."""
     cli = _redis_cli(port, host, password_env, password_file, prefix)
@@ -93,12 +99,21 @@ def parse_pg_activity(text: str, time_s: float, labels: Mapping[str, str]) -> li
     return out
 
 
-def postgres_probe(port: int = 5432, host: str = "127.0.0.1", *, user: str = "n8n", database: str = "n8n",
-                   password_env: str | None = None, prefix: str = "") -> Probe:
+def postgres_probe(
+    port: int = 5432,
+    host: str = "127.0.0.1",
+    *,
+    user: str = "n8n",
+    database: str = "n8n",
+    password_env: str | None = None,
+    prefix: str = "",
+) -> Probe:
     auth = f'PGPASSWORD="${password_env}" ' if password_env else ""
     sql = shlex.quote(PG_ACTIVITY_SQL)
-    cmd = (f"{prefix}{auth}psql -X -At -F '|' -h {shlex.quote(host)} -p {int(port)} "
-           f"-U {shlex.quote(user)} -d {shlex.quote(database)} -c {sql}")
+    cmd = (
+        f"{prefix}{auth}psql -X -At -F '|' -h {shlex.quote(host)} -p {int(port)} "
+        f"-U {shlex.quote(user)} -d {shlex.quote(database)} -c {sql}"
+    )
     return Probe("pg_activity", cmd, parse_pg_activity)
 
 
@@ -128,7 +143,9 @@ def parse_n8n_metrics(text: str, time_s: float, labels: Mapping[str, str]) -> li
     values = parse_prometheus(text)
     found = [name for name in N8N_QUEUE_METRICS if name in values]
     if not found:
-        raise ProbeParseError("no n8n_scaling_mode_queue_jobs_* in /metrics (N8N_METRICS_INCLUDE_QUEUE_METRICS=true on main?)")
+        raise ProbeParseError(
+            "no n8n_scaling_mode_queue_jobs_* in /metrics (N8N_METRICS_INCLUDE_QUEUE_METRICS=true on main?)"
+        )
     return [sample(name, values[name], "jobs", time_s, labels) for name in found]
 
 
