@@ -338,3 +338,28 @@ def load_compose(
     configs = doc.get("configs") or {}
     texts = [_scalar(c.get("content")) for c in configs.values() if isinstance(c, dict) and c.get("content")]
     return ComposeFile(services=services, unresolved=sorted(missing), config_texts=texts)
+
+
+class RedisUser(Frozen):
+    password: str | None  # None: none given on the command line
+    rules: tuple[str, ...] = ()
+
+
+def redis_users(redis: Service) -> dict[str, RedisUser]:
+    """The users a `redis-server` command line defines: `--requirepass` is the default user's password, each
+    `--user NAME on >PASSWORD RULES...` an ACL user."""
+    tokens, users = redis.command, {}
+    for i, token in enumerate(tokens):
+        if token == "--requirepass" and i + 1 < len(tokens):
+            users["default"] = RedisUser(password=tokens[i + 1], rules=("~*", "&*", "+@all"))
+        elif token == "--user" and i + 1 < len(tokens):
+            words = []
+            for word in tokens[i + 2 :]:
+                if word.startswith("--"):
+                    break
+                words.append(word)
+            users[tokens[i + 1]] = RedisUser(
+                password=next((w[1:] for w in words if w.startswith(">")), None),
+                rules=tuple(w for w in words if not w.startswith(">")),
+            )
+    return users

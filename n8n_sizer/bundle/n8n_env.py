@@ -313,31 +313,6 @@ def role_env(shape: N8nShape, role: str, w: Wiring, *, broker_host: str = "") ->
     return env
 
 
-class NativeSecrets(Frozen):
-    """A native stack's secrets (local stack, lab): generated per stack, kept in a 0600 file, never printed. The
-    rendered bundles' secrets are `bundle.secrets.StackSecrets`."""
-
-    def __repr__(self) -> str:  # never let a secret reach a log line or a traceback
-        return "NativeSecrets(<hidden>)"
-
-    __str__ = __repr__
-
-    encryption_key: str
-    postgres_password: str
-    redis_password: str  # the default user's: the operator's (PING, telemetry, drills), never n8n's
-    redis_n8n_password: str  # n8n's ACL user (REDIS_N8N_USER)
-    # StackOptions.extra_env: it may carry a secret (a key, a token), so state.json shows only its keys.
-    extra_env: dict[str, str] = {}
-
-
-class N8nPorts(Frozen):
-    """The TCP ports one n8n process listens on (all on 127.0.0.1)."""
-
-    http: int  # main's N8N_PORT (workers get main's too, for WEBHOOK_URL)
-    broker: int  # N8N_RUNNERS_BROKER_PORT: each process runs its own task broker
-    health: int | None = None  # a worker's QUEUE_HEALTH_CHECK_PORT
-
-
 POSTGRES_USER = "n8n"
 POSTGRES_DATABASE = "n8n"
 # Run by the postgres image's entrypoint on the first start of an empty volume (sourced: no `set -e` of its own).
@@ -360,34 +335,12 @@ def postgres_init() -> dict[str, str]:
     return {"user": POSTGRES_USER, "database": POSTGRES_DATABASE, "script": POSTGRES_INIT_SCRIPT}
 
 
-def native_wiring(
-    secrets: NativeSecrets,
-    *,
-    http_port: int,
-    broker_port: int,
-    postgres_port: int | None,
-    redis_port: int | None,
-    host: str = "127.0.0.1",
-    public_url: str | None = None,
-) -> Wiring:
-    """A process started natively on one host: everything on `host`, runners internal (the launcher of
-    external mode is not in the npm package, notes/real-n8n.md)."""
-    return Wiring(
-        postgres_host=host,
-        postgres_port=str(postgres_port or ""),
-        postgres_user=POSTGRES_USER,
-        postgres_password=secrets.postgres_password,
-        redis_host=host,
-        redis_port=str(redis_port or ""),
-        redis_user=REDIS_N8N_USER,
-        redis_password=secrets.redis_n8n_password,
-        encryption_key=secrets.encryption_key,
-        public_url=public_url or f"http://{host}:{http_port}/",
-        runners="internal",
-        runners_token="",
-        broker_listen="127.0.0.1",
-        broker_port=str(broker_port),
-    )
+class N8nPorts(Frozen):
+    """The TCP ports one n8n process listens on (all on 127.0.0.1)."""
+
+    http: int  # main's N8N_PORT (workers get main's too, for WEBHOOK_URL)
+    broker: int  # N8N_RUNNERS_BROKER_PORT: each process runs its own task broker
+    health: int | None = None  # a worker's QUEUE_HEALTH_CHECK_PORT
 
 
 def process_env(
@@ -426,48 +379,6 @@ def process_env(
         env["QUEUE_HEALTH_CHECK_PORT"] = str(ports.health)
     env.update(extra or {})
     return env
-
-
-def n8n_env(
-    setup: Setup,
-    *,
-    role: str,
-    ports: N8nPorts,
-    user_folder: Path,
-    secrets: NativeSecrets,
-    postgres_port: int | None,
-    redis_port: int | None,
-    path: str,
-    home: str,
-    log_level: str = "info",
-    extra: dict[str, str] | None = None,
-) -> dict[str, str]:
-    """Environment for `n8n start` (role "main") or `n8n worker` (role "worker") of the native stack on this
-    machine: `role_env` of the setup, wired to 127.0.0.1."""
-    if setup.db == "postgres" and postgres_port is None:
-        raise ValueError("db=postgres needs a Postgres port")
-    if setup.mode == "queue" and redis_port is None:
-        raise ValueError("queue mode needs a Redis port")
-    wiring = native_wiring(
-        secrets, http_port=ports.http, broker_port=ports.broker, postgres_port=postgres_port, redis_port=redis_port
-    )
-    return process_env(
-        shape_of_setup(setup),
-        role,
-        wiring,
-        ports=ports,
-        user_folder=user_folder,
-        path=path,
-        home=home,
-        log_level=log_level,
-        extra=extra,
-    )
-
-
-def n8n_argv(node_bin: Path, n8n_bin: Path, setup: Setup, role: str) -> list[str]:
-    if role == "worker":
-        return [str(node_bin), str(n8n_bin), "worker", f"--concurrency={setup.concurrency}"]
-    return [str(node_bin), str(n8n_bin), "start"]
 
 
 def instance_owner_env(email: str, password_hash: str) -> dict[str, str]:

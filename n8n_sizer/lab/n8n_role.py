@@ -78,7 +78,9 @@ def lab_env(
 ) -> dict[str, str]:
     """The environment `render --topology` gives this role (`bundle.n8n_env.role_env` of the topology, bench
     profile), wired to the lab's addresses: the data host's Postgres and Redis, runners internal."""
-    from n8n_sizer.bundle.n8n_env import native_wiring, process_env, shape_of_topology
+    from n8n_sizer.bundle.n8n_env import shape_of_topology
+    from n8n_sizer.bundle.native_env import native_wiring
+    from n8n_sizer.bundle.n8n_env import process_env
 
     wiring = native_wiring(
         secrets,
@@ -113,7 +115,7 @@ def start_n8n_role(
     index: int = 1,
     owner_file: Path | None = None,
 ) -> N8nProcess:
-    from n8n_sizer.bundle.n8n_env import NativeSecrets
+    from n8n_sizer.bundle.native_env import NativeSecrets
     from n8n_sizer.bundle.topology import load_topology_text
     from n8n_sizer.native import services
     from n8n_sizer.native.install import find_installed

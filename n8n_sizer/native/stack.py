@@ -30,15 +30,9 @@ from n8n_sizer.native import services
 from n8n_sizer.native.datastores import DataStores
 from n8n_sizer.native.ingest import IngestProcesses, caddy_binary
 from n8n_sizer.native.install import N8nInstall, install_n8n
-from n8n_sizer.bundle.n8n_env import (
-    POSTGRES_DATABASE,
-    POSTGRES_USER,
-    N8nPorts,
-    NativeSecrets,
-    n8n_argv,
-    n8n_env,
-    shutdown_timeouts,
-)
+from n8n_sizer.bundle.n8n_env import POSTGRES_DATABASE, POSTGRES_USER, shutdown_timeouts
+from n8n_sizer.bundle.native_env import NativeSecrets, n8n_argv, n8n_env
+from n8n_sizer.bundle.n8n_env import N8nPorts
 from n8n_sizer.native.services import RunningProcess, ServiceError
 from n8n_sizer.native.state import SECRETS_FILE, STATE_FILE, StackOptions, StackState
 

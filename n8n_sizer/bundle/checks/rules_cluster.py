@@ -1,22 +1,21 @@
 """`check --topology` rules across hosts: one pure function each, over every host's parsed compose file.
 
-A host's own rules (bundle/check.py) cannot see these: a worker host's pool looks harmless alone, and the
+A host's own rules (bundle/checks/host.py) cannot see these: a worker host's pool looks harmless alone, and the
 sum over every host is what Postgres refuses (seed 000: "remaining connection slots are reserved" at
 ~380 req/s); a key that differs on one host breaks every credential that host touches.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from typing import Callable
 
 
 from n8n_sizer.advisor.pools import CONNECTION_HEADROOM, required_max_connections
 from n8n_sizer.bundle.caddyfile import parse_routes, route_for
-from n8n_sizer.bundle.check import _max_connections, _pool, _redis_arg, unreadable_pool_settings
-from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base
-from n8n_sizer.bundle.rule import RuleResult, fail, na, ok
+from n8n_sizer.bundle.checks.settings import max_connections_of, pool_size, redis_arg, unreadable_pool_settings
+from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base, redis_users
+from n8n_sizer.bundle.checks.rule import RuleResult, fail, na, ok
 from n8n_sizer.safety.frozen import Frozen
 
 DATA_PORTS = {5432: "Postgres", 6379: "Redis"}
@@ -116,7 +115,6 @@ def _endpoint_problems(
 def _redis_password(redis: Service, user: str) -> str | None:
     """The password Redis was started with for `user` (the default user's is --requirepass); None when Redis
     does not define that user (cluster-redis-acl says so)."""
-    from n8n_sizer.bundle.rules_n8n import redis_users
 
     found = redis_users(redis).get(user)
     return found.password if found else None
@@ -179,14 +177,14 @@ def rule_cluster_pool(c: Cluster) -> RuleResult:
             f"{', '.join(unreadable)}: not a whole number in range; the pool sum cannot trust it",
             "set every DB_POSTGRESDB_POOL_SIZE and max_connections to a whole number",
         )
-    need = sum(_pool(s) + (1 if s.role == "main" else 0) for _, s in users)
+    need = sum(pool_size(s) + (1 if s.role == "main" else 0) for _, s in users)
     per_role: dict[str, list[int]] = {}
     for _, s in users:
-        per_role.setdefault(s.role, []).append(_pool(s))
+        per_role.setdefault(s.role, []).append(pool_size(s))
     arithmetic = " + ".join(
         f"{len(p)} {role} x pool {max(p)}" + (" + 1" if role == "main" else "") for role, p in sorted(per_role.items())
     )
-    limit = min(_max_connections(s) for _, s in servers)
+    limit = min(max_connections_of(s) for _, s in servers)
     total = required_max_connections(need)
     if total > limit:
         return fail(
@@ -279,40 +277,6 @@ def rule_main_webhooks_off(c: Cluster) -> RuleResult:
     return ok("main-webhooks-off", f"production webhooks {state}")
 
 
-def _private(address: str, subnet: str | None) -> bool:
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    if subnet is not None:
-        return ip in ipaddress.ip_network(subnet)
-    return ip.is_private and not ip.is_loopback and not ip.is_unspecified
-
-
-def rule_data_ports_private(c: Cluster) -> RuleResult:
-    problems: list[str] = []
-    for h, s in c.services():
-        data = s.role in ("postgres", "redis")
-        if data and s.host_network:
-            problems.append(f"{h.name}/{s.name} uses the host network: every interface gets its port")
-        for p in s.ports:
-            if (data or p.container_port in DATA_PORTS) and not _private(p.host_ip, c.subnet):
-                where = p.host_ip or "every address"
-                problems.append(f"{h.name}/{s.name} publishes {p.container_port} on {where}")
-    if problems:
-        return fail(
-            "data-ports-private",
-            "; ".join(problems),
-            'publish Postgres and Redis only on the host\'s private address, e.g. "10.89.0.10:5432:5432"'
-            + (f" (inside {c.subnet})" if c.subnet else ""),
-        )
-    published = [f"{h.name}/{s.name}" for h, s in c.services("postgres", "redis") if s.ports]
-    return ok(
-        "data-ports-private",
-        f"Postgres and Redis listen on private addresses only ({', '.join(published) or 'unpublished'})",
-    )
-
-
 def rule_cluster_redis(c: Cluster) -> RuleResult:
     """A data host has no n8n process, so its own `redis-*` rules do not apply: check Redis here."""
     servers = c.services("redis")
@@ -322,10 +286,10 @@ def rule_cluster_redis(c: Cluster) -> RuleResult:
     problems = []
     for h, s in servers:
         for flag, (want, default) in wanted.items():
-            value = _redis_arg(s, flag) or default
+            value = redis_arg(s, flag) or default
             if value != want:
                 problems.append(f"{h.name}/{s.name} {flag} {value}")
-        if not _redis_arg(s, "--requirepass"):
+        if not redis_arg(s, "--requirepass"):
             problems.append(f"{h.name}/{s.name} has no --requirepass (other hosts reach it over the network)")
     if problems:
         return fail(
@@ -361,33 +325,6 @@ def rule_pgbouncer_transaction(c: Cluster) -> RuleResult:
     return ok("pgbouncer-transaction", "no transaction-mode PgBouncer in front of n8n")
 
 
-def rule_cluster_postgres_role(c: Cluster) -> RuleResult:
-    """Least privilege across hosts: no n8n process on any host logs in as the data host's superuser."""
-    from n8n_sizer.bundle.rules_n8n import POSTGRES_ROLE_FIX, superuser_logins
-
-    postgres = [s for _, s in c.services("postgres")]
-    if not postgres or not c.n8n:
-        return na("cluster-postgres-role", "no Postgres or no n8n process")
-    bad = superuser_logins(postgres, [s for _, s in c.n8n])
-    if bad:
-        where = _where([(h, s) for h, s in c.n8n if any(b.startswith(f"{s.name}=") for b in bad)])
-        return fail("cluster-postgres-role", f"{where} log in as the Postgres superuser", POSTGRES_ROLE_FIX)
-    return ok("cluster-postgres-role", f"{len(c.n8n)} n8n processes log in with n8n's own role")
-
-
-def rule_cluster_redis_acl(c: Cluster) -> RuleResult:
-    """Least privilege across hosts: every n8n process logs in to the data host's Redis as n8n's ACL user."""
-    from n8n_sizer.bundle.rules_n8n import REDIS_ACL_FIX, redis_acl_problems
-
-    redis = [s for _, s in c.services("redis")]
-    if not redis or not c.n8n:
-        return na("cluster-redis-acl", "no Redis or no n8n process")
-    problems = redis_acl_problems(redis, [s for _, s in c.n8n])
-    if problems:
-        return fail("cluster-redis-acl", "; ".join(problems), REDIS_ACL_FIX)
-    return ok("cluster-redis-acl", f"{len(c.n8n)} n8n processes log in to Redis as n8n's own ACL user")
-
-
 def rule_public_url(c: Cluster) -> RuleResult:
     """The URL n8n gives out for webhooks: a cluster is called from outside, never at a loopback address."""
     procs = c.n8n
@@ -405,18 +342,3 @@ def rule_public_url(c: Cluster) -> RuleResult:
             "render with --public-url <the load balancer's public URL> (N8N_PUBLIC_URL in each .env)",
         )
     return ok("cluster-public-url", f"webhooks are given out at {procs[0][1].env['WEBHOOK_URL']}")
-
-
-RULES: dict[str, Callable[[Cluster], RuleResult]] = {
-    "cluster-encryption-key": rule_one_key,
-    "cluster-data-endpoints": rule_data_endpoints,
-    "cluster-pool": rule_cluster_pool,
-    "webhook-routes": rule_webhook_routes,
-    "main-webhooks-off": rule_main_webhooks_off,
-    "data-ports-private": rule_data_ports_private,
-    "cluster-redis": rule_cluster_redis,
-    "pgbouncer-transaction": rule_pgbouncer_transaction,
-    "cluster-postgres-role": rule_cluster_postgres_role,
-    "cluster-redis-acl": rule_cluster_redis_acl,
-    "cluster-public-url": rule_public_url,
-}

@@ -1,5 +1,5 @@
-"""`check --topology DIR`: every host's own rules (bundle/check.py), the rules across hosts
-(bundle/rules_cluster.py) and the drift rules here (one host's n8n version or worker concurrency unlike the
+"""`check --topology DIR`: every host's own rules (bundle/checks/host.py), the rules across hosts
+(bundle/checks/rules_cluster.py) and the drift rules here (one host's n8n version or worker concurrency unlike the
 others, host folders that topology.json lists but are gone, or that it does not list), over the folders
 `render --topology` writes: `DIR/<host>/docker-compose.yml` with its `.env`, and `DIR/topology.json`.
 
@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
-from n8n_sizer.bundle.check import check_compose
+from n8n_sizer.bundle.checks.host import check_compose
 from n8n_sizer.bundle.composefile import image_base, load_compose
 from n8n_sizer.bundle.render import COMPOSE_FILE, ENV_FILE
 from n8n_sizer.bundle.render_topology import MANIFEST_FILE
-from n8n_sizer.bundle.rule import RuleResult, fail, na, ok
-from n8n_sizer.bundle.rules_cluster import RULES, Cluster, HostFiles
-from n8n_sizer.bundle.rules_n8n import _concurrency
+from n8n_sizer.bundle.checks.rule import RuleResult, fail, na, ok
+from n8n_sizer.bundle.checks import rules_access as access
+from n8n_sizer.bundle.checks import rules_cluster as across
+from n8n_sizer.bundle.checks.rules_cluster import Cluster, HostFiles
+from n8n_sizer.bundle.checks.rules_n8n import _concurrency
 from n8n_sizer.bundle.secrets import parse_env_text
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.files import read_user_text, require_folder
@@ -27,6 +30,22 @@ from n8n_sizer.safety.network import check_private_subnet
 
 MAX_HOST_FOLDERS = 256  # a topology has at most a few dozen hosts
 FIX = "pass the --out folder of `render --topology`"
+
+
+# The rules across hosts, by name (`check --topology` runs them in this order).
+RULES: dict[str, Callable[[Cluster], RuleResult]] = {
+    "cluster-encryption-key": across.rule_one_key,
+    "cluster-data-endpoints": across.rule_data_endpoints,
+    "cluster-pool": across.rule_cluster_pool,
+    "webhook-routes": across.rule_webhook_routes,
+    "main-webhooks-off": across.rule_main_webhooks_off,
+    "data-ports-private": access.rule_data_ports_private,
+    "cluster-redis": across.rule_cluster_redis,
+    "pgbouncer-transaction": across.rule_pgbouncer_transaction,
+    "cluster-postgres-role": access.rule_cluster_postgres_role,
+    "cluster-redis-acl": access.rule_cluster_redis_acl,
+    "cluster-public-url": across.rule_public_url,
+}
 
 
 def _read(path: Path, max_bytes: int = 2 << 20) -> str:

@@ -13,18 +13,25 @@ from typing import Callable, Mapping
 
 from n8n_sizer.advisor.pools import (
     CONNECTION_HEADROOM,
-    POSTGRES_DEFAULT_MAX_CONNECTIONS,
     recommended_max_connections,
     required_max_connections,
 )
 from n8n_sizer.advisor.setup import DEFAULT_DB_POOL_SIZE
-from n8n_sizer.bundle import rules_n8n as n8n
+from n8n_sizer.bundle.checks import rules_access as access
+from n8n_sizer.bundle.checks import rules_n8n as n8n
 from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base, load_compose
-from n8n_sizer.bundle.rule import CheckContext, RuleResult, Status, as_int, fail, na, names, ok
+from n8n_sizer.bundle.checks.settings import (
+    MAX_POOL,
+    POSTGRES_MAX_CONNECTIONS_LIMIT,
+    max_connections_of,
+    pool_size,
+    redis_arg,
+    unreadable_pool_settings,
+)
+from n8n_sizer.bundle.checks.rule import CheckContext, RuleResult, Status, as_int, fail, na, names, ok
 
 __all__ = ["RULES", "RuleResult", "Status", "check_compose"]
 FIREWALL_LABEL = "n8n-sizer.firewalled"
-POSTGRES_MAX_CONNECTIONS_LIMIT = 262143  # Postgres' upper bound for max_connections (MAX_BACKENDS)
 
 
 def rule_variables(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
@@ -96,16 +103,6 @@ def rule_start_order(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     return ok("start-order", "Postgres/Redis healthy -> main healthy -> workers")
 
 
-def _redis_arg(service: Service, flag: str) -> str | None:
-    tokens = service.command
-    for i, token in enumerate(tokens):
-        if token == flag and i + 1 < len(tokens):
-            return tokens[i + 1]
-        if token.startswith(flag + "="):
-            return token.split("=", 1)[1]
-    return None
-
-
 def _redis_rule(
     rule: str, flag: str, wanted: str, default: str, why: str
 ) -> Callable[[ComposeFile, CheckContext], RuleResult]:
@@ -117,7 +114,7 @@ def _redis_rule(
             return na(rule, "Redis is not in this file; set it there")
         wrong, implicit = [], []
         for service in redis:
-            value = _redis_arg(service, flag)
+            value = redis_arg(service, flag)
             if value is None and any(t.endswith(".conf") for t in service.command):
                 return na(
                     rule, f"{service.name} reads a config file check cannot see; make sure it has {flag} {wanted}"
@@ -153,41 +150,6 @@ rule_redis_appendonly = _redis_rule(
 )
 
 
-MAX_POOL = 500  # render --pool's bound (safety/numbers.py POOL)
-
-
-def _pool(service: Service) -> int:
-    return as_int(service.env.get("DB_POSTGRESDB_POOL_SIZE")) or DEFAULT_DB_POOL_SIZE
-
-
-def _max_connections(service: Service) -> int:
-    for i, token in enumerate(service.command):
-        match = re.fullmatch(r"(?:--)?max_connections=(\d{1,18})", token)
-        if match and (token.startswith("--") or (i > 0 and service.command[i - 1] == "-c")):
-            return int(match.group(1))
-    return POSTGRES_DEFAULT_MAX_CONNECTIONS
-
-
-def unreadable_pool_settings(users: list[Service], postgres: list[Service]) -> list[str]:
-    """Pool sizes and max_connections that are set but are not whole numbers in range (`-5`, `abc`, `0`,
-    `2.5`): n8n and Postgres would refuse them or read something else, so the arithmetic cannot use them."""
-    bad = []
-    for s in users:
-        raw = s.env.get("DB_POSTGRESDB_POOL_SIZE")
-        if raw is not None and raw.strip() and not 1 <= (as_int(raw) or 0) <= MAX_POOL:
-            bad.append(f"{s.name} DB_POSTGRESDB_POOL_SIZE={raw[:20]!r}")
-    for p in postgres:
-        for i, token in enumerate(p.command):
-            match = re.fullmatch(r"(?:--)?max_connections=(.*)", token, flags=re.S)
-            if (
-                match
-                and (token.startswith("--") or (i > 0 and p.command[i - 1] == "-c"))
-                and not re.fullmatch(r"\d{1,18}", match.group(1))
-            ):
-                bad.append(f"{p.name} max_connections={match.group(1)[:20]!r}")
-    return bad
-
-
 def rule_postgres_pool(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     users = [s for s in cf.n8n if s.env.get("DB_TYPE") == "postgresdb"]
     if not users:
@@ -203,11 +165,11 @@ def rule_postgres_pool(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         )
     mains = [s for s in users if s.role == "main"]
     others = [s for s in users if s.role != "main"]
-    need = sum(_pool(s) + 1 for s in mains) + sum(_pool(s) for s in others)
+    need = sum(pool_size(s) + 1 for s in mains) + sum(pool_size(s) for s in others)
     # Seed 000's formula, written as (main pool + 1) + N processes x pool, grouped by pool size.
-    grouped = Counter(_pool(s) for s in others)
+    grouped = Counter(pool_size(s) for s in others)
     arithmetic = " + ".join(
-        [f"(pool {_pool(s)} + 1)" for s in mains] + [f"{n} x pool {pool}" for pool, n in sorted(grouped.items())]
+        [f"(pool {pool_size(s)} + 1)" for s in mains] + [f"{n} x pool {pool}" for pool, n in sorted(grouped.items())]
     )
     total = required_max_connections(need)
     postgres = cf.by_role("postgres")
@@ -217,11 +179,11 @@ def rule_postgres_pool(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
             f"Postgres is not in this file; give it max_connections >= {total} "
             f"({arithmetic} + {CONNECTION_HEADROOM} headroom)",
         )
-    limit = min(_max_connections(p) for p in postgres)
+    limit = min(max_connections_of(p) for p in postgres)
     beyond = [
-        f"{p.name} max_connections={_max_connections(p)}"
+        f"{p.name} max_connections={max_connections_of(p)}"
         for p in postgres
-        if not 1 <= _max_connections(p) <= POSTGRES_MAX_CONNECTIONS_LIMIT
+        if not 1 <= max_connections_of(p) <= POSTGRES_MAX_CONNECTIONS_LIMIT
     ]
     if beyond:
         return fail(
@@ -286,8 +248,8 @@ RULES: dict[str, Callable[[ComposeFile, CheckContext], RuleResult]] = {
     "metrics-public": rule_metrics_public,
     "production-limit": n8n.rule_production_limit,
     "main-memory-limit": n8n.rule_main_memory_limit,
-    "postgres-role": n8n.rule_postgres_role,
-    "redis-acl": n8n.rule_redis_acl,
+    "postgres-role": access.rule_postgres_role,
+    "redis-acl": access.rule_redis_acl,
 }
 
 
