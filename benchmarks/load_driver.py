@@ -69,7 +69,8 @@ def _pct(values: list[float], q: float) -> float:
 
 
 async def _drive(url: str, rate: float, seconds: float):
-    from n8n_sizer.bench.load import HttpPost, run_open
+    from n8n_sizer.bench.http_post import HttpPost
+    from n8n_sizer.bench.load import run_open
 
     import tempfile
     import time as _time

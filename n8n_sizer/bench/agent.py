@@ -17,7 +17,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from n8n_sizer.bench.load import HttpPost, run_open
+from n8n_sizer.bench.http_post import HttpPost
+from n8n_sizer.bench.load import run_open
 from n8n_sizer.runs.records import RequestRecord
 
 

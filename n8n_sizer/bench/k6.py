@@ -23,7 +23,7 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from n8n_sizer.hosts.host import Host, HostError
-from n8n_sizer.bench.load import BODY_SNIPPET_BYTES, EXECUTION_ID_MAX_BODY
+from n8n_sizer.bench.http_post import BODY_SNIPPET_BYTES, EXECUTION_ID_MAX_BODY
 from n8n_sizer.fleet.locations import LOADGEN_READY_MARKER  # the load generator's cloud-init writes it
 from n8n_sizer.runs.records import StepTally
 from n8n_sizer.bench.plan import LoadPlan, RateStep

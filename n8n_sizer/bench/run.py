@@ -27,7 +27,8 @@ from n8n_sizer.hosts.facts import host_facts
 from n8n_sizer.hosts.host import ConnectionLost, Host, HostError
 from n8n_sizer.runs.ledger import build_ledger
 from n8n_sizer.bench import lab as lab_run
-from n8n_sizer.bench.load import HttpPost, closed_count, run_closed, run_open
+from n8n_sizer.bench.http_post import HttpPost
+from n8n_sizer.bench.load import closed_count, run_closed, run_open
 from n8n_sizer.bench.payloads import Payloads, deployed_workflow, signature_headers
 from n8n_sizer.bench.plan import FindMax, LoadPlan, RateStep
 from n8n_sizer.bench.shapes import arrival_times

@@ -107,7 +107,8 @@ class BackgroundLoad:
         sink: Callable[[RequestRecord], None] | None,
         seq_start: int = 0,
     ) -> "BackgroundLoad":
-        from n8n_sizer.bench.load import HttpPost, run_open
+        from n8n_sizer.bench.http_post import HttpPost
+        from n8n_sizer.bench.load import run_open
 
         records: list[RequestRecord] = []
 

@@ -19,7 +19,8 @@ from n8n_sizer.drills.common import (
     counts,
     wait_for,
 )
-from n8n_sizer.bench.load import HttpPost, run_open
+from n8n_sizer.bench.http_post import HttpPost
+from n8n_sizer.bench.load import run_open
 from n8n_sizer.n8n.workflows import read_workflow, webhook_path
 from n8n_sizer.runs.records import RequestRecord
 from n8n_sizer.runs.stats import error_kind

@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from n8n_sizer.bench.load import HttpPost, run_open
+from n8n_sizer.bench.http_post import HttpPost
+from n8n_sizer.bench.load import run_open
 from n8n_sizer.bench.payloads import Payloads, deployed_workflow, signature_headers
 from n8n_sizer.bench.shapes import arrival_times, mean_rate, parse_shape
 from n8n_sizer.n8n.signed import with_respond_mode

@@ -7,7 +7,8 @@ import socket
 
 import pytest
 
-from n8n_sizer.bench.load import HttpPost, run_closed, run_open
+from n8n_sizer.bench.http_post import HttpPost
+from n8n_sizer.bench.load import run_closed, run_open
 from n8n_sizer.errors import InputError
 
 

@@ -152,7 +152,7 @@ def test_ledger_matches_accepted_requests_to_stored_executions_by_id():
 
 
 def test_execution_id_is_read_from_n8n_answers():
-    from n8n_sizer.bench.load import execution_id_of
+    from n8n_sizer.bench.http_post import execution_id_of
 
     assert execution_id_of(b'{"doubled": 42, "executionId": "1234"}') == "1234"
     assert execution_id_of(b'[{"done": true, "executionId": 77}]') == "77"

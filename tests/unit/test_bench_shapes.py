@@ -129,7 +129,8 @@ def test_step_throughput_of_a_burst_reads_its_mean_offered_rate():
 
 def test_driver_sends_at_the_schedule(tmp_path):
     """The built-in driver against a real local HTTP server: one record per scheduled time, in order."""
-    from n8n_sizer.bench.load import HttpPost, run_open
+    from n8n_sizer.bench.http_post import HttpPost
+    from n8n_sizer.bench.load import run_open
 
     async def main():
         async def handle(reader, writer):
