@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 from n8n_sizer.bench.shapes import arrival_times, constant
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.hosts.host import SshHost
-from n8n_sizer.lab.cluster_handle import recorded_pids, redis_password_file
+from n8n_sizer.lab.cluster_record import recorded_pids, redis_password_file
 from n8n_sizer.remote.protocol import Program, run
 from n8n_sizer.runs.records import RequestRecord, Sample, StepTally
 from n8n_sizer.runs.stats import role_of

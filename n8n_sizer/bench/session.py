@@ -153,7 +153,6 @@ def build_targets(req: BenchRequest) -> list[Target]:
 def _lab_target(inventory, req: BenchRequest) -> Target:
     """A lab's whole cluster as one target named "cluster", reached over SSH with the lab's own client key."""
     from n8n_sizer.bench.lab import LAB_TARGET, check_lab_request, lab_target
-    from n8n_sizer.lab.cluster_handle import cluster_setup
     from n8n_sizer.bundle.topology import parse_topology
     from n8n_sizer.lab.state import read_lab_state
 
@@ -169,7 +168,7 @@ def _lab_target(inventory, req: BenchRequest) -> Target:
     topology = parse_topology(state.topology, f"--inventory {path}: lab.topology")
     lab = lab_target(inventory, path)
     ingest = next(h.name for h in topology.hosts() if h.roles.main)
-    return Target(name=LAB_TARGET, setup=cluster_setup(topology), kind="lab", host=lab.hosts[ingest], lab=lab)
+    return Target(name=LAB_TARGET, setup=topology.setup(), kind="lab", host=lab.hosts[ingest], lab=lab)
 
 
 def _check_targets_reachable(targets: list[Target]) -> None:

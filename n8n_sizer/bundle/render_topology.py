@@ -228,7 +228,7 @@ def manifest_of(t: topo.Topology, profile: str) -> str:
     if t.single_host:  # today's stack: its own pool arithmetic (render.py)
         from n8n_sizer.advisor.pools import setup_recommended_max_connections as recommended_max_connections
 
-        conns = t.max_connections or recommended_max_connections(t.single_setup())
+        conns = t.max_connections or recommended_max_connections(t.setup())
     else:
         conns = topo.postgres_memory(t, pg.ram_mib, pg.size).max_connections
     doc = {
@@ -259,7 +259,7 @@ def render_topology(
     if t.single_host:
         host = hosts[0]
         bundle = render_bundle(
-            t.single_setup(),
+            t.setup(),
             secrets,
             profile=profile,
             domain=domain,

@@ -20,7 +20,7 @@ import secrets
 import time
 from collections.abc import Callable
 
-from n8n_sizer.lab.cluster_handle import N8N_ROLES, ClusterProcess
+from n8n_sizer.lab.cluster_record import N8N_ROLES, ClusterProcess
 from n8n_sizer.drills.common import DrillFailed, DrillOutcome, check
 from n8n_sizer.drills.rolling import rolling_restart
 from n8n_sizer.drills.lab_run import LabDrillContext, record_lab_drill, statuses

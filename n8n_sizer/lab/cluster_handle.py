@@ -24,36 +24,16 @@ import signal as signals
 import sys
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.errors import InputError
 from n8n_sizer.hosts.host import SshHost
+from n8n_sizer.lab.cluster_record import N8N_ROLES, ClusterProcess, recorded_pids, redis_password_file
 from n8n_sizer.stack.handle import FetchedLogMark, LogMark, StackError, StackHandle, wait_until
 
-N8N_ROLES = ("main", "webhook", "worker")
 RESTART_TIMEOUT_S = 300.0  # a cold n8n start on a busy 2-core machine
-
-
-@dataclass(frozen=True)
-class ClusterProcess:
-    host: str
-    role: str  # main, webhook, worker, load_balancer, redis, postgres
-    name: str  # unique in the cluster: main, webhook-1, worker-1-worker-1, caddy, redis, postgres
-    pid: int
-    ready_url: str | None = None  # HTTP readiness as the host itself reaches it
-    log: str | None = None
-
-
-def cluster_setup(topology) -> Setup:
-    """The one Setup a deployed lab is recorded and reported as: a one-host topology's own (the contract's
-    `single_setup`, what `render` writes for it), a cluster's as queue mode with every host's workers."""
-    if len(topology.hosts()) == 1:
-        return topology.single_setup()
-    workers = sum(h.roles.workers for h in topology.hosts())
-    return Setup(mode="queue", workers=max(workers, 1), concurrency=topology.concurrency)
 
 
 class LabClusterHandle(StackHandle):
@@ -87,7 +67,7 @@ class LabClusterHandle(StackHandle):
         from n8n_sizer.bundle.topology import parse_topology
 
         self.topology = parse_topology(self.state.topology, f"--inventory {inventory_path}: lab.topology")
-        self.setup = cluster_setup(self.topology)
+        self.setup = self.topology.setup()
         self.main_url = self.cluster.url
 
     @classmethod
@@ -401,35 +381,3 @@ class LabClusterHandle(StackHandle):
         if res.exit_code != 0 or res.stdout.startswith("(error)"):
             raise StackError(f"{self.name}: redis-cli {' '.join(args[:2])}: {(res.stdout + res.stderr).strip()[:200]}")
         return json.loads(res.stdout) if res.stdout.strip() else None
-
-
-def recorded_pids(cluster) -> dict[str, dict[str, int]]:
-    """{host: {process name: PID}} of everything the deploy started (n8n, Caddy, Postgres, Redis)."""
-    out: dict[str, dict[str, int]] = {}
-    for host, procs in cluster.processes.items():
-        out[host] = {p.name: p.pid for p in procs}
-    ingest = next((h for h, procs in cluster.processes.items() if any(p.role == "main" for p in procs)), None)
-    if cluster.load_balancer_pid is not None and ingest is not None:
-        out[ingest]["caddy"] = cluster.load_balancer_pid
-    if cluster.data is not None:
-        out.setdefault(cluster.data_host, {}).update(postgres=cluster.data.postgres_pid, redis=cluster.data.redis_pid)
-    return out
-
-
-def redis_password_file(cluster) -> str:
-    """The Redis password alone in a 0600 file next to the cluster's secrets, for redis-cli to read at run time
-    (never on a command line). Every namespace shares this machine's filesystem, so the data host reads it."""
-    from n8n_sizer.safety.files import read_user_text
-    from n8n_sizer.safety.write import write_atomic
-
-    path = Path(cluster.secrets_file).with_name("redis-probe.secret")
-    if not path.exists():
-        text = read_user_text(
-            cluster.secrets_file,
-            "the lab's cluster secrets",
-            private=True,
-            max_bytes=1 << 16,
-            fix="run `n8n-sizer lab deploy` again",
-        )
-        write_atomic(path, json.loads(text)["redis_password"], private=True)
-    return str(path)

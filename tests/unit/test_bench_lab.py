@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.lab.cluster_handle import recorded_pids
+from n8n_sizer.lab.cluster_record import recorded_pids
 from n8n_sizer.bench.lab import (
     LabTarget,
     is_lab_inventory,

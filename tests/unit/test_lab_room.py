@@ -1,5 +1,5 @@
 """The lab is one room: its deployed cluster is one more `StackHandle`, and a topology becomes a `Setup` in one
-place per shape (one host: the contract's `single_setup`; a deployed cluster: `lab.cluster_handle.cluster_setup`)."""
+place (the contract's `Topology.setup`, for one host and for a deployed cluster alike)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 from n8n_sizer.advisor.answer.contract import Topology
 from n8n_sizer.bundle.topology import parse_topology
-from n8n_sizer.lab.cluster_handle import LabClusterHandle, cluster_setup
+from n8n_sizer.lab.cluster_handle import LabClusterHandle
 from n8n_sizer.stack.handle import StackHandle
 
 PKG = Path(__file__).resolve().parents[2] / "n8n_sizer"
-CONVERSIONS = {("advisor/answer/contract.py", "single_setup"), ("lab/cluster_handle.py", "cluster_setup")}
+CONVERSIONS = {("advisor/answer/contract.py", "setup")}
 CLUSTER = {
     "topology": [
         {"name": "data", "provider": "hetzner", "size": "cx33", "roles": {"postgres": 1, "redis": 1}},
@@ -43,13 +43,13 @@ def test_the_scan_finds_a_second_conversion():
     assert topology_to_setup(planted) == ["lab_setup"]
 
 
-def test_a_topology_becomes_a_setup_in_one_place_per_shape():
+def test_a_topology_becomes_a_setup_in_one_place():
     found = {(str(p.relative_to(PKG)), name) for p in PKG.rglob("*.py") for name in topology_to_setup(p.read_text())}
     assert found == CONVERSIONS, found ^ CONVERSIONS
 
 
 def test_a_cluster_is_queue_mode_with_every_hosts_workers_and_one_host_is_its_own_setup():
-    cluster = cluster_setup(parse_topology(CLUSTER, "test"))
+    cluster = parse_topology(CLUSTER, "test").setup()
     assert (cluster.mode, cluster.workers) == ("queue", 6)
     one = parse_topology(
         {
@@ -59,9 +59,7 @@ def test_a_cluster_is_queue_mode_with_every_hosts_workers_and_one_host_is_its_ow
         },
         "test",
     )
-    assert (
-        isinstance(one, Topology) and cluster_setup(one) == one.single_setup() and cluster_setup(one).mode == "regular"
-    )
+    assert isinstance(one, Topology) and one.setup() == one.setup() and one.setup().mode == "regular"
 
 
 def test_the_deployed_cluster_is_a_stack_handle_like_a_single_host():

@@ -166,9 +166,13 @@ class Topology(Frozen):
     def host_with(self, role: str) -> ClusterHost | None:
         return next((h for h in self.hosts() if getattr(h.roles, role)), None)
 
-    def single_setup(self) -> Setup:
-        """The `Setup` of a one-host topology: regular mode without workers (with its production limit, if
-        any), queue mode with them."""
+    def setup(self) -> Setup:
+        """The one `Setup` a topology is rendered, recorded and reported as. One host: regular mode without workers
+        (with its production limit, if any), queue mode with them; a cluster: queue mode with every host's
+        workers (lab runs are recorded so)."""
+        if len(self.groups) > 1 or self.groups[0].count > 1:
+            workers = sum(h.roles.workers for h in self.hosts())
+            return Setup(mode="queue", workers=max(workers, 1), concurrency=self.concurrency)
         workers = self.groups[0].roles.workers
         return Setup(
             mode="queue" if workers else "regular",

@@ -72,7 +72,7 @@ def given_layout_from(path: Path, advisor, on_this_machine: bool):
             None if machine else g.monthly_eur,
             None if machine else g.ram_mib,
         )
-        return "one-host", topology.single_setup(), option, host.arch
+        return "one-host", topology.setup(), option, host.arch
     layout = given_layout(groups, topology.concurrency, topology.db_pool_size.of("worker"), machine)
     arch = machine.arch if machine else layout.group_with("workers").host.arch
     return "layout", layout, arch, sum(g.count for g in topology.groups)
