@@ -26,36 +26,23 @@ from pathlib import Path
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.advisor.pools import setup_recommended_max_connections as recommended_max_connections
+from n8n_sizer.native import ports as ports_
 from n8n_sizer.native import services
 from n8n_sizer.native.datastores import DataStores
 from n8n_sizer.native.ingest import IngestProcesses, caddy_binary
+from n8n_sizer.native.ports import FreePorts
 from n8n_sizer.native.install import N8nInstall, install_n8n
 from n8n_sizer.bundle.n8n_env import POSTGRES_DATABASE, POSTGRES_USER, shutdown_timeouts
 from n8n_sizer.bundle.native_env import NativeSecrets, n8n_argv, n8n_env
 from n8n_sizer.bundle.n8n_env import N8nPorts
 from n8n_sizer.native.services import RunningProcess, ServiceError
-from n8n_sizer.native.state import SECRETS_FILE, STATE_FILE, StackOptions, StackState
+from n8n_sizer.native.state import SECRETS_FILE, STATE_FILE, StackOptions, StackState, StateFile
 
 __all__ = ["LocalStack", "StackOptions", "StackState", "STATE_FILE", "SECRETS_FILE"]
 from n8n_sizer.errors import InputError
-from n8n_sizer.safety.files import read_user_text
-from n8n_sizer.safety.write import write_atomic
-
-PORT_RETRIES = 2
-# How Postgres, Redis and n8n (HTTP server, task broker) report a port that is taken.
-PORT_TAKEN_SIGNS = ("already in use", "EADDRINUSE")
 
 
-def _unique_ports(count: int) -> list[int]:
-    found: list[int] = []
-    while len(found) < count:
-        port = services.free_port()
-        if port not in found:
-            found.append(port)
-    return found
-
-
-class LocalStack(DataStores, IngestProcesses):
+class LocalStack(DataStores, IngestProcesses, FreePorts, StateFile):
     """Start and stop one n8n deployment (regular, or queue with N workers and optionally webhook processors
     behind Caddy) on this machine."""
 
@@ -290,45 +277,6 @@ class LocalStack(DataStores, IngestProcesses):
 
     # --- state file ----------------------------------------------------------------------------
 
-    def state(self) -> StackState:
-        shown = self.options.model_copy(
-            update={"extra_env": {key: "(in secrets file)" for key in self.options.extra_env}}
-        )
-        return StackState(
-            setup=self.setup,
-            options=shown,
-            stack_dir=self.stack_dir,
-            main_url=self.main_url,
-            install=self._install,
-            ports=self.ports,
-            redis_port=self.redis_port,
-            postgres_port=self.postgres_port,
-            lb_port=self.lb_port,
-            processes=self.processes,
-            secrets_path=self.stack_dir / SECRETS_FILE,
-            start_seconds=self.start_seconds,
-        )
-
-    @classmethod
-    def attach(cls, stack_dir: Path) -> "LocalStack":
-        """Take over a stack started by another process (e.g. a detached `up`) from its state file."""
-        path = Path(stack_dir) / STATE_FILE
-        if not path.is_file():
-            raise InputError(f"--state {stack_dir}: no {STATE_FILE} there; start a stack with `up --state {stack_dir}`")
-        fix = f"start a stack with `up --state {stack_dir}`"
-        state = StackState.model_validate_json(read_user_text(path, "--state", fix=fix))
-        secrets_ = NativeSecrets.model_validate_json(
-            read_user_text(state.secrets_path, "the stack's secrets", fix=fix, private=True)
-        )
-        options = state.options.model_copy(update={"extra_env": secrets_.extra_env})
-        stack = cls(state.setup, options, state.stack_dir, state.install)
-        stack._own_dir = False
-        stack._secrets = secrets_
-        stack.ports, stack.redis_port, stack.postgres_port = dict(state.ports), state.redis_port, state.postgres_port
-        stack.lb_port = state.lb_port
-        stack.processes, stack.start_seconds = dict(state.processes), dict(state.start_seconds)
-        return stack
-
     # --- internals -----------------------------------------------------------------------------
 
     def _proc(self, name: str) -> RunningProcess:
@@ -364,7 +312,7 @@ class LocalStack(DataStores, IngestProcesses):
         with os.fdopen(fd, "w") as out:
             out.write(self._secrets.model_dump_json())
         names = ["main", *self.worker_names, *self.webhook_names]
-        ports = _unique_ports(2 * len(names) + 4)
+        ports = ports_.unique_ports(2 * len(names) + 4)
         self.postgres_port, self.redis_port = ports.pop(), ports.pop()
         main_http = ports.pop()
         self.ports = {"main": N8nPorts(http=main_http, broker=ports.pop())}
@@ -377,46 +325,6 @@ class LocalStack(DataStores, IngestProcesses):
             self.postgres_port = None
         if not self.uses_redis:
             self.redis_port = None
-
-    def _ready_on_free_ports(self, name: str, spawned: bool = False) -> None:
-        """Start `name` and wait for it; if a port picked in `_prepare` was taken before the process bound
-        it (n8n binds its HTTP port only after migrations, and every outgoing connection on this machine
-        takes an ephemeral port from the same range), pick new ports and try again."""
-        for attempt in range(PORT_RETRIES + 1):
-            try:
-                if not spawned:
-                    self.start_process(name, wait=False)
-                self.wait_ready(name)
-                return
-            except ServiceError as exc:
-                if attempt == PORT_RETRIES or not any(sign in str(exc) for sign in PORT_TAKEN_SIGNS):
-                    raise
-                self.stop_process(name, timeout_s=5)
-                self._repick_ports(name)
-                spawned = False
-
-    def _repick_ports(self, name: str) -> None:
-        taken = {self.postgres_port, self.redis_port, self.lb_port} | {
-            p for ports in self.ports.values() for p in (ports.http, ports.broker, ports.health)
-        }
-        fresh = [p for p in _unique_ports(len(taken) + 2) if p not in taken][:2]
-        if name == "postgres":
-            self.postgres_port = fresh[0]
-        elif name == "redis":
-            self.redis_port = fresh[0]
-            self._write_redis_config(self.options.redis_persistence)
-        elif name == "main":  # workers are spawned after main: they take main's new HTTP port with them
-            self.ports = {
-                n: p.model_copy(update={"http": fresh[0]}) if n not in self.webhook_names else p
-                for n, p in self.ports.items()
-            }
-            self.ports["main"] = self.ports["main"].model_copy(update={"broker": fresh[1]})
-        elif name == "caddy":
-            self.lb_port = fresh[0]
-        elif name in self.webhook_names:
-            self.ports[name] = self.ports[name].model_copy(update={"http": fresh[0], "broker": fresh[1]})
-        else:
-            self.ports[name] = self.ports[name].model_copy(update={"broker": fresh[0], "health": fresh[1]})
 
     def _spawn_n8n(self, name: str, env_overrides: dict[str, str]) -> RunningProcess:
         role = "main" if name == "main" else "webhook" if name in self.webhook_names else "worker"
@@ -453,8 +361,3 @@ class LocalStack(DataStores, IngestProcesses):
             health_port=ports.health,
             broker_port=ports.broker,
         )
-
-    def _write_state(self) -> None:
-        if self._install is None or "main" not in self.ports:
-            return
-        write_atomic(self.stack_dir / STATE_FILE, self.state().model_dump_json(indent=2) + "\n", private=False)

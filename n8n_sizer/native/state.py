@@ -4,7 +4,7 @@ command-line entry and whoever reads a stack's state over SSH."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import Field
 
@@ -12,7 +12,11 @@ from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.native.install import N8nInstall
 from n8n_sizer.bundle.n8n_env import N8nPorts
 from n8n_sizer.native.services import RunningProcess
+from n8n_sizer.errors import InputError
+from n8n_sizer.bundle.native_env import NativeSecrets
+from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.safety.write import write_atomic
 
 STATE_FILE = "state.json"
 SECRETS_FILE = "secrets.json"
@@ -46,3 +50,52 @@ class StackState(Frozen):
     processes: dict[str, RunningProcess]
     secrets_path: Path
     start_seconds: dict[str, float]  # seconds from spawn to ready, per process (last start)
+
+
+class StateFile:
+    """LocalStack's `state.json`: what it writes after every change, and how another process takes the stack over
+    from it (`attach`)."""
+
+    def state(self) -> StackState:
+        shown = self.options.model_copy(
+            update={"extra_env": {key: "(in secrets file)" for key in self.options.extra_env}}
+        )
+        return StackState(
+            setup=self.setup,
+            options=shown,
+            stack_dir=self.stack_dir,
+            main_url=self.main_url,
+            install=self._install,
+            ports=self.ports,
+            redis_port=self.redis_port,
+            postgres_port=self.postgres_port,
+            lb_port=self.lb_port,
+            processes=self.processes,
+            secrets_path=self.stack_dir / SECRETS_FILE,
+            start_seconds=self.start_seconds,
+        )
+
+    @classmethod
+    def attach(cls, stack_dir: Path) -> Self:
+        """Take over a stack started by another process (e.g. a detached `up`) from its state file."""
+        path = Path(stack_dir) / STATE_FILE
+        if not path.is_file():
+            raise InputError(f"--state {stack_dir}: no {STATE_FILE} there; start a stack with `up --state {stack_dir}`")
+        fix = f"start a stack with `up --state {stack_dir}`"
+        state = StackState.model_validate_json(read_user_text(path, "--state", fix=fix))
+        secrets_ = NativeSecrets.model_validate_json(
+            read_user_text(state.secrets_path, "the stack's secrets", fix=fix, private=True)
+        )
+        options = state.options.model_copy(update={"extra_env": secrets_.extra_env})
+        stack = cls(state.setup, options, state.stack_dir, state.install)
+        stack._own_dir = False
+        stack._secrets = secrets_
+        stack.ports, stack.redis_port, stack.postgres_port = dict(state.ports), state.redis_port, state.postgres_port
+        stack.lb_port = state.lb_port
+        stack.processes, stack.start_seconds = dict(state.processes), dict(state.start_seconds)
+        return stack
+
+    def _write_state(self) -> None:
+        if self._install is None or "main" not in self.ports:
+            return
+        write_atomic(self.stack_dir / STATE_FILE, self.state().model_dump_json(indent=2) + "\n", private=False)

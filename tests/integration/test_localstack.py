@@ -28,7 +28,7 @@ import httpx
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.native import stack as localstack
+from n8n_sizer.native import ports as native_ports
 from n8n_sizer.native import services
 from n8n_sizer.native.redis import RedisError, redis_command
 from n8n_sizer.native.stack import LocalStack, StackOptions
@@ -216,7 +216,7 @@ def test_ports_taken_before_binding_are_chosen_anew(n8n_install, monkeypatch):
     # Steer the first choice of ports onto ports this test holds, as another test run or an outgoing
     # connection's ephemeral port would: Postgres and n8n really fail to bind and get new ports.
     held: list[socket.socket] = []
-    choose = localstack._unique_ports
+    choose = native_ports.unique_ports
 
     def first_choice_taken(count: int) -> list[int]:
         ports = choose(count)
@@ -228,7 +228,7 @@ def test_ports_taken_before_binding_are_chosen_anew(n8n_install, monkeypatch):
                 held.append(sock)
         return ports
 
-    monkeypatch.setattr(localstack, "_unique_ports", first_choice_taken)
+    monkeypatch.setattr(native_ports, "unique_ports", first_choice_taken)
     try:
         with LocalStack(Setup(mode="regular"), install=n8n_install) as stack:
             taken = {sock.getsockname()[1] for sock in held}

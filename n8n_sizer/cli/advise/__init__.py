@@ -100,7 +100,8 @@ def advise(
         help="With --topology: every host shares this machine's cores at this machine's measured speed (the lab, docs/lab.md).",
     ),
 ) -> None:
-    from n8n_sizer.cli.advise.view import AdviseOptions, run_advise
+    from n8n_sizer.cli.advise.inputs import AdviseOptions
+    from n8n_sizer.cli.advise.view import run_advise
 
     return run_advise(
         AdviseOptions(

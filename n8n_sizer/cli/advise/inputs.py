@@ -1,14 +1,12 @@
-"""`advise`'s input checks: every refusal is one line naming the option and the fix (InputError, exit 2), before
-the advisor runs."""
+"""`advise`'s request (`AdviseOptions`, what the CLI passes on) and its input checks: every refusal is one line
+naming the option and the fix (InputError, exit 2), before the advisor runs."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from pathlib import Path
 
 from n8n_sizer.errors import InputError
-
-if TYPE_CHECKING:
-    from n8n_sizer.cli.advise.view import AdviseOptions
 
 
 ARCHES = ("x86", "arm")
@@ -152,3 +150,32 @@ def check_workflow(o: AdviseOptions) -> None:
             "--workflow prices an export from the cost table; --validate scores the model on its "
             "measurements: drop one of them"
         )
+
+
+@dataclass(frozen=True)
+class AdviseOptions:
+    """What `advise` was asked, as one object: the command line as typer parsed it, before any check."""
+
+    rps: float | None
+    vcpu: int | None
+    arch: str
+    provider: str | None
+    workload: str | None
+    cpu_ms: float | None
+    wait_ms: float | None
+    p95_ms: float | None
+    results: Path | None
+    validate: bool
+    json_out: bool
+    compose: str | None
+    generate_missing_secrets: bool = False
+    max_hosts: int | None = None
+    burst: float | None = None
+    burst_seconds: float | None = None
+    drain_seconds: float | None = None
+    topology: Path | None = None
+    on_this_machine: bool = False
+    workflow: Path | None = None
+    items: int | None = None
+    calibration: Path | None = None
+    expression_engine: str = "default"

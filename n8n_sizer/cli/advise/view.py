@@ -3,43 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from n8n_sizer.cli.advise.answer_text import print_burst, print_recommendation
-from n8n_sizer.cli.advise.inputs import check_burst, check_given, check_inputs, check_workflow
+from n8n_sizer.cli.advise.inputs import AdviseOptions, check_burst, check_given, check_inputs, check_workflow
 from n8n_sizer.errors import InputError
-
-
-@dataclass(frozen=True)
-class AdviseOptions:
-    """What `advise` was asked, as one object: the command line as typer parsed it, before any check."""
-
-    rps: float | None
-    vcpu: int | None
-    arch: str
-    provider: str | None
-    workload: str | None
-    cpu_ms: float | None
-    wait_ms: float | None
-    p95_ms: float | None
-    results: Path | None
-    validate: bool
-    json_out: bool
-    compose: str | None
-    generate_missing_secrets: bool = False
-    max_hosts: int | None = None
-    burst: float | None = None
-    burst_seconds: float | None = None
-    drain_seconds: float | None = None
-    topology: Path | None = None
-    on_this_machine: bool = False
-    workflow: Path | None = None
-    items: int | None = None
-    calibration: Path | None = None
-    expression_engine: str = "default"
 
 
 def run_advise(o: "AdviseOptions") -> int:
