@@ -26,7 +26,7 @@ from n8n_sizer.n8n import link as n8n_link
 from n8n_sizer.hosts.facts import host_facts
 from n8n_sizer.hosts.host import ConnectionLost, Host, HostError
 from n8n_sizer.runs.ledger import build_ledger
-from n8n_sizer.bench import lab as lab_run
+from n8n_sizer.lab import bench as lab_run
 from n8n_sizer.bench.http_post import HttpPost
 from n8n_sizer.bench.load import closed_count
 from n8n_sizer.bench.payloads import Payloads, deployed_workflow, signature_headers
@@ -55,7 +55,7 @@ class Target:
     load_address: str | None = None  # the target's address as the load generator sees it
     stack_options: dict = field(default_factory=dict)  # LocalStack options for local kinds
     lab: object | None = (
-        None  # bench.lab.LabTarget: a lab's whole cluster, deployed or reused, loaded by its generators
+        None  # lab.bench.LabTarget: a lab's whole cluster, deployed or reused, loaded by its generators
     )
 
 

@@ -35,7 +35,7 @@ class BenchRequest(Frozen):
     source: Literal["local", "inventory", "stack"]
     stack: str | None = None
     inventory: dict | None = None  # the inventory JSON (addresses and setups; no secrets)
-    inventory_path: str | None = None  # --inventory FILE, resolved: a lab's is deployed from it (bench.lab)
+    inventory_path: str | None = None  # --inventory FILE, resolved: a lab's is deployed from it (lab.bench)
     local_setup: Setup | None = None
     pin_cpus: int | None = None
     plan: LoadPlan
@@ -103,7 +103,7 @@ def _inventory_dict(text: str, source: str) -> dict:
     except InputError as exc:
         raise InputError(f"{source}: {exc}") from None
     if inventory.cluster_hosts():  # `lab up` or a cluster stack: hosts with roles, not targets with a setup
-        from n8n_sizer.bench.lab import check_lab_inventory, is_lab_inventory
+        from n8n_sizer.lab.bench import check_lab_inventory, is_lab_inventory
 
         if is_lab_inventory(inventory):
             check_lab_inventory(inventory, source)
@@ -152,7 +152,8 @@ def build_targets(req: BenchRequest) -> list[Target]:
 
 def _lab_target(inventory, req: BenchRequest) -> Target:
     """A lab's whole cluster as one target named "cluster", reached over SSH with the lab's own client key."""
-    from n8n_sizer.bench.lab import LAB_TARGET, check_lab_request, lab_target
+    from n8n_sizer.lab.bench import check_lab_request, lab_target
+    from n8n_sizer.lab.load import LAB_TARGET
     from n8n_sizer.bundle.topology import parse_topology
     from n8n_sizer.lab.state import read_lab_state
 

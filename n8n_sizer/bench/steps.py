@@ -8,7 +8,7 @@ import asyncio
 import threading
 import time
 
-from n8n_sizer.bench import lab as lab_run
+from n8n_sizer.lab import bench as lab_run
 from n8n_sizer.bench.load import run_closed, run_open
 from n8n_sizer.bench.plan import RateStep
 from n8n_sizer.bench.shapes import arrival_times

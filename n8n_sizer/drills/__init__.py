@@ -8,12 +8,10 @@ Each drill restores what it broke (try/finally; processes stopped and started by
 writes `results/<run-id>/run.json` (kind "drill") with `extra` = {drill, checks, verdict, observed,
 timings_s, log_lines, settings}, which `n8n-sizer report` renders as a table.
 
-Cluster drills on a deployed lab (`lab_drills`, run by `lab_run.run_lab_drill`) act through the lab's
-`lab.cluster_handle` (processes by host and role, over SSH; `lab.host_agent` runs on the lab host) with the pure
-rules in `labplan`.
+The cluster drills on a deployed lab live in the lab's room (`lab/drills/`) and use this room's outcome types.
 
-May import: stack (the handle a drill acts on), bench, native, n8n, hosts, runs, advisor, errors, lab (the
-deployed cluster's record), fleet (the inventory model only).
+May import: stack (the handle a drill acts on), bench, native, n8n, hosts, runs, advisor, errors, fleet (the
+inventory model only).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from typing import Literal
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.hosts.host import Host, SshHost
 
-StackKind = Literal["local", "native-ssh", "compose", "lab"]  # "lab": a lab's cluster (bench.lab)
+StackKind = Literal["local", "native-ssh", "compose", "lab"]  # "lab": a lab's cluster (lab.bench)
 N8N_PORT = 5678  # the rendered compose stack publishes main on 5678 (templates/compose.yml.j2)
 
 

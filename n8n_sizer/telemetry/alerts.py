@@ -10,7 +10,7 @@ Seed 000, "The 3 numbers to alert on":
     kept answering it; a Postgres restart caused 3 s of it, which is not worth a page);
   - in regular mode, main's memory (it held every waiting request: 0.35 GB to 6.9 GB in about 3 minutes, while a
     healthy queue-mode main stayed between 440 and 590 MB).
-On a lab (bench.lab) every sample also names its host and role, and two rules read them: any role's process
+On a lab (lab.bench) every sample also names its host and role, and two rules read them: any role's process
 pinned at one core while its host has idle cores, and main's memory growing, per host.
 Each rule says whether it fired, when first, and the evidence; a rule that could not be evaluated
 (no such samples, a run shorter than its window) says that instead of reporting "fine".

@@ -15,12 +15,11 @@ from pathlib import Path
 import pytest
 
 from n8n_sizer.lab.cluster_record import recorded_pids
-from n8n_sizer.bench.lab import (
+from n8n_sizer.lab.bench import is_lab_inventory, role_labelled
+from n8n_sizer.lab.load import (
     LabTarget,
-    is_lab_inventory,
     merge_records,
     merge_tallies,
-    role_labelled,
     run_lab_step,
     seq_starts,
     share_counts,

@@ -16,7 +16,7 @@ REPEATED_ON_PURPOSE = {
     "build.py": "fleet/cluster/build.py (the Pulumi program) and report/build.py (the Markdown report)",
     "host.py": "hosts/host.py (a host to run commands on) and telemetry/probes/host.py (its probes)",
     "ingest.py": "lab/ and native/ each start the ingest roles on their kind of host",
-    "lab.py": "bench/lab.py (bench over the lab), cli/lab.py (the lab's commands)",
+    "lab.py": "lab/bench.py (bench over the lab), cli/lab.py (the lab's commands)",
     "plan.py": "bench/plan.py (a load plan) and lab/plan.py (a lab's namespaces)",
     "remote.py": "drills/remote.py and stack/remote.py: the remote side of each room",
     "render.py": "bundle/render.py (a bundle) and cli/render.py (its command)",
