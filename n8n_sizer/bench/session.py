@@ -153,7 +153,7 @@ def build_targets(req: BenchRequest) -> list[Target]:
 def _lab_target(inventory, req: BenchRequest) -> Target:
     """A lab's whole cluster as one target named "cluster", reached over SSH with the lab's own client key."""
     from n8n_sizer.lab.bench import check_lab_request, lab_target
-    from n8n_sizer.lab.load import LAB_TARGET
+    from n8n_sizer.lab.generators import LAB_TARGET
     from n8n_sizer.bundle.topology import parse_topology
     from n8n_sizer.lab.state import read_lab_state
 

@@ -292,7 +292,7 @@ def check(
         None, "--topology", help="A folder written by `render --topology`: check every host and the rules across them."
     ),
 ) -> int:
-    from n8n_sizer.bundle.checks.host import check_compose
+    from n8n_sizer.bundle.checks.one_host import check_compose
     from n8n_sizer.errors import InputError
     from n8n_sizer.safety import numbers as n
     from n8n_sizer.safety.files import read_user_text
@@ -304,7 +304,7 @@ def check(
             raise InputError(
                 "--topology reads every host's compose file, .env and vCPUs itself; drop FILE, --env and --vcpu"
             )
-        from n8n_sizer.bundle.checks.cluster import check_topology
+        from n8n_sizer.bundle.checks.all_hosts import check_topology
 
         return _print_results(check_topology(topology, longest_execution_s), json_out)
     if file is None:

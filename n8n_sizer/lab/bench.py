@@ -3,7 +3,7 @@
 - Bring-up: the topology is deployed with `lab.deploy.deploy_lab` unless the lab's record
   (`hosts/cluster.json`) says it already is; then every recorded process must still be alive, so a second
   bench reuses the cluster instead of deploying it twice.
-- Load: a step's rate is split evenly over the generator hosts, each running its share (lab/load.py).
+- Load: a step's rate is split evenly over the generator hosts, each running its share (lab/generators.py).
 - Telemetry: one sampler per cluster host over SSH, its processes tagged with their role (runs.stats.role_of).
 """
 
@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 from n8n_sizer.errors import InputError
 from n8n_sizer.hosts.host import SshHost
 from n8n_sizer.lab.cluster_record import recorded_pids, redis_password_file
-from n8n_sizer.lab.load import LAB_TARGET, LabTarget, run_lab_step
+from n8n_sizer.lab.generators import LAB_TARGET, LabTarget, run_lab_step
 from n8n_sizer.runs.records import Sample
 from n8n_sizer.runs.stats import role_of
 from n8n_sizer.safety.files import read_user_text

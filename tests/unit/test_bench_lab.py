@@ -16,7 +16,7 @@ import pytest
 
 from n8n_sizer.lab.cluster_record import recorded_pids
 from n8n_sizer.lab.bench import is_lab_inventory, role_labelled
-from n8n_sizer.lab.load import (
+from n8n_sizer.lab.generators import (
     LabTarget,
     merge_records,
     merge_tallies,

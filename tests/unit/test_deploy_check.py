@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.bundle.checks.host import RULES, check_compose
+from n8n_sizer.bundle.checks.one_host import RULES, check_compose
 from n8n_sizer.bundle.composefile import duration_s, interpolate, load_compose
 from n8n_sizer.bundle.secrets import parse_env_text
 from n8n_sizer.errors import InputError

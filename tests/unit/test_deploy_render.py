@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.bundle.checks.host import check_compose
+from n8n_sizer.bundle.checks.one_host import check_compose
 from n8n_sizer.bundle.cloudinit import READY_MARKER, USER_DATA_LIMIT_BYTES
 from n8n_sizer.bundle.n8n_env import shutdown_timeouts
 from n8n_sizer.bundle.render import render_bundle

@@ -15,7 +15,7 @@ import pytest
 
 from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.lab import host_agent as labagent
-from n8n_sizer.lab.drills.plan import (
+from n8n_sizer.lab.drills.judge import (
     PROMISES,
     answered_after,
     iptables_command,
@@ -137,7 +137,7 @@ def test_partition_verdict_follows_the_10_s_reconnect_window(cut, exited, after,
 
 
 def test_every_cluster_drill_states_what_n8n_promises():
-    from n8n_sizer.lab.drills.catalog import LAB_DRILLS
+    from n8n_sizer.lab.drills.cluster_drills import LAB_DRILLS
 
     assert (
         set(PROMISES)

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.bundle.checks.host import check_compose
+from n8n_sizer.bundle.checks.one_host import check_compose
 from n8n_sizer.bundle.n8n_env import (
     COMPOSE_WIRING,
     role_env,

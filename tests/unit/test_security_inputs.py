@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.bundle.checks.host import check_compose
+from n8n_sizer.bundle.checks.one_host import check_compose
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.runs.records import RequestRecord, RunManifest

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.bundle.checks.cluster import check_topology
+from n8n_sizer.bundle.checks.all_hosts import check_topology
 from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES
 from n8n_sizer.bundle.render import render_bundle
 from n8n_sizer.bundle.render_topology import SECRETS_FILE, render_topology, write_topology

@@ -1,6 +1,6 @@
 """`check --topology` rules across hosts: one pure function each, over every host's parsed compose file.
 
-A host's own rules (bundle/checks/host.py) cannot see these: a worker host's pool looks harmless alone, and the
+A host's own rules (bundle/checks/one_host.py) cannot see these: a worker host's pool looks harmless alone, and the
 sum over every host is what Postgres refuses (seed 000: "remaining connection slots are reserved" at
 ~380 req/s); a key that differs on one host breaks every credential that host touches.
 """
@@ -13,7 +13,7 @@ from typing import Callable
 
 from n8n_sizer.advisor.pools import CONNECTION_HEADROOM, required_max_connections
 from n8n_sizer.bundle.caddyfile import parse_routes, route_for
-from n8n_sizer.bundle.checks.settings import max_connections_of, pool_size, redis_arg, unreadable_pool_settings
+from n8n_sizer.bundle.checks.service_settings import max_connections_of, pool_size, redis_arg, unreadable_pool_settings
 from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base, redis_users
 from n8n_sizer.bundle.checks.rule import RuleResult, fail, na, ok
 from n8n_sizer.safety.frozen import Frozen

@@ -7,8 +7,8 @@ import secrets
 import time
 
 from n8n_sizer.drills.common import DrillOutcome, check
-from n8n_sizer.lab.drills.run import LabDrillContext, statuses
-from n8n_sizer.lab.drills.plan import (
+from n8n_sizer.lab.drills.context import LabDrillContext, statuses
+from n8n_sizer.lab.drills.judge import (
     PROMISES,
     answered_after,
     iptables_command,
@@ -18,7 +18,7 @@ from n8n_sizer.lab.drills.plan import (
     partition_rules,
     window,
 )
-from n8n_sizer.lab.drills.steps import (
+from n8n_sizer.lab.drills.actions import (
     log_marks,
     sleep_until,
     log_lines,

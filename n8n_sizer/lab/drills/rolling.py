@@ -14,8 +14,8 @@ from __future__ import annotations
 import time
 
 from n8n_sizer.drills.common import DrillFailed, DrillOutcome, check
-from n8n_sizer.lab.drills.run import LabDrillContext, statuses
-from n8n_sizer.lab.drills.plan import PROMISES, ledger_text, nothing_lost, window
+from n8n_sizer.lab.drills.context import LabDrillContext, statuses
+from n8n_sizer.lab.drills.judge import PROMISES, ledger_text, nothing_lost, window
 
 # Caddy's health_interval 2 s: a restarted processor is seen healthy within one interval of answering its
 # readiness check; 3 intervals leave room for a slow answer on a busy host (the kill-webhook drill's lesson).

@@ -1,4 +1,4 @@
-"""`check --topology DIR`: every host's own rules (bundle/checks/host.py), the rules across hosts
+"""`check --topology DIR`: every host's own rules (bundle/checks/one_host.py), the rules across hosts
 (bundle/checks/rules_cluster.py) and the drift rules here (one host's n8n version or worker concurrency unlike the
 others, host folders that topology.json lists but are gone, or that it does not list), over the folders
 `render --topology` writes: `DIR/<host>/docker-compose.yml` with its `.env`, and `DIR/topology.json`.
@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from n8n_sizer.bundle.checks.host import check_compose
+from n8n_sizer.bundle.checks.one_host import check_compose
 from n8n_sizer.bundle.composefile import image_base, load_compose
 from n8n_sizer.bundle.render import COMPOSE_FILE, ENV_FILE
 from n8n_sizer.bundle.render_topology import MANIFEST_FILE

@@ -20,7 +20,7 @@ from n8n_sizer.advisor.setup import DEFAULT_DB_POOL_SIZE
 from n8n_sizer.bundle.checks import rules_access as access
 from n8n_sizer.bundle.checks import rules_n8n as n8n
 from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base, load_compose
-from n8n_sizer.bundle.checks.settings import (
+from n8n_sizer.bundle.checks.service_settings import (
     MAX_POOL,
     POSTGRES_MAX_CONNECTIONS_LIMIT,
     max_connections_of,

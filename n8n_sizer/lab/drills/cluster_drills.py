@@ -20,9 +20,9 @@ from collections.abc import Callable
 from n8n_sizer.lab.cluster_record import N8N_ROLES
 from n8n_sizer.drills.common import DrillFailed, DrillOutcome, check
 from n8n_sizer.lab.drills.rolling import rolling_restart
-from n8n_sizer.lab.drills.run import LabDrillContext, record_lab_drill, statuses
+from n8n_sizer.lab.drills.context import LabDrillContext, record_lab_drill, statuses
 from n8n_sizer.lab.drills.partition import partition
-from n8n_sizer.lab.drills.steps import (
+from n8n_sizer.lab.drills.actions import (
     log_marks,
     started_by_host,
     log_lines,
@@ -32,7 +32,7 @@ from n8n_sizer.lab.drills.steps import (
     worker_hosts,
     REDIS_LINES,
 )
-from n8n_sizer.lab.drills.plan import (
+from n8n_sizer.lab.drills.judge import (
     HEALTH_INTERVAL_S,
     HEALTH_TIMEOUT_S,
     PROMISES,
