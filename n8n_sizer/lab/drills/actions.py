@@ -4,6 +4,7 @@ for readiness, restarts, an outage window under load, and a watch that reports p
 from __future__ import annotations
 
 import re
+import signal as signals
 import time
 from collections.abc import Callable
 
@@ -47,32 +48,32 @@ def log_lines(
 
 
 def wait_ready(
-    ctx: LabDrillContext, procs: list[ClusterProcess], since_s: float, timeout_s: float = 90.0
+    ctx: LabDrillContext, names: list[str], since_s: float, timeout_s: float = 90.0
 ) -> dict[str, float | None]:
     """Seconds from `since_s` (unix) until each process was first seen answering its readiness check (None: not
     within `timeout_s`). The checks go one process after the other, each an SSH command: ~1 s resolution."""
     started, out = time.monotonic(), {}
-    for p in procs:
+    for name in names:
         while True:
-            if ctx.lab.ready(p):
-                out[p.name] = round(time.time() - since_s, 1)
+            if ctx.lab.is_ready(name):
+                out[name] = round(time.time() - since_s, 1)
                 break
             if time.monotonic() - started > timeout_s:
-                out[p.name] = None
+                out[name] = None
                 break
             time.sleep(1.0)
     return out
 
 
-def restart_all(
-    ctx: LabDrillContext, stopped: list[ClusterProcess], timeout_s: float | None = None
-) -> list[tuple[ClusterProcess, float]]:
-    """Start what a drill stopped, every one even if one fails (the first error is raised after); each started
-    process with the seconds it took to be ready."""
+def restart_all(ctx: LabDrillContext, stopped: list[ClusterProcess]) -> list[tuple[str, float]]:
+    """Start what a drill stopped (`StackHandle.start_process`, which waits for readiness), every one even if one
+    fails (the first error is raised after); each started process's name with the seconds it took to be ready."""
     back, error = [], None
     for p in stopped:
+        started = time.monotonic()
         try:
-            back.append(ctx.lab.start(p) if timeout_s is None else ctx.lab.start(p, timeout_s=timeout_s))
+            ctx.lab.start_process(p.name)
+            back.append((p.name, time.monotonic() - started))
         except Exception as exc:  # noqa: BLE001 - the others must still be started
             error = error or exc
     if error is not None:
@@ -87,8 +88,7 @@ def outage(
     signal: str,
     grace_s: float,
     down_for_s: float,
-    start_timeout_s: float | None = None,
-) -> tuple[dict[str, float], list]:
+) -> tuple[dict[str, float], list[tuple[str, float]]]:
     """Stop `procs` at `at_s` (unix), keep them down until `down_for_s` after the stop, start them again.
     Times: stop (the signal), down (all stopped), restart, back (all ready). Whatever was stopped is started
     again also when a step fails, so a drill never leaves the cluster short of a process."""
@@ -97,18 +97,21 @@ def outage(
     try:
         sleep_until(at_s)
         t["stop"] = time.time()
-        for p in procs:
-            ctx.lab.stop(p, signal, grace_s=grace_s)
+        for p in procs:  # through the StackHandle calls: SIGKILL as a crash (snapshot kept), else a graceful stop
+            if signal == "KILL":
+                ctx.lab.signal(p.name, signals.SIGKILL)
+            else:
+                ctx.lab.stop_process(p.name, timeout_s=grace_s)
             stopped.append(p)
         t["down"] = time.time()
         sleep_until(t["stop"] + down_for_s)
         t["restart"] = time.time()
-        back = restart_all(ctx, stopped, start_timeout_s)
+        back = restart_all(ctx, stopped)
         stopped = []
         t["back"] = time.time()
     finally:
         if stopped:
-            restart_all(ctx, stopped, start_timeout_s)
+            restart_all(ctx, stopped)
     return t, back
 
 
@@ -132,6 +135,6 @@ def watch(
     """Sleep through the partition, noting when a process of the cut-off host exits."""
     while time.time() < until():
         for p in procs:
-            if p.name not in exited_at and not ctx.lab.running(p):
+            if p.name not in exited_at and not ctx.lab.is_running(p.name):
                 exited_at[p.name] = time.time()
         time.sleep(min(1.0, max(0.0, until() - time.time())))

@@ -61,7 +61,7 @@ def stop_worker_host(
     load = ctx.load(url, rate_per_s, duration_s, f"rate-{rate_per_s:g}")
     t, back = outage(ctx, load.started_s + stop_at_s, victims, "TERM", 35.0, down_for_s)
     records = load.wait()
-    ready = wait_ready(ctx, [p for p, _ in back], t["restart"])
+    ready = wait_ready(ctx, [name for name, _ in back], t["restart"])
     after = ctx.after_load(url, rate_per_s, records)
     ledger, found = ctx.ledger(records + after, wid)
     during = window(records, t["down"], t["restart"])
@@ -136,7 +136,7 @@ def kill_webhook(
     proc = found_procs[0]
     wid, url = ctx.new_workflow("kill-webhook")
     load = ctx.load(url, rate_per_s, duration_s, f"rate-{rate_per_s:g}")
-    t, [(proc, ready_s)] = outage(ctx, load.started_s + kill_at_s, [proc], "KILL", 5.0, down_for_s)
+    t, [(_, ready_s)] = outage(ctx, load.started_s + kill_at_s, [proc], "KILL", 5.0, down_for_s)
     t["kill"] = t["stop"]
     records = load.wait()
     after = ctx.after_load(url, rate_per_s, records)
@@ -197,12 +197,12 @@ def restart_redis(
     wid, url = ctx.new_workflow("restart-redis")
     load = ctx.load(url, rate_per_s, duration_s, f"rate-{rate_per_s:g}")
     # Redis is started again at once: the drill is the restart, not an outage of chosen length.
-    t, [(_, ready_s)] = outage(ctx, load.started_s + restart_at_s, redis[:1], "TERM", 10.0, 0.0, start_timeout_s=60.0)
-    ready = wait_ready(ctx, n8n, t["back"], timeout_s=60.0)
+    t, [(_, ready_s)] = outage(ctx, load.started_s + restart_at_s, redis[:1], "TERM", 10.0, 0.0)
+    ready = wait_ready(ctx, [p.name for p in n8n], t["back"], timeout_s=60.0)
     records = load.wait()
     after = ctx.after_load(url, rate_per_s, records)
     ledger, found = ctx.ledger(records + after, wid)
-    exited = [p.name for p in n8n if not ctx.lab.running(p)]
+    exited = [p.name for p in n8n if not ctx.lab.is_running(p.name)]
     ready = {k: v for k, v in ready.items() if k not in exited}
     lines = log_lines(ctx, n8n, marks, REDIS_LINES)
     down_s = t["back"] - t["stop"]

@@ -66,13 +66,15 @@ def partition(
             lab.run(victim, iptables_command("-D", rule), check=False)
         left = [" ".join(r) for r in inserted if lab.run(victim, iptables_command("-C", r), check=False).exit_code == 0]
         for p in procs:
-            if p.name in exited_at or not lab.running(p):
+            if p.name in exited_at or not lab.is_running(p.name):
                 exited_at.setdefault(p.name, time.time())
-                restarted[p.name] = lab.start(p)[1]
+                started = time.monotonic()
+                lab.start_process(p.name)  # from the snapshot saved before the cut
+                restarted[p.name] = time.monotonic() - started
             else:
                 lab.drop_snapshot(p)
     survivors = [p for p in procs if p.name not in exited_at]
-    ready = wait_ready(ctx, survivors, t["heal"])
+    ready = wait_ready(ctx, [p.name for p in survivors], t["heal"])
     records = load.wait()
     after = ctx.after_load(url, rate_per_s, records)
     ledger, found = ctx.ledger(records + after, wid)
