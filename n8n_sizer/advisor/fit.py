@@ -76,8 +76,9 @@ def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
     from n8n_sizer.advisor.roles import predicted_role_cpu_s
 
     m = row.measurement
+    host = host_of(m)
     busy = predicted_role_cpu_s(
-        model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host_of(m), row.role, m.setup.db
+        model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host, row.role, m.setup.db
     )
     rate = m.results.demand_executions_per_s
     if busy is None or not rate:
@@ -85,7 +86,7 @@ def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
     # A role's idle CPU (each n8n process's idle cores in its environment, as the capacity bound subtracts) is in
     # the measured figure too, spread over the window's executions: rows of one setup at several rates pin it.
     processes = {"main": 1, "webhook": m.setup.webhook_processors, "worker": m.setup.workers}.get(row.role, 0)
-    return busy + model.idle_cores_on(host_of(m)) * processes / rate
+    return busy + model.idle_cores_on(host) * processes / rate
 
 
 def _lone_spec(key: str) -> ParamSpec:
@@ -225,10 +226,14 @@ class TooFewPoints(ValueError):
 
 
 def fit_capacity(
-    measurements: list[Measurement] | tuple[Measurement, ...], leave_out: str | None = None
+    measurements: list[Measurement] | tuple[Measurement, ...],
+    leave_out: str | None = None,
+    start: dict[str, float] | None = None,
 ) -> FittedModel:
     """Fit demands to every capacity point and per-role demand row (but `leave_out`, a point's or a demand
-    row's id, or a measurement's id for all its rows, for leave-one-out validation)."""
+    row's id, or a measurement's id for all its rows, for leave-one-out validation). `start`: parameters to
+    start from (a fit of nearly the same data, e.g. the full fit for a leave-one-out one): the same optimum,
+    reached in fewer steps."""
     import numpy as np  # imported here: only fitting needs numpy and scipy
     from scipy.optimize import least_squares
 
@@ -311,7 +316,8 @@ def fit_capacity(
             ]
         )
 
-    z0 = np.clip(prior, lo + 1e-9, hi - 1e-9)
+    first = prior if not start else np.array([math.log(start.get(sp.name, sp.prior)) for sp in specs])
+    z0 = np.clip(first, lo + 1e-9, hi - 1e-9)
     result = least_squares(residuals, z0, bounds=(lo, hi), method="trf", x_scale=1.0, xtol=1e-10, ftol=1e-10)
     z = result.x
     data_res = data_residuals(z)
