@@ -301,7 +301,7 @@ def embed(rows: list, chosen: list, scale: float, page: str) -> int:
                 "accepted": got["ledger"]["accepted"],
                 "lost": len(got["ledger"].get("lost_seqs") or []),
                 "row_tag": run_id[-6:],
-                "host_class": "cgroup-quiet",
+                "host_class": "cgroup-lab",  # as its rows (scripts/embed_local_rows.py CGQ_LAB_HOST_CLASS)
                 "machine_load_avg": list(got["load"]),
                 "source": f"{page}, run {run_id}",
             }

@@ -44,6 +44,9 @@ CG_PREFIX = "cg-"
 # The same counts made on the quiet machine (benchmarks/role_costs.py and benchmarks/lab_shape.py with nothing else
 # running): a speed factor of their own too, since the machine's load moves CPU time per operation.
 CGQ_HOST_CLASS = "cgroup-quiet"
+# The lab's quiet rows: hosts under a CFS quota each, an environment of its own (its idle CPU per process is about
+# a third of the local stack's, advisor/fit.py `idle:<class>`); lab_shape.json's points carry the same class.
+CGQ_LAB_HOST_CLASS = "cgroup-lab"
 CGQ_PREFIX = "cgq-"
 ALL_ROLES = "main,webhook,worker,runner,postgres,redis,load_balancer"
 MIN_RATE_PER_S = 2.0
@@ -112,6 +115,8 @@ def rows_of(folder: Path, page: str, keep: set[str], counted: bool = False, quie
             ((CGQ_PREFIX, CGQ_HOST_CLASS) if quiet else (CG_PREFIX, CG_HOST_CLASS)) if counted else (PREFIX, HOST_CLASS)
         )
         where = "lab" if target == "cluster" else "local"
+        if counted and quiet and where == "lab":
+            host_class = CGQ_LAB_HOST_CLASS
         out.append(
             {
                 "id": f"{prefix}{where}-{m.workflow}-q{m.setup.workers}w-wh{wh}-{manifest.run_id[-6:]}-{step}",

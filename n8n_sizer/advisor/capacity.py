@@ -111,6 +111,13 @@ class CapacityModel:
         """CPU one idle n8n process keeps busy (fitted where per-role rows speak, else the prior)."""
         return self.params.get("idle_cores", PROCESS_IDLE_CORES)
 
+    def idle_cores_on(self, host: HostShape) -> float:
+        """CPU one idle n8n process keeps busy on `host`: `idle_cores` x its environment's factor (`idle:<host
+        class>`, fitted where per-role rows of that class measured it, else 1). Idle CPU is timers and polls, not
+        work per execution, so it does not follow a host's speed factor: the lab's quota-bound hosts measured
+        about a third of the local stack's (docs/findings/role-costs-measured.md)."""
+        return self.idle_cores * self.params.get(f"idle:{host.host_class}", 1.0)
+
     @property
     def process_cores(self) -> float:
         """Cores one n8n process can keep busy (its loop plus helper threads)."""
@@ -178,7 +185,7 @@ class CapacityModel:
     def bounds(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> list[Bound]:
         d = self.demands(profile, setup, host)
         pc = self.process_cores_on(host.vcpu)
-        free = max(host.vcpu - self.idle_cores * setup.n8n_processes, 1e-9)
+        free = max(host.vcpu - self.idle_cores_on(host) * setup.n8n_processes, 1e-9)
         out = [Bound("cpu", free / d.total_s, f"{host.vcpu:g} vCPU / {d.total_s * 1000:.0f} ms CPU per execution")]
         out.append(Bound("main", pc / d.main_s, f"main: {pc:.2f} cores / {d.main_s * 1000:.0f} ms per execution"))
         if setup.mode == "queue":

@@ -20,7 +20,15 @@ from importlib import resources
 
 from n8n_sizer.advisor.capacity import CapacityModel, HostShape
 from n8n_sizer.advisor.measurements import Measurement
-from n8n_sizer.advisor.points import CapacityPoint, Excluded, select_capacity_points
+from n8n_sizer.advisor.points import (
+    CapacityPoint,
+    DemandRow,
+    Excluded,
+    excluded_demand,
+    select_capacity_points,
+    select_demand_rows,
+    select_lone_rows,
+)
 from n8n_sizer.advisor.profiles import BUILTIN, WorkflowProfile, user_profile
 from n8n_sizer.advisor.setup import Setup
 
@@ -64,105 +72,21 @@ def _role_prior_specs() -> tuple[ParamSpec, ...]:
 BASE_SPECS = BASE_SPECS + _role_prior_specs()
 
 
-@dataclass(frozen=True)
-class DemandRow:
-    """A measured per-role CPU figure: `role`'s CPU seconds per execution in one process."""
-
-    measurement: Measurement
-    role: str
-    cpu_s: float
-
-    @property
-    def id(self) -> str:
-        return f"{self.measurement.id}:{self.role}"
-
-
-def shared_machine(m: Measurement) -> str | None:
-    """Why `m`'s per-role figures are left out, or None. A machine that other work shared while it measured (as
-    recorded when its rows were embedded) gives every process a CPU time per operation that moves with what else
-    ran (caches, SMT siblings, migrations): noise about the roles. The rule looks at how a row was measured,
-    never at its figure."""
-    if m.load.machine_shared:
-        load = f" (load average {m.load.machine_load_avg:g})" if m.load.machine_load_avg is not None else ""
-        return f"measured while other work shared the machine{load}: its per-role CPU is noise, not fitted"
-    return None
-
-
-def select_demand_rows(measurements) -> list[DemandRow]:
-    """Every `<role>_cpu_ms` figure of a built-in or user workflow (see roles.MEASURED_ROLES), but those of a shared
-    machine (`shared_machine`)."""
-    from n8n_sizer.advisor.roles import MEASURED_ROLES
-
-    out = []
-    for m in measurements:
-        if shared_machine(m):
-            continue
-        for role in MEASURED_ROLES:
-            v = getattr(m.results, f"{role}_cpu_ms")
-            if v is not None and v > 0:
-                out.append(DemandRow(m, role, v / 1000.0))
-    return sorted(out, key=lambda r: r.id)
-
-
-def excluded_demand(measurements) -> list[Excluded]:
-    """The measurements with per-role figures left out by `shared_machine`, each with its reason."""
-    from n8n_sizer.advisor.roles import MEASURED_ROLES
-
-    return [
-        Excluded(m, why)
-        for m in measurements
-        if (why := shared_machine(m)) and any(getattr(m.results, f"{role}_cpu_ms") for role in MEASURED_ROLES)
-    ]
-
-
 def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
     from n8n_sizer.advisor.roles import predicted_role_cpu_s
 
     m = row.measurement
+    host = host_of(m)
     busy = predicted_role_cpu_s(
-        model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host_of(m), row.role, m.setup.db
+        model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host, row.role, m.setup.db
     )
     rate = m.results.demand_executions_per_s
     if busy is None or not rate:
         return busy
-    # A role's idle CPU (each n8n process's `idle_cores`, as the capacity bound subtracts) is in the measured
-    # figure too, spread over the window's executions: rows of one setup at two rates pin it.
+    # A role's idle CPU (each n8n process's idle cores in its environment, as the capacity bound subtracts) is in
+    # the measured figure too, spread over the window's executions: rows of one setup at several rates pin it.
     processes = {"main": 1, "webhook": m.setup.webhook_processors, "worker": m.setup.workers}.get(row.role, 0)
-    return busy + model.idle_cores * processes / rate
-
-
-@dataclass(frozen=True)
-class LoneRow:
-    """One execution alone (a closed load of 1 in flight): its median time. Beside the same workflow's on hosts
-    of another CPU, measured by the same source with the same setup, it measures their relative speed per core
-    (seed 002: 104 ms on its Skylake CX23, 72 and 78 ms on its EPYC-Rome CX33 and CX43, 113 ms on its ARM CAX11).
-    The fit reads it as `lone_ms x` the host's CPU-time factor, one `lone_ms` per source and setup."""
-
-    measurement: Measurement
-    ms: float
-
-    @property
-    def id(self) -> str:
-        return self.measurement.id
-
-    @property
-    def key(self) -> str:
-        m = self.measurement
-        return f"lone_ms:{m.source.rsplit('/', 1)[-1].split('_', 1)[0]}:{m.workflow}:{m.setup.mode}:{m.setup.db}"
-
-
-def select_lone_rows(measurements) -> list[LoneRow]:
-    """Lone-execution medians of sources that measured one setup on hosts of two or more speeds (CPU class or
-    architecture); rows of one speed say nothing about speed and are left out, whatever they measured."""
-    rows = [
-        LoneRow(m, m.results.p50_ms)
-        for m in measurements
-        if m.load.kind == "closed" and m.load.concurrency == 1 and m.results.p50_ms
-    ]
-    speeds: dict[str, set] = {}
-    for r in rows:
-        speeds.setdefault(r.key, set()).add((r.measurement.hardware.host_class, r.measurement.hardware.arch))
-    return sorted((r for r in rows if len(speeds[r.key]) >= 2), key=lambda r: r.id)
+    return busy + model.idle_cores_on(host) * processes / rate
 
 
 def _lone_spec(key: str) -> ParamSpec:
@@ -173,6 +97,34 @@ def _lone_spec(key: str) -> ParamSpec:
         100.0,
         3.0,
         "one execution's median time alone on the reference host, for the setup in its name",
+    )
+
+
+def _idle_spec(host_class: str) -> ParamSpec:
+    # An idle process's CPU is timers and polls (Bull's stalled-job checks, the database ping, the runner's
+    # heartbeats): what it costs depends on the environment (a CFS quota's accounting, the kernel's timer
+    # slack), not on the host's speed per execution. Each class whose per-role rows measured it gets its own
+    # factor on `idle_cores`, loose around 1, so `idle_cores` itself is the figure between the environments
+    # measured, which an environment without rows (the catalog's servers) is given.
+    return ParamSpec(
+        f"idle:{host_class}",
+        0.05,
+        20.0,
+        1.0,
+        1.0,
+        f"an idle n8n process's CPU on {host_class} hosts relative to idle_cores",
+    )
+
+
+def idle_classes(points, demand_rows) -> list[str]:
+    """The environments whose evidence measures an idle process's CPU: per-role rows (a role's CPU at several rates)
+    or capacity points of one host class with two or more n8n process counts (each process's idle CPU is taken
+    from the same cores)."""
+    counts: dict[str, set] = {}
+    for p in points:
+        counts.setdefault(p.measurement.hardware.host_class, set()).add(setup_of(p.measurement).n8n_processes)
+    return sorted(
+        {r.measurement.hardware.host_class for r in demand_rows} | {c for c, n in counts.items() if len(n) >= 2}
     )
 
 
@@ -274,10 +226,14 @@ class TooFewPoints(ValueError):
 
 
 def fit_capacity(
-    measurements: list[Measurement] | tuple[Measurement, ...], leave_out: str | None = None
+    measurements: list[Measurement] | tuple[Measurement, ...],
+    leave_out: str | None = None,
+    start: dict[str, float] | None = None,
 ) -> FittedModel:
     """Fit demands to every capacity point and per-role demand row (but `leave_out`, a point's or a demand
-    row's id, or a measurement's id for all its rows, for leave-one-out validation)."""
+    row's id, or a measurement's id for all its rows, for leave-one-out validation). `start`: parameters to
+    start from (a fit of nearly the same data, e.g. the full fit for a leave-one-out one): the same optimum,
+    reached in fewer steps."""
     import numpy as np  # imported here: only fitting needs numpy and scipy
     from scipy.optimize import least_squares
 
@@ -321,6 +277,7 @@ def fit_capacity(
         + [_overhead_spec(k) for k in overhead_keys]
         + [_speed_spec(c) for c in classes]
         + [_lone_spec(k) for k in sorted({r.key for r in lone_rows})]
+        + [_idle_spec(c) for c in idle_classes(points, demand_rows)]
     )
     lo = np.log([s.lo for s in specs])
     hi = np.log([s.hi for s in specs])
@@ -359,7 +316,8 @@ def fit_capacity(
             ]
         )
 
-    z0 = np.clip(prior, lo + 1e-9, hi - 1e-9)
+    first = prior if not start else np.array([math.log(start.get(sp.name, sp.prior)) for sp in specs])
+    z0 = np.clip(first, lo + 1e-9, hi - 1e-9)
     result = least_squares(residuals, z0, bounds=(lo, hi), method="trf", x_scale=1.0, xtol=1e-10, ftol=1e-10)
     z = result.x
     data_res = data_residuals(z)
@@ -412,6 +370,8 @@ def fitted_from_dict(data: dict, measurements: list[Measurement] | tuple[Measure
             if n.startswith("overhead:")
             else _lone_spec(n)
             if n.startswith("lone_ms:")
+            else _idle_spec(n.split(":", 1)[1])
+            if n.startswith("idle:")
             else _speed_spec(n.split(":", 1)[1])
         )
         for n in data["spec_names"]

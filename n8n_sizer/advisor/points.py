@@ -1,4 +1,8 @@
-"""Which measurements measure capacity, and why the others do not.
+"""Which measurements the fit reads, as what, and why the others are left out.
+
+Three kinds of rows: capacity points (below), per-role CPU rows (`DemandRow`: a role's CPU per execution as
+the kernel counted it, left out only where other work shared the machine) and lone-execution rows (`LoneRow`:
+one execution alone, read as the relative speed of hosts measured by one source).
 
 A throughput figure measures capacity only when the load exceeded what the setup could do and the figure
 was limited by the setup, not by the load generator or its timeouts:
@@ -93,3 +97,88 @@ def select_capacity_points(
                 excluded.append(Excluded(m, f"same setup as {best[0].id}, whose figure is used as its peak"))
     points.sort(key=lambda p: p.measurement.id)
     return points, excluded
+
+
+@dataclass(frozen=True)
+class DemandRow:
+    """A measured per-role CPU figure: `role`'s CPU seconds per execution in one process."""
+
+    measurement: Measurement
+    role: str
+    cpu_s: float
+
+    @property
+    def id(self) -> str:
+        return f"{self.measurement.id}:{self.role}"
+
+
+def shared_machine(m: Measurement) -> str | None:
+    """Why `m`'s per-role figures are left out, or None. A machine that other work shared while it measured (as
+    recorded when its rows were embedded) gives every process a CPU time per operation that moves with what else
+    ran (caches, SMT siblings, migrations): noise about the roles. The rule looks at how a row was measured,
+    never at its figure."""
+    if m.load.machine_shared:
+        load = f" (load average {m.load.machine_load_avg:g})" if m.load.machine_load_avg is not None else ""
+        return f"measured while other work shared the machine{load}: its per-role CPU is noise, not fitted"
+    return None
+
+
+def select_demand_rows(measurements) -> list[DemandRow]:
+    """Every `<role>_cpu_ms` figure of a built-in or user workflow (see roles.MEASURED_ROLES), but those of a shared
+    machine (`shared_machine`)."""
+    from n8n_sizer.advisor.roles import MEASURED_ROLES
+
+    out = []
+    for m in measurements:
+        if shared_machine(m):
+            continue
+        for role in MEASURED_ROLES:
+            v = getattr(m.results, f"{role}_cpu_ms")
+            if v is not None and v > 0:
+                out.append(DemandRow(m, role, v / 1000.0))
+    return sorted(out, key=lambda r: r.id)
+
+
+def excluded_demand(measurements) -> list[Excluded]:
+    """The measurements with per-role figures left out by `shared_machine`, each with its reason."""
+    from n8n_sizer.advisor.roles import MEASURED_ROLES
+
+    return [
+        Excluded(m, why)
+        for m in measurements
+        if (why := shared_machine(m)) and any(getattr(m.results, f"{role}_cpu_ms") for role in MEASURED_ROLES)
+    ]
+
+
+@dataclass(frozen=True)
+class LoneRow:
+    """One execution alone (a closed load of 1 in flight): its median time. Beside the same workflow's on hosts
+    of another CPU, measured by the same source with the same setup, it measures their relative speed per core
+    (seed 002: 104 ms on its Skylake CX23, 72 and 78 ms on its EPYC-Rome CX33 and CX43, 113 ms on its ARM CAX11).
+    The fit reads it as `lone_ms x` the host's CPU-time factor, one `lone_ms` per source and setup."""
+
+    measurement: Measurement
+    ms: float
+
+    @property
+    def id(self) -> str:
+        return self.measurement.id
+
+    @property
+    def key(self) -> str:
+        m = self.measurement
+        return f"lone_ms:{m.source.rsplit('/', 1)[-1].split('_', 1)[0]}:{m.workflow}:{m.setup.mode}:{m.setup.db}"
+
+
+def select_lone_rows(measurements) -> list[LoneRow]:
+    """Lone-execution medians of sources that measured one setup on hosts of two or more speeds (CPU class or
+    architecture); rows of one speed say nothing about speed and are left out, whatever they measured."""
+    rows = [
+        LoneRow(m, m.results.p50_ms)
+        for m in measurements
+        if m.load.kind == "closed" and m.load.concurrency == 1 and m.results.p50_ms
+    ]
+    speeds: dict[str, set] = {}
+    for r in rows:
+        speeds.setdefault(r.key, set()).add((r.measurement.hardware.host_class, r.measurement.hardware.arch))
+    return sorted((r for r in rows if len(speeds[r.key]) >= 2), key=lambda r: r.id)

@@ -194,7 +194,7 @@ class Advisor:
             # A latency miss: the rate is carried, the p95 target is not. Answer what carries the rate and say so.
             answer, _ = self._cheapest_comfortable(req, options, search, None)
         if answer is None:
-            most = search.most_capacity() if search is not None else None
+            most = search.most_capacity(req.rps) if search is not None else None
             best_single = max(singles, key=lambda t: t[0].cand.mid)
             if most is not None and most.capacity_per_s > best_single[0].cand.mid:
                 answer = most

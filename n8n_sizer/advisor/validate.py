@@ -119,7 +119,7 @@ def leave_one_out(measurements: list[Measurement] | tuple[Measurement, ...], rol
     held: list[HeldOut] = []
     for point in full.points:
         m = point.measurement
-        fitted = fit_capacity(measurements, leave_out=m.id)
+        fitted = fit_capacity(measurements, leave_out=m.id, start=full.params)
         low, mid, high = fitted.throughput_interval(profile_of(m), setup_of(m), host_of(m))
         hw = m.hardware
         held.append(
@@ -137,7 +137,7 @@ def leave_one_out(measurements: list[Measurement] | tuple[Measurement, ...], rol
     demand = []
     # One step's rows (every role it counted) are held out together: they share that step's window and noise.
     for mid_ in sorted({row.measurement.id for row in full.demand_rows}) if roles else ():
-        fitted = fit_capacity(measurements, leave_out=mid_)
+        fitted = fit_capacity(measurements, leave_out=mid_, start=full.params)
         for row in (r for r in full.demand_rows if r.measurement.id == mid_):
             demand.append(
                 HeldOutDemand(

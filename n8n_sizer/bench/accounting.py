@@ -162,8 +162,9 @@ def lab_accounting(
     pids: dict[str, dict[str, int]], data, redis_secret: str | None, top: str | None = None
 ) -> Accounting | None:
     """Groups for a lab cluster's processes ({host: {name: PID}}), under the lab's top group (`lab.cpu`) when it
-    has one (kept for the lab's life), else under one of this run's own; with the data host's Redis (over the
-    bridge) and Postgres (its socket: every namespace shares this machine's filesystem)."""
+    has one (kept for the lab's life), else under one of this run's own; with the data host's Redis (redis-cli in
+    the data host's network namespace, on its loopback) and Postgres (its socket: every namespace shares this
+    machine's filesystem)."""
     mounts = available_mounts()
     if not mounts:
         return None
@@ -179,7 +180,10 @@ def lab_accounting(
         return None
     if data is not None:
         if redis_secret:
-            acc.redis_command = redis_commandstats_command(data.redis_port, data.address, password_file=redis_secret)
+            # inside the data host's namespace: its firewall resets Redis connections from the lab's bridge address
+            acc.redis_command = redis_commandstats_command(
+                data.redis_port, "127.0.0.1", password_file=redis_secret, netns_pid=data.redis_pid
+            )
         acc.pg_command = pg_xacts_command(
             data.postgres_port, str(Path(data.secrets_file).parent / "postgres"), user=data.user, database=data.database
         )

@@ -33,10 +33,12 @@ HOST4 = HostShape(vcpu=4.0, arch="x86", host_class="seed-000")
 
 
 def test_fit_reproduces_the_capacity_points(fitted):
-    """In-sample: every point within 25% (seed 000: repeat runs moved by up to 25%), the median within 6%."""
+    """In-sample: every point within 25% (seed 000: repeat runs moved by up to 25%), the median within 7% (6.25%
+    since each environment's idle CPU per process is fitted, issue 25: the same fit holds the 212 per-role rows at
+    a max of 55%, 104% before, and the capacity points' median moved from 5.6%)."""
     assert len(fitted.points) >= 15
     errors = sorted(abs(math.exp(fitted.residuals[p.measurement.id]) - 1.0) for p in fitted.points)
-    assert errors[-1] < 0.25 and errors[len(errors) // 2] < 0.06, errors
+    assert errors[-1] < 0.25 and errors[len(errors) // 2] < 0.07, errors
 
 
 def test_shipped_fit_equals_a_fresh_fit(fitted):

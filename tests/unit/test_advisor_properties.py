@@ -35,11 +35,12 @@ def grid(advisor):
 
 
 def _floor(before: float, hosts: int) -> float:
-    """What a later answer must carry at least: the same, except that the topology search takes the cheaper of
-    two setups whose capacities differ by less than NEGLIGIBLE_GAIN (topology_search.py)."""
-    from n8n_sizer.advisor.answer.topology_search import NEGLIGIBLE_GAIN
+    """What a later answer must carry at least: the same, except that where nothing carries the rate the topology
+    search takes the cheapest topology within PLATEAU_MARGIN of the most capacity reachable (topology_search.py),
+    which may be up to that margin below an earlier answer."""
+    from n8n_sizer.advisor.answer.topology_search import PLATEAU_MARGIN
 
-    return before * (1.0 - NEGLIGIBLE_GAIN if hosts > 1 else 1.0) - 1e-9
+    return before * (1.0 - PLATEAU_MARGIN if hosts > 1 else 1.0) - 1e-9
 
 
 def test_capacity_never_falls_when_the_rate_grows(grid):

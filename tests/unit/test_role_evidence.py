@@ -10,7 +10,8 @@ from n8n_sizer.advisor.answer.explain import data_ops_note, what_would_help
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.catalog import SKYLAKE_CLASS, find_size
 from n8n_sizer.advisor.engine import build_advisor, embedded_fit
-from n8n_sizer.advisor.fit import fit_capacity, select_demand_rows, select_lone_rows, shared_machine
+from n8n_sizer.advisor.fit import fit_capacity
+from n8n_sizer.advisor.points import select_demand_rows, select_lone_rows, shared_machine
 from n8n_sizer.advisor.answer.lab_points import lab_checks, lab_model, load_lab_points
 from n8n_sizer.advisor.measurements import load_embedded
 from n8n_sizer.advisor.profiles import LIGHT

@@ -38,6 +38,11 @@ def test_transactions_are_one_number():
 def test_commands_keep_passwords_off_the_command_line_and_read_from_postgres_not_n8n():
     cmd = redis_commandstats_command(6379, "10.213.7.10", password_file="/x/redis-probe.secret")
     assert "INFO commandstats" in cmd and "$(cat /x/redis-probe.secret" in cmd
+    # the lab's data host answers Redis only to n8n's hosts: the count is read inside its namespace, on loopback
+    lab = redis_commandstats_command(6379, "127.0.0.1", password_file="/x/redis-probe.secret", netns_pid=4242)
+    words = shlex.split(lab)
+    assert words[0].startswith("REDISCLI_AUTH=") and words[1:5] == ["nsenter", "--target", "4242", "--net"]
+    assert words[5:9] == ["redis-cli", "-h", "127.0.0.1", "-p"] and words[-2:] == ["INFO", "commandstats"]
     pg = pg_xacts_command(5432, "/tmp/pg sock", user="n8n", database="n8n")
     assert "-d postgres" in pg and "'/tmp/pg sock'" in pg and "datname = 'n8n'" in shlex.split(pg)[-1]
     with pytest.raises(ValueError):

@@ -116,6 +116,20 @@ def redis_ceiling(per_s: float) -> str:
     )
 
 
+def plateau_warning(rate: float, top: float, mid: float, hosts: int, max_hosts: int, bound: BindingBound) -> str:
+    """A most-capacity answer on the plateau (topology_search.PLATEAU_MARGIN): what the most reaches, what this
+    one carries, and that more hosts buy next to nothing."""
+    from n8n_sizer.advisor.answer.topology_search import PLATEAU_MARGIN
+
+    where = f" on {bound.host}" if bound.host else ""
+    return (
+        f"at its ceiling: no topology carries {rate:g}/s with the usual headroom; the most any topology of up to "
+        f"{max_hosts} hosts reaches is about {top:.0f}/s, bound by {bound.name}{where}; this one carries about "
+        f"{mid:.0f}/s with {hosts} hosts, and more hosts would add less than {PLATEAU_MARGIN:.0%}. What lifts the "
+        "ceiling is what lifts that bound (below), not more hosts"
+    )
+
+
 def what_would_help(
     bound: BindingBound, multi_host: bool, max_hosts: int, limited_by_connections: bool, at_per_s: float | None = None
 ) -> str:

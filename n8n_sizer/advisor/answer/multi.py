@@ -49,6 +49,9 @@ def build_topology(basis: Basis, req: Request, s: Scored, carries: bool, fits: l
         and required_max_connections(s.pools.postgres_connections + worker_g.workers * lay.worker_pool) > budget
     )
     warnings = explain.common_warnings(basis, req, carries, low, mid, p95, choice_text, bound, fits, True, by_conn)
+    if s.most_reachable_per_s is not None:
+        top = max(s.most_reachable_per_s, mid)
+        warnings.insert(0, explain.plateau_warning(req.rps, top, mid, lay.hosts, req.max_hosts, bound))
     extrapolated = explain.extrapolated(
         basis.fitted, profile, Setup(mode="queue", workers=worker_g.workers), worker_g.host, warnings, True
     )

@@ -56,6 +56,9 @@ class Scored:
     capacity_per_s: float
     cost: tuple  # (monthly EUR or inf, hosts): what "cheapest" compares
     pools: PoolPlan
+    # Set by `most_capacity`: the most capacity any candidate within max_hosts reaches (this one is within
+    # PLATEAU_MARGIN of it, or carries the rate asked).
+    most_reachable_per_s: float | None = None
 
     @property
     def hosts(self) -> int:
@@ -65,6 +68,12 @@ class Scored:
 # A gain smaller than this share of capacity is no gain: far inside the model's own noise (seed 000's repeat runs
 # moved 25%), so more processes or hosts are not bought for it.
 NEGLIGIBLE_GAIN = 0.005
+# Near a single process's ceiling (one Redis, one main) the capacity of a topology flattens as hosts are added:
+# the last few percent of the most capacity reachable cost many hosts (issue 25: 40 hosts for 485/s where 6 carried
+# 451/s). When nothing carries the rate comfortably, the answer is the cheapest topology within this share of the
+# most capacity reachable (or one that carries the rate, if only the top ones do), and it says so. 3% is a quarter
+# of the model's own noise per point (fit.NOISE_FLOOR, 11%): a difference the evidence cannot tell apart.
+PLATEAU_MARGIN = 0.03
 
 
 def _best_count(values: list[float]) -> int:
@@ -82,7 +91,7 @@ def workers_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostOp
     per_exec = h * (d.worker_s + d.rest_worker_s + d.runner_s)
     caps = []
     for k in range(1, most_workers(opt.vcpu, shared=False) + 1):
-        bounds = [max(v - model.idle_cores * k, 1e-9) / per_exec, k * pc / (h * d.worker_s)]
+        bounds = [max(v - model.idle_cores_on(opt.shape) * k, 1e-9) / per_exec, k * pc / (h * d.worker_s)]
         if d.runner_s > 0:
             bounds.append(k * RUNNER_CORES / (h * d.runner_s))
         caps.append(softmin(bounds))
@@ -96,7 +105,7 @@ def webhooks_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostO
     pc = model.process_cores_on(v)
     per_exec = h * (d.ingest_s + d.rest_ingest_s + d.load_balancer_s)
     caps = [
-        softmin([max(v - model.idle_cores * (k + 1), 1e-9) / per_exec, k * pc / (h * d.ingest_s)])
+        softmin([max(v - model.idle_cores_on(opt.shape) * (k + 1), 1e-9) / per_exec, k * pc / (h * d.ingest_s)])
         for k in range(1, 2 * opt.vcpu + 2)
     ]
     return _best_count(caps)
@@ -280,24 +289,37 @@ class TopologySearch:
                     best = (self._cost(f, w, n), f, w, n)
         return None if best is None else self._scored(*best[1:])
 
-    def most_capacity(self) -> Scored | None:
-        """The candidate with the most capacity within max_hosts (ties: fewer hosts, then cheaper). Here the
-        workers per host may be fewer than the usual count: where Postgres connections cap the worker total,
-        fewer per host on more hosts can hold more of them (and bigger hosts can always repeat what smaller
-        ones did, so the most capacity never falls as the hosts grow)."""
+    def most_capacity(self, rate: float | None = None) -> Scored | None:
+        """The cheapest candidate within PLATEAU_MARGIN of the most capacity reachable within max_hosts (then the
+        fewest hosts), carrying `rate` if the most capacity does (to within NEGLIGIBLE_GAIN). Here the workers per
+        host may be fewer than the usual count: where Postgres connections cap the worker total, fewer per host on
+        more hosts can hold more of them (and bigger hosts can always repeat what smaller ones did, so the most
+        capacity never falls as the hosts grow)."""
         fronts, workers = self._parts()
         options = [self._workers(w.option, k) for w in workers for k in range(1, w.k + 1)]
-        found = [
-            (_capacity(f, w, room), self._cost(f, w, room), f, w, room)
-            for f in fronts
-            for w in options
-            for room in [self._room(f, w)]
-            if room >= 1
-        ]
-        if not found:
+        pairs = [(f, w, room) for f in fronts for w in options for room in [self._room(f, w)] if room >= 1]
+        if not pairs:
             return None
-        # Within a negligible gain of the most, the cheapest (then the fewest hosts): never twice the hosts
-        # for a rounding error's worth of capacity.
-        top = max(c for c, *_ in found)
-        best = min((t for t in found if t[0] >= (1.0 - NEGLIGIBLE_GAIN) * top), key=lambda t: t[1])
-        return self._scored(*best[2:])
+        top = max(_capacity(f, w, room) for f, w, room in pairs)
+        floor = plateau_floor(top, rate)
+        found = []
+        for f, w, room in pairs:
+            if _capacity(f, w, room) < floor:
+                continue
+            lo, hi = 1, room  # the fewest worker hosts within the margin: capacity grows with n
+            while lo < hi:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if _capacity(f, w, mid) >= floor else (mid + 1, hi)
+            found.append((self._cost(f, w, lo), f, w, lo))
+        best = min(found, key=lambda t: t[0])
+        scored = self._scored(*best[1:])
+        return Scored(scored.layout, scored.capacity_per_s, scored.cost, scored.pools, top)
+
+
+def plateau_floor(top: float, rate: float | None) -> float:
+    """The capacity a most-capacity answer must reach: within PLATEAU_MARGIN of `top`, and the rate asked where
+    the top carries it (never above `top` less NEGLIGIBLE_GAIN)."""
+    floor = (1.0 - PLATEAU_MARGIN) * top
+    if rate is not None:
+        floor = max(floor, min(rate * (1.0 + 1e-6), (1.0 - NEGLIGIBLE_GAIN) * top))
+    return floor

@@ -53,8 +53,17 @@ def pg_xacts_sql(database: str) -> str:
     return f"SELECT coalesce(sum(xact_commit + xact_rollback), 0) FROM pg_stat_database WHERE datname = '{database}'"
 
 
-def redis_commandstats_command(port: int, host: str = "127.0.0.1", *, password_file: str | None = None) -> str:
-    return f"{_redis_cli(port, host, None, password_file, '')} INFO commandstats"
+def redis_commandstats_command(
+    port: int, host: str = "127.0.0.1", *, password_file: str | None = None, netns_pid: int | None = None
+) -> str:
+    """`netns_pid`: run redis-cli in that process's network namespace (`nsenter --net`), e.g. the lab's data host,
+    whose firewall answers Redis only to the hosts that run n8n: from this machine's own namespace (the lab
+    bridge's address) the connection is reset and the count would be lost."""
+    cli = _redis_cli(port, host, None, password_file, "")
+    if netns_pid is not None:
+        auth, _, rest = cli.rpartition("redis-cli ")
+        cli = f"{auth}nsenter --target {int(netns_pid)} --net redis-cli {rest}"
+    return f"{cli} INFO commandstats"
 
 
 def pg_xacts_command(port: int, host: str, *, user: str, database: str) -> str:
