@@ -17,6 +17,7 @@ from n8n_sizer.bundle.caddyfile import parse_routes, route_for
 from n8n_sizer.bundle.check import _max_connections, _pool, _redis_arg, unreadable_pool_settings
 from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base
 from n8n_sizer.bundle.rule import RuleResult, fail, na, ok
+from n8n_sizer.bundle.drain import rule_webhook_drain
 from n8n_sizer.safety.frozen import Frozen
 
 DATA_PORTS = {5432: "Postgres", 6379: "Redis"}
@@ -412,6 +413,7 @@ RULES: dict[str, Callable[[Cluster], RuleResult]] = {
     "cluster-data-endpoints": rule_data_endpoints,
     "cluster-pool": rule_cluster_pool,
     "webhook-routes": rule_webhook_routes,
+    "webhook-drain": rule_webhook_drain,
     "main-webhooks-off": rule_main_webhooks_off,
     "data-ports-private": rule_data_ports_private,
     "cluster-redis": rule_cluster_redis,
