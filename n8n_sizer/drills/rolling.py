@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import time
 
+from n8n_sizer.bundle.drain import HEALTH_INTERVAL_S, webhook_stop_grace_s
 from n8n_sizer.drills.common import DrillFailed, DrillOutcome, check
 from n8n_sizer.drills.lab_run import LabDrillContext, statuses
 from n8n_sizer.drills.labplan import PROMISES, ledger_text, nothing_lost, window
 
-# Caddy's health_interval 2 s: a restarted processor is seen healthy within one interval of answering its
+# Caddy's health_interval: a restarted processor is seen healthy within one interval of answering its
 # readiness check; 3 intervals leave room for a slow answer on a busy host (the kill-webhook drill's lesson).
-LB_NOTICE_S = 6.0
-STOP_GRACE_S = 60.0  # the rendered stop grace for the lab's longest execution (30 s): n8n_env.shutdown_seconds
+LB_NOTICE_S = 3.0 * HEALTH_INTERVAL_S
+# The rendered stop grace for the lab's longest execution (30 s): n8n_env.shutdown_seconds, and for a webhook
+# processor the drain wait before n8n sees the signal (drain.webhook_stop_grace_s).
+STOP_GRACE_S = {"webhook": float(webhook_stop_grace_s(60)), "worker": 60.0}
 
 
 def rolling_restart(
@@ -40,7 +43,7 @@ def rolling_restart(
         stop_s = time.time()
         stopped: dict = {}
         try:
-            stopped = ctx.lab.stop(proc, "TERM", grace_s=STOP_GRACE_S)
+            stopped = ctx.lab.stop(proc, "TERM", grace_s=STOP_GRACE_S[proc.role])
         finally:  # started again also when the stop failed: a drill never leaves the cluster short of a process
             down_s = time.time()
             _, ready_s = ctx.lab.start(proc)
@@ -77,6 +80,13 @@ def rolling_restart(
             else "a process did not come back ready"
             if not back
             else "the restarts outlasted the load: raise duration_s",
+        ),
+        check(
+            f"whole load: {ledger.fired} fired, {ledger.refused} refused",
+            "nothing refused: a stopping webhook processor leaves rotation before n8n stops (its drain hook)",
+            ledger.refused == 0,
+            f"refused while processes stopped: {during['failures']}; read the processors' logs for "
+            "'n8n-sizer drain' and Caddy's log",
         ),
         check(
             f"ledger: {ledger_text(ledger)}",
