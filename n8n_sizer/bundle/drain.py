@@ -103,7 +103,7 @@ def rule_webhook_drain(c: ClusterView) -> RuleResult:
             "; ".join(problems),
             f"check the webhook processors at health_uri {DRAIN_HEALTH_URI} (served by the drain hook each "
             "loads through EXTERNAL_HOOK_FILES) and give each a stop_grace_period above its drain wait plus its "
-            "N8N_GRACEFUL_SHUTDOWN_TIMEOUT (render --topology writes all three; docs/cluster.md#draining)",
+            "N8N_GRACEFUL_SHUTDOWN_TIMEOUT (render --topology writes all three; docs/cluster.md#stopping-a-process-draining)",
         )
     return ok(
         "webhook-drain",

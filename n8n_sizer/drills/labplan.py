@@ -7,7 +7,7 @@ What n8n promises, per drill (n8n's queue-mode docs, the rendered load balancer,
 - webhook processors run behind a load balancer; the rendered Caddyfile health-checks each one every 2 s
   (5 s timeout, at the drain hook's /healthz/drain) and retries a refused connection on another for 10 s, so a
   dead processor costs only the requests it held and those sent to it before the balancer saw it gone (a
-  stopped one costs nothing: it drains first, docs/cluster.md#draining);
+  stopped one costs nothing: it drains first, docs/cluster.md#stopping-a-process-draining);
 - Redis: n8n's processes retry a lost Redis connection every second for 10 s and exit after that (the
   queue-mode test's main did); with AOF everysec a restart keeps the queue, so nothing accepted is lost;
 - a partition is a Redis and Postgres outage seen from one host only: the same 10 s rule applies to it.

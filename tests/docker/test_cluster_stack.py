@@ -375,7 +375,7 @@ def test_a_rolling_restart_under_load_loses_nothing_accepted(cluster: Cluster, n
     }
     print(f"rolling restart: {len(statuses)} sent, statuses {dict(Counter(statuses))}; refused per step {refused}")
     assert accepted >= 20, statuses
-    # Draining (docs/cluster.md#draining): a stopping processor leaves rotation before n8n stops, so nothing is
+    # Draining (docs/cluster.md#stopping-a-process-draining): a stopping processor leaves rotation before n8n stops, so nothing is
     # refused, not even while a processor stops.
     assert accepted == len(statuses), (dict(Counter(statuses)), refused)
     for processor in ("n8n-webhook-1", "n8n-webhook-2"):  # the drain step ran (the hook logs it)
