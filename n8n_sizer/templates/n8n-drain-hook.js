@@ -27,7 +27,9 @@ function delaySignal(signal) {
   process.on(signal, () => {
     if (draining) return;
     draining = true;
-    console.log(`n8n-sizer drain: ${signal} received; /healthz/drain answers 503, n8n shuts down in ${drainMs / 1000} s`);
+    // no template literal: Compose would read its dollar-brace as a variable of the rendered file
+    console.log('n8n-sizer drain: ' + signal + ' received; /healthz/drain answers 503, n8n shuts down in ' +
+      drainMs / 1000 + ' s');
     setTimeout(() => n8nHandlers.forEach((handler) => handler(signal)), drainMs);
   });
 }

@@ -74,6 +74,7 @@ def test_every_webhook_processor_loads_the_rendered_drain_hook_and_waits_for_it(
             assert env["EXTERNAL_HOOK_FILES"] == COMPOSE_HOOK_PATH and env["SIZER_DRAIN_S"] == str(DRAIN_S)
             assert spec["configs"] == [{"source": "drain-hook", "target": COMPOSE_HOOK_PATH}], name
             assert doc["configs"]["drain-hook"]["content"] == drain_hook_source()
+            assert "$" not in drain_hook_source()  # Compose interpolates `configs: content` (a ${...} fails up)
             n8n_s = int(env["N8N_GRACEFUL_SHUTDOWN_TIMEOUT"])
             assert duration_s(spec["stop_grace_period"]) > DRAIN_S + n8n_s, name
         for name, spec in doc["services"].items():  # main and workers stop at once: nothing routes to them by path
