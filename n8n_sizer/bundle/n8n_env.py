@@ -20,6 +20,7 @@ from typing import Literal
 
 from n8n_sizer.advisor.settings import queue_keep_last_env
 from n8n_sizer.advisor.setup import DEFAULT_GRACEFUL_SHUTDOWN_S, Setup
+from n8n_sizer.bundle.drain import COMPOSE_HOOK_PATH, drain_env
 from n8n_sizer.safety.frozen import Frozen
 
 # n8n's own timeout must exceed the longest execution (seed 000, drill 6: 50 s runs were cut at 30 s),
@@ -148,6 +149,7 @@ class Wiring(Frozen):
     runners_token: str = "${RUNNERS_AUTH_TOKEN}"
     broker_listen: str = "0.0.0.0"
     broker_port: str = "5679"
+    drain_hook: str = COMPOSE_HOOK_PATH  # a webhook processor's drain hook (bundle/drain.py): this file's path
 
 
 # What a container finds through Compose: service names and the .env's variables.
@@ -299,6 +301,8 @@ def role_env(shape: N8nShape, role: str, w: Wiring, *, broker_host: str = "") ->
             env.update({"N8N_METRICS_INCLUDE_QUEUE_METRICS": "true", "OFFLOAD_MANUAL_EXECUTIONS_TO_WORKERS": "true"})
         if shape.webhook_processors:  # production webhooks and forms go to the processors (the LB routes them)
             env["N8N_DISABLE_PRODUCTION_MAIN_PROCESS"] = "true"
+    if role == "webhook":  # leaves the load balancer's rotation before n8n sees SIGTERM (bundle/drain.py)
+        env.update(drain_env(w.drain_hook))
     if role != "webhook":  # `n8n webhook` starts no task broker, so it gets no runner
         env.update(
             {

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.bundle.drain import HOOK_TEMPLATE
 from n8n_sizer.bundle.n8n_env import POSTGRES_USER, REDIS_N8N_USER, N8nPorts, Wiring, process_env, shape_of_setup
 from n8n_sizer.safety.frozen import Frozen
 
@@ -56,6 +57,7 @@ def native_wiring(
         runners_token="",
         broker_listen="127.0.0.1",
         broker_port=str(broker_port),
+        drain_hook=str(HOOK_TEMPLATE),  # the package's own file: the lab runs from the same tree
     )
 
 

@@ -15,6 +15,7 @@ from typing import Mapping
 
 from n8n_sizer import versions
 from n8n_sizer.bundle import topology as topo
+from n8n_sizer.bundle.drain import drain_context
 from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES, data_port_rules, render_cloud_init
 from n8n_sizer.bundle.limits import memory_table
 from n8n_sizer.bundle.n8n_env import (
@@ -181,6 +182,7 @@ def _host_context(
         },
         stop_grace_s=grace_seconds,
         lb_try_s=LB_TRY_S,
+        drain=drain_context(grace_seconds),
         env=host_env(t, host, profile, domain),
         memory_mib=memory_table(),
         postgres_init=postgres_init(),

@@ -110,6 +110,10 @@ class IngestProcesses:
         env = {"WEBHOOK_URL": f"http://127.0.0.1:{self.lb_port}/"}
         if role == "main":
             env["N8N_DISABLE_PRODUCTION_MAIN_PROCESS"] = "true"
+        if role == "webhook":  # runs main's settings (stack.py), plus the drain hook the Caddyfile's check needs
+            from n8n_sizer.bundle.drain import HOOK_TEMPLATE, drain_env
+
+            env |= drain_env(str(HOOK_TEMPLATE))
         return env
 
     def _spawn_caddy(self) -> RunningProcess:

@@ -250,6 +250,8 @@ def test_rolling_restart(lab):
     assert record["verdict"] == "matches", _checks(record)
     assert record["ledger"]["accepted_then_lost"] == 0 and record["ledger"]["lost_seqs"] == []
     assert record["ledger"]["accepted"] >= 40, record["ledger"]
+    # Draining (docs/cluster.md#stopping-a-process-draining): nothing refused, not even while a processor stops.
+    assert record["ledger"]["refused"] == 0 and observed["during"]["failed"] == 0, (record["ledger"], observed)
     assert observed["executions"] == {"success": record["ledger"]["executions_succeeded"]}, observed["executions"]
     in_postgres = _statuses_in_postgres(out, state, observed["workflow_id"])
     assert set(in_postgres) == {"success"}, in_postgres  # nothing failed, crashed or left running

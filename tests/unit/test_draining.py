@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from n8n_sizer.bundle.caddyfile import parse_routes, route_for
 from n8n_sizer.bundle.composefile import duration_s
+from n8n_sizer.bundle.drain import COMPOSE_HOOK_PATH, DRAIN_HEALTH_URI, DRAIN_S, drain_hook_source
 from n8n_sizer.bundle.render_topology import render_topology
 from n8n_sizer.bundle.secrets import generate_secrets
 from n8n_sizer.bundle.topology import parse_topology
@@ -47,7 +49,38 @@ def test_every_upstream_is_retried_and_health_checked_faster_than_it_drains(case
         check_s = duration_s(opts["health_interval"]) + duration_s(opts["health_timeout"])
         # a refused connection is retried elsewhere for longer than a health check takes to flip
         assert try_s is not None and try_s > check_s, opts
-        assert opts["health_uri"] in ("/healthz", "/healthz/readiness")
+        assert opts["health_uri"] in ("/healthz/readiness", DRAIN_HEALTH_URI)
+        # a draining processor's failed check is seen (twice) before n8n is told to stop
+        assert 2 * duration_s(opts["health_interval"]) <= DRAIN_S, opts
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_webhook_processors_are_checked_at_the_drain_hooks_path_and_main_at_its_readiness(case: str) -> None:
+    routes = parse_routes(_caddyfile(case))
+    assert route_for(routes, "/webhook/x").health_uri == DRAIN_HEALTH_URI
+    assert route_for(routes, "/rest/login").health_uri == "/healthz/readiness"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_webhook_processor_loads_the_rendered_drain_hook_and_waits_for_it(case: str) -> None:
+    seen = 0
+    for bundle in _cluster(case).hosts.values():
+        doc = yaml.safe_load(bundle.compose)
+        for name, spec in doc["services"].items():
+            if not name.startswith("n8n-webhook-"):
+                continue
+            seen += 1
+            env = spec["environment"]
+            assert env["EXTERNAL_HOOK_FILES"] == COMPOSE_HOOK_PATH and env["SIZER_DRAIN_S"] == str(DRAIN_S)
+            assert spec["configs"] == [{"source": "drain-hook", "target": COMPOSE_HOOK_PATH}], name
+            assert doc["configs"]["drain-hook"]["content"] == drain_hook_source()
+            assert "$" not in drain_hook_source()  # Compose interpolates `configs: content` (a ${...} fails up)
+            n8n_s = int(env["N8N_GRACEFUL_SHUTDOWN_TIMEOUT"])
+            assert duration_s(spec["stop_grace_period"]) > DRAIN_S + n8n_s, name
+        for name, spec in doc["services"].items():  # main and workers stop at once: nothing routes to them by path
+            if re.match(r"n8n-(main|worker)", name):
+                assert "EXTERNAL_HOOK_FILES" not in spec["environment"], name
+    assert seen >= 1
 
 
 @pytest.mark.skipif(shutil.which("caddy") is None, reason="Debian's caddy is installed by scripts/test.sh")

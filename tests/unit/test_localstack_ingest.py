@@ -22,7 +22,7 @@ def test_local_caddyfile_routes_production_webhooks_to_the_processors_and_the_re
     processors = ("127.0.0.1:41002", "127.0.0.1:41003")
     for path in ("/webhook/abc", "/webhook-waiting/1", "/form/x", "/form-waiting/2", "/mcp/tool"):
         route = route_for(routes, path)
-        assert route.upstreams == processors and route.health_uri == "/healthz/readiness", path
+        assert route.upstreams == processors and route.health_uri == "/healthz/drain", path
     for path in ("/webhook-test/abc", "/rest/login", "/api/v1/workflows", "/healthz"):
         route = route_for(routes, path)
         assert route.upstreams == ("127.0.0.1:41001",) and route.health_uri == "/healthz/readiness", path

@@ -65,6 +65,7 @@ WHERE_IT_RUNS = {
     "N8N_LOG_OUTPUT",
     "N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS",
     "QUEUE_HEALTH_CHECK_PORT",
+    "EXTERNAL_HOOK_FILES",  # the drain hook's path: in the container or in the package
     "PATH",
     "HOME",
     "LANG",

@@ -4,9 +4,10 @@ verdicts computed from request records (no I/O here, so every rule is tested wit
 What n8n promises, per drill (n8n's queue-mode docs, the rendered load balancer, the queue-mode test):
 - workers: "scale down by removing workers"; Redis holds the queue "and allows the next available worker to
   pick them up", so one worker host stopping leaves the other to carry on, and every accepted request runs;
-- webhook processors run behind a load balancer; the rendered Caddyfile health-checks each one every 5 s
-  (3 s timeout) and keeps a failed upstream out for 10 s, so a dead processor costs only the requests it held
-  and those sent before the balancer saw it gone;
+- webhook processors run behind a load balancer; the rendered Caddyfile health-checks each one every 2 s
+  (5 s timeout, at the drain hook's /healthz/drain) and retries a refused connection on another for 10 s, so a
+  dead processor costs only the requests it held and those sent to it before the balancer saw it gone (a
+  stopped one costs nothing: it drains first, docs/cluster.md#stopping-a-process-draining);
 - Redis: n8n's processes retry a lost Redis connection every second for 10 s and exit after that (the
   queue-mode test's main did); with AOF everysec a restart keeps the queue, so nothing accepted is lost;
 - a partition is a Redis and Postgres outage seen from one host only: the same 10 s rule applies to it.
@@ -17,14 +18,15 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable
 
+from n8n_sizer.bundle.drain import HEALTH_INTERVAL_S, HEALTH_TIMEOUT_S
 from n8n_sizer.runs.records import Ledger, RequestRecord
 
 PROMISES = {
     "stop-worker-host": "n8n's docs: workers can be removed; Redis lets the next available worker pick each job "
     "up, so the other worker host carries on and every accepted request is executed",
     "kill-webhook": "n8n's docs: webhook processors behind a load balancer; the rendered Caddyfile health-checks "
-    "each every 5 s (3 s timeout, failed upstream out for 10 s): only requests sent before it "
-    "noticed fail, nothing accepted is lost",
+    f"each every {HEALTH_INTERVAL_S} s ({HEALTH_TIMEOUT_S} s timeout) and retries a refused connection on another: "
+    "only requests sent before it noticed fail, nothing accepted is lost",
     "restart-redis": "n8n retries a lost Redis every 1 s for 10 s (`Lost Redis connection. Trying to reconnect "
     "in 1s... (0s/10s)`) and exits after that; AOF everysec keeps the queue: nothing accepted "
     "is lost",
@@ -35,8 +37,6 @@ PROMISES = {
     "returns, and a process that cannot reach Redis for more than 10 s exits (the queue-mode test) "
     "and needs its restart policy",
 }
-HEALTH_INTERVAL_S = 5.0  # the rendered Caddyfile: health_interval 5s, health_timeout 3s
-HEALTH_TIMEOUT_S = 3.0
 REDIS_GIVE_UP_S = 10.0  # n8n's reconnect window before a process exits (QUEUE_BULL_REDIS_TIMEOUT_THRESHOLD)
 
 

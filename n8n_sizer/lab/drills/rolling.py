@@ -11,16 +11,21 @@ and every process back and ready.
 
 from __future__ import annotations
 
+import re
 import time
 
+from n8n_sizer.bundle.drain import HEALTH_INTERVAL_S, webhook_stop_grace_s
 from n8n_sizer.drills.common import DrillFailed, DrillOutcome, check
 from n8n_sizer.lab.drills.context import LabDrillContext, statuses
 from n8n_sizer.lab.drills.judge import PROMISES, ledger_text, nothing_lost, window
 
-# Caddy's health_interval 2 s: a restarted processor is seen healthy within one interval of answering its
+# Caddy's health_interval: a restarted processor is seen healthy within one interval of answering its
 # readiness check; 3 intervals leave room for a slow answer on a busy host (the kill-webhook drill's lesson).
-LB_NOTICE_S = 6.0
-STOP_GRACE_S = 60.0  # the rendered stop grace for the lab's longest execution (30 s): n8n_env.shutdown_seconds
+LB_NOTICE_S = 3.0 * HEALTH_INTERVAL_S
+# The rendered stop grace for the lab's longest execution (30 s): n8n_env.shutdown_seconds, and for a webhook
+# processor the drain wait before n8n sees the signal (drain.webhook_stop_grace_s).
+LOG_RE = re.compile(r'"level":"(error|warn)"|n8n-sizer drain|Error|error')
+STOP_GRACE_S = {"webhook": float(webhook_stop_grace_s(60)), "worker": 60.0}
 
 
 def rolling_restart(
@@ -32,6 +37,8 @@ def rolling_restart(
     if len(workers) < 2:
         raise DrillFailed(f"rolling-restart needs 2 workers (one restarts, one takes jobs); the lab has {len(workers)}")
     wid, url = ctx.new_workflow("rolling-restart")
+    watched = [*ctx.lab.find(role="load_balancer"), *webhooks]  # Caddy's proxy errors, the drain hook's lines
+    marks = {p.name: ctx.lab.log_size(p) for p in watched}
     load = ctx.load(url, rate_per_s, duration_s, f"rate-{rate_per_s:g}")
     steps: list[dict] = []
     time.sleep(max(0.0, load.started_s + first_at_s - time.time()))
@@ -40,13 +47,14 @@ def rolling_restart(
         stop_s = time.time()
         stopped: dict = {}
         try:
-            stopped = ctx.lab.stop(proc, "TERM", grace_s=STOP_GRACE_S)
+            stopped = ctx.lab.stop(proc, "TERM", grace_s=STOP_GRACE_S[proc.role])
         finally:  # started again also when the stop failed: a drill never leaves the cluster short of a process
             down_s = time.time()
             _, ready_s = ctx.lab.start(proc)
         steps.append(
             {
                 "process": proc.name,
+                "stop_s": round(stop_s - began, 1),
                 "stopping_s": round(down_s - stop_s, 1),
                 "ready_s": round(ready_s, 1),
                 "forced": bool(stopped.get("forced")),
@@ -60,6 +68,12 @@ def rolling_restart(
     ledger, found = ctx.ledger(records + after, wid)
     during = window(records, began, ended)
     by_status = statuses(found)
+    # Every refused request of the whole load, with when it went (s after the first stop): which stop it met.
+    refusals = [
+        {"at_s": round(r.sent_s - began, 1), "status": r.status, "error": (r.error or r.body_snippet or "")[:200]}
+        for r in records + after
+        if r.error_class != "dropped" and not (r.status is not None and 200 <= r.status < 300)
+    ]
     not_success = {s: n for s, n in by_status.items() if s != "success"}
     back = all(ctx.lab.ready(p) for p in ctx.lab.find(role="webhook") + ctx.lab.find(role="worker"))
     inside = ended <= load.started_s + duration_s
@@ -79,6 +93,12 @@ def rolling_restart(
             else "the restarts outlasted the load: raise duration_s",
         ),
         check(
+            f"whole load: {ledger.fired} fired, {ledger.refused} refused",
+            "nothing refused: a stopping webhook processor leaves rotation before n8n stops (its drain hook)",
+            ledger.refused == 0,
+            f"refused (s after the first stop): {refusals}; steps at {[s['stop_s'] for s in steps]} s",
+        ),
+        check(
             f"ledger: {ledger_text(ledger)}",
             "nothing accepted lost (ledger: lost = 0)",
             nothing_lost(ledger),
@@ -96,12 +116,16 @@ def rolling_restart(
         checks=checks,
         observed={
             "steps": steps,
+            "refusals": refusals,
             "during": during,
             "executions": by_status,
             "ledger": ledger.model_dump(),
             "workflow_id": wid,
         },
         timings_s={"rolling_s": round(ended - began, 2)},
-        log_lines={},
+        log_lines={
+            p.name: [line[:400] for line in ctx.lab.log_since(p, marks[p.name]) if LOG_RE.search(line)][:40]
+            for p in watched
+        },
         settings={"rate_per_s": str(rate_per_s), "duration_s": str(duration_s), "lb_notice_s": str(LB_NOTICE_S)},
     )

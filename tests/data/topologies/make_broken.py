@@ -38,6 +38,7 @@ EDITS = {
                                'DB_POSTGRESDB_HOST: "10.89.0.99"'),
     "cluster-pool": ("data", "docker-compose.yml", "max_connections=120", "max_connections=100"),
     "webhook-routes": ("ingest", "docker-compose.yml", "handle /form/* {", "handle /forms/* {"),
+    "webhook-drain": ("ingest", "docker-compose.yml", "health_uri /healthz/drain", "health_uri /healthz/readiness"),
     "main-webhooks-off": ("ingest", "docker-compose.yml", '      N8N_DISABLE_PRODUCTION_MAIN_PROCESS: "true"\n', ""),
     "data-ports-private": ("data", "docker-compose.yml", '"10.89.0.10:5432:5432"', '"5432:5432"'),
     "cluster-redis": ("data", "docker-compose.yml", '"--appendonly", "yes"', '"--appendonly", "no"'),
