@@ -13,6 +13,7 @@ so by then nothing new comes and n8n finishes only what it holds.
 from __future__ import annotations
 
 import re
+from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,7 +30,8 @@ COMPOSE_HOOK_PATH = "/etc/n8n-sizer/drain-hook.js"  # where the rendered compose
 
 
 def drain_hook_source() -> str:
-    return HOOK_TEMPLATE.read_text()
+    """The hook's text, as package data (the rendered compose mounts it; native processes load HOOK_TEMPLATE)."""
+    return resources.files("n8n_sizer").joinpath("templates/n8n-drain-hook.js").read_text(encoding="utf-8")
 
 
 def drain_env(hook_path: str) -> dict[str, str]:
