@@ -7,7 +7,7 @@ shutdown `DRAIN_S` later. The hook answers 503 at once, so Caddy's next check (w
 processor out of rotation; the wait is two intervals plus the time a request Caddy had just sent takes to arrive,
 so by then nothing new comes and n8n finishes only what it holds.
 
-`rule_webhook_drain` is `check --topology`'s rule for the same three things (bundle/rules_cluster.py lists it).
+`rule_webhook_drain` is `check --topology`'s rule for the same three things (bundle/checks/all_hosts.py lists it).
 """
 
 from __future__ import annotations
