@@ -44,6 +44,7 @@ CLI = [sys.executable, "-c", "from n8n_sizer.cli import main; main()"]
 SUBNET = "10.213.9.0/24"
 USABLE_CORES = 1.5  # the largest topology's budgets fill this many of the 2 cores; the generators have the rest
 LADDER = (0.5, 0.75, 1.0, 1.25, 1.5)  # x the expected ceiling
+REST_S = 40.0  # the no-load window after the warm-up (bench --rest-seconds): each process's idle CPU, measured
 # The ladder's centre, from this machine's notes (docs/../shared notes real-n8n: a worker ~60 ms and main ~12-17 ms of
 # CPU per light execution), not from the prediction under test: a ladder centred on a wrong prediction would cap
 # what can be measured.
@@ -376,6 +377,8 @@ def measure(
                 "10",
                 "--drain-seconds",
                 "180",
+                "--rest-seconds",
+                f"{REST_S:g}",
                 "--out",
                 str(results),
                 "--json",
@@ -407,7 +410,9 @@ def measure(
                     rest = ms - sum(counted["host_role_cpu_ms"].get(h, {}).values())
                     overhead.append(rest / 1000.0 / max(counted.get("counted_s") or 0.0, 1.0))
     ledger = summary["ledgers"]["cluster"]
+    rest = store.manifest.hosts.get("cluster", {}).get("rest") or {}
     return {
+        "rest": rest,
         "carried": carried,
         "measured": max(c for _, c, _ in carried),
         "ledger": ledger,
@@ -598,6 +603,18 @@ def report(rows: list, chosen: list, scale: float, console: Console, folder: Pat
                     + ", ".join(f"{r} {ms:.1f}" for r, ms in sorted(per.items(), key=lambda kv: -kv[1]))
                     + f"; Redis {redis if redis is None else round(redis, 1)}, Postgres {pg if pg is None else round(pg, 1)}"
                 )
+    rested = [(label, got["rest"]) for label, _, _, got, _ in rows if (got.get("rest") or {}).get("host_role_cpu_ms")]
+    if rested:
+        console.print(f"with no load ({REST_S:g} s after the warm-up; cores per host's role, the kernel's counts):")
+    for label, rest in rested:
+        secs = max(rest.get("counted_s") or 0.0, 1e-9)
+        console.print(
+            f"  {label}: "
+            + "; ".join(
+                f"{h} " + ", ".join(f"{r} {ms / 1000.0 / secs:.4f}" for r, ms in sorted(roles.items()))
+                for h, roles in sorted(rest["host_role_cpu_ms"].items())
+            )
+        )
     if not errors:
         print("0 topologies: nothing measured")
         return 1

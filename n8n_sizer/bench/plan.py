@@ -21,6 +21,7 @@ DEFAULT_MAX_IN_FLIGHT = 1000  # seed 000: at most 1,000 requests in flight
 DEFAULT_SWEEP = (1, 10, 25, 50)  # seed 002: concurrent requests
 DEFAULT_WARMUP_REQUESTS = 200  # seed 002 and notes/real-n8n.md: 200-request warm-up, excluded from results
 DEFAULT_DRAIN_S = 60.0  # after the last step, how long stored executions may take to catch up
+MAX_REST_S = 600.0  # a rest window longer than 10 minutes measures nothing a shorter one does not
 
 
 class RateStep(Frozen):
@@ -59,6 +60,9 @@ class LoadPlan(Frozen):
     max_in_flight: int = Field(DEFAULT_MAX_IN_FLIGHT, ge=1)
     warmup_requests: int = Field(DEFAULT_WARMUP_REQUESTS, ge=0)
     drain_s: float = Field(DEFAULT_DRAIN_S, ge=0)
+    # `--rest-seconds`: after the warm-up, a window with no load whose per-role CPU (the kernel's counts) is each
+    # process's idle CPU, measured rather than inferred from steps at several rates. 0: none.
+    rest_s: float = Field(0.0, ge=0, le=MAX_REST_S)
 
     def step_names(self) -> list[str]:
         return [s.name for s in self.steps]
@@ -102,11 +106,14 @@ def build_plan(
     warmup_requests: int = DEFAULT_WARMUP_REQUESTS,
     drain_s: float = DEFAULT_DRAIN_S,
     shape: Shape | None = None,
+    rest_s: float = 0.0,
 ) -> LoadPlan:
     """Rate steps first, then the concurrency sweep, each `step_s` long. A `shape` (ramp or burst) is one step
     of its own instead of the rate steps."""
     if step_s <= 0:
         raise InputError(f"--step-seconds {step_s:g} must be > 0; try --step-seconds 180")
+    if not 0 <= rest_s <= MAX_REST_S:
+        raise InputError(f"--rest-seconds {rest_s:g} must be between 0 and {MAX_REST_S:g}; try --rest-seconds 60")
     if shape is not None:
         from n8n_sizer.bench.shapes import mean_rate
 
@@ -118,6 +125,7 @@ def build_plan(
             max_in_flight=max_in_flight,
             warmup_requests=warmup_requests,
             drain_s=drain_s,
+            rest_s=rest_s,
         )
     if not rates and not sweep:
         raise InputError("nothing to run: --rates and --concurrency-sweep are both empty; try --rates 5,20,50")
@@ -129,6 +137,7 @@ def build_plan(
         max_in_flight=max_in_flight,
         warmup_requests=warmup_requests,
         drain_s=drain_s,
+        rest_s=rest_s,
     )
 
 

@@ -226,6 +226,9 @@ class _TargetRun(StepRunner):
             if plan.warmup_requests:
                 self.say("warm-up")
                 self._warmup(warm_url)
+            if plan.rest_s and "rest" not in self.info():
+                self.say("rest (no load)")
+                self._rest(plan.rest_s)
             if self.job.find_max is not None:
                 self._find_max(self.job.find_max, wf_url)
             finished = set(self.store.finished_steps(self.t.name))

@@ -32,6 +32,24 @@ class StepRunner:
             counted = step_counters(before, self.accounting.read())
             self.store.mark_step(self.t.name, step.name, "done", **counted.model_dump(mode="json", exclude_none=True))
 
+    def _rest(self, seconds: float) -> None:
+        """`--rest-seconds`: the counters over a window with no load, kept as the target's `rest` in run.json; each
+        role's CPU there is its processes' idle CPU (docs/benchmarking.md). Where the kernel's per-role counts cannot be
+        read, the window is skipped and says why."""
+        from n8n_sizer.bench.accounting import step_counters
+
+        if self.accounting is None:
+            self.save_info(rest={"skipped": "no per-role CPU accounting on this target (cgroup v1 cpuacct)"})
+            return
+        before = self.accounting.read()
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            if self._should_stop():
+                raise InputError(f"{self.t.name}: stopped during the rest window")
+            time.sleep(min(1.0, left))
+        counted = step_counters(before, self.accounting.read())
+        self.save_info(rest=counted.model_dump(mode="json", exclude_none=True))
+
     def _load_step(self, step, url: str, elapsed: float) -> None:
         plan, name = self.job.plan, self.t.name
         seq_start = self.store.next_seq(name)

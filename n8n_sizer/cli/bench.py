@@ -83,6 +83,12 @@ def bench(
     drain_s: float = typer.Option(
         60.0, "--drain-seconds", help="How long stored executions may catch up after the load."
     ),
+    rest_s: float = typer.Option(
+        0.0,
+        "--rest-seconds",
+        help="After the warm-up, seconds with no load whose per-role CPU (the kernel's counts, where readable) is "
+        "each process's idle CPU, kept in run.json (0: none).",
+    ),
     ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help="Private key for the fleet's hosts."),
     ssh_port: int = typer.Option(22, "--ssh-port", help="SSH port of the fleet's hosts."),
     out: str = typer.Option("results", "--out", help="Folder that holds run folders."),
@@ -117,6 +123,7 @@ def bench(
 
     from n8n_sizer.cli.args import check_bench_args
     from n8n_sizer.errors import InputError
+    from n8n_sizer.bench.plan import MAX_REST_S
     from n8n_sizer.safety.files import require_output_folder
     from n8n_sizer.safety.numbers import Range, check_number
 
@@ -126,6 +133,9 @@ def bench(
             "(webhook processors need queue mode); add --local --mode queue or drop it"
         )
     check_number("--webhook-processors", webhook_processors, Range(0, 9, example="2"))
+    check_number("--rest-seconds", rest_s, Range(0, MAX_REST_S, example="60"))
+    if rest_s and resume is not None:
+        raise InputError(f"--rest-seconds {rest_s:g} applies to a new run, not --resume; drop it")
     if resume is not None:
         out_dir = require_output_folder(out, "--out", fix="try --out results")
     else:
@@ -201,6 +211,12 @@ def bench(
                 hmac_secret_file=hmac_secret_file,
                 malformed=malformed,
                 respond=respond,
-            ).model_copy(update={"webhook_processors": webhook_processors})
+            )
+            req = req.model_copy(
+                update={
+                    "webhook_processors": webhook_processors,
+                    "plan": req.plan.model_copy(update={"rest_s": rest_s}),
+                }
+            )
             summary = start_bench(req, out, progress, workflow_body=body)
     print_summary(summary, json_out)

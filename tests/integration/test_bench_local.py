@@ -1,5 +1,6 @@
 """`n8n-sizer bench --local` on real n8n (SQLite, the fastest start): Ctrl-C mid-step stops the stack it started,
-keeps every request recorded so far, marks the step interrupted, and says so in one line (exit 2)."""
+keeps every request recorded so far, marks the step interrupted, and says so in one line (exit 2). Before the step,
+`--rest-seconds` counts the stack's CPU with no load (its idle CPU) from the kernel's per-role accounting."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from n8n_sizer.hosts.cgroups import available_mounts
 from tests.integration.test_bench_ssh import CLI, read_run
 
 pytestmark = pytest.mark.integration
@@ -39,6 +41,8 @@ def test_ctrl_c_stops_the_local_stack_and_keeps_the_records(tmp_path):
             "120",
             "--warmup",
             "5",
+            "--rest-seconds",
+            "3",
             "--out",
             str(out),
         ],
@@ -74,6 +78,13 @@ def test_ctrl_c_stops_the_local_stack_and_keeps_the_records(tmp_path):
         assert step["status"] == "interrupted" and step["seq_end"] == len(requests) >= 8
         assert all(r.status == 200 or r.error_class == "other" for r in requests)
         assert not [name for name, pid in pids.items() if _alive(pid)], "the stack must be stopped"
+        rest = manifest.hosts["local"]["rest"]
+        if available_mounts():  # the kernel's per-role counts (root, cgroup v1): the idle window was counted
+            assert rest["counted_s"] >= 3.0 and rest["role_cpu_ms"]["main"] > 0.0, rest
+            # n8n idles well below a core: 3 s of no load is far from 3,000 ms of main's CPU
+            assert rest["role_cpu_ms"]["main"] < 0.5 * 1000.0 * rest["counted_s"], rest
+        else:
+            assert "skipped" in rest, rest
     finally:
         if proc.poll() is None:
             proc.kill()
