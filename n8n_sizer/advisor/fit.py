@@ -77,6 +77,8 @@ def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
 
     m = row.measurement
     host = host_of(m)
+    if row.idle:  # a rest window: one process's idle cores, as the capacity bound subtracts them
+        return model.idle_cores_on(host)
     busy = predicted_role_cpu_s(
         model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host, row.role, m.setup.db
     )
@@ -191,9 +193,8 @@ class FittedModel:
         otherwise its overhead would be the prior alone, and no answer should rest on that."""
         if profile.name in BUILTIN or not profile.measured:
             return True
-        return any(
-            profile_of(x.measurement).overhead_key == profile.overhead_key for x in [*self.points, *self.demand_rows]
-        )
+        rows = [*self.points, *(r for r in self.demand_rows if not r.idle)]  # idle CPU prices no execution
+        return any(profile_of(x.measurement).overhead_key == profile.overhead_key for x in rows)
 
     def throughput_interval(
         self, profile: WorkflowProfile, setup: Setup, host: HostShape

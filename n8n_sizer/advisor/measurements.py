@@ -92,6 +92,9 @@ class Results(Frozen):
     # milliseconds do. Redis: INFO commandstats calls; Postgres: pg_stat_database xact_commit + xact_rollback.
     redis_commands_per_execution: float | None = None
     postgres_transactions_per_execution: float | None = None
+    # With no load (`bench --rest-seconds`): CPU cores one process of each n8n role keeps busy, the kernel's counts
+    # over the window divided by the role's processes. Each process's idle CPU, measured instead of inferred.
+    idle_cores: dict[str, float] | None = None
     fired: int | None = None
     accepted: int | None = None
     refused: int | None = None

@@ -99,9 +99,13 @@ def select_capacity_points(
     return points, excluded
 
 
+IDLE_SUFFIX = "-idle"  # a DemandRow of a rest window: `<role>-idle`, CPU cores of one idle process of the role
+
+
 @dataclass(frozen=True)
 class DemandRow:
-    """A measured per-role CPU figure: `role`'s CPU seconds per execution in one process."""
+    """A measured per-role CPU figure: `role`'s CPU seconds per execution in one process, or, for `<role>-idle`
+    (a `bench --rest-seconds` window), the CPU cores one process of the role keeps busy with no load."""
 
     measurement: Measurement
     role: str
@@ -110,6 +114,10 @@ class DemandRow:
     @property
     def id(self) -> str:
         return f"{self.measurement.id}:{self.role}"
+
+    @property
+    def idle(self) -> bool:
+        return self.role.endswith(IDLE_SUFFIX)
 
 
 def shared_machine(m: Measurement) -> str | None:
@@ -124,8 +132,8 @@ def shared_machine(m: Measurement) -> str | None:
 
 
 def select_demand_rows(measurements) -> list[DemandRow]:
-    """Every `<role>_cpu_ms` figure of a built-in or user workflow (see roles.MEASURED_ROLES), but those of a shared
-    machine (`shared_machine`)."""
+    """Every `<role>_cpu_ms` figure of a built-in or user workflow (see roles.MEASURED_ROLES) and every idle figure
+    of a rest window (`idle_cores`), but those of a shared machine (`shared_machine`)."""
     from n8n_sizer.advisor.roles import MEASURED_ROLES
 
     out = []
@@ -136,6 +144,9 @@ def select_demand_rows(measurements) -> list[DemandRow]:
             v = getattr(m.results, f"{role}_cpu_ms")
             if v is not None and v > 0:
                 out.append(DemandRow(m, role, v / 1000.0))
+        for role, cores in (m.results.idle_cores or {}).items():
+            if cores > 0:
+                out.append(DemandRow(m, f"{role}{IDLE_SUFFIX}", cores))
     return sorted(out, key=lambda r: r.id)
 
 

@@ -69,7 +69,6 @@ def measurements_from_run(folder: Path) -> list[Measurement]:
             continue
         value = {s.metric: s.value for s in samples if s.metric != "errors"}
         errors = sum(int(s.value) for s in samples if s.metric == "errors" and s.labels.get("class") != "dropped")
-        arch = "arm" if str(facts.get("arch", "")).lower() in ("aarch64", "arm64") else "x86"
         # per-role CPU per execution (utilisation law) from the telemetry sampled during the step
         span = windows.get((target, step))
         mine = [s for s in telemetry if s.labels.get("target", target) == target]
@@ -84,25 +83,9 @@ def measurements_from_run(folder: Path) -> list[Measurement]:
                 source=f"results/{manifest.run_id}",
                 table="bench step",
                 n8n_version=info.get("n8n_version"),
-                hardware=Hardware(
-                    provider=str(info.get("provider", "local")),
-                    size=info.get("size"),
-                    vcpu=facts["vcpu"],
-                    arch=arch,
-                    ram_mib=int(facts["ram_mib"]) if facts.get("ram_mib") else None,
-                    host_class=f"user:{facts.get('cpu_model') or target}",
-                ),
+                hardware=_hardware(info, target),
                 workflow=workflow,
-                setup=MeasuredSetup(
-                    mode=setup["mode"],
-                    workers=setup.get("workers", 0),
-                    concurrency=setup.get("concurrency"),
-                    runner_concurrency=setup.get("runner_concurrency"),
-                    production_limit=setup.get("production_limit"),
-                    db=setup.get("db", "postgres"),
-                    db_pool_size=setup.get("db_pool_size"),
-                    webhook_processors=int(info.get("webhook_processors") or 0),
-                ),
+                setup=_setup(setup, info),
                 load=Load(
                     kind="open" if open_load else "closed",
                     offered_rps=value.get("offered_rate"),
@@ -123,7 +106,62 @@ def measurements_from_run(folder: Path) -> list[Measurement]:
                 ),
             )
         )
-    return out
+    return out + [m for m in (_rest_row(manifest, target, workflow) for target in manifest.hosts) if m is not None]
+
+
+IDLE_ROLES = ("main", "webhook", "worker")  # the n8n processes the model gives an idle CPU (CapacityModel.idle_cores_on)
+
+
+def _hardware(info: dict, target: str) -> Hardware:
+    facts = info["facts"]
+    return Hardware(
+        provider=str(info.get("provider", "local")),
+        size=info.get("size"),
+        vcpu=facts["vcpu"],
+        arch="arm" if str(facts.get("arch", "")).lower() in ("aarch64", "arm64") else "x86",
+        ram_mib=int(facts["ram_mib"]) if facts.get("ram_mib") else None,
+        host_class=f"user:{facts.get('cpu_model') or target}",
+    )
+
+
+def _setup(setup: dict, info: dict) -> MeasuredSetup:
+    return MeasuredSetup(
+        mode=setup["mode"],
+        workers=setup.get("workers", 0),
+        concurrency=setup.get("concurrency"),
+        runner_concurrency=setup.get("runner_concurrency"),
+        production_limit=setup.get("production_limit"),
+        db=setup.get("db", "postgres"),
+        db_pool_size=setup.get("db_pool_size"),
+        webhook_processors=int(info.get("webhook_processors") or 0),
+    )
+
+
+def _rest_row(manifest, target: str, workflow: str) -> Measurement | None:
+    """The target's `--rest-seconds` window as a row of its own (load kind `idle`): each n8n role's CPU cores per
+    process with no load, from the kernel's counts; None without such a window."""
+    info = manifest.hosts.get(target, {})
+    rest, facts, setup = info.get("rest") or {}, info.get("facts") or {}, info.get("setup") or manifest.setup
+    if not rest.get("role_cpu_ms") or not rest.get("counted_s") or not setup or not facts.get("vcpu"):
+        return None
+    wh = int(info.get("webhook_processors") or 0)
+    count = {"main": 1, "webhook": wh, "worker": setup.get("workers", 0)}
+    cores = {
+        role: ms / 1000.0 / rest["counted_s"] / count[role]
+        for role, ms in rest["role_cpu_ms"].items()
+        if role in IDLE_ROLES and count[role] > 0
+    }
+    return Measurement(
+        id=f"{manifest.run_id}-{target}-rest",
+        source=f"results/{manifest.run_id}",
+        table="bench rest window",
+        n8n_version=info.get("n8n_version"),
+        hardware=_hardware(info, target),
+        workflow=workflow,
+        setup=_setup(setup, info),
+        load=Load(kind="idle", offered_rps=0, duration_s=rest["counted_s"], generator="n8n-sizer bench"),
+        results=Results(idle_cores=cores or None),
+    )
 
 
 def _step_windows(manifest, requests) -> dict[tuple[str, str], tuple[float, float]]:

@@ -175,6 +175,7 @@ CASES: list[tuple[str, list[str], int]] = [
     ],
     ("bench", ["--local", "--error-budget", "2"], 2),
     ("bench", ["--local", "--warmup", "-1"], 2),
+    *[("bench", ["--local", "--rest-seconds", v], 2) for v in ("-1", "601", "nan", "inf")],
     ("bench", ["--local", "--max-in-flight", "0"], 2),
     ("bench", ["--local", "--ssh-port", "0"], 2),
     *[("bench", ["--local", "--rates", v], 2) for v in ("inf", "nan", "1e308", "5,-1", "5,,x")],
