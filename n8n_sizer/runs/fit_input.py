@@ -109,7 +109,8 @@ def measurements_from_run(folder: Path) -> list[Measurement]:
     return out + [m for m in (_rest_row(manifest, target, workflow) for target in manifest.hosts) if m is not None]
 
 
-IDLE_ROLES = ("main", "webhook", "worker")  # the n8n processes the model gives an idle CPU (CapacityModel.idle_cores_on)
+# the n8n processes the model gives an idle CPU (CapacityModel.idle_cores_on)
+IDLE_ROLES = ("main", "webhook", "worker")
 
 
 def _hardware(info: dict, target: str) -> Hardware:
