@@ -89,8 +89,52 @@ def rows_of(folder: Path, page: str, keep: set[str], counted: bool = False, quie
         command_of(spec) if spec.get("local_setup") else "benchmarks/lab_shape.py (bench --inventory over the lab)"
     )
     out = []
+    prefix, host_class = (
+        ((CGQ_PREFIX, CGQ_HOST_CLASS) if quiet else (CG_PREFIX, CG_HOST_CLASS)) if counted else (PREFIX, HOST_CLASS)
+    )
+    where = "lab" if target == "cluster" else "local"
+    if counted and quiet and where == "lab":
+        host_class = CGQ_LAB_HOST_CLASS
+    hardware = {
+        "provider": "local",
+        "size": None,
+        "vcpu": facts["vcpu"],
+        "arch": "x86",
+        "ram_mib": int(facts["ram_mib"]),
+        "shared_core": False,
+        "host_class": host_class,
+    }
+    machine = {
+        "generator": "n8n-sizer bench",
+        "note": command,
+        **({"machine_load_avg": round(statistics.mean(loads), 1)} if loads else {}),
+        "machine_shared": not quiet,
+    }
     for m in measurements_from_run(folder):
         step = m.id.rsplit(f"-{target}-", 1)[1]
+        wh = m.setup.webhook_processors
+        if m.load.kind == "idle":  # the rest window (bench --rest-seconds): counted by the kernel, or not at all
+            if counted and m.results.idle_cores:
+                out.append(
+                    {
+                        "id": f"{prefix}{where}-{m.workflow}-q{m.setup.workers}w-wh{wh}-{manifest.run_id[-6:]}-rest",
+                        "source": page,
+                        "table": f"run {manifest.run_id}, rest window",
+                        "n8n_version": m.n8n_version,
+                        "hardware": hardware,
+                        "workflow": m.workflow,
+                        "setup": {**m.setup.model_dump(), "webhook_processors": wh},
+                        "load": {
+                            "kind": "idle",
+                            "offered_rps": 0,
+                            "duration_s": round(m.load.duration_s, 1),
+                            **machine,
+                        },
+                        "results": {"idle_cores": {r: round(c, 5) for r, c in m.results.idle_cores.items()}},
+                        "note": f"{date}, {facts['cpu_model']}, {facts['os']}; each n8n process's CPU with no load",
+                    }
+                )
+            continue
         info = steps.get(step, {})
         if counted and info.get("cpu_source") != "cpuacct":
             continue  # the rule: CPU from the kernel's accounting only, never sampled from ps
@@ -103,7 +147,6 @@ def rows_of(folder: Path, page: str, keep: set[str], counted: bool = False, quie
             roles.pop("runner_cpu_ms", None)
         if not roles or (m.results.demand_executions_per_s or 0.0) < MIN_RATE_PER_S:
             continue
-        wh = m.setup.webhook_processors
         answered = (m.results.answered_per_min or 0.0) / 60.0 * (m.load.duration_s or 0.0)
         ops = {}
         if counted and answered > 0:
@@ -111,37 +154,20 @@ def rows_of(folder: Path, page: str, keep: set[str], counted: bool = False, quie
                 ops["redis_commands_per_execution"] = round(info["redis_commands"] / answered, 1)
             if info.get("postgres_transactions") is not None:
                 ops["postgres_transactions_per_execution"] = round(info["postgres_transactions"] / answered, 1)
-        prefix, host_class = (
-            ((CGQ_PREFIX, CGQ_HOST_CLASS) if quiet else (CG_PREFIX, CG_HOST_CLASS)) if counted else (PREFIX, HOST_CLASS)
-        )
-        where = "lab" if target == "cluster" else "local"
-        if counted and quiet and where == "lab":
-            host_class = CGQ_LAB_HOST_CLASS
         out.append(
             {
                 "id": f"{prefix}{where}-{m.workflow}-q{m.setup.workers}w-wh{wh}-{manifest.run_id[-6:]}-{step}",
                 "source": page,
                 "table": f"run {manifest.run_id}, step {step}",
                 "n8n_version": m.n8n_version,
-                "hardware": {
-                    "provider": "local",
-                    "size": None,
-                    "vcpu": facts["vcpu"],
-                    "arch": "x86",
-                    "ram_mib": int(facts["ram_mib"]),
-                    "shared_core": False,
-                    "host_class": host_class,
-                },
+                "hardware": hardware,
                 "workflow": m.workflow,
                 "setup": {**m.setup.model_dump(), "webhook_processors": wh},
                 "load": {
                     "kind": "open",
                     "offered_rps": m.load.offered_rps,
                     "duration_s": m.load.duration_s,
-                    "generator": "n8n-sizer bench",
-                    "note": command,
-                    **({"machine_load_avg": round(statistics.mean(loads), 1)} if loads else {}),
-                    "machine_shared": not quiet,
+                    **machine,
                 },
                 "results": {
                     **{k: round(v, 2) for k, v in roles.items()},
@@ -176,15 +202,21 @@ def main() -> None:
         action="store_true",
         help="with --counted: runs made with nothing else measuring (rows `cgq-`, replacing those)",
     )
+    parser.add_argument(
+        "--add",
+        action="store_true",
+        help="keep the rows of earlier runs; replace only rows of these runs (the same ids)",
+    )
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
     prefix = (CGQ_PREFIX if args.quiet_machine else CG_PREFIX) if args.counted else PREFIX
-    kept = [m for m in data["measurements"] if not m["id"].startswith(prefix)]
     new = [
         row
         for folder in args.runs
         for row in rows_of(folder, args.page, set(args.roles.split(",")), args.counted, args.quiet_machine)
     ]
+    ids = {row["id"] for row in new}
+    kept = [m for m in data["measurements"] if (m["id"] not in ids if args.add else not m["id"].startswith(prefix))]
     data["measurements"] = kept + new
     DATA.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{len(new)} rows from {len(args.runs)} runs into {DATA}")
