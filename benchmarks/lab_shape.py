@@ -206,9 +206,10 @@ def loadavg() -> float:
 
 
 def demand_rows(results: Path):
-    """A lab run's per-role CPU rows (the kernel's counts per step of at least 2/s), with what its steps answered
-    removed: evidence of this machine's speed and of how an execution's CPU splits between roles, not of a
-    capacity (a lab's steps are several budgeted hosts, not one host)."""
+    """A lab run's per-role CPU rows (the kernel's counts per step of at least 2/s, and its rest window's idle CPU per
+    process), with what its steps answered removed: evidence of this machine's speed, of each process's idle CPU and
+    of how an execution's CPU splits between roles, not of a capacity (a lab's steps are several budgeted hosts, not
+    one host)."""
     from n8n_sizer.runs.fit_input import load_results
 
     blank = {
@@ -222,7 +223,7 @@ def demand_rows(results: Path):
     return [
         m.model_copy(update={"results": m.results.model_copy(update=blank)})
         for m in load_results(results)
-        if (m.results.demand_executions_per_s or 0.0) >= 2.0
+        if (m.results.demand_executions_per_s or 0.0) >= 2.0 or m.load.kind == "idle"  # and the rest window
     ]
 
 
