@@ -96,10 +96,12 @@ def test_results_folder_without_runs_is_a_clear_error(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def validation() -> dict:
-    p = run(["--validate", "--json"])
-    assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+def validation(advise_validate) -> dict:
+    """`advise --validate --json` through its entry point, its fit shared with the other --validate tests
+    (tests/unit/conftest.py)."""
+    code, out, err = advise_validate["json"]
+    assert code == 0, err
+    return json.loads(out)
 
 
 def test_validate_json_reports_leave_one_out(validation):

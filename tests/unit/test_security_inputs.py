@@ -278,6 +278,8 @@ def test_teardown_dry_run_json_prints_only_json(tmp_path, monkeypatch, capsys):
     project = _project(tmp_path)
     monkeypatch.setenv("HCLOUD_TOKEN", "x")
     monkeypatch.setenv("N8N_SIZER_HCLOUD_URL", "http://127.0.0.1:9/v1")  # nothing listens: the sweep fails
+    # every retry still happens, without its backoff (15 s of sleep that this output check does not need)
+    monkeypatch.setattr("n8n_sizer.fleet.api.MAX_BACKOFF_S", 0.0)
     code, out, err = cli(
         monkeypatch, capsys, "teardown", "--stack", "single", "--stacks-dir", project / "stacks", "--dry-run", "--json"
     )

@@ -165,7 +165,7 @@ def test_advise_workflow_with_results_says_the_table_was_refined(tmp_path):
     assert data["workflow_price"]["overhead_ratio_to_light"][0] < plain["workflow_price"]["overhead_ratio_to_light"][0]
 
 
-def test_validate_lists_the_workflow_price_points_each_with_its_error_and_the_summary():
+def test_validate_lists_the_workflow_price_points_each_with_its_error_and_the_summary(advise_validate):
     from n8n_sizer.advisor.workflow_price.validation import validate_prices
 
     v = validate_prices()
@@ -174,10 +174,11 @@ def test_validate_lists_the_workflow_price_points_each_with_its_error_and_the_su
         assert p.error_pct == pytest.approx((p.predicted / p.measured_rate_ratio - 1) * 100, abs=0.06)
         assert p.low <= p.predicted <= p.high and p.rounds >= 3 and p.runs
     assert v.max_abs_pct_error <= 20.0  # issue 26's bar: every validation workflow within 20%
-    code, out, err = advise("--validate")
+    code, out, err = advise_validate["text"]  # `advise --validate`, its fit shared (tests/unit/conftest.py)
     assert code == 0, err
     assert "set-subworkflow-set" in out and "workflow prices: median |error|" in out
-    code, out, err = advise("--validate", "--json")
+    code, out, err = advise_validate["json"]
+    assert code == 0, err
     data = json.loads(out)["workflow_price_points"]
     assert [p["key"] for p in data["points"]] == [p.key for p in v.points]
     assert data["median_abs_pct_error"] == v.median_abs_pct_error
