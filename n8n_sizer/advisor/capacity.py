@@ -111,12 +111,23 @@ class CapacityModel:
         """CPU one idle n8n process keeps busy (fitted where per-role rows speak, else the prior)."""
         return self.params.get("idle_cores", PROCESS_IDLE_CORES)
 
-    def idle_cores_on(self, host: HostShape) -> float:
-        """CPU one idle n8n process keeps busy on `host`: `idle_cores` x its environment's factor (`idle:<host
-        class>`, fitted where per-role rows of that class measured it, else 1). Idle CPU is timers and polls, not
-        work per execution, so it does not follow a host's speed factor: the lab's quota-bound hosts measured
-        about a third of the local stack's (docs/findings/role-costs-measured.md)."""
-        return self.idle_cores * self.params.get(f"idle:{host.host_class}", 1.0)
+    def idle_cores_on(self, host: HostShape, role: str = "main") -> float:
+        """CPU one idle n8n process of `role` keeps busy on `host`: `idle_cores` x its environment's factor
+        (`idle:<host class>`, fitted where per-role rows of that class measured it, else 1) x the role's own factor
+        (`idle_role:worker`, `idle_role:webhook`, relative to main; fitted where rest windows measured that role,
+        else 1). Idle CPU is timers and polls, not work per execution, so it does not follow a host's speed factor:
+        the lab's quota-bound hosts measured about a third of the local stack's, and an idle main 5-10 times an
+        idle worker (docs/findings/role-costs-measured.md)."""
+        return (
+            self.idle_cores
+            * self.params.get(f"idle:{host.host_class}", 1.0)
+            * self.params.get(f"idle_role:{role}", 1.0)
+        )
+
+    def idle_of(self, host: HostShape, main: int = 0, webhook: int = 0, workers: int = 0) -> float:
+        """CPU a host's idle n8n processes keep busy: each role's processes x that role's idle cores."""
+        counts = (("main", main), ("webhook", webhook), ("worker", workers))
+        return sum(n * self.idle_cores_on(host, role) for role, n in counts if n)
 
     @property
     def process_cores(self) -> float:
@@ -185,7 +196,7 @@ class CapacityModel:
     def bounds(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> list[Bound]:
         d = self.demands(profile, setup, host)
         pc = self.process_cores_on(host.vcpu)
-        free = max(host.vcpu - self.idle_cores_on(host) * setup.n8n_processes, 1e-9)
+        free = max(host.vcpu - self.idle_of(host, main=1, workers=setup.n8n_processes - 1), 1e-9)
         out = [Bound("cpu", free / d.total_s, f"{host.vcpu:g} vCPU / {d.total_s * 1000:.0f} ms CPU per execution")]
         out.append(Bound("main", pc / d.main_s, f"main: {pc:.2f} cores / {d.main_s * 1000:.0f} ms per execution"))
         if setup.mode == "queue":

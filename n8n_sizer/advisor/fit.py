@@ -22,6 +22,7 @@ from n8n_sizer.advisor.capacity import CapacityModel, HostShape
 from n8n_sizer.advisor.measurements import Measurement
 from n8n_sizer.advisor.points import (
     CapacityPoint,
+    IDLE_SUFFIX,
     DemandRow,
     Excluded,
     excluded_demand,
@@ -78,7 +79,7 @@ def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
     m = row.measurement
     host = host_of(m)
     if row.idle:  # a rest window: one process's idle cores, as the capacity bound subtracts them
-        return model.idle_cores_on(host)
+        return model.idle_cores_on(host, row.role.removesuffix(IDLE_SUFFIX))
     busy = predicted_role_cpu_s(
         model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host, row.role, m.setup.db
     )
@@ -88,7 +89,7 @@ def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
     # A role's idle CPU (each n8n process's idle cores in its environment, as the capacity bound subtracts) is in
     # the measured figure too, spread over the window's executions: rows of one setup at several rates pin it.
     processes = {"main": 1, "webhook": m.setup.webhook_processors, "worker": m.setup.workers}.get(row.role, 0)
-    return busy + model.idle_cores_on(host) * processes / rate
+    return busy + model.idle_cores_on(host, row.role) * processes / rate
 
 
 def _lone_spec(key: str) -> ParamSpec:
@@ -116,6 +117,17 @@ def _idle_spec(host_class: str) -> ParamSpec:
         1.0,
         f"an idle n8n process's CPU on {host_class} hosts relative to idle_cores",
     )
+
+
+def _idle_role_spec(role: str) -> ParamSpec:
+    # Rest windows measure each role's idle CPU apart: an idle main polls and schedules, an idle worker mostly
+    # waits on Redis. A role's factor relative to main, loose around 1, only where such a window measured the role.
+    return ParamSpec(f"idle_role:{role}", 0.01, 20.0, 1.0, 1.0, f"an idle {role}'s CPU relative to an idle main's")
+
+
+def idle_roles(demand_rows) -> list[str]:
+    """The roles besides main whose idle CPU a rest window measured (`<role>-idle` rows)."""
+    return sorted({r.role.removesuffix(IDLE_SUFFIX) for r in demand_rows if r.idle} - {"main"})
 
 
 def idle_classes(points, demand_rows) -> list[str]:
@@ -279,6 +291,7 @@ def fit_capacity(
         + [_speed_spec(c) for c in classes]
         + [_lone_spec(k) for k in sorted({r.key for r in lone_rows})]
         + [_idle_spec(c) for c in idle_classes(points, demand_rows)]
+        + [_idle_role_spec(r) for r in idle_roles(demand_rows)]
     )
     lo = np.log([s.lo for s in specs])
     hi = np.log([s.hi for s in specs])
@@ -373,6 +386,8 @@ def fitted_from_dict(data: dict, measurements: list[Measurement] | tuple[Measure
             if n.startswith("lone_ms:")
             else _idle_spec(n.split(":", 1)[1])
             if n.startswith("idle:")
+            else _idle_role_spec(n.split(":", 1)[1])
+            if n.startswith("idle_role:")
             else _speed_spec(n.split(":", 1)[1])
         )
         for n in data["spec_names"]

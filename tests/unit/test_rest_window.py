@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from n8n_sizer.advisor.fit import fit_capacity, predict_demand
+from n8n_sizer.advisor.fit import fit_capacity, host_of, predict_demand
 from n8n_sizer.advisor.measurements import load_embedded
 from n8n_sizer.advisor.points import select_capacity_points, select_demand_rows
 from n8n_sizer.bench.accounting import Reading, step_counters
@@ -59,11 +59,13 @@ def test_a_run_without_a_rest_window_has_no_idle_row(tmp_path):
 
 
 @pytest.mark.parametrize("cores", [0.004, 0.06])
-def test_the_fitted_idle_cpu_of_an_environment_follows_its_rest_windows(tmp_path, cores):
-    """Two rest windows of one new environment: its fitted idle CPU per process lands on what they measured, far
-    below the middle figure or far above it, whichever they say."""
+def test_the_fitted_idle_cpu_of_an_environment_and_a_role_follows_its_rest_windows(tmp_path, cores):
+    """Two rest windows of one new environment, an idle worker at a sixth of an idle main (as the lab measured):
+    the fitted idle CPU per process lands on what they measured for each role, far below the middle figure or far
+    above it, whichever they say."""
+    worker = cores / 6.0
     runs = [
-        _rested_run(tmp_path / str(i), f"20261202T00000{i}Z-ccc33{i}", cores * 40_000, 2 * cores * 40_000)
+        _rested_run(tmp_path / str(i), f"20261202T00000{i}Z-ccc33{i}", cores * 40_000, 2 * worker * 40_000)
         for i in range(2)
     ]
     extra = [
@@ -74,9 +76,19 @@ def test_the_fitted_idle_cpu_of_an_environment_follows_its_rest_windows(tmp_path
     ]
     fitted = fit_capacity([*load_embedded(), *extra])
     idle_rows = [r for r in fitted.demand_rows if r.idle and r.measurement.hardware.host_class == "user:idle-test"]
-    assert len(idle_rows) == 4
+    assert sorted(r.role for r in idle_rows) == ["main-idle", "main-idle", "worker-idle", "worker-idle"]
     for row in idle_rows:
-        assert predict_demand(fitted.model, row) == pytest.approx(cores, rel=0.25)
+        assert predict_demand(fitted.model, row) == pytest.approx(row.cpu_s, rel=0.25)
+    host = host_of(idle_rows[0].measurement)
+    # what a host's capacity bound subtracts: one main and two workers, each at its own role's idle CPU
+    assert fitted.model.idle_of(host, main=1, workers=2) == pytest.approx(cores + 2 * worker, rel=0.25)
+
+
+def test_without_rest_windows_every_role_idles_alike():
+    fitted = fit_capacity(list(load_embedded()))
+    assert not any(n.startswith("idle_role:") for n in fitted.params)
+    host = host_of(fitted.points[0].measurement)
+    assert fitted.model.idle_cores_on(host, "worker") == fitted.model.idle_cores_on(host, "main") > 0
 
 
 def test_the_rest_window_is_bounded():

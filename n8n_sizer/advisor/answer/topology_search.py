@@ -91,7 +91,7 @@ def workers_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostOp
     per_exec = h * (d.worker_s + d.rest_worker_s + d.runner_s)
     caps = []
     for k in range(1, most_workers(opt.vcpu, shared=False) + 1):
-        bounds = [max(v - model.idle_cores_on(opt.shape) * k, 1e-9) / per_exec, k * pc / (h * d.worker_s)]
+        bounds = [max(v - model.idle_of(opt.shape, workers=k), 1e-9) / per_exec, k * pc / (h * d.worker_s)]
         if d.runner_s > 0:
             bounds.append(k * RUNNER_CORES / (h * d.runner_s))
         caps.append(softmin(bounds))
@@ -105,7 +105,7 @@ def webhooks_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostO
     pc = model.process_cores_on(v)
     per_exec = h * (d.ingest_s + d.rest_ingest_s + d.load_balancer_s)
     caps = [
-        softmin([max(v - model.idle_cores_on(opt.shape) * (k + 1), 1e-9) / per_exec, k * pc / (h * d.ingest_s)])
+        softmin([max(v - model.idle_of(opt.shape, main=1, webhook=k), 1e-9) / per_exec, k * pc / (h * d.ingest_s)])
         for k in range(1, 2 * opt.vcpu + 2)
     ]
     return _best_count(caps)
