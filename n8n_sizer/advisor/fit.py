@@ -26,6 +26,7 @@ from n8n_sizer.advisor.points import (
     DemandRow,
     Excluded,
     excluded_demand,
+    idle_roles,
     select_capacity_points,
     select_demand_rows,
     select_lone_rows,
@@ -123,11 +124,6 @@ def _idle_role_spec(role: str) -> ParamSpec:
     # Rest windows measure each role's idle CPU apart: an idle main polls and schedules, an idle worker mostly
     # waits on Redis. A role's factor relative to main, loose around 1, only where such a window measured the role.
     return ParamSpec(f"idle_role:{role}", 0.01, 20.0, 1.0, 1.0, f"an idle {role}'s CPU relative to an idle main's")
-
-
-def idle_roles(demand_rows) -> list[str]:
-    """The roles besides main whose idle CPU a rest window measured (`<role>-idle` rows)."""
-    return sorted({r.role.removesuffix(IDLE_SUFFIX) for r in demand_rows if r.idle} - {"main"})
 
 
 def idle_classes(points, demand_rows) -> list[str]:

