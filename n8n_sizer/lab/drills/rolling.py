@@ -47,20 +47,20 @@ def rolling_restart(
     time.sleep(max(0.0, load.started_s + first_at_s - time.time()))
     began = time.time()
     for proc in [*webhooks, *workers]:
-        stop_s = time.time()
-        stopped: dict = {}
-        try:
-            stopped = ctx.lab.stop(proc, "TERM", grace_s=STOP_GRACE_S[proc.role])
+        stop_s, forced = time.time(), False
+        try:  # the StackHandle stop: SIGTERM to n8n's PID only (as `docker stop`), SIGKILL after the grace
+            forced = ctx.lab.stop_process(proc.name, timeout_s=STOP_GRACE_S[proc.role])
         finally:  # started again also when the stop failed: a drill never leaves the cluster short of a process
             down_s = time.time()
-            _, ready_s = ctx.lab.start(proc)
+            ctx.lab.start_process(proc.name)  # waits until it answers its readiness check
+            ready_s = time.time() - down_s
         steps.append(
             {
                 "process": proc.name,
                 "stop_s": round(stop_s - began, 1),
                 "stopping_s": round(down_s - stop_s, 1),
                 "ready_s": round(ready_s, 1),
-                "forced": bool(stopped.get("forced")),
+                "forced": forced,
             }
         )
         if proc.role == "webhook":
