@@ -39,6 +39,12 @@ def drain_env(hook_path: str) -> dict[str, str]:
     return {"EXTERNAL_HOOK_FILES": hook_path, "SIZER_DRAIN_S": str(DRAIN_S)}
 
 
+def worker_drain_env(hook_path: str) -> dict[str, str]:
+    """A worker loads the same hook: on SIGTERM it finishes every job Bull handed it, then n8n stops (its
+    `worker.ready` part; the wait is bounded by 0.8 x N8N_GRACEFUL_SHUTDOWN_TIMEOUT, which the hook reads)."""
+    return {"EXTERNAL_HOOK_FILES": hook_path}
+
+
 def webhook_stop_grace_s(stop_grace_s: int) -> int:
     """A webhook processor's stop grace: the drain wait before n8n sees SIGTERM, then n8n's own stop grace."""
     return DRAIN_S + stop_grace_s
