@@ -41,3 +41,35 @@ def test_n8n_gets_sigterm_only_after_the_check_failed_and_only_once(events) -> N
     assert order == ["serving", "draining", "n8n-sigterm", "done"], events
     assert events[-1]["n8nStops"] == 1  # the second SIGTERM during the drain was not passed on again
     assert [e["drainAnswer"] for e in events if e["event"] == "n8n-sigterm"] == [503]
+
+
+WORKER_HARNESS = HARNESS.parent / "worker" / "harness.js"
+
+
+def _worker_events(job_ms: int, grace_s: int) -> list[dict]:
+    install = find_installed()
+    if install is None:
+        pytest.skip("n8n (and its Node.js) is installed by scripts/test.sh")
+    proc = subprocess.run(
+        [str(install.node_bin), str(WORKER_HARNESS), str(HOOK_TEMPLATE)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"JOB_MS": str(job_ms), "N8N_GRACEFUL_SHUTDOWN_TIMEOUT": str(grace_s), "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def test_a_stopping_worker_pauses_bull_and_lets_n8n_stop_only_after_the_jobs_it_was_handed() -> None:
+    """The job n8n had not yet counted finishes before n8n's own shutdown (which stops the task runner) starts."""
+    events = _worker_events(job_ms=400, grace_s=30)
+    assert [e["event"] for e in events] == ["sigterm", "job-done", "n8n-sigterm", "done"], events
+    assert events[2]["paused"] is True  # Bull was paused locally (no new job) before the wait
+    assert events[-1]["n8nStops"] == 1
+
+
+def test_a_job_longer_than_n8ns_drain_budget_does_not_hold_the_stop_back() -> None:
+    """0.8 x N8N_GRACEFUL_SHUTDOWN_TIMEOUT (n8n's own drain budget) bounds the hook's wait."""
+    events = _worker_events(job_ms=10_000, grace_s=1)
+    assert [e["event"] for e in events] == ["sigterm", "n8n-sigterm", "done"], events
