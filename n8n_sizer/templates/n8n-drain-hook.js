@@ -26,17 +26,23 @@ function readiness(res) {
   req.on('error', () => res.status(503).send({ status: 'error' }));
 }
 
-function delaySignal(signal) {
+// Take n8n's SIGTERM/SIGINT handler aside; the first signal runs `drain(signal, handOver)`, where handOver()
+// gives it to n8n's own handler; a second signal during the drain is not passed on again.
+function takeOver(signal, drain) {
   const n8nHandlers = process.listeners(signal);
   process.removeAllListeners(signal);
   process.on(signal, () => {
     if (draining) return;
     draining = true;
-    // no template literal: Compose would read its dollar-brace as a variable of the rendered file
-    console.log('n8n-sizer drain: ' + signal + ' received; /healthz/drain answers 503, n8n shuts down in ' +
-      drainMs / 1000 + ' s');
-    setTimeout(() => n8nHandlers.forEach((handler) => handler(signal)), drainMs);
+    drain(signal, () => n8nHandlers.forEach((handler) => handler(signal)));
   });
+}
+
+function delaySignal(signal, handOver) {
+  // no template literal: Compose would read its dollar-brace as a variable of the rendered file
+  console.log('n8n-sizer drain: ' + signal + ' received; /healthz/drain answers 503, n8n shuts down in ' +
+    drainMs / 1000 + ' s');
+  setTimeout(handOver, drainMs);
 }
 
 // The worker's Bull queues, from the very modules n8n loaded (its ScalingService in the DI container).
@@ -59,35 +65,29 @@ async function jobsSettled(queue) {
   }
 }
 
-function drainWorker(signal) {
-  const n8nHandlers = process.listeners(signal);
-  process.removeAllListeners(signal);
-  process.on(signal, () => {
-    if (draining) return;
-    draining = true;
-    const started = Date.now();
-    const budgetMs = 800 * Number(process.env.N8N_GRACEFUL_SHUTDOWN_TIMEOUT || '30');
-    let queues = [];
-    try {
-      queues = bullQueues();
-    } catch (error) {
-      console.log('n8n-sizer drain: ' + signal + ' received; no Bull queue found (' + error.message + ')');
-    }
-    console.log('n8n-sizer drain: ' + signal + ' received; the worker takes no new job and finishes the ' +
-      'jobs Bull handed it before n8n shuts down (at most ' + budgetMs / 1000 + ' s)');
-    // pause(true): local to this worker; Bull stops fetching and aborts its blocking wait for a new job
-    const settled = Promise.all(queues.map(async (queue) => { await queue.pause(true); await jobsSettled(queue); }));
-    let timer;
-    const budget = new Promise((resolve) => { timer = setTimeout(() => resolve('budget'), budgetMs); });
-    Promise.race([settled.then(() => 'settled'), budget])
-      .catch((error) => 'error: ' + error.message)
-      .then((how) => {
-        clearTimeout(timer);
-        console.log('n8n-sizer drain: worker jobs ' + how + ' after ' + (Date.now() - started) / 1000 +
-          ' s; n8n shuts down');
-        n8nHandlers.forEach((handler) => handler(signal));
-      });
-  });
+function drainWorker(signal, handOver) {
+  const started = Date.now();
+  const budgetMs = 800 * Number(process.env.N8N_GRACEFUL_SHUTDOWN_TIMEOUT || '30');
+  let queues = [];
+  try {
+    queues = bullQueues();
+  } catch (error) {
+    console.log('n8n-sizer drain: ' + signal + ' received; no Bull queue found (' + error.message + ')');
+  }
+  console.log('n8n-sizer drain: ' + signal + ' received; the worker takes no new job and finishes the ' +
+    'jobs Bull handed it before n8n shuts down (at most ' + budgetMs / 1000 + ' s)');
+  // pause(true): local to this worker; Bull stops fetching and aborts its blocking wait for a new job
+  const settled = Promise.all(queues.map(async (queue) => { await queue.pause(true); await jobsSettled(queue); }));
+  let timer;
+  const budget = new Promise((resolve) => { timer = setTimeout(() => resolve('budget'), budgetMs); });
+  Promise.race([settled.then(() => 'settled'), budget])
+    .catch((error) => 'error: ' + error.message)
+    .then((how) => {
+      clearTimeout(timer);
+      console.log('n8n-sizer drain: worker jobs ' + how + ' after ' + (Date.now() - started) / 1000 +
+        ' s; n8n shuts down');
+      handOver();
+    });
 }
 
 module.exports = {
@@ -98,16 +98,16 @@ module.exports = {
           if (draining) res.status(503).send({ status: 'draining' });
           else readiness(res);
         });
-        delaySignal('SIGTERM');
-        delaySignal('SIGINT');
+        takeOver('SIGTERM', delaySignal);
+        takeOver('SIGINT', delaySignal);
       },
     ],
   },
   worker: {
     ready: [
       async function () {
-        drainWorker('SIGTERM');
-        drainWorker('SIGINT');
+        takeOver('SIGTERM', drainWorker);
+        takeOver('SIGINT', drainWorker);
       },
     ],
   },

@@ -15,20 +15,25 @@ from n8n_sizer.native.install import find_installed
 HARNESS = Path(__file__).resolve().parents[1] / "data" / "drain" / "harness.js"
 
 
-@pytest.fixture(scope="module")
-def events() -> list[dict]:
+def _run(harness: Path, env: dict[str, str]) -> list[dict]:
+    """The harness's events: the hook run by the install's Node.js with `env`."""
     install = find_installed()
     if install is None:
         pytest.skip("n8n (and its Node.js) is installed by scripts/test.sh")
     proc = subprocess.run(
-        [str(install.node_bin), str(HARNESS), str(HOOK_TEMPLATE)],
+        [str(install.node_bin), str(harness), str(HOOK_TEMPLATE)],
         capture_output=True,
         text=True,
         timeout=60,
-        env={"SIZER_DRAIN_S": "1", "PATH": "/usr/bin:/bin"},
+        env={**env, "PATH": "/usr/bin:/bin"},
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.fixture(scope="module")
+def events() -> list[dict]:
+    return _run(HARNESS, {"SIZER_DRAIN_S": "1"})
 
 
 def test_the_drain_path_answers_like_readiness_while_serving_and_503_once_sigterm_arrives(events) -> None:
@@ -47,18 +52,7 @@ WORKER_HARNESS = HARNESS.parent / "worker" / "harness.js"
 
 
 def _worker_events(job_ms: int, grace_s: int) -> list[dict]:
-    install = find_installed()
-    if install is None:
-        pytest.skip("n8n (and its Node.js) is installed by scripts/test.sh")
-    proc = subprocess.run(
-        [str(install.node_bin), str(WORKER_HARNESS), str(HOOK_TEMPLATE)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"JOB_MS": str(job_ms), "N8N_GRACEFUL_SHUTDOWN_TIMEOUT": str(grace_s), "PATH": "/usr/bin:/bin"},
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return _run(WORKER_HARNESS, {"JOB_MS": str(job_ms), "N8N_GRACEFUL_SHUTDOWN_TIMEOUT": str(grace_s)})
 
 
 def test_a_stopping_worker_pauses_bull_and_lets_n8n_stop_only_after_the_jobs_it_was_handed() -> None:
