@@ -6,10 +6,10 @@
 // - SIGTERM (SIGINT) first flips that check, then, SIZER_DRAIN_S seconds later (two health
 //   intervals plus in-flight time), hands the signal to n8n's own graceful shutdown.
 // For an `n8n worker` (its `worker.ready` hook): SIGTERM first pauses the worker's Bull queues locally and
-// waits until every job Bull has already handed to n8n has finished, also one n8n has not yet counted as
-// running (n8n 2.41.1 counts a job only once it has read the execution from Postgres; its own shutdown stops
-// the task runner as soon as that count is 0, and the Code node of such a job then fails). Only then, or after
-// 0.8 x N8N_GRACEFUL_SHUTDOWN_TIMEOUT (n8n's own drain budget), n8n's handler gets the signal.
+// waits until n8n counts every job Bull has handed it (or it is done). n8n 2.41.1 counts a job only once it
+// has read the execution from Postgres, and its own shutdown stops the task runner as soon as that count is
+// 0: the Code node of a job handed over in the instant of the stop then fails. Once counted, n8n's own drain
+// waits for them. At most 0.8 x N8N_GRACEFUL_SHUTDOWN_TIMEOUT (n8n's drain budget), then n8n's handler.
 'use strict';
 const http = require('http');
 
@@ -45,49 +45,67 @@ function delaySignal(signal, handOver) {
   setTimeout(handOver, drainMs);
 }
 
-// The worker's Bull queues, from the very modules n8n loaded (its ScalingService in the DI container).
-function bullQueues() {
+// n8n's ScalingService, the very instance n8n runs (its DI container, found through the modules it loaded).
+function scalingService() {
   const path = require('path');
   const file = Object.keys(require.cache).find((k) => k.endsWith(path.join('dist', 'scaling', 'scaling.service.js')));
   if (!file) throw new Error("n8n's scaling service is not loaded");
   const { Container } = require(require.resolve('@n8n/di', { paths: [path.dirname(file)] }));
-  return [...Container.get(require(file).ScalingService).queueByName.values()];
+  return Container.get(require(file).ScalingService);
 }
 
-// Until no job Bull handed out runs: Bull reassigns a slot's promise only after its local pause ends, so a
-// changed promise is a job that passed the pause check in the same instant; wait for that one too.
-async function jobsSettled(queue) {
-  for (;;) {
-    const seen = Object.values(queue.processing);
-    await Promise.allSettled(seen);
-    const now = Object.values(queue.processing);
-    if (now.length === seen.length && now.every((p, i) => p === seen[i])) return;
+// Bull's slots still busy (fetching or running a job): each slot's promise settles when its job is done, and
+// Bull gives a slot a new promise only once its local pause ends (a changed one is a job that passed the pause
+// in the same instant: it counts as busy until it settles too).
+function busySlots(queues, seen) {
+  let busy = 0;
+  for (const queue of queues) {
+    for (const slot of Object.values(queue.processing)) {
+      if (!seen.has(slot)) {
+        const state = { done: false };
+        seen.set(slot, state);
+        slot.then(() => { state.done = true; }, () => { state.done = true; });
+      }
+      if (!seen.get(slot).done) busy += 1;
+    }
   }
+  return busy;
 }
 
+// Until n8n counts every job Bull still holds (its own drain then waits for them, with its own budget), or
+// they are done: a job Bull handed over in the instant of the stop is not counted until n8n has read it.
 function drainWorker(signal, handOver) {
   const started = Date.now();
   const budgetMs = 800 * Number(process.env.N8N_GRACEFUL_SHUTDOWN_TIMEOUT || '30');
-  let queues = [];
+  let scaling = null;
   try {
-    queues = bullQueues();
+    scaling = scalingService();
   } catch (error) {
     console.log('n8n-sizer drain: ' + signal + ' received; no Bull queue found (' + error.message + ')');
   }
-  console.log('n8n-sizer drain: ' + signal + ' received; the worker takes no new job and finishes the ' +
-    'jobs Bull handed it before n8n shuts down (at most ' + budgetMs / 1000 + ' s)');
-  // pause(true): local to this worker; Bull stops fetching and aborts its blocking wait for a new job
-  const settled = Promise.all(queues.map(async (queue) => { await queue.pause(true); await jobsSettled(queue); }));
-  let timer;
-  const budget = new Promise((resolve) => { timer = setTimeout(() => resolve('budget'), budgetMs); });
-  Promise.race([settled.then(() => 'settled'), budget])
-    .catch((error) => 'error: ' + error.message)
-    .then((how) => {
-      clearTimeout(timer);
-      console.log('n8n-sizer drain: worker jobs ' + how + ' after ' + (Date.now() - started) / 1000 +
-        ' s; n8n shuts down');
-      handOver();
-    });
+  const queues = scaling ? [...scaling.queueByName.values()] : [];
+  console.log('n8n-sizer drain: ' + signal + ' received; the worker takes no new job; n8n shuts down once it ' +
+    'counts every job Bull handed it (at most ' + budgetMs / 1000 + ' s)');
+  const seen = new Map();
+  const finish = (how) => {
+    console.log('n8n-sizer drain: worker jobs ' + how + ' after ' + (Date.now() - started) / 1000 +
+      ' s; n8n shuts down');
+    handOver();
+  };
+  // pause(true, true) as n8n's own stop does: local to this worker, no new job, the blocking fetch aborted
+  Promise.all(queues.map(async (queue) => await queue.pause(true, true)))
+    .then(() => {
+      const poll = () => {
+        const busy = busySlots(queues, seen);
+        const counted = scaling.getRunningJobsCount();
+        if (busy <= counted) finish('settled (' + counted + ' running, counted by n8n)');
+        else if (Date.now() - started > budgetMs) finish('over budget (' + busy + ' held, ' + counted + ' counted)');
+        else setTimeout(poll, 20);
+      };
+      if (scaling) poll();
+      else finish('unknown');
+    })
+    .catch((error) => finish('error: ' + error.message));
 }
 
 module.exports = {

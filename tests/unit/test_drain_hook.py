@@ -51,19 +51,26 @@ def test_n8n_gets_sigterm_only_after_the_check_failed_and_only_once(events) -> N
 WORKER_HARNESS = HARNESS.parent / "worker" / "harness.js"
 
 
-def _worker_events(job_ms: int, grace_s: int) -> list[dict]:
-    return _run(WORKER_HARNESS, {"JOB_MS": str(job_ms), "N8N_GRACEFUL_SHUTDOWN_TIMEOUT": str(grace_s)})
+def _worker_events(job_ms: int, count_at_ms: int, grace_s: int = 30) -> list[dict]:
+    env = {"JOB_MS": str(job_ms), "COUNT_AT_MS": str(count_at_ms), "N8N_GRACEFUL_SHUTDOWN_TIMEOUT": str(grace_s)}
+    return _run(WORKER_HARNESS, env)
 
 
-def test_a_stopping_worker_pauses_bull_and_lets_n8n_stop_only_after_the_jobs_it_was_handed() -> None:
-    """The job n8n had not yet counted finishes before n8n's own shutdown (which stops the task runner) starts."""
-    events = _worker_events(job_ms=400, grace_s=30)
+def test_a_stopping_worker_hands_over_once_n8n_counts_the_job_bull_gave_it() -> None:
+    """The job Bull handed over in the instant of the stop: n8n's shutdown starts only once n8n counts it (its
+    own drain then waits for it), not before, when n8n would stop the task runner under it."""
+    events = _worker_events(job_ms=600, count_at_ms=150)
+    assert [e["event"] for e in events] == ["sigterm", "counted", "n8n-sigterm", "job-done", "done"], events
+    assert events[2]["paused"] == {"isLocal": True, "doNotWaitActive": True}  # as n8n pauses: no new job
+    assert events[2]["running"] == 1 and events[-1]["n8nStops"] == 1
+
+
+def test_a_job_done_before_n8n_counted_it_is_waited_for() -> None:
+    events = _worker_events(job_ms=300, count_at_ms=-1)
     assert [e["event"] for e in events] == ["sigterm", "job-done", "n8n-sigterm", "done"], events
-    assert events[2]["paused"] is True  # Bull was paused locally (no new job) before the wait
-    assert events[-1]["n8nStops"] == 1
 
 
 def test_a_job_longer_than_n8ns_drain_budget_does_not_hold_the_stop_back() -> None:
     """0.8 x N8N_GRACEFUL_SHUTDOWN_TIMEOUT (n8n's own drain budget) bounds the hook's wait."""
-    events = _worker_events(job_ms=10_000, grace_s=1)
+    events = _worker_events(job_ms=10_000, count_at_ms=-1, grace_s=1)
     assert [e["event"] for e in events] == ["sigterm", "n8n-sigterm", "done"], events
