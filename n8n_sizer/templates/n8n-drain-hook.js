@@ -87,19 +87,25 @@ function drainWorker(signal, handOver) {
   console.log('n8n-sizer drain: ' + signal + ' received; the worker takes no new job; n8n shuts down once it ' +
     'counts every job Bull handed it (at most ' + budgetMs / 1000 + ' s)');
   const seen = new Map();
+  let finished = false;
   const finish = (how) => {
+    if (finished) return;
+    finished = true;
+    clearTimeout(budget);
     console.log('n8n-sizer drain: worker jobs ' + how + ' after ' + (Date.now() - started) / 1000 +
       ' s; n8n shuts down');
     handOver();
   };
+  // the budget also covers a pause that hangs (Redis away): n8n's own handler then runs with its own timeouts
+  const budget = setTimeout(() => finish('over budget'), budgetMs);
   // pause(true, true) as n8n's own stop does: local to this worker, no new job, the blocking fetch aborted
   Promise.all(queues.map(async (queue) => await queue.pause(true, true)))
     .then(() => {
       const poll = () => {
+        if (finished) return;
         const busy = busySlots(queues, seen);
         const counted = scaling.getRunningJobsCount();
         if (busy <= counted) finish('settled (' + counted + ' running, counted by n8n)');
-        else if (Date.now() - started > budgetMs) finish('over budget (' + busy + ' held, ' + counted + ' counted)');
         else setTimeout(poll, 20);
       };
       if (scaling) poll();

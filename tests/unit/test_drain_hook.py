@@ -51,9 +51,9 @@ def test_n8n_gets_sigterm_only_after_the_check_failed_and_only_once(events) -> N
 WORKER_HARNESS = HARNESS.parent / "worker" / "harness.js"
 
 
-def _worker_events(job_ms: int, count_at_ms: int, grace_s: int = 30) -> list[dict]:
+def _worker_events(job_ms: int, count_at_ms: int, grace_s: int = 30, pause_hangs: bool = False) -> list[dict]:
     env = {"JOB_MS": str(job_ms), "COUNT_AT_MS": str(count_at_ms), "N8N_GRACEFUL_SHUTDOWN_TIMEOUT": str(grace_s)}
-    return _run(WORKER_HARNESS, env)
+    return _run(WORKER_HARNESS, {**env, **({"PAUSE_HANGS": "1"} if pause_hangs else {})})
 
 
 def test_a_stopping_worker_hands_over_once_n8n_counts_the_job_bull_gave_it() -> None:
@@ -73,4 +73,10 @@ def test_a_job_done_before_n8n_counted_it_is_waited_for() -> None:
 def test_a_job_longer_than_n8ns_drain_budget_does_not_hold_the_stop_back() -> None:
     """0.8 x N8N_GRACEFUL_SHUTDOWN_TIMEOUT (n8n's own drain budget) bounds the hook's wait."""
     events = _worker_events(job_ms=10_000, count_at_ms=-1, grace_s=1)
+    assert [e["event"] for e in events] == ["sigterm", "n8n-sigterm", "done"], events
+
+
+def test_a_pause_that_hangs_does_not_hold_the_stop_back() -> None:
+    """Bull's pause waits on Redis; with Redis away it may not return: n8n's handler still runs at the budget."""
+    events = _worker_events(job_ms=10_000, count_at_ms=-1, grace_s=1, pause_hangs=True)
     assert [e["event"] for e in events] == ["sigterm", "n8n-sigterm", "done"], events

@@ -28,7 +28,10 @@ if (countAt >= 0) setTimeout(() => { scaling.running = 1; say({ event: 'counted'
 const queue = {
   paused: null,
   processing: [Promise.resolve(), job],  // an idle slot and the job's
-  async pause(isLocal, doNotWaitActive) { this.paused = { isLocal, doNotWaitActive }; },
+  pause(isLocal, doNotWaitActive) {
+    this.paused = { isLocal, doNotWaitActive };
+    return process.env.PAUSE_HANGS ? new Promise(() => {}) : Promise.resolve();  // hangs as with Redis away
+  },
 };
 scaling.queueByName.set('jobs', queue);
 const hook = require(process.argv[2]);
