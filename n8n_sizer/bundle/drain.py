@@ -41,7 +41,7 @@ def drain_env(hook_path: str) -> dict[str, str]:
 
 def worker_drain_env(hook_path: str) -> dict[str, str]:
     """A worker loads the same hook: on SIGTERM it finishes every job Bull handed it, then n8n stops (its
-    `worker.ready` part; the wait is bounded by 0.8 x N8N_GRACEFUL_SHUTDOWN_TIMEOUT, which the hook reads)."""
+    `worker.ready` part; it waits at most 10 s, less when 0.8 x N8N_GRACEFUL_SHUTDOWN_TIMEOUT is shorter)."""
     return {"EXTERNAL_HOOK_FILES": hook_path}
 
 

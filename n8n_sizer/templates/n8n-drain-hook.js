@@ -9,11 +9,12 @@
 // waits until n8n counts every job Bull has handed it (or it is done). n8n 2.41.1 counts a job only once it
 // has read the execution from Postgres, and its own shutdown stops the task runner as soon as that count is
 // 0: the Code node of a job handed over in the instant of the stop then fails. Once counted, n8n's own drain
-// waits for them. At most 0.8 x N8N_GRACEFUL_SHUTDOWN_TIMEOUT (n8n's drain budget), then n8n's handler.
+// waits for them. At most 10 s (0.8 x N8N_GRACEFUL_SHUTDOWN_TIMEOUT if shorter), then n8n's handler.
 'use strict';
 const http = require('http');
 
 const drainMs = 1000 * Number(process.env.SIZER_DRAIN_S || '6');
+const MAX_WORKER_WAIT_MS = 10000;
 const port = Number(process.env.N8N_PORT || '5678');
 let draining = false;
 
@@ -76,7 +77,9 @@ function busySlots(queues, seen) {
 // they are done: a job Bull handed over in the instant of the stop is not counted until n8n has read it.
 function drainWorker(signal, handOver) {
   const started = Date.now();
-  const budgetMs = 800 * Number(process.env.N8N_GRACEFUL_SHUTDOWN_TIMEOUT || '30');
+  // the hand-over takes milliseconds (a second on a starved host); n8n's own stop must still fit in the stop grace
+  // (N8N_GRACEFUL_SHUTDOWN_TIMEOUT + 15 s) also when the pause hangs
+  const budgetMs = Math.min(800 * Number(process.env.N8N_GRACEFUL_SHUTDOWN_TIMEOUT || '30'), MAX_WORKER_WAIT_MS);
   let scaling = null;
   try {
     scaling = scalingService();

@@ -71,7 +71,7 @@ def test_a_job_done_before_n8n_counted_it_is_waited_for() -> None:
 
 
 def test_a_job_longer_than_n8ns_drain_budget_does_not_hold_the_stop_back() -> None:
-    """0.8 x N8N_GRACEFUL_SHUTDOWN_TIMEOUT (n8n's own drain budget) bounds the hook's wait."""
+    """10 s, or 0.8 x N8N_GRACEFUL_SHUTDOWN_TIMEOUT (n8n's own drain budget) when shorter, bounds the wait."""
     events = _worker_events(job_ms=10_000, count_at_ms=-1, grace_s=1)
     assert [e["event"] for e in events] == ["sigterm", "n8n-sigterm", "done"], events
 
