@@ -39,6 +39,12 @@ def drain_env(hook_path: str) -> dict[str, str]:
     return {"EXTERNAL_HOOK_FILES": hook_path, "SIZER_DRAIN_S": str(DRAIN_S)}
 
 
+def worker_drain_env(hook_path: str) -> dict[str, str]:
+    """A worker loads the same hook: on SIGTERM it finishes every job Bull handed it, then n8n stops (its
+    `worker.ready` part; it waits at most 10 s, less when 0.8 x N8N_GRACEFUL_SHUTDOWN_TIMEOUT is shorter)."""
+    return {"EXTERNAL_HOOK_FILES": hook_path}
+
+
 def webhook_stop_grace_s(stop_grace_s: int) -> int:
     """A webhook processor's stop grace: the drain wait before n8n sees SIGTERM, then n8n's own stop grace."""
     return DRAIN_S + stop_grace_s
@@ -112,3 +118,28 @@ def rule_webhook_drain(c: ClusterView) -> RuleResult:
         f"{len(processors)} webhook processors fail {DRAIN_HEALTH_URI} on SIGTERM and stop only after the load "
         "balancer has seen it",
     )
+
+
+def rule_worker_drain(c: ClusterView) -> RuleResult:
+    """Every worker loads the hook (rendered or mounted) and starts its worker server, whose `worker.ready` arms
+    it: without it n8n may stop the task runner under a job it has not yet counted (docs/cluster.md)."""
+    workers = c.services("worker")
+    if not workers:
+        return na("worker-drain", "no workers")
+    problems: list[str] = []
+    for h, s in workers:
+        where, hook = f"{h.name}/{s.name}", s.env.get("EXTERNAL_HOOK_FILES")
+        if not hook:
+            problems.append(f"{where} loads no drain hook (EXTERNAL_HOOK_FILES)")
+        elif not (any(HOOK_MARK in t for t in h.compose.config_texts) or hook in [t for _, t in s.volumes]):
+            problems.append(f"{where}'s drain hook {hook} is neither a rendered config nor a volume")
+        if s.env.get("QUEUE_HEALTH_CHECK_ACTIVE") != "true":
+            problems.append(f"{where} starts no worker server (QUEUE_HEALTH_CHECK_ACTIVE), so the hook is never armed")
+    if problems:
+        return fail(
+            "worker-drain",
+            "; ".join(problems),
+            "load the drain hook in every worker through EXTERNAL_HOOK_FILES with QUEUE_HEALTH_CHECK_ACTIVE=true "
+            "(render --topology writes both; docs/cluster.md#stopping-a-process-draining)",
+        )
+    return ok("worker-drain", f"{len(workers)} workers finish every job Bull handed them before n8n stops")

@@ -20,7 +20,7 @@ from typing import Literal
 
 from n8n_sizer.advisor.settings import queue_keep_last_env
 from n8n_sizer.advisor.setup import DEFAULT_GRACEFUL_SHUTDOWN_S, Setup
-from n8n_sizer.bundle.drain import COMPOSE_HOOK_PATH, drain_env
+from n8n_sizer.bundle.drain import COMPOSE_HOOK_PATH, drain_env, worker_drain_env
 from n8n_sizer.safety.frozen import Frozen
 
 # n8n's own timeout must exceed the longest execution (seed 000, drill 6: 50 s runs were cut at 30 s),
@@ -303,6 +303,8 @@ def role_env(shape: N8nShape, role: str, w: Wiring, *, broker_host: str = "") ->
             env["N8N_DISABLE_PRODUCTION_MAIN_PROCESS"] = "true"
     if role == "webhook":  # leaves the load balancer's rotation before n8n sees SIGTERM (bundle/drain.py)
         env.update(drain_env(w.drain_hook))
+    if role == "worker":  # finishes every job Bull handed it before n8n stops its task runner (bundle/drain.py)
+        env.update(worker_drain_env(w.drain_hook))
     if role != "webhook":  # `n8n webhook` starts no task broker, so it gets no runner
         env.update(
             {

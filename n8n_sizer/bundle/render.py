@@ -22,6 +22,7 @@ from n8n_sizer.advisor.pools import (
     setup_required_max_connections as required_max_connections,
 )
 from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
+from n8n_sizer.bundle.drain import drain_context
 from n8n_sizer.bundle.limits import memory_table
 from n8n_sizer.bundle.n8n_env import (
     COMPOSE_WIRING,
@@ -238,6 +239,7 @@ def render_bundle(
             "caddy": versions.CADDY_IMAGE,
         },
         stop_grace_s=stop_grace_s,
+        drain=drain_context(stop_grace_s),
         max_connections=max_conn,
         pool_arithmetic=pool_arithmetic(setup) if setup.db == "postgres" else "",
         env=compose_env(setup, profile, domain),

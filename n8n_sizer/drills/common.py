@@ -160,3 +160,29 @@ def counts(statuses: dict[str, str]) -> dict[str, int]:
     for status in statuses.values():
         out[status] = out.get(status, 0) + 1
     return dict(sorted(out.items()))
+
+
+def execution_failure(execution_id: str, execution: dict[str, Any]) -> dict[str, Any]:
+    """Why one execution did not succeed, from its record fetched with includeData: its status, the node that
+    ran last, the workflow's error (message, description, the node it names) and each node run's error."""
+    data = execution.get("data") if isinstance(execution.get("data"), dict) else {}
+    result = data.get("resultData") if isinstance(data.get("resultData"), dict) else {}
+    error = result.get("error") if isinstance(result.get("error"), dict) else {}
+    node_errors = {
+        str(name): str((run.get("error") or {}).get("message", ""))[:300]
+        for name, runs in (result.get("runData") or {}).items()
+        if isinstance(runs, list)
+        for run in runs
+        if isinstance(run, dict) and isinstance(run.get("error"), dict)
+    }
+    return {
+        "id": execution_id,
+        "status": str(execution.get("status")),
+        "started": execution.get("startedAt"),
+        "stopped": execution.get("stoppedAt"),
+        "last_node": result.get("lastNodeExecuted"),
+        "error": str(error.get("message", ""))[:300],
+        "description": str(error.get("description") or "")[:300],
+        "error_node": (error.get("node") or {}).get("name") if isinstance(error.get("node"), dict) else None,
+        "node_errors": node_errors,
+    }

@@ -315,9 +315,10 @@ class LabClusterHandle(StackHandle):
         wait_until(lambda: self.ready(proc), timeout_s or RESTART_TIMEOUT_S, f"{self.name}: {name} ready")
         return time.monotonic() - started
 
-    def stop_process(self, name: str, timeout_s: float | None = None) -> None:
+    def stop_process(self, name: str, timeout_s: float | None = None) -> bool:
         proc = self._named(name)
-        self.stop(proc, "INT" if proc.role == "postgres" else "TERM", 35.0 if timeout_s is None else timeout_s)
+        grace = 35.0 if timeout_s is None else timeout_s
+        return bool(self.stop(proc, "INT" if proc.role == "postgres" else "TERM", grace).get("forced"))
 
     def start_process(
         self,

@@ -170,13 +170,15 @@ def signal_process(proc: RunningProcess, sig: int, whole_group: bool = False) ->
     return True
 
 
-def stop_process(proc: RunningProcess, timeout_s: float) -> None:
-    """Stop signal to the leader (as `docker stop` does), wait, then SIGKILL whatever is left of its group."""
+def stop_process(proc: RunningProcess, timeout_s: float) -> bool:
+    """Stop signal to the leader (as `docker stop` does), wait, then SIGKILL whatever is left of its group.
+    True when the leader outlived `timeout_s` and was SIGKILLed (forced)."""
     if signal_process(proc, proc.stop_signal):
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and _alive(proc):
             time.sleep(0.05)
-    if _alive(proc):
+    forced = _alive(proc)
+    if forced:
         signal_process(proc, signal.SIGKILL, whole_group=True)
     # Children (a task runner whose parent was killed) may outlive the leader: take the group down too.
     for pid in group_pids(proc.pid):
@@ -192,6 +194,7 @@ def stop_process(proc: RunningProcess, timeout_s: float) -> None:
     popen = _CHILDREN.pop(proc.pid, None)
     if popen is not None:  # our own child: collect its exit status so no zombie is left behind
         popen.wait(timeout=5)
+    return forced
 
 
 def http_ok(url: str) -> bool:

@@ -206,10 +206,11 @@ class LocalStack(DataStores, IngestProcesses, FreePorts, StateFile):
         """Send `sig` to one process (by default with its children, as `docker kill` does)."""
         return services.signal_process(self._proc(name), sig, whole_group=whole_group)
 
-    def stop_process(self, name: str, timeout_s: float | None = None) -> None:
-        """Its stop signal (SIGTERM; Postgres: SIGINT), wait up to `timeout_s`, then SIGKILL."""
-        services.stop_process(self._proc(name), self.stop_timeout_s if timeout_s is None else timeout_s)
+    def stop_process(self, name: str, timeout_s: float | None = None) -> bool:
+        """Its stop signal (SIGTERM; Postgres: SIGINT), wait up to `timeout_s`, then SIGKILL; True if forced."""
+        forced = services.stop_process(self._proc(name), self.stop_timeout_s if timeout_s is None else timeout_s)
         self._write_state()
+        return forced
 
     def start_process(
         self,

@@ -148,8 +148,8 @@ def stop_process(
     process: str = PROCESS,
     timeout: Optional[float] = typer.Option(None, help="seconds before SIGKILL"),
 ) -> dict:
-    _attach(state).stop_process(process, timeout)
-    return {"process": process, "stopped": True}
+    forced = _attach(state).stop_process(process, timeout)
+    return {"process": process, "stopped": True, "forced": forced}
 
 
 @app.command("start-process", help="start one stopped process again on its ports and data")

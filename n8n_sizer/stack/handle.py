@@ -131,8 +131,9 @@ class StackHandle(ABC):
     def wait_ready(self, name: str, timeout_s: float | None = None) -> float: ...
 
     @abstractmethod
-    def stop_process(self, name: str, timeout_s: float | None = None) -> None:
-        """Its stop signal, SIGKILL after `timeout_s` (`docker stop -t`)."""
+    def stop_process(self, name: str, timeout_s: float | None = None) -> bool:
+        """Its stop signal, SIGKILL after `timeout_s` (`docker stop -t`). True when the stop had to be forced:
+        the process still ran at the end of the grace and was SIGKILLed (a graceful stop that failed)."""
 
     @abstractmethod
     def start_process(
@@ -172,8 +173,8 @@ class StackHandle(ABC):
     def kill_worker(self, index: int) -> None:
         self.signal(f"worker-{index}", signals.SIGKILL)
 
-    def stop_worker(self, index: int, timeout_s: float | None = None) -> None:
-        self.stop_process(f"worker-{index}", timeout_s)
+    def stop_worker(self, index: int, timeout_s: float | None = None) -> bool:
+        return self.stop_process(f"worker-{index}", timeout_s)
 
     def start_worker(self, index: int, env_overrides: dict[str, str] | None = None, wait: bool = True) -> None:
         self.start_process(f"worker-{index}", env_overrides, wait)

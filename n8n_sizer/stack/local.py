@@ -70,8 +70,8 @@ class LocalHandle(StackHandle):
     def wait_ready(self, name: str, timeout_s: float | None = None) -> float:
         return self.stack.wait_ready(name, timeout_s)
 
-    def stop_process(self, name: str, timeout_s: float | None = None) -> None:
-        self.stack.stop_process(name, timeout_s)
+    def stop_process(self, name: str, timeout_s: float | None = None) -> bool:
+        return self.stack.stop_process(name, timeout_s)
 
     def start_process(
         self,

@@ -113,9 +113,9 @@ class SshNativeHandle(StackHandle):
         args = ["--process", name] + (["--timeout", f"{timeout_s:g}"] if timeout_s else [])
         return float(self._cli("wait-ready", *args, timeout_s=(timeout_s or 180) + 30)["ready_after_s"])
 
-    def stop_process(self, name: str, timeout_s: float | None = None) -> None:
+    def stop_process(self, name: str, timeout_s: float | None = None) -> bool:
         args = ["--process", name] + (["--timeout", f"{timeout_s:g}"] if timeout_s is not None else [])
-        self._cli("stop-process", *args, timeout_s=(timeout_s or 120) + 30)
+        return bool(self._cli("stop-process", *args, timeout_s=(timeout_s or 120) + 30).get("forced"))
 
     def start_process(
         self,
@@ -253,9 +253,13 @@ class ComposeHandle(StackHandle):
         wait_until(lambda: self.is_ready(name), timeout_s or 180.0, f"{self.name}: {compose_service(name)} ready", 1.0)
         return time.monotonic() - started
 
-    def stop_process(self, name: str, timeout_s: float | None = None) -> None:
+    def stop_process(self, name: str, timeout_s: float | None = None) -> bool:
         grace = f" -t {max(int(round(timeout_s)), 0)}" if timeout_s is not None else ""  # else its stop_grace_period
-        self._run(f"docker stop{grace} {self._container(name)}", timeout_s=(timeout_s or 120) + 60)
+        container = self._container(name)
+        self._run(f"docker stop{grace} {container}", timeout_s=(timeout_s or 120) + 60)
+        # `docker stop` SIGKILLs after the grace: the container then exits 137 (128 + SIGKILL), else n8n's own code
+        code = self._run(f"docker inspect -f '{{{{.State.ExitCode}}}}' {container}", timeout_s=30, check=False)
+        return code.stdout.strip() == str(128 + signals.SIGKILL)
 
     def start_process(
         self,

@@ -327,6 +327,9 @@ def _restart(stack: Stack, service: str) -> None:
         time.sleep(LB_NOTICE_S)
 
 
+WORKERS = ("worker-1", "worker-2")  # the worker hosts whose n8n-worker-1 the rolling restart stops
+
+
 def _not_successful(cluster: Cluster, workflow_id: str) -> str:
     """Every execution of the workflow that did not succeed, as Postgres stores it (status, times, the start of
     its execution_data, where n8n writes the error), read as the superuser over the container's socket."""
@@ -358,8 +361,7 @@ def test_a_rolling_restart_under_load_loses_nothing_accepted(cluster: Cluster, n
         for host, service in (
             ("ingest", "n8n-webhook-1"),
             ("ingest", "n8n-webhook-2"),
-            ("worker-1", "n8n-worker-1"),
-            ("worker-2", "n8n-worker-1"),
+            *((h, "n8n-worker-1") for h in WORKERS),
         ):
             began = time.time()
             _restart(cluster.stacks[host], service)
@@ -383,6 +385,12 @@ def test_a_rolling_restart_under_load_loses_nothing_accepted(cluster: Cluster, n
     assert accepted == len(statuses), (dict(Counter(statuses)), refused)
     for processor in ("n8n-webhook-1", "n8n-webhook-2"):  # the drain step ran (the hook logs it)
         assert "n8n-sizer drain: SIGTERM received" in cluster.logs("ingest", processor), processor
+    drains = {
+        h: [ln for ln in cluster.logs(h, "n8n-worker-1").splitlines() if "n8n-sizer drain" in ln] for h in WORKERS
+    }
+    print(f"rolling restart: the workers' drain lines {drains}")
+    for host, lines in drains.items():  # each stopping worker finished what Bull had handed it, then n8n stopped
+        assert any("worker jobs settled" in ln for ln in lines), (host, lines)
     want = before.by_status.get("success", 0) + accepted
     got = wait_success_count(client, setup.workflow_id, want, timeout_s=180)
     after = client.count_executions(setup.workflow_id)

@@ -247,9 +247,17 @@ def test_rolling_restart(lab):
         "dr-worker-1-worker-1",
         "dr-worker-2-worker-1",
     ], observed["steps"]
+    logs = record["run"]["extra"]["log_lines"]
+    # shown with -s: each stop, each refusal, each failed execution with its error, the workers' stop lines
+    print(json.dumps({k: observed[k] for k in ("steps", "refusals", "failed_executions")}, indent=1))
+    print(json.dumps({k: v for k, v in logs.items() if "worker" in k}, indent=1))
     assert record["verdict"] == "matches", _checks(record)
     assert record["ledger"]["accepted_then_lost"] == 0 and record["ledger"]["lost_seqs"] == []
     assert record["ledger"]["accepted"] >= 40, record["ledger"]
+    assert not any(s["forced"] for s in observed["steps"]), observed["steps"]  # each stopped within its grace
+    for worker in ("dr-worker-1-worker-1", "dr-worker-2-worker-1"):  # the drain hook held n8n's stop back
+        assert any("n8n-sizer drain: SIGTERM received" in line for line in logs[worker]), logs[worker]
+        assert any("worker jobs settled" in line for line in logs[worker]), logs[worker]
     # Draining (docs/cluster.md#stopping-a-process-draining): nothing refused, not even while a processor stops.
     assert record["ledger"]["refused"] == 0 and observed["during"]["failed"] == 0, (record["ledger"], observed)
     assert observed["executions"] == {"success": record["ledger"]["executions_succeeded"]}, observed["executions"]

@@ -63,7 +63,7 @@ def test_webhook_processors_are_checked_at_the_drain_hooks_path_and_main_at_its_
 
 @pytest.mark.parametrize("case", CASES)
 def test_every_webhook_processor_loads_the_rendered_drain_hook_and_waits_for_it(case: str) -> None:
-    seen = 0
+    seen = workers = 0
     for bundle in _cluster(case).hosts.values():
         doc = yaml.safe_load(bundle.compose)
         for name, spec in doc["services"].items():
@@ -77,10 +77,16 @@ def test_every_webhook_processor_loads_the_rendered_drain_hook_and_waits_for_it(
             assert "$" not in drain_hook_source()  # Compose interpolates `configs: content` (a ${...} fails up)
             n8n_s = int(env["N8N_GRACEFUL_SHUTDOWN_TIMEOUT"])
             assert duration_s(spec["stop_grace_period"]) > DRAIN_S + n8n_s, name
-        for name, spec in doc["services"].items():  # main and workers stop at once: nothing routes to them by path
-            if re.match(r"n8n-(main|worker)", name):
+        for name, spec in doc["services"].items():  # main stops at once: nothing routes to it by path
+            if re.match(r"n8n-main", name):
                 assert "EXTERNAL_HOOK_FILES" not in spec["environment"], name
-    assert seen >= 1
+            if re.match(r"n8n-worker", name):  # a worker finishes what Bull handed it (the hook's worker part)
+                workers += 1
+                assert spec["environment"]["EXTERNAL_HOOK_FILES"] == COMPOSE_HOOK_PATH, name
+                assert "SIZER_DRAIN_S" not in spec["environment"], name  # no load balancer wait
+                assert spec["configs"] == [{"source": "drain-hook", "target": COMPOSE_HOOK_PATH}], name
+                assert doc["configs"]["drain-hook"]["content"] == drain_hook_source()
+    assert seen >= 1 and workers >= 1
 
 
 @pytest.mark.skipif(shutil.which("caddy") is None, reason="Debian's caddy is installed by scripts/test.sh")

@@ -83,7 +83,7 @@ def test_the_aof_redis_command_is_the_rendered_one() -> None:
 def test_kill_stop_pause_are_dockers_own_actions() -> None:
     target, host = _target()
     target.kill_worker(1)
-    target.stop_process("worker-2", timeout_s=40)
+    assert target.stop_process("worker-2", timeout_s=40) is False  # no exit code 137: n8n stopped by itself
     target.signal("redis", signal.SIGSTOP)
     target.signal("redis", signal.SIGCONT)
     target.signal("main", signal.SIGTERM)
@@ -91,11 +91,20 @@ def test_kill_stop_pause_are_dockers_own_actions() -> None:
     assert actions == [
         "docker kill c0ffeen8n-worker-1",
         "docker stop -t 40 c0ffeen8n-worker-2",
+        "docker inspect -f '{{.State.ExitCode}}' c0ffeen8n-worker-2",
         "docker pause c0ffeen8n-redis",
         "docker unpause c0ffeen8n-redis || true",
         "docker kill -s SIGTERM c0ffeen8n-main",
     ]
     assert all(c.startswith("cd /opt/n8n && ") for c in host.commands)
+
+
+def test_a_stop_that_docker_had_to_force_says_so() -> None:
+    """`docker stop` SIGKILLs after its grace: the container exits 137, and the stop reports it was forced."""
+    target, _ = _target({r"docker inspect -f '\{\{\.State\.ExitCode\}\}' c0ffeen8n-worker-1": (0, "137\n")})
+    assert target.stop_process("worker-1", timeout_s=5) is True
+    target, _ = _target({r"docker inspect -f '\{\{\.State\.ExitCode\}\}' c0ffeen8n-worker-1": (0, "0\n")})
+    assert target.stop_process("worker-1", timeout_s=5) is False
 
 
 def test_a_start_with_other_settings_recreates_from_an_override_then_back() -> None:

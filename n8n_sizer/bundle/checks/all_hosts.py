@@ -19,7 +19,7 @@ from n8n_sizer.bundle.render import COMPOSE_FILE, ENV_FILE
 from n8n_sizer.bundle.render_topology import MANIFEST_FILE
 from n8n_sizer.bundle.checks.rule import RuleResult, fail, na, ok
 from n8n_sizer.bundle.checks import rules_access as access
-from n8n_sizer.bundle.drain import rule_webhook_drain
+from n8n_sizer.bundle.drain import rule_webhook_drain, rule_worker_drain
 from n8n_sizer.bundle.checks import rules_cluster as across
 from n8n_sizer.bundle.checks.rules_cluster import Cluster, HostFiles
 from n8n_sizer.bundle.checks.rules_n8n import _concurrency
@@ -40,6 +40,7 @@ RULES: dict[str, Callable[[Cluster], RuleResult]] = {
     "cluster-pool": across.rule_cluster_pool,
     "webhook-routes": across.rule_webhook_routes,
     "webhook-drain": rule_webhook_drain,
+    "worker-drain": rule_worker_drain,
     "main-webhooks-off": across.rule_main_webhooks_off,
     "data-ports-private": access.rule_data_ports_private,
     "cluster-redis": across.rule_cluster_redis,

@@ -31,6 +31,7 @@ from n8n_sizer.runs.records import Ledger, RequestRecord
 MAX_IN_FLIGHT = 100
 REQUEST_TIMEOUT_S = 60.0
 DRAIN_TIMEOUT_S = 90.0
+FAILURES_KEPT = 5  # failed executions whose error a drill reads and records
 AFTER_S = 8.0  # the load after a drill put things back: does the cluster answer everything again?
 
 
@@ -79,6 +80,15 @@ class LabDrillContext:
             if not any(s in OPEN_STATUSES for s in found.values()) or time.monotonic() > deadline:
                 return found
             time.sleep(1.0)
+
+    def failures(self, found: dict[str, str], limit: int = FAILURES_KEPT) -> list[dict[str, Any]]:
+        """The first `limit` executions of `found` that did not succeed, each with what n8n stored about why
+        (`execution_failure`): read over the public API with their run data."""
+        from n8n_sizer.drills.common import execution_failure
+
+        bad = sorted((ex for ex, status in found.items() if status != "success"), key=int)[:limit]
+        with self.session.client() as client:
+            return [execution_failure(ex, client.get_execution(ex, include_data=True)) for ex in bad]
 
     def ledger(self, records: list[RequestRecord], workflow_id: str) -> tuple[Ledger, dict[str, str]]:
         from n8n_sizer.runs.ledger import build_ledger

@@ -24,7 +24,9 @@ from n8n_sizer.lab.drills.judge import PROMISES, ledger_text, nothing_lost, wind
 LB_NOTICE_S = 3.0 * HEALTH_INTERVAL_S
 # The rendered stop grace for the lab's longest execution (30 s): n8n_env.shutdown_seconds, and for a webhook
 # processor the drain wait before n8n sees the signal (drain.webhook_stop_grace_s).
-LOG_RE = re.compile(r'"level":"(error|warn)"|n8n-sizer drain|Error|error')
+LOG_RE = re.compile(
+    r'"level":"(error|warn)"|n8n-sizer drain|Error|error|[Ss]hutting down|[Ss]topping|[Rr]unner|[Dd]rain|Received SIG'
+)
 STOP_GRACE_S = {"webhook": float(webhook_stop_grace_s(60)), "worker": 60.0}
 
 
@@ -37,27 +39,28 @@ def rolling_restart(
     if len(workers) < 2:
         raise DrillFailed(f"rolling-restart needs 2 workers (one restarts, one takes jobs); the lab has {len(workers)}")
     wid, url = ctx.new_workflow("rolling-restart")
-    watched = [*ctx.lab.find(role="load_balancer"), *webhooks]  # Caddy's proxy errors, the drain hook's lines
+    # Caddy's proxy errors, the drain hook's lines, and each worker's own (its task runner writes to the same log)
+    watched = [*ctx.lab.find(role="load_balancer"), *webhooks, *workers]
     marks = {p.name: ctx.lab.log_size(p) for p in watched}
     load = ctx.load(url, rate_per_s, duration_s, f"rate-{rate_per_s:g}")
     steps: list[dict] = []
     time.sleep(max(0.0, load.started_s + first_at_s - time.time()))
     began = time.time()
     for proc in [*webhooks, *workers]:
-        stop_s = time.time()
-        stopped: dict = {}
-        try:
-            stopped = ctx.lab.stop(proc, "TERM", grace_s=STOP_GRACE_S[proc.role])
+        stop_s, forced = time.time(), False
+        try:  # the StackHandle stop: SIGTERM to n8n's PID only (as `docker stop`), SIGKILL after the grace
+            forced = ctx.lab.stop_process(proc.name, timeout_s=STOP_GRACE_S[proc.role])
         finally:  # started again also when the stop failed: a drill never leaves the cluster short of a process
             down_s = time.time()
-            _, ready_s = ctx.lab.start(proc)
+            ctx.lab.start_process(proc.name)  # waits until it answers its readiness check
+            ready_s = time.time() - down_s
         steps.append(
             {
                 "process": proc.name,
                 "stop_s": round(stop_s - began, 1),
                 "stopping_s": round(down_s - stop_s, 1),
                 "ready_s": round(ready_s, 1),
-                "forced": bool(stopped.get("forced")),
+                "forced": forced,
             }
         )
         if proc.role == "webhook":
@@ -75,6 +78,7 @@ def rolling_restart(
         if r.error_class != "dropped" and not (r.status is not None and 200 <= r.status < 300)
     ]
     not_success = {s: n for s, n in by_status.items() if s != "success"}
+    failures = ctx.failures(found) if not_success else []
     back = all(ctx.lab.ready(p) for p in ctx.lab.find(role="webhook") + ctx.lab.find(role="worker"))
     inside = ended <= load.started_s + duration_s
     forced = [s["process"] for s in steps if s["forced"]]
@@ -108,7 +112,7 @@ def rolling_restart(
             f"executions: {by_status}",
             "no execution fails",
             not not_success and bool(by_status),
-            f"executions ended {not_success}: read their error in execution_data",
+            f"executions ended {not_success}: {[(f['id'], f['last_node'], f['error']) for f in failures]}",
         ),
     ]
     return DrillOutcome(
@@ -119,12 +123,13 @@ def rolling_restart(
             "refusals": refusals,
             "during": during,
             "executions": by_status,
+            "failed_executions": failures,
             "ledger": ledger.model_dump(),
             "workflow_id": wid,
         },
         timings_s={"rolling_s": round(ended - began, 2)},
         log_lines={
-            p.name: [line[:400] for line in ctx.lab.log_since(p, marks[p.name]) if LOG_RE.search(line)][:40]
+            p.name: [line[:400] for line in ctx.lab.log_since(p, marks[p.name]) if LOG_RE.search(line)][:60]
             for p in watched
         },
         settings={"rate_per_s": str(rate_per_s), "duration_s": str(duration_s), "lb_notice_s": str(LB_NOTICE_S)},

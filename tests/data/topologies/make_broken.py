@@ -39,6 +39,7 @@ EDITS = {
     "cluster-pool": ("data", "docker-compose.yml", "max_connections=120", "max_connections=100"),
     "webhook-routes": ("ingest", "docker-compose.yml", "handle /form/* {", "handle /forms/* {"),
     "webhook-drain": ("ingest", "docker-compose.yml", "health_uri /healthz/drain", "health_uri /healthz/readiness"),
+    "worker-drain": ("worker-2", "docker-compose.yml", '      EXTERNAL_HOOK_FILES: "/etc/n8n-sizer/drain-hook.js"\n', ""),
     "main-webhooks-off": ("ingest", "docker-compose.yml", '      N8N_DISABLE_PRODUCTION_MAIN_PROCESS: "true"\n', ""),
     "data-ports-private": ("data", "docker-compose.yml", '"10.89.0.10:5432:5432"', '"5432:5432"'),
     "cluster-redis": ("data", "docker-compose.yml", '"--appendonly", "yes"', '"--appendonly", "no"'),
