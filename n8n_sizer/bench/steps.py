@@ -34,7 +34,7 @@ class StepRunner:
 
     def _rest(self, seconds: float) -> None:
         """`--rest-seconds`: the counters over a window with no load, kept as the target's `rest` in run.json; each
-        role's CPU there is its processes' idle CPU (docs/benchmarking.md). Where the kernel's per-role counts cannot be
+        role's CPU there is its processes' idle CPU (docs/bench.md). Where the kernel's per-role counts cannot be
         read, the window is skipped and says why."""
         from n8n_sizer.bench.accounting import step_counters
 
