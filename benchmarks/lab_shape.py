@@ -15,7 +15,9 @@ the advisor's capacity for the same topology with each host scored as its own ho
 measurements plus the per-role CPU rows of the OTHER topologies' runs (leave one topology out: this machine's speed
 and how CPU splits between roles come from them; nothing a topology's own run measured informs its prediction).
 The load average before and after each bench is printed beside its figure. `--quick` runs the first 3 topologies;
-`--from FOLDER` predicts an earlier run's topologies again with the model as it is now, without a lab.
+`--from FOLDER` predicts an earlier run's topologies again with the model as it is now, without a lab; with `--embed
+PAGE` it writes them to n8n_sizer/data/lab_shape.json (`--add`: beside the earlier campaigns' points), each point
+with its campaign's host class (advisor/measurements.py `sitting_class`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from n8n_sizer.advisor.answer.lab_points import lab_host_class
 from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.lab.cpu import lab_host_cores, plan_for_topology
 from n8n_sizer.lab.netns import lab_up, remove_lab
@@ -276,16 +279,22 @@ def predict(
     }
 
 
-def embed(rows: list, chosen: list, scale: float, page: str) -> int:
-    """Write the measured topologies to n8n_sizer/data/lab_shape.json (advisor/lab_points.py), replacing it; their
-    per-role rows go in with `scripts/embed_local_rows.py --counted --quiet-machine` (the same run tags)."""
+def run_manifest(results: str):
+    run = next(p for p in Path(results).iterdir() if (p / "run.json").is_file())
+    return RunStore.open(run).manifest
+
+
+def embed(rows: list, chosen: list, scale: float, page: str, add: bool = False) -> int:
+    """Write the measured topologies to n8n_sizer/data/lab_shape.json (advisor/lab_points.py), replacing its points,
+    or with `add` beside the earlier campaigns' points (a campaign of the same scale); their per-role rows go in with
+    `scripts/embed_local_rows.py --counted --quiet-machine` (the same run tags, the same campaign class)."""
     group_of = {lab: g for lab, g, _ in chosen}
+    measured = [r for r in rows if "results" in r[3]]
+    start = min((run_manifest(r[3]["results"]).created_s for r in measured), default=0.0)
     points = []
-    for label, _, pred, got, _ in rows:
-        if "results" not in got:
-            continue
-        run = next(p for p in Path(got["results"]).iterdir() if (p / "run.json").is_file())
-        run_id = RunStore.open(run).manifest.run_id
+    for label, _, pred, got, _ in measured:
+        manifest = run_manifest(got["results"])
+        run_id = manifest.run_id
         topo = parse_topology(topology(group_of[label]))
         cpu = plan_for_topology(topo, "000000", cores=scale * total_vcpu(group_of[label]))
         hosts = lab_host_cores({"topology": topology(group_of[label]), "cpu": cpu.model_dump(mode="json")})
@@ -303,12 +312,19 @@ def embed(rows: list, chosen: list, scale: float, page: str) -> int:
                 "accepted": got["ledger"]["accepted"],
                 "lost": len(got["ledger"].get("lost_seqs") or []),
                 "row_tag": run_id[-6:],
-                "host_class": "cgroup-lab",  # as its rows (scripts/embed_local_rows.py CGQ_LAB_HOST_CLASS)
+                "host_class": lab_host_class(start),  # its campaign's, as its rows (scripts/embed_local_rows.py)
                 "machine_load_avg": list(got["load"]),
                 "source": f"{page}, run {run_id}",
             }
         )
     out = Path(__file__).resolve().parent.parent / "n8n_sizer" / "data" / "lab_shape.json"
+    if add:
+        earlier = json.loads(out.read_text(encoding="utf-8"))
+        if abs(earlier["scale"] - scale) > 1e-9:
+            print(f"--add: {out} holds a campaign at scale {earlier['scale']:g}, this one is {scale:g}; embed alone")
+            return 2
+        ids = {p["id"] for p in points}
+        points = [p for p in earlier["points"] if p["id"] not in ids] + points
     out.write_text(
         json.dumps(
             {
@@ -450,6 +466,7 @@ def main() -> int:
         metavar="PAGE",
         help="with --from: write its topologies to n8n_sizer/data/lab_shape.json, PAGE their provenance",
     )
+    p.add_argument("--add", action="store_true", help="with --embed: keep the earlier campaigns' points")
     a = p.parse_args()
     console = Console(width=200)  # the table is read from a log as often as from a terminal
     if a.again is not None:
@@ -460,7 +477,7 @@ def main() -> int:
         scale = a.scale or saved[0].get("scale") or default_scale()
         rows = predict_all(rows, chosen, scale)
         if a.embed:
-            return embed(rows, chosen, scale, a.embed)
+            return embed(rows, chosen, scale, a.embed, a.add)
         return report(rows, chosen, scale, console, a.again)
     chosen = TOPOLOGIES[:3] if a.quick else TOPOLOGIES
     scale = a.scale or default_scale()

@@ -1,11 +1,13 @@
 """Every role's CPU per execution on real n8n, counted by the kernel: the campaign behind the embedded `cgq-` rows.
 
-    sudo .venv/bin/python benchmarks/role_costs.py [--runs 3] [--step-seconds 20] [--out DIR] [--lock FILE]
+    sudo .venv/bin/python benchmarks/role_costs.py [--runs 3] [--step-seconds 20] [--rest-seconds 30] [--out DIR]
+        [--lock FILE] [--only 3,4]
 
 Runs `n8n-sizer bench --local` (as root, so `bench/accounting.py` puts every role's processes in a cgroup of its
 own and reads `cpuacct`) over the setups below, `--runs` times each, the rounds interleaved so that a drift of the
 machine spreads over every setup alike. Each run is bounded: a few steps of `--step-seconds` at rates under what the
-setup carries on 2 cores, a drain of at most 60 s. With `--lock FILE` every run takes that file's lock first (a
+setup carries on 2 cores, a drain of at most 60 s, and a rest window of `--rest-seconds` with no load after the
+warm-up (each n8n process's idle CPU, a `-rest` row when embedded). With `--lock FILE` every run takes that file's lock first (a
 shared machine: nothing else measures meanwhile). Prints, per setup and role, the CPU per execution (min, median,
 max over every counted step of at least 2/s), Redis commands and Postgres transactions per execution, and the load
 average around each run; then `scripts/embed_local_rows.py --counted --quiet-machine DIR/*/*` embeds them.
@@ -53,7 +55,9 @@ def loadavg() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
-def run_one(options: list[str], rates: str, step_s: float, out: Path, lock: Path | None) -> tuple[dict, float, float]:
+def run_one(
+    options: list[str], rates: str, step_s: float, out: Path, lock: Path | None, rest_s: float = 0.0
+) -> tuple[dict, float, float]:
     cmd = [
         *CLI,
         "bench",
@@ -67,6 +71,8 @@ def run_one(options: list[str], rates: str, step_s: float, out: Path, lock: Path
         "20",
         "--drain-seconds",
         "60",
+        "--rest-seconds",
+        f"{rest_s:g}",
         "--out",
         str(out),
         "--json",
@@ -107,6 +113,12 @@ def main() -> int:
     p.add_argument("--step-seconds", type=float, default=20.0)
     p.add_argument("--out", type=Path, default=None, help="folder for the run folders (default: a new temp folder)")
     p.add_argument("--lock", type=Path, default=None, help="take this file's lock around each run (flock)")
+    p.add_argument(
+        "--rest-seconds",
+        type=float,
+        default=30.0,
+        help="a window with no load after the warm-up: each process's idle CPU (bench --rest-seconds; 0: none)",
+    )
     p.add_argument("--only", default=None, help="comma-separated setup numbers (1-based) to run")
     args = p.parse_args()
     chosen = [(i, *s) for i, s in enumerate(SETUPS, 1) if args.only is None or str(i) in args.only.split(",")]
@@ -120,7 +132,7 @@ def main() -> int:
         for round_ in range(args.runs):
             for number, label, options, rates in chosen:
                 out = folder / f"setup-{number}"
-                summary, before, after = run_one(options, rates, args.step_seconds, out, args.lock)
+                summary, before, after = run_one(options, rates, args.step_seconds, out, args.lock, args.rest_seconds)
                 loads[label] += [before, after]
                 if "error" in summary:
                     console.print(f"[red]{label}, round {round_ + 1}: {summary['error']}")

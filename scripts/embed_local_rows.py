@@ -27,6 +27,8 @@ import statistics
 import time
 from pathlib import Path
 
+from n8n_sizer.advisor.answer.lab_points import lab_host_class
+from n8n_sizer.advisor.measurements import sitting_class
 from n8n_sizer.advisor.profiles import BUILTIN
 from n8n_sizer.runs.fit_input import measurements_from_run
 from n8n_sizer.runs.store import RunStore
@@ -44,9 +46,9 @@ CG_PREFIX = "cg-"
 # The same counts made on the quiet machine (benchmarks/role_costs.py and benchmarks/lab_shape.py with nothing else
 # running): a speed factor of their own too, since the machine's load moves CPU time per operation.
 CGQ_HOST_CLASS = "cgroup-quiet"
-# The lab's quiet rows: hosts under a CFS quota each, an environment of its own (its idle CPU per process is about
-# a third of the local stack's, advisor/fit.py `idle:<class>`); lab_shape.json's points carry the same class.
-CGQ_LAB_HOST_CLASS = "cgroup-lab"
+# The lab's quiet rows: hosts under a CFS quota each (advisor/answer/lab_points.py `lab_host_class`). Every class
+# here is written with its campaign's start (advisor/measurements.py `sitting_class`): the runs of one call are one
+# campaign, with one speed factor.
 CGQ_PREFIX = "cgq-"
 ALL_ROLES = "main,webhook,worker,runner,postgres,redis,load_balancer"
 MIN_RATE_PER_S = 2.0
@@ -70,7 +72,9 @@ def command_of(spec: dict) -> str:
     return " ".join(words)
 
 
-def rows_of(folder: Path, page: str, keep: set[str], counted: bool = False, quiet: bool = False) -> list[dict]:
+def rows_of(
+    folder: Path, page: str, keep: set[str], counted: bool = False, quiet: bool = False, start_s: float | None = None
+) -> list[dict]:
     """The embedded rows of one run. `counted`: the kernel's accounting (cgroup cpuacct per role, issue 25) made
     its figures: only steps it counted, every role, ids `cg-`, host class CG_HOST_CLASS; else the sampled rows of
     before (`local-`, host class HOST_CLASS)."""
@@ -89,12 +93,15 @@ def rows_of(folder: Path, page: str, keep: set[str], counted: bool = False, quie
         command_of(spec) if spec.get("local_setup") else "benchmarks/lab_shape.py (bench --inventory over the lab)"
     )
     out = []
-    prefix, host_class = (
+    prefix, base = (
         ((CGQ_PREFIX, CGQ_HOST_CLASS) if quiet else (CG_PREFIX, CG_HOST_CLASS)) if counted else (PREFIX, HOST_CLASS)
     )
     where = "lab" if target == "cluster" else "local"
-    if counted and quiet and where == "lab":
-        host_class = CGQ_LAB_HOST_CLASS
+    host_class = (
+        lab_host_class(start_s or manifest.created_s)
+        if counted and quiet and where == "lab"
+        else sitting_class(base, start_s or manifest.created_s)
+    )
     hardware = {
         "provider": "local",
         "size": None,
@@ -187,6 +194,11 @@ def rows_of(folder: Path, page: str, keep: set[str], counted: bool = False, quie
     return out
 
 
+def campaign_start(folders: list[Path]) -> float:
+    """When the first of `folders`' runs began: the runs of one call are one campaign (one host class each)."""
+    return min(RunStore.open(folder).manifest.created_s for folder in folders)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("runs", nargs="+", type=Path)
@@ -210,10 +222,11 @@ def main() -> None:
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
     prefix = (CGQ_PREFIX if args.quiet_machine else CG_PREFIX) if args.counted else PREFIX
+    start = campaign_start(args.runs)
     new = [
         row
         for folder in args.runs
-        for row in rows_of(folder, args.page, set(args.roles.split(",")), args.counted, args.quiet_machine)
+        for row in rows_of(folder, args.page, set(args.roles.split(",")), args.counted, args.quiet_machine, start)
     ]
     ids = {row["id"] for row in new}
     kept = [m for m in data["measurements"] if (m["id"] not in ids if args.add else not m["id"].startswith(prefix))]

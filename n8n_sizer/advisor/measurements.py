@@ -8,12 +8,23 @@ wrote MiB). A figure the source did not publish is absent (None), never 0.
 from __future__ import annotations
 
 import json
+import time
 from functools import lru_cache
 from importlib import resources
 from typing import Literal
 
 from pydantic import Field
 from n8n_sizer.safety.frozen import Frozen
+
+
+def sitting_class(base: str, start_s: float) -> str:
+    """The host class of rows this project measured on its own machine in one campaign that began at `start_s`:
+    `base` (the environment: a quota-bound lab host, the local stack, quiet or shared) and the campaign's start
+    (UTC, to the minute). A campaign is what one speed factor holds over: this shared machine ran the same lab
+    topologies with 36% more CPU per execution at 03:43 on 2026-12-02, while other work shared it at times, than at
+    20:36 the day before, and 4 worker hosts carried 13.6/s at 06:47 with nothing else running against 9.0/s at
+    03:43 (docs/findings/role-costs-measured.md)."""
+    return f"{base}-{time.strftime('%Y%m%dT%H%M', time.gmtime(start_s))}"
 
 
 class Hardware(Frozen):

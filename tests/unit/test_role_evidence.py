@@ -3,6 +3,7 @@ checked against the lab's topologies (each predicted without its own run)."""
 
 import json
 import math
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -132,3 +133,52 @@ def test_rps_1000_names_its_bound_and_a_narrow_interval():
     assert data["bound"]["name"]
     assert not any(n.startswith("prior ") for n in data["notes"])
     assert math.isfinite(cap["mid"])
+
+
+def _run_start(measurement) -> str:
+    """The UTC minute of the run a row came from, as its `table` names it ("run 20261202T064700Z-7c843b, ...")."""
+    return measurement.table.split("run ", 1)[1][:13]
+
+
+def test_each_campaign_on_this_machine_is_a_host_class_of_its_own():
+    """One speed per campaign (advisor/measurements.py sitting_class): the same four worker hosts carried 9.0/s in
+    one sitting and 13.6/s in another. Every row this project counted on its own machine carries the class of the
+    campaign it ran in, named by the campaign's first run, and no class holds runs more than a sitting apart; a lab
+    point has the class of its own rows."""
+    ours = [m for m in load_embedded() if m.hardware.host_class.startswith(("cgroup-", "local-shared-"))]
+    assert len(ours) >= 120
+    by_class: dict[str, list[str]] = {}
+    for m in ours:
+        by_class.setdefault(m.hardware.host_class, []).append(_run_start(m))
+    labs = [c for c in by_class if c.startswith("cgroup-lab-")]
+    assert len(labs) >= 3, "three lab campaigns are embedded, each its own class"
+    for cls, starts in by_class.items():
+        assert cls.endswith("-" + min(starts).replace("-", "")), f"{cls}: named by its first run {min(starts)}"
+        first, last = (datetime.strptime(s, "%Y%m%dT%H%M") for s in (min(starts), max(starts)))
+        assert last - first <= timedelta(hours=2), f"{cls}: runs from {first} to {last}, more than a sitting apart"
+    for point in load_lab_points():
+        own = {m.hardware.host_class for m in ours if point.owns(m.id)}
+        assert own == {point.host_class}, point.id
+
+
+def test_sitting_class_names_the_environment_and_the_campaign_minute():
+    from n8n_sizer.advisor.measurements import sitting_class
+    from n8n_sizer.advisor.answer.lab_points import lab_host_class
+
+    assert sitting_class("cgroup-quiet", 1796187000.0) == "cgroup-quiet-20261202T0450"
+    assert lab_host_class(1796187000.0) == "cgroup-lab-20261202T0450"
+    assert sitting_class("cgroup-quiet", 1796187000.0 + 86400) != sitting_class("cgroup-quiet", 1796187000.0)
+
+
+def test_lab_order_is_judged_within_a_campaign_never_across():
+    from n8n_sizer.advisor.answer.lab_points import HeldOutLab, lab_order_right
+
+    def point(campaign: str, measured: float, predicted: float) -> HeldOutLab:
+        return HeldOutLab("x", "t", measured, predicted, "host", 0, 10, campaign)
+
+    # the same topology measured slower in one sitting than predicted in the other: not an ordering claim
+    across = [point("a", 2.7, 2.1), point("a", 9.0, 8.0), point("b", 2.4, 2.6), point("b", 13.6, 8.0)]
+    assert lab_order_right(across) is True
+    within = across + [point("b", 5.2, 9.0)]  # ranked above 13.6/s's prediction in its own campaign: wrong
+    assert lab_order_right(within) is False
+    assert lab_order_right([point("a", 1.0, 1.0), point("b", 2.0, 0.5)]) is None

@@ -73,6 +73,7 @@ def print_validation(extra, json_out: bool) -> int:
                             {
                                 "id": x.id,
                                 "topology": x.label,
+                                "campaign": x.campaign,
                                 "measured_per_s": x.measured_per_s,
                                 "predicted_per_s": x.predicted_per_s,
                                 "bound": x.bound,
@@ -126,6 +127,7 @@ def print_validation(extra, json_out: bool) -> int:
         rows = [
             [
                 x.label,
+                x.campaign,
                 f"{x.measured_per_s:.2f}",
                 f"{x.predicted_per_s:.2f}",
                 x.bound,
@@ -134,11 +136,11 @@ def print_validation(extra, json_out: bool) -> int:
             ]
             for x in lab
         ]
-        out += _table(rows, ["topology", "measured/s", "predicted/s", "bound", "lost", "error"])
+        out += _table(rows, ["topology", "campaign", "measured/s", "predicted/s", "bound", "lost", "error"])
         errs = sorted(abs(x.error_pct) for x in lab)
         out.append(
             f"{len(lab)} lab topologies: median |error| {errs[len(errs) // 2]:.1f}%, max |error| "
-            f"{errs[-1]:.1f}%, order right: {'yes' if lab_order_right(lab) else 'no'}"
+            f"{errs[-1]:.1f}%, order right (within each campaign): {'yes' if lab_order_right(lab) else 'no'}"
         )
     out += [
         "",
