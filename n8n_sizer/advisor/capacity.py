@@ -115,13 +115,14 @@ class CapacityModel:
         """CPU one idle n8n process of `role` keeps busy on `host`: `idle_cores` x its environment's factor
         (`idle:<host class>`, fitted where per-role rows of that class measured it, else 1) x the role's own factor
         (`idle_role:worker`, `idle_role:webhook`, relative to main; fitted where rest windows measured that role,
-        else 1). Idle CPU is timers and polls, not work per execution, so it does not follow a host's speed factor:
+        else 1) x that role's factor in its environment (`idle_role:worker@<class>`, where its rest windows were). Idle CPU is timers and polls, not work per execution, so it does not follow a host's speed factor:
         the lab's quota-bound hosts measured about a third of the local stack's, and an idle main 5-10 times an
         idle worker (docs/findings/role-costs-measured.md)."""
         return (
             self.idle_cores
             * self.params.get(f"idle:{host.host_class}", 1.0)
             * self.params.get(f"idle_role:{role}", 1.0)
+            * self.params.get(f"idle_role:{role}@{host.host_class}", 1.0)
         )
 
     def idle_of(self, host: HostShape, main: int = 0, webhook: int = 0, workers: int = 0) -> float:

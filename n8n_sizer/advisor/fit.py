@@ -120,10 +120,10 @@ def _idle_spec(host_class: str) -> ParamSpec:
     )
 
 
-def _idle_role_spec(role: str) -> ParamSpec:
-    # Rest windows measure each role's idle CPU apart: an idle main polls and schedules, an idle worker mostly
-    # waits on Redis. A role's factor relative to main, loose around 1, only where such a window measured the role.
-    return ParamSpec(f"idle_role:{role}", 0.01, 20.0, 1.0, 1.0, f"an idle {role}'s CPU relative to an idle main's")
+def _idle_role_spec(key: str) -> ParamSpec:
+    # Rest windows measure each role's idle CPU apart (an idle main polls, an idle worker waits on Redis): a role's
+    # factor relative to main (`worker`), and each environment's on it (`worker@<class>`: lab 0.1-0.5, local 0.3-0.55)
+    return ParamSpec(f"idle_role:{key}", 0.01, 20.0, 1.0, 0.5 if "@" in key else 1.0, f"an idle {key} vs an idle main")
 
 
 def idle_classes(points, demand_rows) -> list[str]:

@@ -121,8 +121,10 @@ class DemandRow:
 
 
 def idle_roles(demand_rows) -> list[str]:
-    """The roles besides main whose idle CPU a rest window measured (`<role>-idle` rows)."""
-    return sorted({r.role.removesuffix(IDLE_SUFFIX) for r in demand_rows if r.idle} - {"main"})
+    """The roles besides main whose idle CPU a rest window measured (`<role>-idle` rows), and each such role in each
+    environment that measured it (`<role>@<host class>`)."""
+    idle = {(r.role.removesuffix(IDLE_SUFFIX), r.measurement.hardware.host_class) for r in demand_rows if r.idle}
+    return sorted({role for role, _ in idle if role != "main"} | {f"{role}@{c}" for role, c in idle if role != "main"})
 
 
 def shared_machine(m: Measurement) -> str | None:
