@@ -14,7 +14,9 @@ the advisor's capacity for the same topology with each host scored as its own ho
 (`lab.cpu.lab_host_cores`) at this machine's speed, with its binding bound, the advisor refitted on the embedded
 measurements plus the per-role CPU rows of the OTHER topologies' runs (leave one topology out: this machine's speed
 and how CPU splits between roles come from them; nothing a topology's own run measured informs its prediction).
-The load average before and after each bench is printed beside its figure. `--quick` runs the first 3 topologies;
+The load average before and after each bench is printed beside its figure, and this machine's speed (lab/speed.py,
+probed before and after each topology) with its steal time: each prediction is put at its own sitting's speed
+against the other topologies' (lab_points.sitting_speed). `--quick` runs the first 3 topologies;
 `--from FOLDER` predicts an earlier run's topologies again with the model as it is now, without a lab; with `--embed
 PAGE` it writes them to n8n_sizer/data/lab_shape.json (`--add`: beside the earlier campaigns' points), each point
 with its campaign's host class (advisor/measurements.py `sitting_class`).
@@ -36,7 +38,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from n8n_sizer.advisor.answer.lab_points import lab_host_class
+from n8n_sizer.advisor.answer.lab_points import lab_host_class, sitting_speed
 from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.lab.cpu import lab_host_cores, plan_for_topology
 from n8n_sizer.lab.netns import lab_up, remove_lab
@@ -204,6 +206,35 @@ def busiest_host(results: Path, scale: float, groups: list[dict]) -> str:
     return f"{name} {used[name]:.0%} of its budget (next {second:.0%})"
 
 
+def speed_probe() -> dict:
+    """This machine's speed now (lab/speed.py: CPU ms of a fixed JavaScript workload on n8n's Node.js)."""
+    from n8n_sizer.lab.speed import probe
+    from n8n_sizer.native.install import install_n8n
+
+    return probe(install_n8n(quiet=True).node_bin)
+
+
+def steal_pct(results: Path) -> float | None:
+    """The machine's mean steal time over the run (% of its CPU, /proc/stat as the sampler read it): the hypervisor
+    running someone else on this VM's cores."""
+    run = next(p for p in results.iterdir() if (p / "run.json").is_file())
+    values = []
+    with open(run / "samples.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            if '"host_cpu_pct"' in line and '"steal"' in line:
+                values.append(json.loads(line)["value"])
+    return statistics.mean(values) if values else None
+
+
+def speed_text(got: dict, pred: dict) -> str:
+    """The sitting's speed probe (CPU ms, lower is faster), the factor it put on the prediction, its steal time."""
+    steal = got.get("steal_pct")
+    if steal is None and "results" in got:
+        steal = steal_pct(Path(got["results"]))
+    probe = f"{got['speed_ms']:.1f} (x{pred.get('speed_factor', 1.0):.2f})" if got.get("speed_ms") else "n/a"
+    return f"{probe}, {'n/a' if steal is None else f'{steal:.1f}%'}"
+
+
 def loadavg() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
@@ -314,6 +345,7 @@ def embed(rows: list, chosen: list, scale: float, page: str, add: bool = False) 
                 "row_tag": run_id[-6:],
                 "host_class": lab_host_class(start),  # its campaign's, as its rows (scripts/embed_local_rows.py)
                 "machine_load_avg": list(got["load"]),
+                **({"speed_probe_ms": round(got["speed_ms"], 2)} if got.get("speed_ms") else {}),
                 "source": f"{page}, run {run_id}",
             }
         )
@@ -352,6 +384,9 @@ def predict_all(rows: list, chosen: list, scale: float) -> list:
         for r in rows
         if "results" in r[3]
     }
+    # this machine's speed in each sitting (speed_probe, before and after it): the other topologies' rows were
+    # measured at theirs, so a prediction is put at its own sitting's speed (CPU-bound budgets: capacity ~ 1/CPU ms)
+    speeds = {r[0]: r[3]["speed_ms"] for r in rows if r[3].get("speed_ms")}
     out = []
     for label, expect, _, got, took in rows:
         evidence = [m for other, ms in rows_by.items() if other != label for m in ms]
@@ -359,7 +394,10 @@ def predict_all(rows: list, chosen: list, scale: float) -> list:
         outside = [o for r in rows if r[0] != label and "overhead" in r[3] for o in r[3]["overhead"]]
         usable = min(statistics.median(shares), 1.0) if shares else 1.0
         pred = predict(group_of[label], scale, evidence, usable, statistics.median(outside) if outside else 0.0)
-        out.append((label, expect, {**pred, "usable": usable}, got, took))
+        factor = sitting_speed(speeds.get(label), [v for other, v in speeds.items() if other != label])
+        if pred["capacity"] is not None:
+            pred["capacity"] = {k: v * factor for k, v in pred["capacity"].items()}
+        out.append((label, expect, {**pred, "usable": usable, "speed_factor": factor}, got, took))
     return out
 
 
@@ -375,6 +413,7 @@ def measure(
 ) -> dict:
     out = folder / f"lab-{index}.json"
     cores = scale * total_vcpu(groups)
+    speed_before = speed_probe()
     state = lab_up(parse_topology(topology(groups)), 2, out, generator_prefix="ls-gen-", cpu_cores=cores)
     rates = ",".join(f"{max(0.5, round(expected * f, 1)):g}" for f in LADDER)
     results = folder / f"results-{index}"
@@ -407,8 +446,9 @@ def measure(
     finally:
         load_after = loadavg()
         remove_lab(state)
+    speed = {"before": speed_before, "after": speed_probe()}
     if res.returncode != 0:
-        return {"error": res.stderr.strip()[-400:], "load": (load_before, load_after)}
+        return {"error": res.stderr.strip()[-400:], "load": (load_before, load_after), "speed": speed}
     summary = json.loads(res.stdout)
     store = RunStore.open(summary["run_id"], results)
     records = store.read_requests()
@@ -438,6 +478,9 @@ def measure(
         "demands": demands,
         "overhead": overhead,
         "load": (load_before, load_after),
+        "speed": speed,
+        "speed_ms": statistics.median([speed["before"]["ms"], speed["after"]["ms"]]),
+        "steal_pct": steal_pct(results),
         "results": str(results),
     }
 
@@ -531,6 +574,7 @@ def report(rows: list, chosen: list, scale: float, console: Console, folder: Pat
         "error",
         "lost",
         "load avg",
+        "speed ms (x pred.), steal",
         "bound (measured, top step)",
         "CPU ms/exec per host (cpuacct, top step)",
     ):
@@ -584,7 +628,9 @@ def report(rows: list, chosen: list, scale: float, console: Console, folder: Pat
     for label, expect, pred, got, took in rows:
         cap = pred["capacity"] or {"mid": math.nan, "low": math.nan, "high": math.nan}
         if "error" in got:
-            table.add_row(label, expect, f"{cap['mid']:.2f}", bound_text(pred["bound"]), "failed", "", "", "", "", "")
+            table.add_row(
+                label, expect, f"{cap['mid']:.2f}", bound_text(pred["bound"]), "failed", "", "", "", "", "", ""
+            )
             continue
         mid = cap["mid"] if advised else loo.get(label)
         err = math.nan if mid is None else 100.0 * (mid - got["measured"]) / got["measured"]
@@ -605,6 +651,7 @@ def report(rows: list, chosen: list, scale: float, console: Console, folder: Pat
             f"{err:+.1f}%",
             f"{'n/a' if lost is None else len(lost)} of {got['ledger']['accepted']}",
             f"{got['load'][0]:.1f}->{got['load'][1]:.1f}",
+            speed_text(got, pred),
             busiest_host(Path(got["results"]), scale, next(g for lab, g, _ in chosen if lab == label)),
             per_host,
         )

@@ -182,3 +182,25 @@ def test_lab_order_is_judged_within_a_campaign_never_across():
     within = across + [point("b", 5.2, 9.0)]  # ranked above 13.6/s's prediction in its own campaign: wrong
     assert lab_order_right(within) is False
     assert lab_order_right([point("a", 1.0, 1.0), point("b", 2.0, 0.5)]) is None
+
+
+def test_a_point_is_put_at_its_own_sittings_speed_against_its_campaigns_others():
+    """lab_points.sitting_speed: the other sittings' median speed probe over the point's own (CPU ms, lower is
+    faster); 1 where either side was not probed, so a campaign without probes is predicted as before."""
+    from n8n_sizer.advisor.answer.lab_points import sitting_speed
+
+    assert sitting_speed(100.0, [110.0, 130.0]) == pytest.approx(1.2)  # this sitting 20% faster: 20% more capacity
+    assert sitting_speed(120.0, [100.0, None]) == pytest.approx(100.0 / 120.0)
+    assert sitting_speed(None, [100.0]) == 1.0 and sitting_speed(100.0, [None]) == 1.0
+
+
+def test_a_probed_campaign_carries_a_speed_probe_on_every_point():
+    """Since 2026-12-02 10:32 lab_shape.py probes the machine before and after each topology (lab/speed.py): a
+    campaign that was probed has the figure on every point, and within one sitting they agree to a few percent."""
+    points = load_lab_points()
+    probed = {p.host_class for p in points if p.speed_probe_ms is not None}
+    assert "cgroup-lab-20261202T1032" in probed
+    for campaign in probed:
+        ms = [p.speed_probe_ms for p in points if p.host_class == campaign]
+        assert None not in ms and len(ms) >= 3, campaign
+        assert max(ms) / min(ms) < 1.1, f"{campaign}: {ms}"

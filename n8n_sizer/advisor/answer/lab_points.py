@@ -6,7 +6,8 @@ to its stored execution), and the tag its per-role rows carry in data/measuremen
 predicts each from a fit WITHOUT its own run's rows (leave one topology out): this machine's speed and how an
 execution's CPU splits between roles come from the other runs, so a topology's own run never informs its
 prediction. A lab host's cores for its roles are its quota x `usable` (the share of a CFS quota a saturated
-host's processes reached in the other topologies) less `outside_cores` (its sampler and sshd).
+host's processes reached in the other topologies) less `outside_cores` (its sampler and sshd). A point whose
+sitting was speed-probed (lab/speed.py) is put at its own sitting's speed against its campaign's others.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ class LabPoint(Frozen):
     host_class: str
     machine_load_avg: list[float]
     source: str
+    # this machine's speed in the point's sitting (lab/speed.py: CPU ms of a fixed JavaScript workload, before and
+    # after it); None for the campaigns measured before the probe existed
+    speed_probe_ms: float | None = Field(default=None, gt=0)
 
     def owns(self, measurement_id: str) -> bool:
         return f"-{self.row_tag}-" in measurement_id
@@ -104,6 +108,14 @@ def lab_model(model: CapacityModel, point: LabPoint) -> TopologyModel:
     return TopologyModel(model, BUILTIN["light"], given_layout(groups, point.concurrency, point.worker_pool))
 
 
+def sitting_speed(own_ms: float | None, peers_ms: list[float | None]) -> float:
+    """How much faster this machine was in a point's sitting than in its campaign's other sittings, whose rows its
+    prediction comes from: their median speed probe over its own (1 where either was not probed). The budgets are
+    CPU time, so a lab topology's capacity goes as 1 / CPU ms."""
+    peers = [p for p in peers_ms if p]
+    return statistics.median(peers) / own_ms if own_ms and peers else 1.0
+
+
 @dataclass(frozen=True)
 class HeldOutLab:
     """A lab topology (lab_points.py) predicted by a fit without its own run's per-role rows."""
@@ -137,17 +149,19 @@ def lab_checks(measurements) -> list[HeldOutLab]:
     from n8n_sizer.advisor.engine import embedded_fit
 
     start = embedded_fit().params  # the shipped fit: the held-out fits start near their optimum
+    points = load_lab_points()
     out = []
-    for point in load_lab_points():
+    for point in points:
         fitted = fit_capacity([m for m in measurements if not point.owns(m.id)], start=start)
         tm = lab_model(fitted.model, point)
         b = tm.binding()
+        peers = [p.speed_probe_ms for p in points if p.id != point.id and p.host_class == point.host_class]
         out.append(
             HeldOutLab(
                 id=point.id,
                 label=point.label,
                 measured_per_s=point.measured_per_s,
-                predicted_per_s=tm.capacity_per_s(),
+                predicted_per_s=tm.capacity_per_s() * sitting_speed(point.speed_probe_ms, peers),
                 bound=f"{b.name} {b.host}".strip(),
                 lost=point.lost,
                 accepted=point.accepted,
