@@ -25,8 +25,8 @@ with its campaign's host class (advisor/measurements.py `sitting_class`).
 from __future__ import annotations
 
 import argparse
-import math
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -270,8 +270,8 @@ def predict(
     `outside_cores` (what its group spends outside the roles: the sampler, sshd)."""
     from n8n_sizer.advisor.answer.contract import Roles
     from n8n_sizer.advisor.answer.given import GivenGroup, given_layout
-    from n8n_sizer.advisor.engine import build_advisor
     from n8n_sizer.advisor.answer.lab_points import lab_host
+    from n8n_sizer.advisor.engine import build_advisor
     from n8n_sizer.advisor.profiles import profile_for
     from n8n_sizer.advisor.recommend import Request
     from n8n_sizer.cli.advise.given import this_machine
@@ -582,7 +582,7 @@ def report(rows: list, chosen: list, scale: float, console: Console, folder: Pat
     # Leave one out: each topology from the per-process CPU the kernel counted in the OTHER topologies' runs, at the
     # highest rate each of them kept up with (a lower step's CPU per execution carries more of the idle share).
     loo_errors, loo = [], {}
-    for label, expect, pred, got, took in rows:
+    for label, _expect, _pred, got, _took in rows:
         if "error" in got:
             continue
         pooled: dict[str, list[float]] = {}
@@ -625,7 +625,7 @@ def report(rows: list, chosen: list, scale: float, console: Console, folder: Pat
         )
     errors, pairs = [], []
     advised = all(r[2]["capacity"] is not None for r in rows if "error" not in r[3])
-    for label, expect, pred, got, took in rows:
+    for label, expect, pred, got, _took in rows:
         cap = pred["capacity"] or {"mid": math.nan, "low": math.nan, "high": math.nan}
         if "error" in got:
             table.add_row(
@@ -660,7 +660,7 @@ def report(rows: list, chosen: list, scale: float, console: Console, folder: Pat
         "per execution, from each step's counters (kept-up steps; CPU ms per role, Redis commands, "
         "Postgres transactions):"
     )
-    for label, expect, pred, got, took in rows:
+    for label, _expect, _pred, got, _took in rows:
         for step, carried, kept, per, redis, pg in step_costs(Path(got["results"])) if "results" in got else ():
             if kept:
                 console.print(

@@ -69,13 +69,12 @@ def _pct(values: list[float], q: float) -> float:
 
 
 async def _drive(url: str, rate: float, seconds: float):
-    from n8n_sizer.bench.http_post import HttpPost
-    from n8n_sizer.bench.load import run_open
-
     import tempfile
     import time as _time
     from pathlib import Path
 
+    from n8n_sizer.bench.http_post import HttpPost
+    from n8n_sizer.bench.load import run_open
     from n8n_sizer.runs.records import RunManifest
     from n8n_sizer.runs.store import RunStore
 

@@ -23,11 +23,11 @@ from pathlib import Path
 import httpx
 
 from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.n8n.client import set_up_instance
+from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow
 from n8n_sizer.native import services
 from n8n_sizer.native.install import install_n8n
 from n8n_sizer.native.stack import LocalStack
-from n8n_sizer.n8n.client import set_up_instance
-from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow
 
 LOOP_JS = """
 let samples = [];

@@ -27,9 +27,10 @@ import time
 from pathlib import Path
 
 from nodecost_lib import (
-    Flow,
     SUB_WORKFLOW,
+    Flow,
     StubServer,
+    chain,
     code_items,
     code_payload,
     deploy_flows,
@@ -40,16 +41,14 @@ from nodecost_lib import (
     repeated,
     run_rounds,
     set_node,
-    chain,
 )
-
 from nodecost_queue import build_queue_flows, derive_queue, queue_accounting, queue_markdown, role_measure
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.native.install import install_n8n
-from n8n_sizer.native.stack import LocalStack, StackOptions
 from n8n_sizer.n8n.client import set_up_instance
 from n8n_sizer.n8n.workflows import read_workflow, with_webhook_path
+from n8n_sizer.native.install import install_n8n
+from n8n_sizer.native.stack import LocalStack, StackOptions
 from n8n_sizer.safety.write import write_atomic
 from n8n_sizer.versions import N8N_VERSION
 

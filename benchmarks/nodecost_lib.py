@@ -18,6 +18,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import pairwise
 from typing import Any
 
 import httpx
@@ -140,7 +141,7 @@ def chain(name: str, path: str, nodes: list[dict[str, Any]], response_mode: str 
     for i, item in enumerate(all_nodes):
         item["position"] = [220 * i, 0]
     connections: dict[str, Any] = {}
-    for prev, nxt in zip(all_nodes, all_nodes[1:]):
+    for prev, nxt in pairwise(all_nodes):
         inputs = 2 if nxt["type"] == "n8n-nodes-base.merge" else 1
         connections[prev["name"]] = {
             "main": [[{"node": nxt["name"], "type": "main", "index": i} for i in range(inputs)]]

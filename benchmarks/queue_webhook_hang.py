@@ -31,11 +31,11 @@ from rich.progress import Progress
 
 from n8n_sizer.advisor.settings import QUEUE_KEEP_LAST_ENV
 from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.n8n.client import set_up_instance
+from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, with_webhook_path
 from n8n_sizer.native import services
 from n8n_sizer.native.stack import LocalStack
 from n8n_sizer.native.state import StackOptions
-from n8n_sizer.n8n.client import set_up_instance
-from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, with_webhook_path
 
 
 def pin(stack: LocalStack) -> bool:

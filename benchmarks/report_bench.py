@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample
 from n8n_sizer.report.build import build_report
+from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample
 from n8n_sizer.runs.store import RunStore
 
 T0 = 1_796_000_000.0

@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from n8n_sizer.runs.stats import answered_latencies, percentile, shaped_offered_per_s, step_throughput
 from n8n_sizer.runs.fit_input import find_runs
+from n8n_sizer.runs.stats import answered_latencies, percentile, shaped_offered_per_s, step_throughput
 from n8n_sizer.runs.store import RunStore
 
 

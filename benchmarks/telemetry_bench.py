@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from n8n_sizer.hosts.host import LocalHost
-from n8n_sizer.telemetry.probes.host import host_probes
 from n8n_sizer.runs.stats import percentile
+from n8n_sizer.telemetry.probes.host import host_probes
 from n8n_sizer.telemetry.sampler import Sampler
 
 

@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from nodecost_lib import (
-    Flow,
     SUB_WORKFLOW,
+    Flow,
     StubServer,
     chain,
     code_items,
@@ -37,9 +37,9 @@ from nodecost_lib import (
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.advisor.workflow_price import load_node_costs, price_workflow
-from n8n_sizer.native.stack import LocalStack
 from n8n_sizer.n8n.client import set_up_instance
 from n8n_sizer.n8n.workflows import read_workflow, with_webhook_path
+from n8n_sizer.native.stack import LocalStack
 
 
 def say(text: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
+
 from n8n_sizer.safety.frozen import Frozen
 
 Provider = Literal["hetzner", "gcp"]

@@ -21,8 +21,8 @@ from importlib import resources
 from n8n_sizer.advisor.capacity import CapacityModel, HostShape
 from n8n_sizer.advisor.measurements import Measurement
 from n8n_sizer.advisor.points import (
-    CapacityPoint,
     IDLE_SUFFIX,
+    CapacityPoint,
     DemandRow,
     Excluded,
     excluded_demand,
@@ -298,7 +298,7 @@ def fit_capacity(
     shapes = [(profile_of(p.measurement), setup_of(p.measurement), host_of(p.measurement)) for p in points]
 
     def model_for(z: np.ndarray) -> CapacityModel:
-        return CapacityModel({s.name: float(math.exp(v)) for s, v in zip(specs, z)}, reference)
+        return CapacityModel({s.name: float(math.exp(v)) for s, v in zip(specs, z, strict=True)}, reference)
 
     def data_residuals(z: np.ndarray) -> np.ndarray:
         model = model_for(z)
@@ -340,9 +340,9 @@ def fit_capacity(
     log_cov = np.linalg.pinv(fisher).tolist()
 
     model = model_for(z)
-    res = {p.measurement.id: float(r / w) for p, r, w in zip(points, data_res, weights)}
-    res.update({r.id: float(v) for r, v in zip(demand_rows, demand_residuals(z))})
-    res.update({r.id: float(v) for r, v in zip(lone_rows, lone_residuals(z))})
+    res = {p.measurement.id: float(r / w) for p, r, w in zip(points, data_res, weights, strict=True)}
+    res.update({r.id: float(v) for r, v in zip(demand_rows, demand_residuals(z), strict=True)})
+    res.update({r.id: float(v) for r, v in zip(lone_rows, lone_residuals(z), strict=True)})
     return FittedModel(
         model=model,
         specs=specs,

@@ -14,6 +14,7 @@ from importlib import resources
 from typing import Literal
 
 from pydantic import Field
+
 from n8n_sizer.safety.frozen import Frozen
 
 

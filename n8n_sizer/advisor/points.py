@@ -92,7 +92,7 @@ def select_capacity_points(
         peak_rows = [r for r in rows if r[0].load.concurrency is None]
         best = max(peak_rows or rows, key=lambda r: r[1])
         points.append(CapacityPoint(best[0], best[1]))
-        for m, x in rows:
+        for m, _ in rows:
             if m is not best[0]:
                 excluded.append(Excluded(m, f"same setup as {best[0].id}, whose figure is used as its peak"))
     points.sort(key=lambda p: p.measurement.id)

@@ -32,6 +32,9 @@ class WorkflowProfile(Frozen):
     # one, and that ratio's uncertainty (log sd), which widens every interval of an answer about it.
     overhead_ratio: float = Field(1.0, gt=0, le=1000)
     ratio_sd_log: float = Field(0.0, ge=0, le=5)
+    # Memory one execution holds while it is in flight (MB, in the process that runs it), where it is known to differ
+    # from the light workflow's measured figure (ram.py's held_mb_per_execution): None means that figure.
+    held_mb: float | None = Field(None, gt=0, le=100_000)
 
     @property
     def code_cpu_s(self) -> float:

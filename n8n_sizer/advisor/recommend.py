@@ -17,14 +17,9 @@ import math
 from n8n_sizer.advisor import settings
 from n8n_sizer.advisor.answer import explain as explain
 from n8n_sizer.advisor.answer.base import Basis, Candidate, Recommendation, Request, SingleChoice, SizeFit
-from n8n_sizer.advisor.answer.single import build_single
+from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION, TopologyModel
 from n8n_sizer.advisor.answer.multi import build_topology
-from n8n_sizer.advisor.capacity import HostShape
-from n8n_sizer.advisor.catalog import ServerSize, sizes_for
-from n8n_sizer.advisor.fit import FittedModel
-from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, worker_pool_size
-from n8n_sizer.advisor.profiles import WorkflowProfile
-from n8n_sizer.advisor.ram import RamModel
+from n8n_sizer.advisor.answer.single import build_single
 from n8n_sizer.advisor.answer.topology_search import (
     MAX_HOSTS_DEFAULT,
     NEGLIGIBLE_GAIN,
@@ -32,8 +27,13 @@ from n8n_sizer.advisor.answer.topology_search import (
     Scored,
     TopologySearch,
 )
+from n8n_sizer.advisor.capacity import HostShape
+from n8n_sizer.advisor.catalog import ServerSize, sizes_for
+from n8n_sizer.advisor.fit import FittedModel
+from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, worker_pool_size
+from n8n_sizer.advisor.profiles import WorkflowProfile
+from n8n_sizer.advisor.ram import RamModel
 from n8n_sizer.advisor.setup import Setup, most_workers
-from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION, TopologyModel
 from n8n_sizer.advisor.usl import UslModel
 from n8n_sizer.errors import InputError
 

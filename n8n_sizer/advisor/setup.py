@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from n8n_sizer.versions import N8N_VERSION
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.versions import N8N_VERSION
 
 Mode = Literal["regular", "queue"]
 Database = Literal["sqlite", "postgres"]
@@ -54,7 +54,7 @@ class Setup(Frozen):
     longest_execution_s: int = Field(DEFAULT_GRACEFUL_SHUTDOWN_S, ge=1, le=86400)
 
     @model_validator(mode="after")
-    def _mode_fits(self) -> "Setup":
+    def _mode_fits(self) -> Setup:
         if self.mode == "queue" and self.workers < 1:
             raise ValueError("queue mode needs at least one worker (workers >= 1)")
         if self.mode == "queue" and self.db != "postgres":

@@ -28,8 +28,8 @@ from n8n_sizer.telemetry.probes.ops import (
     parse_commandstats,
     parse_transactions,
     pg_xacts_command,
-    redis_commandstats_command,
     redis_commands,
+    redis_commandstats_command,
 )
 
 N8N_ROLES = ("main", "webhook", "worker")  # n8n processes whose children are their task runners

@@ -24,10 +24,10 @@ from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.advisor.workflow_price.calibration import Calibration, summarize
 from n8n_sizer.advisor.workflow_price.export import parse_export
 from n8n_sizer.errors import InputError, RemoteError
-from n8n_sizer.native import services
-from n8n_sizer.native.stack import LocalStack
 from n8n_sizer.n8n.client import FINAL_STATUSES, N8nClient, set_up_instance
 from n8n_sizer.n8n.workflows import DEFAULT_BODY, deploy_workflow, read_workflow, with_webhook_path
+from n8n_sizer.native import services
+from n8n_sizer.native.stack import LocalStack
 from n8n_sizer.safety.files import read_user_bytes, read_user_text
 
 TICK_MS = 1000.0 / os.sysconf("SC_CLK_TCK")

@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 
 from pydantic import Field
 
+from n8n_sizer.errors import InputError
 from n8n_sizer.runs.records import RequestRecord
 from n8n_sizer.runs.stats import answered_latencies, percentile, step_throughput
-from n8n_sizer.errors import InputError
 from n8n_sizer.safety.frozen import Frozen
 
 

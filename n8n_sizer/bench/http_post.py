@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 
 from n8n_sizer.errors import InputError
 
-
 BODY_SNIPPET_BYTES = 300
 
 

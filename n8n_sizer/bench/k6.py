@@ -22,15 +22,14 @@ from pathlib import Path
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from n8n_sizer.hosts.host import Host, HostError
 from n8n_sizer.bench.http_post import BODY_SNIPPET_BYTES, EXECUTION_ID_MAX_BODY
-from n8n_sizer.fleet.locations import LOADGEN_READY_MARKER  # the load generator's cloud-init writes it
-from n8n_sizer.runs.records import StepTally
-from n8n_sizer.bench.plan import LoadPlan, RateStep
 from n8n_sizer.bench.payloads import CLASSES, Payloads, max_body_bytes, signature_headers
+from n8n_sizer.bench.plan import LoadPlan, RateStep
 from n8n_sizer.bench.shapes import arrival_times, constant, k6_stages
-from n8n_sizer.runs.records import RequestRecord
 from n8n_sizer.errors import InputError
+from n8n_sizer.fleet.locations import LOADGEN_READY_MARKER  # the load generator's cloud-init writes it
+from n8n_sizer.hosts.host import Host, HostError
+from n8n_sizer.runs.records import RequestRecord, StepTally
 from n8n_sizer.runs.store import MAX_RECORDS_BYTES
 from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.write import write_atomic

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from n8n_sizer.bench.http_post import BODY_SNIPPET_BYTES, HttpPost, RequestFailed, execution_id_of
 from n8n_sizer.bench.payloads import Payloads
 from n8n_sizer.bench.shapes import arrival_times, constant
-from n8n_sizer.runs.records import RequestRecord, StepTally
 from n8n_sizer.errors import InputError
-
+from n8n_sizer.runs.records import RequestRecord, StepTally
 
 STOP_POLL_S = 0.25  # how often a step asks whether to stop early (e.g. its target's SSH connection dropped)
 ABORT_GRACE_S = 2.0  # after Ctrl-C, how long requests in flight may still answer before they are cancelled

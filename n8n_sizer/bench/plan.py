@@ -6,7 +6,7 @@ Defaults are seed 000's method (5, 20 and 50 req/s for 3 minutes each, 120 s cli
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -49,7 +49,7 @@ class ConcurrencyStep(Frozen):
         return f"c-{self.users}"
 
 
-Step = Annotated[Union[RateStep, ConcurrencyStep], Field(discriminator="kind")]
+Step = Annotated[RateStep | ConcurrencyStep, Field(discriminator="kind")]
 
 
 class LoadPlan(Frozen):

@@ -17,28 +17,28 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Callable
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.n8n import link as n8n_link
-from n8n_sizer.hosts.facts import host_facts
-from n8n_sizer.hosts.host import ConnectionLost, Host, HostError
-from n8n_sizer.runs.ledger import build_ledger
-from n8n_sizer.lab import bench as lab_run
 from n8n_sizer.bench.http_post import HttpPost
 from n8n_sizer.bench.load import closed_count
 from n8n_sizer.bench.payloads import Payloads, deployed_workflow, signature_headers
 from n8n_sizer.bench.plan import FindMax, LoadPlan, RateStep
 from n8n_sizer.bench.steps import StepRunner
+from n8n_sizer.errors import InputError
+from n8n_sizer.hosts.facts import host_facts
+from n8n_sizer.hosts.host import ConnectionLost, Host, HostError
+from n8n_sizer.lab import bench as lab_run
+from n8n_sizer.n8n import link as n8n_link
+from n8n_sizer.n8n.workflows import BenchWorkflow
+from n8n_sizer.runs.ledger import build_ledger
 from n8n_sizer.runs.records import Ledger
 from n8n_sizer.runs.store import RunStore
 from n8n_sizer.stack import open_stack
 from n8n_sizer.stack.bringup import StackKind
 from n8n_sizer.stack.handle import StackError, StackHandle
-from n8n_sizer.n8n.workflows import BenchWorkflow
-from n8n_sizer.errors import InputError
 
 WARMUP_CONCURRENCY = 4
 

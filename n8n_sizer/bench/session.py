@@ -16,17 +16,17 @@ from typing import Literal
 
 from pydantic import Field
 
+from n8n_sizer import versions
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.hosts.host import HostError, LocalHost, SshHost
 from n8n_sizer.bench.plan import FindMax, LoadPlan
+from n8n_sizer.bench.run import BenchJob, Progress, Target, run_bench
+from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.hosts.host import HostError, LocalHost, SshHost
+from n8n_sizer.n8n.workflows import BenchWorkflow, load_bench_workflow
 from n8n_sizer.runs.records import Ledger, RunManifest
 from n8n_sizer.runs.store import RunStore, new_run_id
-from n8n_sizer.bench.run import BenchJob, Progress, Target, run_bench
-from n8n_sizer.stack.bringup import stack_kind_for
-from n8n_sizer.n8n.workflows import BenchWorkflow, load_bench_workflow
-from n8n_sizer.errors import InputError, RemoteError
-from n8n_sizer import versions
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.stack.bringup import stack_kind_for
 
 
 class BenchRequest(Frozen):
@@ -152,9 +152,9 @@ def build_targets(req: BenchRequest) -> list[Target]:
 
 def _lab_target(inventory, req: BenchRequest) -> Target:
     """A lab's whole cluster as one target named "cluster", reached over SSH with the lab's own client key."""
+    from n8n_sizer.bundle.topology import parse_topology
     from n8n_sizer.lab.bench import check_lab_request, lab_target
     from n8n_sizer.lab.generators import LAB_TARGET
-    from n8n_sizer.bundle.topology import parse_topology
     from n8n_sizer.lab.state import read_lab_state
 
     check_lab_request(req.plan, req.workflow, bool(req.payload_bytes or req.malformed or req.hmac_secret_file))

@@ -71,7 +71,7 @@ def parse_shape(text: str) -> Shape | None:
             f"{len(parts)}); try --shape {'ramp:2:20' if kind == 'ramp' else 'burst:2:8:10:30'}"
         )
     values = []
-    for label, item in zip(want, parts):
+    for label, item in zip(want, parts, strict=True):
         try:
             value = float(item)
         except ValueError:

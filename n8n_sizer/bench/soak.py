@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Iterable, Sequence
 
-
 from n8n_sizer.runs.records import RequestRecord, Sample
 from n8n_sizer.runs.stats import answered_latencies, is_ok, peak_stack_ram_mib, percentile, select, within
 from n8n_sizer.safety.frozen import Frozen

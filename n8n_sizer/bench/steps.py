@@ -8,12 +8,12 @@ import asyncio
 import threading
 import time
 
-from n8n_sizer.lab import bench as lab_run
 from n8n_sizer.bench.load import run_closed, run_open
 from n8n_sizer.bench.plan import RateStep
 from n8n_sizer.bench.shapes import arrival_times
 from n8n_sizer.errors import InputError
 from n8n_sizer.hosts.host import ConnectionLost, HostError
+from n8n_sizer.lab import bench as lab_run
 from n8n_sizer.runs.records import Sample
 from n8n_sizer.runs.store import summarize_step
 from n8n_sizer.stack.bringup import N8N_PORT

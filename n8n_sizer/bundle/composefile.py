@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any, Literal, Mapping
-
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.frozen import Frozen

@@ -325,15 +325,15 @@ POSTGRES_DATABASE = "n8n"
 # n8n's role owns its database and nothing else; the superuser is refused over TCP (pg_hba's first line), so
 # it is reachable only from inside the container (`docker compose exec n8n-postgres psql -U postgres`).
 # `$$` is Compose's escape for `$`: Compose interpolates configs' content too.
-POSTGRES_INIT_SCRIPT = """\
+POSTGRES_INIT_SCRIPT = f"""\
 # n8n-sizer: n8n's own Postgres role (least privilege); the superuser only for setup, over the socket.
 psql -v ON_ERROR_STOP=1 --username "$$POSTGRES_USER" --dbname postgres --set pw="$$PG_ROLE_PASSWORD" <<'SQL'
-CREATE ROLE {user} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD :'pw';
-CREATE DATABASE {database} OWNER {user};
+CREATE ROLE {POSTGRES_USER} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD :'pw';
+CREATE DATABASE {POSTGRES_DATABASE} OWNER {POSTGRES_USER};
 REVOKE ALL ON DATABASE postgres, template1 FROM PUBLIC;
 SQL
 sed -i "1i host all $$POSTGRES_USER all reject" "$$PGDATA/pg_hba.conf"
-""".format(user=POSTGRES_USER, database=POSTGRES_DATABASE)
+"""
 
 
 def postgres_init() -> dict[str, str]:

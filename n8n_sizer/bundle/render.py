@@ -9,18 +9,23 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Literal
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from n8n_sizer import versions
-from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, Setup
 from n8n_sizer.advisor.pools import (
     setup_connections as postgres_connections,
+)
+from n8n_sizer.advisor.pools import (
     setup_recommended_max_connections as recommended_max_connections,
+)
+from n8n_sizer.advisor.pools import (
     setup_required_max_connections as required_max_connections,
 )
+from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, Setup
 from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
 from n8n_sizer.bundle.drain import drain_context
 from n8n_sizer.bundle.limits import memory_table
@@ -42,8 +47,8 @@ from n8n_sizer.bundle.secrets import (
 )
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.files import read_user_text
-from n8n_sizer.safety.write import probe_writable, write_atomic
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.safety.write import probe_writable, write_atomic
 
 Profile = Literal["bench", "production"]
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
-
 
 from n8n_sizer import versions
 from n8n_sizer.bundle import topology as topo
-from n8n_sizer.bundle.drain import drain_context
 from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES, data_port_rules, render_cloud_init
+from n8n_sizer.bundle.drain import drain_context
 from n8n_sizer.bundle.limits import memory_table
 from n8n_sizer.bundle.n8n_env import (
     COMPOSE_WIRING,
@@ -29,17 +28,17 @@ from n8n_sizer.bundle.n8n_env import (
     shutdown_seconds,
 )
 from n8n_sizer.bundle.render import (
-    _prepare_out_dir,
-    keep_previous,
     CLOUD_INIT_FILE,
     COMPOSE_FILE,
     ENV_FILE,
     VERSION_RE,
-    validate_access,
     Bundle,
-    render_bundle,
+    _prepare_out_dir,
+    keep_previous,
     public_url_for,
+    render_bundle,
     template_env,
+    validate_access,
 )
 from n8n_sizer.bundle.secrets import (
     ENV_NAMES,

@@ -11,6 +11,7 @@ import secrets
 from pathlib import Path
 
 from pydantic import Field
+
 from n8n_sizer.safety.frozen import Frozen
 
 # Names in the .env file, as seed 000's compose file spells them.

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from n8n_sizer.advisor.catalog import UnknownSize, find_size
+from n8n_sizer.advisor import pools
 from n8n_sizer.advisor.answer.contract import (
     DEFAULT_SUBNET,
     FIRST_HOST_OFFSET,
@@ -26,7 +26,7 @@ from n8n_sizer.advisor.answer.contract import (
     Roles,
     Topology,
 )
-from n8n_sizer.advisor import pools
+from n8n_sizer.advisor.catalog import UnknownSize, find_size
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.jsondoc import load_json
 

@@ -16,13 +16,13 @@ import typer
 from typer._click import exceptions as _click_errors
 
 from n8n_sizer.cli import advise as _advise
-from n8n_sizer.cli import render as _render
-from n8n_sizer.cli import fleet as _fleet
 from n8n_sizer.cli import bench as _bench
-from n8n_sizer.cli import report as _report
-from n8n_sizer.cli import drill as _drill
-from n8n_sizer.cli import lab as _lab
 from n8n_sizer.cli import calibrate as _calibrate
+from n8n_sizer.cli import drill as _drill
+from n8n_sizer.cli import fleet as _fleet
+from n8n_sizer.cli import lab as _lab
+from n8n_sizer.cli import render as _render
+from n8n_sizer.cli import report as _report
 
 app = typer.Typer(
     name="n8n-sizer",

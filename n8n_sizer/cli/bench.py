@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -26,32 +25,32 @@ Examples:
 
 
 def bench(
-    stack: Optional[str] = typer.Option(None, "--stack", help="Pulumi stack whose `inventory` output lists the hosts."),
-    inventory: Optional[Path] = typer.Option(
+    stack: str | None = typer.Option(None, "--stack", help="Pulumi stack whose `inventory` output lists the hosts."),
+    inventory: Path | None = typer.Option(
         None, "--inventory", help="Inventory JSON (pulumi stack output --json inventory)."
     ),
     local: bool = typer.Option(False, "--local", help="Start n8n on this machine and load it from here."),
     mode: str = typer.Option("regular", "--mode", help="--local: regular or queue."),
-    workers: Optional[int] = typer.Option(
+    workers: int | None = typer.Option(
         None, "--workers", help="--local: queue-mode workers (default 1 in queue mode)."
     ),
-    db: Optional[str] = typer.Option(None, "--db", help="--local: postgres (default) or sqlite (regular mode only)."),
-    cpus: Optional[int] = typer.Option(None, "--cpus", help="--local: pin the stack to this many cores (taskset)."),
+    db: str | None = typer.Option(None, "--db", help="--local: postgres (default) or sqlite (regular mode only)."),
+    cpus: int | None = typer.Option(None, "--cpus", help="--local: pin the stack to this many cores (taskset)."),
     workflow: str = typer.Option(
         "light", "--workflow", help="light, code-heavy, signed-webhook or a workflow JSON file."
     ),
-    body: Optional[Path] = typer.Option(None, "--body", help="JSON request body for your own --workflow FILE."),
+    body: Path | None = typer.Option(None, "--body", help="JSON request body for your own --workflow FILE."),
     shape: str = typer.Option(
         "constant",
         "--shape",
         help="constant (the --rates steps), ramp:FROM:TO or burst:BASE:PEAK:BURST_S:PERIOD_S (one step of --step-seconds).",
     ),
-    payload_bytes: Optional[int] = typer.Option(
+    payload_bytes: int | None = typer.Option(
         None,
         "--payload-bytes",
         help="Send a JSON body of about N bytes (default 1200 with signed-webhook or --malformed).",
     ),
-    hmac_secret_file: Optional[Path] = typer.Option(
+    hmac_secret_file: Path | None = typer.Option(
         None,
         "--hmac-secret-file",
         help="HMAC-SHA256 secret signing each body (X-Signature); generated 0600 when absent, never printed.",
@@ -61,7 +60,7 @@ def bench(
         "--malformed",
         help="Share of malformed requests: bad signature, invalid JSON, schema mismatch, oversize, in turn.",
     ),
-    respond: Optional[str] = typer.Option(
+    respond: str | None = typer.Option(
         None,
         "--respond",
         help="signed-webhook: last-node (answer after the work, default), immediately (202 once checked, work after) or received (202 at ingest, nothing refused).",
@@ -89,41 +88,40 @@ def bench(
         help="After the warm-up, seconds with no load whose per-role CPU (the kernel's counts, where readable) is "
         "each process's idle CPU, kept in run.json (0: none).",
     ),
-    ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help="Private key for the fleet's hosts."),
+    ssh_key: Path | None = typer.Option(None, "--ssh-key", help="Private key for the fleet's hosts."),
     ssh_port: int = typer.Option(22, "--ssh-port", help="SSH port of the fleet's hosts."),
     out: str = typer.Option("results", "--out", help="Folder that holds run folders."),
     json_out: bool = typer.Option(False, "--json", help="Print run id, run folder and ledgers as one JSON object."),
-    resume: Optional[str] = typer.Option(None, "--resume", help="Continue an unfinished run (its id or folder)."),
+    resume: str | None = typer.Option(None, "--resume", help="Continue an unfinished run (its id or folder)."),
     find_max: bool = typer.Option(
         False,
         "--find-max",
         help="Bisect the highest rate within --p95-ms and the error budget; --rates LOW,HIGH are the bounds.",
     ),
-    p95_ms: Optional[float] = typer.Option(None, "--p95-ms", help="--find-max: p95 latency target, ms (default 2000)."),
-    error_budget: Optional[float] = typer.Option(
+    p95_ms: float | None = typer.Option(None, "--p95-ms", help="--find-max: p95 latency target, ms (default 2000)."),
+    error_budget: float | None = typer.Option(
         None, "--error-budget", help="--find-max: failed fraction of requests allowed (default 0)."
     ),
-    tolerance: Optional[float] = typer.Option(
+    tolerance: float | None = typer.Option(
         None, "--tolerance", help="--find-max: stop when the bracket is this narrow, req/s (default 1)."
     ),
-    soak: Optional[str] = typer.Option(
+    soak: str | None = typer.Option(
         None,
         "--soak",
         help="Soak: one steady --rate for this long (4h, 30m), 30-minute buckets (as the e2-micro soak).",
     ),
-    rate: Optional[float] = typer.Option(None, "--rate", help="--soak: the steady rate, req/s."),
+    rate: float | None = typer.Option(None, "--rate", help="--soak: the steady rate, req/s."),
     webhook_processors: int = typer.Option(
         0,
         "--webhook-processors",
         help="--local --mode queue: `n8n webhook` processes behind Caddy, which takes the load (main keeps the editor and API).",
     ),
 ) -> None:
-    from n8n_sizer.cli.bench_view import bench_progress, print_summary
-    from n8n_sizer.bench.session import resume_bench, start_bench
-
-    from n8n_sizer.cli.args import check_bench_args
-    from n8n_sizer.errors import InputError
     from n8n_sizer.bench.plan import MAX_REST_S
+    from n8n_sizer.bench.session import resume_bench, start_bench
+    from n8n_sizer.cli.args import check_bench_args
+    from n8n_sizer.cli.bench_view import bench_progress, print_summary
+    from n8n_sizer.errors import InputError
     from n8n_sizer.safety.files import require_output_folder
     from n8n_sizer.safety.numbers import Range, check_number
 

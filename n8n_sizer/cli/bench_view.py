@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
-from n8n_sizer.runs.ledger import format_ledger
 from n8n_sizer.bench.plan import FindMax, build_plan, parse_duration, parse_rates, parse_sweep
-from n8n_sizer.runs.store import RunStore
 from n8n_sizer.bench.run import Progress
 from n8n_sizer.bench.session import BenchRequest, BenchSummary, read_inventory_file, read_stack_inventory
 from n8n_sizer.errors import InputError
+from n8n_sizer.runs.ledger import format_ledger
+from n8n_sizer.runs.store import RunStore
 
 
 def make_request(
@@ -148,7 +148,8 @@ def bench_progress(enabled: bool) -> Iterator[Progress | None]:
         yield None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as RichProgress
 
     lock = threading.Lock()
     tasks: dict[str, int] = {}
@@ -206,7 +207,7 @@ def print_summary(summary: BenchSummary, json_out: bool) -> None:
     for r in step_rows(store):
         offered = r.get("offered_rate", r.get("concurrency"))
 
-        def ms(key: str) -> str:
+        def ms(key: str, r: dict = r) -> str:
             return f"{r[key]:>8.0f}" if key in r else f"{'-':>8}"
 
         errors = ", ".join(f"{k} {v}" for k, v in sorted(r["errors"].items())) or "0"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -22,7 +21,7 @@ Example: n8n-sizer calibrate my-flow.json --body my-body.json --runs 30 --rate 2
 
 def calibrate(
     workflow: Path = typer.Argument(..., help="The workflow JSON n8n's editor downloads (a POST Webhook trigger)."),
-    body: Optional[Path] = typer.Option(None, "--body", help="JSON request body the webhook expects (default {})."),
+    body: Path | None = typer.Option(None, "--body", help="JSON request body the webhook expects (default {})."),
     runs: int = typer.Option(30, "--runs", help="Executions to read (after 3 warm-up ones)."),
     rate: float = typer.Option(2.0, "--rate", help="Requests per second: low, so times are work, not queueing."),
     out: Path = typer.Option(Path("calibration.json"), "--out", help="Where to write the calibration JSON."),

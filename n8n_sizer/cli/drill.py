@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -49,23 +48,23 @@ def drill(
         "postgres-restart, binary-filesystem, graceful-shutdown or redis-blip.",
     ),
     local: bool = typer.Option(False, "--local", help="Start the stack on this machine, stop it after."),
-    stack: Optional[str] = typer.Option(None, "--stack", help="Pulumi stack whose `inventory` output lists the hosts."),
-    inventory: Optional[Path] = typer.Option(
+    stack: str | None = typer.Option(None, "--stack", help="Pulumi stack whose `inventory` output lists the hosts."),
+    inventory: Path | None = typer.Option(
         None, "--inventory", help="Inventory JSON (pulumi stack output --json inventory)."
     ),
-    target: Optional[str] = typer.Option(
+    target: str | None = typer.Option(
         None, "--target", help="The inventory's host to drill: queue mode, >= 2 workers."
     ),
-    ssh_key: Optional[Path] = typer.Option(None, "--ssh-key", help="Private key for the fleet's hosts."),
+    ssh_key: Path | None = typer.Option(None, "--ssh-key", help="Private key for the fleet's hosts."),
     ssh_port: int = typer.Option(22, "--ssh-port", help="SSH port of the fleet's hosts."),
-    n8n_login: Optional[Path] = typer.Option(
+    n8n_login: Path | None = typer.Option(
         None,
         "--n8n-login",
         help="Fleet host: the owner login a bench run saved "
         "(results/<run>/secrets/<target>.json); default OUT/logins/<target>.json, "
         "written when the drill sets n8n up itself.",
     ),
-    persistence: Optional[str] = typer.Option(
+    persistence: str | None = typer.Option(
         None, "--persistence", help="redis-restart: aof, none or both (default both)."
     ),
     seed_timing: bool = typer.Option(
@@ -167,12 +166,12 @@ def _is_lab(inventory: Path) -> bool:
 
 
 def _fleet_context(stack, inventory, target, ssh_key, ssh_port, n8n_login, out, stall, json_out):
-    from n8n_sizer.drills.remote import remote_drill_stack, require_drillable
-    from n8n_sizer.hosts.host import SshHost
     from n8n_sizer.bench.session import read_inventory_file, read_stack_inventory
-    from n8n_sizer.stack.bringup import stack_kind_for
+    from n8n_sizer.drills.remote import remote_drill_stack, require_drillable
     from n8n_sizer.errors import InputError
     from n8n_sizer.fleet.inventory import Inventory
+    from n8n_sizer.hosts.host import SshHost
+    from n8n_sizer.stack.bringup import stack_kind_for
 
     data = read_inventory_file(inventory) if inventory is not None else read_stack_inventory(stack)
     hosts = {h.name: h for h in Inventory.model_validate(data).targets()}
@@ -196,9 +195,9 @@ def _run_one(name: str, ctx, out: Path, persistence: str, json_out: bool) -> Non
     import json
 
     from n8n_sizer.drills import run_drill
+    from n8n_sizer.hosts.host import HostError
     from n8n_sizer.stack.handle import StackError
     from n8n_sizer.stack.remote import ComposeHandle
-    from n8n_sizer.hosts.host import HostError
 
     params = {"persistence": persistence} if name == "redis-restart" else {}
     try:

@@ -9,9 +9,9 @@ import typer
 
 
 def lab_drills(names: list[str], inventory: Path, out: str, json_out: bool, extra_flags: list[str]) -> None:
+    from n8n_sizer.errors import InputError
     from n8n_sizer.lab.drills.cluster_drills import LAB_DRILLS, run_lab_drill
     from n8n_sizer.lab.drills.context import lab_drill_context
-    from n8n_sizer.errors import InputError
     from n8n_sizer.safety.files import require_output_folder
     from n8n_sizer.stack.handle import StackError
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -42,9 +41,7 @@ OWNER_ENV = "N8N_SIZER_OWNER"
 
 def cost(
     stack: str = typer.Option(..., "--stack", help="Stack name: reads stacks/Pulumi.<stack>.yaml."),
-    hours: Optional[float] = typer.Option(
-        None, "--hours", help="Hours the fleet runs; default: the stack's ttl_hours."
-    ),
+    hours: float | None = typer.Option(None, "--hours", help="Hours the fleet runs; default: the stack's ttl_hours."),
     warn_eur: float = typer.Option(5.0, "--warn-eur", help="Warn when the total is above this many EUR."),
     stacks_dir: Path = typer.Option(Path("stacks"), "--stacks-dir", help=STACKS_DIR_HELP),
     json_out: bool = typer.Option(False, "--json", help="Print the result as one JSON object."),
@@ -195,11 +192,11 @@ def teardown(
 
 def reap(
     dry_run: bool = typer.Option(False, "--dry-run", help="List what would be deleted; delete nothing."),
-    provider: Optional[str] = typer.Option(
+    provider: str | None = typer.Option(
         None, "--provider", help="hetzner or gcp; default: every provider with credentials."
     ),
-    gcp_project: Optional[str] = typer.Option(None, "--gcp-project", help="GCP project id (default: GOOGLE_PROJECT)."),
-    owner: Optional[str] = typer.Option(
+    gcp_project: str | None = typer.Option(None, "--gcp-project", help="GCP project id (default: GOOGLE_PROJECT)."),
+    owner: str | None = typer.Option(
         None,
         "--owner",
         help="Reap only this owner's resources (the stacks' n8n-sizer:owner; default: N8N_SIZER_OWNER).",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -70,43 +69,39 @@ def build_setup(**fields: object):
 
 
 def render(
-    mode: Optional[str] = typer.Option(None, "--mode", help="regular or queue (not with --topology)."),
-    workers: Optional[int] = typer.Option(
+    mode: str | None = typer.Option(None, "--mode", help="regular or queue (not with --topology)."),
+    workers: int | None = typer.Option(
         None, "--workers", help="Queue-mode workers (default 2 in queue mode, 0 in regular)."
     ),
-    concurrency: Optional[int] = typer.Option(
+    concurrency: int | None = typer.Option(
         None, "--concurrency", help="Executions per worker (worker --concurrency; queue mode, default 10)."
     ),
-    runner_concurrency: Optional[int] = typer.Option(
+    runner_concurrency: int | None = typer.Option(
         None, "--runner-concurrency", help="N8N_RUNNERS_MAX_CONCURRENCY per runner (default 5)."
     ),
-    pool: Optional[int] = typer.Option(
+    pool: int | None = typer.Option(
         None, "--pool", help="DB_POSTGRESDB_POOL_SIZE per n8n process (Postgres only, default 2)."
     ),
-    production_limit: Optional[int] = typer.Option(
-        None, "--production-limit", help="N8N_CONCURRENCY_PRODUCTION_LIMIT."
-    ),
-    db: Optional[str] = typer.Option(None, "--db", help="postgres (default) or sqlite (sqlite: regular mode only)."),
-    n8n_version: Optional[str] = typer.Option(
-        None, "--n8n-version", help="Exact n8n version for n8n and runners images."
-    ),
-    longest_execution_s: Optional[int] = typer.Option(
+    production_limit: int | None = typer.Option(None, "--production-limit", help="N8N_CONCURRENCY_PRODUCTION_LIMIT."),
+    db: str | None = typer.Option(None, "--db", help="postgres (default) or sqlite (sqlite: regular mode only)."),
+    n8n_version: str | None = typer.Option(None, "--n8n-version", help="Exact n8n version for n8n and runners images."),
+    longest_execution_s: int | None = typer.Option(
         None, "--longest-execution-s", help="Longest workflow run; shutdown timeouts go above it (default 30)."
     ),
-    max_connections: Optional[int] = typer.Option(
+    max_connections: int | None = typer.Option(
         None, "--max-connections", help="Postgres max_connections, 1..262143 (default: 100 or what the pools need)."
     ),
     profile: str = typer.Option(
         "bench", "--profile", help="bench (plain HTTP on 5678) or production (Caddy TLS for --domain)."
     ),
-    domain: Optional[str] = typer.Option(None, "--domain", help="Public DNS name for --profile production."),
-    public_url: Optional[str] = typer.Option(
+    domain: str | None = typer.Option(None, "--domain", help="Public DNS name for --profile production."),
+    public_url: str | None = typer.Option(
         None,
         "--public-url",
         help="URL n8n shows for webhooks: required for a --topology of several hosts (never localhost); default from --domain, else http://localhost:5678/ on one bench host.",
     ),
     out: str = typer.Option(..., "--out", help="Folder to write into (created if missing)."),
-    topology: Optional[Path] = typer.Option(
+    topology: Path | None = typer.Option(
         None, "--topology", help='advise --json output (or {"topology": [...]}): one bundle per host.'
     ),
     generate_missing_secrets: bool = typer.Option(
@@ -257,7 +252,6 @@ def _read_env(path: Path, flag: str) -> dict[str, str]:
 def _env_files(text: str, base: Path) -> dict[str, dict[str, str]]:
     """Read every `env_file:` the compose file names, relative to its folder, as Compose does."""
     from n8n_sizer.bundle.composefile import parse_compose_doc
-
     from n8n_sizer.errors import InputError
 
     doc = parse_compose_doc(text)
@@ -281,14 +275,14 @@ def _env_files(text: str, base: Path) -> dict[str, dict[str, str]]:
 
 
 def check(
-    file: Optional[Path] = typer.Argument(None, help="The docker-compose.yml to lint."),
-    env: Optional[Path] = typer.Option(None, "--env", help="A .env file to resolve ${VAR} references from."),
-    vcpu: Optional[int] = typer.Option(None, "--vcpu", help="vCPUs of the server, to judge the worker count."),
-    longest_execution_s: Optional[int] = typer.Option(
+    file: Path | None = typer.Argument(None, help="The docker-compose.yml to lint."),
+    env: Path | None = typer.Option(None, "--env", help="A .env file to resolve ${VAR} references from."),
+    vcpu: int | None = typer.Option(None, "--vcpu", help="vCPUs of the server, to judge the worker count."),
+    longest_execution_s: int | None = typer.Option(
         None, "--longest-execution-s", help="Longest workflow run, to judge shutdown timeouts."
     ),
     json_out: bool = typer.Option(False, "--json", help="Print a JSON list of rule results."),
-    topology: Optional[Path] = typer.Option(
+    topology: Path | None = typer.Option(
         None, "--topology", help="A folder written by `render --topology`: check every host and the rules across them."
     ),
 ) -> int:

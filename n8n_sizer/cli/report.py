@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -21,17 +20,16 @@ Example: n8n-sizer report results/20261130T151500Z-1a2b3c --out report/
 
 
 def report(
-    runs: List[Path] = typer.Argument(..., help="Run folders (results/<run-id>) to report on, one or more."),
-    out: Optional[str] = typer.Option(
+    runs: list[Path] = typer.Argument(..., help="Run folders (results/<run-id>) to report on, one or more."),
+    out: str | None = typer.Option(
         None, "--out", help="Folder for report.md and the PNGs (default: <first run>/report)."
     ),
     no_plots: bool = typer.Option(False, "--no-plots", help="Markdown only, no PNG plots."),
     json_out: bool = typer.Option(False, "--json", help="Print what was written as one JSON object."),
 ) -> None:
-    from n8n_sizer.report.build import build_report
-    from n8n_sizer.report.advice import advice_section
-
     from n8n_sizer.cli.args import check_run_folders
+    from n8n_sizer.report.advice import advice_section
+    from n8n_sizer.report.build import build_report
     from n8n_sizer.safety.files import require_output_folder
 
     check_run_folders(runs)

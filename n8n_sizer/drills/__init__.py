@@ -27,14 +27,14 @@ from n8n_sizer.drills.binary import binary_filesystem
 from n8n_sizer.drills.blip import redis_blip
 from n8n_sizer.drills.common import DrillContext, DrillFailed, DrillOutcome
 from n8n_sizer.drills.stores import postgres_restart, redis_restart
-from n8n_sizer.stack.handle import StackHandle
-from n8n_sizer.stack.local import LocalHandle
 from n8n_sizer.drills.workers import graceful_shutdown, kill_worker, wrong_key
-from n8n_sizer.native.stack import LocalStack, StackOptions
+from n8n_sizer.errors import InputError
 from n8n_sizer.n8n.client import set_up_instance
+from n8n_sizer.native.stack import LocalStack, StackOptions
 from n8n_sizer.runs.records import RunManifest
 from n8n_sizer.runs.store import RunStore, new_run_id
-from n8n_sizer.errors import InputError
+from n8n_sizer.stack.handle import StackHandle
+from n8n_sizer.stack.local import LocalHandle
 from n8n_sizer.versions import N8N_VERSION
 
 DRILLS: dict[str, Callable[..., DrillOutcome]] = {

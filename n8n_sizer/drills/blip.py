@@ -15,7 +15,6 @@ import re
 import signal
 import time
 
-from n8n_sizer.n8n.client import FINAL_STATUSES
 from n8n_sizer.drills.common import (
     DrillContext,
     DrillFailed,
@@ -24,6 +23,7 @@ from n8n_sizer.drills.common import (
     counts,
     wait_for,
 )
+from n8n_sizer.n8n.client import FINAL_STATUSES
 
 BLIP_EXPECTED = (
     "not in the queue-mode test; users report workers that silently stop taking jobs after Redis drops: "
@@ -63,7 +63,7 @@ def redis_blip(
             sent_at = time.monotonic()
             statuses = [ctx.post("long-wait", {"seconds": wait_s}, timeout_s=30)[0] for _ in range(jobs)]
 
-            def settled() -> dict[str, str] | None:
+            def settled(before: set = before) -> dict[str, str] | None:
                 now = {i: s for i, s in ctx.executions("long-wait").items() if i not in before}
                 return now if len(now) >= jobs and all(s in FINAL_STATUSES for s in now.values()) else None
 

@@ -15,11 +15,11 @@ from typing import Any, Literal
 
 import httpx
 
-from n8n_sizer.stack.handle import LOG_LINE_CHARS, LogMark, StackError, StackHandle, wait_until
 from n8n_sizer.n8n.client import N8nClient, N8nSession
 from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, webhook_path
 from n8n_sizer.runs.records import RequestRecord
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.stack.handle import LOG_LINE_CHARS, LogMark, StackError, StackHandle, wait_until
 
 # The public API leaves executions in these statuses out of an unfiltered listing (seen on 2.41.1:
 # a running execution only shows with ?status=running), so they are asked for one by one.

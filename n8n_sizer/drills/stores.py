@@ -9,7 +9,8 @@ import threading
 import time
 from collections import Counter
 
-from n8n_sizer.n8n.client import FINAL_STATUSES
+from n8n_sizer.bench.http_post import HttpPost
+from n8n_sizer.bench.load import run_open
 from n8n_sizer.drills.common import (
     DrillCheck,
     DrillContext,
@@ -19,12 +20,11 @@ from n8n_sizer.drills.common import (
     counts,
     wait_for,
 )
-from n8n_sizer.bench.http_post import HttpPost
-from n8n_sizer.bench.load import run_open
+from n8n_sizer.errors import InputError
+from n8n_sizer.n8n.client import FINAL_STATUSES
 from n8n_sizer.n8n.workflows import read_workflow, webhook_path
 from n8n_sizer.runs.records import RequestRecord
 from n8n_sizer.runs.stats import error_kind
-from n8n_sizer.errors import InputError
 
 # Seed 000, "Redis persistence" table: 20 executions queued with no worker, Redis SIGKILLed and started.
 REDIS_EXPECTED = {
@@ -93,13 +93,15 @@ def redis_restart(ctx: DrillContext, persistence: str = "both", jobs: int = 20, 
     return DrillOutcome(
         drill="redis-restart",
         checks=[c for part in parts for c in part.checks],
-        observed={variant: part.observed for variant, part in zip(variants, parts)},
+        observed={variant: part.observed for variant, part in zip(variants, parts, strict=True)},
         timings_s={
-            f"{variant} {key}": value for variant, part in zip(variants, parts) for key, value in part.timings_s.items()
+            f"{variant} {key}": value
+            for variant, part in zip(variants, parts, strict=True)
+            for key, value in part.timings_s.items()
         },
         log_lines={
             f"{key} ({variant})": value
-            for variant, part in zip(variants, parts)
+            for variant, part in zip(variants, parts, strict=True)
             for key, value in part.log_lines.items()
         },
         settings={"redis_persistence": ",".join(variants)},

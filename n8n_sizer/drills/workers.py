@@ -5,7 +5,6 @@ from __future__ import annotations
 import secrets
 import time
 
-from n8n_sizer.n8n.client import FINAL_STATUSES
 from n8n_sizer.drills.common import (
     DrillContext,
     DrillFailed,
@@ -15,6 +14,7 @@ from n8n_sizer.drills.common import (
     iso_seconds,
     wait_for,
 )
+from n8n_sizer.n8n.client import FINAL_STATUSES
 
 # Seed 000, "Failure drills", 1. Kill a worker mid-execution (n8n 2.40.7, four 50 s Wait executions).
 KILL_EXPECTED = {

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 import httpx
 
@@ -108,7 +109,7 @@ class RetryingClient:
     def close(self) -> None:
         self._client.close()
 
-    def __enter__(self) -> "RetryingClient":
+    def __enter__(self) -> RetryingClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

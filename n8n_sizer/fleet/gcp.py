@@ -12,7 +12,7 @@ and carry the labels as `key=value` words in their description, which the reaper
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import pulumi
 import pulumi_gcp as gcp

@@ -8,7 +8,7 @@ fresh VM is open. Every resource carries the fleet labels, `expires-at` included
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import pulumi
 import pulumi_hcloud as hcloud

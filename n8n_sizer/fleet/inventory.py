@@ -54,7 +54,7 @@ class InventoryHost(Frozen):
     roles: dict[str, int] | None = None  # a cluster host's process counts per role (bundle.topology.Roles)
 
     @model_validator(mode="after")
-    def _setup_for_targets(self) -> "InventoryHost":
+    def _setup_for_targets(self) -> InventoryHost:
         if self.role == "cluster" and (self.roles is None or self.setup is not None):
             raise ValueError(f"cluster host {self.name} needs roles and no setup")
         if self.role != "cluster" and self.roles is not None:
@@ -76,7 +76,7 @@ class Inventory(Frozen):
     lab: dict[str, Any] | None = None  # `lab up`'s state, for `lab down` (see the module docstring)
 
     @model_validator(mode="after")
-    def _one_loadgen(self) -> "Inventory":
+    def _one_loadgen(self) -> Inventory:
         for key, host in self.hosts.items():
             if key != host.name:
                 raise ValueError(f"hosts[{key[:60]!r}] names itself {host.name!r}")

@@ -9,7 +9,7 @@ valid on both providers, readable, and it sorts like the time it encodes.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 PROJECT_LABEL = "n8n-sizer"
 EXPIRES_FORMAT = "%Y-%m-%dt%H-%Mz"
@@ -21,7 +21,7 @@ def encode_expires_at(moment: datetime) -> str:
     """`2026-12-01t10-00z` for 2026-12-01 10:00 UTC (seconds dropped; rounds up to the next minute)."""
     if moment.tzinfo is None:
         raise ValueError("expires-at needs a timezone-aware datetime")
-    utc = moment.astimezone(timezone.utc)
+    utc = moment.astimezone(UTC)
     if utc.second or utc.microsecond:
         utc = utc.replace(second=0, microsecond=0) + timedelta(minutes=1)
     return utc.strftime(EXPIRES_FORMAT)
@@ -30,7 +30,7 @@ def encode_expires_at(moment: datetime) -> str:
 def decode_expires_at(value: str) -> datetime | None:
     """The UTC time an `expires-at` label encodes, or None when the value is not in that format."""
     try:
-        return datetime.strptime(value, EXPIRES_FORMAT).replace(tzinfo=timezone.utc)
+        return datetime.strptime(value, EXPIRES_FORMAT).replace(tzinfo=UTC)
     except ValueError:
         return None
 

@@ -40,12 +40,12 @@ def gcp_region(zone: str) -> str:
 LOADGEN_READY_MARKER = "/var/lib/n8n-sizer-loadgen-ready"  # the bench driver waits for this file
 # The load generator only needs Docker to run the pinned k6 image; the apt timers are off for the same
 # reason as on targets (seed 004: an unattended package refresh made a 56 s request).
-LOADGEN_CLOUD_INIT = """#cloud-config
+LOADGEN_CLOUD_INIT = f"""#cloud-config
 package_update: true
 packages: [docker.io]
 runcmd:
   - [systemctl, disable, --now, apt-daily.timer, apt-daily-upgrade.timer, unattended-upgrades.service]
   - [sh, -c, "systemctl mask --now apt-news.service packagekit.service || true"]
   - [systemctl, enable, --now, docker]
-  - [touch, {marker}]
-""".format(marker=LOADGEN_READY_MARKER)
+  - [touch, {LOADGEN_READY_MARKER}]
+"""

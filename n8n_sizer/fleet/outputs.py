@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 import pulumi
 
 from n8n_sizer.fleet.labels import expires_at
-from n8n_sizer.fleet.sshkey import fleet_ssh_key
 from n8n_sizer.fleet.spec import FleetSpec
+from n8n_sizer.fleet.sshkey import fleet_ssh_key
 
 
 @dataclass
@@ -29,7 +30,7 @@ CreateServers = Callable[[str, pulumi.Input[str]], tuple[pulumi.ComponentResourc
 def assemble(spec: FleetSpec, now: datetime | None, create: CreateServers) -> Fleet:
     """What every stack program does around its servers: one expiry stamp for every label, one SSH key (generated
     unless the stack file gives one), then `create` builds the provider's component and its inventory."""
-    expires = expires_at(now or datetime.now(timezone.utc), spec.ttl_hours)
+    expires = expires_at(now or datetime.now(UTC), spec.ttl_hours)
     public_key, private_key = fleet_ssh_key(spec)
     component, inventory = create(expires, public_key)
     return Fleet(spec=spec, expires_at=expires, inventory=inventory, ssh_private_key=private_key, component=component)

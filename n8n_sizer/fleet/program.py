@@ -8,8 +8,9 @@ with secrets generated at `pulumi up` time; it reaches the providers as a Pulumi
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 import pulumi
 

@@ -11,19 +11,19 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Protocol
-
+from typing import Protocol
 
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.api import CloudResource, Outcome
 from n8n_sizer.fleet.labels import PROJECT_LABEL, resource_expired
 from n8n_sizer.fleet.spec import NAMESPACE, OWNER_RE, read_stack_config, stack_file
-from n8n_sizer.fleet.sweep_gcp import GcpSweeper
-from n8n_sizer.fleet.sweep_hetzner import HetznerSweeper
 from n8n_sizer.fleet.sweep_gcp import TOKEN_ENV as GCP_TOKEN_ENV
+from n8n_sizer.fleet.sweep_gcp import GcpSweeper
 from n8n_sizer.fleet.sweep_hetzner import TOKEN_ENV as HCLOUD_TOKEN_ENV
+from n8n_sizer.fleet.sweep_hetzner import HetznerSweeper
 from n8n_sizer.safety.frozen import Frozen
 
 DESTROY_TIMEOUT_S = 1800
@@ -221,7 +221,7 @@ def reap(
 ) -> SweepReport:
     """Delete (or, dry run, list) every fleet resource of `owner` (None: of every owner) whose `expires-at`
     has passed. Every candidate's labels are checked here, whatever the API's filter did."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     outcomes: list[Outcome] = []
     for sweeper in sweepers:
         candidates, selector = sweeper.expiry_candidates(owner, now)

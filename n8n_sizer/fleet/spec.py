@@ -20,19 +20,20 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
 from n8n_sizer.advisor.catalog import ServerSize, UnknownSize, find_size
-from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.advisor.pools import setup_required_max_connections as required_max_connections
+from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.errors import InputError
-from n8n_sizer.safety.names import matching
-from n8n_sizer.safety.network import check_ssh_cidr
 from n8n_sizer.fleet.locations import GCP_ZONE_RE, HETZNER_EU_ONLY_PREFIXES, HETZNER_LOCATIONS
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.safety.names import matching
+from n8n_sizer.safety.network import check_ssh_cidr
 
 NAMESPACE = "n8n-sizer"
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,28}[a-z0-9]$")
@@ -84,7 +85,7 @@ class TargetSpec(HostSpec):
     max_connections: int | None = Field(None, ge=1, le=262143)  # Postgres' own bound
 
     @model_validator(mode="after")
-    def _pools_fit(self) -> "TargetSpec":
+    def _pools_fit(self) -> TargetSpec:
         if self.max_connections is None:
             return self
         if self.setup.db != "postgres":
@@ -136,7 +137,7 @@ class FleetSpec(Frozen):
     targets: tuple[TargetSpec, ...] = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _cidr(self) -> "FleetSpec":
+    def _cidr(self) -> FleetSpec:
         # The one rule for SSH source ranges (safety/network.py): no host bits, no documentation range
         # other than at `pulumi up` (see `refuse_example_cidr`), nothing wider than a /16 unless allow_wide_ssh.
         if self.operator_cidr in ("0.0.0.0/0", "::/0"):
@@ -161,7 +162,7 @@ class FleetSpec(Frozen):
         return v.strip() if v is not None else None
 
     @model_validator(mode="after")
-    def _fleet_fits(self) -> "FleetSpec":
+    def _fleet_fits(self) -> FleetSpec:
         if self.provider == "hetzner" and self.location not in HETZNER_LOCATIONS:
             raise _KeyError(
                 "location", f"{self.location!r} is not a Hetzner location; use one of " + ", ".join(HETZNER_LOCATIONS)

@@ -5,8 +5,9 @@ Kept apart from `spec` so that the plain fleet's model does not depend on the cl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.spec import FleetSpec, namespace_values, parse_fleet_config, read_stack_config

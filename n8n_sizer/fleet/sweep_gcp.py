@@ -16,11 +16,12 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from n8n_sizer.errors import InputError
-from n8n_sizer.fleet.labels import PROJECT_LABEL, resource_expired
 from n8n_sizer.fleet.api import CloudResource, Outcome, ProviderApiError, bearer_client, check_token, env_token
+from n8n_sizer.fleet.labels import PROJECT_LABEL, resource_expired
 
 URL_ENV = "N8N_SIZER_GCP_COMPUTE_URL"
 DEFAULT_URL = "https://compute.googleapis.com/compute/v1"

@@ -9,11 +9,10 @@ they are gone before it deletes firewalls and SSH keys.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
-from n8n_sizer.fleet.labels import expiring_selector, stack_selector
 from n8n_sizer.fleet.api import CloudResource, Outcome, ProviderApiError, bearer_client, check_token, env_token
-from n8n_sizer.fleet.labels import selector_matches
+from n8n_sizer.fleet.labels import expiring_selector, selector_matches, stack_selector
 
 URL_ENV = "N8N_SIZER_HCLOUD_URL"
 DEFAULT_URL = "https://api.hetzner.cloud/v1"

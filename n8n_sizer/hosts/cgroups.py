@@ -145,7 +145,7 @@ class CpuGroup:
     def dir(self, controller: str) -> Path:
         return self.mounts[controller] / self.path
 
-    def create(self) -> "CpuGroup":
+    def create(self) -> CpuGroup:
         """Make the group (and its parents) under each controller; an existing one is reused."""
         if not self.path.split("/")[0].startswith(PREFIX):
             raise CgroupError(f"cgroup {self.path}: only groups under {PREFIX}<id> are made here")
@@ -213,7 +213,7 @@ def remove_tree(top: str, mounts: dict[str, Path], timeout_s: float = 5.0) -> tu
     if not top.startswith(PREFIX) or "/" in top:
         raise CgroupError(f"cgroup {top}: only a top-level {PREFIX}<id> group is removed here")
     removed, failed = [], []
-    for c, mount in mounts.items():
+    for mount in mounts.values():
         root = mount / top
         if not root.is_dir():
             continue

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from n8n_sizer.hosts.host import Host
 from n8n_sizer.safety.frozen import Frozen
 

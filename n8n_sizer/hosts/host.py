@@ -16,10 +16,10 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Protocol
-
+from typing import Protocol
 
 from n8n_sizer.errors import RemoteError
 from n8n_sizer.safety.frozen import Frozen
@@ -208,7 +208,7 @@ class SshHost:
             raise HostError(
                 f"{self.name}: SSH login as {self._where()} refused ({exc}); try --ssh-key with the fleet's private key"
             ) from None
-        except (socket.timeout, TimeoutError) as exc:
+        except TimeoutError as exc:
             raise HostError(
                 f"{self.name}: cannot reach {self._where()} over SSH (timed out after "
                 f"{self.connect_timeout_s:g} s: {exc}); check the address and the firewall"

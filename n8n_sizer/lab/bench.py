@@ -9,8 +9,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from n8n_sizer.errors import InputError
 from n8n_sizer.hosts.host import SshHost
@@ -168,10 +168,11 @@ def lab_up(run) -> str:
 def _owner_login(cluster, run_secrets: Path) -> None:
     """n8n has one owner per cluster: the first bench sets it up and keeps its login next to the cluster's
     secrets (0600), and every bench on that cluster starts from a copy in its own secrets folder."""
+    from pydantic import SecretStr
+
     from n8n_sizer.lab.deploy import OWNER_LOGIN, lab_owner
     from n8n_sizer.n8n.client import OwnerLogin
     from n8n_sizer.n8n.link import saved_or_new_session
-    from pydantic import SecretStr
 
     owner = Path(cluster.secrets_file).with_name(OWNER_LOGIN)  # the lab's hosts/ folder, where the drills look too
     made = lab_owner(owner.parent)  # the owner main created from its environment at start

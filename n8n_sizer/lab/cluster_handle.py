@@ -71,10 +71,10 @@ class LabClusterHandle(StackHandle):
         self.main_url = self.cluster.url
 
     @classmethod
-    def open(cls, inventory_path: Path) -> "LabClusterHandle":
+    def open(cls, inventory_path: Path) -> LabClusterHandle:
         return cls(inventory_path)
 
-    def __enter__(self) -> "LabClusterHandle":
+    def __enter__(self) -> LabClusterHandle:
         return self
 
     def __exit__(self, *exc: object) -> None:

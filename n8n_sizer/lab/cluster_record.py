@@ -8,7 +8,6 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-
 N8N_ROLES = ("main", "webhook", "worker")
 
 

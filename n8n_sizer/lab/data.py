@@ -20,7 +20,6 @@ import json
 import secrets
 from pathlib import Path
 
-
 from n8n_sizer.bundle.n8n_env import POSTGRES_DATABASE, POSTGRES_USER
 from n8n_sizer.errors import InputError, RemoteError
 from n8n_sizer.safety.frozen import Frozen

@@ -17,7 +17,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-
 from n8n_sizer.bundle.render_topology import data_clients, ingest_caddyfile
 from n8n_sizer.bundle.topology import parse_topology
 from n8n_sizer.errors import InputError
@@ -28,9 +27,9 @@ from n8n_sizer.lab.ingest import deploy_caddy, lab_caddyfile
 from n8n_sizer.lab.n8n_role import MAIN_PORT, N8nProcess, deploy_n8n_role
 from n8n_sizer.lab.state import LabState, read_lab_state
 from n8n_sizer.safety.files import read_user_text
+from n8n_sizer.safety.frozen import Frozen
 from n8n_sizer.safety.jsondoc import load_json
 from n8n_sizer.safety.write import write_atomic
-from n8n_sizer.safety.frozen import Frozen
 
 DEPLOY_FIX = "run `n8n-sizer lab deploy --inventory lab.json` again"
 

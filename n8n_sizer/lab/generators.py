@@ -8,9 +8,10 @@ from __future__ import annotations
 import shlex
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
-from typing import Sequence
 
 from n8n_sizer.bench.shapes import arrival_times, constant
 from n8n_sizer.errors import RemoteError
@@ -20,7 +21,6 @@ from n8n_sizer.runs.records import RequestRecord, StepTally
 from n8n_sizer.runs.store import MAX_RECORDS_BYTES
 from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.write import write_atomic
-
 
 LAB_TARGET = "cluster"  # the one target of a lab run: results, ledger and report stay one folder
 AGENT_GRACE_S = 30.0  # after its share ends, how long a generator's requests in flight may still answer
@@ -50,7 +50,7 @@ def seq_starts(seq_start: int, counts: Sequence[int]) -> list[int]:
 def merge_records(parts: Sequence[Sequence[RequestRecord]]) -> list[RequestRecord]:
     """The generators' records as one list by sequence number; a duplicate number is a broken split."""
     merged = sorted((r for part in parts for r in part), key=lambda r: r.seq)
-    for a, b in zip(merged, merged[1:]):
+    for a, b in pairwise(merged):
         if a.seq == b.seq:
             raise RemoteError(f"generators {a.generator} and {b.generator} both recorded request {a.seq}")
     return merged
@@ -158,7 +158,10 @@ def run_lab_step(
             except Exception:  # the share's error (above) is the one worth reporting
                 pass
 
-    threads = [threading.Thread(target=one, args=(g, r, s), name=f"agent-{g}") for g, r, s in zip(names, rates, starts)]
+    threads = [
+        threading.Thread(target=one, args=(g, r, s), name=f"agent-{g}")
+        for g, r, s in zip(names, rates, starts, strict=True)
+    ]
     for t in threads:
         t.start()
     for t in threads:

@@ -14,7 +14,6 @@ import os
 import shutil
 from pathlib import Path
 
-
 from n8n_sizer.errors import InputError
 from n8n_sizer.lab.n8n_role import MAIN_PORT, WEBHOOK_BASE_PORT
 from n8n_sizer.safety.frozen import Frozen

@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-
 from n8n_sizer.errors import InputError
 from n8n_sizer.lab.data import POSTGRES_PORT, REDIS_PORT
 from n8n_sizer.safety.frozen import Frozen
@@ -78,9 +77,8 @@ def lab_env(
 ) -> dict[str, str]:
     """The environment `render --topology` gives this role (`bundle.n8n_env.role_env` of the topology, bench
     profile), wired to the lab's addresses: the data host's Postgres and Redis, runners internal."""
-    from n8n_sizer.bundle.n8n_env import shape_of_topology
+    from n8n_sizer.bundle.n8n_env import process_env, shape_of_topology
     from n8n_sizer.bundle.native_env import native_wiring
-    from n8n_sizer.bundle.n8n_env import process_env
 
     wiring = native_wiring(
         secrets,

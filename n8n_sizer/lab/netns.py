@@ -17,13 +17,14 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from n8n_sizer.bundle.topology import Topology
 from n8n_sizer.errors import InputError, RemoteError
-from n8n_sizer.lab import cpu as lab_cpu, sshd
+from n8n_sizer.lab import cpu as lab_cpu
+from n8n_sizer.lab import sshd
 from n8n_sizer.lab.plan import (
     BRIDGE_PREFIX,
     LAB_ID_RE,

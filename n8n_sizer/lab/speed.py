@@ -48,7 +48,9 @@ def probe(node_bin: Path, rounds: int = 7, timeout_s: float = 60.0) -> dict:
             [str(node_bin), "-e", SPEED_JS, str(rounds)], capture_output=True, text=True, timeout=timeout_s
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise InputError(f"speed probe with {node_bin}: {exc}; install n8n's Node.js with `bash scripts/test.sh`")
+        raise InputError(
+            f"speed probe with {node_bin}: {exc}; install n8n's Node.js with `bash scripts/test.sh`"
+        ) from None
     if res.returncode != 0:
         raise InputError(f"speed probe with {node_bin} failed: {res.stderr.strip()[-200:]}")
     got = json.loads(res.stdout)

@@ -59,7 +59,7 @@ class OwnerLogin(Frozen):
     last_name: str = "Owner"
 
     @classmethod
-    def generate(cls, email: str = "bench-owner@n8n-sizer.invalid") -> "OwnerLogin":
+    def generate(cls, email: str = "bench-owner@n8n-sizer.invalid") -> OwnerLogin:
         # n8n's rule: 8+ characters with a number and an uppercase letter.
         return cls(email=email, password=SecretStr(f"Nz9-{secrets.token_urlsafe(18)}"))
 
@@ -81,7 +81,7 @@ class N8nClient:
         self._api_key = api_key
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s)
 
-    def __enter__(self) -> "N8nClient":
+    def __enter__(self) -> N8nClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

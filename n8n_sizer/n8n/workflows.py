@@ -17,7 +17,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-
 from n8n_sizer.errors import InputError
 from n8n_sizer.n8n.client import N8nClient
 from n8n_sizer.safety.frozen import Frozen
@@ -40,7 +39,7 @@ class BenchWorkflow(Frozen):
     method: str
     body: bytes
 
-    def copy_for(self, suffix: str) -> "BenchWorkflow":
+    def copy_for(self, suffix: str) -> BenchWorkflow:
         """The same workflow on webhook path `<path>-<suffix>` with fresh webhook ids (e.g. the warm-up copy)."""
         path = f"{self.webhook_path}-{suffix}"
         return self.model_copy(

@@ -28,10 +28,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-
 from n8n_sizer.errors import InputError, RemoteError
-from n8n_sizer.versions import N8N_VERSION, NODE_PACKAGE
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.versions import N8N_VERSION, NODE_PACKAGE
 
 CACHE_ENV = "N8N_SIZER_CACHE"
 MARKER = "n8n-sizer-install.json"

@@ -7,7 +7,6 @@ from __future__ import annotations
 from n8n_sizer.native import services
 from n8n_sizer.native.services import ServiceError
 
-
 PORT_RETRIES = 2
 
 

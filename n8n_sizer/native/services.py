@@ -19,10 +19,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-
 from n8n_sizer.errors import InputError, RemoteError
-from n8n_sizer.safety.write import write_atomic
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.safety.write import write_atomic
 
 
 class ServiceError(RemoteError):

@@ -24,17 +24,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.advisor.pools import setup_recommended_max_connections as recommended_max_connections
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.bundle.n8n_env import POSTGRES_DATABASE, POSTGRES_USER, N8nPorts, shutdown_timeouts
+from n8n_sizer.bundle.native_env import NativeSecrets, n8n_argv, n8n_env
 from n8n_sizer.native import ports as ports_
 from n8n_sizer.native import services
 from n8n_sizer.native.datastores import DataStores
 from n8n_sizer.native.ingest import IngestProcesses, caddy_binary
-from n8n_sizer.native.ports import FreePorts
 from n8n_sizer.native.install import N8nInstall, install_n8n
-from n8n_sizer.bundle.n8n_env import POSTGRES_DATABASE, POSTGRES_USER, shutdown_timeouts
-from n8n_sizer.bundle.native_env import NativeSecrets, n8n_argv, n8n_env
-from n8n_sizer.bundle.n8n_env import N8nPorts
+from n8n_sizer.native.ports import FreePorts
 from n8n_sizer.native.services import RunningProcess, ServiceError
 from n8n_sizer.native.state import SECRETS_FILE, STATE_FILE, StackOptions, StackState, StateFile
 
@@ -140,13 +139,13 @@ class LocalStack(DataStores, IngestProcesses, FreePorts, StateFile):
 
     # --- whole stack ---------------------------------------------------------------------------
 
-    def __enter__(self) -> "LocalStack":
+    def __enter__(self) -> LocalStack:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self) -> "LocalStack":
+    def start(self) -> LocalStack:
         """Start Postgres, Redis, main, the webhook processors and Caddy, then the workers; on any failure stop
         what did start, then raise."""
         try:

@@ -9,11 +9,11 @@ from typing import Literal, Self
 from pydantic import Field
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.native.install import N8nInstall
 from n8n_sizer.bundle.n8n_env import N8nPorts
-from n8n_sizer.native.services import RunningProcess
-from n8n_sizer.errors import InputError
 from n8n_sizer.bundle.native_env import NativeSecrets
+from n8n_sizer.errors import InputError
+from n8n_sizer.native.install import N8nInstall
+from n8n_sizer.native.services import RunningProcess
 from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.frozen import Frozen
 from n8n_sizer.safety.write import write_atomic

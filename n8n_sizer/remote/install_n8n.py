@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -26,7 +25,7 @@ app = typer.Typer(
 @app.command()
 def install(
     n8n_version: str = typer.Option(N8N_VERSION, help=f"n8n version to install (default: the pin, {N8N_VERSION})"),
-    cache: Optional[Path] = typer.Option(None, help="cache folder (default: $N8N_SIZER_CACHE or ~/.cache/n8n-sizer)"),
+    cache: Path | None = typer.Option(None, help="cache folder (default: $N8N_SIZER_CACHE or ~/.cache/n8n-sizer)"),
 ):
     from n8n_sizer.native.install import install_n8n
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from n8n_sizer.lab import host_agent
 from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.lab import host_agent
 from n8n_sizer.remote.protocol import serve
 
 app = typer.Typer(
@@ -58,8 +57,8 @@ def stop(
 @app.command("start", help="start a snapshot's process again and wait until it is ready")
 def start(
     snapshot: Path = SNAPSHOT,
-    ready_http: Optional[str] = READY_HTTP,
-    ready_redis: Optional[str] = READY_REDIS,
+    ready_http: str | None = READY_HTTP,
+    ready_redis: str | None = READY_REDIS,
     timeout: float = typer.Option(300.0, "--timeout", help="seconds to wait until it is ready"),
 ) -> dict:
     return host_agent.start(snapshot, ready_http, ready_redis, timeout)
@@ -71,7 +70,7 @@ def send(pid: int = PID, signal: str = SIGNAL) -> dict:
 
 
 @app.command("ready", help="one readiness check, no waiting")
-def ready(ready_http: Optional[str] = READY_HTTP, ready_redis: Optional[str] = READY_REDIS) -> dict:
+def ready(ready_http: str | None = READY_HTTP, ready_redis: str | None = READY_REDIS) -> dict:
     return {"ready": host_agent.ready(ready_http, ready_redis)}
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -38,7 +37,7 @@ def up(
     secrets: Path = typer.Option(...),
     topology: Path = typer.Option(...),
     index: int = typer.Option(1),
-    owner: Optional[Path] = typer.Option(None),
+    owner: Path | None = typer.Option(None),
 ):
     from n8n_sizer.lab.n8n_role import start_n8n_role
 

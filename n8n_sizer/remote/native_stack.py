@@ -15,7 +15,6 @@ import json
 import signal
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 from pydantic import ValidationError
@@ -69,11 +68,11 @@ def up(
     db: str = typer.Option("postgres", help="sqlite or postgres"),
     concurrency: int = typer.Option(10, help="worker --concurrency (default 10)"),
     runner_concurrency: int = typer.Option(5, help="N8N_RUNNERS_MAX_CONCURRENCY (default 5)"),
-    production_limit: Optional[int] = typer.Option(None, help="N8N_CONCURRENCY_PRODUCTION_LIMIT"),
+    production_limit: int | None = typer.Option(None, help="N8N_CONCURRENCY_PRODUCTION_LIMIT"),
     db_pool_size: int = typer.Option(2, help="DB_POSTGRESDB_POOL_SIZE (default 2)"),
     webhook_processors: int = typer.Option(0, help="queue mode: `n8n webhook` processes behind Caddy"),
     redis_persistence: str = typer.Option("aof", help="aof or none"),
-    cpus: Optional[int] = typer.Option(None, help="pin every process to cores 0..K-1 (taskset)"),
+    cpus: int | None = typer.Option(None, help="pin every process to cores 0..K-1 (taskset)"),
     env: list[str] = typer.Option([], help="KEY=VALUE for every n8n process (repeatable)"),
     start_timeout: float = typer.Option(180.0, help="seconds to wait for each process"),
 ) -> dict:
@@ -146,7 +145,7 @@ def send_signal(
 def stop_process(
     state: Path = STATE,
     process: str = PROCESS,
-    timeout: Optional[float] = typer.Option(None, help="seconds before SIGKILL"),
+    timeout: float | None = typer.Option(None, help="seconds before SIGKILL"),
 ) -> dict:
     forced = _attach(state).stop_process(process, timeout)
     return {"process": process, "stopped": True, "forced": forced}
@@ -158,7 +157,7 @@ def start_process(
     process: str = PROCESS,
     env: list[str] = typer.Option([], help="KEY=VALUE overriding the n8n environment"),
     no_wait: bool = typer.Option(False, "--no-wait", help="do not wait until it is ready"),
-    redis_persistence: Optional[str] = typer.Option(None, help="aof or none"),
+    redis_persistence: str | None = typer.Option(None, help="aof or none"),
 ) -> dict:
     _choice(redis_persistence, "--redis-persistence", ("aof", "none"))
     stack = _attach(state)
@@ -170,7 +169,7 @@ def start_process(
 def wait_ready(
     state: Path = STATE,
     process: str = PROCESS,
-    timeout: Optional[float] = typer.Option(None, help="seconds (default: the stack's start timeout)"),
+    timeout: float | None = typer.Option(None, help="seconds (default: the stack's start timeout)"),
 ) -> dict:
     seconds = _attach(state).wait_ready(process, timeout)
     return {"process": process, "ready_after_s": round(seconds, 2)}
@@ -197,9 +196,7 @@ def _restarted(stack, name: str) -> dict:
 
 
 @app.command("restart-redis", help="SIGKILL Redis and start it again")
-def restart_redis(
-    state: Path = STATE, redis_persistence: Optional[str] = typer.Option(None, help="aof or none")
-) -> dict:
+def restart_redis(state: Path = STATE, redis_persistence: str | None = typer.Option(None, help="aof or none")) -> dict:
     _choice(redis_persistence, "--redis-persistence", ("aof", "none"))
     stack = _attach(state)
     stack.restart_redis(redis_persistence)

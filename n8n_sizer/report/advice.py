@@ -9,8 +9,8 @@ without a capacity point is "not known yet", with the run that would measure it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from n8n_sizer.advisor.engine import build_advisor
 from n8n_sizer.advisor.fit import is_user_point

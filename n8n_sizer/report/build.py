@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from n8n_sizer.errors import InputError
 from n8n_sizer.report.model import RunData, StepRow, load_run, step_rows
 from n8n_sizer.runs.stats import ROLES

@@ -10,23 +10,22 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from n8n_sizer.errors import InputError
 from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample
 from n8n_sizer.runs.stats import (
     answered_latencies,
     error_kind,
+    is_shaped,
     peak_stack_ram_mib,
     percentile,
+    role_demands_ms,
     select,
+    shaped_offered_per_s,
     step_concurrency,
     step_rate,
-    role_demands_ms,
     step_throughput,
     step_windows,
     within,
-    is_shaped,
-    shaped_offered_per_s,
 )
 from n8n_sizer.runs.store import RunStore
 from n8n_sizer.safety.frozen import Frozen

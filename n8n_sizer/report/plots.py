@@ -113,7 +113,7 @@ def plot_latency_by_step(rows: Sequence[StepRow], path: Path) -> Path | None:
         measured = [getattr(r, f"{q}_ms") for r in rows]  # None: nothing answered in the step
         values = [float("nan") if v is None else v for v in measured]  # no bar, never a 0 ms one
         bars = ax.bar([x + (i - 1) * width for x in range(len(rows))], values, width, label=q, color=colour)
-        for bar, v in zip(bars, measured):
+        for bar, v in zip(bars, measured, strict=True):
             text = "no answer" if v is None else f"{v / 1000:.1f} s" if v >= 1000 else f"{v:.0f} ms"
             ax.annotate(
                 text,
@@ -212,9 +212,9 @@ def plot_run_target(run: RunData, target: str, out_dir: Path) -> list[Path]:
     plt = _pyplot()
     fig, axes = plt.subplots(4, 1, figsize=(11.5, 10.5), sharex=True)
     for ax in axes:
-        for i, (step, (start, end)) in enumerate(windows.items()):
+        for i, (start, end) in enumerate(windows.values()):
             ax.axvspan(start - t0, end - t0, color=STEP_COLOURS[i % 2], zorder=0)
-    for i, (step, (start, end)) in enumerate(windows.items()):
+    for step, (start, end) in windows.items():
         axes[0].annotate(
             step,
             ((start + end) / 2 - t0, 0.97),

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from n8n_sizer.advisor.measurements import Hardware, Load, MeasuredSetup, Measurement, Results
 from n8n_sizer.advisor.roles import MEASURED_ROLES  # the roles whose CPU per execution the fit takes as data
+from n8n_sizer.errors import InputError
 from n8n_sizer.runs.records import Sample
 from n8n_sizer.runs.stats import is_shaped, role_demands_ms, step_windows
 from n8n_sizer.runs.store import RUN_JSON, RunStore
-from n8n_sizer.errors import InputError
 
 
 def find_runs(path: Path) -> list[Path]:

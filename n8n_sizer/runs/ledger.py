@@ -18,7 +18,7 @@ lost_seqs           the accepted requests themselves whose execution is not stor
 
 from __future__ import annotations
 
-from typing import Collection, Iterable
+from collections.abc import Collection, Iterable
 
 from n8n_sizer.runs.records import REFUSAL_STATUS, ClassTally, Ledger, RequestRecord
 

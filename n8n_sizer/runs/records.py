@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
 from n8n_sizer.safety.frozen import Frozen
 
 # "dropped": not sent because the in-flight cap was reached (k6's dropped iterations); its sent_s is the

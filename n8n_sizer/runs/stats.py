@@ -80,7 +80,7 @@ def peak_stack_ram_mib(samples: Iterable[Sample]) -> float | None:
         return None
     latest: dict[str, float] = {}
     peak = 0.0
-    for t, host, v in sorted((t, h, v) for h, rows in per_host.items() for t, v in rows):
+    for _t, host, v in sorted((t, h, v) for h, rows in per_host.items() for t, v in rows):
         latest[host] = v
         peak = max(peak, sum(latest.values()))
     return peak

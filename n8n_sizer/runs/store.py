@@ -15,17 +15,16 @@ import secrets
 import statistics
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from pydantic import ValidationError
 
-from n8n_sizer.runs.records import StepTally
-from n8n_sizer.safety.write import write_atomic
-from n8n_sizer.runs.stats import step_throughput
-from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample
 from n8n_sizer.errors import InputError
+from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample, StepTally
+from n8n_sizer.runs.stats import step_throughput
 from n8n_sizer.safety.files import read_user_text
+from n8n_sizer.safety.write import write_atomic
 
 # A run's requests.jsonl at 100 req/s for an hour is about 70 MB; four times that is still a file this
 # process can parse, and far below what a link to /dev/zero or a runaway file would ask of memory.
@@ -53,7 +52,7 @@ class RunStore:
         return self.manifest.run_id
 
     @classmethod
-    def create(cls, out_dir: Path, manifest: RunManifest) -> "RunStore":
+    def create(cls, out_dir: Path, manifest: RunManifest) -> RunStore:
         out_dir.mkdir(parents=True, exist_ok=True)
         folder = out_dir / manifest.run_id
         try:
@@ -70,7 +69,7 @@ class RunStore:
         return store
 
     @classmethod
-    def open(cls, run: str | Path, out_dir: Path | None = None) -> "RunStore":
+    def open(cls, run: str | Path, out_dir: Path | None = None) -> RunStore:
         """`run` is a folder, or a run id under `out_dir`."""
         folder = Path(run)
         if not (folder / RUN_JSON).is_file() and out_dir is not None:

@@ -8,7 +8,7 @@ Plain functions: a pydantic model wraps one in `AfterValidator`, so the message 
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 
 def matching(pattern: re.Pattern[str], message: str) -> Callable[[str], str]:

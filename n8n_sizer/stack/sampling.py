@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from n8n_sizer.telemetry.probes.host import host_probes
 from n8n_sizer.bundle.n8n_env import POSTGRES_DATABASE, POSTGRES_USER
+from n8n_sizer.telemetry.probes.host import host_probes
 from n8n_sizer.telemetry.probes.services import n8n_metrics_probe, postgres_probe, redis_probes
 
 

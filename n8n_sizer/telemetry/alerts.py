@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-
 from n8n_sizer.runs.records import RequestRecord, Sample
 from n8n_sizer.runs.stats import per_label, select
 from n8n_sizer.safety.frozen import Frozen

@@ -22,10 +22,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from n8n_sizer.hosts.host import Host
+from n8n_sizer.runs.records import Sample
 from n8n_sizer.telemetry.probes import Probe, batch_command, split_batch
 from n8n_sizer.telemetry.probes.host import parse_children, process_probe, process_tree_probe
 from n8n_sizer.telemetry.probes.rates import counters_to_rates, is_counter
-from n8n_sizer.runs.records import Sample
 
 ERROR_METRIC = "probe_error"
 EDITOR_METRIC = "editor_get_workflow_ms"

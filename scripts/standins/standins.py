@@ -212,7 +212,7 @@ def start_engine(data_root: Path | None = None) -> Engine:
                 raise RuntimeError(
                     f"{data_root} stayed locked for {BUILD_TIMEOUT_S} s: another run's dockerd "
                     f"uses it (`standins.py up` leaves one running; stop it by its PID)"
-                )
+                ) from None
             time.sleep(2)
     run_dir = Path(tempfile.mkdtemp(prefix="nsd-", dir="/tmp"))
     (run_dir / "client-config").mkdir()

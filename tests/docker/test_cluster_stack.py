@@ -19,10 +19,10 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
@@ -31,20 +31,20 @@ from n8n_sizer.bundle.drain import HEALTH_INTERVAL_S
 from n8n_sizer.n8n.client import N8nClient
 
 from .conftest import (
+    CLI,
     DockerEngine,
     N8nSetup,
     Stack,
     blocked_queue_pops,
     call_webhook,
-    serves_as_before,
-    survives_worker_kill,
     render,
     save_logs,
+    serves_as_before,
     set_up_n8n,
     standins,
+    survives_worker_kill,
     wait_healthy,
     wait_success_count,
-    CLI,
 )
 
 pytestmark = pytest.mark.docker

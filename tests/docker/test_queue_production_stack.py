@@ -8,8 +8,8 @@ ACME). The test trusts that CA's root and nothing else.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
@@ -22,14 +22,14 @@ from .conftest import (
     SNITransport,
     Stack,
     bring_up,
-    save_logs,
     call_webhook,
-    serves_as_before,
-    survives_worker_kill,
     https_client,
     n8n_sizer_check,
     render,
+    save_logs,
+    serves_as_before,
     set_up_n8n,
+    survives_worker_kill,
     wait_success_count,
 )
 

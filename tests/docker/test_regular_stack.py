@@ -6,7 +6,7 @@ effect, down then up with the data kept, and `check` passing the same files.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -17,10 +17,10 @@ from .conftest import (
     N8nSetup,
     Stack,
     bring_up,
-    save_logs,
     call_webhook,
     n8n_sizer_check,
     render,
+    save_logs,
     set_up_n8n,
     wait_success_count,
 )

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import runpy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pulumi
 

@@ -252,7 +252,7 @@ class ProviderServer:
     def gcp_url(self) -> str:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/gcp"
 
-    def __enter__(self) -> "ProviderServer":
+    def __enter__(self) -> ProviderServer:
         self._thread.start()
         return self
 

@@ -24,7 +24,6 @@ def main(argv: list[str]) -> int:
         argv = argv[2:]
     warnings.simplefilter("ignore", DeprecationWarning)  # pulumi_gcp warns on import
     import yaml  # a core dependency of n8n-sizer
-
     from mocks import run_main
 
     status = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pulumi
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = sorted((ROOT / "stacks").glob("Pulumi.cluster-*.yaml"))
-NOW = datetime(2026, 12, 1, 8, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 WORLD = {ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0")}
 SERVER_TYPES = ("hcloud:index/server:Server", "gcp:compute/instance:Instance")
 DATA_PORTS = {"5432", "6379", "5678"}

@@ -7,7 +7,7 @@ the real deploy renderer wrapped to remember what it rendered, and inspect every
 from __future__ import annotations
 
 import ipaddress
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pulumi
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pulumi_
 # Cluster stacks (a topology, a private network, data ports) have their own policy: test_cluster_policy.py.
 STACKS = sorted(p for p in (ROOT / "stacks").glob("Pulumi.*.yaml") if not p.name.startswith("Pulumi.cluster-"))
 BAD_STACKS = sorted((ROOT / "tests" / "data" / "stacks").glob("Pulumi.*.yaml"))
-NOW = datetime(2026, 12, 1, 8, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 WORLD = {ipaddress.ip_network("0.0.0.0/0"), ipaddress.ip_network("::/0")}
 SERVER_TYPES = ("hcloud:index/server:Server", "gcp:compute/instance:Instance")
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.n8n.client import N8nClient, N8nSession, set_up_instance
+from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, with_webhook_path
 from n8n_sizer.native import services
 from n8n_sizer.native.install import N8nInstall, install_n8n
 from n8n_sizer.native.stack import LocalStack, StackOptions
-from n8n_sizer.n8n.client import N8nClient, N8nSession, set_up_instance
-from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, with_webhook_path
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.native.services import free_port, init_postgres, postgres_bin_dir, spawn, stop_process, wait_redis
-from n8n_sizer.native.redis import RedisError, redis_command
 from n8n_sizer.bundle.composefile import load_compose
 from n8n_sizer.bundle.render_topology import render_topology
 from n8n_sizer.bundle.secrets import generate_secrets, parse_env_text
 from n8n_sizer.bundle.topology import load_topology_text
+from n8n_sizer.native.redis import RedisError, redis_command
+from n8n_sizer.native.services import free_port, init_postgres, postgres_bin_dir, spawn, stop_process, wait_redis
 
 pytestmark = pytest.mark.integration
 TOPOLOGY = Path(__file__).resolve().parents[1] / "data" / "topologies" / "advise-rps-400.json"

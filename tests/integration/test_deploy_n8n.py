@@ -16,10 +16,10 @@ import urllib.request
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.native.stack import LocalStack, StackOptions
 from n8n_sizer.bundle.composefile import load_compose
 from n8n_sizer.bundle.render import render_bundle
 from n8n_sizer.bundle.secrets import generate_secrets, parse_env_text
+from n8n_sizer.native.stack import LocalStack, StackOptions
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

@@ -14,8 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.advisor.pools import setup_recommended_max_connections, setup_required_max_connections
+from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.bundle.composefile import load_compose
+from n8n_sizer.bundle.render import render_bundle
+from n8n_sizer.bundle.secrets import generate_secrets, parse_env_text
+from n8n_sizer.native.redis import redis_ping
 from n8n_sizer.native.services import (
     free_port,
     init_postgres,
@@ -26,10 +30,6 @@ from n8n_sizer.native.services import (
     wait_postgres,
     wait_redis,
 )
-from n8n_sizer.native.redis import redis_ping
-from n8n_sizer.bundle.composefile import load_compose
-from n8n_sizer.bundle.render import render_bundle
-from n8n_sizer.bundle.secrets import generate_secrets, parse_env_text
 
 pytestmark = pytest.mark.integration
 

@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.native import services
 from n8n_sizer.drills import DrillContext, drill_stack, run_drill
-from n8n_sizer.runs.records import RequestRecord
+from n8n_sizer.native import services
 from n8n_sizer.report.build import render_drill
 from n8n_sizer.report.model import load_run
+from n8n_sizer.runs.records import RequestRecord
 
 pytestmark = pytest.mark.integration
 

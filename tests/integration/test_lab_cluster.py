@@ -22,9 +22,9 @@ from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.lab.deploy import deploy_lab
 from n8n_sizer.lab.netns import lab_up, remove_lab
 from n8n_sizer.lab.state import read_lab_state
-from n8n_sizer.native.install import find_installed
 from n8n_sizer.n8n.client import set_up_instance
 from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, webhook_method, with_webhook_path
+from n8n_sizer.native.install import find_installed
 from tests.integration.test_lab import CLI, TOPOLOGY, _processes_mentioning, _ssh, clean, pytestmark, workdir  # noqa: F401
 
 pytestmark = [*pytestmark, pytest.mark.timeout(900)]

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from n8n_sizer.bundle.topology import parse_topology
-from n8n_sizer.lab.cluster_handle import LabClusterHandle
 from n8n_sizer.hosts.host import HostError
+from n8n_sizer.lab.cluster_handle import LabClusterHandle
 from n8n_sizer.lab.deploy import LabCluster, cluster_record, deploy_lab
 from n8n_sizer.lab.netns import lab_up, remove_lab
 from n8n_sizer.native.install import find_installed

@@ -28,12 +28,12 @@ import httpx
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.n8n.client import ExecutionCounts, N8nApiError, N8nClient
 from n8n_sizer.native import ports as native_ports
 from n8n_sizer.native import services
 from n8n_sizer.native.redis import RedisError, redis_command
-from n8n_sizer.native.stack import LocalStack, StackOptions
-from n8n_sizer.n8n.client import ExecutionCounts, N8nApiError, N8nClient
 from n8n_sizer.native.services import ServiceError
+from n8n_sizer.native.stack import LocalStack, StackOptions
 
 pytestmark = pytest.mark.integration
 

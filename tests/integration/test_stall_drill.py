@@ -18,9 +18,9 @@ import pytest
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.bundle.n8n_env import stall_seconds
-from n8n_sizer.native.stack import LocalStack, StackOptions
 from n8n_sizer.n8n.client import set_up_instance
 from n8n_sizer.n8n.workflows import deploy_workflow, read_workflow, webhook_path
+from n8n_sizer.native.stack import LocalStack, StackOptions
 from n8n_sizer.stack.handle import StackError, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from n8n_sizer.hosts.host import LocalHost
+from n8n_sizer.runs.records import Sample
 from n8n_sizer.telemetry.probes import Probe
 from n8n_sizer.telemetry.probes.host import host_probes, parse_loadavg
 from n8n_sizer.telemetry.probes.services import BULL_WAIT_KEY, redis_probes
-from n8n_sizer.runs.records import Sample
 from n8n_sizer.telemetry.sampler import EDITOR_METRIC, ERROR_METRIC, Sampler
 
 pytestmark = pytest.mark.integration

@@ -40,11 +40,11 @@ def test_report_from_a_real_local_queue_run(queue_stack, tmp_path):
     import asyncio
     import time
 
+    from n8n_sizer.bench.http_post import HttpPost
+    from n8n_sizer.bench.load import run_open
     from n8n_sizer.hosts.facts import host_facts
     from n8n_sizer.hosts.host import LocalHost
     from n8n_sizer.runs.ledger import build_ledger
-    from n8n_sizer.bench.http_post import HttpPost
-    from n8n_sizer.bench.load import run_open
     from n8n_sizer.runs.records import RunManifest
     from n8n_sizer.runs.store import RunStore, new_run_id
     from n8n_sizer.stack.sampling import local_stack_telemetry

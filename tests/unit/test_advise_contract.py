@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from n8n_sizer.advisor.engine import build_advisor
 from n8n_sizer.advisor.profiles import profile_for
 from n8n_sizer.advisor.recommend import MAX_HOSTS_DEFAULT, Request
-from n8n_sizer.cli.advise.given import given_layout_from
 from n8n_sizer.bundle.checks.all_hosts import check_topology
 from n8n_sizer.bundle.render_topology import write_topology
 from n8n_sizer.bundle.topology import parse_topology
+from n8n_sizer.cli.advise.given import given_layout_from
 
 ADVISOR = build_advisor()
 PROFILES = {

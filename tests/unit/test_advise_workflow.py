@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -25,9 +26,7 @@ def _export(tmp_path: Path, name: str, *nodes: dict) -> Path:
         "parameters": {"path": name, "responseMode": "lastNode"},
     }
     chain = [webhook, *nodes]
-    connections = {
-        a["name"]: {"main": [[{"node": b["name"], "type": "main", "index": 0}]]} for a, b in zip(chain, chain[1:])
-    }
+    connections = {a["name"]: {"main": [[{"node": b["name"], "type": "main", "index": 0}]]} for a, b in pairwise(chain)}
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps({"name": name, "nodes": chain, "connections": connections}))
     return path

@@ -10,10 +10,10 @@ from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.engine import build_advisor, embedded_sha256
 from n8n_sizer.advisor.fit import TooFewPoints, fit_capacity
 from n8n_sizer.advisor.measurements import load_embedded
+from n8n_sizer.advisor.pools import setup_connections as postgres_connections
 from n8n_sizer.advisor.profiles import CODE_HEAVY, LIGHT, profile_for
 from n8n_sizer.advisor.recommend import Request
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.advisor.pools import setup_connections as postgres_connections
 from n8n_sizer.advisor.usl import TooFewPointsForUsl, UslModel, fit_usl
 from n8n_sizer.errors import InputError
 

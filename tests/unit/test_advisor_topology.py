@@ -3,14 +3,14 @@
 import pytest
 
 from n8n_sizer.advisor import pools
+from n8n_sizer.advisor.answer.layout import Group, Layout, TopologyModel, worker_settings
+from n8n_sizer.advisor.answer.topology_search import HostOption, TopologySearch
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.catalog import sizes_for
 from n8n_sizer.advisor.engine import build_advisor
 from n8n_sizer.advisor.fit import predict_demand
 from n8n_sizer.advisor.profiles import CODE_HEAVY, LIGHT
 from n8n_sizer.advisor.roles import role_demands
-from n8n_sizer.advisor.answer.topology_search import HostOption, TopologySearch
-from n8n_sizer.advisor.answer.layout import Group, Layout, TopologyModel, worker_settings
 
 REF = HostShape(8.0, "x86", "seed-002")
 

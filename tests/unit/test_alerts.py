@@ -3,6 +3,7 @@ backlog at 20 req/s, 4 workers' 503s) and on healthy ones."""
 
 from __future__ import annotations
 
+from n8n_sizer.runs.records import RequestRecord, Sample
 from n8n_sizer.telemetry.alerts import (
     database_not_ready,
     evaluate_alerts,
@@ -13,7 +14,6 @@ from n8n_sizer.telemetry.alerts import (
     server_cpu_high,
     sustained,
 )
-from n8n_sizer.runs.records import RequestRecord, Sample
 
 H = {"host": "cx33"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -86,7 +86,7 @@ def test_points_become_records_with_classes_and_dropped():
     assert slow.error_class == "timeout" and slow.status is None and "1050" in slow.error
     assert refused.error_class == "refused"
     assert len(dropped) == 2 and all(r.error_class == "dropped" and r.status is None for r in dropped)
-    assert dropped[0].scheduled_s == pytest.approx(datetime(2026, 11, 30, 10, 0, 1, tzinfo=timezone.utc).timestamp())
+    assert dropped[0].scheduled_s == pytest.approx(datetime(2026, 11, 30, 10, 0, 1, tzinfo=UTC).timestamp())
 
 
 def test_points_without_metadata_are_refused():

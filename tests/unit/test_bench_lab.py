@@ -14,8 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.lab.cluster_record import recorded_pids
+from n8n_sizer.bundle.topology import parse_topology
+from n8n_sizer.errors import InputError, RemoteError
+from n8n_sizer.hosts.host import LocalHost
 from n8n_sizer.lab.bench import is_lab_inventory, role_labelled
+from n8n_sizer.lab.cluster_record import recorded_pids
+from n8n_sizer.lab.deploy import CLUSTER_RECORD, LabCluster, deployed_cluster
 from n8n_sizer.lab.generators import (
     LabTarget,
     merge_records,
@@ -25,10 +29,6 @@ from n8n_sizer.lab.generators import (
     share_counts,
     split_rate,
 )
-from n8n_sizer.bundle.topology import parse_topology
-from n8n_sizer.errors import InputError, RemoteError
-from n8n_sizer.hosts.host import LocalHost
-from n8n_sizer.lab.deploy import CLUSTER_RECORD, LabCluster, deployed_cluster
 from n8n_sizer.lab.plan import plan_lab
 from n8n_sizer.lab.state import LabState, lab_inventory
 from n8n_sizer.runs.records import RequestRecord, Sample
@@ -73,7 +73,7 @@ def test_the_rate_is_split_evenly_and_each_share_is_the_drivers_own_schedule():
 def test_each_generator_numbers_its_requests_in_its_own_block():
     starts = seq_starts(100, [60, 60, 7])
     assert starts == [100, 160, 220]
-    blocks = [set(range(s, s + n)) for s, n in zip(starts, [60, 60, 7])]
+    blocks = [set(range(s, s + n)) for s, n in zip(starts, [60, 60, 7], strict=True)]
     assert not (blocks[0] & blocks[1]) and not (blocks[1] & blocks[2]) and min(blocks[0]) == 100
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from itertools import pairwise
 
 import pytest
 
@@ -88,7 +89,7 @@ def test_open_model_keeps_schedule_and_records_every_request():
     assert sorted(r.seq for r in records) == list(range(7, 107))
     assert all(r.status == 200 and r.error_class is None and r.latency_ms >= 0 for r in records)
     sched = sorted(r.scheduled_s for r in records)
-    gaps = [b - a for a, b in zip(sched, sched[1:])]
+    gaps = [b - a for a, b in pairwise(sched)]
     assert min(gaps) == pytest.approx(0.005, abs=1e-6) and max(gaps) == pytest.approx(0.005, abs=1e-6)
 
 

@@ -6,12 +6,11 @@ import json
 
 import pytest
 
-from n8n_sizer.runs.ledger import build_ledger, format_ledger
-from n8n_sizer.runs.records import StepTally
 from n8n_sizer.bench.plan import build_plan, parse_rates, parse_sweep
-from n8n_sizer.runs.records import RequestRecord, RunManifest
-from n8n_sizer.runs.store import RunStore, new_run_id, summarize_step
 from n8n_sizer.errors import InputError
+from n8n_sizer.runs.ledger import build_ledger, format_ledger
+from n8n_sizer.runs.records import RequestRecord, RunManifest, StepTally
+from n8n_sizer.runs.store import RunStore, new_run_id, summarize_step
 
 
 def rec(seq, status=200, latency=10.0, cls=None, step="rate-5", target="t1"):

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+from itertools import pairwise
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from n8n_sizer.bench import shapes
 from n8n_sizer.bench.plan import build_plan
@@ -40,9 +42,9 @@ def test_schedule_counts_order_and_integral(shape, duration):
     total = shapes.expected_count(shape, duration, duration)
     assert len(times) == max(1, round(total))
     assert all(0.0 <= t < duration for t in times)
-    assert all(a <= b for a, b in zip(times, times[1:]))
+    assert all(a <= b for a, b in pairwise(times))
     # at every arrival and half-way between, the count so far follows the rate's integral within one request
-    probes = times + [(a + b) / 2 for a, b in zip(times, times[1:])] + [duration]
+    probes = times + [(a + b) / 2 for a, b in pairwise(times)] + [duration]
     for t in probes:
         assert abs(shapes.count_before(times, t) - shapes.expected_count(shape, t, duration)) <= 1.0 + 1e-6
 

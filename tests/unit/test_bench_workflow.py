@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from n8n_sizer.hosts.facts import parse_facts
-from n8n_sizer.stack.bringup import stack_kind_for
 from n8n_sizer.n8n.client import WORKFLOW_CREATE_FIELDS, create_body
 from n8n_sizer.n8n.workflows import load_bench_workflow
+from n8n_sizer.stack.bringup import stack_kind_for
 
 DATA = Path(__file__).parent.parent / "data"
 

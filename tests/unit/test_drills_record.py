@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.advisor.setup import Setup
 from n8n_sizer import drills
+from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.drills.common import DrillFailed, DrillOutcome, check, counts, iso_seconds
+from n8n_sizer.errors import InputError
 from n8n_sizer.native.redis import RedisError, read_reply
-from n8n_sizer.stack.handle import FileLogMark
 from n8n_sizer.report.build import render_drill
 from n8n_sizer.report.model import load_run
-from n8n_sizer.errors import InputError
+from n8n_sizer.stack.handle import FileLogMark
 
 
 def _outcome(*matches: bool) -> DrillOutcome:

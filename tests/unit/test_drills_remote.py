@@ -18,11 +18,11 @@ import pytest
 import yaml
 
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.stack.handle import StackError
-from n8n_sizer.stack.remote import REDIS_COMMAND, ComposeHandle, compose_service
-from n8n_sizer.hosts.host import CommandResult
 from n8n_sizer.bundle.render import render_bundle
 from n8n_sizer.bundle.secrets import generate_secrets
+from n8n_sizer.hosts.host import CommandResult
+from n8n_sizer.stack.handle import StackError
+from n8n_sizer.stack.remote import REDIS_COMMAND, ComposeHandle, compose_service
 
 SETUP = Setup(mode="queue", workers=2)
 
@@ -203,10 +203,10 @@ def test_json_override_is_valid_yaml_for_awkward_values() -> None:
 
 def test_a_host_lost_mid_drill_says_how_to_put_the_stack_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from n8n_sizer import drills
+    from n8n_sizer.cli.drill import _run_one
     from n8n_sizer.drills.common import DrillContext
     from n8n_sizer.hosts.host import ConnectionLost, HostError
     from n8n_sizer.n8n.client import N8nSession, OwnerLogin
-    from n8n_sizer.cli.drill import _run_one
 
     def lost(ctx):
         raise ConnectionLost("cx33-queue: the SSH connection to root@192.0.2.10:22 dropped")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ from n8n_sizer.fleet.sweep_hetzner import HetznerSweeper
 from tests.infra.provider_api import TOKEN, Fault, ProviderServer
 
 ROOT = Path(__file__).resolve().parents[2]
-NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 PAST, FUTURE = "2026-12-01t10-00z", "2026-12-01t14-00z"
 
 

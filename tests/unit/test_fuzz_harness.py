@@ -124,7 +124,7 @@ def assert_clean(code: int, out: str, err: str) -> None:
 def tree(folder: Path, skip: Path | None = None) -> dict[str, int]:
     """Every path under `folder` (outside `skip`) with its size: what a command may not change."""
     found = {}
-    for dirpath, dirs, files in os.walk(folder):
+    for dirpath, _dirs, files in os.walk(folder):
         if skip is not None and Path(dirpath).resolve().is_relative_to(skip.resolve()):
             continue
         for name in files:

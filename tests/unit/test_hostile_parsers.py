@@ -11,9 +11,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from n8n_sizer.cli.args import check_workflow
 from n8n_sizer.bundle.checks.one_host import check_compose
 from n8n_sizer.bundle.secrets import ENV_NAMES, check_existing_secrets, parse_env_text, read_env_strict
+from n8n_sizer.cli.args import check_workflow
 from n8n_sizer.errors import InputError
 from n8n_sizer.fleet.inventory import load_inventory
 from n8n_sizer.fleet.stackfile import load_stack_file

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from n8n_sizer.bundle.topology import parse_topology
+from n8n_sizer.errors import InputError
 from n8n_sizer.lab import host_agent as labagent
 from n8n_sizer.lab.drills.judge import (
     PROMISES,
@@ -25,7 +26,6 @@ from n8n_sizer.lab.drills.judge import (
     ran_on,
     window,
 )
-from n8n_sizer.errors import InputError
 from n8n_sizer.lab.plan import plan_lab
 from n8n_sizer.lab.state import LabState, lab_inventory
 from n8n_sizer.runs.records import Ledger, RequestRecord

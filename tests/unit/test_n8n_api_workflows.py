@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 
 from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.bundle.n8n_env import OUTBOUND_OFF, N8nPorts
+from n8n_sizer.bundle.native_env import NativeSecrets, n8n_argv, n8n_env
+from n8n_sizer.errors import InputError
+from n8n_sizer.n8n.workflows import WORKFLOW_TEMPLATES, read_workflow, webhook_path, with_webhook_path
 from n8n_sizer.native import install as install_n8n
 from n8n_sizer.native import services
-from n8n_sizer.n8n.workflows import WORKFLOW_TEMPLATES, read_workflow, webhook_path, with_webhook_path
-from n8n_sizer.bundle.n8n_env import OUTBOUND_OFF
-from n8n_sizer.bundle.native_env import NativeSecrets, n8n_argv, n8n_env
-from n8n_sizer.bundle.n8n_env import N8nPorts
-from n8n_sizer.errors import InputError
 
 SECRETS = NativeSecrets(
     encryption_key="k" * 48, postgres_password="pg-pw", redis_password="redis-pw", redis_n8n_password="redis-n8n-pw"

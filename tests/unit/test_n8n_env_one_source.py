@@ -18,6 +18,7 @@ from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.bundle.checks.one_host import check_compose
 from n8n_sizer.bundle.n8n_env import (
     COMPOSE_WIRING,
+    N8nPorts,
     role_env,
     shape_of_setup,
     shape_of_topology,
@@ -25,7 +26,6 @@ from n8n_sizer.bundle.n8n_env import (
     stall_seconds,
 )
 from n8n_sizer.bundle.native_env import NativeSecrets, n8n_env
-from n8n_sizer.bundle.n8n_env import N8nPorts
 from n8n_sizer.bundle.render import render_bundle
 from n8n_sizer.bundle.render_topology import cluster_wiring, render_topology
 from n8n_sizer.bundle.secrets import generate_secrets, parse_env_text

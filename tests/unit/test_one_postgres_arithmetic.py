@@ -43,8 +43,8 @@ def test_no_module_but_pools_computes_with_the_postgres_constants():
 
 def test_advisor_render_and_check_agree_on_max_connections():
     from n8n_sizer.advisor import pools
-    from n8n_sizer.advisor.setup import Setup
     from n8n_sizer.advisor.pools import setup_recommended_max_connections as recommended_max_connections
+    from n8n_sizer.advisor.setup import Setup
     from n8n_sizer.bundle.topology import max_connections, parse_topology
 
     setup = Setup(mode="queue", workers=16, concurrency=20, db_pool_size=11)

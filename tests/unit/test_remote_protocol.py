@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -37,9 +38,7 @@ def second_sources(source: str) -> list[str]:
         if isinstance(node, (ast.List, ast.Tuple)) or isinstance(node, ast.Call):
             items = node.elts if not isinstance(node, ast.Call) else node.args
             words = [e.value if isinstance(e, ast.Constant) and isinstance(e.value, str) else None for e in items]
-            found += [
-                f"launch: -m {b}" for a, b in zip(words, words[1:]) if a == "-m" and (b or "").startswith("n8n_sizer")
-            ]
+            found += [f"launch: -m {b}" for a, b in pairwise(words) if a == "-m" and (b or "").startswith("n8n_sizer")]
         if (
             isinstance(node, ast.Constant)
             and isinstance(node.value, str)

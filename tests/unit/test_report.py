@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from n8n_sizer.runs.records import Ledger, RequestRecord, RunManifest, Sample
+from n8n_sizer.bench.find_max import StepOutcome, find_max_rate
 from n8n_sizer.report.build import build_report
 from n8n_sizer.report.model import load_run, setup_label, step_rows
+from n8n_sizer.runs.records import Ledger, RequestRecord, RunManifest, Sample
 from n8n_sizer.runs.store import RunStore
-from n8n_sizer.bench.find_max import StepOutcome, find_max_rate
 
 T0 = 1_796_000_000.0
 STEP_S = 40

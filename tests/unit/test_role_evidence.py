@@ -8,13 +8,13 @@ from datetime import datetime, timedelta
 import pytest
 
 from n8n_sizer.advisor.answer.explain import data_ops_note, what_would_help
+from n8n_sizer.advisor.answer.lab_points import lab_checks, lab_model, load_lab_points
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.catalog import SKYLAKE_CLASS, find_size
 from n8n_sizer.advisor.engine import build_advisor, embedded_fit
 from n8n_sizer.advisor.fit import fit_capacity
-from n8n_sizer.advisor.points import select_demand_rows, select_lone_rows, shared_machine
-from n8n_sizer.advisor.answer.lab_points import lab_checks, lab_model, load_lab_points
 from n8n_sizer.advisor.measurements import load_embedded
+from n8n_sizer.advisor.points import select_demand_rows, select_lone_rows, shared_machine
 from n8n_sizer.advisor.profiles import LIGHT
 from n8n_sizer.advisor.roles import PRIORS
 from n8n_sizer.advisor.setup import Setup
@@ -84,7 +84,9 @@ def test_the_lab_points_are_predicted_without_their_own_run():
     assert [c.id for c in checks] == [p.id for p in points]
     # each prediction differs from the same topology scored by the fit that includes its own rows
     full = embedded_fit().model
-    assert any(abs(c.predicted_per_s - lab_model(full, p).capacity_per_s()) > 1e-6 for c, p in zip(checks, points))
+    assert any(
+        abs(c.predicted_per_s - lab_model(full, p).capacity_per_s()) > 1e-6 for c, p in zip(checks, points, strict=True)
+    )
 
 
 def test_a_lab_host_with_more_budget_carries_more():
@@ -162,8 +164,8 @@ def test_each_campaign_on_this_machine_is_a_host_class_of_its_own():
 
 
 def test_sitting_class_names_the_environment_and_the_campaign_minute():
-    from n8n_sizer.advisor.measurements import sitting_class
     from n8n_sizer.advisor.answer.lab_points import lab_host_class
+    from n8n_sizer.advisor.measurements import sitting_class
 
     assert sitting_class("cgroup-quiet", 1796187000.0) == "cgroup-quiet-20261202T0450"
     assert lab_host_class(1796187000.0) == "cgroup-lab-20261202T0450"

@@ -96,8 +96,8 @@ def test_bad_input_names_the_flag(kw, flag):
 
 
 def test_step_outcome_from_records_counts_dropped_as_errors():
-    from n8n_sizer.runs.records import RequestRecord
     from n8n_sizer.bench.find_max import step_outcome
+    from n8n_sizer.runs.records import RequestRecord
 
     def rec(i, status, latency, cls=None):
         return RequestRecord(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ from n8n_sizer.fleet.sweep_hetzner import HetznerSweeper
 from tests.infra.provider_api import TOKEN, ProviderServer
 
 ROOT = Path(__file__).resolve().parents[2]
-NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 PAST = "2020-01-01t00-00z"  # the CLI reads the real clock
 
 

@@ -6,8 +6,8 @@ import calendar
 
 import pytest
 
-from n8n_sizer.runs.records import RequestRecord, Sample
 from n8n_sizer.bench.soak import bucket_requests, render_soak_table, soak_table
+from n8n_sizer.runs.records import RequestRecord, Sample
 
 # seed 004's bucket table: label, fired, refused, p50, p95, worst (ms)
 SEED_004 = [
@@ -117,7 +117,7 @@ def test_buckets_match_seed_004_counts_and_flag_the_stall():
     assert [b.refused for b in buckets] == [row[2] for row in SEED_004]
     assert sum(b.fired for b in buckets) == 2880 and sum(b.refused for b in buckets) == 4
     assert [b.worst_ms for b in buckets] == [row[5] for row in SEED_004]
-    for b, row in zip(buckets, SEED_004):
+    for b, row in zip(buckets, SEED_004, strict=True):
         assert row[3] * 0.9 <= b.p50_ms <= row[3]
         assert b.p95_ms == pytest.approx(row[4])
     assert [b.label for b in buckets if b.slow] == ["06:30"]

@@ -14,8 +14,8 @@ from n8n_sizer.telemetry.probes.ops import (
     parse_transactions,
     pg_xacts_command,
     pg_xacts_sql,
-    redis_commandstats_command,
     redis_commands,
+    redis_commandstats_command,
 )
 
 PROBES = Path(__file__).parent.parent / "data" / "probes"

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from n8n_sizer.bundle.caddyfile import parse_routes, route_for
-from n8n_sizer.bundle.checks.all_hosts import check_topology
-from n8n_sizer.bundle.checks.all_hosts import RULES
+from n8n_sizer.bundle.checks.all_hosts import RULES, check_topology
 from n8n_sizer.errors import InputError
 
 TOPOLOGIES = Path(__file__).resolve().parents[1] / "data" / "topologies"

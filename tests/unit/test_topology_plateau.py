@@ -4,6 +4,7 @@ reachable, not the most hosts for the last fraction of a percent, and it says so
 
 import pytest
 
+from n8n_sizer.advisor.answer.layout import Group, Layout, TopologyModel
 from n8n_sizer.advisor.answer.topology_search import (
     NEGLIGIBLE_GAIN,
     PLATEAU_MARGIN,
@@ -11,7 +12,6 @@ from n8n_sizer.advisor.answer.topology_search import (
     TopologySearch,
     plateau_floor,
 )
-from n8n_sizer.advisor.answer.layout import Group, Layout, TopologyModel
 from n8n_sizer.advisor.catalog import sizes_for
 from n8n_sizer.advisor.engine import build_advisor
 from n8n_sizer.advisor.profiles import CODE_HEAVY, LIGHT

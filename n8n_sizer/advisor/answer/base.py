@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import Field
 
@@ -12,8 +11,8 @@ from n8n_sizer.advisor.answer.contract import HostGroup, PoolSizes
 from n8n_sizer.advisor.capacity import Bound, CapacityModel
 from n8n_sizer.advisor.fit import FittedModel
 from n8n_sizer.advisor.measurements import Measurement
-from n8n_sizer.advisor.ram import RamModel
 from n8n_sizer.advisor.profiles import WorkflowProfile
+from n8n_sizer.advisor.ram import RamModel
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.safety.frozen import Frozen
 
@@ -160,8 +159,8 @@ class Recommendation(Frozen):
     setup: Setup  # the n8n setup of one host (single-host answers; a topology's worker hosts otherwise)
     comfortable: bool = False  # carries it at or below COMFORT_UTILISATION of capacity (and within the p95 target)
     concurrency_setting: str = ""  # the concurrency setting in words, per vCPU, every mode
-    one_host: "OneHost | None" = None  # with --vcpu N: the best setup on one N-vCPU host, what it carries
-    alternatives: list["Alternative"] = []  # the ways past it, each priced, with the command that answers it first
+    one_host: OneHost | None = None  # with --vcpu N: the best setup on one N-vCPU host, what it carries
+    alternatives: list[Alternative] = []  # the ways past it, each priced, with the command that answers it first
 
 
 class OneHost(Frozen):

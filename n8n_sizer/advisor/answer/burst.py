@@ -20,6 +20,7 @@ burst fits the user's p95 and drain targets.
 from __future__ import annotations
 
 from pydantic import Field
+
 from n8n_sizer.safety.frozen import Frozen
 
 # docs/bursts.md, `bench --workflow signed-webhook --shape burst:...` in queue mode, p95 per `--respond` mode:

@@ -80,7 +80,7 @@ class HostGroup(Frozen):
     monthly_eur: float | None = Field(None, ge=0, le=1e7)  # what `advise --json` estimated, per host; not rendered
 
     @model_validator(mode="after")
-    def _sized(self) -> "HostGroup":
+    def _sized(self) -> HostGroup:
         if self.size is None and self.vcpu is None:
             raise ValueError(f"group {self.name}: give a catalog `size` (e.g. cx33) or, off the catalog, `vcpu`")
         return self

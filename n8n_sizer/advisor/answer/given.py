@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from n8n_sizer.advisor.answer.base import Basis, Recommendation, Request, SizeFit
 from n8n_sizer.advisor.answer.contract import Roles
+from n8n_sizer.advisor.answer.layout import Group, Layout, TopologyModel, plan_pools
 from n8n_sizer.advisor.answer.multi import build_topology
 from n8n_sizer.advisor.answer.topology_search import Scored
-from n8n_sizer.advisor.answer.layout import Group, Layout, TopologyModel, plan_pools
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.errors import InputError
 

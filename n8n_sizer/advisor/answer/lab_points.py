@@ -23,12 +23,11 @@ from n8n_sizer.advisor.answer.contract import Roles
 from n8n_sizer.advisor.answer.given import GivenGroup, given_layout
 from n8n_sizer.advisor.answer.layout import TopologyModel
 from n8n_sizer.advisor.capacity import CapacityModel, HostShape
-from n8n_sizer.advisor.profiles import BUILTIN
 from n8n_sizer.advisor.fit import fit_capacity
 from n8n_sizer.advisor.measurements import sitting_class
+from n8n_sizer.advisor.profiles import BUILTIN
 from n8n_sizer.advisor.validate import pct_error
 from n8n_sizer.safety.frozen import Frozen
-
 
 LAB_CLASS = "cgroup-lab"  # quiet lab hosts under a CFS quota each: an environment of its own (fit.py `idle:<class>`)
 

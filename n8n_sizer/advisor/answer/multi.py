@@ -17,6 +17,8 @@ from n8n_sizer.advisor.answer.base import (
     request_echo,
 )
 from n8n_sizer.advisor.answer.contract import HostGroup, PoolSizes
+from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION, TopologyModel
+from n8n_sizer.advisor.answer.topology_search import Scored
 from n8n_sizer.advisor.pools import (
     MANY_CONNECTIONS,
     RAM_MIB_PER_VCPU_ASSUMED,
@@ -24,8 +26,6 @@ from n8n_sizer.advisor.pools import (
     required_max_connections,
 )
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.advisor.answer.topology_search import Scored
-from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION, TopologyModel
 
 
 def build_topology(basis: Basis, req: Request, s: Scored, carries: bool, fits: list[SizeFit]) -> Recommendation:

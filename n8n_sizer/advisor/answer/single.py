@@ -21,6 +21,8 @@ from n8n_sizer.advisor.answer.contract import HostGroup, PoolSizes, Roles
 from n8n_sizer.advisor.pools import connection_ram_mib
 from n8n_sizer.advisor.pools import (
     setup_connections as postgres_connections,
+)
+from n8n_sizer.advisor.pools import (
     setup_recommended_max_connections as recommended_max_connections,
 )
 

@@ -15,15 +15,9 @@ the cheapest). Fast: a few thousand arithmetic evaluations, no numpy.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-import math
-
-from n8n_sizer.advisor.capacity import RUNNER_CORES, SOFTMIN_K, CapacityModel, HostShape, softmin
-from n8n_sizer.advisor.profiles import WorkflowProfile
-from n8n_sizer.advisor.roles import role_demands
-from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, connection_budget, required_max_connections
-from n8n_sizer.advisor.setup import most_workers
 from n8n_sizer.advisor.answer.layout import (
     COMFORT_UTILISATION,
     Group,
@@ -33,6 +27,11 @@ from n8n_sizer.advisor.answer.layout import (
     plan_pools,
     worker_settings,
 )
+from n8n_sizer.advisor.capacity import RUNNER_CORES, SOFTMIN_K, CapacityModel, HostShape, softmin
+from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, connection_budget, required_max_connections
+from n8n_sizer.advisor.profiles import WorkflowProfile
+from n8n_sizer.advisor.roles import role_demands
+from n8n_sizer.advisor.setup import most_workers
 
 MAX_HOSTS_DEFAULT = 40
 MAX_WEBHOOK_HOSTS = 12
@@ -275,7 +274,7 @@ class TopologySearch:
                     continue
                 if p95_target_ms is not None:
                     # p95 falls as worker hosts are added: none meets the target if the most hosts do not.
-                    def meets(k: int) -> bool:
+                    def meets(k: int, f=f, w=w) -> bool:
                         lay = self.layout(f.groups, w.option, k, w.k)
                         return TopologyModel(self.model, self.profile, lay).p95_ms(rate) <= p95_target_ms
 

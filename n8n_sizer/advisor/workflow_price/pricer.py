@@ -110,7 +110,7 @@ def _posterior_spread(
     d[ids.index("code")] -= ratio
     shift, model = 0.0, VALIDATED_RATIO_ERROR * ratio
     for j, (counts, effect) in enumerate(post.effects):
-        if all(abs(a - b) < 1e-9 for a, b in zip(counts, x)):
+        if all(abs(a - b) < 1e-9 for a, b in zip(counts, x, strict=True)):
             d[n + j], shift, model = 1.0, effect, 0.0
             break
     cov = post.covariance

@@ -163,7 +163,7 @@ def refine_table(table: NodeCostTable, observations: list[Observation]) -> tuple
             "posterior": Posterior(
                 ids=tuple(ids),
                 covariance=tuple(tuple(float(v) for v in row) for row in post_cov),
-                effects=tuple(zip(effects, (float(v) for v in post[n:]))),
+                effects=tuple(zip(effects, (float(v) for v in post[n:]), strict=True)),
                 runs=tuple(used),
             ),
         }

@@ -75,7 +75,7 @@ class NodeCostTable(Frozen):
     mode: str = "regular"  # which mode's figures `base`, `nodes` and `per_expression_ms` are
     posterior: Posterior | None = None  # refined by the user's runs (refit.py), else None
 
-    def for_mode(self, mode: str) -> "NodeCostTable":
+    def for_mode(self, mode: str) -> NodeCostTable:
         """The table a `mode` answer prices from: queue mode's measured rows where they are (their base, light,
         expressions), the regular rows for the kinds the queue campaign has not measured; regular as it is."""
         if mode != "queue" or self.queue is None or self.mode == mode:

@@ -10,19 +10,19 @@ non-UTF-8 file is one line, never a hang.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
-from n8n_sizer.bundle.checks.one_host import check_compose
-from n8n_sizer.bundle.composefile import image_base, load_compose
-from n8n_sizer.bundle.render import COMPOSE_FILE, ENV_FILE
-from n8n_sizer.bundle.render_topology import MANIFEST_FILE
-from n8n_sizer.bundle.checks.rule import RuleResult, fail, na, ok
 from n8n_sizer.bundle.checks import rules_access as access
-from n8n_sizer.bundle.drain import rule_webhook_drain, rule_worker_drain
 from n8n_sizer.bundle.checks import rules_cluster as across
+from n8n_sizer.bundle.checks.one_host import check_compose
+from n8n_sizer.bundle.checks.rule import RuleResult, fail, na, ok
 from n8n_sizer.bundle.checks.rules_cluster import Cluster, HostFiles
 from n8n_sizer.bundle.checks.rules_n8n import _concurrency
+from n8n_sizer.bundle.composefile import image_base, load_compose
+from n8n_sizer.bundle.drain import rule_webhook_drain, rule_worker_drain
+from n8n_sizer.bundle.render import COMPOSE_FILE, ENV_FILE
+from n8n_sizer.bundle.render_topology import MANIFEST_FILE
 from n8n_sizer.bundle.secrets import parse_env_text
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.files import read_user_text, require_folder

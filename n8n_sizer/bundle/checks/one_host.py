@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from n8n_sizer.advisor.pools import (
     CONNECTION_HEADROOM,
@@ -19,7 +19,7 @@ from n8n_sizer.advisor.pools import (
 from n8n_sizer.advisor.setup import DEFAULT_DB_POOL_SIZE
 from n8n_sizer.bundle.checks import rules_access as access
 from n8n_sizer.bundle.checks import rules_n8n as n8n
-from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base, load_compose
+from n8n_sizer.bundle.checks.rule import CheckContext, RuleResult, Status, as_int, fail, na, names, ok
 from n8n_sizer.bundle.checks.service_settings import (
     MAX_POOL,
     POSTGRES_MAX_CONNECTIONS_LIMIT,
@@ -28,7 +28,7 @@ from n8n_sizer.bundle.checks.service_settings import (
     redis_arg,
     unreadable_pool_settings,
 )
-from n8n_sizer.bundle.checks.rule import CheckContext, RuleResult, Status, as_int, fail, na, names, ok
+from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base, load_compose
 
 __all__ = ["RULES", "RuleResult", "Status", "check_compose"]
 FIREWALL_LABEL = "n8n-sizer.firewalled"

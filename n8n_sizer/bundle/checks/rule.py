@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-
 from n8n_sizer.bundle.composefile import Service
 from n8n_sizer.safety.frozen import Frozen
 

@@ -11,7 +11,6 @@ from n8n_sizer.bundle.checks.rules_cluster import DATA_PORTS, Cluster, _where
 from n8n_sizer.bundle.composefile import ComposeFile, RedisUser, Service, redis_users
 from n8n_sizer.bundle.n8n_env import REDIS_N8N_RULES
 
-
 POSTGRES_DEFAULT_SUPERUSER = "postgres"  # the postgres image's POSTGRES_USER default, and n8n's DB user default
 
 

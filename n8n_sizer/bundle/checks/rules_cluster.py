@@ -8,14 +8,13 @@ sum over every host is what Postgres refuses (seed 000: "remaining connection sl
 from __future__ import annotations
 
 import re
-from typing import Callable
-
+from collections.abc import Callable
 
 from n8n_sizer.advisor.pools import CONNECTION_HEADROOM, required_max_connections
 from n8n_sizer.bundle.caddyfile import parse_routes, route_for
+from n8n_sizer.bundle.checks.rule import RuleResult, fail, na, ok
 from n8n_sizer.bundle.checks.service_settings import max_connections_of, pool_size, redis_arg, unreadable_pool_settings
 from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base, redis_users
-from n8n_sizer.bundle.checks.rule import RuleResult, fail, na, ok
 from n8n_sizer.safety.frozen import Frozen
 
 DATA_PORTS = {5432: "Postgres", 6379: "Redis"}
@@ -234,7 +233,7 @@ def rule_webhook_routes(c: Cluster) -> RuleResult:
             problems.append(f"{path} reaches no upstream")
             continue
         reached = [_resolve(c, lb_host, u) for u in route.upstreams]
-        wrong = [u for u, r in zip(route.upstreams, reached) if r is None or r[1].role != want]
+        wrong = [u for u, r in zip(route.upstreams, reached, strict=True) if r is None or r[1].role != want]
         if wrong:
             problems.append(f"{path} goes to {', '.join(wrong)}, not only to {want}")
         elif route.health_uri is None:

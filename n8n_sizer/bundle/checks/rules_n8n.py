@@ -7,8 +7,8 @@ import re
 
 from n8n_sizer.advisor.settings import QUEUE_KEEP_LAST_ENV, QUEUE_KEEP_LAST_JOBS
 from n8n_sizer.advisor.setup import DEFAULT_GRACEFUL_SHUTDOWN_S, DEFAULT_WORKER_CONCURRENCY, most_workers
-from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base
 from n8n_sizer.bundle.checks.rule import CheckContext, RuleResult, as_int, fail, na, names, ok
+from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base
 
 DOCKER_DEFAULT_STOP_GRACE_S = 10.0  # Docker's default stop timeout before SIGKILL
 MIN_WORKER_CONCURRENCY = 5  # seed 000: 5/5 fell to 426/min with 238 errors at 50 req/s; 10 held 519 with none

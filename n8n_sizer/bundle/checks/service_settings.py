@@ -7,10 +7,8 @@ import re
 
 from n8n_sizer.advisor.pools import POSTGRES_DEFAULT_MAX_CONNECTIONS
 from n8n_sizer.advisor.setup import DEFAULT_DB_POOL_SIZE
-
 from n8n_sizer.bundle.checks.rule import as_int
 from n8n_sizer.bundle.composefile import Service
-
 
 POSTGRES_MAX_CONNECTIONS_LIMIT = 262143  # Postgres' upper bound for max_connections (MAX_BACKENDS)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -24,69 +23,63 @@ advise --rps 10 --workflow my-flow.json --wait-ms 300
 
 
 def advise(
-    rps: Optional[float] = typer.Option(
-        None, "--rps", help="Sustained webhook rate to carry, requests per second (> 0)."
-    ),
-    vcpu: Optional[int] = typer.Option(
+    rps: float | None = typer.Option(None, "--rps", help="Sustained webhook rate to carry, requests per second (> 0)."),
+    vcpu: int | None = typer.Option(
         None, "--vcpu", help="vCPUs of each host; omit to get the cheapest catalog sizes that fit."
     ),
-    max_hosts: Optional[int] = typer.Option(
+    max_hosts: int | None = typer.Option(
         None,
         "--max-hosts",
         help="Most hosts in the answer (default 40, or 1 with --compose); 1 asks the single-server question.",
     ),
     arch: str = typer.Option("x86", "--arch", help="CPU architecture: x86 or arm."),
-    provider: Optional[str] = typer.Option(None, "--provider", help="Limit server sizes to hetzner or gcp."),
-    workload: Optional[str] = typer.Option(
+    provider: str | None = typer.Option(None, "--provider", help="Limit server sizes to hetzner or gcp."),
+    workload: str | None = typer.Option(
         None, "--workload", help="light (default) or code-heavy (see docs/advise.md); not with --cpu-ms/--wait-ms."
     ),
-    cpu_ms: Optional[float] = typer.Option(
+    cpu_ms: float | None = typer.Option(
         None, "--cpu-ms", help="Custom profile: CPU ms your Code nodes spend per execution."
     ),
-    wait_ms: Optional[float] = typer.Option(
+    wait_ms: float | None = typer.Option(
         None, "--wait-ms", help="Custom profile: ms each execution waits on I/O (Wait, API calls)."
     ),
-    p95_ms: Optional[float] = typer.Option(None, "--p95-ms", help="p95 latency target in ms at the requested rate."),
-    results: Optional[Path] = typer.Option(
-        None, "--results", help="Folder of your bench results to refit the model on."
-    ),
+    p95_ms: float | None = typer.Option(None, "--p95-ms", help="p95 latency target in ms at the requested rate."),
+    results: Path | None = typer.Option(None, "--results", help="Folder of your bench results to refit the model on."),
     validate: bool = typer.Option(
         False, "--validate", help="Leave-one-out accuracy over the embedded measurements, then exit."
     ),
-    burst: Optional[float] = typer.Option(
+    burst: float | None = typer.Option(
         None,
         "--burst",
         help="A burst at --rps x this multiple (e.g. 4): backlog, drain time, p95 and what to put in front; with --burst-seconds.",
     ),
-    burst_seconds: Optional[float] = typer.Option(None, "--burst-seconds", help="How long the --burst lasts, seconds."),
-    drain_seconds: Optional[float] = typer.Option(
+    burst_seconds: float | None = typer.Option(None, "--burst-seconds", help="How long the --burst lasts, seconds."),
+    drain_seconds: float | None = typer.Option(
         None,
         "--drain-seconds",
         help="With --burst: its backlog must be worked off within this many seconds (with --p95-ms, the burst's p95 too); the answer is sized up until it is.",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object instead of the report."),
-    compose: Optional[str] = typer.Option(
-        None, "--compose", help="Also render the recommended stack into this folder."
-    ),
+    compose: str | None = typer.Option(None, "--compose", help="Also render the recommended stack into this folder."),
     generate_missing_secrets: bool = typer.Option(
         False,
         "--generate-missing-secrets",
         help="--compose: an existing .env there lacks a secret: generate it (never replaces one that is there).",
     ),
-    topology: Optional[Path] = typer.Option(
+    topology: Path | None = typer.Option(
         None,
         "--topology",
         help='Score this topology (advise --json output, or {"topology": [...]}) instead of searching: its capacity, bound and pools.',
     ),
-    workflow: Optional[Path] = typer.Option(
+    workflow: Path | None = typer.Option(
         None,
         "--workflow",
         help="Price your workflow export (the JSON n8n's editor downloads) from its nodes, no bench run: docs/workflow-price.md. --cpu-ms is then its Code nodes' own CPU, --wait-ms each HTTP call's wait.",
     ),
-    items: Optional[int] = typer.Option(
+    items: int | None = typer.Option(
         None, "--items", help="With --workflow: items per execution (each node runs once per item)."
     ),
-    calibration: Optional[Path] = typer.Option(
+    calibration: Path | None = typer.Option(
         None, "--calibration", help="With --workflow: the Code nodes' CPU from `n8n-sizer calibrate FILE`."
     ),
     expression_engine: str = typer.Option(

@@ -83,11 +83,13 @@ def print_recommendation(rec, changes, written, compose, refitted) -> None:
     profile = r["workload"] + (
         f" ({r['cpu_ms']:g} ms Code CPU, {r['wait_ms']:g} ms wait)" if r["workload"] == "custom" else ""
     )
-    size = "" if r.get("topology") else f"{'%d vCPU' % r['vcpu'] if r['vcpu'] else 'any size'} "
+    vcpu = f"{r['vcpu']:d} vCPU" if r["vcpu"] else "any size"
+    p95 = f", p95 <= {r['p95_ms']:g} ms" if r["p95_ms"] else ""
+    size = "" if r.get("topology") else f"{vcpu} "
     out.append(
         f"# n8n-sizer advise: {r['rps']:g} req/s, {size}"
         f"{r['arch']}{', ' + r['provider'] if r['provider'] else ''}, workload {profile}"
-        f"{', p95 <= %g ms' % r['p95_ms'] if r['p95_ms'] else ''}, {_hosts_text(r, rec.one_host is not None)}"
+        f"{p95}, {_hosts_text(r, rec.one_host is not None)}"
         f"{'  [refitted on your results]' if refitted else ''}"
     )
     cap = rec.capacity_per_s

@@ -28,7 +28,6 @@ def given_layout_from(path: Path, advisor, on_this_machine: bool):
     from n8n_sizer.advisor.answer.topology_search import HostOption
     from n8n_sizer.advisor.catalog import find_size
     from n8n_sizer.bundle.topology import load_topology_text
-
     from n8n_sizer.safety.files import read_user_text
 
     text = read_user_text(

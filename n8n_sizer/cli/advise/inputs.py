@@ -8,7 +8,6 @@ from pathlib import Path
 
 from n8n_sizer.errors import InputError
 
-
 ARCHES = ("x86", "arm")
 
 

@@ -12,7 +12,7 @@ from n8n_sizer.cli.advise.inputs import AdviseOptions, check_burst, check_given,
 from n8n_sizer.errors import InputError
 
 
-def run_advise(o: "AdviseOptions") -> int:
+def run_advise(o: AdviseOptions) -> int:
     from n8n_sizer.advisor.engine import build_advisor
     from n8n_sizer.advisor.profiles import profile_for
     from n8n_sizer.advisor.recommend import MAX_HOSTS_DEFAULT, Request

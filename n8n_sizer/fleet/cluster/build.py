@@ -96,7 +96,7 @@ def _servers(spec: ClusterSpec, user_data: dict[str, str], expires: str, public_
 
     def to_inventory(ips: list[str]) -> dict[str, Any]:
         entries = {}
-        for name, ip in zip(names, ips):
+        for name, ip in zip(names, ips, strict=True):
             host = next((h for h in hosts if h.name == name), None)
             size = spec.server_of(spec.loadgen) if host is None else spec.server_of(HostSpec(name=name, size=host.size))
             entries[name] = ClusterHostEntry(

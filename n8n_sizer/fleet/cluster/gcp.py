@@ -10,7 +10,7 @@ Networks, subnetworks and firewall rules take no labels: they carry them in thei
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import pulumi
 import pulumi_gcp as gcp

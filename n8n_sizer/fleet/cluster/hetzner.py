@@ -10,7 +10,7 @@ hosts' private addresses to them (the load generator shares the subnet).
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import pulumi
 import pulumi_hcloud as hcloud

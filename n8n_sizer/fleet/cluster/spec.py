@@ -5,8 +5,9 @@ components (`cluster/hetzner.py`, `cluster/gcp.py`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
@@ -51,7 +52,7 @@ class ClusterSpec(FleetSpec):
         return v
 
     @model_validator(mode="after")
-    def _topology_fits(self) -> "ClusterSpec":
+    def _topology_fits(self) -> ClusterSpec:
         try:
             topology = self.topology
         except InputError as exc:

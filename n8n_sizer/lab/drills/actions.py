@@ -8,10 +8,9 @@ import signal as signals
 import time
 from collections.abc import Callable
 
-from n8n_sizer.lab.cluster_record import N8N_ROLES, ClusterProcess
 from n8n_sizer.drills.common import DrillFailed
+from n8n_sizer.lab.cluster_record import N8N_ROLES, ClusterProcess
 from n8n_sizer.lab.drills.context import LabDrillContext
-
 
 STARTED = re.compile(r"Worker started execution (\d+)")
 

@@ -17,21 +17,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from n8n_sizer.lab.cluster_record import N8N_ROLES
 from n8n_sizer.drills.common import DrillFailed, DrillOutcome, check
-from n8n_sizer.lab.drills.rolling import rolling_restart
-from n8n_sizer.lab.drills.context import LabDrillContext, record_lab_drill, statuses
-from n8n_sizer.lab.drills.partition import partition
+from n8n_sizer.lab.cluster_record import N8N_ROLES
 from n8n_sizer.lab.drills.actions import (
-    log_marks,
-    started_by_host,
-    log_lines,
-    wait_ready,
-    outage,
-    n8n_on,
-    worker_hosts,
     REDIS_LINES,
+    log_lines,
+    log_marks,
+    n8n_on,
+    outage,
+    started_by_host,
+    wait_ready,
+    worker_hosts,
 )
+from n8n_sizer.lab.drills.context import LabDrillContext, record_lab_drill, statuses
 from n8n_sizer.lab.drills.judge import (
     HEALTH_INTERVAL_S,
     HEALTH_TIMEOUT_S,
@@ -43,6 +41,8 @@ from n8n_sizer.lab.drills.judge import (
     ran_on,
     window,
 )
+from n8n_sizer.lab.drills.partition import partition
+from n8n_sizer.lab.drills.rolling import rolling_restart
 
 
 def stop_worker_host(

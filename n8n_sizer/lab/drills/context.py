@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from n8n_sizer.lab.cluster_handle import LabClusterHandle
 from n8n_sizer.drills.common import OPEN_STATUSES, DrillOutcome, counts
+from n8n_sizer.lab.cluster_handle import LabClusterHandle
 from n8n_sizer.n8n.client import N8nSession
 from n8n_sizer.runs.records import Ledger, RequestRecord
 
@@ -53,7 +53,7 @@ class LabDrillContext:
         self.workflows.append(wid)
         return wid, self.lab.url + path
 
-    def load(self, url: str, rate_per_s: float, duration_s: float, step: str, seq_start: int = 0) -> "BackgroundLoad":
+    def load(self, url: str, rate_per_s: float, duration_s: float, step: str, seq_start: int = 0) -> BackgroundLoad:
         return BackgroundLoad.start(url, rate_per_s, duration_s, step, self.lab.name, self.request_sink, seq_start)
 
     def after_load(self, url: str, rate_per_s: float, before: list[RequestRecord]) -> list[RequestRecord]:
@@ -116,7 +116,7 @@ class BackgroundLoad:
         target: str,
         sink: Callable[[RequestRecord], None] | None,
         seq_start: int = 0,
-    ) -> "BackgroundLoad":
+    ) -> BackgroundLoad:
         from n8n_sizer.bench.http_post import HttpPost
         from n8n_sizer.bench.load import run_open
 

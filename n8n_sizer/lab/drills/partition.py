@@ -7,6 +7,16 @@ import secrets
 import time
 
 from n8n_sizer.drills.common import DrillOutcome, check
+from n8n_sizer.lab.drills.actions import (
+    REDIS_LINES,
+    log_lines,
+    log_marks,
+    n8n_on,
+    sleep_until,
+    wait_ready,
+    watch,
+    worker_hosts,
+)
 from n8n_sizer.lab.drills.context import LabDrillContext, statuses
 from n8n_sizer.lab.drills.judge import (
     PROMISES,
@@ -17,16 +27,6 @@ from n8n_sizer.lab.drills.judge import (
     partition_outcome_matches,
     partition_rules,
     window,
-)
-from n8n_sizer.lab.drills.actions import (
-    log_marks,
-    sleep_until,
-    log_lines,
-    wait_ready,
-    n8n_on,
-    worker_hosts,
-    watch,
-    REDIS_LINES,
 )
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from n8n_sizer.telemetry.probes import Probe, ProbeParseError, sample
 from n8n_sizer.runs.records import Sample
+from n8n_sizer.telemetry.probes import Probe, ProbeParseError, sample
 
 _SECTION = "== container "
 

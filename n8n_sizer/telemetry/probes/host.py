@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from n8n_sizer.telemetry.probes import Probe, ProbeParseError, sample
 from n8n_sizer.runs.records import Sample
+from n8n_sizer.telemetry.probes import Probe, ProbeParseError, sample
 
 # USER_HZ: /proc reports CPU time in ticks of 1/100 s on every Linux architecture we deploy to
 # (x86-64 and arm64, `getconf CLK_TCK` = 100); the parsers take it as a parameter all the same.
@@ -32,7 +32,7 @@ def parse_proc_stat(
             continue
         if fields[0] == "cpu":
             values = [int(v) for v in fields[1 : 1 + len(_CPU_STATES)]]
-            for state, ticks in zip(_CPU_STATES, values):
+            for state, ticks in zip(_CPU_STATES, values, strict=False):
                 out.append(sample("host_cpu_seconds_total", ticks / ticks_per_s, "s", time_s, labels, state=state))
         elif re.fullmatch(r"cpu\d+", fields[0]):
             cpus += 1

@@ -12,8 +12,8 @@ import re
 import shlex
 from collections.abc import Mapping
 
-from n8n_sizer.telemetry.probes import Probe, ProbeParseError, sample
 from n8n_sizer.runs.records import Sample
+from n8n_sizer.telemetry.probes import Probe, ProbeParseError, sample
 
 # Bull 4 key names n8n 2.x uses with its default QUEUE_BULL_PREFIX=bull and queue name "jobs" (seed 000).
 BULL_WAIT_KEY = "bull:jobs:wait"
