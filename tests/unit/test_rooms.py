@@ -21,12 +21,30 @@ ALLOWED: dict[str, set[str]] = {
     "bundle": {"advisor"},
     "hosts": set(),
     "n8n": {"hosts"},
+    # Stand-ins for the services workflows call (a model API, delayed HTTP): standard library servers.
+    "standins": set(),
+    # An instance's history: read through n8n's public API, summarised as advisor profiles at their own rates.
+    "history": {"advisor", "n8n"},
     "runs": {"advisor"},
     "native": {"advisor", "bundle", "hosts", "n8n"},
     "telemetry": {"hosts", "n8n", "runs"},
     "fleet": {"advisor", "bundle"},
     "stack": {"advisor", "bundle", "hosts", "native", "remote", "telemetry"},
-    "bench": {"advisor", "bundle", "fleet", "hosts", "lab", "native", "n8n", "remote", "runs", "stack", "telemetry"},
+    "bench": {
+        "advisor",
+        "bundle",
+        "fleet",
+        "history",
+        "hosts",
+        "lab",
+        "native",
+        "n8n",
+        "remote",
+        "runs",
+        "stack",
+        "standins",
+        "telemetry",
+    },
     "report": {"advisor", "bench", "runs", "telemetry"},
     # The lab is one room: its namespaces and deploy, its cluster as a StackHandle, and bench and the drills over it
     # (lab/bench.py, lab/drills/), which use bench's load driver and the drills' outcome types.
@@ -54,6 +72,7 @@ ALLOWED: dict[str, set[str]] = {
         "bundle",
         "drills",
         "fleet",
+        "history",
         "hosts",
         "native",
         "lab",
@@ -62,6 +81,7 @@ ALLOWED: dict[str, set[str]] = {
         "report",
         "runs",
         "stack",
+        "standins",
         "telemetry",
     },
 }
