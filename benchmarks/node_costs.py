@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -239,12 +240,26 @@ def main() -> int:
     ap.add_argument("--kinds", default="", help="queue mode: the node kinds of this chunk (comma-separated)")
     ap.add_argument("--k-high", type=int, default=8, help="queue mode: the long chain's length")
     ap.add_argument("--extras", action="store_true", help="queue mode: also Respond to Webhook and expressions")
+    ap.add_argument(
+        "--families",
+        default="",
+        help="the families campaign: these kinds (comma-separated, or `all`) of benchmarks/nodecost_ai.py, with "
+        "the local OpenAI stand-in; into --out's `families` part",
+    )
+    ap.add_argument("--parked", action="store_true", help="families: a 66 s Wait (parked) against a 0.05 s one")
+    ap.add_argument("--parked-requests", type=int, default=200)
+    ap.add_argument("--parked-rounds", type=int, default=2)
+    ap.add_argument("--held", action="store_true", help="families: memory an in-flight AI execution holds in main")
+    ap.add_argument("--held-in-flight", type=int, default=100)
+    ap.add_argument("--held-latency-ms", type=float, default=20000.0)
     args = ap.parse_args()
     if args.show:
         print(markdown(json.loads(args.out.read_text())))
         return 0
     if args.mode == "queue":
         return queue_campaign(args)
+    if args.families or args.parked or args.held:
+        return families_campaign(args)
     deadline = time.monotonic() + args.max_minutes * 60
     campaign = "nodecost-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     install = install_n8n(quiet=True)
@@ -408,6 +423,180 @@ def queue_campaign(args) -> int:
             acc.close()
         if stack is not None:
             stack.stop()
+
+
+def families_campaign(args) -> int:
+    """One chunk of the families campaign (node_costs_families.py): its kinds, and/or the parked Wait, and/or the
+    memory held in flight, on a regular stack beside the OpenAI stand-in; appended to --out's `families` part."""
+    from node_costs_families import (
+        FAMILY_KINDS,
+        PARK_S,
+        build_family_flows,
+        credentials,
+        derive_family_rows,
+        held_in_flight,
+        measure_window,
+        preload_vectors,
+        wait_flow,
+    )
+
+    from n8n_sizer.n8n.workflows import deploy_workflow
+    from n8n_sizer.standins.openai import StandInConfig, StandInServer
+
+    kinds = list(FAMILY_KINDS) if args.families == "all" else [k for k in args.families.split(",") if k]
+    unknown = [k for k in kinds if k not in FAMILY_KINDS]
+    if unknown:
+        raise SystemExit(f"--families: unknown kinds {unknown}; accepted: {', '.join(FAMILY_KINDS)}")
+    deadline = time.monotonic() + args.max_minutes * 60
+    campaign = "nodecostf-" + time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    install = install_n8n(quiet=True)
+    standin = StandInServer(StandInConfig()).serve()
+    stack = client = None
+    part: dict = {}
+    from n8n_sizer.lab.speed import probe as speed_probe
+
+    probe = speed_probe(install.node_bin)  # recorded beside the figures (house rule)
+    try:
+        stack = LocalStack(Setup(mode="regular")).start()
+        client = set_up_instance(stack.main_url).client(timeout_s=120)
+        say(f"stack up: n8n {N8N_VERSION}, Node {install.node_version}, regular, Postgres; stand-in {standin.url}")
+        ctx = credentials(client, standin)
+        doc = json.loads(args.out.read_text())
+        part = doc.get("families") or {"rounds": [], "executions_by_status": {}, "parked": [], "held": []}
+        part.setdefault("speed_probes", []).append({"campaign": campaign, "probe": probe})
+        if kinds:
+            if "aiVectorLoad" in kinds:
+                preload_vectors(client, stack.main_url, ctx)
+            flows = build_family_flows(ctx, kinds, args.k_high, light_flow)
+            stacks, clients = {"default": stack}, {"default": client}
+            deploy_flows(flows, stacks, clients, say)
+            raw = run_rounds(
+                flows,
+                stacks,
+                rounds=args.rounds,
+                requests=args.requests,
+                concurrency=args.concurrency,
+                max_run_s=args.max_run_s,
+                deadline=deadline,
+                warmup=args.warmup,
+                say=say,
+                campaign=campaign,
+            )
+            checks = final_check(flows, clients, raw)
+            say("stored executions by status: " + json.dumps(checks))
+            part["rounds"] += raw
+            part["executions_by_status"][campaign] = checks
+            part["standin_requests"] = {**part.get("standin_requests", {}), campaign: dict(standin.counts)}
+        if args.parked:
+            parked = wait_flow("nf-parked", PARK_S)
+            short = wait_flow("nf-short-wait", 0.05)
+            ids = {}
+            for key, wf in (("parked", parked), ("short", short)):
+                wid, path = deploy_workflow(client, wf, timeout_s=60)
+                ids[key] = (wid, stack.main_url + path)
+            window = PARK_S + 75.0  # the tracker polls every 60 s; a resume lands within one poll of its time
+            for r in range(args.parked_rounds):
+                for key in ("parked", "short") if r % 2 == 0 else ("short", "parked"):
+                    wid, url = ids[key]
+                    say(f"parked round {r + 1}: {key}, {args.parked_requests} executions, {window:.0f} s window")
+                    got = measure_window(stack, client, url, wid, args.parked_requests, window, say)
+                    part["parked"].append({"id": f"{campaign}/r{r + 1}/{key}", "key": key, "round": r + 1} | got)
+        if args.held:
+            standin.config = standin.config.model_copy(update={"latency_ms": args.held_latency_ms})
+            from node_costs_families import _with_units
+            from nodecost_ai import unit
+
+            agent = _with_units("nodecost held agent", "nf-held-agent", [unit("aiAgent", 1, ctx)])
+            waiting = wait_flow("nf-held-wait", args.held_latency_ms / 1000.0)
+            waiting["nodes"][0]["parameters"]["responseMode"] = "lastNode"
+            for key, wf in (("ai", agent), ("wait", waiting)):
+                _, path = deploy_workflow(client, wf, timeout_s=60)
+                half = max(1, args.held_in_flight // 2)
+                say(f"held in flight: {key}, {half} and {args.held_in_flight} executions")
+                got = held_in_flight(
+                    stack, stack.main_url + path, (half, args.held_in_flight), args.held_latency_ms / 1000.0, say
+                )
+                part["held"].append({"id": f"{campaign}/{key}", "key": key} | got)
+        part["about"] = {
+            "what": "further node kinds (AI roots with their sub-nodes against a local OpenAI-compatible stand-in, "
+            "app nodes against a stand-in, legacy and core nodes), a parked Wait, and the memory an in-flight "
+            "execution holds; measured by benchmarks/node_costs.py --families / --parked / --held",
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "n8n_version": N8N_VERSION,
+            "node_version": install.node_version,
+            "mode": "regular",
+            "db": "postgres",
+            "concurrency": args.concurrency,
+            "requests_per_run": args.requests,
+            "k_high": args.k_high,
+            "method": "as the first campaign: slope of chains of K = 1 and k_high copies within a round; chunks "
+            "add up (a round is campaign/round)",
+        }
+        if part["rounds"]:
+            part["nodes"] = derive_family_rows(part["rounds"], args.k_high)
+        part["held_mb"] = derive_held(part.get("held", []))
+        park = derive_parked(part.get("parked", []), doc)
+        if park is not None:
+            part["nodes"] = [r for r in part.get("nodes", []) if r["id"] != "waitParked"] + [park]
+        doc["families"] = part
+        write_atomic(args.out, json.dumps(doc, indent=1) + "\n", private=False)
+        say(f"wrote the families part of {args.out}: {len(part.get('nodes', []))} rows")
+        return 0
+    finally:
+        standin.close()
+        if client is not None:
+            client.close()
+        if stack is not None:
+            stack.stop()
+
+
+def derive_held(held: list[dict]) -> dict:
+    """held_mb per kind: the median over measurements of the rise per execution between the two counts, its spread
+    from every per-execution figure (also each count against its own baseline)."""
+    out = {}
+    for key, what in (
+        ("ai", "the AI Agent with its chat model, waiting on the model (stand-in), per execution in flight"),
+        ("wait", "Webhook -> Wait (held in memory) -> Set, per execution in flight"),
+    ):
+        got = [h for h in held if h["key"] == key]
+        if not got:
+            continue
+        values = [h["per_execution_mb"] for h in got]
+        spread = values + [v for h in got for v in h["per_execution_from_baseline_mb"]]
+        out[key] = {
+            "mb": round(statistics.median(values), 2),
+            "low_mb": round(min(spread), 2),
+            "high_mb": round(max(spread), 2),
+            "what": what,
+            "runs": [h["id"] for h in got],
+        }
+    return out
+
+
+def derive_parked(parked: list[dict], doc: dict) -> dict | None:
+    """waitParked: (parked - short) CPU per execution over same-length windows, plus the Wait row."""
+    by_round: dict[int, dict[str, float]] = {}
+    for p in parked:
+        by_round.setdefault(p["round"], {})[p["key"]] = (p["main_ms"] + p["postgres_ms"]) / max(p["requests"], 1)
+    diffs = [x["parked"] - x["short"] for x in by_round.values() if "parked" in x and "short" in x]
+    if not diffs:
+        return None
+    wait_row = next(r for r in doc["table"]["nodes"] if r["id"] == "wait")["cpu"]["ms"]
+    values = [d + wait_row for d in diffs]
+    return {
+        "id": "waitParked",
+        "type": "n8n-nodes-base.wait",
+        "cpu": {
+            "ms": round(statistics.median(values), 2),
+            "low_ms": round(min(values), 2),
+            "high_ms": round(max(values), 2),
+            "per_round": [round(v, 2) for v in values],
+        },
+        "runs": [p["id"] for p in parked],
+        "when": {"_parked": "yes"},
+        "what": "a Wait n8n parks (66 s): saved as waiting, resumed by the wait tracker; against a 0.05 s Wait, "
+        "plus the Wait row",
+    }
 
 
 def markdown(doc: dict) -> str:

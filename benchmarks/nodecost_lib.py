@@ -262,8 +262,11 @@ def stack_cpu_ms(stack: Any) -> dict[str, float]:
 # --- the closed-loop driver --------------------------------------------------------------------------
 
 
-def closed_loop(url: str, body: bytes, requests: int, concurrency: int, max_s: float) -> dict[str, Any]:
-    """`requests` POSTs by `concurrency` users, each sending when its last answered; stops at `max_s`."""
+def closed_loop(
+    url: str, body: bytes, requests: int, concurrency: int, max_s: float, ok_status: int = 200
+) -> dict[str, Any]:
+    """`requests` POSTs by `concurrency` users, each sending when its last answered; stops at `max_s`. An answer
+    counts as ok with `ok_status` (500 for a workflow that ends in Stop and Error)."""
     lock = threading.Lock()
     state = {"next": 0, "ok": 0, "bad": 0, "first_error": None}
     latencies: list[float] = []
@@ -279,7 +282,7 @@ def closed_loop(url: str, body: bytes, requests: int, concurrency: int, max_s: f
                 started = time.perf_counter()
                 try:
                     answer = http.post(url, content=body, headers={"Content-Type": "application/json"})
-                    good = answer.status_code == 200
+                    good = answer.status_code == ok_status
                     error = None if good else f"HTTP {answer.status_code}: {answer.text[:200]}"
                 except httpx.HTTPError as exc:
                     good, error = False, f"{type(exc).__name__}: {exc}"
@@ -305,11 +308,18 @@ def closed_loop(url: str, body: bytes, requests: int, concurrency: int, max_s: f
 
 
 def measure_run(
-    stack: Any, url: str, body: bytes, requests: int, concurrency: int, max_s: float, settle_s: float = 0.7
+    stack: Any,
+    url: str,
+    body: bytes,
+    requests: int,
+    concurrency: int,
+    max_s: float,
+    settle_s: float = 0.7,
+    ok_status: int = 200,
 ) -> dict[str, Any]:
     """One closed-loop run with the CPU main and Postgres spent on it, per successful execution."""
     before = stack_cpu_ms(stack)
-    run = closed_loop(url, body, requests, concurrency, max_s)
+    run = closed_loop(url, body, requests, concurrency, max_s, ok_status)
     time.sleep(settle_s)  # n8n saves the execution after it answers: let the last ones land
     after = stack_cpu_ms(stack)
     done = max(run["ok"], 1)
@@ -331,6 +341,8 @@ class Flow:
         self.key, self.stack, self.definition = key, stack, definition
         self.url = ""
         self.workflow_id = ""
+        self.ok_status = 200  # what its webhook answers when the execution did what it should
+        self.ok_execution = "success"  # ... and the status its stored executions must have
 
 
 def deploy_flows(flows: list[Flow], stacks: dict[str, Any], clients: dict[str, Any], say: Any) -> None:
@@ -349,7 +361,7 @@ def deploy_flows(flows: list[Flow], stacks: dict[str, Any], clients: dict[str, A
         with httpx.Client(timeout=60) as http:
             for _ in range(2):
                 answer = http.post(flow.url, content=BODY, headers={"Content-Type": "application/json"})
-                if answer.status_code != 200:
+                if answer.status_code != flow.ok_status:
                     failed[flow.key] = f"HTTP {answer.status_code}: {answer.text[:300]}"
     deadline = time.monotonic() + 60
     for flow in flows:
@@ -357,11 +369,11 @@ def deploy_flows(flows: list[Flow], stacks: dict[str, Any], clients: dict[str, A
             continue
         while True:
             counts = clients[flow.stack].count_executions(flow.workflow_id)
-            if counts.by_status.get("success", 0) >= 2 or time.monotonic() > deadline:
+            if counts.by_status.get(flow.ok_execution, 0) >= 2 or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
-        if counts.by_status.get("success", 0) < 2:
-            failed[flow.key] = f"executions not successful: {counts.by_status}"
+        if counts.by_status.get(flow.ok_execution, 0) < 2:
+            failed[flow.key] = f"executions not {flow.ok_execution}: {counts.by_status}"
     if failed:
         for key, why in failed.items():
             say(f"FAILED {key}: {why}")
@@ -389,7 +401,7 @@ def run_rounds(
     `measure(stack, url, body, requests, concurrency, max_s)` is one run (default `measure_run`, /proc families)."""
     measure = measure or measure_run
     for flow in flows:
-        closed_loop(flow.url, BODY, warmup, concurrency, max_run_s)
+        closed_loop(flow.url, BODY, warmup, concurrency, max_run_s, flow.ok_status)
     say(f"warmed up ({warmup} requests each)")
     raw: list[dict[str, Any]] = []
     for r in range(rounds):
@@ -406,7 +418,12 @@ def run_rounds(
             for flow in others:
                 order += [flow, partner]
         for i, flow in enumerate(order):
-            run = measure(stacks[flow.stack], flow.url, BODY, requests, concurrency, max_run_s)
+            if flow.ok_status == 200:
+                run = measure(stacks[flow.stack], flow.url, BODY, requests, concurrency, max_run_s)
+            else:
+                run = measure(
+                    stacks[flow.stack], flow.url, BODY, requests, concurrency, max_run_s, ok_status=flow.ok_status
+                )
             run.update(
                 id=f"{campaign}/r{r + 1}/{i + 1}/{flow.key}",
                 round=r + 1,

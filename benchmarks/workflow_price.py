@@ -140,7 +140,45 @@ def workflows(ctx: dict) -> list[tuple[str, dict, int]]:
             chain("v code3", "v-code3", [_n("code", "C1", ctx), _n("code", "C2", ctx), _n("code", "C3", ctx)]),
             1,
         ),
+        ("ai-agent-2s", ai_agent(ctx), 1),
+        ("app-telegram-set-if", app_flow(ctx), 1),
     ]
+
+
+# Workflows that wait (a model answering in 2 s, an app): their closed-loop throughput is set by the wait, not by
+# the CPU the price is about; they are compared by CPU per execution (the capacity under waiting is
+# benchmarks/ai_capacity.py's question).
+WAITING = {"ai-agent-2s", "app-telegram-set-if"}
+
+
+def _attach(wf: dict, subs: list[dict], links: list[tuple[str, str, str]]) -> dict:
+    wf["nodes"] += subs
+    for sub, root, kind in links:
+        wf["connections"].setdefault(sub, {}).setdefault(kind, [[]])[0].append({"node": root, "type": kind, "index": 0})
+    return wf
+
+
+def ai_agent(ctx: dict) -> dict:
+    """Webhook -> Set (the prompt, one expression) -> AI Agent (its chat model answering in 2 s: a stand-in
+    credential of its own) -> Set: not a shape the table's chains of agents measured."""
+    from nodecost_ai import unit
+
+    slow = {**ctx, "openai_cred_id": ctx["openai_slow_id"], "openai_cred_name": ctx["openai_slow_name"]}
+    root, subs, links = unit("aiAgent", 1, slow)
+    root["name"], root["parameters"]["text"] = "Agent", "={{ $json.e0 }} - say ok."
+    subs[0]["name"] = "OpenAI Chat Model"
+    links = [("OpenAI Chat Model", "Agent", "ai_languageModel")]
+    wf = chain("v agent", "v-agent", [set_node("Prompt", 0, 1, source="$json.body.n"), root, set_node("After", 1)])
+    return _attach(wf, subs, links)
+
+
+def app_flow(ctx: dict) -> dict:
+    """Webhook -> Telegram (send a message to the stand-in, its credential's baseUrl) -> Set -> IF."""
+    from nodecost_ai import unit
+
+    tg, _, _ = unit("appTelegram", 1, ctx)
+    tg["name"] = "Telegram"
+    return chain("v app", "v-app", [tg, set_node("Set", 0, 1, source="$json.ok"), _n("if", "If", ctx)])
 
 
 def neighbour_ratios(raw: list[dict]) -> dict[str, dict[str, list[float]]]:
@@ -202,13 +240,35 @@ def main() -> int:
                 for status, n in by.items():
                     statuses.setdefault(key, {}).setdefault(status, 0)
                     statuses[key][status] += n
-        defs = workflows({"stub_url": "http://127.0.0.1:1/stub", "sub_id": "sub"})
+        defs = workflows(
+            {
+                "stub_url": "http://127.0.0.1:1/stub",
+                "sub_id": "sub",
+                "app_url": "http://127.0.0.1:1",
+                **dict.fromkeys(
+                    (
+                        "openai_cred_id",
+                        "openai_cred_name",
+                        "openai_slow_id",
+                        "openai_slow_name",
+                        "telegram_cred_id",
+                        "telegram_cred_name",
+                    ),
+                    "c",
+                ),
+            }
+        )
         report(defs, [k["raw"] for k in kept], kept[0]["requests"], kept[0]["concurrency"], statuses)
         if args.embed is not None:
             embed(args.embed, defs, [k["raw"] for k in kept], kept[0]["requests"], kept[0]["concurrency"], statuses)
         return 0
     deadline = time.monotonic() + args.max_minutes * 60
     stub = StubServer()
+    from node_costs_families import credentials
+
+    from n8n_sizer.standins.openai import StandInServer
+
+    standin = StandInServer().serve()  # the AI agent's model (2 s) and the app node's service (0.5 s, its default)
     stack = LocalStack(Setup(mode="regular"))
     client = None
     try:
@@ -216,7 +276,22 @@ def main() -> int:
         client = set_up_instance(stack.main_url).client(timeout_s=120)
         sub = client.create_workflow(SUB_WORKFLOW)
         client.activate_workflow(sub["id"])
-        ctx = {"stub_url": stub.url, "sub_id": sub["id"]}
+        creds = credentials(client, standin)
+        slow = client.create_credential(
+            "stand-in openai 2 s", "openAiApi", {"apiKey": "sk-stand-in", "url": standin.base_url(2000)}
+        )
+        tg = client.create_credential(
+            "stand-in telegram 0.5 s", "telegramApi", {"accessToken": "1:s", "baseUrl": standin.url + "/lat/500"}
+        )
+        ctx = {
+            "stub_url": stub.url,
+            "sub_id": sub["id"],
+            **creds,
+            "openai_slow_id": slow["id"],
+            "openai_slow_name": slow["name"],
+            "telegram_cred_id": tg["id"],
+            "telegram_cred_name": tg["name"],
+        }
         defs = workflows(ctx)
         light = with_webhook_path(read_workflow("light"), "v-light", "v light")
         flows = [Flow("light", "s", light)] + [Flow(key, "s", d) for key, d, _ in defs]
@@ -237,6 +312,7 @@ def main() -> int:
         statuses = final_check(flows, {"s": client}, raw)
     finally:
         stub.close()
+        standin.close()
         if client is not None:
             client.close()
         stack.stop()
@@ -276,6 +352,7 @@ def embed(
             "runs": sorted({run["id"] for raw in raws for run in raw if run["key"] == key}),
         }
         for key, definition, items in defs
+        if key in ratios
     ]
     doc = {
         "about": {
@@ -324,22 +401,30 @@ def report(
     )
     errors, errors_cpu = [], []
     for key, definition, items in defs:
+        if key not in ratios:  # a workflow these runs did not measure (an older campaign's)
+            continue
         price = price_workflow(definition, table, items=items)
         mid, low, high = price.overhead_ratio_to_light
         by_rate = statistics.median(ratios[key]["rate"])
         by_cpu = statistics.median(ratios[key]["cpu"])
         err, err_cpu = mid / by_rate - 1, mid / by_cpu - 1
-        errors.append(abs(err))
+        if key not in WAITING:  # a waiting workflow's closed-loop rate is its wait's, not its price's
+            errors.append(abs(err))
         errors_cpu.append(abs(err_cpu))
         print(
             f"{key:24s} {items:5d} {mid:5.2f} [{low:4.2f}-{high:4.2f}] {by_rate:13.2f} {err:+6.0%} "
-            f"{by_cpu:12.2f} {err_cpu:+6.0%}" + (f"  unknown: {price.unknown_types}" if price.unknown_types else "")
+            f"{by_cpu:12.2f} {err_cpu:+6.0%}"
+            + ("  (waits: by CPU)" if key in WAITING else "")
+            + (f"  unknown: {price.unknown_types}" if price.unknown_types else "")
         )
     print(
         f"by CPU per execution: {len(errors_cpu)} workflows: median |error| {statistics.median(errors_cpu):.0%}, "
         f"max |error| {max(errors_cpu):.0%}"
     )
-    print(f"{len(errors)} workflows: median |error| {statistics.median(errors):.0%}, max |error| {max(errors):.0%}")
+    print(
+        f"{len(errors)} workflows without waits, by rate: median |error| {statistics.median(errors):.0%}, "
+        f"max |error| {max(errors):.0%}"
+    )
 
 
 if __name__ == "__main__":

@@ -35,6 +35,9 @@ class WorkflowProfile(Frozen):
     # Memory one execution holds while it is in flight (MB, in the process that runs it), where it is known to differ
     # from the light workflow's measured figure (ram.py's held_mb_per_execution): None means that figure.
     held_mb: float | None = Field(None, gt=0, le=100_000)
+    # The advise options that ask about this profile again where `--workload NAME` cannot (a workflow priced from
+    # its export: `--workflow FILE` and its options); empty: `--workload NAME` (or --cpu-ms/--wait-ms for custom).
+    advise_args: tuple[str, ...] = ()
 
     @property
     def code_cpu_s(self) -> float:

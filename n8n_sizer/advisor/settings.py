@@ -10,7 +10,13 @@ import math
 
 from n8n_sizer.advisor.capacity import CapacityModel, HostShape
 from n8n_sizer.advisor.profiles import WorkflowProfile
-from n8n_sizer.advisor.setup import DEFAULT_DB_POOL_SIZE, DEFAULT_RUNNER_CONCURRENCY, DEFAULT_WORKER_CONCURRENCY, Setup
+from n8n_sizer.advisor.setup import (
+    DEFAULT_DB_POOL_SIZE,
+    DEFAULT_RUNNER_CONCURRENCY,
+    DEFAULT_WORKER_CONCURRENCY,
+    MAX_CONCURRENCY,
+    Setup,
+)
 
 BURST_FACTOR = 1.5
 # Regular mode's production limit: seed 000 ran 10 and kept main at 674 MB with the editor at 0.42 s.
@@ -27,7 +33,8 @@ def worker_concurrency(
     """
     probe = Setup(mode="queue", workers=workers, concurrency=1000)
     in_flight = model.in_flight_at(profile, probe, host, rate_per_s) / workers
-    return max(DEFAULT_WORKER_CONCURRENCY, math.ceil(BURST_FACTOR * in_flight))
+    # a recommendation, never a refusal: at most what a Setup holds (memory caps it far lower: ram.py)
+    return min(MAX_CONCURRENCY, max(DEFAULT_WORKER_CONCURRENCY, math.ceil(BURST_FACTOR * in_flight)))
 
 
 def production_limit(model: CapacityModel, profile: WorkflowProfile, host: HostShape, rate_per_s: float) -> int:
@@ -38,7 +45,7 @@ def production_limit(model: CapacityModel, profile: WorkflowProfile, host: HostS
     """
     probe = Setup(mode="regular")
     in_flight = model.in_flight_at(profile, probe, host, rate_per_s)
-    return max(MIN_PRODUCTION_LIMIT, math.ceil(BURST_FACTOR * in_flight))
+    return min(MAX_CONCURRENCY, max(MIN_PRODUCTION_LIMIT, math.ceil(BURST_FACTOR * in_flight)))
 
 
 # Seed 000's story: executions of ~0.7 s (187 ms of Code, a 0.5 s wait) piled up in main at 20 req/s, which grew

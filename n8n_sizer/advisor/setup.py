@@ -20,6 +20,9 @@ Database = Literal["sqlite", "postgres"]
 DEFAULT_WORKER_CONCURRENCY = 10  # n8n's `worker --concurrency` default; seed 000 kept it (519/min, 0 errors)
 DEFAULT_RUNNER_CONCURRENCY = 5  # N8N_RUNNERS_MAX_CONCURRENCY in n8n's one-click template (seed 000)
 MAX_WORKERS = 64  # the most workers a Setup (and `render --workers`) accepts
+# The most executions one worker (or main's production limit) is sized for: far above what memory allows (advisor/
+# ram.py caps it), far below absurdity; Little's law on long waits (a model call of seconds) passes 1,000.
+MAX_CONCURRENCY = 100_000
 DEFAULT_DB_POOL_SIZE = 2  # DB_POSTGRESDB_POOL_SIZE default (seed 000)
 POSTGRES_DEFAULT_MAX_CONNECTIONS = 100
 # psql sessions, backups, monitoring: seed 000's formula leaves room for them ("headroom").
@@ -45,7 +48,9 @@ class Setup(Frozen):
 
     mode: Mode
     workers: int = Field(0, ge=0, le=MAX_WORKERS)
-    concurrency: int = Field(DEFAULT_WORKER_CONCURRENCY, ge=1, le=1000)
+    # Executions one worker runs at once. Little's law on long waits (a model call of seconds) asks for more than
+    # a thousand: an answer, not a refusal (memory caps it: advisor/ram.py), so the bound is only against absurdity.
+    concurrency: int = Field(DEFAULT_WORKER_CONCURRENCY, ge=1, le=MAX_CONCURRENCY)
     runner_concurrency: int = Field(DEFAULT_RUNNER_CONCURRENCY, ge=1, le=1000)
     production_limit: int | None = Field(None, ge=1)  # None: N8N_CONCURRENCY_PRODUCTION_LIMIT=-1 (off)
     db: Database = "postgres"

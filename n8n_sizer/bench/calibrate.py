@@ -67,6 +67,35 @@ def _post(http: httpx.Client, url: str, body: bytes) -> None:
         )
 
 
+class _closing:
+    """Close the stand-in (if any) when the block ends."""
+
+    def __init__(self, server) -> None:
+        self.server = server
+
+    def __enter__(self):
+        return self.server
+
+    def __exit__(self, *exc: object) -> None:
+        if self.server is not None:
+            self.server.close()
+
+
+def _redirected(client: N8nClient, definition: dict, export: dict, swap: bool, base_url: str, say) -> dict:
+    """`definition` with its calls out pointed at the stand-in at `base_url`, the credentials it needs created."""
+    from n8n_sizer.standins.rewrite import apply_rewrite
+
+    plan = stand_in_plan(export, swap, base_url)
+    ids = {}
+    for key, spec in plan.credentials.items():
+        made = client.create_credential(f"n8n-sizer stand-in {key}", spec["type"], spec["data"])
+        ids[key] = {"id": str(made["id"]), "name": str(made["name"])}
+    say(
+        f"calls out redirected to local stand-ins ({plan.summary()}), each waiting its assumed time; none reaches a real service"
+    )
+    return apply_rewrite(definition, plan, base_url, ids)
+
+
 def _finished(client: N8nClient, workflow_id: str, expected: int, timeout_s: float = 60.0) -> list[str]:
     """Ids of the workflow's successful executions once `expected` have finished (or the timeout passed)."""
     deadline = time.monotonic() + timeout_s
@@ -106,6 +135,32 @@ def _batch(http: httpx.Client, url: str, body: bytes, runs: int, rate: float, ma
     return None if before is None or after is None else (after - before) / runs
 
 
+def stand_in_plan(export: dict[str, Any], swap: bool, base_url: str = "http://127.0.0.1:0"):
+    """The rewrite of the workflow's calls out to the local stand-ins (standins/rewrite.py), each waiting what the
+    pricer assumes for it (its family's default, waits.py); one InputError line when some call cannot be redirected
+    and `swap` (--swap-calls) was not given."""
+    from n8n_sizer.advisor.workflow_price import load_node_costs, price_workflow
+    from n8n_sizer.advisor.workflow_price.families import family_of
+    from n8n_sizer.advisor.workflow_price.pricer import stand_in_latencies
+    from n8n_sizer.standins.rewrite import plan_rewrite
+
+    price = price_workflow(export, load_node_costs())
+    families = {line.name: line.family for line in price.lines}
+    for node in export.get("nodes", []):
+        if isinstance(node, dict) and str(node.get("name")) not in families:
+            fam = family_of(str(node.get("type")))
+            families[str(node.get("name"))] = fam.id if fam else ""
+    plan = plan_rewrite(export, base_url, stand_in_latencies(export, price), families, swap=swap)
+    if plan.unredirected:
+        shown = "; ".join(plan.unredirected[:4]) + (" ..." if len(plan.unredirected) > 4 else "")
+        raise InputError(
+            f"the workflow calls out where no local stand-in can be put in the way ({shown}); a benchmark never "
+            "calls the real services: pass --swap-calls to replace each by an HTTP call to a local stand-in "
+            "that waits its assumed time (an app node is an HTTP call plus its mapping)"
+        )
+    return plan
+
+
 def calibrate_workflow(
     path: Path,
     body_file: Path | None = None,
@@ -113,11 +168,13 @@ def calibrate_workflow(
     rate: float = 2.0,
     warmup: int = 3,
     say: Callable[[str], None] = lambda _: None,
+    swap_calls: bool = False,
 ) -> Calibration:
     """Bring the local stack up, run the workflow `runs` times at `rate`, then the reference as many times, read the
-    execution data and the task runner's CPU, stop the stack."""
+    execution data and the task runner's CPU, stop the stack. Calls out go to local stand-ins (`stand_in_plan`)."""
     _check(runs, rate)
     export = load_export(path)
+    plan = stand_in_plan(export, swap_calls)
     body = read_user_bytes(body_file, "--body", fix="pass the JSON your webhook expects") if body_file else b"{}"
     hook = next(
         (
@@ -137,9 +194,16 @@ def calibrate_workflow(
     reference = with_webhook_path(read_workflow("light"), f"calibrate-reference-{tag}", "calibrate reference")
     types = {str(n.get("name")): str(n.get("type")) for n in export["nodes"] if isinstance(n, dict)}
     say("starting the local stack (regular mode, Postgres)")
-    with LocalStack(Setup(mode="regular")) as stack:
+    standin = None
+    if plan.changes:
+        from n8n_sizer.standins.openai import StandInServer
+
+        standin = StandInServer().serve()
+    with LocalStack(Setup(mode="regular")) as stack, _closing(standin):
         session = set_up_instance(stack.main_url)
         with session.client(timeout_s=60) as client, httpx.Client(timeout=120) as http:
+            if standin is not None:
+                measured = _redirected(client, measured, export, swap_calls, standin.url, say)
             ids = {}
             for key, definition in (("measured", measured), ("reference", reference)):
                 ids[key], hook_path = deploy_workflow(client, definition)

@@ -179,13 +179,23 @@ def _check_targets_reachable(targets: list[Target]) -> None:
 
 
 def start_bench(
-    req: BenchRequest, out_dir: Path, progress: Progress | None = None, workflow_body: Path | None = None
+    req: BenchRequest,
+    out_dir: Path,
+    progress: Progress | None = None,
+    workflow_body: Path | None = None,
+    swap_calls: bool = False,
 ) -> BenchSummary:
     run_id = new_run_id()
     flow = load_bench_workflow(req.workflow, workflow_body, run_tag=run_id.rsplit("-", 1)[-1])
     flow = _shaped_workflow(req, flow)
-    targets = build_targets(req)
-    _check_targets_reachable(targets)
+    standin, flow = _stand_ins(req, flow, swap_calls, progress)
+    try:
+        targets = build_targets(req)
+        _check_targets_reachable(targets)
+    except BaseException:
+        if standin is not None:
+            standin.close()
+        raise
     kind = "find-max" if req.find_max is not None else ("soak" if req.soak else "bench")
     manifest = RunManifest(
         run_id=run_id,
@@ -197,7 +207,43 @@ def start_bench(
         versions=_versions(),
     )
     store = RunStore.create(out_dir, manifest)
-    return _run(store, req, flow, targets, progress)
+    try:
+        return _run(store, req, flow, targets, progress)
+    finally:
+        if standin is not None:
+            standin.close()
+
+
+def _stand_ins(req: BenchRequest, flow: BenchWorkflow, swap: bool, progress: Progress | None):
+    """(the stand-in server or None, the workflow with its calls out pointed at it). A benchmark never calls the
+    real services: HTTP, OpenAI and Telegram calls go to a local stand-in (n8n_sizer/standins/) waiting what the
+    pricer assumes for each; calls it cannot redirect are refused unless `swap` (--swap-calls). The stand-in runs
+    in this process on 127.0.0.1, so only a --local stack reaches it."""
+    from n8n_sizer.bench.calibrate import stand_in_plan
+    from n8n_sizer.standins.rewrite import apply_rewrite
+
+    plan = stand_in_plan(flow.definition, swap)
+    if not plan.changes:
+        return None, flow
+    if req.source != "local":
+        raise InputError(
+            f"--workflow {flow.name} calls out ({plan.summary()}); its calls go to local stand-ins, which a --local "
+            "stack reaches on 127.0.0.1: bench it with --local (a benchmark never calls the real services)"
+        )
+    from n8n_sizer.standins.openai import StandInServer
+
+    standin = StandInServer().serve()
+    plan = stand_in_plan(flow.definition, swap, standin.url)
+    refs = {key: {"id": f"standin:{key}", "name": f"standin:{key}"} for key in plan.credentials}
+    definition = apply_rewrite(flow.definition, plan, standin.url, refs)
+    if progress is not None:
+        progress(
+            "local",
+            f"calls out redirected to a local stand-in ({plan.summary()}), each waiting its assumed time; "
+            "none reaches a real service",
+            0.0,
+        )
+    return standin, flow.model_copy(update={"definition": definition, "credentials": plan.credentials})
 
 
 def resume_bench(run: str, out_dir: Path, progress: Progress | None = None) -> BenchSummary:

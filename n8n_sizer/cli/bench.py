@@ -92,6 +92,11 @@ def bench(
     ssh_port: int = typer.Option(22, "--ssh-port", help="SSH port of the fleet's hosts."),
     out: str = typer.Option("results", "--out", help="Folder that holds run folders."),
     json_out: bool = typer.Option(False, "--json", help="Print run id, run folder and ledgers as one JSON object."),
+    swap_calls: bool = typer.Option(
+        False,
+        "--swap-calls",
+        help="Your --workflow's calls out go to local stand-ins; replace those no stand-in can be put in front of (an app whose host is fixed, a remote vector store...) by an HTTP call to a stand-in waiting the assumed time; without it such a workflow is refused.",
+    ),
     resume: str | None = typer.Option(None, "--resume", help="Continue an unfinished run (its id or folder)."),
     find_max: bool = typer.Option(
         False,
@@ -216,5 +221,5 @@ def bench(
                     "plan": req.plan.model_copy(update={"rest_s": rest_s}),
                 }
             )
-            summary = start_bench(req, out, progress, workflow_body=body)
+            summary = start_bench(req, out, progress, workflow_body=body, swap_calls=swap_calls)
     print_summary(summary, json_out)

@@ -13,7 +13,8 @@ def register(app: typer.Typer) -> None:
 
 CALIBRATE_HELP = """Run your workflow a few dozen times at a low rate on n8n started here and write each node's
 median execution time, read from n8n's execution data; the Code nodes' own JavaScript CPU is what
-`advise --workflow FILE --calibration calibration.json` uses.
+`advise --workflow FILE --calibration calibration.json` uses. Its calls out (HTTP, OpenAI, Telegram...) go to
+local stand-ins that wait the assumed time; never to the real services.
 
 Example: n8n-sizer calibrate my-flow.json --body my-body.json --runs 30 --rate 2 --out calibration.json
 """
@@ -26,6 +27,11 @@ def calibrate(
     rate: float = typer.Option(2.0, "--rate", help="Requests per second: low, so times are work, not queueing."),
     out: Path = typer.Option(Path("calibration.json"), "--out", help="Where to write the calibration JSON."),
     json_out: bool = typer.Option(False, "--json", help="Print the calibration as JSON instead of a table."),
+    swap_calls: bool = typer.Option(
+        False,
+        "--swap-calls",
+        help="Replace calls no stand-in can be put in front of (an app whose host is fixed, a remote vector store, a sub-workflow not in the file) by an HTTP call to a local stand-in waiting the assumed time; without it such a workflow is refused.",
+    ),
 ) -> None:
     from n8n_sizer.bench.calibrate import calibrate_workflow
     from n8n_sizer.safety.files import require_output_folder
@@ -34,7 +40,9 @@ def calibrate(
     require_output_folder(
         out.parent if str(out.parent) else Path("."), "--out", fix="try --out calibration.json", writable=True
     )
-    result = calibrate_workflow(workflow, body, runs=runs, rate=rate, say=lambda text: typer.echo(text, err=True))
+    result = calibrate_workflow(
+        workflow, body, runs=runs, rate=rate, say=lambda text: typer.echo(text, err=True), swap_calls=swap_calls
+    )
     text = result.model_dump_json(indent=2)
     write_atomic(out, text + "\n", private=False, what=f"--out {out}")
     if json_out:

@@ -187,6 +187,11 @@ class N8nClient:
         """Create through the public API; only the fields it accepts are sent. Returns n8n's workflow."""
         return self._json("POST", "/api/v1/workflows", public=True, json=create_body(workflow))
 
+    def create_credential(self, name: str, type_: str, data: dict[str, Any]) -> dict[str, Any]:
+        """Create a credential through the public API (e.g. an `openAiApi` whose `url` is a local stand-in);
+        n8n's answer (`id`, `name`, `type`) is what a node's `credentials` refers to."""
+        return self._json("POST", "/api/v1/credentials", public=True, json={"name": name, "type": type_, "data": data})
+
     def activate_workflow(self, workflow_id: str) -> dict[str, Any]:
         """Activate (2.x also calls it publish): its production webhooks start answering."""
         return self._json("POST", f"/api/v1/workflows/{workflow_id}/activate", public=True)

@@ -96,6 +96,21 @@ def saved_or_new_session(
     return session
 
 
+def with_credentials(definition: dict, made: dict[str, dict]) -> dict:
+    """`definition` with every credential reference "standin:<key>" replaced by the credential created for it."""
+    if not made:
+        return definition
+    import copy
+
+    out = copy.deepcopy(definition)
+    for node in out.get("nodes", []):
+        for ref in (node.get("credentials") or {}).values() if isinstance(node, dict) else ():
+            key = str(ref.get("id", "")).removeprefix("standin:") if isinstance(ref, dict) else ""
+            if key in made:
+                ref["id"], ref["name"] = str(made[key]["id"]), str(made[key]["name"])
+    return out
+
+
 def setup_target(base_url: str, workflow: BenchWorkflow, secrets_path: Path, target: str = "target") -> TargetLink:
     """Owner, login, API key (or the saved ones), then the measured workflow and its warm-up copy, active."""
     try:
@@ -107,8 +122,12 @@ def setup_target(base_url: str, workflow: BenchWorkflow, secrets_path: Path, tar
         warm = workflow.copy_for("warmup")
         ids = {}
         with session.client() as client:
+            made = {
+                key: client.create_credential(f"n8n-sizer {key}", spec["type"], spec["data"])
+                for key, spec in workflow.credentials.items()
+            }
             for key, flow in (("measured", workflow), ("warmup", warm)):
-                ids[key], _ = deploy_workflow(client, flow.definition)
+                ids[key], _ = deploy_workflow(client, with_credentials(flow.definition, made))
     except N8nApiError as exc:
         raise HostError(f"{target}: setting n8n up failed: {exc}".replace("\n", " ")) from None
     return TargetLink(

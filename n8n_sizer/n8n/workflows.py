@@ -38,6 +38,9 @@ class BenchWorkflow(Frozen):
     webhook_path: str
     method: str
     body: bytes
+    # Credentials the workflow needs created first (a local stand-in's, n8n_sizer/standins/rewrite.py): the
+    # definition refers to each by the id and name "standin:<key>", which `setup_target` replaces.
+    credentials: dict[str, dict[str, Any]] = {}
 
     def copy_for(self, suffix: str) -> BenchWorkflow:
         """The same workflow on webhook path `<path>-<suffix>` with fresh webhook ids (e.g. the warm-up copy)."""

@@ -77,7 +77,7 @@ IN_FLIGHT = Range(1, 100_000, example="1000")
 FRACTION = Range(0, 1, example="0.01")
 PORT = Range(1, 65_535, example="22")
 WORKERS = Range(0, 64, example="2")
-CONCURRENCY = Range(1, 1000, example="10")
+CONCURRENCY = Range(1, 100_000, example="10")  # advisor/setup.py: long waits ask for more than 1,000 slots
 POOL = Range(1, 500, example="2")
 PRODUCTION_LIMIT = Range(1, 100_000, example="20")
 # Postgres accepts max_connections in 1..262143 (its GUC limit, MAX_BACKENDS).

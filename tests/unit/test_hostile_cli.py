@@ -79,7 +79,7 @@ CASES: list[tuple[str, list[str], int]] = [
     ("advise", ["--rps", "40", "--compose", ""], 2),
     ("advise", ["--rps", "40", "--compose", "{plain}"], 2),
     ("advise", ["--rps", "5", "--vcpu", "4", "--compose", "{bad_env_dir}"], 2),
-    ("advise", ["--rps", "40", "--wait-ms", "3600000"], 2),
+    ("advise", ["--rps", "40", "--wait-ms", "3600001"], 2),
     ("advise", ["--validate", "--rps", "40"], 2),
     ("advise", ["--validate", "--compose", "{base}/v"], 2),
     ("advise", ["--validate", "--workload", "code-heavy"], 2),

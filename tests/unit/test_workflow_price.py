@@ -6,6 +6,7 @@ import copy
 import json
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -19,13 +20,16 @@ TABLE = load_node_costs()
 
 
 def _export(*nodes: dict) -> dict:
+    """Webhook -> the nodes, in a chain (the pricer walks the connections: an unconnected node does not run)."""
     hook = {
         "name": "Webhook",
         "type": "n8n-nodes-base.webhook",
         "typeVersion": 2,
         "parameters": {"httpMethod": "POST", "path": "x"},
     }
-    return {"name": "t", "nodes": [hook, *nodes], "connections": {}}
+    chain = [hook, *nodes]
+    connections = {a["name"]: {"main": [[{"node": b["name"], "type": "main", "index": 0}]]} for a, b in pairwise(chain)}
+    return {"name": "t", "nodes": chain, "connections": connections}
 
 
 def _node(name: str, type_: str, **params) -> dict:
@@ -86,10 +90,10 @@ def test_code_heavy_is_priced_from_its_nodes_its_wait_and_its_javascript():
 def test_an_unknown_node_type_is_named_and_widens_the_interval():
     known = price_workflow(_export(_node("Set", "n8n-nodes-base.set")), TABLE)
     with_unknown = price_workflow(
-        _export(_node("Set", "n8n-nodes-base.set"), _node("Slack", "n8n-nodes-base.slack")), TABLE
+        _export(_node("Set", "n8n-nodes-base.set"), _node("Odd", "n8n-nodes-community.odd")), TABLE
     )
-    assert with_unknown.unknown_types == ("n8n-nodes-base.slack",)
-    line = next(line for line in with_unknown.lines if line.name == "Slack")
+    assert with_unknown.unknown_types == ("n8n-nodes-community.odd",)
+    line = next(line for line in with_unknown.lines if line.name == "Odd")
     assert line.row_id == "unknown" and line.low_ms == 0 and line.high_ms > line.cost_ms
     width = lambda p: p.overhead_ratio_to_light[2] - p.overhead_ratio_to_light[1]  # noqa: E731
     # the unknown node adds its whole range (less what it shares, in quadrature, with the method's own error)
@@ -117,9 +121,11 @@ def test_items_expressions_and_waits_add_what_the_table_says():
     http = _node("Call", "n8n-nodes-base.httpRequest", url="http://127.0.0.1:1/")
     wait_v1 = {"name": "Pause", "type": "n8n-nodes-base.wait", "typeVersion": 1, "parameters": {"amount": 2}}
     priced = price_workflow(_export(http, wait_v1), TABLE, items=3, wait_ms_per_call=100.0)
-    assert priced.wait_ms == pytest.approx(3 * 100.0 + 2 * 3600 * 1000.0)  # version 1's unit default is hours
+    assert priced.wait_ms == pytest.approx(3 * 100.0)  # one call per item
+    assert priced.parked_ms == pytest.approx(2 * 3600 * 1000.0)  # version 1's unit default is hours: parked
     unset = price_workflow(_export(http), TABLE)
-    assert unset.wait_ms == 0 and any("--wait-ms" in note for note in unset.notes)
+    assert unset.wait_ms == pytest.approx(500.0)  # the HTTP family's default, with its source
+    assert any("waiting per execution" in note and "slow API call" in note for note in unset.notes)
 
 
 def test_the_legacy_engine_is_priced_from_its_own_measured_base():
@@ -183,7 +189,10 @@ def test_a_huge_or_deeply_nested_export_is_refused_before_it_is_priced():
         ({"items": True}, "--items"),
         ({"items": 10**9}, "--items"),
         ({"code_cpu_ms": -1}, "--cpu-ms"),
+        ({"code_cpu_ms": 1e308}, "--cpu-ms"),
+        ({"code_cpu_ms": 700_000}, "--cpu-ms"),  # the same bound as without --workflow
         ({"wait_ms_per_call": float("nan")}, "--wait-ms"),
+        ({"wait_ms_per_call": 1e300}, "--wait-ms"),
     ],
 )
 def test_bad_numbers_are_refused_naming_the_flag(kwargs, flag):

@@ -2,6 +2,7 @@
 queue-mode figures a queue answer is priced from."""
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,13 @@ SUB = {
 }
 SET = {"name": "Set", "type": "n8n-nodes-base.set", "typeVersion": 3.4, "parameters": {}}
 LIGHT_PATH = Path(__file__).resolve().parents[2] / "n8n_sizer/templates/workflows/light.json"
+
+
+def _chained(nodes: list[dict]) -> dict:
+    """Connections that chain `nodes` in order (the pricer runs what the trigger reaches)."""
+    return {a["name"]: {"main": [[{"node": b["name"], "type": "main", "index": 0}]]} for a, b in pairwise(nodes)}
+
+
 LIGHT = json.loads(LIGHT_PATH.read_text())
 
 
@@ -127,12 +135,9 @@ def test_the_refit_is_a_bayesian_update_the_measured_workflow_moves_most():
     """A run pins its own workflow's effect (what the figures do not explain of it) and moves the shared figures by
     their spread only: a workflow that shares its rows moves less; the same evidence again narrows further."""
     table = load_node_costs()
-    sub = {
-        "name": "x",
-        "nodes": [{"name": "W", "type": "n8n-nodes-base.webhook", "parameters": {}}, SUB, SET],
-        "connections": {},
-    }
-    other = {"name": "y", "nodes": sub["nodes"][:2], "connections": {}}
+    nodes = [{"name": "W", "type": "n8n-nodes-base.webhook", "parameters": {}}, SUB, SET]
+    sub = {"name": "x", "nodes": nodes, "connections": _chained(nodes)}
+    other = {"name": "y", "nodes": nodes[:2], "connections": _chained(nodes[:2])}
     ob = Observation(run_ids=("r",), workflow="x", definition=sub, ratio_to_light=1.5)
     refined, report = refine_table(table, [ob])
     moved_sub = (
@@ -246,11 +251,8 @@ def test_the_queue_campaign_derives_each_nodes_cost_and_role_shares_and_a_queue_
     price = price_workflow(LIGHT, table, mode="queue")
     assert price.mode == "queue" and price.overhead_ratio_to_light[0] == pytest.approx(1.0, abs=1e-6)
     assert price.role_ms["worker"] == pytest.approx(41.0, abs=0.01)  # base's 40 + the Code row's 1
-    flow = {
-        "name": "f",
-        "nodes": [LIGHT["nodes"][0], SET, {**SET, "name": "If", "type": "n8n-nodes-base.if"}],
-        "connections": {},
-    }
+    nodes = [LIGHT["nodes"][0], SET, {**SET, "name": "If", "type": "n8n-nodes-base.if"}]
+    flow = {"name": "f", "nodes": nodes, "connections": _chained(nodes)}
     assert any(
         "regular-mode rows" in n and "n8n-nodes-base.if" in n for n in price_workflow(flow, table, mode="queue").notes
     )

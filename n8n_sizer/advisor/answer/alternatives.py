@@ -50,7 +50,9 @@ def advise_command(req: Request, vcpu: int | None, max_hosts: int | None) -> str
         words += ["--provider", req.provider]
     if req.arch != "x86":
         words += ["--arch", req.arch]
-    if r.name == "custom":
+    if r.advise_args:  # e.g. a workflow priced from its export: --workflow FILE ... (no --workload names it)
+        words += list(r.advise_args)
+    elif r.name == "custom":
         words += ["--cpu-ms", f"{r.code_cpu_ms:g}", "--wait-ms", f"{r.wait_ms:g}"]
     elif r.name != "light":
         words += ["--workload", r.name]

@@ -124,9 +124,9 @@ class Topology(Frozen):
     """The groups and what every host shares: `advise --json`'s `topology` with its settings."""
 
     groups: tuple[HostGroup, ...] = Field(min_length=1, max_length=64)
-    concurrency: int = Field(DEFAULT_WORKER_CONCURRENCY, ge=1, le=1000)
+    concurrency: int = Field(DEFAULT_WORKER_CONCURRENCY, ge=1, le=100_000)  # long waits: setup.py says why
     runner_concurrency: int = Field(DEFAULT_RUNNER_CONCURRENCY, ge=1, le=1000)
-    production_limit: int | None = Field(None, ge=1, le=10000)  # regular mode's N8N_CONCURRENCY_PRODUCTION_LIMIT
+    production_limit: int | None = Field(None, ge=1, le=100_000)  # regular mode's N8N_CONCURRENCY_PRODUCTION_LIMIT
     db_pool_size: PoolSizes = PoolSizes()
     max_connections: int | None = Field(None, ge=1, le=100000)
     n8n_version: str = Field(N8N_VERSION, max_length=40, pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")

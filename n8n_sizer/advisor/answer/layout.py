@@ -36,7 +36,7 @@ from n8n_sizer.advisor.capacity import (
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.roles import RoleDemands, role_demands
 from n8n_sizer.advisor.settings import BURST_FACTOR
-from n8n_sizer.advisor.setup import DEFAULT_WORKER_CONCURRENCY
+from n8n_sizer.advisor.setup import DEFAULT_WORKER_CONCURRENCY, MAX_CONCURRENCY
 
 COMFORT_UTILISATION = 0.7  # as recommend.py: a 1.4x burst still fits
 
@@ -295,7 +295,8 @@ def worker_settings(
         ceilings.append(RUNNER_CORES / (h * d.runner_s))
     x = COMFORT_UTILISATION * min(ceilings)
     busy = h * (d.ingest_s + d.worker_s + d.runner_s) * (1.0 + sakasegawa_wait_factor(COMFORT_UTILISATION, 1.0))
-    concurrency = max(DEFAULT_WORKER_CONCURRENCY, math.ceil(BURST_FACTOR * x * (d.wait_s + busy)))
+    # a recommendation, never a refusal: at most what a Setup holds (setup.py MAX_CONCURRENCY)
+    concurrency = min(MAX_CONCURRENCY, max(DEFAULT_WORKER_CONCURRENCY, math.ceil(BURST_FACTOR * x * (d.wait_s + busy))))
     return concurrency, worker_pool_size(concurrency, x * busy)
 
 

@@ -23,25 +23,35 @@ from n8n_sizer.safety.frozen import Frozen
 CODE = "n8n-nodes-base.code"
 
 
+# Bounds on what a calibration file may say: the same as --cpu-ms (safety/numbers.py CPU_MS) for CPU figures, an
+# hour for a node's time; a file outside them is refused in one line (calibration_from_json), never computed with.
+MAX_MS = 600_000.0
+MAX_TIME_MS = 3_600_000.0
+
+
 class NodeTiming(Frozen):
-    name: str
-    type: str
-    median_ms: float = Field(ge=0)
-    p90_ms: float = Field(ge=0)
-    samples: int = Field(ge=1)
+    name: str = Field(max_length=200)
+    type: str = Field(max_length=200)
+    median_ms: float = Field(ge=0, le=MAX_TIME_MS, allow_inf_nan=False)
+    p90_ms: float = Field(ge=0, le=MAX_TIME_MS, allow_inf_nan=False)
+    samples: int = Field(ge=1, le=1_000_000)
 
 
 class Calibration(Frozen):
-    workflow: str
-    n8n_version: str | None = None
-    measured_at: str
-    executions: int = Field(ge=1)  # successful executions read
-    code_round_trip_ms: float = Field(ge=0)  # the reference's trivial Code node, median execution time
-    nodes: tuple[NodeTiming, ...]
-    code_cpu_ms: float = Field(ge=0)  # the Code nodes' own JavaScript per execution (see `summarize`)
-    code_time_ms: float = Field(ge=0)  # the same from execution times alone (wall: it includes waiting for a core)
-    runner_cpu_ms: float | None = None  # the task runner's CPU per execution of the workflow
-    reference_runner_cpu_ms: float | None = None  # ... and of the reference (one trivial Code node)
+    workflow: str = Field(max_length=500)
+    n8n_version: str | None = Field(None, max_length=40)
+    measured_at: str = Field(max_length=40)
+    executions: int = Field(ge=1, le=1_000_000)  # successful executions read
+    # the reference's trivial Code node, median execution time
+    code_round_trip_ms: float = Field(ge=0, le=MAX_TIME_MS, allow_inf_nan=False)
+    nodes: tuple[NodeTiming, ...] = Field(max_length=2000)
+    # the Code nodes' own JavaScript per execution (see `summarize`)
+    code_cpu_ms: float = Field(ge=0, le=MAX_MS, allow_inf_nan=False)
+    # the same from execution times alone (wall: it includes waiting for a core)
+    code_time_ms: float = Field(ge=0, le=MAX_TIME_MS, allow_inf_nan=False)
+    # the task runner's CPU per execution of the workflow, and of the reference (one trivial Code node)
+    runner_cpu_ms: float | None = Field(None, ge=0, le=MAX_TIME_MS, allow_inf_nan=False)
+    reference_runner_cpu_ms: float | None = Field(None, ge=0, le=MAX_TIME_MS, allow_inf_nan=False)
 
     def timing(self, name: str) -> NodeTiming | None:
         return next((n for n in self.nodes if n.name == name), None)
@@ -132,8 +142,8 @@ def calibration_from_json(doc: Any, source: str = "--calibration") -> Calibratio
         return Calibration.model_validate(doc)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "the file"
+        where = ".".join(str(p) for p in first.get("loc", ()))[:80] or "the file"
         raise InputError(
-            f"{source}: not a calibration ({where}: {first.get('msg')}); write one with "
+            f"{source}: not a calibration ({where}: {str(first.get('msg'))[:120]}); write one with "
             "`n8n-sizer calibrate FILE --out calibration.json`"
         ) from None

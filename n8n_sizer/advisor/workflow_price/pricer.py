@@ -1,24 +1,45 @@
-"""Price a workflow export from its nodes: n8n's CPU per execution, relative to the packaged `light` workflow.
+"""Price a workflow export from its nodes: n8n's CPU per execution, relative to the packaged `light` workflow, and
+what an execution waits on.
 
-    overhead = base + sum over nodes of (row + per_item x (items - 1) + per_expression x expressions x items)
+    overhead = base + sum over the nodes an execution runs of
+               runs x (cost + per_item x (items - 1) + per_expression x expressions x items)
 
-`base` is a Webhook alone (receive, start, save, respond), a node's `row` its measured slope (table.py). `light`
-(Webhook -> Code -> respond) priced the same way is base + the Code row, so light's ratio is 1.0 by construction.
-The Code nodes' own JavaScript is apart (`code_cpu_ms`: the user's --cpu-ms or a calibration), as is waiting
-(HTTP Request calls x `wait_ms_per_call`, Wait nodes' configured time): they are what `WorkflowProfile` already
-carries. A node type the table does not have is priced as the median known node with an interval from 0 to twice
-the costliest ordinary one (Execute Workflow, a whole sub-execution, apart), and named in `unknown_types`. Spreads
-of known rows add in quadrature (independent rounds), unknown nodes' add linearly (they could all be costly); the
-ratio's interval also holds the validated error of the method (`VALIDATED_RATIO_ERROR`).
+`base` is a Webhook alone (receive, start, save, respond); a node's `cost` its measured row, else its family's
+figure (linecost.py: an app node is priced from the app nodes measured here, each an HTTP call to a stand-in plus
+its mapping); `runs` how often one execution runs it, walking the connections from the trigger (graph.py:
+exclusive branches at the dearest or at the mix given, a node after a join once, loops once per batch, AI
+sub-nodes with their root). `light` (Webhook -> Code -> respond) priced the same way is base + the Code row, so
+light's ratio is 1.0 by construction. The Code nodes' own JavaScript is apart (`code_cpu_ms`), and so is waiting
+(waits.py: every call out waits its family's default, `--wait NODE=MS` or `--wait-ms`; a Wait of 65 s or more is
+parked and holds nothing): they are what `WorkflowProfile` carries. A node type nothing prices is priced as the
+median known node with an interval from 0 to twice the costliest ordinary one, and named in `unknown_types`.
+Spreads of measured rows add in quadrature (independent rounds), a family's linearly within the family (its nodes
+are alike), unknown nodes' linearly; the ratio's interval also holds the validated error of the method
+(`VALIDATED_RATIO_ERROR`). The trigger (triggers.py) says what starts the executions and at what rate.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
+from collections import defaultdict
 
-from n8n_sizer.advisor.workflow_price.export import ExportNode, parse_export
+from n8n_sizer.advisor.workflow_price.export import parse_export
+from n8n_sizer.advisor.workflow_price.families import family_of
+from n8n_sizer.advisor.workflow_price.graph import node_weights
+from n8n_sizer.advisor.workflow_price.linecost import Costing
+from n8n_sizer.advisor.workflow_price.lines import (
+    MODEL_CALLS,
+    NO_COST,
+    NodeLine,
+    models_elsewhere,
+    node_lines,
+    price_notes,
+    stand_in_latencies,
+    sub_nodes,
+)
 from n8n_sizer.advisor.workflow_price.table import NodeCostTable
+from n8n_sizer.advisor.workflow_price.triggers import Trigger, sized_trigger, triggers_in
+from n8n_sizer.advisor.workflow_price.waits import parse_waits
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.frozen import Frozen
 
@@ -27,27 +48,13 @@ CODE = "n8n-nodes-base.code"
 HTTP_REQUEST = "n8n-nodes-base.httpRequest"
 WAIT = "n8n-nodes-base.wait"
 EXECUTE_WORKFLOW = "n8n-nodes-base.executeWorkflow"
-NO_COST = {"n8n-nodes-base.stickyNote"}  # canvas notes: never executed
 MAX_ITEMS = 1_000_000
 ENGINES = ("default", "legacy")
-# The Wait node's units (n8n 2.41.1, n8n-nodes-base Wait.node.js): a missing unit is "hours" with amount 1 in
-# version 1, "seconds" with amount 5 from 1.1 on.
 # What the table's own spread does not hold: how far priced ratios fell from measured ones on workflows that did
 # not feed the table (docs/workflow-price.md#validation-workflows-that-did-not-feed-the-table, the median |error|
 # of the throughput ratio), added in quadrature to every ratio's interval.
 VALIDATED_RATIO_ERROR = 0.10
-UNIT_S = {"seconds": 1.0, "minutes": 60.0, "hours": 3600.0, "days": 86400.0}
-
-
-class NodeLine(Frozen):
-    name: str
-    type: str
-    row_id: str  # the table row it was priced from; "base" (the trigger), "unknown", "none" (notes, disabled)
-    cost_ms: float  # n8n CPU per execution for this node (executing process + its Postgres work)
-    low_ms: float
-    high_ms: float
-    expressions: int = 0
-    note: str = ""
+__all__ = ["MODEL_CALLS", "NO_COST", "NodeLine", "WorkflowPrice", "price_workflow", "stand_in_latencies"]
 
 
 class WorkflowPrice(Frozen):
@@ -62,24 +69,19 @@ class WorkflowPrice(Frozen):
     overhead_ratio_to_light: tuple[float, float, float]  # (mid, low, high)
     relative_uncertainty: float  # half the ratio's interval over its mid
     code_cpu_ms: float  # the Code nodes' own JavaScript per execution (the task runner's), apart from overhead
-    wait_ms: float  # per execution: HTTP Request calls x wait per call, Wait nodes' configured time
+    wait_ms: float  # per execution, held while running: every call out's wait, Wait nodes under 65 s
     unknown_types: tuple[str, ...]
     notes: tuple[str, ...]
     role_ms: dict[str, float] | None = None  # queue mode: the overhead by role (main, worker, runner, postgres, redis)
     refined_from: tuple[str, ...] = ()  # the user's runs that refined the table (refit.py), if any
-
-
-def _wait_node_ms(node: ExportNode) -> float | None:
-    """A Wait node's configured time, or None when it waits on something else (a webhook, a form, a date)."""
-    params = node.parameters
-    if params.get("resume", "timeInterval") != "timeInterval":
-        return None
-    first = node.type_version is not None and node.type_version < 1.1
-    amount = params.get("amount", 1 if first else 5)
-    unit = params.get("unit", "hours" if first else "seconds")
-    if isinstance(amount, bool) or not isinstance(amount, (int, float)) or unit not in UNIT_S:
-        return None  # an expression or an odd value: not known before it runs
-    return max(0.0, float(amount)) * UNIT_S[unit] * 1000.0
+    parked_ms: float = 0.0  # per execution, parked in the database (Wait of 65 s or more, event waits)
+    model_wait_ms: float = 0.0  # of wait_ms, waiting on model calls
+    model_calls: float = 0.0  # model calls per execution
+    trigger: Trigger | None = None  # the trigger the answer is sized for
+    triggers: tuple[Trigger, ...] = ()
+    held_mb: float | None = None  # memory an in-flight execution holds (measured for AI workflows), None: light's
+    family_priced: dict[str, int] = {}  # node types priced by their family (no row of their own), by count
+    code_nodes: float = 0.0  # Code node runs per execution (each costs the runner a round trip)
 
 
 def _spread(parts: list[tuple[float, float, float]], unknown: list[tuple[float, float, float]]) -> tuple[float, float]:
@@ -102,9 +104,9 @@ def _posterior_spread(
     x[ids.index("base")] = 1.0
     for line in lines:
         if line.row_id in ids[1:-1]:
-            x[ids.index(line.row_id)] += 1.0
-        if line.row_id not in ("base", "none"):
-            x[-1] += line.expressions * items
+            x[ids.index(line.row_id)] += line.runs
+        if line.priced_by in ("row", "family", "unknown"):
+            x[-1] += line.expressions * items * line.runs
     d = list(x) + [0.0] * len(post.effects)
     d[ids.index("base")] -= ratio
     d[ids.index("code")] -= ratio
@@ -136,16 +138,35 @@ def _roles(table: NodeCostTable, lines: list[NodeLine], total: float) -> dict[st
 
 
 def _check(items: int, code_cpu_ms: float | None, wait_ms_per_call: float | None, engine: str) -> None:
+    from n8n_sizer.safety import numbers as n
+
     if isinstance(items, bool) or not isinstance(items, int) or not 1 <= items <= MAX_ITEMS:
         raise InputError(
             f"--items must be a whole number from 1 to {MAX_ITEMS:,} (got {items!r}); it is the items "
             "each node handles per execution"
         )
-    for flag, value in (("--cpu-ms", code_cpu_ms), ("--wait-ms", wait_ms_per_call)):
-        if value is not None and (not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0):
-            raise InputError(f"{flag} must be a number >= 0 (got {value!r})")
+    # the same bounds as without --workflow (safety/numbers.py)
+    n.check_numbers({"--cpu-ms": (code_cpu_ms, n.CPU_MS), "--wait-ms": (wait_ms_per_call, n.WAIT_MS)})
     if engine not in ENGINES:
         raise InputError(f"unknown expression engine {engine!r}; accepted: {', '.join(ENGINES)}")
+
+
+def _spread_parts(lines: list[NodeLine]):
+    """(row parts, family parts summed per family, unknown parts) as (mid, low, high) for `_spread`."""
+    parts, unknown = [], []
+    fam: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    for line in lines:
+        if line.runs <= 0:
+            continue
+        triple = (line.cost_ms, line.low_ms, line.high_ms)
+        if line.priced_by == "row":
+            parts.append(triple)
+        elif line.priced_by == "family":
+            acc = fam[line.family]
+            acc[0], acc[1], acc[2] = acc[0] + triple[0], acc[1] + triple[1], acc[2] + triple[2]
+        elif line.priced_by == "unknown":
+            unknown.append(triple)
+    return parts + [tuple(v) for v in fam.values()], unknown
 
 
 def price_workflow(
@@ -156,103 +177,47 @@ def price_workflow(
     wait_ms_per_call: float | None = None,
     engine: str = "default",
     mode: str = "regular",
+    waits: list[str] | tuple[str, ...] = (),
+    branches: dict[str, float] | None = None,
+    rps: float | None = None,
 ) -> WorkflowPrice:
-    """The workflow's n8n CPU per execution, node by node, and its ratio to light's (see the module docstring).
-    `mode="queue"` prices from the queue-mode figures (`NodeCostTable.for_mode`), light priced in queue mode too."""
+    """The workflow's n8n CPU per execution, node by node, its ratio to light's, its waiting and its trigger (see
+    the module docstring). `mode="queue"` prices from the queue-mode figures (`NodeCostTable.for_mode`), light
+    priced in queue mode too. `waits`: --wait NODE=MS pairs; `branches`: --branch NODE=SHARE; `rps`: the rate
+    asked for (the trigger's note compares it with what a schedule implies)."""
     _check(items, code_cpu_ms, wait_ms_per_call, engine)
     if mode not in ("regular", "queue"):
         raise InputError(f"unknown mode {mode!r}; accepted: regular, queue")
     table = table.for_mode(mode)
     parsed = parse_export(export)
+    plan = parse_waits(list(waits), wait_ms_per_call)
     per_expr = table.per_expression_ms.get(engine) or table.per_expression_ms["default"]
     per_item = table.per_item_ms
-    known = [r.cpu.ms for r in table.nodes]
-    unknown_mid = max(0.0, statistics.median(known))
-    # Execute Workflow runs a whole sub-execution: it is not what an unknown node is like, so it does not set the bound.
-    ordinary = [r.cpu.high_ms for r in table.nodes if r.type != EXECUTE_WORKFLOW] or [unknown_mid]
-    unknown_high = 2.0 * max(max(ordinary), unknown_mid)
-    lines: list[NodeLine] = []
-    parts: list[tuple[float, float, float]] = []
-    unknown_parts: list[tuple[float, float, float]] = []
-    unknown_types: set[str] = set()
-    notes: list[str] = []
-    wait_ms, http_calls, triggers = 0.0, 0, 0
+    costing = Costing(table)
+    families = {n.name: family_of(n.type) for n in parsed.nodes}
+    triggers = triggers_in(parsed.nodes)
+    trigger = sized_trigger(triggers)
+    subs = sub_nodes(parsed, families)
+    own = {}
     for node in parsed.nodes:
-        if node.type in NO_COST or node.disabled:
-            lines.append(
-                NodeLine(
-                    name=node.name,
-                    type=node.type,
-                    row_id="none",
-                    cost_ms=0,
-                    low_ms=0,
-                    high_ms=0,
-                    note="disabled" if node.disabled else "not executed",
-                )
-            )
-            continue
-        if node.type == WEBHOOK or node.type.lower().endswith("trigger"):
-            triggers += 1
-            note = "" if node.type == WEBHOOK else "a trigger other than the Webhook, priced as the Webhook base"
-            lines.append(
-                NodeLine(
-                    name=node.name,
-                    type=node.type,
-                    row_id="base",
-                    cost_ms=0,
-                    low_ms=0,
-                    high_ms=0,
-                    note=note or "in the base",
-                )
-            )
-            continue
-        # Expressions are evaluated once per item; every extra item costs each node the per-item figure.
-        extra = (
-            per_expr.ms * node.expressions * items + per_item.ms * (items - 1),
-            per_expr.low_ms * node.expressions * items + per_item.low_ms * (items - 1),
-            per_expr.high_ms * node.expressions * items + per_item.high_ms * (items - 1),
+        c = costing.cost(node, families[node.name])
+        own[node.name] = c.mid + per_expr.ms * node.expressions * items
+    walk = node_weights(parsed, [trigger.name] if trigger else [], own, items, branches, subs)
+    lines, model_calls = node_lines(
+        parsed, table, costing, families, walk.weights, subs, plan, items, per_expr, per_item
+    )
+    unknown_types = sorted({line.type for line in lines if line.priced_by == "unknown"})
+    notes = price_notes(parsed, lines, walk, trigger, triggers, plan, rps, model_calls, subs)
+    notes += models_elsewhere(parsed, lines, families, triggers, trigger, own, items, subs, plan)
+    wait_ms = sum(line.wait_ms for line in lines)
+    if plan.every_call_ms is not None and not any(line.wait_source == "--wait-ms" for line in lines):
+        wait_ms += plan.every_call_ms
+        notes.append(
+            f"--wait-ms {plan.every_call_ms:g}: no node of this workflow calls out, so it is counted once per "
+            "execution (as without --workflow)"
         )
-        row = table.row(node.type)
-        if row is None:
-            unknown_types.add(node.type)
-            mid, low, high = unknown_mid + extra[0], extra[1], unknown_high + extra[2]
-            unknown_parts.append((mid, low, high))
-            row_id, note = "unknown", "not in the table: priced as the median node, interval 0 to 2x the costliest"
-        else:
-            mid, low, high = row.cpu.ms + extra[0], row.cpu.low_ms + extra[1], row.cpu.high_ms + extra[2]
-            parts.append((mid, low, high))
-            row_id, note = row.id, ""
-            if node.type == EXECUTE_WORKFLOW:
-                note = "a whole sub-execution (measured with a trigger-only sub-workflow): price its nodes apart"
-        if node.type == HTTP_REQUEST:
-            http_calls += items
-        elif node.type == WAIT:
-            waited = _wait_node_ms(node)
-            if waited is None:
-                notes.append(f"Wait node {node.name!r} waits on an event, not a time: its wait is not counted")
-            else:
-                wait_ms += waited
-        mid, low, high = max(mid, 0.0), max(low, 0.0), max(high, mid, 0.0)
-        lines.append(
-            NodeLine(
-                name=node.name,
-                type=node.type,
-                row_id=row_id,
-                cost_ms=round(mid, 3),
-                low_ms=round(low, 3),
-                high_ms=round(high, 3),
-                expressions=node.expressions,
-                note=note,
-            )
-        )
-    if triggers == 0:
-        notes.append("no trigger node: priced as if a Webhook started it")
-    if http_calls:
-        if wait_ms_per_call is None:
-            notes.append(f"{http_calls} HTTP Request call(s) per execution and no --wait-ms: their wait counted as 0")
-        else:
-            wait_ms += http_calls * wait_ms_per_call
-    if code_cpu_ms is None and any(n.type == CODE and not n.disabled for n in parsed.nodes):
+    code_nodes = sum(line.runs for line in lines if line.type == CODE and line.priced_by != "none")
+    if code_cpu_ms is None and code_nodes > 0:
         notes.append("Code nodes' own JavaScript counted as 0: give --cpu-ms or a calibration (n8n-sizer calibrate)")
     base = table.base
     if engine == "legacy":
@@ -263,6 +228,7 @@ def price_workflow(
             )
         # Measured: the per-execution set-up of the isolated engine is most of what legacy saves.
         base = table.legacy_base
+    parts, unknown_parts = _spread_parts(lines)
     nodes_mid = sum(line.cost_ms for line in lines)
     node_below, node_above = _spread(parts, unknown_parts)
     parts.append((base.ms, base.low_ms, base.high_ms))
@@ -290,11 +256,17 @@ def price_workflow(
     ratio = (mid_ratio, low_ratio, high_ratio)
     if table.mode == "queue":
         borrowed = sorted(
-            {line.type for line in lines if line.row_id not in ("base", "none", "unknown")}
+            {line.type for line in lines if line.priced_by == "row" and line.runs > 0}
             - {r.type for r in table.nodes if r.roles is not None}
         )
         if borrowed:
             notes.append(f"priced from regular-mode rows (not measured in queue mode): {', '.join(borrowed)}")
+    family_priced: dict[str, int] = defaultdict(int)
+    for line in lines:
+        if line.priced_by == "family":
+            family_priced[line.type] += 1
+    ai = any(line.family.startswith("ai.") and line.runs > 0 for line in lines)
+    held = table.held_mb.get("ai") if ai else None
     return WorkflowPrice(
         name=parsed.name,
         engine=engine,
@@ -310,6 +282,14 @@ def price_workflow(
         relative_uncertainty=round((high_ratio - low_ratio) / (2 * mid_ratio), 4) if mid_ratio else 0.0,
         code_cpu_ms=float(code_cpu_ms or 0.0),
         wait_ms=round(wait_ms, 3),
-        unknown_types=tuple(sorted(unknown_types)),
+        parked_ms=round(sum(line.parked_ms for line in lines), 3),
+        model_wait_ms=round(sum(line.model_wait_ms for line in lines), 3),
+        model_calls=round(model_calls, 4),
+        unknown_types=tuple(unknown_types),
         notes=tuple(notes),
+        trigger=trigger,
+        triggers=tuple(triggers),
+        held_mb=held.mb if held is not None else None,
+        family_priced=dict(sorted(family_priced.items())),
+        code_nodes=round(code_nodes, 4),
     )

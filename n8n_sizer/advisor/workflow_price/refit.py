@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from n8n_sizer.advisor.workflow_price.export import parse_export
-from n8n_sizer.advisor.workflow_price.pricer import NO_COST, VALIDATED_RATIO_ERROR, WEBHOOK
+from n8n_sizer.advisor.workflow_price.pricer import VALIDATED_RATIO_ERROR
 from n8n_sizer.advisor.workflow_price.table import Figure, NodeCostTable, Posterior
 from n8n_sizer.safety.frozen import Frozen
 
@@ -59,22 +58,23 @@ def _ids(table: NodeCostTable) -> list[str]:
 
 
 def design(definition: dict, table: NodeCostTable, items: int = 1) -> tuple[dict[str, float], float]:
-    """(counts per figure, the known offset in ms) of a workflow, as the pricer prices it: the base once, one per
-    node of a known row, expressions x items; unknown nodes and extra items are an offset (not refined)."""
-    parsed = parse_export(definition)
+    """(counts per figure, the known offset in ms) of a workflow, as the pricer prices it: the base once, each
+    measured row by the runs of its nodes (the connections walked from the trigger), expressions x items x runs;
+    nodes priced by family or unknown, and extra items, are an offset (not refined)."""
+    from n8n_sizer.advisor.workflow_price.pricer import price_workflow
+
+    price = price_workflow(definition, table.model_copy(update={"posterior": None}), items=items)
     x: dict[str, float] = {"base": 1.0}
-    known = sorted(r.cpu.ms for r in table.nodes)
     offset = 0.0
-    for node in parsed.nodes:
-        if node.type in NO_COST or node.disabled or node.type == WEBHOOK or node.type.lower().endswith("trigger"):
+    for line in price.lines:
+        if line.runs <= 0 or line.priced_by not in ("row", "family", "unknown"):
             continue
-        row = table.row(node.type)
-        if row is None:
-            offset += max(0.0, known[len(known) // 2])
+        if line.priced_by == "row":
+            x[line.row_id] = x.get(line.row_id, 0.0) + line.runs
+            offset += table.per_item_ms.ms * (items - 1) * line.runs
         else:
-            x[row.id] = x.get(row.id, 0.0) + 1.0
-        x[EXPR] = x.get(EXPR, 0.0) + node.expressions * items
-        offset += table.per_item_ms.ms * (items - 1)
+            offset += line.cost_ms - table.per_expression_ms["default"].ms * line.expressions * items * line.runs
+        x[EXPR] = x.get(EXPR, 0.0) + line.expressions * items * line.runs
     return x, offset
 
 

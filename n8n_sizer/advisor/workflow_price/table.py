@@ -33,6 +33,21 @@ class NodeRow(Frozen):
     main_ms: float | None = None  # of which main with its task runner
     runs: tuple[str, ...] = ()  # the campaign's workflows it was derived from
     roles: dict[str, float] | None = None  # queue mode: each role's share (main, worker, runner, postgres, redis)
+    # A row for one setting of the node (e.g. a Merge's mode, a vector store's insert or load): parameter values
+    # the node must have for this row to price it; None prices every node of the type no other row matches.
+    when: dict[str, str] | None = None
+    what: str = ""  # what was measured, where the type alone does not say (an AI root with its model sub-node)
+    campaign: str = ""  # the campaign the row came from, where it is not the table's own
+
+
+class Held(Frozen):
+    """Memory one in-flight execution holds in main (MB), measured on real n8n (benchmarks/node_costs_ai.py)."""
+
+    mb: float
+    low_mb: float
+    high_mb: float
+    what: str
+    runs: tuple[str, ...] = ()
 
 
 class Posterior(Frozen):
@@ -74,6 +89,7 @@ class NodeCostTable(Frozen):
     queue: QueueCosts | None = None  # queue mode (the worker's side), where measured
     mode: str = "regular"  # which mode's figures `base`, `nodes` and `per_expression_ms` are
     posterior: Posterior | None = None  # refined by the user's runs (refit.py), else None
+    held_mb: dict[str, Held] = {}  # memory an in-flight execution holds, by kind ("ai", "light", "wait")
 
     def for_mode(self, mode: str) -> NodeCostTable:
         """The table a `mode` answer prices from: queue mode's measured rows where they are (their base, light,
@@ -81,8 +97,8 @@ class NodeCostTable(Frozen):
         if mode != "queue" or self.queue is None or self.mode == mode:
             return self
         q = self.queue
-        measured = {row.type: row for row in q.nodes}
-        nodes = tuple(measured.pop(row.type, row) for row in self.nodes) + tuple(measured.values())
+        measured = {row.id: row for row in q.nodes}  # ids, not types: a type may have a row per setting
+        nodes = tuple(measured.pop(row.id, row) for row in self.nodes) + tuple(measured.values())
         legacy = None
         if self.legacy_base is not None and self.base.ms > 0:  # legacy was measured in regular mode: its ratio
             k = q.base.ms / self.base.ms
@@ -104,11 +120,18 @@ class NodeCostTable(Frozen):
         """Node types the queue campaign measured (the others borrow their regular row in queue mode)."""
         return {row.type for row in self.queue.nodes} if self.queue else set()
 
-    def row(self, node_type: str) -> NodeRow | None:
+    def row(self, node_type: str, parameters: dict | None = None) -> NodeRow | None:
+        """The row pricing a node of `node_type`: the first whose `when` its parameters match, else the type's row
+        without a `when`, else None."""
+        plain = None
         for row in self.nodes:
-            if row.type == node_type:
+            if row.type != node_type:
+                continue
+            if row.when is None:
+                plain = plain or row
+            elif parameters is not None and all(parameters.get(k) == v for k, v in row.when.items()):
                 return row
-        return None
+        return plain
 
     def row_by_id(self, row_id: str) -> NodeRow:
         for row in self.nodes:
@@ -129,4 +152,9 @@ def table_from_doc(doc: dict) -> NodeCostTable:
     """The table of a node_costs.json document, with its queue part when it has one."""
     queue = doc.get("queue") or {}
     part = {"queue": {**queue["table"], "about": queue.get("about", {})}} if queue.get("table", {}).get("base") else {}
-    return NodeCostTable.model_validate({**doc["table"], "about": doc["about"], **part})
+    table = {**doc["table"]}
+    families = doc.get("families") or {}  # campaigns of further node kinds (benchmarks/node_costs.py --families)
+    table["nodes"] = [*table["nodes"], *families.get("nodes", [])]
+    if families.get("held_mb"):
+        table["held_mb"] = families["held_mb"]
+    return NodeCostTable.model_validate({**table, "about": doc["about"], **part})

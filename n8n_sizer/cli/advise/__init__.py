@@ -18,7 +18,7 @@ Works on the measurements embedded in the package; --results refits on your own 
 Examples: advise --rps 40 --vcpu 4 | advise --rps 200 --json > advice.json | advise --rps 20 --max-hosts 1 |
 advise --rps 5 --vcpu 4 --workload code-heavy --json | advise --rps 20 --provider hetzner | advise --validate |
 advise --rps 10 --vcpu 4 --burst 4 --burst-seconds 60 | advise --rps 200 --topology advice.json |
-advise --rps 10 --workflow my-flow.json --wait-ms 300
+advise --rps 10 --workflow my-flow.json --wait-ms 300 | advise --workflow chat.json --rps 2 --wait "OpenAI Chat Model=2000"
 """
 
 
@@ -92,6 +92,16 @@ def advise(
         "--on-this-machine",
         help="With --topology: every host shares this machine's cores at this machine's measured speed (the lab, docs/lab.md).",
     ),
+    wait: list[str] | None = typer.Option(
+        None,
+        "--wait",
+        help='With --workflow: NODE=MS, the wait per call of a node (its name or type, e.g. "OpenAI Chat Model=2000" or httpRequest=300); repeatable.',
+    ),
+    branch: list[str] | None = typer.Option(
+        None,
+        "--branch",
+        help="With --workflow: NODE=SHARE, the share (0 to 1) of executions that take the branch starting at NODE (after an IF, Switch, Filter...); repeatable. Default: the dearest branch.",
+    ),
 ) -> None:
     from n8n_sizer.cli.advise.inputs import AdviseOptions
     from n8n_sizer.cli.advise.view import run_advise
@@ -121,5 +131,7 @@ def advise(
             items=items,
             calibration=calibration,
             expression_engine=expression_engine,
+            wait=tuple(wait or ()),
+            branch=tuple(branch or ()),
         )
     )

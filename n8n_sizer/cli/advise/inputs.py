@@ -68,6 +68,7 @@ def check_inputs(
             )
     if not validate and rps is None:
         raise InputError("--rps is required: the sustained webhook rate to carry, e.g. --rps 40")
+    # (with --workflow, a schedule's own rate stands in for a missing --rps: view.py asks the export first)
     if rps is not None and not rps > 0:
         raise InputError(f"--rps must be > 0 (got {rps:g}); it is requests per second, e.g. --rps 40")
     if vcpu is not None and vcpu <= 0:
@@ -132,6 +133,7 @@ def check_workflow(o: AdviseOptions) -> None:
     if o.workflow is None:
         given = [f for f, v in (("--items", o.items), ("--calibration", o.calibration)) if v is not None]
         given += ["--expression-engine"] if o.expression_engine != "default" else []
+        given += [f for f, v in (("--wait", o.wait), ("--branch", o.branch)) if v]
         if given:
             raise InputError(
                 f"{', '.join(given)} describe a --workflow FILE priced from its nodes; pass --workflow "
@@ -178,3 +180,31 @@ class AdviseOptions:
     items: int | None = None
     calibration: Path | None = None
     expression_engine: str = "default"
+    wait: tuple[str, ...] = ()  # --wait NODE=MS (with --workflow)
+    branch: tuple[str, ...] = ()  # --branch NODE=SHARE (with --workflow)
+
+
+def parse_branches(pairs: tuple[str, ...]) -> dict[str, float]:
+    """--branch NODE=SHARE (repeatable): {node name: share of executions, 0 to 1}; one line for anything else."""
+    out: dict[str, float] = {}
+    for pair in pairs:
+        name, sep, value = pair.rpartition("=")
+        if not sep or not name.strip():
+            raise InputError(
+                f"--branch {_shown(pair)}: give NODE=SHARE, the first node of a branch and the share (0 to 1) of "
+                'executions that take it, e.g. --branch "Send reply=0.3"'
+            )
+        try:
+            share = float(value)
+        except ValueError:
+            share = float("nan")
+        if not 0.0 <= share <= 1.0:  # also refuses nan and inf
+            raise InputError(f"--branch {_shown(pair)}: the share must be a number from 0 to 1")
+        out[name.strip()] = share
+    return out
+
+
+def _shown(text: str) -> str:
+    from n8n_sizer.advisor.workflow_price.export import printable
+
+    return repr(printable(text, 60))

@@ -19,18 +19,14 @@ def run_advise(o: AdviseOptions) -> int:
 
     workload, compose, arch = o.workload, o.compose, o.arch  # each is replaced below once it is resolved
     check_workflow(o)
-    check_inputs(
-        o.rps,
-        o.vcpu,
-        arch,
-        o.provider,
-        o.p95_ms,
-        o.validate,
-        None if o.workflow else o.cpu_ms,
-        None if o.workflow else o.wait_ms,
-        workload,
-        o.max_hosts,
-    )
+    asked_rps = o.rps  # None: a schedule's own rate (the price's note says which)
+    if o.workflow is not None and o.rps is None and not o.validate:  # a schedule's own rate, when it says one
+        from dataclasses import replace
+
+        from n8n_sizer.cli.advise.workflow import workflow_rate
+
+        o = replace(o, rps=workflow_rate(o.workflow))
+    check_inputs(o.rps, o.vcpu, arch, o.provider, o.p95_ms, o.validate, o.cpu_ms, o.wait_ms, workload, o.max_hosts)
     check_burst(o.burst, o.burst_seconds, o.validate, o.drain_seconds)
     check_given(o.topology, o.on_this_machine, o.validate, o.vcpu, o.max_hosts, o.provider, compose)
     workload_given = workload is not None
@@ -67,6 +63,9 @@ def run_advise(o: AdviseOptions) -> int:
             calibration=o.calibration,
             engine=o.expression_engine,
             results=o.results,
+            waits=o.wait,
+            branches=o.branch,
+            rps=asked_rps,
         )
     elif workload in user_workflows and o.cpu_ms is None and o.wait_ms is None:
         profile = None  # the user's own workflow, measured in their results: its own fitted demand
@@ -128,6 +127,9 @@ def run_advise(o: AdviseOptions) -> int:
             engine=o.expression_engine,
             mode="queue",
             results=o.results,
+            waits=o.wait,
+            branches=o.branch,
+            rps=asked_rps,
         )
         q_req = req.model_copy(update={"profile": q_profile})
         q_rec = _answer(advisor, q_req, layout, given_hosts, one_setup, one_option)
@@ -237,6 +239,9 @@ def _with_price(advisor, o: AdviseOptions, req, rec, price):
             engine="legacy",
             mode=price.mode,
             results=o.results,
+            waits=o.wait,
+            branches=o.branch,
+            rps=o.rps,
         )
         if rec.hosts == 1 and rec.server.vcpu >= 1:  # the same size of server, its best setup under legacy
             same = req.model_copy(update={"profile": legacy, "vcpu": int(rec.server.vcpu), "max_hosts": 1})
@@ -249,6 +254,8 @@ def _with_price(advisor, o: AdviseOptions, req, rec, price):
         "items": price.items,
         "expression_engine": price.engine,
         "priced_mode": price.mode,
+        "trigger": None if price.trigger is None else price.trigger.model_dump(mode="json"),
+        "wait_ms": price.wait_ms,
     }
     if price.refined_from:
         notes.append(f"the cost table was refined by your runs ({'; '.join(price.refined_from)}) before pricing")

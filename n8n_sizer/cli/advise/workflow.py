@@ -4,7 +4,8 @@ The export is read through the one reader; the price is the per-node cost table'
 docs/workflow-price.md); the profile carries the price as n8n's overhead relative to the light workflow's fitted
 one, with the price's uncertainty, so every answer (one host first, topologies, the ways past it) is the same as
 for a packaged workload. `--cpu-ms` is then the Code nodes' own JavaScript (else a `calibrate` file's), `--wait-ms`
-each HTTP Request call's wait.
+every call out's wait that `--wait NODE=MS` does not set, `--branch NODE=SHARE` the mix of exclusive branches.
+The trigger decides the rate: without `--rps`, a schedule's own rate (`workflow_rate`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,50 @@ def _read_json(path: Path, what: str, fix: str):
     return load_json(read_user_text(path, what, fix=fix, max_bytes=MAX_EXPORT_BYTES), what, fix)
 
 
+def workflow_rate(path: Path) -> float:
+    """The rate the export's own trigger implies (a schedule, a poll), for `advise --workflow FILE` without --rps;
+    one InputError line when it implies none (a webhook: its rate is the user's to give)."""
+    from n8n_sizer.advisor.workflow_price.export import parse_export
+    from n8n_sizer.advisor.workflow_price.triggers import describe, sized_trigger, triggers_in
+
+    fix = "export the workflow from n8n's editor (Download) and pass that file"
+    try:
+        parsed = parse_export(_read_json(path, "--workflow", fix))
+    except InputError as exc:
+        raise InputError(f"--workflow {path}: {str(exc).removeprefix('workflow export: ')}") from None
+    trigger = sized_trigger(triggers_in(parsed.nodes))
+    if trigger is None or trigger.rate_per_s is None:
+        said = describe(trigger, None).split(";")[0]
+        raise InputError(f"--rps is required: {said}, and the export does not say its rate; e.g. --rps 10")
+    return trigger.rate_per_s
+
+
+def advise_args(
+    path: Path,
+    items: int | None,
+    cpu_ms: float | None,
+    wait_ms: float | None,
+    calibration: Path | None,
+    engine: str,
+    waits: tuple[str, ...],
+    branches: tuple[str, ...],
+) -> tuple[str, ...]:
+    """The options that ask about the same priced workflow again (an alternative's `advise` command)."""
+    words = ["--workflow", str(path)]
+    for flag, value in (("--items", items), ("--cpu-ms", cpu_ms), ("--wait-ms", wait_ms)):
+        if value is not None:
+            words += [flag, f"{value:g}"]
+    if calibration is not None:
+        words += ["--calibration", str(calibration)]
+    if engine != "default":
+        words += ["--expression-engine", engine]
+    for pair in waits:
+        words += ["--wait", pair]
+    for pair in branches:
+        words += ["--branch", pair]
+    return tuple(words)
+
+
 def priced_profile(
     path: Path,
     *,
@@ -37,11 +82,16 @@ def priced_profile(
     engine: str,
     mode: str = "regular",
     results: Path | None = None,
+    waits: tuple[str, ...] = (),
+    branches: tuple[str, ...] = (),
+    rps: float | None = None,
 ):
     """(profile, price) of the workflow export at `path`; `price` is the pricer's `WorkflowPrice`. `mode` picks the
-    table's figures (queue: the worker's side); `results` (bench runs) refine them first (`refined_table`)."""
+    table's figures (queue: the worker's side); `results` (bench runs) refine them first (`refined_table`);
+    `waits` and `branches` are --wait and --branch as given; `rps` the rate asked for (for the trigger's note)."""
     from n8n_sizer.advisor.workflow_price import load_node_costs, price_workflow
     from n8n_sizer.advisor.workflow_price.calibration import calibration_from_json
+    from n8n_sizer.cli.advise.inputs import parse_branches
 
     fix = "export the workflow from n8n's editor (Download) and pass that file"
     export = _read_json(path, "--workflow", fix)
@@ -61,14 +111,23 @@ def priced_profile(
         if results is not None:
             table, _ = refined_table(table, results, path.stem, items or 1, code_cpu or 0.0)
         price = price_workflow(
-            export, table, items=items or 1, code_cpu_ms=code_cpu, wait_ms_per_call=wait_ms, engine=engine, mode=mode
+            export,
+            table,
+            items=items or 1,
+            code_cpu_ms=code_cpu,
+            wait_ms_per_call=wait_ms,
+            engine=engine,
+            mode=mode,
+            waits=waits,
+            branches=parse_branches(branches),
+            rps=rps,
         )
     except InputError as exc:  # name the input: the pricer speaks of "workflow export"
         raise InputError(f"--workflow {path}: {str(exc).removeprefix('workflow export: ')}") from None
     mid, low, high = price.overhead_ratio_to_light
     sd = math.log(max(high, 1e-9) / max(low, 1e-9)) / (2 * Z90) if low > 0 else 1.0
     name = re.sub(r"[^a-z0-9-]+", "-", (price.name or path.stem).lower()).strip("-")[:40] or "workflow"
-    code_nodes = sum(1 for line in price.lines if line.type == "n8n-nodes-base.code" and line.row_id != "none")
+    code_nodes = math.ceil(price.code_nodes - 1e-9)
     profile = WorkflowProfile(
         name=f"priced:{name}",
         code_cpu_ms=price.code_cpu_ms,
@@ -77,7 +136,9 @@ def priced_profile(
         measured=False,
         overhead_ratio=max(mid, 1e-3),
         ratio_sd_log=min(sd, 5.0),
-        code_nodes=code_nodes,
+        code_nodes=min(code_nodes, 10_000),
+        held_mb=price.held_mb,
+        advise_args=advise_args(path, items, cpu_ms, wait_ms, calibration, engine, waits, branches),
     )
     return profile, price
 
@@ -94,8 +155,23 @@ def refined_table(table, results: Path, name: str, items: int, code_cpu_ms: floa
 
 
 def price_warnings(price, engine: str, other_capacity: float | None, capacity: float) -> list[str]:
-    """What the answer says of the price: unknown node types, and the expression engine as a lever."""
-    out = []
+    """What the answer says of the price: the pricing notes that change the answer (the trigger and the rate,
+    waits assumed, parked waits, branches, unpriced nodes, nodes priced by family), and the expression engine as
+    a lever."""
+    out = [f"workflow price: {note}" for note in price.notes if not note.startswith("Code nodes' own")]
+    if price.family_priced:
+        shown = sorted(price.family_priced.items(), key=lambda kv: -kv[1])
+        out.append(
+            f"workflow price: {sum(price.family_priced.values())} node(s) priced by their family, having no row of "
+            "their own (an app node as the app nodes measured here, an HTTP call plus its mapping): "
+            + ", ".join(f"{t.rsplit('.', 1)[-1]} x{n}" for t, n in shown[:6])
+            + (" ..." if len(shown) > 6 else "")
+        )
+    if price.held_mb is not None:
+        out.append(
+            f"workflow price: an in-flight execution of this workflow holds about {price.held_mb:.0f} MB in the "
+            "process that runs it (measured for AI workflows on n8n here); the limits below are sized with it"
+        )
     if price.unknown_types:
         out.append(
             f"priced from its nodes; not in the cost table (priced as a median node, the interval widened): "
