@@ -140,6 +140,11 @@ def workflows(ctx: dict) -> list[tuple[str, dict, int]]:
             chain("v code3", "v-code3", [_n("code", "C1", ctx), _n("code", "C2", ctx), _n("code", "C3", ctx)]),
             1,
         ),
+        (
+            "webhook-eight-sets",
+            chain("v set8", "v-set8", [set_node(f"Set {i}", 1, 1, True, source="$json.body.n") for i in range(1, 9)]),
+            1,
+        ),
         ("ai-agent-2s", ai_agent(ctx), 1),
         ("app-telegram-set-if", app_flow(ctx), 1),
     ]
@@ -349,6 +354,7 @@ def embed(
             "measured_rate_ratio": ratios[key]["rate"],
             "measured_cpu_ratio": ratios[key]["cpu"],
             "statuses": statuses.get(key, {}),
+            "waits": key in WAITING,
             "runs": sorted({run["id"] for raw in raws for run in raw if run["key"] == key}),
         }
         for key, definition, items in defs

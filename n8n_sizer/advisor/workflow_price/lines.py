@@ -276,7 +276,9 @@ def models_elsewhere(parsed, lines, families, triggers, trigger, own, items, sub
     idle = [
         line
         for line in lines
-        if line.runs == 0 and line.priced_by != "none" and (line.family in MODEL_CALLS or line.family.startswith("ai."))
+        if line.runs == 0
+        and (line.priced_by != "none" or line.note == "disabled")
+        and (line.family in MODEL_CALLS or line.family.startswith("ai."))
     ]
     if not idle:
         return []
@@ -298,11 +300,16 @@ def models_elsewhere(parsed, lines, families, triggers, trigger, own, items, sub
             out.append("... and more AI nodes outside this flow")
             break
         where = (
-            f"in the flow {reached_by[line.name]} starts" if line.name in reached_by else "but no trigger reaches it"
+            "but it is disabled"
+            if line.note == "disabled"
+            else f"in the flow {reached_by[line.name]} starts"
+            if line.name in reached_by
+            else "but no trigger reaches it"
         )
         out.append(
             f"AI node {line.name!r} makes {calls:g} model call(s) per run, {wait.ms / calls / 1000:.2g} s each "
-            f"({wait.source}), {where}: not in this price; price that flow on its own"
+            f"({wait.source}), {where}: not in this price"
+            + ("" if line.note == "disabled" else "; price that flow on its own")
         )
     return out
 
