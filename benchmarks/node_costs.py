@@ -246,6 +246,11 @@ def main() -> int:
         help="the families campaign: these kinds (comma-separated, or `all`) of benchmarks/nodecost_ai.py, with "
         "the local OpenAI stand-in; into --out's `families` part",
     )
+    ap.add_argument(
+        "--rederive-families",
+        action="store_true",
+        help="derive the families rows of --out again from the raw runs it keeps (no measuring)",
+    )
     ap.add_argument("--parked", action="store_true", help="families: a 66 s Wait (parked) against a 0.05 s one")
     ap.add_argument("--parked-requests", type=int, default=200)
     ap.add_argument("--parked-rounds", type=int, default=2)
@@ -258,6 +263,12 @@ def main() -> int:
         return 0
     if args.mode == "queue":
         return queue_campaign(args)
+    if args.rederive_families:
+        doc = json.loads(args.out.read_text())
+        doc["families"] = derive_families(doc, doc["families"], args.k_high)
+        write_atomic(args.out, json.dumps(doc, indent=1) + "\n", private=False)
+        print(f"derived {len(doc['families'].get('nodes', []))} families rows of {args.out} again")
+        return 0
     if args.families or args.parked or args.held:
         return families_campaign(args)
     deadline = time.monotonic() + args.max_minutes * 60
@@ -433,7 +444,6 @@ def families_campaign(args) -> int:
         PARK_S,
         build_family_flows,
         credentials,
-        derive_family_rows,
         held_in_flight,
         measure_window,
         preload_vectors,
@@ -532,13 +542,7 @@ def families_campaign(args) -> int:
             "method": "as the first campaign: slope of chains of K = 1 and k_high copies within a round; chunks "
             "add up (a round is campaign/round)",
         }
-        if part["rounds"]:
-            part["nodes"] = derive_family_rows(part["rounds"], args.k_high)
-        part["held_mb"] = derive_held(part.get("held", []))
-        park = derive_parked(part.get("parked", []), doc)
-        if park is not None:
-            part["nodes"] = [r for r in part.get("nodes", []) if r["id"] != "waitParked"] + [park]
-        doc["families"] = part
+        doc["families"] = derive_families(doc, part, args.k_high)
         write_atomic(args.out, json.dumps(doc, indent=1) + "\n", private=False)
         say(f"wrote the families part of {args.out}: {len(part.get('nodes', []))} rows")
         return 0
@@ -548,6 +552,26 @@ def families_campaign(args) -> int:
             client.close()
         if stack is not None:
             stack.stop()
+
+
+def derive_families(doc: dict, part: dict, k_high: int) -> dict:
+    """The families part's rows, held memory and parked Wait, from its raw runs (in the table's milliseconds)."""
+    from node_costs_families import derive_family_rows, round_scales
+
+    reference = (doc["table"]["base"]["ms"] + doc["table"]["light"]["ms"]) / 2
+    if part.get("rounds"):
+        part["nodes"] = derive_family_rows(part["rounds"], part.get("about", {}).get("k_high", k_high), reference)
+        scales = round_scales(part["rounds"], reference)
+        part.setdefault("about", {})["scale"] = (
+            "each round's figures x the table's base-and-light mean over the round's own "
+            f"({reference:.1f} ms over the round's; factors {min(scales.values()):.2f} .. "
+            f"{max(scales.values()):.2f}): ratios of one sitting, in the table's milliseconds"
+        )
+    part["held_mb"] = derive_held(part.get("held", []))
+    park = derive_parked(part.get("parked", []), doc, part.get("rounds", []), reference)
+    if park is not None:
+        part["nodes"] = [r for r in part.get("nodes", []) if r["id"] != "waitParked"] + [park]
+    return part
 
 
 def derive_held(held: list[dict]) -> dict:
@@ -573,12 +597,17 @@ def derive_held(held: list[dict]) -> dict:
     return out
 
 
-def derive_parked(parked: list[dict], doc: dict) -> dict | None:
-    """waitParked: (parked - short) CPU per execution over same-length windows, plus the Wait row."""
+def derive_parked(parked: list[dict], doc: dict, rounds: list[dict], reference: float) -> dict | None:
+    """waitParked: (parked - short) CPU per execution over same-length windows, in the table's milliseconds (the
+    campaign's base-and-light scale, its rounds' median), plus the Wait row."""
     by_round: dict[int, dict[str, float]] = {}
     for p in parked:
         by_round.setdefault(p["round"], {})[p["key"]] = (p["main_ms"] + p["postgres_ms"]) / max(p["requests"], 1)
-    diffs = [x["parked"] - x["short"] for x in by_round.values() if "parked" in x and "short" in x]
+    from node_costs_families import round_scales
+
+    scales = list(round_scales(rounds, reference).values())
+    k = statistics.median(scales) if scales else 1.0
+    diffs = [(x["parked"] - x["short"]) * k for x in by_round.values() if "parked" in x and "short" in x]
     if not diffs:
         return None
     wait_row = next(r for r in doc["table"]["nodes"] if r["id"] == "wait")["cpu"]["ms"]

@@ -125,14 +125,29 @@ def preload_vectors(client, base_url: str, ctx: dict) -> None:
         raise SystemExit(f"preloading the in-memory vector store failed: HTTP {answer.status_code} {answer.text[:200]}")
 
 
-def derive_family_rows(raw: list[dict], k_high: int) -> list[dict]:
-    """Every row the rounds hold: a kind's slope, a sub-node's difference of slopes, Stop and Error's difference."""
+def round_scales(raw: list[dict], reference_ms: float) -> dict[str, float]:
+    """Per round (campaign/round): the table's base-and-light mean over the round's own (CPU per execution moves
+    with the machine's load between sittings; ratios within a round do not), to put the round's figures in the
+    table's milliseconds."""
+    by: dict[str, dict[str, float]] = {}
+    for run in raw:
+        if run["key"] in ("base", "light"):
+            by.setdefault(run["id"].rsplit("/", 2)[0], {})[run["key"]] = run["cpu_ms"]
+    return {rnd: reference_ms / ((x["base"] + x["light"]) / 2) for rnd, x in by.items() if len(x) == 2}
+
+
+def derive_family_rows(raw: list[dict], k_high: int, reference_ms: float) -> list[dict]:
+    """Every row the rounds hold: a kind's slope, a sub-node's difference of slopes, Stop and Error's difference;
+    each round's figure scaled into the table's milliseconds (`round_scales`, `reference_ms` the table's base and
+    light mean)."""
+    scales = round_scales(raw, reference_ms)
     table: dict[str, dict[str, float]] = {}
     main: dict[str, dict[str, float]] = {}
     for run in raw:
         rnd = run["id"].rsplit("/", 2)[0]
-        table.setdefault(rnd, {})[run["key"]] = run["cpu_ms"]
-        main.setdefault(rnd, {})[run["key"]] = run["main_ms"]
+        k = scales.get(rnd, 1.0)
+        table.setdefault(rnd, {})[run["key"]] = run["cpu_ms"] * k
+        main.setdefault(rnd, {})[run["key"]] = run["main_ms"] * k
 
     def slope(kind: str):
         return lambda x: (x[f"{kind}-k{k_high}"] - x[f"{kind}-k1"]) / (k_high - 1)

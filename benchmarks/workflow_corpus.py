@@ -95,6 +95,7 @@ def survey(exports: list[tuple[Path, dict]], rps: float, run_advise: bool, say) 
     refused_price: list[str] = []
     ai, scheduled, schedule_only = [], [], []
     kinds = collections.Counter()
+    by_family = collections.Counter()
     for path, doc in exports:
         try:
             price = price_workflow(doc, table)
@@ -112,6 +113,7 @@ def survey(exports: list[tuple[Path, dict]], rps: float, run_advise: bool, say) 
                 unpriced[line.type] += 1
             else:
                 priced_by[line.priced_by] += 1
+                by_family[line.family or "?"] += 1
         if _is_ai(doc):
             ai.append(path)
         kind = price.trigger.kind if price.trigger is not None else "none"
@@ -129,6 +131,7 @@ def survey(exports: list[tuple[Path, dict]], rps: float, run_advise: bool, say) 
         "non_trigger": priced + sum(unpriced.values()),
         "priced": priced,
         "priced_by": dict(priced_by),
+        "priced_by_family": dict(by_family.most_common()),
         "unpriced": sum(unpriced.values()),
         "unpriced_types": unpriced.most_common(),
         "price_refused": refused_price,
@@ -178,6 +181,7 @@ def report(s: dict) -> str:
         f"exports: {s['exports']}; nodes {s['nodes']} ({s['triggers']} triggers), {s['node_types']} node types",
         f"non-trigger nodes: {s['non_trigger']}; priced {s['priced']} {s['priced_by']}; unpriced {s['unpriced']} "
         f"({share:.1%})",
+        "priced nodes by family: " + ", ".join(f"{k} {v}" for k, v in s["priced_by_family"].items()),
         "unpriced types (most frequent first): "
         + ", ".join(f"{t} {n}" for t, n in s["unpriced_types"][:25])
         + (" ..." if len(s["unpriced_types"]) > 25 else ""),

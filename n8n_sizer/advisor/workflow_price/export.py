@@ -95,7 +95,12 @@ def count_expressions(parameters: Any) -> int:
 
 
 def parse_export(export: Any) -> ParsedExport:
-    """The export's nodes, or `InputError` (one line) for anything that is not an n8n workflow export."""
+    """The export's nodes, or `InputError` (one line) for anything that is not an n8n workflow export. n8n's CLI
+    (`export:workflow`) writes a list: one workflow in a list is that workflow."""
+    if isinstance(export, list) and len(export) == 1 and isinstance(export[0], dict):
+        export = export[0]
+    elif isinstance(export, list) and len(export) > 1 and all(isinstance(w, dict) and "nodes" in w for w in export):
+        raise _refuse(f"the file holds {len(export)} workflows; give one workflow per file")
     if not isinstance(export, dict):
         raise _refuse(f"expected a JSON object with nodes[] and connections{{}}, got {type(export).__name__}")
     nodes = export.get("nodes")

@@ -289,7 +289,7 @@ def price_workflow(
         notes=tuple(notes),
         trigger=trigger,
         triggers=tuple(triggers),
-        held_mb=held.mb if held is not None else None,
+        held_mb=held.mb if held is not None and held.mb > 0 else None,
         family_priced=dict(sorted(family_priced.items())),
         code_nodes=round(code_nodes, 4),
     )
