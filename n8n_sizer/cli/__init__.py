@@ -20,6 +20,7 @@ from n8n_sizer.cli import bench as _bench
 from n8n_sizer.cli import calibrate as _calibrate
 from n8n_sizer.cli import drill as _drill
 from n8n_sizer.cli import fleet as _fleet
+from n8n_sizer.cli import history as _history
 from n8n_sizer.cli import lab as _lab
 from n8n_sizer.cli import render as _render
 from n8n_sizer.cli import report as _report
@@ -40,6 +41,7 @@ _report.register(app)
 _drill.register(app)
 _lab.register(app)
 _calibrate.register(app)
+_history.register(app)
 
 # Modules that only an optional extra installs (pyproject.toml), and that extra. A command that reaches one
 # without the extra gets one line naming the install, not a traceback; any other missing module is a bug.

@@ -18,7 +18,7 @@ Works on the measurements embedded in the package; --results refits on your own 
 Examples: advise --rps 40 --vcpu 4 | advise --rps 200 --json > advice.json | advise --rps 20 --max-hosts 1 |
 advise --rps 5 --vcpu 4 --workload code-heavy --json | advise --rps 20 --provider hetzner | advise --validate |
 advise --rps 10 --vcpu 4 --burst 4 --burst-seconds 60 | advise --rps 200 --topology advice.json |
-advise --rps 10 --workflow my-flow.json --wait-ms 300
+advise --rps 10 --workflow my-flow.json --wait-ms 300 | advise --history history.json --vcpu 4 --scale 2
 """
 
 
@@ -92,6 +92,24 @@ def advise(
         "--on-this-machine",
         help="With --topology: every host shares this machine's cores at this machine's measured speed (the lab, docs/lab.md).",
     ),
+    history: Path | None = typer.Option(
+        None,
+        "--history",
+        help="Size the mix of workflows in this history (`n8n-sizer history export`), each at its own rate: docs/history.md.",
+    ),
+    from_n8n: str | None = typer.Option(
+        None, "--from-n8n", help="Read the history from this n8n instance now (API key: N8N_API_KEY or --api-key-file)."
+    ),
+    scale: list[str] | None = typer.Option(
+        None,
+        "--scale",
+        help="With a history: what if the load were 3 times (--scale 3) or one workflow's 5 times (--scale NAME=5); repeatable.",
+    ),
+    since: str | None = typer.Option(None, "--since", help="With --from-n8n: start of the window (default 7d)."),
+    until: str | None = typer.Option(None, "--until", help="With --from-n8n: end of the window (default now)."),
+    api_key_file: Path | None = typer.Option(
+        None, "--api-key-file", help="With --from-n8n: the API key on one line in a chmod 600 file (else N8N_API_KEY)."
+    ),
 ) -> None:
     from n8n_sizer.cli.advise.inputs import AdviseOptions
     from n8n_sizer.cli.advise.view import run_advise
@@ -121,5 +139,11 @@ def advise(
             items=items,
             calibration=calibration,
             expression_engine=expression_engine,
+            history=history,
+            from_n8n=from_n8n,
+            scale=scale or None,
+            since=since,
+            until=until,
+            api_key_file=api_key_file,
         )
     )

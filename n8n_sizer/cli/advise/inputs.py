@@ -178,3 +178,9 @@ class AdviseOptions:
     items: int | None = None
     calibration: Path | None = None
     expression_engine: str = "default"
+    history: Path | None = None  # --history FILE: the mix of an instance's workflows (cli/advise/mix.py)
+    from_n8n: str | None = None  # --from-n8n URL: the same, read now
+    scale: list[str] | None = None
+    since: str | None = None
+    until: str | None = None
+    api_key_file: Path | None = None

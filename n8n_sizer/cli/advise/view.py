@@ -19,6 +19,15 @@ def run_advise(o: AdviseOptions) -> int:
 
     workload, compose, arch = o.workload, o.compose, o.arch  # each is replaced below once it is resolved
     check_workflow(o)
+    mix_in = history = mix = None
+    if o.history is not None or o.from_n8n is not None:  # the instance's mix (cli/advise/mix.py) gives --rps
+        from n8n_sizer.cli.advise.mix import mix_options
+
+        o, mix_in, history = mix_options(o)
+    elif o.scale or o.since or o.until or o.api_key_file is not None:
+        from n8n_sizer.cli.advise.mix import check_history_options
+
+        check_history_options(o)
     check_inputs(
         o.rps,
         o.vcpu,
@@ -87,6 +96,11 @@ def run_advise(o: AdviseOptions) -> int:
                 f"for it; run `n8n-sizer bench --local --workflow {workload}.json --rates 4,8,16,32` "
                 "(a step that saturates, with telemetry) and pass its folder to --results"
             )
+    if mix_in is not None:  # the blend of the mix's profiles, at its total rate (advisor/answer/mix.py)
+        from n8n_sizer.cli.advise.mix import size_history_mix
+
+        mix = size_history_mix(mix_in, advisor)
+        profile = mix.profile
     layout, given_hosts, one_setup, one_option = None, None, None, None
     if o.topology is not None:
         from n8n_sizer.cli.advise.given import given_layout_from
@@ -133,6 +147,14 @@ def run_advise(o: AdviseOptions) -> int:
         q_rec = _answer(advisor, q_req, layout, given_hosts, one_setup, one_option)
         if q_rec.mode == "queue":
             req, rec, price = q_req, q_rec, q_price
+    if mix is not None and rec.mode == "queue":  # as for --workflow: a queue answer priced from the queue figures
+        from n8n_sizer.cli.advise.mix import requeued
+
+        q_mix = requeued(history, o, advisor)
+        q_req = req.model_copy(update={"profile": q_mix.profile})
+        q_rec = _answer(advisor, q_req, layout, given_hosts, one_setup, one_option)
+        if q_rec.mode == "queue":
+            req, rec, mix = q_req, q_rec, q_mix
     if price is not None:
         rec = _with_price(advisor, o, req, rec, price)
     changes = (
@@ -213,8 +235,16 @@ def run_advise(o: AdviseOptions) -> int:
             data["workflow_price"] = price.model_dump(mode="json")
         if written is not None:
             data["compose"] = {"dir": str(compose), "messages": written}
+        if mix is not None:
+            from n8n_sizer.cli.advise.mix import mix_json
+
+            data["mix"] = mix_json(mix, mix_in, history, str(o.history or o.from_n8n))
         print(json.dumps(data, indent=2))
     else:
+        if mix is not None:
+            from n8n_sizer.cli.advise.mix import print_mix
+
+            print_mix(mix, mix_in, history, str(o.history or o.from_n8n))
         print_recommendation(rec, changes, written, compose, bool(extra))
         if surge is not None:
             print_burst(surge)
