@@ -191,6 +191,10 @@ class N8nClient:
         """Activate (2.x also calls it publish): its production webhooks start answering."""
         return self._json("POST", f"/api/v1/workflows/{workflow_id}/activate", public=True)
 
+    def deactivate_workflow(self, workflow_id: str) -> dict[str, Any]:
+        """Deactivate (unpublish): its triggers stop, e.g. a schedule a test made."""
+        return self._json("POST", f"/api/v1/workflows/{workflow_id}/deactivate", public=True)
+
     def wait_webhook_registered(self, path: str, http_method: str = "POST", timeout_s: float = 30.0) -> float:
         """Wait until main routes `path` (activation registers webhooks shortly after it answers).
 

@@ -385,3 +385,41 @@ def test_since_and_until():
     for since, until, match in (("yesterday", None, "neither"), ("1h", "2h", "not before"), ("999d", None, "400 days")):
         with pytest.raises(InputError, match=match):
             window_from(since, until, now)
+
+
+# --- captured answers of a real n8n 2.41.1 (tests/data/n8n_api, 2026-12-03) ----------------------------------------
+
+
+def _captured(name):
+    from pathlib import Path
+
+    return json.loads((Path(__file__).resolve().parents[1] / "data" / "n8n_api" / f"{name}.json").read_text())
+
+
+def test_real_answers_parse_into_runs_and_workflows():
+    from n8n_sizer.n8n.history_api import WorkflowItem
+
+    http = ExecutionItem.from_wire(_captured("data_http")["data"][0], "test", with_data=True)
+    assert http.status == "success" and http.mode == "webhook"
+    assert {r.node: r.execution_ms for r in http.runs} == {"Webhook": 1, "Call": 257}
+    assert http.node_types["Call"] == "n8n-nodes-base.httpRequest"
+    assert http.stopped_s - http.started_s == pytest.approx(0.279)
+    wait = ExecutionItem.from_wire(_captured("data_wait")["data"][0], "test", with_data=True)
+    assert {r.node: r.execution_ms for r in wait.runs}["Wait"] == 1001
+    park = ExecutionItem.from_wire(_captured("data_park")["data"][0], "test", with_data=True)
+    assert park.status == "waiting" and park.wait_till_s - park.started_s == pytest.approx(70.0, abs=0.1)
+    assert [r.status for r in park.runs if r.node == "Wait"] == ["waiting"]
+    listed = [ExecutionItem.from_wire(e, "test") for e in _captured("execs")["data"]]
+    assert [e.mode for e in listed][:3] == ["trigger"] * 3 and listed[0].runs is None
+    workflow = WorkflowItem.from_wire(_captured("workflows")["data"][0], "test")
+    assert [n.type for n in workflow.nodes] == ["n8n-nodes-base.webhook", "n8n-nodes-base.wait", "n8n-nodes-base.noOp"]
+    assert workflow.active is True and workflow.created_s is not None
+
+
+def test_real_answers_give_node_times_split_by_family():
+    sample = [ExecutionItem.from_wire(e, "t", with_data=True) for e in _captured("data_http")["data"]]
+    t = SampleTimings(sample, {}, TABLE)
+    call = next(x for x in t.node_timings if x.name == "Call")
+    assert call.family == "call" and call.wait_ms == pytest.approx(257 - TABLE.row("n8n-nodes-base.httpRequest").cpu.ms)
+    parked = [ExecutionItem.from_wire(e, "t", with_data=True) for e in _captured("data_park")["data"]]
+    assert SampleTimings(parked, {}, TABLE).sampled == 0  # still waiting: not finished, not counted
