@@ -52,6 +52,7 @@ def export(
     max_page_mb: int = typer.Option(32, "--max-page-mb", help="Most MiB of one answer."),
     max_seconds: float = typer.Option(900.0, "--max-seconds", help="Most seconds the read takes."),
     timeout_s: float = typer.Option(30.0, "--timeout", help="Seconds to wait for one answer."),
+    json_out: bool = typer.Option(False, "--json", help="Print what was written as one JSON object."),
 ) -> None:
     from n8n_sizer.history.file import write_history
     from n8n_sizer.safety.files import require_output_folder
@@ -61,6 +62,27 @@ def export(
         url, api_key_file, since, until, sample, anonymise, max_pages, max_mb, max_page_mb, max_seconds, timeout_s
     )
     write_history(history, out)
+    if json_out:
+        import json
+
+        t = history.total
+        print(
+            json.dumps(
+                {
+                    "written": str(out),
+                    "workflows": len(history.workflows),
+                    "executions": t.executions,
+                    "per_s_mean": t.per_s_mean,
+                    "busiest_minute_per_s": t.busiest_minute_per_s,
+                    "p99_second_per_s": t.p99_second_per_s,
+                    "anonymised": history.anonymised,
+                    "read": history.read.model_dump(mode="json", exclude={"instance"}),
+                    "notes": list(history.notes),
+                },
+                indent=2,
+            )
+        )
+        return
     print(summary_line(history, out))
     for note in history.notes:
         print(f"note: {note}", file=sys.stderr)

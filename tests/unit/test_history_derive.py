@@ -423,3 +423,48 @@ def test_real_answers_give_node_times_split_by_family():
     assert call.family == "call" and call.wait_ms == pytest.approx(257 - TABLE.row("n8n-nodes-base.httpRequest").cpu.ms)
     parked = [ExecutionItem.from_wire(e, "t", with_data=True) for e in _captured("data_park")["data"]]
     assert SampleTimings(parked, {}, TABLE).sampled == 0  # still waiting: not finished, not counted
+
+
+# --- the replay's synthesised workflows ------------------------------------------------------------------------
+
+
+def test_replay_synthesises_each_workflow_in_the_same_shape():
+    from n8n_sizer.history.record import NodeTime
+    from n8n_sizer.history.replay import replay_plan
+
+    w = _workflow("1", "orders", 2.0, wait_ms=300.0, code_ms=12.47)
+    wait = NodeTime(
+        name="Pause",
+        type="n8n-nodes-base.wait",
+        family="wait",
+        runs_per_execution=1,
+        per_execution_ms=1000.7,
+        cpu_ms=0.7,
+        wait_ms=1000.0,
+    )
+    w = w.model_copy(
+        update={
+            "nodes": (
+                *w.nodes,
+                NodeInfo(name="Pause", type="n8n-nodes-base.wait"),
+                NodeInfo(name="Tidy", type="n8n-nodes-base.set", expressions=3),
+            ),
+            "node_timings": (*w.node_timings, wait),
+        }
+    )
+    plan = replay_plan(_history(w, _workflow("2", "sync", 0.2)), "http://127.0.0.1:7000", 1000.0, "t1")
+    first = plan.workflows[0]
+    types = [n["type"].split(".")[-1] for n in first.definition["nodes"]]
+    assert types == ["webhook", "httpRequest", "code", "wait", "set"]
+    assert first.rate_per_s == pytest.approx(2.0) and first.webhook_path == "replay-w1-t1"
+    assert first.routes_ms == {"/r/w1/n2": 300.0}
+    http = first.definition["nodes"][1]
+    assert http["parameters"]["url"] == "http://127.0.0.1:7000/r/w1/n2"
+    loop = first.definition["nodes"][2]["parameters"]["jsCode"]
+    assert f"const n = {round((12.47 - TABLE.row_by_id('code').cpu.ms) * 1000)};" in loop
+    assert first.definition["nodes"][3]["parameters"]["amount"] == 1.0
+    tidy = first.definition["nodes"][4]["parameters"]["assignments"]["assignments"]
+    assert len(tidy) == 3 and all(a["value"].startswith("={{") for a in tidy)
+    assert list(first.definition["connections"]) == [n["name"] for n in first.definition["nodes"][:-1]]
+    with pytest.raises(ValueError):
+        replay_plan(_history(w), "http://127.0.0.1:7000", 1000.0, "Bad Tag")

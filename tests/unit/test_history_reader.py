@@ -482,3 +482,30 @@ def test_saved_without_data_and_successes_not_saved_are_said(tmp_path, key):
     h = json.loads((tmp_path / "h2.json").read_text())
     assert any("saved without run data" in n for n in h["workflows"][0]["notes"])
     assert h["workflows"][0]["node_timings"] == []
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["bench", "--history", "h.json"], "add --local"),
+        (["bench", "--local", "--history", "h.json", "--find-max"], "--find-max"),
+        (["bench", "--local", "--history", "h.json", "--workflow", "code-heavy"], "--workflow"),
+        (["bench", "--local", "--scales", "2"], "--scales multiplies"),
+        (["bench", "--local", "--history", "h.json", "--scales", "1,x"], "not a number"),
+        (["bench", "--local", "--history", "h.json", "--scales", "0"], "--scales"),
+    ],
+)
+def test_bench_history_refusals(tmp_path, args, words):
+    code, _, err = cli(args)
+    assert code == 2 and words in one_line(err)
+
+
+def test_export_json_says_what_it_wrote(tmp_path, key):
+    out = tmp_path / "h.json"
+    with FakeN8n(WORKFLOWS, EXECUTIONS) as api:
+        code, stdout, err = export(api.url, out, "--json", "--anonymise")
+    assert code == 0, err
+    said = json.loads(stdout)
+    assert said["written"] == str(out) and said["workflows"] == 2 and said["anonymised"] is True
+    assert said["executions"] == json.loads(out.read_text())["total"]["executions"] > 0
+    assert "instance" not in said["read"] and api.url not in stdout
