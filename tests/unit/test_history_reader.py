@@ -70,18 +70,29 @@ def _instance() -> list[dict]:
 EXECUTIONS = _instance()
 
 
+_COMMANDS: dict = {}
+
+
+def _command(prog: str):
+    if prog not in _COMMANDS:
+        import typer
+
+        from n8n_sizer.cli import _advise, app
+
+        if prog == "advise":
+            sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+            _advise.register(sub)
+            _COMMANDS[prog] = typer.main.get_command(sub)
+        else:
+            _COMMANDS[prog] = typer.main.get_command(app)
+    return _COMMANDS[prog]
+
+
 def cli(args: list[str], prog: str = "n8n-sizer") -> tuple[int, str, str]:
     """The real entry point, in this process: (exit code, stdout, stderr)."""
-    import typer
+    from n8n_sizer.cli import _run
 
-    from n8n_sizer.cli import _advise, _run, app
-
-    if prog == "advise":
-        sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-        _advise.register(sub)
-        command = typer.main.get_command(sub)
-    else:
-        command = typer.main.get_command(app)
+    command = _command(prog)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
@@ -153,6 +164,10 @@ def test_advise_from_the_file_equals_advise_from_the_url_and_anonymised_too(tmp_
             row.pop("name")
     assert a == b
     assert a["mix"]["workflows"] == 2 and a["request"]["workload"] == "mix"
+    # the instance's busiest minute is the answer's burst, for 60 s, as a multiple of the mean
+    assert a["burst"]["burst_s"] == 60 and a["burst"]["peak_multiple"] == pytest.approx(
+        a["mix"]["burst_per_s"] / a["mix"]["rate_per_s"], rel=0.01
+    )
 
 
 def test_the_text_answer_opens_with_the_mix(tmp_path, key):
@@ -364,7 +379,7 @@ def test_slow_answers_are_bounded_by_the_timeout_and_the_wall_clock(tmp_path, ke
 
     with FakeN8n(WORKFLOWS, EXECUTIONS, hook=slow) as api:
         started = time.monotonic()
-        code, _, err = export(api.url, tmp_path / "h.json", "--timeout", "1", "--max-seconds", "4")
+        code, _, err = export(api.url, tmp_path / "h.json", "--timeout", "1", "--max-seconds", "2")
     assert code == 1 and "--max-seconds" in one_line(err)
     assert time.monotonic() - started < 12
 
@@ -394,7 +409,7 @@ def test_a_dripping_answer_is_stopped_by_the_wall_clock(tmp_path, key):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         started = time.monotonic()
-        code, _, err = export(f"http://127.0.0.1:{server.server_address[1]}", tmp_path / "h.json", "--max-seconds", "3")
+        code, _, err = export(f"http://127.0.0.1:{server.server_address[1]}", tmp_path / "h.json", "--max-seconds", "2")
     finally:
         server.shutdown()
         server.server_close()
