@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from n8n_sizer.advisor.capacity import CapacityModel, HostShape
-from n8n_sizer.advisor.measurements import Measurement
+from n8n_sizer.advisor.measurements import LAB_ENVIRONMENT, Measurement, environment_of
 from n8n_sizer.advisor.points import (
     IDLE_SUFFIX,
     CapacityPoint,
@@ -39,6 +39,9 @@ EMBEDDED_REFERENCE_CLASS = "seed-002"  # Hetzner CX/CAX, seed 002: the catalog's
 Z90 = 1.6449  # two-sided 90% normal quantile
 # Seed 000: "cells moved by up to 25%" between repeat runs; read as +-2 sigma, the noise floor is ~11% (log).
 NOISE_FLOOR = math.log(1.25) / 2.0
+# Log sd per doubling away from what was measured (vCPU, workers, hosts): held out, the two ARM servers of seed 002,
+# one vCPU doubling from each other, were predicted 21-24% off, which is about 1.6 x 0.12 with the fit's own spread.
+EXTRAPOLATION_SD = 0.12
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
     if row.idle:  # a rest window: one process's idle cores, as the capacity bound subtracts them
         return model.idle_cores_on(host, row.role.removesuffix(IDLE_SUFFIX))
     busy = predicted_role_cpu_s(
-        model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host, row.role, m.setup.db
+        model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host, row.role, m.setup.db, processes_sharing(m)
     )
     rate = m.results.demand_executions_per_s
     if busy is None or not rate:
@@ -167,6 +170,21 @@ def setup_of(m: Measurement) -> Setup:
     return Setup(**kwargs)
 
 
+def largest_lab_topology() -> int:
+    """Hosts of the largest topology the lab measured (answer/lab_points.py), 1 without any."""
+    from n8n_sizer.advisor.answer.lab_points import load_lab_points
+
+    return max((len(p.hosts) for p in load_lab_points()), default=1)
+
+
+def processes_sharing(m: Measurement) -> int:
+    """The n8n processes that shared the cores of the host a row's figures come from (CapacityModel.crowding): on
+    one host all of them (main, workers, webhook processors); on the namespace lab each has a host of its own."""
+    if environment_of(m.hardware.host_class) == LAB_ENVIRONMENT:
+        return 1
+    return 1 + m.setup.workers + m.setup.webhook_processors
+
+
 def host_of(m: Measurement) -> HostShape:
     return HostShape(vcpu=float(m.hardware.vcpu), arch=m.hardware.arch, host_class=m.hardware.host_class)
 
@@ -207,8 +225,25 @@ class FittedModel:
     def throughput_interval(
         self, profile: WorkflowProfile, setup: Setup, host: HostShape
     ) -> tuple[float, float, float]:
-        """(low, mid, high) executions per second, a 90% interval."""
-        return self.interval_of(lambda model: model.throughput_at(profile, setup, host), profile.ratio_sd_log)
+        """(low, mid, high) executions per second, a 90% interval, wider the further the setup lies from what was
+        measured (`extrapolation_sd`)."""
+        far = self.extrapolation_sd(host.vcpu, host.arch, setup.workers, hosts=1)
+        return self.interval_of(
+            lambda model: model.throughput_at(profile, setup, host), math.hypot(profile.ratio_sd_log, far)
+        )
+
+    def extrapolation_sd(self, vcpu: float, arch: str, workers: int, hosts: int = 1) -> float:
+        """Log sd a prediction gains for being away from every capacity point: EXTRAPOLATION_SD per doubling of
+        vCPU from the nearest measured host of its architecture (and one doubling for an architecture never
+        measured), per doubling of workers past the most measured, and per doubling of hosts past the largest lab
+        topology measured (answer/lab_points.py). A measured condition adds nothing."""
+        seen = [(float(p.measurement.hardware.vcpu), p.measurement.hardware.arch) for p in self.points]
+        same = [v for v, a in seen if a == arch]
+        doublings = min((abs(math.log2(vcpu / v)) for v in same), default=1.0) if vcpu > 0 else 0.0
+        most_workers = max((p.measurement.setup.workers for p in self.points), default=1)
+        doublings += max(0.0, math.log2(max(workers, 1) / max(most_workers, 1)))
+        doublings += max(0.0, math.log2(max(hosts, 1) / largest_lab_topology()))
+        return EXTRAPOLATION_SD * doublings
 
     def interval_of(self, capacity, extra_sd_log: float = 0.0) -> tuple[float, float, float]:
         """(low, mid, high) of `capacity(model)`, a 90% interval: the delta method on the log parameters'
@@ -261,8 +296,13 @@ def _select(measurements) -> _Rows:
 
 
 def _reference(rows: _Rows) -> str:
-    user_classes = sorted({p.measurement.hardware.host_class for p in rows.points if is_user_point(p.measurement)})
-    return user_classes[0] if user_classes else EMBEDDED_REFERENCE_CLASS
+    """The host class every other is measured against: the user's, whenever their results hold any row (a first
+    run whose steps never saturated measured CPU per execution on that host all the same), else seed 002's. The
+    answer for a host of the user's vCPU is then the user's own host, at its own speed and idle CPU: a first run's
+    rows pin the product of the host's speed and the workflow's overhead, never either alone, so scoring another
+    class's speed with that overhead answered six times what the host carried (issue 36)."""
+    mine = {r.measurement.hardware.host_class for r in [*rows.points, *rows.demand] if is_user_point(r.measurement)}
+    return sorted(mine)[0] if mine else EMBEDDED_REFERENCE_CLASS
 
 
 def _specs(rows: _Rows, reference: str) -> list[ParamSpec]:
@@ -322,7 +362,16 @@ def _problem(rows: _Rows, specs: list[ParamSpec], reference: str):
         if r.idle:
             plan.append((None, idle_at, 0.0))
             continue
-        key = ("busy", profile_of(m), m.setup.mode, m.setup.webhook_processors, host, r.role, m.setup.db)
+        key = (
+            "busy",
+            profile_of(m),
+            m.setup.mode,
+            m.setup.webhook_processors,
+            host,
+            r.role,
+            m.setup.db,
+            processes_sharing(m),
+        )
         busy_at = busy_keys.setdefault(key, len(busy_keys))
         rate = m.results.demand_executions_per_s
         processes = {"main": 1, "webhook": m.setup.webhook_processors, "worker": m.setup.workers}.get(r.role, 0)
@@ -334,8 +383,8 @@ def _problem(rows: _Rows, specs: list[ParamSpec], reference: str):
     def evaluate_demand(model: CapacityModel, key: tuple):
         if key[0] == "idle":
             return model.idle_cores_on(key[1], key[2])
-        _, profile, mode, wp, host, role, db = key
-        return predicted_role_cpu_s(model, profile, mode, wp, host, role, db)
+        _, profile, mode, wp, host, role, db, processes = key
+        return predicted_role_cpu_s(model, profile, mode, wp, host, role, db, processes)
 
     busy_at = np.array([b if b is not None else 0 for b, _, _ in plan], dtype=int)
     idle_at = np.array([nb + i for _, i, _ in plan], dtype=int)
