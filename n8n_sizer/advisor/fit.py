@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from dataclasses import dataclass, field
 from importlib import resources
 
@@ -42,6 +43,10 @@ NOISE_FLOOR = math.log(1.25) / 2.0
 # Log sd per doubling away from what was measured (vCPU, workers, hosts): held out, the two ARM servers of seed 002,
 # one vCPU doubling from each other, were predicted 21-24% off, which is about 1.6 x 0.12 with the fit's own spread.
 EXTRAPOLATION_SD = 0.12
+# The speed probe (lab/speed.py) is JavaScript of the kind n8n runs, not n8n: a class's probe is taken to track its
+# CPU time per execution within 15% (log sd), so probe rows relate host classes that share no workflow (a user's own
+# workflow measured on their host only, and the catalog's servers measured with light only).
+PROBE_SD = 0.15
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,15 @@ def _role_prior_specs() -> tuple[ParamSpec, ...]:
 
 
 BASE_SPECS = BASE_SPECS + _role_prior_specs()
+
+PROBE_SPEC = ParamSpec(
+    "probe_ms",
+    10.0,
+    2000.0,
+    115.0,
+    1.0,
+    "the speed probe's CPU ms on the reference host (lab/speed.py; 113-121 ms on this project's 2-core machine)",
+)
 
 
 def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
@@ -277,6 +291,7 @@ class _Rows:
     demand: list[DemandRow]
     lone: list
     excluded: list[Excluded]
+    probes: list[tuple[str, str, float]] = field(default_factory=list)  # (host class, arch, median probe ms)
 
     def ids(self) -> list[tuple[str, str]]:
         """(row id, measurement id) of every data row, in residual order."""
@@ -284,6 +299,7 @@ class _Rows:
             [(p.measurement.id, p.measurement.id) for p in self.points]
             + [(r.id, r.measurement.id) for r in self.demand]
             + [(r.id, r.measurement.id) for r in self.lone]
+            + [(f"probe:{c}", f"probe:{c}") for c, _, _ in self.probes]
         )
 
 
@@ -292,7 +308,24 @@ def _select(measurements) -> _Rows:
     points, excluded = select_capacity_points(measurements, workflows)
     excluded = excluded + excluded_demand(measurements)
     demand = [r for r in select_demand_rows(measurements) if r.measurement.workflow in workflows]
-    return _Rows(points, demand, list(select_lone_rows(measurements)), excluded)
+    return _Rows(points, demand, list(select_lone_rows(measurements)), excluded, probe_rows(points, demand))
+
+
+def probe_rows(points, demand) -> list[tuple[str, str, float]]:
+    """Every host class whose rows were speed-probed (lab/speed.py), with its median probe: the user's runs
+    (bench --local probes its host) and the lab's sittings (data/lab_shape.json)."""
+    from n8n_sizer.advisor.answer.lab_points import load_lab_points
+
+    seen: dict[tuple[str, str], list[float]] = {}
+    for r in [*points, *demand]:
+        hw = r.measurement.hardware
+        if hw.speed_probe_ms:
+            seen.setdefault((hw.host_class, hw.arch), []).append(hw.speed_probe_ms)
+    classes = {r.measurement.hardware.host_class for r in [*points, *demand]}
+    for p in load_lab_points():
+        if p.speed_probe_ms and p.host_class in classes:
+            seen.setdefault((p.host_class, "x86"), []).append(p.speed_probe_ms)
+    return [(c, arch, statistics.median(ms)) for (c, arch), ms in sorted(seen.items())]
 
 
 def _reference(rows: _Rows) -> str:
@@ -330,6 +363,7 @@ def _specs(rows: _Rows, reference: str) -> list[ParamSpec]:
         + [_lone_spec(k) for k in sorted({r.key for r in rows.lone})]
         + [_idle_spec(c) for c in idle_classes(rows.points, rows.demand)]
         + [_idle_role_spec(r) for r in idle_roles(rows.demand)]
+        + ([PROBE_SPEC] if rows.probes else [])
     )
 
 
@@ -407,13 +441,20 @@ def _problem(rows: _Rows, specs: list[ParamSpec], reference: str):
         evaluate=lambda model, i: model.params[lone_hosts[i][0]] * model.host_factor(lone_hosts[i][1]),
         assemble=lambda vals: np.log(np.array(vals, dtype=float) / lone_ms) / NOISE_FLOOR,
     )
+    probes = [(HostShape(vcpu=1.0, arch=arch, host_class=c), ms) for c, arch, ms in rows.probes]
+    probe_ms = np.array([ms for _, ms in probes])
+    probe = Block(
+        keys=list(range(len(probes))),
+        evaluate=lambda model, i: model.params[PROBE_SPEC.name] * model.host_factor(probes[i][0]),
+        assemble=lambda vals: np.log(np.array(vals, dtype=float) / probe_ms) / PROBE_SD,
+    )
     return LsqProblem(
         names=[s.name for s in specs],
         prior=np.log([s.prior for s in specs]),
         prior_sd=np.array([s.prior_sd_log for s in specs]),
         lo=np.log([s.lo for s in specs]),
         hi=np.log([s.hi for s in specs]),
-        blocks=[points, demand, lone],
+        blocks=[points, demand, lone, probe],
         reference=reference,
     )
 
@@ -437,14 +478,19 @@ def _fitted(rows: _Rows, specs, problem, z, jac, keep) -> FittedModel:
     log_cov = np.linalg.pinv(fisher).tolist()
     points = [p for p, k in zip(rows.points, kept_points, strict=True) if k]
     demand_keep = keep[n_points : n_points + n_demand]
-    lone_keep = keep[n_points + n_demand :]
+    n_lone = len(rows.lone)
+    lone_keep = keep[n_points + n_demand : n_points + n_demand + n_lone]
     residuals = {p.measurement.id: float(r) for p, r in zip(points, data_res / weights, strict=True)}
     for r, v, k in zip(rows.demand, res[n_points : n_points + n_demand] * NOISE_FLOOR, demand_keep, strict=True):
         if k:
             residuals[r.id] = float(v)
-    for r, v, k in zip(rows.lone, res[n_points + n_demand : nd] * NOISE_FLOOR, lone_keep, strict=True):
+    for r, v, k in zip(
+        rows.lone, res[n_points + n_demand : n_points + n_demand + n_lone] * NOISE_FLOOR, lone_keep, strict=True
+    ):
         if k:
             residuals[r.id] = float(v)
+    for (c, _, _), v in zip(rows.probes, res[n_points + n_demand + n_lone : nd] * PROBE_SD, strict=True):
+        residuals[f"probe:{c}"] = float(v)
     return FittedModel(
         model=problem.model_for(z),
         specs=list(specs),
@@ -510,6 +556,7 @@ def fit_capacity(
         [r for r in rows.demand if r.id not in drop and r.measurement.id not in drop],
         [r for r in rows.lone if r.id not in drop],
         rows.excluded,
+        rows.probes,
     )
     if not rows.points:
         raise TooFewPoints("no capacity point is left to fit once the held-out rows are dropped")
@@ -540,7 +587,7 @@ def fitted_from_dict(data: dict, measurements: list[Measurement] | tuple[Measure
     """Rebuild a FittedModel from `fitted_to_dict` output and the same measurements it was fitted on."""
     points, excluded = select_capacity_points(measurements, set(BUILTIN))
     excluded = excluded + excluded_demand(measurements)
-    known = {s.name: s for s in BASE_SPECS}
+    known = {s.name: s for s in (*BASE_SPECS, PROBE_SPEC)}
     specs = [
         known.get(n)
         or (

@@ -47,6 +47,9 @@ class Hardware(Frozen):
     arch: Literal["x86", "arm"]
     ram_mib: int | None
     shared_core: bool = False
+    # The host's speed when it measured (lab/speed.py: CPU ms of a fixed JavaScript workload on n8n's Node.js); the
+    # fit relates host classes by it (advisor/fit.py, probe rows). None where it was not probed.
+    speed_probe_ms: float | None = Field(None, gt=0, le=100_000)
     # Measurements on one class of host share one CPU speed factor in the fit.
     host_class: str
 
