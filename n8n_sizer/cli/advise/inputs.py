@@ -178,6 +178,7 @@ class AdviseOptions:
     items: int | None = None
     calibration: Path | None = None
     expression_engine: str = "default"
+    quick: bool = False
     history: Path | None = None  # --history FILE: the mix of an instance's workflows (cli/advise/mix.py)
     from_n8n: str | None = None  # --from-n8n URL: the same, read now
     scale: list[str] | None = None
