@@ -33,9 +33,9 @@ import time
 import uuid
 from pathlib import Path
 
-from n8n_sizer.advisor.answer.mix import size_mix
 from n8n_sizer.advisor.capacity import CapacityModel, HostShape
 from n8n_sizer.advisor.engine import build_advisor
+from n8n_sizer.advisor.mix import size_mix
 from n8n_sizer.advisor.profiles import LIGHT
 from n8n_sizer.advisor.settings import production_limit_for
 from n8n_sizer.advisor.setup import Setup

@@ -103,9 +103,9 @@ def run_history_replay(
 
 def predicted_capacity(history, setup) -> dict:
     """What the model says of this mix on this setup, on this machine's cores at the reference host's speed."""
-    from n8n_sizer.advisor.answer.mix import size_mix
     from n8n_sizer.advisor.capacity import HostShape
     from n8n_sizer.advisor.engine import build_advisor
+    from n8n_sizer.advisor.mix import size_mix
     from n8n_sizer.history.mix_input import mix_entries
 
     advisor = build_advisor(None)

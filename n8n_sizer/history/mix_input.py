@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from n8n_sizer.advisor.answer.mix import MixEntry, scale_mix
+from n8n_sizer.advisor.mix import MixEntry, scale_mix
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.workflow_price import NodeCostTable, load_node_costs, price_workflow
 from n8n_sizer.errors import InputError

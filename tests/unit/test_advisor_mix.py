@@ -1,13 +1,13 @@
-"""advisor/answer/mix.py: the blend of a mix's profiles carries exactly the mix's demands (utilisation law) and its
+"""advisor/mix.py: the blend of a mix's profiles carries exactly the mix's demands (utilisation law) and its
 in-flight executions (Little's law); the table names the top workflows and sums the rest; scaling."""
 
 from __future__ import annotations
 
 import pytest
 
-from n8n_sizer.advisor.answer.mix import MixEntry, blend, scale_mix, size_mix
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.engine import build_advisor
+from n8n_sizer.advisor.mix import MixEntry, blend, scale_mix, size_mix
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.errors import InputError

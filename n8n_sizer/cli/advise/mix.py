@@ -1,7 +1,7 @@
 """`advise --history FILE` and `advise --from-n8n URL`: the instance's mix of workflows, sized as one.
 
 The history (a file, or read from the instance now) becomes a mix of profiles at their own rates
-(history/mix_input.py); the advisor blends them (advisor/answer/mix.py) and answers for the blend at the total rate, the
+(history/mix_input.py); the advisor blends them (advisor/mix.py) and answers for the blend at the total rate, the
 same answer as for one workflow (one host of --vcpu first, then the ways past it). The instance's busiest minute
 becomes the answer's burst (`--burst` for 60 s) unless `--burst` is given. `--scale 3` and `--scale NAME=5` ask
 what if the load grew. The text opens with the table of workflows and their share of the load.
@@ -82,7 +82,7 @@ def mix_options(o):
 
 def size_history_mix(mix_in, advisor):
     """The advisor's sizing of the mix (`MixSizing`): its blended profile is what the answer is asked for."""
-    from n8n_sizer.advisor.answer.mix import size_mix
+    from n8n_sizer.advisor.mix import size_mix
 
     return size_mix(
         list(mix_in.entries),

@@ -98,7 +98,7 @@ def run_advise(o: AdviseOptions) -> int:
                 f"for it; run `n8n-sizer bench --local --workflow {workload}.json --rates 4,8,16,32` "
                 "(a step that saturates, with telemetry) and pass its folder to --results"
             )
-    if mix_in is not None:  # the blend of the mix's profiles, at its total rate (advisor/answer/mix.py)
+    if mix_in is not None:  # the blend of the mix's profiles, at its total rate (advisor/mix.py)
         from n8n_sizer.cli.advise.mix import size_history_mix
 
         mix = size_history_mix(mix_in, advisor)
