@@ -73,7 +73,7 @@ def mix_options(o):
             f"{'--history ' + str(o.history) if o.history else '--from-n8n ' + o.from_n8n}: no execution in the "
             "history's window, so nothing to size; read a window with executions (--since 14d)"
         )
-    changes: dict = {"rps": rate}
+    changes: dict = {"rps": float(f"{rate:.4g}")}  # four figures: what the history can tell apart
     multiple = mix_in.burst_per_s / rate
     if o.burst is None and o.burst_seconds is None and multiple >= BURST_MIN_MULTIPLE:
         changes.update(burst=round(multiple, 3), burst_seconds=60.0)
