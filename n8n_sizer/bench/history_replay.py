@@ -171,7 +171,9 @@ def deploy_plan(session, plan: ReplayPlan) -> dict[str, str]:
 def replay_steps(
     store, plan, main_url, session, scales, step_s, timeout_s=60.0, max_in_flight=1000, warmup_requests=6, say=None
 ) -> list[ReplayStep]:
-    """Warm every workflow up, then one step per scale, every workflow at its rate x the scale at once."""
+    """Warm every workflow up, then one step per scale, every workflow at its rate x the scale at once.
+    `max_in_flight` bounds each workflow's open requests: one figure for all, or {key: figure} (a closed loop of that
+    many users per workflow once the offered rate outruns it)."""
     say = say or (lambda what, done: None)
     say("warm-up", 0.05)
     _warm_up(plan, main_url, warmup_requests, timeout_s)
@@ -250,7 +252,7 @@ def _step(store, plan, main_url, session, scale, step_s, timeout_s, max_in_fligh
                     client,
                     rate_per_s=offered[w.key],
                     duration_s=step_s,
-                    max_in_flight=max_in_flight,
+                    max_in_flight=max_in_flight.get(w.key, 1000) if isinstance(max_in_flight, dict) else max_in_flight,
                     step=name,
                     target=target,
                     seq_start=store.next_seq(target),
@@ -262,7 +264,8 @@ def _step(store, plan, main_url, session, scale, step_s, timeout_s, max_in_fligh
     started = time.time()
     tallies: list[StepTally] = asyncio.run(all_of())
     ended = time.time()
-    records = [r for r in store.read_requests() if r.step == name]
+    # this step's own records: a run may repeat a step's name (the same scale on another stack)
+    records = [r for r in store.read_requests() if r.step == name and r.scheduled_s >= started - 1.0]
     per_workflow, ok_all, lat_all, errors = {}, 0, [], {}
     for w, tally in zip([w for w in plan.workflows if offered[w.key] > 0], tallies, strict=True):
         mine = [r for r in records if r.target == f"local-{w.key}"]

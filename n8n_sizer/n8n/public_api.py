@@ -7,8 +7,9 @@ Checked against n8n 2.41.1 (its `ExecutionsPublicController`, `pagination.servic
   `startedAfter`/`startedBefore` (ISO 8601), and with `includeData=true` each item carries `data` (its run data,
   payloads included) and `workflowData` (the workflow as it ran). The cursor is base64 JSON `{lastId, limit}`;
 - `GET /api/v1/workflows` pages the same way (its cursor is `{limit, offset}`);
-- a wrong or missing key answers 401 `{"message": "Unauthorized"}`, an unknown path under /api/v1 404, a bad
-  cursor or a malformed date 400; a path outside /api/v1 (`/api/v2/...`) answers the editor's HTML with 200.
+- a wrong or missing key answers 401 `{"message": "Unauthorized"}`, and so does every key when the public API is
+  off (`N8N_PUBLIC_API_DISABLED=true`, seen on 2.41.1); an unknown path under /api/v1 answers 404, a bad cursor or
+  a malformed date 400; a path outside /api/v1 (`/api/v2/...`) answers the editor's HTML with 200.
 
 Every request carries the key in `X-N8N-API-KEY` (never in a URL, never logged, never in an error message), times
 out, is retried with backoff on 429 and 5xx (honouring `Retry-After`, never past the read's deadline), and is read
@@ -185,7 +186,8 @@ class PublicApi:
         if status == 401:
             raise PublicApiError(
                 f"{self._where(path)}: HTTP 401, the API key was refused; check N8N_API_KEY or --api-key-file "
-                "(a key made in n8n under Settings > n8n API, not expired)"
+                "(a key made in n8n under Settings > n8n API, not expired), and that the public API is on (with "
+                "N8N_PUBLIC_API_DISABLED=true n8n 2.41.1 answers 401 to every key)"
             )
         if status == 403:
             raise PublicApiError(
@@ -194,8 +196,8 @@ class PublicApi:
         if status == 404:
             raise PublicApiError(
                 f"{self._where(path)}: HTTP 404, no n8n public API there; check that the URL is the instance's "
-                "base (not /webhook/...), that the public API is on (N8N_PUBLIC_API_DISABLED unset), that a "
-                "proxy in front passes /api/, and that the instance is n8n 1.0 or newer"
+                "base (not /webhook/...), that a proxy in front passes /api/, and that the instance is n8n 1.0 or "
+                "newer with its public API on"
             )
         if status == 400:
             raise BadRequest(f"{self._where(path)}: HTTP 400: {_snippet(text)}")

@@ -264,9 +264,9 @@ def test_tls_to_a_plain_http_server(tmp_path, key):
 @pytest.mark.parametrize(
     ("answer", "words"),
     [
-        (json_answer({"message": "Unauthorized"}, 401), "HTTP 401, the API key was refused"),
+        (json_answer({"message": "Unauthorized"}, 401), "N8N_PUBLIC_API_DISABLED=true n8n 2.41.1 answers 401"),
         (json_answer({"message": "Forbidden"}, 403), "scopes"),
-        (json_answer({"message": "not found"}, 404), "N8N_PUBLIC_API_DISABLED"),
+        (json_answer({"message": "not found"}, 404), "no n8n public API there"),
         ((200, {"Content-Type": "text/html"}, b"<!doctype html><html>editor</html>"), "an HTML page, not JSON"),
         ((200, {"Content-Type": "application/json"}, b"{not json"), "not JSON"),
         ((200, {"Content-Type": "application/json"}, b"[" * 100_000), "nests"),
