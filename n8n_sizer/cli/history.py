@@ -89,11 +89,12 @@ def export(
 
 
 def summary_line(history, out: Path) -> str:
+    from n8n_sizer.history.window import span_text
+
     r = history.read
-    span = r.window_end_s - r.window_start_s
     return (
         f"wrote {out}: {len(history.workflows)} workflow(s), {history.total.executions:,} executions over "
-        f"{span / 3600:.1f} h ({history.total.per_s_mean:.3g}/s on average, busiest minute "
+        f"{span_text(r.window_end_s - r.window_start_s)} ({history.total.per_s_mean:.3g}/s on average, busiest minute "
         f"{history.total.busiest_minute_per_s:.3g}/s); {r.requests} requests, {r.bytes_read / 1e6:.1f} MB, "
         f"{r.seconds:.1f} s" + (" (anonymised)" if history.anonymised else "")
     )

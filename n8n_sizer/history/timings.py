@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from n8n_sizer.advisor.workflow_price import NodeCostTable
 from n8n_sizer.history.record import DurationSummary, NodeTime
 from n8n_sizer.history.split import WAIT_TYPES, split_node_time
+from n8n_sizer.history.triggers import is_trigger
 from n8n_sizer.n8n.history_api import ExecutionItem
 
 PARK_GAP_MS = 60_000.0  # n8n parks a Wait over 65 s; time no run covers beyond a minute is parked time
@@ -48,17 +49,21 @@ def durations(items: Sequence[float]) -> DurationSummary:
     )
 
 
-def _outer_of(runs: list[tuple[str, float, float]]) -> dict[int, str]:
-    """For runs (node, start, end): index -> the node of the shortest other run that holds it (1 ms slack)."""
+def _outer_of(runs: list[tuple[str, float, float]], skip: set[str]) -> dict[int, str]:
+    """For runs (node, start, end): index -> the node of the shortest other, longer run that holds it: it starts
+    within that run (at its start or after, before its end) and ends by its end. Times are whole milliseconds, so a
+    node that starts as the one before it ends is next to it, not inside it. Nodes in `skip` (triggers) are neither."""
     out: dict[int, str] = {}
     if len(runs) > MAX_NESTING_RUNS:
         return out
     for i, (node, start, end) in enumerate(runs):
+        if node in skip:
+            continue
         best = None
         for j, (other, s2, e2) in enumerate(runs):
-            if j == i or other == node or e2 - s2 <= end - start:
+            if j == i or other == node or other in skip or e2 - s2 <= end - start:
                 continue
-            if s2 - 1.0 <= start and end <= e2 + 1.0 and (best is None or e2 - s2 < best[1]):
+            if s2 <= start < e2 and end <= e2 and (best is None or e2 - s2 < best[1]):
                 best = (other, e2 - s2)
         if best is not None:
             out[i] = best[0]
@@ -88,7 +93,7 @@ class SampleTimings:
                 for r in e.runs
                 if r.start_ms is not None and r.execution_ms is not None
             ]
-            outer = _outer_of(runs)
+            outer = _outer_of(runs, {n for n, t in types.items() if is_trigger(t)})
             top = parked_here = 0.0
             for i, r in enumerate(e.runs):
                 took = r.execution_ms or 0.0

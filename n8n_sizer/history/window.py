@@ -44,3 +44,14 @@ def window_from(since: str | None, until: str | None, now_s: float) -> tuple[flo
     if since_s >= until_s:
         raise InputError(f"--since {since!r} is not before --until {until or 'now'!r}; give an earlier --since")
     return since_s, until_s
+
+
+def span_text(seconds: float) -> str:
+    """A window's length as people say it: 90 s, 42 min, 36 h, 7 days."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"

@@ -468,3 +468,15 @@ def test_replay_synthesises_each_workflow_in_the_same_shape():
     assert list(first.definition["connections"]) == [n["name"] for n in first.definition["nodes"][:-1]]
     with pytest.raises(ValueError):
         replay_plan(_history(w), "http://127.0.0.1:7000", 1000.0, "Bad Tag")
+
+
+def test_nodes_one_after_another_are_not_nested():
+    """n8n's times are whole milliseconds: a node that starts as the one before ends is next to it, not inside."""
+    chain = [_exec(i, [("Webhook", 0, 1), ("Call", 1, 11), ("Code", 12, 0)], 0.02) for i in range(3)]
+    t = SampleTimings(chain, {}, TABLE)
+    assert all(x.inside is None for x in t.node_timings)
+    at_once = [_exec(i, [("Webhook", 0, 0), ("Code", 0, 0)], 0.01) for i in range(3)]  # a schedule's NoOp, 0 ms
+    assert all(x.inside is None for x in SampleTimings(at_once, {}, TABLE).node_timings)
+    same_ms = [_exec(i, [("Webhook", 0, 1), ("Agent", 1, 900), ("Model", 1, 800)], 1.0) for i in range(3)]
+    nested = {x.name: x.inside for x in SampleTimings(same_ms, {}, TABLE).node_timings}
+    assert nested == {"Webhook": None, "Agent": None, "Model": "Agent"}

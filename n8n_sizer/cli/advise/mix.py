@@ -114,11 +114,11 @@ def mix_json(mix, mix_in, history, source: str) -> dict:
 
 def print_mix(mix, mix_in, history, source: str) -> None:
     from n8n_sizer.cli.text import table
+    from n8n_sizer.history.window import span_text
 
     r = history.read
-    hours = (r.window_end_s - r.window_start_s) / 3600
     print(
-        f"# the mix: {mix.workflows} workflow(s) from {source}, over {hours:.1f} h"
+        f"# the mix: {mix.workflows} workflow(s) from {source}, over {span_text(r.window_end_s - r.window_start_s)}"
         + (" (anonymised)" if history.anonymised else "")
     )
     rows = [
