@@ -85,11 +85,12 @@ def _best_count(values: list[float]) -> int:
 def workers_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostOption) -> int:
     """Workers that give one worker host the most capacity: more than its cores' worth adds idle CPU only."""
     d = role_demands(model, profile, True)
-    h, v = model.host_factor(opt.shape), opt.shape.vcpu
-    pc = model.process_cores_on(v)
-    per_exec = h * (d.worker_s + d.rest_worker_s + d.runner_s)
+    v = model.usable_cores(opt.shape)
+    pc = model.process_cores_on(opt.shape.vcpu)
     caps = []
     for k in range(1, most_workers(opt.vcpu, shared=False) + 1):
+        h = model.host_factor(opt.shape) * model.crowding(opt.shape, k)
+        per_exec = h * (d.worker_s + d.rest_worker_s + d.runner_s)
         bounds = [max(v - model.idle_of(opt.shape, workers=k), 1e-9) / per_exec, k * pc / (h * d.worker_s)]
         if d.runner_s > 0:
             bounds.append(k * RUNNER_CORES / (h * d.runner_s))
@@ -100,13 +101,15 @@ def workers_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostOp
 def webhooks_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostOption) -> int:
     """Webhook processors that give one ingest host the most capacity."""
     d = role_demands(model, profile, True)
-    h, v = model.host_factor(opt.shape), opt.shape.vcpu
-    pc = model.process_cores_on(v)
-    per_exec = h * (d.ingest_s + d.rest_ingest_s + d.load_balancer_s)
-    caps = [
-        softmin([max(v - model.idle_of(opt.shape, main=1, webhook=k), 1e-9) / per_exec, k * pc / (h * d.ingest_s)])
-        for k in range(1, 2 * opt.vcpu + 2)
-    ]
+    v = model.usable_cores(opt.shape)
+    pc = model.process_cores_on(opt.shape.vcpu)
+    caps = []
+    for k in range(1, 2 * opt.vcpu + 2):
+        h = model.host_factor(opt.shape) * model.crowding(opt.shape, k)
+        per_exec = h * (d.ingest_s + d.rest_ingest_s + d.load_balancer_s)
+        caps.append(
+            softmin([max(v - model.idle_of(opt.shape, main=1, webhook=k), 1e-9) / per_exec, k * pc / (h * d.ingest_s)])
+        )
     return _best_count(caps)
 
 
