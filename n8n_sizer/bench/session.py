@@ -218,8 +218,18 @@ def resume_bench(run: str, out_dir: Path, progress: Progress | None = None) -> B
             f"with it), so it cannot be resumed; start a new run"
         )
     spec = dict(store.manifest.spec)
-    flow = BenchWorkflow.model_validate({**spec.pop("workflow_resolved"), "body": spec.pop("body").encode()})
-    req = BenchRequest.model_validate(spec)
+    from pydantic import ValidationError
+
+    from n8n_sizer.runs.run_file import validation_line
+
+    try:  # run.json's spec is typed where it was read (runs.run_file); what resume rebuilds from it, here
+        resolved, body = spec.pop("workflow_resolved", None), spec.pop("body", None)
+        if not isinstance(resolved, dict) or not isinstance(body, str):
+            raise InputError(f"--resume {run}: run.json's spec lacks the workflow or its body; start a new run")
+        flow = BenchWorkflow.model_validate({**resolved, "body": body.encode()})
+        req = BenchRequest.model_validate(spec)
+    except ValidationError as exc:
+        raise validation_line(exc, f"--resume {run}: run.json spec", "start a new run") from None
     return _run(store, req, flow, build_targets(req), progress)
 
 

@@ -334,9 +334,11 @@ def _print_results(results, json_out: bool) -> int:
     if json_out:
         typer.echo(json.dumps([r.model_dump() for r in results], indent=2))
     else:
-        for r in results:
-            line = f"{r.status.upper():4}  {r.rule:18}  {r.message}"
-            typer.echo(line + (f"\n      fix: {r.fix}" if r.fix else ""))
+        from n8n_sizer.safety.text import printable
+
+        for r in results:  # messages quote the compose file: names and values echoed printable (safety.text)
+            line = printable(f"{r.status.upper():4}  {r.rule:18}  {r.message}", limit=2000)
+            typer.echo(line + (f"\n      fix: {printable(r.fix, limit=2000)}" if r.fix else ""))
         passed = sum(r.status == "pass" for r in results)
         typer.echo(f"{passed} passed, {failed} failed, {len(results) - passed - failed} not applicable")
     return 1 if failed else 0
