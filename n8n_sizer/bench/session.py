@@ -33,22 +33,22 @@ class BenchRequest(Frozen):
     """What the user asked for, as stored in run.json's `spec`."""
 
     source: Literal["local", "inventory", "stack"]
-    stack: str | None = None
+    stack: str | None = Field(None, max_length=200)
     inventory: dict | None = None  # the inventory JSON (addresses and setups; no secrets)
-    inventory_path: str | None = None  # --inventory FILE, resolved: a lab's is deployed from it (lab.bench)
+    inventory_path: str | None = Field(None, max_length=4096)  # --inventory FILE, resolved: a lab's deploys from it
     local_setup: Setup | None = None
-    pin_cpus: int | None = None
+    pin_cpus: int | None = Field(None, ge=1, le=1024)
     plan: LoadPlan
-    workflow: str
-    ssh_key: str | None = None
-    ssh_port: int = 22
+    workflow: str = Field(max_length=4096)
+    ssh_key: str | None = Field(None, max_length=4096)
+    ssh_port: int = Field(22, ge=1, le=65_535)
     find_max: FindMax | None = None  # --find-max: search instead of the plan's steps
     soak: bool = False  # --soak: the plan is one long step; the summary adds seed 004's 30-minute buckets
     # Payloads (bench.payloads): None/0 = the workflow's fixed body, as before. The secret file's path is kept
     # (for --resume), never the secret.
-    payload_bytes: int | None = None
-    malformed: float = 0.0
-    hmac_secret_file: str | None = None
+    payload_bytes: int | None = Field(None, ge=0, le=1 << 20)  # cli.args.PAYLOAD_BYTES
+    malformed: float = Field(0.0, ge=0, le=1)
+    hmac_secret_file: str | None = Field(None, max_length=4096)
     respond: Literal["last-node", "immediately", "received"] | None = None  # signed-webhook's response mode
     webhook_processors: int = Field(0, ge=0, le=9)  # --local queue mode: `n8n webhook` processes behind Caddy
 

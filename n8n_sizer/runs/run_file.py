@@ -53,7 +53,7 @@ class RunSetup(Setup):
         return self
 
 
-class HostFacts(_Closed):
+class RecordedFacts(_Closed):
     """hosts.<t>.facts: what `hosts.facts` read on the target (vCPUs, RAM, CPU model); None = not read."""
 
     vcpu: Annotated[float, Field(gt=0, le=1024)] | None = None
@@ -104,7 +104,7 @@ class HostEntry(_Open):
 
     kind: Short | None = None
     setup: RunSetup | None = None
-    facts: HostFacts | None = None
+    facts: RecordedFacts | None = None
     rest: Counted | None = None
     webhook_processors: Annotated[int, Field(ge=0, le=64)] | None = None
     n8n_version: Short | None = None
@@ -141,7 +141,7 @@ class RunSpec(_Open):
 Scalar = str | int | float | bool | None
 
 
-class DrillCheck(_Open):
+class RecordedCheck(_Open):
     """extra.checks[i]: one observation of a drill against what was expected."""
 
     observation: Scalar = None
@@ -156,7 +156,7 @@ class RunExtra(_Open):
     find_max: dict[Name, dict[str, Any]] | None = None  # bench.find_max.SearchResult each; the report checks it
     search: dict[str, Any] | None = None
     soak: dict[Name, list[dict[str, Any]]] | None = None
-    checks: list[DrillCheck] | None = None
+    checks: list[RecordedCheck] | None = None
     outcome: dict[Name, Any] | None = None
     expected: dict[Name, Any] | Scalar = None
     verdict: Short | None = None
