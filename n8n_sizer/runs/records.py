@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.safety.text import is_printable, printable
 
 # Physical bounds of what a run records (issue 40): far above any real run, far below nonsense. A record outside
 # them is refused where it is read, with the file, the line and the field, instead of turning into a report.
@@ -38,7 +39,16 @@ UNIT_BOUNDS = {
 }
 UnixS = Annotated[float, Field(ge=0, le=MAX_UNIX_S)]
 Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
-Name = Annotated[str, Field(min_length=1, max_length=200)]  # a step, target, host or role name
+
+
+def _printable(value: str) -> str:
+    if not is_printable(value):
+        raise ValueError(f"{printable(repr(value), limit=60)} holds control characters or escape sequences")
+    return value
+
+
+# a step, target, host, role or metric name: echoed in reports and on terminals, so plain text (safety.text)
+Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable)]
 Text = Annotated[str, Field(max_length=100_000)]  # an error or a body snippet
 
 # "dropped": not sent because the in-flight cap was reached (k6's dropped iterations); its sent_s is the
@@ -197,7 +207,7 @@ class RunManifest(BaseModel):
     # reader uses, at the boundary, before a manifest is built from a file.
     spec: dict[str, Any] = Field(default_factory=dict)
     setup: dict[str, Any] = Field(default_factory=dict)
-    workflow: Annotated[str, Field(max_length=500)] | None = None
+    workflow: Annotated[str, Field(max_length=500), AfterValidator(_printable)] | None = None
     versions: dict[Name, Annotated[str, Field(max_length=500)]] = Field(default_factory=dict)
     hosts: dict[Name, dict[str, Any]] = Field(default_factory=dict)
     ledgers: dict[Name, Ledger] = Field(default_factory=dict)

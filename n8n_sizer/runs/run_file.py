@@ -16,17 +16,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.errors import InputError
 from n8n_sizer.runs.records import MAX_COUNT, Count, Ledger, Name, RunManifest, StepCounters, UnixS
 from n8n_sizer.safety.jsondoc import load_json
-from n8n_sizer.safety.text import printable
+from n8n_sizer.safety.text import is_printable, printable
 
 MAX_CPU_MS = 1e12  # CPU milliseconds counted over one window: 31 years of one core
 CpuMs = Annotated[float, Field(ge=0, le=MAX_CPU_MS)]
 Short = Annotated[str, Field(max_length=500)]
+
+
+def _plain(value: str) -> str:
+    if not is_printable(value):
+        raise ValueError("holds control characters or escape sequences")
+    return value
+
+
+# what a host's own tools printed (lscpu, uname, os-release): plain text, never an escape sequence to echo
+Plain = Annotated[str, Field(max_length=500), AfterValidator(_plain)]
 FIX = "the file was edited or damaged: restore it from a copy, or start a new run"
 
 
@@ -57,13 +67,13 @@ class RecordedFacts(_Closed):
     """hosts.<t>.facts: what `hosts.facts` read on the target (vCPUs, RAM, CPU model); None = not read."""
 
     vcpu: Annotated[float, Field(gt=0, le=1024)] | None = None
-    cpu_model: Short | None = None
+    cpu_model: Plain | None = None
     ram_mib: Annotated[float, Field(ge=0, le=2**30)] | None = None  # up to a petabyte
-    kernel: Short | None = None
-    arch: Short | None = None
+    kernel: Plain | None = None
+    arch: Plain | None = None
     disk_root_gib: Annotated[float, Field(ge=0, le=2**30)] | None = None
     disk_root_free_gib: Annotated[float, Field(ge=0, le=2**30)] | None = None
-    os: Short | None = None
+    os: Plain | None = None
 
 
 class Counted(StepCounters):

@@ -185,16 +185,32 @@ def test_a_request_line_of_the_wrong_shape_names_its_line_and_field(run, field, 
     refused(run, "requests.jsonl:4", field)
 
 
-def test_an_escape_sequence_in_a_name_never_reaches_the_report_or_the_terminal(run) -> None:
+def test_an_escape_sequence_in_a_name_is_refused_without_reaching_the_terminal(run) -> None:
+    """A target, step or host name is echoed by report, advise and bench: plain text only, refused at the boundary
+    (the refusal quotes it escaped, so the terminal never sees the sequence)."""
     rows = [json.loads(line) for line in (run / "requests.jsonl").read_text().splitlines()]
     for r in rows:
         r["target"] = "local\x1b]0;pwned\x07\x1b[2J"
     (run / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    edit(run, lambda d: d["hosts"]["local"].pop("facts"))  # no refit: it takes seconds
+    err = refused(run, "requests.jsonl:1", "target", "control characters")
+    assert "\x1b" not in err and "\x07" not in err
+
+
+def test_free_text_of_a_run_reaches_the_report_printable(run) -> None:
+    """A drill's observations quote log lines (n8n colours its log): kept, but printable in the report."""
+    edit(
+        run,
+        lambda d: d.update(kind="drill")
+        or d["extra"].update(
+            drill="kill-worker",
+            verdict="pass\x1b[2J",
+            checks=[{"observation": "\x1b[31mworker died\x1b[0m | restarted", "expected": "x", "verdict": "ok"}],
+        ),
+    )
     code, out, err = run_cli("report", run, "--no-plots", "--out", run.parent / "report")
     assert clean(code, out, err) is None and code == 0, err
     text = (run.parent / "report" / "report.md").read_text()
-    assert report_nonsense(text) is None and "local]0;pwned" not in text and "localpwned" not in text
+    assert report_nonsense(text) is None and "worker died \\| restarted" in text
 
 
 def test_records_hold_their_bounds_when_written_too() -> None:
