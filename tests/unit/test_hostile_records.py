@@ -200,11 +200,13 @@ def test_free_text_of_a_run_reaches_the_report_printable(run) -> None:
     """A drill's observations quote log lines (n8n colours its log): kept, but printable in the report."""
     edit(
         run,
-        lambda d: d.update(kind="drill")
-        or d["extra"].update(
-            drill="kill-worker",
-            verdict="pass\x1b[2J",
-            checks=[{"observation": "\x1b[31mworker died\x1b[0m | restarted", "expected": "x", "verdict": "ok"}],
+        lambda d: (
+            d.update(kind="drill")
+            or d["extra"].update(
+                drill="kill-worker",
+                verdict="pass\x1b[2J",
+                checks=[{"observation": "\x1b[31mworker died\x1b[0m | restarted", "expected": "x", "verdict": "ok"}],
+            )
         ),
     )
     code, out, err = run_cli("report", run, "--no-plots", "--out", run.parent / "report")
