@@ -53,6 +53,23 @@ class BenchRequest(Frozen):
     webhook_processors: int = Field(0, ge=0, le=9)  # --local queue mode: `n8n webhook` processes behind Caddy
 
 
+def check_bench_spec(manifest: RunManifest, path: Path) -> None:
+    """A bench run's `spec`, read back, is the `BenchRequest` bench wrote: checked whole and strictly, with the
+    CLI's bounds, so no field of run.json is read back unchecked (runs.run_file types the fields every reader
+    uses; the rest of a bench spec is the bench's to type). `report` and `advise --results` call it."""
+    if manifest.kind not in ("bench", "find-max", "soak") or "plan" not in manifest.spec:
+        return
+    from pydantic import ValidationError
+
+    from n8n_sizer.runs.run_file import FIX, validation_line
+
+    spec = {k: v for k, v in manifest.spec.items() if k not in ("workflow_resolved", "body")}
+    try:
+        BenchRequest.model_validate_json(json.dumps(spec), strict=True)
+    except ValidationError as exc:
+        raise validation_line(exc, f"{path}: spec", FIX) from None
+
+
 class BenchSummary(Frozen):
     run_id: str
     folder: str

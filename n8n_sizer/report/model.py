@@ -71,28 +71,10 @@ def load_run(run: str | Path) -> RunData:
             f"that `n8n-sizer bench` wrote"
         )
     store = RunStore.open(Path(run))
-    _check_bench_spec(store.manifest, store.folder / "run.json")
+    from n8n_sizer.bench.session import check_bench_spec
+
+    check_bench_spec(store.manifest, store.folder / "run.json")
     return RunData(store.folder, store.manifest, store.read_requests(), store.read_samples())
-
-
-def _check_bench_spec(manifest: RunManifest, path: Path) -> None:
-    """A bench run's `spec` is the `BenchRequest` bench wrote (the writer's own model, with the CLI's bounds):
-    checked whole and strictly, so no field of run.json is read back unchecked (runs.run_file types the fields
-    every reader uses; the rest of a bench spec is the bench's to type)."""
-    if manifest.kind not in ("bench", "find-max", "soak") or "plan" not in manifest.spec:
-        return
-    import json
-
-    from pydantic import ValidationError
-
-    from n8n_sizer.bench.session import BenchRequest
-    from n8n_sizer.runs.run_file import FIX, validation_line
-
-    spec = {k: v for k, v in manifest.spec.items() if k not in ("workflow_resolved", "body")}
-    try:
-        BenchRequest.model_validate_json(json.dumps(spec), strict=True)
-    except ValidationError as exc:
-        raise validation_line(exc, f"{path}: spec", FIX) from None
 
 
 class StepRow(Frozen):

@@ -111,7 +111,7 @@ def check_samples(samples: Iterable[Sample], path: Path, vcpu_of: dict[str, floa
                 load[key][s.metric] = s.value
         elif s.metric in ("process_cpu_cores", "container_cpu_cores"):
             host = labels.get("host") or labels.get("target") or ""
-            vcpu = vcpu_of.get(host) or vcpu_of.get(labels.get("target", ""))
+            vcpu = vcpu_of.get(host)  # only the host the facts were read on (a load generator is another host)
             if vcpu is not None and s.value > vcpu * CORES_SLACK + 0.5:
                 raise InputError(
                     f"{path}: {s.metric} {s.value:g} of {printable(labels.get('process') or labels.get('container'))} "

@@ -93,8 +93,8 @@ class Counted(StepCounters):
 class StepEntry(Counted):
     """extra.steps.<t>.<step>: the step's bookkeeping (runs.store.mark_step) and its counters."""
 
-    status: Literal["running", "done", "interrupted"] | None = None
-    attempts: Annotated[int, Field(ge=0, le=1000)] | None = None
+    status: Literal["running", "done", "interrupted"] = "done"  # present: never null (see HostEntry)
+    attempts: Annotated[int, Field(ge=0, le=1000)] = 0
     seq_start: Count | None = None
     seq_end: Count | None = None
     started_s: UnixS | None = None
@@ -110,24 +110,26 @@ class StepEntry(Counted):
 
 
 class HostEntry(_Open):
-    """hosts.<t>: what the run recorded about one target (bench.run saves it as it goes)."""
+    """hosts.<t>: what the run recorded about one target (bench.run saves it as it goes). A field may be absent;
+    present, it is never null (readers test `"workflow_id" in info`, then use it): the defaults below stand only
+    for "absent" and are not validated. `n8n_version`, `provider` and `size` may be null (not known)."""
 
-    kind: Short | None = None
-    setup: RunSetup | None = None
-    facts: RecordedFacts | None = None
-    rest: Counted | None = None
-    webhook_processors: Annotated[int, Field(ge=0, le=64)] | None = None
+    kind: Short = ""
+    setup: RunSetup = None  # type: ignore[assignment]
+    facts: RecordedFacts = None  # type: ignore[assignment]
+    rest: Counted = None  # type: ignore[assignment]
+    webhook_processors: Annotated[int, Field(ge=0, le=64)] = 0
     n8n_version: Short | None = None
     provider: Short | None = None
     size: Short | None = None
-    done: bool | None = None
-    stack_dir: Annotated[str, Field(max_length=4096)] | None = None
-    workflow_id: Name | None = None
-    warmup_workflow_id: Name | None = None
+    done: bool = False
+    stack_dir: Annotated[str, Field(max_length=4096)] = ""
+    workflow_id: Name = None  # type: ignore[assignment]
+    warmup_workflow_id: Name = None  # type: ignore[assignment]
     # the webhook paths become URLs the bench posts to on --resume: the characters of a path, nothing else
-    webhook_path: Annotated[str, Field(pattern=r"^[A-Za-z0-9._~/-]{1,200}$")] | None = None
-    warmup_webhook_path: Annotated[str, Field(pattern=r"^[A-Za-z0-9._~/-]{1,200}$")] | None = None
-    pids: dict[Name, Annotated[int, Field(ge=1, le=2**22)]] | None = None
+    webhook_path: Annotated[str, Field(pattern=r"^[A-Za-z0-9._~/-]{1,200}$")] = None  # type: ignore[assignment]
+    warmup_webhook_path: Annotated[str, Field(pattern=r"^[A-Za-z0-9._~/-]{1,200}$")] = None  # type: ignore[assignment]
+    pids: dict[Name, Annotated[int, Field(ge=1, le=2**22)]] = {}
 
 
 class ResolvedWorkflow(_Open):
@@ -162,10 +164,11 @@ class RecordedCheck(_Open):
 class RunExtra(_Open):
     """extra: the steps' bookkeeping, find-max results, a drill's outcome."""
 
-    steps: dict[Name, dict[Name, StepEntry]] | None = None
-    find_max: dict[Name, dict[str, Any]] | None = None  # bench.find_max.SearchResult each; the report checks it
-    search: dict[str, Any] | None = None
-    soak: dict[Name, list[dict[str, Any]]] | None = None
+    # never null when present: readers take `.get("steps", {})` as a mapping
+    steps: dict[Name, dict[Name, StepEntry]] = {}
+    find_max: dict[Name, dict[str, Any]] = {}  # bench.find_max.SearchResult each; the report checks it
+    search: dict[str, Any] = {}
+    soak: dict[Name, list[dict[str, Any]]] = {}
     checks: list[RecordedCheck] | None = None
     outcome: dict[Name, Any] | None = None
     expected: dict[Name, Any] | Scalar = None

@@ -229,3 +229,10 @@ def test_the_bench_resume_path_refuses_a_damaged_spec(run) -> None:
     with pytest.raises(InputError) as caught:
         RunStore.open(run)
     assert "spec.body" in str(caught.value)
+
+
+def test_a_key_twice_in_run_json_is_refused(run) -> None:
+    """JSON readers disagree on which of two equal keys counts (Python's keeps the last): refused, as in YAML."""
+    text = (run / "run.json").read_text()
+    (run / "run.json").write_text(text.replace('"finished_s":', '"finished_s": 1.0, "finished_s":', 1))
+    refused(run, "run.json", "'finished_s' appears twice")
