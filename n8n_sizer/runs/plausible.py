@@ -63,6 +63,8 @@ def check_step_name(path: Path, target: str, step: str) -> None:
 def check_requests(records: Sequence[RequestRecord], path: Path) -> None:
     """Every step's schedule fits its rate, and no request is recorded twice."""
     steps: dict[tuple[str, str], list[float]] = defaultdict(list)
+    done: dict[tuple[str, str], float] = {}
+    waits: dict[tuple[str, str], list[float]] = defaultdict(list)
     seen: set[tuple[str, int, str, float]] = set()
     for r in records:
         key = (r.target, r.seq, r.step, r.scheduled_s)
@@ -70,7 +72,12 @@ def check_requests(records: Sequence[RequestRecord], path: Path) -> None:
             raise _refuse(path, r.target, r.step, f"request {r.seq} is recorded twice")
         seen.add(key)
         steps[(r.target, r.step)].append(r.scheduled_s)
+        end = r.scheduled_s + (r.latency_ms or 0.0) / 1000.0
+        done[(r.target, r.step)] = max(done.get((r.target, r.step), end), end)
+        if r.latency_ms is not None:
+            waits[(r.target, r.step)].append(r.latency_ms / 1000.0)
     for (target, step), times in steps.items():
+        _check_closed(path, target, step, times, done[(target, step)], waits[(target, step)])
         check_step_name(path, target, step)
         longest = MAX_SHAPED_STEP_S if step.startswith(("ramp-", "burst-")) else MAX_STEP_S
         if max(times) - min(times) > longest:
@@ -94,6 +101,25 @@ def check_requests(records: Sequence[RequestRecord], path: Path) -> None:
                 f"{len(times):,} requests are scheduled within {span:.3g} s, more than its {rate:g}/s could send "
                 f"(at most {most:,.0f})",
             )
+
+
+def _check_closed(path: Path, target: str, step: str, times: list[float], done: float, waits: list[float]) -> None:
+    """Any step: no more requests than bench can send (RATE_PER_S's top) over the time they took. A closed step of
+    C users: no more than Little's law lets C users finish one after another (C / mean latency, latencies read at
+    no less than the clocks' 1 ms)."""
+    span = max(done, max(times)) - min(times)
+    most = RATE_PER_S.high * span + SCHEDULE_EXTRA
+    users = _step_concurrency(step)
+    if users is not None and waits:
+        mean = max(sum(waits) / len(waits), 0.001)
+        most = min(most, users * (span + mean) / mean * SCHEDULE_SLACK * 1.5 + users + SCHEDULE_EXTRA)
+    if len(times) > most:
+        raise _refuse(
+            path,
+            target,
+            step,
+            f"{len(times):,} requests within {span:.3g} s are more than it could send (at most {most:,.0f})",
+        )
 
 
 def check_samples(samples: Iterable[Sample], path: Path, vcpu_of: dict[str, float]) -> None:

@@ -174,6 +174,7 @@ def run_json_cases(paths: list[tuple] | None = None, facts: bool = True) -> Iter
         "empty": "",
         "extra key": json.dumps({**doc, "surprise": 1}),
         "finished before created": json.dumps({**doc, "finished_s": doc["created_s"] - 10}),
+        "huge (9 MB)": json.dumps({**doc, "extra": {**doc["extra"], "pad": "x" * (9 << 20)}}),
     }
     yield from ((f"whole:{k}", v) for k, v in whole.items())
 
@@ -220,6 +221,13 @@ def schedule_cases() -> Iterator[tuple[str, str]]:
         {**rows[1], "step": "ramp-2-20", "scheduled_s": t0 + 1e9, "sent_s": t0 + 1e9},
     ]
     yield "a ramp over 30 years", "".join(json.dumps(r) + "\n" for r in far)
+    one_user = [
+        {**rows[0], "step": "c-1", "seq": i, "scheduled_s": t0 + i * 1e-7, "sent_s": t0 + i * 1e-7, "latency_ms": 1.0}
+        for i in range(10_000)
+    ]
+    yield "10,000 requests of one user within 2 ms", "".join(json.dumps(r) + "\n" for r in one_user)
+    burst = [{**rows[0], "step": "after", "seq": i, "sent_s": t0, "latency_ms": 5.0} for i in range(5000)]
+    yield "5,000 requests of an unnamed step at one instant", "".join(json.dumps(r) + "\n" for r in burst)
     neg = {**rows[0], "latency_ms": -5}
     yield "latency -5 ms", json.dumps(neg) + "\n"
 

@@ -127,6 +127,18 @@ def test_a_schedule_denser_than_its_rate_is_refused(run) -> None:
     refused(run, "requests.jsonl", "rate-4", "more than its 4/s could send")
 
 
+def test_a_closed_step_faster_than_its_users_could_go_is_refused(run) -> None:
+    """Little's law: one user finishing 10,000 requests of 1 ms each within 2 ms is not a measurement."""
+    first = json.loads((run / "requests.jsonl").read_text().splitlines()[0])
+    t0 = first["scheduled_s"]
+    rows = [
+        {**first, "step": "c-1", "seq": i, "scheduled_s": t0 + i * 1e-7, "sent_s": t0 + i * 1e-7, "latency_ms": 1.0}
+        for i in range(10_000)
+    ]
+    (run / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    refused(run, "requests.jsonl", "c-1", "more than it could send")
+
+
 def test_a_rate_bench_cannot_send_is_refused(run) -> None:
     first = json.loads((run / "requests.jsonl").read_text().splitlines()[0])
     (run / "requests.jsonl").write_text(json.dumps({**first, "step": "rate-100000000"}) + "\n")
