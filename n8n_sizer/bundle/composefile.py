@@ -302,21 +302,16 @@ def _mem_limit(spec: dict) -> float | None:
     )
 
 
-def parse_compose_doc(text: str) -> Any:
-    """The compose document, with its YAML budgets (nesting, alias expansion) and its shape checked."""
-    from n8n_sizer.bundle.composeshape import FIX, check_shape
-    from n8n_sizer.safety.yamldoc import load_yaml
-
-    doc = load_yaml(text, "the compose file", fix=FIX)
-    check_shape(doc)
-    return doc
-
-
 def load_compose(
-    text: str, env: Mapping[str, str] | None = None, env_files: Mapping[str, Mapping[str, str]] | None = None
+    text: str,
+    env: Mapping[str, str] | None = None,
+    env_files: Mapping[str, Mapping[str, str]] | None = None,
+    source: str = "the compose file",
 ) -> ComposeFile:
     """Parse and interpolate a compose file; `InputError` when it is not a compose mapping."""
-    doc = parse_compose_doc(text)
+    from n8n_sizer.bundle.compose_source import parse_compose_doc
+
+    doc = parse_compose_doc(text, source)
     from n8n_sizer.safety.yamldoc import MAX_EXPANDED
 
     env = dict(env or {})

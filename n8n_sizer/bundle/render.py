@@ -48,13 +48,13 @@ from n8n_sizer.bundle.secrets import (
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.safety.urls import require_url
 from n8n_sizer.safety.write import probe_writable, write_atomic
 
 Profile = Literal["bench", "production"]
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")
 DOMAIN_RE = re.compile(r"^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$")
-URL_RE = re.compile(r"^https?://[^\s$'\"#]+$")
 POSTGRES_MAX_CONNECTIONS_LIMIT = 262143  # Postgres refuses to start above this (MAX_BACKENDS)
 BENCH_PUBLIC_URL = "http://localhost:5678/"
 COMPOSE_FILE, ENV_FILE, CLOUD_INIT_FILE = "docker-compose.yml", ".env", "cloud-init.yaml"
@@ -132,20 +132,14 @@ def validate_access(profile: str, domain: str | None, public_url: str | None) ->
         raise InputError(f"--domain {domain} only applies to --profile production; add --profile production")
     if domain and not DOMAIN_RE.fullmatch(domain):
         raise InputError(f"--domain {domain!r} is not a DNS name; try --domain n8n.example.com")
-    if public_url is not None and not URL_RE.fullmatch(public_url):
-        raise InputError(
-            f"--public-url {public_url!r} must be an http:// or https:// URL without spaces, "
-            "quotes, '#' or '$'; try --public-url https://n8n.example.com/"
-        )
+    if public_url is not None:
+        require_url(public_url, "--public-url")  # the one URL grammar (safety/urls.py)
 
 
 def public_url_for(profile: str, domain: str | None, public_url: str | None, *, cluster: bool = False) -> str:
     """The URL n8n gives out for its webhooks and editor. A cluster and the production profile are reached from
     outside: theirs is --public-url, or https://<domain>/ in production; never a loopback name or address
     (webhooks registered with other services would point nowhere). One bench host keeps localhost."""
-    import ipaddress
-    from urllib.parse import urlsplit
-
     if public_url is None:
         if profile == "production":
             return f"https://{domain}/"
@@ -155,13 +149,9 @@ def public_url_for(profile: str, domain: str | None, public_url: str | None, *, 
                 "balancer's); try --public-url http://n8n.example.com:5678/"
             )
         return BENCH_PUBLIC_URL
+    url = require_url(public_url, "--public-url")
     if profile == "production" or cluster:
-        host = (urlsplit(public_url).hostname or "").lower()
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback or ipaddress.ip_address(host).is_unspecified
-        except ValueError:
-            loopback = host == "localhost" or host.endswith(".localhost")
-        if loopback:
+        if url.is_loopback:
             raise InputError(
                 f"--public-url {public_url} is this machine's own address; a "
                 f"{'cluster' if cluster else 'production stack'} is called from outside: try "
@@ -323,7 +313,7 @@ def write_bundle(
     entries = env_copy.entries if env_copy is not None else None
     existing = {k: e.value for k, e in (entries or {}).items()}
     if public_url is None and profile != "production" and existing.get("N8N_PUBLIC_URL"):
-        public_url = existing["N8N_PUBLIC_URL"]
+        public_url = require_url(existing["N8N_PUBLIC_URL"], f"{env_path}: N8N_PUBLIC_URL").text
     # Other variables go back exactly as written (quotes, `$` references and comments included).
     extra = {k: e.written for k, e in (entries or {}).items() if k not in ENV_NAMES.values() and k != "N8N_PUBLIC_URL"}
     # Render first: a refused setup leaves no folder and no file behind.

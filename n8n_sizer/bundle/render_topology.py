@@ -51,6 +51,7 @@ from n8n_sizer.bundle.secrets import (
 )
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.safety.urls import require_url
 from n8n_sizer.safety.write import check_folder, make_folder, write_atomic
 
 SECRETS_FILE = ".secrets.env"
@@ -363,7 +364,7 @@ def write_topology(
             k: e.written for k, e in copy.entries.items() if k not in ENV_NAMES.values() and k != "N8N_PUBLIC_URL"
         }
         if public_url is None and profile != "production" and values.get("N8N_PUBLIC_URL"):
-            public_url = values["N8N_PUBLIC_URL"]
+            public_url = require_url(values["N8N_PUBLIC_URL"], f"{copy.path}: N8N_PUBLIC_URL").text
     cluster = render_topology(t, secrets, profile=profile, domain=domain, public_url=public_url, extra_env=extra)
     fix = "render into another --out folder"
     for name in cluster.hosts:  # every host folder checked before the first byte is written

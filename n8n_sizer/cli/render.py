@@ -249,12 +249,26 @@ def _read_env(path: Path, flag: str) -> dict[str, str]:
     return parse_env_text(read_user_text(path, flag, fix="pass a readable .env text file", max_bytes=1 << 20))
 
 
-def _env_files(text: str, base: Path) -> dict[str, dict[str, str]]:
-    """Read every `env_file:` the compose file names, relative to its folder, as Compose does."""
-    from n8n_sizer.bundle.composefile import parse_compose_doc
+def _folder_env(file: Path) -> dict[str, str]:
+    """The .env beside the compose file, which Compose reads for COMPOSE_FILE; {} when there is none or it cannot
+    be read (check then reads nothing from it)."""
     from n8n_sizer.errors import InputError
 
-    doc = parse_compose_doc(text)
+    beside = file.parent / ".env"
+    if not beside.is_file():
+        return {}
+    try:
+        return _read_env(beside, ".env beside FILE")
+    except InputError:
+        return {}
+
+
+def _env_files(text: str, base: Path, source: str) -> dict[str, dict[str, str]]:
+    """Read every `env_file:` the compose file names, relative to its folder, as Compose does."""
+    from n8n_sizer.bundle.compose_source import parse_compose_doc
+    from n8n_sizer.errors import InputError
+
+    doc = parse_compose_doc(text, source)
     found: dict[str, dict[str, str]] = {}
     total = 0
     for spec in doc["services"].values():
@@ -303,11 +317,13 @@ def check(
         return _print_results(check_topology(topology, longest_execution_s), json_out)
     if file is None:
         raise InputError("FILE is missing; pass a docker-compose.yml, or --topology DIR for a rendered cluster")
+    from n8n_sizer.bundle.compose_source import refuse_other_compose_files
+
     text = read_user_text(file, "FILE", fix="pass the path of a compose file", max_bytes=MAX_YAML_BYTES)
     values = _read_env(env, "--env") if env is not None else {}
-    results = check_compose(
-        text, values, vcpu, longest_execution_s=longest_execution_s, env_files=_env_files(text, file.parent)
-    )
+    refuse_other_compose_files(file, {**_folder_env(file), **values})  # judge the file Compose would run
+    env_files = _env_files(text, file.parent, f"FILE {file}")
+    results = check_compose(text, values, vcpu, longest_execution_s=longest_execution_s, env_files=env_files)
     return _print_results(results, json_out)
 
 
@@ -318,9 +334,11 @@ def _print_results(results, json_out: bool) -> int:
     if json_out:
         typer.echo(json.dumps([r.model_dump() for r in results], indent=2))
     else:
-        for r in results:
-            line = f"{r.status.upper():4}  {r.rule:18}  {r.message}"
-            typer.echo(line + (f"\n      fix: {r.fix}" if r.fix else ""))
+        from n8n_sizer.safety.text import printable
+
+        for r in results:  # messages quote the compose file: names and values echoed printable (safety.text)
+            line = printable(f"{r.status.upper():4}  {r.rule:18}  {r.message}", limit=2000)
+            typer.echo(line + (f"\n      fix: {printable(r.fix, limit=2000)}" if r.fix else ""))
         passed = sum(r.status == "pass" for r in results)
         typer.echo(f"{passed} passed, {failed} failed, {len(results) - passed - failed} not applicable")
     return 1 if failed else 0

@@ -176,13 +176,14 @@ def check_topology(folder: Path, longest_execution_s: int | None = None) -> list
         env = parse_env_text(_read(env_path, 1 << 20)) if os.path.lexists(env_path) else {}
         meta = known.get(host_dir.name, {})
         vcpu = meta.get("vcpu") if isinstance(meta.get("vcpu"), int) and 1 <= meta["vcpu"] <= 1024 else None
+        compose = load_compose(text, env, source=str(host_dir / COMPOSE_FILE))  # a refusal names the file
         for r in check_compose(text, env, vcpu, longest_execution_s=longest_execution_s):
             results.append(r.model_copy(update={"rule": f"{host_dir.name}:{r.rule}"}))
         ip = meta.get("private_ip")
         hosts.append(
             HostFiles(
                 name=host_dir.name,
-                compose=load_compose(text, env),
+                compose=compose,
                 private_ip=ip if isinstance(ip, str) and len(ip) <= 45 else None,
             )
         )

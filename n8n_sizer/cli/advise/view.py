@@ -54,6 +54,9 @@ def run_advise(o: AdviseOptions) -> int:
 
         require_folder(o.results, "--results", fix="pass the folder bench wrote its runs into, e.g. --results results")
         extra = load_results(o.results)
+        from n8n_sizer.cli.args import check_result_specs
+
+        check_result_specs(o.results)  # every field of run.json, the bench's own spec included (issue 40)
     user_workflows = sorted({m.workflow for m in extra or ()} - {"light", "code-heavy"})
     if not workload_given and o.cpu_ms is None and o.wait_ms is None and len(user_workflows) == 1:
         workload = user_workflows[0]  # the runs measured one workflow of yours: the question is about it
