@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from n8n_sizer.advisor.capacity import CapacityModel, HostShape
-from n8n_sizer.advisor.measurements import LAB_ENVIRONMENT, Measurement, environment_of
+from n8n_sizer.advisor.measurements import LAB_ENVIRONMENT, Measurement, environment_of, load_lab_points
 from n8n_sizer.advisor.points import (
     IDLE_SUFFIX,
     CapacityPoint,
@@ -186,8 +186,6 @@ def setup_of(m: Measurement) -> Setup:
 
 def largest_lab_topology() -> int:
     """Hosts of the largest topology the lab measured (answer/lab_points.py), 1 without any."""
-    from n8n_sizer.advisor.answer.lab_points import load_lab_points
-
     return max((len(p.hosts) for p in load_lab_points()), default=1)
 
 
@@ -355,8 +353,6 @@ def _busy_key(m: Measurement) -> tuple:
 def probe_rows(points, demand) -> list[tuple[str, str, float]]:
     """Every host class whose rows were speed-probed (lab/speed.py), with its median probe: the user's runs
     (bench --local probes its host) and the lab's sittings (data/lab_shape.json)."""
-    from n8n_sizer.advisor.answer.lab_points import load_lab_points
-
     seen: dict[tuple[str, str], list[float]] = {}
     for r in [*points, *demand]:
         hw = r.measurement.hardware

@@ -130,6 +130,8 @@ class HostEntry(_Open):
     webhook_path: Annotated[str, Field(pattern=r"^[A-Za-z0-9._~/-]{1,200}$")] = None  # type: ignore[assignment]
     warmup_webhook_path: Annotated[str, Field(pattern=r"^[A-Za-z0-9._~/-]{1,200}$")] = None  # type: ignore[assignment]
     pids: dict[Name, Annotated[int, Field(ge=1, le=2**22)]] = {}
+    # the machine's speed when the run began (lab/speed.py: CPU ms of a fixed JavaScript workload)
+    speed_probe_ms: Annotated[float, Field(gt=0, le=100_000)] = None  # type: ignore[assignment]
 
 
 class ResolvedWorkflow(_Open):

@@ -11,10 +11,10 @@ from n8n_sizer.advisor.answer.base import BindingBound, SizeFit
 from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION as COMFORT
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.fit import FittedModel, profile_of
+from n8n_sizer.advisor.measurements import describe_setup
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.roles import PINNED_BY, PRIORS
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.advisor.validate import describe_setup
 
 
 def same_measured(m, profile: WorkflowProfile, setup: Setup, host: HostShape) -> bool:
