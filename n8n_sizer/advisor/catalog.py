@@ -13,6 +13,7 @@ derived from the catalog's own prices (`price_rate`, its derivation in `PriceRat
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
@@ -116,13 +117,15 @@ def sizes_for(provider: str | None = None, arch: str | None = None) -> list[Serv
     return sorted(rows, key=lambda s: (s.monthly_eur, s.vcpu))
 
 
-class PriceRate(Frozen):
-    """What one vCPU and one GiB of RAM cost a month at one provider, for one arch, derived from the catalog."""
+@dataclass(frozen=True)
+class PriceRate:
+    """What one vCPU and one GiB of RAM cost a month at one provider, for one arch, derived from the catalog (an
+    internal figure, not a boundary: a dataclass, which costs `advise`'s start nothing)."""
 
-    provider: Provider
-    arch: Arch
-    per_vcpu_eur: float = Field(ge=0)
-    per_gib_eur: float = Field(ge=0)
+    provider: str
+    arch: str
+    per_vcpu_eur: float
+    per_gib_eur: float
     how: str  # the derivation, in words
 
     def monthly_eur(self, vcpu: float, ram_mib: int) -> float:

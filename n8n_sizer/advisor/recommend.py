@@ -288,14 +288,18 @@ class Advisor:
     def _fits(
         self, profile: WorkflowProfile, req: Request, sizes: list[ServerSize], rate: float | None = None
     ) -> list[SizeFit]:
-        """Every catalog size of the provider and arch, judged by the verdict's rule at `rate` (the rate the answer
-        is sized for; the warnings name a larger size from it; the answer shows the ones --vcpu allows, `_finish`)."""
+        """Every catalog size of the provider and arch, each with the setup the verdict's rule picks on it for `rate`
+        (the rate the answer is sized for) and judged, as the verdict is, at the rate asked (the warnings name a
+        larger size from it; the answer shows the ones --vcpu allows, `_finish`)."""
         rate = req.rps if rate is None else rate
         out = []
         for size in sizes:
-            c, comfortable, carries, _ = self.best_on_host(
-                profile, self.host_for_size(size), rate, req.p95_ms, size.shared_core
-            )
+            host = self.host_for_size(size)
+            c, comfortable, carries, p95 = self.best_on_host(profile, host, rate, req.p95_ms, size.shared_core)
+            if rate != req.rps:
+                p95 = self._p95(profile, c, host, req.rps, size.shared_core)
+                carries = req.rps < c.mid and (req.p95_ms is None or (p95 is not None and p95 <= req.p95_ms))
+                comfortable = carries and req.rps <= COMFORT_UTILISATION * c.mid
             out.append(
                 SizeFit(
                     provider=size.provider,

@@ -14,7 +14,6 @@ from n8n_sizer.advisor.fit import FittedModel, profile_of
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.roles import PINNED_BY, PRIORS
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.advisor.validate import describe_setup
 
 
 def same_measured(m, profile: WorkflowProfile, setup: Setup, host: HostShape) -> bool:
@@ -92,6 +91,8 @@ def measured_errors(
 ) -> list[str]:
     """Failed measurements of this workflow on this host size, for this setup or one with more workers:
     all of them when the rate is past capacity, else those at up to 1.5x the requested rate."""
+    from n8n_sizer.advisor.validate import describe_setup  # only a failed measurement needs its words
+
     out = []
     for e in fitted.excluded:
         m = e.measurement

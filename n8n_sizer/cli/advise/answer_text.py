@@ -205,10 +205,13 @@ def print_recommendation(rec, changes, written, compose, refitted) -> None:
         for f in rec.fits
     ]
     vcpu = f"{r['vcpu']}-vCPU " if r.get("vcpu") else ""
-    out += [
-        "",
-        f"single {vcpu}catalog sizes for this rate (carries: the verdict's rule, at most {COMFORT:.0%} of capacity):",
-    ]
+    sized = r.get("sized_for_rps")
+    head = (
+        f"catalog sizes, each with its setup for {sized:.3g}/s (the burst) (carries: at {r['rps']:g}/s, "
+        if sized
+        else "catalog sizes for this rate (carries: "
+    )
+    out += ["", f"single {vcpu}{head}the verdict's rule, at most {COMFORT:.0%} of capacity):"]
     if rows:
         out += [
             "  " + x
