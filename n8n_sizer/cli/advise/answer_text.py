@@ -281,7 +281,7 @@ def _carrying_instead(rec) -> list[str]:
     lines = [f"this setup does NOT carry {rps:g}/s {what}"]
     carrying = next((a for a in rec.alternatives if a.carries), None)
     if carrying is not None:
-        lines.append(f"what carries it: {carrying.what}: {carrying.advise_command}, then {carrying.render_command}")
+        lines.append(f"the one that does ({carrying.what}): {carrying.advise_command}, then {carrying.render_command}")
     else:
         lines.append("nothing asked here carries it: see the warnings for what would")
     return lines
