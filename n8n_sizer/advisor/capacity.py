@@ -234,7 +234,7 @@ class CapacityModel:
         if slots / self.residence_s(d, host, ceiling * 0.999999) >= ceiling:
             return math.inf  # the slots never bind before another bound does
         lo, hi = 0.0, ceiling
-        for _ in range(60):
+        for _ in range(40):  # 2^-40 of the ceiling: far below any measurement's resolution
             mid = (lo + hi) / 2.0
             if mid * self.residence_s(d, host, mid) <= slots:
                 lo = mid

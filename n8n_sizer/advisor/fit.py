@@ -234,6 +234,215 @@ class TooFewPoints(ValueError):
     pass
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """What one fit reads, in the order of its residuals: capacity points, per-role CPU rows, lone-execution rows."""
+
+    points: list[CapacityPoint]
+    demand: list[DemandRow]
+    lone: list
+    excluded: list[Excluded]
+
+    def ids(self) -> list[tuple[str, str]]:
+        """(row id, measurement id) of every data row, in residual order."""
+        return (
+            [(p.measurement.id, p.measurement.id) for p in self.points]
+            + [(r.id, r.measurement.id) for r in self.demand]
+            + [(r.id, r.measurement.id) for r in self.lone]
+        )
+
+
+def _select(measurements) -> _Rows:
+    workflows = set(BUILTIN) | {m.workflow for m in measurements if is_user_point(m)}
+    points, excluded = select_capacity_points(measurements, workflows)
+    excluded = excluded + excluded_demand(measurements)
+    demand = [r for r in select_demand_rows(measurements) if r.measurement.workflow in workflows]
+    return _Rows(points, demand, list(select_lone_rows(measurements)), excluded)
+
+
+def _reference(rows: _Rows) -> str:
+    user_classes = sorted({p.measurement.hardware.host_class for p in rows.points if is_user_point(p.measurement)})
+    return user_classes[0] if user_classes else EMBEDDED_REFERENCE_CLASS
+
+
+def _specs(rows: _Rows, reference: str) -> list[ParamSpec]:
+    # Every workflow the data speak of gets its own overhead: capacity points pin it, and so do per-role CPU
+    # rows alone (a first run whose steps never saturated still measured CPU per execution by role).
+    overhead_keys = sorted(
+        {profile_of(p.measurement).overhead_key for p in rows.points}
+        | {profile_of(r.measurement).overhead_key for r in rows.demand}
+        | {"light", "code-heavy"}
+    )
+    # Demand rows of a host class without capacity points (a machine shared with other work, whose CPU time
+    # per operation runs high) get a speed factor of their own: they then pin how CPU splits between roles.
+    classes = sorted(
+        (
+            {p.measurement.hardware.host_class for p in rows.points}
+            | {r.measurement.hardware.host_class for r in rows.demand}
+            | {r.measurement.hardware.host_class for r in rows.lone}
+        )
+        - {reference}
+    )
+    return (
+        list(BASE_SPECS)
+        + [_overhead_spec(k) for k in overhead_keys]
+        + [_speed_spec(c) for c in classes]
+        + [_lone_spec(k) for k in sorted({r.key for r in rows.lone})]
+        + [_idle_spec(c) for c in idle_classes(rows.points, rows.demand)]
+        + [_idle_role_spec(r) for r in idle_roles(rows.demand)]
+    )
+
+
+def _problem(rows: _Rows, specs: list[ParamSpec], reference: str):
+    """The least-squares problem of `rows` (lsq.py): every data residual in units of the expected run-to-run noise,
+    so priors and data weigh as they should."""
+    import numpy as np  # imported here: only fitting needs numpy and scipy
+
+    from n8n_sizer.advisor.lsq import PRED_FLOOR, Block, LsqProblem
+    from n8n_sizer.advisor.roles import predicted_role_cpu_s
+
+    weights = np.array([USER_WEIGHT if is_user_point(p.measurement) else 1.0 for p in rows.points])
+    measured = np.log([p.throughput_per_s for p in rows.points]) if rows.points else np.zeros(0)
+    shapes = [(profile_of(p.measurement), setup_of(p.measurement), host_of(p.measurement)) for p in rows.points]
+    points = Block(
+        keys=list(range(len(shapes))),
+        evaluate=lambda model, i: model.throughput_at(*shapes[i]),
+        assemble=lambda vals: (np.log(vals) - measured) * weights / NOISE_FLOOR,
+    )
+    # Per-role rows: a distinct busy figure per (workflow, setup, host, role) and a distinct idle figure per (host,
+    # role); each row is busy + idle x its processes / its rate (predict_demand), or the idle figure for a rest window.
+    busy_keys: dict[tuple, int] = {}
+    idle_keys: dict[tuple, int] = {}
+    plan = []
+    for r in rows.demand:
+        m = r.measurement
+        host = host_of(m)
+        base_role = r.role.removesuffix(IDLE_SUFFIX)
+        idle_at = idle_keys.setdefault(("idle", host, base_role), len(idle_keys))
+        if r.idle:
+            plan.append((None, idle_at, 0.0))
+            continue
+        key = ("busy", profile_of(m), m.setup.mode, m.setup.webhook_processors, host, r.role, m.setup.db)
+        busy_at = busy_keys.setdefault(key, len(busy_keys))
+        rate = m.results.demand_executions_per_s
+        processes = {"main": 1, "webhook": m.setup.webhook_processors, "worker": m.setup.workers}.get(r.role, 0)
+        plan.append((busy_at, idle_at, processes / rate if rate else None))
+    keys = list(busy_keys) + list(idle_keys)
+    nb = len(busy_keys)
+    cpu = np.array([r.cpu_s for r in rows.demand])
+
+    def evaluate_demand(model: CapacityModel, key: tuple):
+        if key[0] == "idle":
+            return model.idle_cores_on(key[1], key[2])
+        _, profile, mode, wp, host, role, db = key
+        return predicted_role_cpu_s(model, profile, mode, wp, host, role, db)
+
+    busy_at = np.array([b if b is not None else 0 for b, _, _ in plan], dtype=int)
+    idle_at = np.array([nb + i for _, i, _ in plan], dtype=int)
+    is_idle = np.array([b is None for b, _, _ in plan], dtype=bool)
+    per = np.array([p if p is not None else np.nan for _, _, p in plan], dtype=float)
+
+    def assemble_demand(vals: list) -> np.ndarray:
+        v = np.array([np.nan if x is None else x for x in vals], dtype=float)
+        busy, idle = v[busy_at], v[idle_at]
+        # no rate: the busy figure alone; no busy figure (the role does not run in that setup): floored below
+        pred = np.where(is_idle, idle, np.where(np.isnan(per), busy, busy + idle * per))
+        pred = np.where(np.isnan(pred) | (pred <= PRED_FLOOR), PRED_FLOOR, pred)
+        return np.log(pred / cpu) / NOISE_FLOOR
+
+    demand = Block(keys=keys, evaluate=evaluate_demand, assemble=assemble_demand)
+    lone_ms = np.array([r.ms for r in rows.lone])
+    lone_hosts = [(r.key, host_of(r.measurement)) for r in rows.lone]
+    lone = Block(
+        keys=list(range(len(lone_hosts))),
+        evaluate=lambda model, i: model.params[lone_hosts[i][0]] * model.host_factor(lone_hosts[i][1]),
+        assemble=lambda vals: np.log(np.array(vals, dtype=float) / lone_ms) / NOISE_FLOOR,
+    )
+    return LsqProblem(
+        names=[s.name for s in specs],
+        prior=np.log([s.prior for s in specs]),
+        prior_sd=np.array([s.prior_sd_log for s in specs]),
+        lo=np.log([s.lo for s in specs]),
+        hi=np.log([s.hi for s in specs]),
+        blocks=[points, demand, lone],
+        reference=reference,
+    )
+
+
+def _fitted(rows: _Rows, specs, problem, z, jac, keep) -> FittedModel:
+    """The FittedModel at z over the kept data rows (`keep`, a mask over rows.ids()): residual noise from the
+    capacity points (at least the noise floor), covariance from the kept rows' Jacobian and the priors."""
+    import numpy as np
+
+    n_points, n_demand = len(rows.points), len(rows.demand)
+    res = problem.residuals(z)
+    nd = len(keep)
+    kept_points = keep[:n_points]
+    data_res = res[:n_points][kept_points] * NOISE_FLOOR
+    weights = np.array([USER_WEIGHT if is_user_point(p.measurement) else 1.0 for p in rows.points])[kept_points]
+    dof = max(1, int(kept_points.sum()) - len(BASE_SPECS) + len(_role_prior_specs()))
+    resid_sd = max(math.sqrt(float(np.sum(data_res**2)) / dof), NOISE_FLOOR)
+    jac_data = jac[:nd][keep] * NOISE_FLOOR  # back to log units
+    jac_prior = jac[nd:]
+    fisher = jac_data.T @ jac_data / resid_sd**2 + jac_prior.T @ jac_prior
+    log_cov = np.linalg.pinv(fisher).tolist()
+    points = [p for p, k in zip(rows.points, kept_points, strict=True) if k]
+    demand_keep = keep[n_points : n_points + n_demand]
+    lone_keep = keep[n_points + n_demand :]
+    residuals = {p.measurement.id: float(r) for p, r in zip(points, data_res / weights, strict=True)}
+    for r, v, k in zip(rows.demand, res[n_points : n_points + n_demand] * NOISE_FLOOR, demand_keep, strict=True):
+        if k:
+            residuals[r.id] = float(v)
+    for r, v, k in zip(rows.lone, res[n_points + n_demand : nd] * NOISE_FLOOR, lone_keep, strict=True):
+        if k:
+            residuals[r.id] = float(v)
+    return FittedModel(
+        model=problem.model_for(z),
+        specs=list(specs),
+        log_cov=log_cov,
+        resid_sd_log=resid_sd,
+        points=points,
+        excluded=rows.excluded,
+        residuals=residuals,
+        demand_rows=[r for r, k in zip(rows.demand, demand_keep, strict=True) if k],
+    )
+
+
+class FullFit:
+    """One fit of every row, kept with its Jacobian so that held-out refits start at its optimum (lsq.py's
+    `refine`): `advise --validate` refits once per held-out point and per held-out step in seconds."""
+
+    def __init__(self, measurements, start: dict[str, float] | None = None):
+        import numpy as np
+
+        self.rows = _select(measurements)
+        if not self.rows.points:
+            raise TooFewPoints(
+                "no capacity measurements to fit: run `n8n-sizer bench` with rates above what the "
+                "setup can answer (e.g. --rates 5,20,50) so at least one step saturates"
+            )
+        self.reference = _reference(self.rows)
+        self.specs = _specs(self.rows, self.reference)
+        self.problem = _problem(self.rows, self.specs, self.reference)
+        prior = self.problem.prior
+        first = prior if not start else np.array([math.log(start.get(sp.name, sp.prior)) for sp in self.specs])
+        self.z, self.jac = self.problem.solve(first)
+        self._ids = self.rows.ids()
+        self.fitted = _fitted(self.rows, self.specs, self.problem, self.z, self.jac, np.ones(len(self._ids), bool))
+
+    def without(self, drop) -> FittedModel:
+        """The fit without the data rows for which `drop(row id, measurement id)` is true."""
+        import numpy as np
+
+        keep = np.array([not drop(rid, mid) for rid, mid in self._ids], dtype=bool)
+        if keep.all():
+            return self.fitted
+        if not keep[: len(self.rows.points)].any():
+            raise TooFewPoints("no capacity point is left to fit once the held-out rows are dropped")
+        z, jac = self.problem.refine(self.z, self.jac, keep)
+        return _fitted(self.rows, self.specs, self.problem, z, jac, keep)
+
+
 def fit_capacity(
     measurements: list[Measurement] | tuple[Measurement, ...],
     leave_out: str | None = None,
@@ -241,118 +450,28 @@ def fit_capacity(
 ) -> FittedModel:
     """Fit demands to every capacity point and per-role demand row (but `leave_out`, a point's or a demand
     row's id, or a measurement's id for all its rows, for leave-one-out validation). `start`: parameters to
-    start from (a fit of nearly the same data, e.g. the full fit for a leave-one-out one): the same optimum,
-    reached in fewer steps."""
-    import numpy as np  # imported here: only fitting needs numpy and scipy
-    from scipy.optimize import least_squares
-
-    workflows = set(BUILTIN) | {m.workflow for m in measurements if is_user_point(m)}
-    points, excluded = select_capacity_points(measurements, workflows)
-    excluded = excluded + excluded_demand(measurements)
-    demand_rows = [
-        r
-        for r in select_demand_rows(measurements)
-        if r.measurement.workflow in workflows and leave_out not in (r.id, r.measurement.id)
-    ]
-    lone_rows = [r for r in select_lone_rows(measurements) if r.id != leave_out]
-    if leave_out is not None:
-        points = [p for p in points if p.measurement.id != leave_out]
-    if not points:
-        raise TooFewPoints(
-            "no capacity measurements to fit: run `n8n-sizer bench` with rates above what the "
-            "setup can answer (e.g. --rates 5,20,50) so at least one step saturates"
-        )
-    user_classes = sorted({p.measurement.hardware.host_class for p in points if is_user_point(p.measurement)})
-    reference = user_classes[0] if user_classes else EMBEDDED_REFERENCE_CLASS
-    # Every workflow the data speak of gets its own overhead: capacity points pin it, and so do per-role CPU
-    # rows alone (a first run whose steps never saturated still measured CPU per execution by role).
-    overhead_keys = sorted(
-        {profile_of(p.measurement).overhead_key for p in points}
-        | {profile_of(r.measurement).overhead_key for r in demand_rows}
-        | {"light", "code-heavy"}
+    start from (a fit of nearly the same data): the same optimum, reached in fewer steps. Many held-out fits of
+    one data set: `FullFit(measurements).without(...)`."""
+    if leave_out is None:
+        return FullFit(measurements, start).fitted
+    rows = _select(measurements)
+    drop = {leave_out}
+    rows = _Rows(
+        [p for p in rows.points if p.measurement.id not in drop],
+        [r for r in rows.demand if r.id not in drop and r.measurement.id not in drop],
+        [r for r in rows.lone if r.id not in drop],
+        rows.excluded,
     )
-    # Demand rows of a host class without capacity points (a machine shared with other work, whose CPU time
-    # per operation runs high) get a speed factor of their own: they then pin how CPU splits between roles.
-    classes = sorted(
-        (
-            {p.measurement.hardware.host_class for p in points}
-            | {r.measurement.hardware.host_class for r in demand_rows}
-            | {r.measurement.hardware.host_class for r in lone_rows}
-        )
-        - {reference}
-    )
-    specs = (
-        list(BASE_SPECS)
-        + [_overhead_spec(k) for k in overhead_keys]
-        + [_speed_spec(c) for c in classes]
-        + [_lone_spec(k) for k in sorted({r.key for r in lone_rows})]
-        + [_idle_spec(c) for c in idle_classes(points, demand_rows)]
-        + [_idle_role_spec(r) for r in idle_roles(demand_rows)]
-    )
-    lo = np.log([s.lo for s in specs])
-    hi = np.log([s.hi for s in specs])
-    prior = np.log([s.prior for s in specs])
-    prior_sd = np.array([s.prior_sd_log for s in specs])
-    weights = np.array([USER_WEIGHT if is_user_point(p.measurement) else 1.0 for p in points])
-    measured = np.log([p.throughput_per_s for p in points])
-    shapes = [(profile_of(p.measurement), setup_of(p.measurement), host_of(p.measurement)) for p in points]
+    if not rows.points:
+        raise TooFewPoints("no capacity point is left to fit once the held-out rows are dropped")
+    import numpy as np
 
-    def model_for(z: np.ndarray) -> CapacityModel:
-        return CapacityModel({s.name: float(math.exp(v)) for s, v in zip(specs, z, strict=True)}, reference)
-
-    def data_residuals(z: np.ndarray) -> np.ndarray:
-        model = model_for(z)
-        pred = np.log([model.throughput_at(*shape) for shape in shapes])
-        return (pred - measured) * weights
-
-    def demand_residuals(z: np.ndarray) -> np.ndarray:
-        model = model_for(z)
-        return np.array([math.log(max(predict_demand(model, r) or 1e-9, 1e-9) / r.cpu_s) for r in demand_rows])
-
-    def lone_residuals(z: np.ndarray) -> np.ndarray:
-        model = model_for(z)
-        return np.array(
-            [math.log(model.params[r.key] * model.host_factor(host_of(r.measurement)) / r.ms) for r in lone_rows]
-        )
-
-    def residuals(z: np.ndarray) -> np.ndarray:
-        # Data rows in units of the expected run-to-run noise, so priors and data weigh as they should.
-        return np.concatenate(
-            [
-                data_residuals(z) / NOISE_FLOOR,
-                demand_residuals(z) / NOISE_FLOOR,
-                lone_residuals(z) / NOISE_FLOOR,
-                (z - prior) / prior_sd,
-            ]
-        )
-
-    first = prior if not start else np.array([math.log(start.get(sp.name, sp.prior)) for sp in specs])
-    z0 = np.clip(first, lo + 1e-9, hi - 1e-9)
-    result = least_squares(residuals, z0, bounds=(lo, hi), method="trf", x_scale=1.0, xtol=1e-10, ftol=1e-10)
-    z = result.x
-    data_res = data_residuals(z)
-    n = len(points)
-    dof = max(1, n - len(BASE_SPECS) + len(_role_prior_specs()))
-    resid_sd = max(math.sqrt(float(np.sum(data_res**2)) / dof), NOISE_FLOOR)
-    nd = n + len(demand_rows) + len(lone_rows)
-    jac_data = result.jac[:nd] * NOISE_FLOOR  # back to log units
-    fisher = jac_data.T @ jac_data / resid_sd**2 + result.jac[nd:].T @ result.jac[nd:]
-    log_cov = np.linalg.pinv(fisher).tolist()
-
-    model = model_for(z)
-    res = {p.measurement.id: float(r / w) for p, r, w in zip(points, data_res, weights, strict=True)}
-    res.update({r.id: float(v) for r, v in zip(demand_rows, demand_residuals(z), strict=True)})
-    res.update({r.id: float(v) for r, v in zip(lone_rows, lone_residuals(z), strict=True)})
-    return FittedModel(
-        model=model,
-        specs=specs,
-        log_cov=log_cov,
-        resid_sd_log=resid_sd,
-        points=points,
-        excluded=excluded,
-        residuals=res,
-        demand_rows=demand_rows,
-    )
+    reference = _reference(rows)
+    specs = _specs(rows, reference)
+    problem = _problem(rows, specs, reference)
+    first = problem.prior if not start else np.array([math.log(start.get(sp.name, sp.prior)) for sp in specs])
+    z, jac = problem.solve(first)
+    return _fitted(rows, specs, problem, z, jac, np.ones(len(rows.ids()), bool))
 
 
 def fitted_to_dict(fitted: FittedModel, measurements_sha256: str) -> dict:

@@ -23,7 +23,6 @@ from n8n_sizer.advisor.answer.contract import Roles
 from n8n_sizer.advisor.answer.given import GivenGroup, given_layout
 from n8n_sizer.advisor.answer.layout import TopologyModel
 from n8n_sizer.advisor.capacity import CapacityModel, HostShape
-from n8n_sizer.advisor.fit import fit_capacity
 from n8n_sizer.advisor.measurements import sitting_class
 from n8n_sizer.advisor.profiles import BUILTIN
 from n8n_sizer.advisor.validate import pct_error
@@ -143,28 +142,34 @@ def lab_order_right(checks: list[HeldOutLab]) -> bool | None:
     return all((a.predicted_per_s - b.predicted_per_s) * (a.measured_per_s - b.measured_per_s) >= 0 for a, b in pairs)
 
 
-def lab_checks(measurements) -> list[HeldOutLab]:
-    """Each embedded lab topology predicted by a fit without its own run's rows (leave one topology out)."""
-    from n8n_sizer.advisor.engine import embedded_fit
+def lab_checks(measurements, full=None, on_line=None) -> list[HeldOutLab]:
+    """Each embedded lab topology predicted by a fit without its own run's rows (leave one topology out), from
+    `full` (a FullFit of `measurements`, made here when not given); `on_line` hears one line per topology."""
+    from n8n_sizer.advisor.fit import FullFit
 
-    start = embedded_fit().params  # the shipped fit: the held-out fits start near their optimum
+    full = full or FullFit(measurements)
     points = load_lab_points()
     out = []
     for point in points:
-        fitted = fit_capacity([m for m in measurements if not point.owns(m.id)], start=start)
+        fitted = full.without(lambda _rid, mid, point=point: point.owns(mid))
         tm = lab_model(fitted.model, point)
         b = tm.binding()
         peers = [p.speed_probe_ms for p in points if p.id != point.id and p.host_class == point.host_class]
-        out.append(
-            HeldOutLab(
-                id=point.id,
-                label=point.label,
-                measured_per_s=point.measured_per_s,
-                predicted_per_s=tm.capacity_per_s() * sitting_speed(point.speed_probe_ms, peers),
-                bound=f"{b.name} {b.host}".strip(),
-                lost=point.lost,
-                accepted=point.accepted,
-                campaign=point.host_class,
-            )
+        held = HeldOutLab(
+            id=point.id,
+            label=point.label,
+            measured_per_s=point.measured_per_s,
+            predicted_per_s=tm.capacity_per_s() * sitting_speed(point.speed_probe_ms, peers),
+            bound=f"{b.name} {b.host}".strip(),
+            lost=point.lost,
+            accepted=point.accepted,
+            campaign=point.host_class,
         )
+        out.append(held)
+        if on_line is not None:
+            on_line(
+                f"  {held.label:<40} {held.campaign:<28} measured {held.measured_per_s:6.2f}/s  predicted "
+                f"{held.predicted_per_s:6.2f}/s  bound {held.bound:<18} lost {held.lost} of {held.accepted}"
+                f"  {held.error_pct:+6.1f}%"
+            )
     return out

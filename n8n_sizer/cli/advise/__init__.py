@@ -46,7 +46,12 @@ def advise(
     p95_ms: float | None = typer.Option(None, "--p95-ms", help="p95 latency target in ms at the requested rate."),
     results: Path | None = typer.Option(None, "--results", help="Folder of your bench results to refit the model on."),
     validate: bool = typer.Option(
-        False, "--validate", help="Leave-one-out accuracy over the embedded measurements, then exit."
+        False,
+        "--validate",
+        help="Leave-one-out accuracy over the embedded measurements (a line per held-out point as it goes), then exit.",
+    ),
+    quick: bool = typer.Option(
+        False, "--quick", help="With --validate: capacity points, lab topologies and prices only (no per-role steps)."
     ),
     burst: float | None = typer.Option(
         None,
@@ -121,5 +126,6 @@ def advise(
             items=items,
             calibration=calibration,
             expression_engine=expression_engine,
+            quick=quick,
         )
     )

@@ -178,3 +178,4 @@ class AdviseOptions:
     items: int | None = None
     calibration: Path | None = None
     expression_engine: str = "default"
+    quick: bool = False

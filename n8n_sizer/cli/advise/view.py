@@ -35,6 +35,8 @@ def run_advise(o: AdviseOptions) -> int:
     check_given(o.topology, o.on_this_machine, o.validate, o.vcpu, o.max_hosts, o.provider, compose)
     workload_given = workload is not None
     workload = workload or "light"
+    if o.quick and not o.validate:
+        raise InputError("--quick shortens --validate (no per-role steps); add --validate, or drop --quick")
     if o.validate and compose is not None:
         raise InputError("--validate renders no stack, so --compose would be ignored; drop one of them")
     if compose is not None:
@@ -75,7 +77,7 @@ def run_advise(o: AdviseOptions) -> int:
     if o.validate:
         from n8n_sizer.cli.advise.validate import print_validation
 
-        return print_validation(extra, o.json_out)
+        return print_validation(extra, o.json_out, o.quick)
     advisor = build_advisor(extra)
     if profile is None:
         from n8n_sizer.advisor.profiles import user_profile
