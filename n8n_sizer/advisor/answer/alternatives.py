@@ -102,15 +102,22 @@ def _same(a: Recommendation, b: Recommendation) -> bool:
 def with_alternatives(recommend, req: Request, primary: Recommendation, cluster_hosts: int) -> Recommendation:
     """`primary` with `one_host` (when the question named a host size) and its priced alternatives;
     `recommend(request)` is the advisor's answer to another request, `cluster_hosts` the search's default."""
+    asked = {req: primary}  # an alternative that asks the primary's own question is the primary (not asked twice)
+
+    def answer(r: Request) -> Recommendation:
+        if r not in asked:
+            asked[r] = recommend(r)
+        return asked[r]
+
     options: list[tuple[str, Recommendation, str]] = []
-    single = recommend(req.model_copy(update={"vcpu": None, "max_hosts": 1}))
+    single = answer(req.model_copy(update={"vcpu": None, "max_hosts": 1}))
     options.append((_what("single server", single, req.rps), single, advise_command(req, None, 1)))
     if req.vcpu is not None:
-        own = recommend(req.model_copy(update={"max_hosts": cluster_hosts}))
+        own = answer(req.model_copy(update={"max_hosts": cluster_hosts}))
         options.append(
             (_what(f"setup of {req.vcpu}-vCPU hosts", own, req.rps), own, advise_command(req, req.vcpu, cluster_hosts))
         )
-    anywhere = recommend(req.model_copy(update={"vcpu": None, "max_hosts": cluster_hosts}))
+    anywhere = answer(req.model_copy(update={"vcpu": None, "max_hosts": cluster_hosts}))
     options.append((_what("setup of any size", anywhere, req.rps), anywhere, advise_command(req, None, None)))
     kept: list[Recommendation] = [primary]
     out: list[Alternative] = []

@@ -91,8 +91,6 @@ def measured_errors(
 ) -> list[str]:
     """Failed measurements of this workflow on this host size, for this setup or one with more workers:
     all of them when the rate is past capacity, else those at up to 1.5x the requested rate."""
-    from n8n_sizer.advisor.validate import describe_setup  # only a failed measurement needs its words
-
     out = []
     for e in fitted.excluded:
         m = e.measurement
@@ -101,6 +99,8 @@ def measured_errors(
         if errors and relevant and same_measured(m, profile, setup, host) and m.setup.workers >= setup.workers:
             if m.setup.mode == "regular" and m.setup.production_limit != setup.production_limit:
                 continue
+            from n8n_sizer.advisor.validate import describe_setup  # only a failed measurement needs its words
+
             out.append(
                 f"measured {describe_setup(m)} on {host.vcpu:g} vCPU: {errors} errors at "
                 f"{m.load.offered_rps:g} req/s ({m.id})"
