@@ -61,6 +61,7 @@ class Advisor:
         self.notes = dict(notes or {})  # (workflow, vCPU, arch) -> what the contention fit lacks there
         self._options: dict[tuple, list[Candidate]] = {}
         self._searches: dict[tuple, TopologySearch] = {}
+        self._fits_seen: dict[tuple, list[SizeFit]] = {}
         # Shared-core (burstable) sizes: the longest embedded soak on one gives their latency floor.
         soaks = [
             m for m in measurements if m.hardware.shared_core and m.results.p95_ms is not None and m.load.duration_s
@@ -292,6 +293,12 @@ class Advisor:
         (the rate the answer is sized for) and judged, as the verdict is, at the rate asked (the warnings name a
         larger size from it; the answer shows the ones --vcpu allows, `_finish`)."""
         rate = req.rps if rate is None else rate
+        key = (profile, tuple(sizes), req.rps, req.p95_ms, rate)  # the alternatives ask it again: answered once
+        if key not in self._fits_seen:
+            self._fits_seen[key] = self._fits_of(profile, req, sizes, rate)
+        return self._fits_seen[key]
+
+    def _fits_of(self, profile: WorkflowProfile, req: Request, sizes: list[ServerSize], rate: float) -> list[SizeFit]:
         out = []
         for size in sizes:
             host = self.host_for_size(size)
