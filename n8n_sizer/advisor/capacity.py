@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from n8n_sizer.advisor.measurements import environment_of
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.setup import Setup
 
@@ -122,7 +123,7 @@ class CapacityModel:
             self.idle_cores
             * self.params.get(f"idle:{host.host_class}", 1.0)
             * self.params.get(f"idle_role:{role}", 1.0)
-            * self.params.get(f"idle_role:{role}@{host.host_class}", 1.0)
+            * self.params.get(f"idle_role:{role}@{environment_of(host.host_class)}", 1.0)
         )
 
     def idle_of(self, host: HostShape, main: int = 0, webhook: int = 0, workers: int = 0) -> float:
@@ -145,6 +146,15 @@ class CapacityModel:
         speed = 1.0 if host.host_class == self.reference_class else self.params.get(f"speed:{host.host_class}", 1.0)
         return speed * (self.params["arm_factor"] if host.arch == "arm" else 1.0)
 
+    def crowding(self, host: HostShape, processes: int) -> float:
+        """CPU time multiplier of every process on a host shared by `processes` n8n processes (main, workers,
+        webhook processors; each with its task runner): 1 + `crowding` x (processes - 1) / vCPU. More processes on
+        the same cores switch more and share caches: the queue-mode test's 4 workers on 4 vCPU answered 9.3/s
+        against 8.6/s for 2 (3.5 cores busy with 2, 3.6 with 4), and two workers on 2 cores carried less than one
+        (notes/real-n8n.md: 24.5 vs 25.5/s light; 12.9 vs 15.4/s with a Code node). Fitted; a lab host runs one
+        n8n process, so its rows say the factor is 1 there."""
+        return 1.0 + self.params.get("crowding", 0.0) * max(0, processes - 1) / max(host.vcpu, 1e-9)
+
     def overhead_s(self, profile: WorkflowProfile) -> float:
         """n8n's CPU per execution outside Code nodes: the fitted figure of the profile's workflow, scaled by its
         per-node price where the workflow was priced from its nodes (1 otherwise)."""
@@ -157,7 +167,7 @@ class CapacityModel:
         return profile.code_cpu_s * self.params["runner_factor"] + profile.code_nodes * trip
 
     def demands(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> Demands:
-        h = self.host_factor(host)
+        h = self.host_factor(host) * self.crowding(host, setup.n8n_processes)
         runner = self.runner_s(profile) * h
         overhead = self.overhead_s(profile) * h
         if setup.mode == "regular":

@@ -19,10 +19,16 @@ from n8n_sizer.advisor.ram import fit_ram
 from n8n_sizer.advisor.recommend import Advisor
 from n8n_sizer.advisor.usl import TooFewPointsForUsl, UslModel, fit_usl
 
+# What a shipped fit was made from: the measurements, the priors, the lab topologies (their size bounds how far
+# an answer extrapolates). A change to any of them makes the shipped fit stale, and `advise` refits.
+FIT_INPUTS = ("data/measurements.json", "data/priors.json", "data/lab_shape.json")
+
 
 def embedded_sha256() -> str:
-    data = resources.files("n8n_sizer").joinpath("data/measurements.json").read_bytes()
-    return hashlib.sha256(data).hexdigest()
+    digest = hashlib.sha256()
+    for name in FIT_INPUTS:
+        digest.update(resources.files("n8n_sizer").joinpath(name).read_bytes())
+    return digest.hexdigest()
 
 
 def embedded_fit() -> FittedModel:

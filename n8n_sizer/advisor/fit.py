@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from dataclasses import dataclass, field
 from importlib import resources
 
 from n8n_sizer.advisor.capacity import CapacityModel, HostShape
-from n8n_sizer.advisor.measurements import Measurement
+from n8n_sizer.advisor.measurements import LAB_ENVIRONMENT, Measurement, environment_of
 from n8n_sizer.advisor.points import (
     IDLE_SUFFIX,
     CapacityPoint,
@@ -39,6 +40,13 @@ EMBEDDED_REFERENCE_CLASS = "seed-002"  # Hetzner CX/CAX, seed 002: the catalog's
 Z90 = 1.6449  # two-sided 90% normal quantile
 # Seed 000: "cells moved by up to 25%" between repeat runs; read as +-2 sigma, the noise floor is ~11% (log).
 NOISE_FLOOR = math.log(1.25) / 2.0
+# Log sd per doubling away from what was measured (vCPU, workers, hosts): held out, the two ARM servers of seed 002,
+# one vCPU doubling from each other, were predicted 21-24% off, which is about 1.6 x 0.12 with the fit's own spread.
+EXTRAPOLATION_SD = 0.12
+# The speed probe (lab/speed.py) is JavaScript of the kind n8n runs, not n8n: a class's probe is taken to track its
+# CPU time per execution within 15% (log sd), so probe rows relate host classes that share no workflow (a user's own
+# workflow measured on their host only, and the catalog's servers measured with light only).
+PROBE_SD = 0.15
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,15 @@ def _role_prior_specs() -> tuple[ParamSpec, ...]:
 
 BASE_SPECS = BASE_SPECS + _role_prior_specs()
 
+PROBE_SPEC = ParamSpec(
+    "probe_ms",
+    10.0,
+    2000.0,
+    115.0,
+    1.0,
+    "the speed probe's CPU ms on the reference host (lab/speed.py; 113-121 ms on this project's 2-core machine)",
+)
+
 
 def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
     from n8n_sizer.advisor.roles import predicted_role_cpu_s
@@ -82,7 +99,7 @@ def predict_demand(model: CapacityModel, row: DemandRow) -> float | None:
     if row.idle:  # a rest window: one process's idle cores, as the capacity bound subtracts them
         return model.idle_cores_on(host, row.role.removesuffix(IDLE_SUFFIX))
     busy = predicted_role_cpu_s(
-        model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host, row.role, m.setup.db
+        model, profile_of(m), m.setup.mode, m.setup.webhook_processors, host, row.role, m.setup.db, processes_sharing(m)
     )
     rate = m.results.demand_executions_per_s
     if busy is None or not rate:
@@ -167,6 +184,21 @@ def setup_of(m: Measurement) -> Setup:
     return Setup(**kwargs)
 
 
+def largest_lab_topology() -> int:
+    """Hosts of the largest topology the lab measured (answer/lab_points.py), 1 without any."""
+    from n8n_sizer.advisor.answer.lab_points import load_lab_points
+
+    return max((len(p.hosts) for p in load_lab_points()), default=1)
+
+
+def processes_sharing(m: Measurement) -> int:
+    """The n8n processes that shared the cores of the host a row's figures come from (CapacityModel.crowding): on
+    one host all of them (main, workers, webhook processors); on the namespace lab each has a host of its own."""
+    if environment_of(m.hardware.host_class) == LAB_ENVIRONMENT:
+        return 1
+    return 1 + m.setup.workers + m.setup.webhook_processors
+
+
 def host_of(m: Measurement) -> HostShape:
     return HostShape(vcpu=float(m.hardware.vcpu), arch=m.hardware.arch, host_class=m.hardware.host_class)
 
@@ -207,8 +239,25 @@ class FittedModel:
     def throughput_interval(
         self, profile: WorkflowProfile, setup: Setup, host: HostShape
     ) -> tuple[float, float, float]:
-        """(low, mid, high) executions per second, a 90% interval."""
-        return self.interval_of(lambda model: model.throughput_at(profile, setup, host), profile.ratio_sd_log)
+        """(low, mid, high) executions per second, a 90% interval, wider the further the setup lies from what was
+        measured (`extrapolation_sd`)."""
+        far = self.extrapolation_sd(host.vcpu, host.arch, setup.workers, hosts=1)
+        return self.interval_of(
+            lambda model: model.throughput_at(profile, setup, host), math.hypot(profile.ratio_sd_log, far)
+        )
+
+    def extrapolation_sd(self, vcpu: float, arch: str, workers: int, hosts: int = 1) -> float:
+        """Log sd a prediction gains for being away from every capacity point: EXTRAPOLATION_SD per doubling of
+        vCPU from the nearest measured host of its architecture (and one doubling for an architecture never
+        measured), per doubling of workers past the most measured, and per doubling of hosts past the largest lab
+        topology measured (answer/lab_points.py). A measured condition adds nothing."""
+        seen = [(float(p.measurement.hardware.vcpu), p.measurement.hardware.arch) for p in self.points]
+        same = [v for v, a in seen if a == arch]
+        doublings = min((abs(math.log2(vcpu / v)) for v in same), default=1.0) if vcpu > 0 else 0.0
+        most_workers = max((p.measurement.setup.workers for p in self.points), default=1)
+        doublings += max(0.0, math.log2(max(workers, 1) / max(most_workers, 1)))
+        doublings += max(0.0, math.log2(max(hosts, 1) / largest_lab_topology()))
+        return EXTRAPOLATION_SD * doublings
 
     def interval_of(self, capacity, extra_sd_log: float = 0.0) -> tuple[float, float, float]:
         """(low, mid, high) of `capacity(model)`, a 90% interval: the delta method on the log parameters'
@@ -242,6 +291,7 @@ class _Rows:
     demand: list[DemandRow]
     lone: list
     excluded: list[Excluded]
+    probes: list[tuple[str, str, float]] = field(default_factory=list)  # (host class, arch, median probe ms)
 
     def ids(self) -> list[tuple[str, str]]:
         """(row id, measurement id) of every data row, in residual order."""
@@ -249,6 +299,7 @@ class _Rows:
             [(p.measurement.id, p.measurement.id) for p in self.points]
             + [(r.id, r.measurement.id) for r in self.demand]
             + [(r.id, r.measurement.id) for r in self.lone]
+            + [(f"probe:{c}", f"probe:{c}") for c, _, _ in self.probes]
         )
 
 
@@ -257,12 +308,34 @@ def _select(measurements) -> _Rows:
     points, excluded = select_capacity_points(measurements, workflows)
     excluded = excluded + excluded_demand(measurements)
     demand = [r for r in select_demand_rows(measurements) if r.measurement.workflow in workflows]
-    return _Rows(points, demand, list(select_lone_rows(measurements)), excluded)
+    return _Rows(points, demand, list(select_lone_rows(measurements)), excluded, probe_rows(points, demand))
+
+
+def probe_rows(points, demand) -> list[tuple[str, str, float]]:
+    """Every host class whose rows were speed-probed (lab/speed.py), with its median probe: the user's runs
+    (bench --local probes its host) and the lab's sittings (data/lab_shape.json)."""
+    from n8n_sizer.advisor.answer.lab_points import load_lab_points
+
+    seen: dict[tuple[str, str], list[float]] = {}
+    for r in [*points, *demand]:
+        hw = r.measurement.hardware
+        if hw.speed_probe_ms:
+            seen.setdefault((hw.host_class, hw.arch), []).append(hw.speed_probe_ms)
+    classes = {r.measurement.hardware.host_class for r in [*points, *demand]}
+    for p in load_lab_points():
+        if p.speed_probe_ms and p.host_class in classes:
+            seen.setdefault((p.host_class, "x86"), []).append(p.speed_probe_ms)
+    return [(c, arch, statistics.median(ms)) for (c, arch), ms in sorted(seen.items())]
 
 
 def _reference(rows: _Rows) -> str:
-    user_classes = sorted({p.measurement.hardware.host_class for p in rows.points if is_user_point(p.measurement)})
-    return user_classes[0] if user_classes else EMBEDDED_REFERENCE_CLASS
+    """The host class every other is measured against: the user's, whenever their results hold any row (a first
+    run whose steps never saturated measured CPU per execution on that host all the same), else seed 002's. The
+    answer for a host of the user's vCPU is then the user's own host, at its own speed and idle CPU: a first run's
+    rows pin the product of the host's speed and the workflow's overhead, never either alone, so scoring another
+    class's speed with that overhead answered six times what the host carried (issue 36)."""
+    mine = {r.measurement.hardware.host_class for r in [*rows.points, *rows.demand] if is_user_point(r.measurement)}
+    return sorted(mine)[0] if mine else EMBEDDED_REFERENCE_CLASS
 
 
 def _specs(rows: _Rows, reference: str) -> list[ParamSpec]:
@@ -290,6 +363,7 @@ def _specs(rows: _Rows, reference: str) -> list[ParamSpec]:
         + [_lone_spec(k) for k in sorted({r.key for r in rows.lone})]
         + [_idle_spec(c) for c in idle_classes(rows.points, rows.demand)]
         + [_idle_role_spec(r) for r in idle_roles(rows.demand)]
+        + ([PROBE_SPEC] if rows.probes else [])
     )
 
 
@@ -322,7 +396,16 @@ def _problem(rows: _Rows, specs: list[ParamSpec], reference: str):
         if r.idle:
             plan.append((None, idle_at, 0.0))
             continue
-        key = ("busy", profile_of(m), m.setup.mode, m.setup.webhook_processors, host, r.role, m.setup.db)
+        key = (
+            "busy",
+            profile_of(m),
+            m.setup.mode,
+            m.setup.webhook_processors,
+            host,
+            r.role,
+            m.setup.db,
+            processes_sharing(m),
+        )
         busy_at = busy_keys.setdefault(key, len(busy_keys))
         rate = m.results.demand_executions_per_s
         processes = {"main": 1, "webhook": m.setup.webhook_processors, "worker": m.setup.workers}.get(r.role, 0)
@@ -334,8 +417,8 @@ def _problem(rows: _Rows, specs: list[ParamSpec], reference: str):
     def evaluate_demand(model: CapacityModel, key: tuple):
         if key[0] == "idle":
             return model.idle_cores_on(key[1], key[2])
-        _, profile, mode, wp, host, role, db = key
-        return predicted_role_cpu_s(model, profile, mode, wp, host, role, db)
+        _, profile, mode, wp, host, role, db, processes = key
+        return predicted_role_cpu_s(model, profile, mode, wp, host, role, db, processes)
 
     busy_at = np.array([b if b is not None else 0 for b, _, _ in plan], dtype=int)
     idle_at = np.array([nb + i for _, i, _ in plan], dtype=int)
@@ -358,13 +441,20 @@ def _problem(rows: _Rows, specs: list[ParamSpec], reference: str):
         evaluate=lambda model, i: model.params[lone_hosts[i][0]] * model.host_factor(lone_hosts[i][1]),
         assemble=lambda vals: np.log(np.array(vals, dtype=float) / lone_ms) / NOISE_FLOOR,
     )
+    probes = [(HostShape(vcpu=1.0, arch=arch, host_class=c), ms) for c, arch, ms in rows.probes]
+    probe_ms = np.array([ms for _, ms in probes])
+    probe = Block(
+        keys=list(range(len(probes))),
+        evaluate=lambda model, i: model.params[PROBE_SPEC.name] * model.host_factor(probes[i][0]),
+        assemble=lambda vals: np.log(np.array(vals, dtype=float) / probe_ms) / PROBE_SD,
+    )
     return LsqProblem(
         names=[s.name for s in specs],
         prior=np.log([s.prior for s in specs]),
         prior_sd=np.array([s.prior_sd_log for s in specs]),
         lo=np.log([s.lo for s in specs]),
         hi=np.log([s.hi for s in specs]),
-        blocks=[points, demand, lone],
+        blocks=[points, demand, lone, probe],
         reference=reference,
     )
 
@@ -388,14 +478,19 @@ def _fitted(rows: _Rows, specs, problem, z, jac, keep) -> FittedModel:
     log_cov = np.linalg.pinv(fisher).tolist()
     points = [p for p, k in zip(rows.points, kept_points, strict=True) if k]
     demand_keep = keep[n_points : n_points + n_demand]
-    lone_keep = keep[n_points + n_demand :]
+    n_lone = len(rows.lone)
+    lone_keep = keep[n_points + n_demand : n_points + n_demand + n_lone]
     residuals = {p.measurement.id: float(r) for p, r in zip(points, data_res / weights, strict=True)}
     for r, v, k in zip(rows.demand, res[n_points : n_points + n_demand] * NOISE_FLOOR, demand_keep, strict=True):
         if k:
             residuals[r.id] = float(v)
-    for r, v, k in zip(rows.lone, res[n_points + n_demand : nd] * NOISE_FLOOR, lone_keep, strict=True):
+    for r, v, k in zip(
+        rows.lone, res[n_points + n_demand : n_points + n_demand + n_lone] * NOISE_FLOOR, lone_keep, strict=True
+    ):
         if k:
             residuals[r.id] = float(v)
+    for (c, _, _), v in zip(rows.probes, res[n_points + n_demand + n_lone : nd] * PROBE_SD, strict=True):
+        residuals[f"probe:{c}"] = float(v)
     return FittedModel(
         model=problem.model_for(z),
         specs=list(specs),
@@ -461,6 +556,7 @@ def fit_capacity(
         [r for r in rows.demand if r.id not in drop and r.measurement.id not in drop],
         [r for r in rows.lone if r.id not in drop],
         rows.excluded,
+        rows.probes,
     )
     if not rows.points:
         raise TooFewPoints("no capacity point is left to fit once the held-out rows are dropped")
@@ -491,7 +587,7 @@ def fitted_from_dict(data: dict, measurements: list[Measurement] | tuple[Measure
     """Rebuild a FittedModel from `fitted_to_dict` output and the same measurements it was fitted on."""
     points, excluded = select_capacity_points(measurements, set(BUILTIN))
     excluded = excluded + excluded_demand(measurements)
-    known = {s.name: s for s in BASE_SPECS}
+    known = {s.name: s for s in (*BASE_SPECS, PROBE_SPEC)}
     specs = [
         known.get(n)
         or (

@@ -28,6 +28,18 @@ def sitting_class(base: str, start_s: float) -> str:
     return f"{base}-{time.strftime('%Y%m%dT%H%M', time.gmtime(start_s))}"
 
 
+# The namespace lab's quota-bound hosts (lab/cpu.py), one n8n process each: an environment of its own.
+LAB_ENVIRONMENT = "cgroup-lab"
+
+
+def environment_of(host_class: str) -> str:
+    """The environment of a host class: a sitting class without its campaign's start (`cgroup-lab` of
+    `cgroup-lab-20261202T0343`), any other class itself. What an idle process costs depends on the environment
+    (a quota-bound lab host, the local stack), not on the sitting."""
+    base, _, stamp = host_class.rpartition("-")
+    return base if base and len(stamp) == 13 and stamp[8] == "T" and stamp.replace("T", "").isdigit() else host_class
+
+
 class Hardware(Frozen):
     provider: str
     size: str | None
@@ -35,6 +47,9 @@ class Hardware(Frozen):
     arch: Literal["x86", "arm"]
     ram_mib: int | None
     shared_core: bool = False
+    # The host's speed when it measured (lab/speed.py: CPU ms of a fixed JavaScript workload on n8n's Node.js); the
+    # fit relates host classes by it (advisor/fit.py, probe rows). None where it was not probed.
+    speed_probe_ms: float | None = Field(None, gt=0, le=100_000)
     # Measurements on one class of host share one CPU speed factor in the fit.
     host_class: str
 

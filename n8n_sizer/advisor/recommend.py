@@ -2,7 +2,7 @@
 
 Candidates: on every allowed host (a catalog size, or `--vcpu V`) the single-host setups, simplest first
 (regular mode; queue mode with 1, 2, ... workers); with `max_hosts` >= 2 also multi-host topologies
-(search.py). A candidate's capacity does not depend on the requested rate (its settings are sized at its
+(answer/topology_search.py). A candidate's capacity does not depend on the requested rate (its settings are sized at its
 own comfortable rate), which keeps the answers consistent:
 - the answer is the cheapest candidate (on one host: the simplest setup) that carries the rate
   *comfortably*, i.e. at or below COMFORT_UTILISATION of its capacity and within the p95 target;

@@ -122,6 +122,7 @@ def _hardware(info: dict, target: str) -> Hardware:
         arch="arm" if str(facts.get("arch", "")).lower() in ("aarch64", "arm64") else "x86",
         ram_mib=int(facts["ram_mib"]) if facts.get("ram_mib") else None,
         host_class=f"user:{facts.get('cpu_model') or target}",
+        speed_probe_ms=info.get("speed_probe_ms"),
     )
 
 

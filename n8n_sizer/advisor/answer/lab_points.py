@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 
 from pydantic import Field
@@ -23,12 +24,12 @@ from n8n_sizer.advisor.answer.contract import Roles
 from n8n_sizer.advisor.answer.given import GivenGroup, given_layout
 from n8n_sizer.advisor.answer.layout import TopologyModel
 from n8n_sizer.advisor.capacity import CapacityModel, HostShape
-from n8n_sizer.advisor.measurements import sitting_class
+from n8n_sizer.advisor.measurements import LAB_ENVIRONMENT, sitting_class
 from n8n_sizer.advisor.profiles import BUILTIN
 from n8n_sizer.advisor.validate import pct_error
 from n8n_sizer.safety.frozen import Frozen
 
-LAB_CLASS = "cgroup-lab"  # quiet lab hosts under a CFS quota each: an environment of its own (fit.py `idle:<class>`)
+LAB_CLASS = LAB_ENVIRONMENT  # quiet lab hosts under a CFS quota each (fit.py `idle:<class>`, `processes_sharing`)
 
 
 def lab_host_class(start_s: float) -> str:
@@ -66,12 +67,13 @@ class LabPoint(Frozen):
         return f"-{self.row_tag}-" in measurement_id
 
 
-def load_lab_points() -> list[LabPoint]:
+@lru_cache(maxsize=1)
+def load_lab_points() -> tuple[LabPoint, ...]:
     try:
         text = resources.files("n8n_sizer").joinpath("data/lab_shape.json").read_text(encoding="utf-8")
     except FileNotFoundError:
-        return []
-    return [LabPoint.model_validate(p) for p in json.loads(text)["points"]]
+        return ()
+    return tuple(LabPoint.model_validate(p) for p in json.loads(text)["points"])
 
 
 def lab_host(cores: float, arch: str, host_class: str, usable: float, outside_cores: float) -> HostShape:

@@ -29,6 +29,7 @@ from n8n_sizer.bundle.checks.service_settings import (
     unreadable_pool_settings,
 )
 from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base, load_compose
+from n8n_sizer.versions import N8N_VERSION
 
 __all__ = ["RULES", "RuleResult", "Status", "check_compose"]
 FIREWALL_LABEL = "n8n-sizer.firewalled"
@@ -67,7 +68,7 @@ def rule_images_pinned(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         return fail(
             "images-pinned",
             f"not pinned: {'; '.join(loose)}",
-            "pin exact versions, e.g. n8nio/n8n:2.41.1 with n8nio/runners of the same version",
+            f"pin exact versions, e.g. n8nio/n8n:{N8N_VERSION} with n8nio/runners of the same version",
         )
     return ok("images-pinned", f"{sum(1 for s in cf.services if s.image)} images pinned to exact versions")
 
