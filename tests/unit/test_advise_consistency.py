@@ -176,3 +176,18 @@ def test_notes_speak_only_of_the_workflow_and_host_asked_about(advisor):
     assert shown
     cluster = advisor.recommend(Request(rps=400, profile=LIGHT, max_hosts=MAX_HOSTS_DEFAULT))
     assert cluster.hosts > 1 and not set(advisor.notes.values()) & set(cluster.notes)
+
+
+def test_with_your_results_the_vcpu_you_measured_is_your_server_at_its_measured_speed():
+    """`advise --results DIR --vcpu 2` after runs on a 2-vCPU host: the answer is that host (its own speed), not a
+    CX23; another size is still the catalog's, at its own speed."""
+    from tests.unit.test_advise_own_workflow import _step
+
+    advisor = build_advisor([_step(r, 90.0, workflow="light") for r in (4, 8, 12)])
+    mine = advisor.host_for_vcpu(2, "x86")
+    assert mine.host_class == "user:Test CPU" and advisor.user_host(2, "x86") is not None
+    rec = advisor.answer(Request(rps=3, vcpu=2, profile=LIGHT))
+    assert rec.server.size is None and rec.server.provider is None and rec.price_estimated
+    assert rec.capacity_per_s.mid == pytest.approx(advisor._capacity(LIGHT, rec.setup, mine), rel=1e-9)
+    other = advisor.answer(Request(rps=3, vcpu=4, profile=LIGHT))
+    assert other.server.size == "cx33"
