@@ -150,6 +150,11 @@ def main() -> None:
 
 def advise_main() -> None:
     """Entry point of `advise`: the same as `n8n-sizer advise`."""
+    import os
+
+    # No pydantic plugin has anything to observe in advise's own models: skip their discovery, a scan of every
+    # installed package's entry points at the first model (advise cold start; a value the user set wins).
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     _advise.register(sub)
     _run(typer.main.get_command(sub), "advise")

@@ -56,12 +56,18 @@ def request_echo(req: Request) -> dict:
 @dataclass(frozen=True)
 class Basis:
     """What every answer rests on, handed to the builders (single.py, multi.py, given.py) as typed input: the fit,
-    the RAM model, the model's notes and the longest shared-core soak (the latency floor of burstable sizes)."""
+    the RAM model, the model's notes per (workflow, vCPU, arch) and the longest shared-core soak (the latency floor
+    of burstable sizes)."""
 
     fitted: FittedModel
     ram: RamModel
-    notes: tuple[str, ...]
+    notes: dict[tuple, str]
     soak: Measurement | None
+
+    def notes_about(self, workflow: str, vcpu: float, arch: str) -> list[str]:
+        """The model's notes about this workflow on this host shape only: an answer says nothing of others."""
+        note = self.notes.get((workflow, float(vcpu), arch))
+        return [note] if note else []
 
     @property
     def model(self) -> CapacityModel:
@@ -161,6 +167,8 @@ class Recommendation(Frozen):
     concurrency_setting: str = ""  # the concurrency setting in words, per vCPU, every mode
     one_host: OneHost | None = None  # with --vcpu N: the best setup on one N-vCPU host, what it carries
     alternatives: list[Alternative] = []  # the ways past it, each priced, with the command that answers it first
+    # monthly_eur rests on a server the catalog does not hold, priced from its provider's rates (catalog.price_rate)
+    price_estimated: bool = False
 
 
 class OneHost(Frozen):
@@ -182,6 +190,7 @@ class OneHost(Frozen):
     carries: bool
     comfortable: bool
     bound: BindingBound
+    price_estimated: bool = False  # monthly_eur from the provider's rates: no catalog size has this many vCPU
 
 
 class Alternative(Frozen):
@@ -204,6 +213,7 @@ class Alternative(Frozen):
     topology: list[HostGroup]
     advise_command: str  # ask this, with --json > advice.json, then render_command
     render_command: str
+    price_estimated: bool = False  # monthly_eur from the provider's rates (Recommendation.price_estimated)
 
 
 Recommendation.model_rebuild()

@@ -100,6 +100,8 @@ def measured_errors(
         if errors and relevant and same_measured(m, profile, setup, host) and m.setup.workers >= setup.workers:
             if m.setup.mode == "regular" and m.setup.production_limit != setup.production_limit:
                 continue
+            from n8n_sizer.advisor.validate import describe_setup  # only a failed measurement needs its words
+
             out.append(
                 f"measured {describe_setup(m)} on {host.vcpu:g} vCPU: {errors} errors at "
                 f"{m.load.offered_rps:g} req/s ({m.id})"
@@ -250,10 +252,19 @@ def data_ops_note(rate: float, demand_rows, workflow: str) -> str | None:
     return f"data host at {rate:g}/s: " + " and ".join(parts) if parts else None
 
 
+def price_estimate_warning(vcpu: int, arch: str, ram_mib: int, eur: float, rate) -> str:
+    """The words for a price the catalog does not hold (`rate`: catalog.PriceRate)."""
+    return (
+        f"no catalog size has {vcpu} vCPU {arch}: {eur:,.2f} EUR/month a host is an estimate at {rate.provider}'s rates, "
+        f"{rate.per_vcpu_eur:.2f} EUR per vCPU and {rate.per_gib_eur:.2f} per GiB a month for {vcpu} vCPU and "
+        f"{ram_mib / 1024:g} GiB ({rate.how}); check your provider's price"
+    )
+
+
 def concurrency_setting(rec) -> str:
     """How many executions run at once, per vCPU, in words: every mode states one."""
     if rec.mode == "queue":
-        vcpu = rec.workers * rec.concurrency / rec.concurrency_per_vcpu if rec.concurrency_per_vcpu else None
+        vcpu = sum(g.count * g.vcpu for g in rec.topology if g.roles.workers) or None
         return (
             f"worker --concurrency {rec.concurrency}: {rec.workers} x {rec.concurrency} = "
             f"{rec.workers * rec.concurrency} execution slots"

@@ -165,7 +165,8 @@ def build_single(
         fits=fits,
         warnings=warnings,
         evidence=explain.evidence(basis.fitted, basis.ram.evidence, profile, setup, host),
-        notes=list(basis.notes),
+        # the contention fit (USL) bounds queue-mode answers only: its note is about them alone
+        notes=basis.notes_about(profile.name, host.vcpu, host.arch) if setup.mode == "queue" else [],
         extrapolated=extrapolated,
         setup=setup,
     )
