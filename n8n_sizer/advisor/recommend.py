@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from n8n_sizer.advisor import settings
+from n8n_sizer.advisor import ram, settings
 from n8n_sizer.advisor.answer import explain as explain
 from n8n_sizer.advisor.answer.base import Basis, Candidate, Recommendation, Request, SingleChoice, SizeFit
 from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION, TopologyModel
@@ -32,15 +32,12 @@ from n8n_sizer.advisor.catalog import ServerSize, sizes_for
 from n8n_sizer.advisor.fit import FittedModel
 from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, worker_pool_size
 from n8n_sizer.advisor.profiles import WorkflowProfile
-from n8n_sizer.advisor.ram import RamModel
+from n8n_sizer.advisor.ram import UNLIMITED_MAIN_SLOTS, RamModel
 from n8n_sizer.advisor.setup import Setup, most_workers
 from n8n_sizer.advisor.usl import UslModel
 from n8n_sizer.errors import InputError
 
 __all__ = ["Advisor", "Request", "Recommendation", "COMFORT_UTILISATION", "MAX_HOSTS_DEFAULT"]
-
-
-RAM_SHARE = 0.8  # of a host's RAM, what n8n's stack may use (answer/single.py warns above it)
 
 
 class Advisor:
@@ -90,34 +87,65 @@ class Advisor:
     def _capacity(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> float:
         return min(self.model.throughput_at(profile, setup, host), self._usl_cap(profile, setup, host))
 
-    def _candidate(self, profile: WorkflowProfile, host: HostShape, workers: int) -> Candidate:
-        """Regular mode (workers 0) or queue mode, settings sized at the setup's own comfortable rate."""
+    def _candidate(self, profile: WorkflowProfile, host: HostShape, workers: int) -> Candidate | None:
+        """Regular mode (workers 0) or queue mode, settings sized at the setup's own comfortable rate, the executions
+        at once (production limit, --concurrency) capped by what the host's memory holds (ram.slots_that_fit, every
+        container's limit within the host's RAM less the OS's share); None when the host cannot hold the stack."""
         model = self.model
+        asked = cap = None
         if workers:
             probe_cap = self._capacity(profile, Setup(mode="queue", workers=workers, concurrency=1000), host)
             at = COMFORT_UTILISATION * probe_cap
             conc = settings.worker_concurrency(model, profile, host, workers, at)
-            probe = Setup(mode="queue", workers=workers, concurrency=conc)
+            probe = Setup(mode="queue", workers=workers, concurrency=conc, held_mb=profile.held_mb)
             d = model.demands(profile, probe, host)
             busy = (model.residence_s(d, host, at) - d.wait_s) * at / workers
             setup = probe.model_copy(update={"db_pool_size": worker_pool_size(conc, busy)})
+            cap = self._memory_cap(setup, host)
+            if cap == 0:
+                return None
+            if cap is not None and conc > cap:
+                asked = conc
+                setup = setup.model_copy(update={"concurrency": cap, "db_pool_size": worker_pool_size(cap, busy)})
         else:
-            setup = Setup(mode="regular", db_pool_size=settings.db_pool_size())
-            room = None if host.ram_mib is None else (RAM_SHARE * host.ram_mib * 1.048576 - self.ram.idle_mb(setup))
-            ram_cap = None if room is None else max(1, int(room / self.ram.held_mb_per_execution))
-            limit = settings.production_limit_for(model, profile, host, self._capacity(profile, setup, host), ram_cap)
+            setup = Setup(mode="regular", db_pool_size=settings.db_pool_size(), held_mb=profile.held_mb)
+            cap = self._memory_cap(setup, host)
+            if cap == 0:
+                return None
+            limit = settings.production_limit_for(model, profile, host, self._capacity(profile, setup, host))
+            if limit is None and cap is not None and cap < UNLIMITED_MAIN_SLOTS:
+                asked, limit = limit, cap  # no limit would let main take more than the host holds: the memory sets one
+            elif limit is not None and cap is not None and limit > cap:
+                asked, limit = limit, cap
             setup = setup.model_copy(update={"production_limit": limit})
         mid = self._capacity(profile, setup, host)
         runner = settings.runner_concurrency(model, profile, setup, host, COMFORT_UTILISATION * mid)
         setup = setup.model_copy(update={"runner_concurrency": runner})
+        if host.ram_mib is not None and ram.stack_limit_mib(setup) > ram.usable_mib(host.ram_mib):
+            return None  # the runner's limit at its concurrency took the last of the room (not seen: it holds ~0.1 MiB a task)
         mode = "queue" if workers else "regular-limit" if setup.production_limit else "regular"
-        return Candidate(mode, setup, mid, model.binding_bound(profile, setup, host))
+        capped = asked is not None or (setup.production_limit is not None and setup.production_limit == cap)
+        return Candidate(
+            mode,
+            setup,
+            mid,
+            model.binding_bound(profile, setup, host),
+            slots_asked=asked,
+            slots_memory_cap=cap if capped else None,
+        )
+
+    @staticmethod
+    def _memory_cap(setup: Setup, host: HostShape) -> int | None:
+        """The most executions at once the host's memory holds for this setup (0: not even one), None where the
+        host's RAM is unknown (a measured host)."""
+        return None if host.ram_mib is None else ram.slots_that_fit(setup, host.ram_mib)
 
     def host_options(self, profile: WorkflowProfile, host: HostShape) -> list[Candidate]:
         """Regular, then queue with 1 .. max_workers_on_host workers, simplest first."""
         key = (profile, host)
         if key not in self._options:
-            self._options[key] = [self._candidate(profile, host, w) for w in range(0, max_workers_on_host(host) + 1)]
+            found = [self._candidate(profile, host, w) for w in range(0, max_workers_on_host(host) + 1)]
+            self._options[key] = [c for c in found if c is not None]  # a setup the host's memory cannot hold is none
         return self._options[key]
 
     def most_on_host(self, profile: WorkflowProfile, host: HostShape) -> Candidate:
@@ -136,10 +164,12 @@ class Advisor:
 
     def best_on_host(
         self, profile: WorkflowProfile, host: HostShape, rate: float, p95_target: float | None, shared: bool = False
-    ) -> tuple[Candidate, bool, bool, float | None]:
+    ) -> tuple[Candidate, bool, bool, float | None] | None:
         """(setup, comfortable, carries, p95): the simplest setup that carries the rate comfortably, else the
-        one with the most capacity (ties: the simpler)."""
+        one with the most capacity (ties: the simpler); None when the host's memory holds no setup at all."""
         options = self.host_options(profile, host)
+        if not options:
+            return None
         for c in options:
             p95 = self._p95(profile, c, host, rate, shared)
             if rate <= COMFORT_UTILISATION * c.mid and (p95_target is None or (p95 is not None and p95 <= p95_target)):
@@ -218,8 +248,17 @@ class Advisor:
         p95 target, or None; and every host's own answer."""
         singles = []
         for opt, shared in options:
-            c, comfortable, carries, p95 = self.best_on_host(req.profile, opt.shape, req.rps, p95_target, shared)
+            best = self.best_on_host(req.profile, opt.shape, req.rps, p95_target, shared)
+            if best is None:
+                continue  # the host's RAM cannot hold the stack (ram.slots_that_fit): never chosen
+            c, comfortable, carries, p95 = best
             singles.append((SingleChoice(opt, shared, c, p95), comfortable, carries))
+        if not singles:
+            raise InputError(
+                f"no server of this request has the memory for n8n's stack (at least "
+                f"{ram.stack_limit_mib(Setup(mode='regular', production_limit=1)):,} MiB of containers plus the "
+                "OS's share, docs/deploy.md#memory-limits); ask for a larger one, e.g. --vcpu 2"
+            )
         found = [(_cost1(s.option), 0, s) for s, ok, _ in singles if ok]
         multi = search.carrying(req.rps, p95_target) if search is not None else None
         if multi is not None:
@@ -231,9 +270,10 @@ class Advisor:
         size from it; the answer shows the ones --vcpu allows, `_finish`)."""
         out = []
         for size in sizes:
-            c, comfortable, carries, _ = self.best_on_host(
-                profile, self.host_for_size(size), req.rps, req.p95_ms, size.shared_core
-            )
+            best = self.best_on_host(profile, self.host_for_size(size), req.rps, req.p95_ms, size.shared_core)
+            if best is None:
+                continue  # too little memory for the stack: not a size to offer
+            c, comfortable, carries, _ = best
             out.append(
                 SizeFit(
                     provider=size.provider,
@@ -296,7 +336,12 @@ def _finish(req: Request, rec: Recommendation) -> Recommendation:
     comfortable = rec.feasible and req.rps <= COMFORT_UTILISATION * mid
     fits = [f for f in rec.fits if req.vcpu is None or f.vcpu == req.vcpu]
     return rec.model_copy(
-        update={"comfortable": comfortable, "concurrency_setting": explain.concurrency_setting(rec), "fits": fits}
+        update={
+            "comfortable": comfortable,
+            "concurrency_setting": explain.concurrency_setting(rec),
+            "fits": fits,
+            "held_mb": req.profile.held_mb,
+        }
     )
 
 

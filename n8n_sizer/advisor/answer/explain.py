@@ -163,7 +163,10 @@ def what_would_help(
     if bound.name == "redis":
         return redis_ceiling(at_per_s) if at_per_s else redis_ceiling(0.0).replace(" at about 0/s", "")
     if bound.name == "slots":
-        return "the execution slots bind: raise worker --concurrency"
+        return (
+            "the execution slots bind: more slots (production limit or worker --concurrency) as far as memory holds "
+            "them (docs/deploy.md#memory-limits), then a server with more memory"
+        )
     return more_hosts
 
 

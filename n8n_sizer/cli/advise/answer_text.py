@@ -240,6 +240,7 @@ def print_recommendation(rec, changes, written, compose, refitted) -> None:
     else:
         queue = f" --workers {rec.workers} --concurrency {rec.concurrency}" if rec.mode == "queue" else ""
         limit = f" --production-limit {rec.production_limit}" if rec.production_limit else ""
+        limit += f" --held-mb {rec.held_mb:g}" if rec.held_mb is not None else ""
         render = (
             f"n8n-sizer render --mode {rec.setup.mode}{queue} --runner-concurrency {rec.runner_concurrency} "
             f"--pool {rec.setup.db_pool_size}{limit} --out stack/  (or add --compose stack/ to this command)"
