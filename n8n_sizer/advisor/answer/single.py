@@ -85,6 +85,12 @@ def build_single(
         )
     warnings.extend(explain.measured_errors(basis.fitted, profile, setup, host, req.rps, carries))
     ram_idle, ram_peak = basis.ram.idle_mb(setup), basis.ram.peak_mb(setup)
+    if opt.ram_mib is not None and ram.stack_limit_mib(setup) > ram.usable_mib(opt.ram_mib):
+        warnings.append(  # a setup the user gave (the search never picks one that does not fit)
+            f"the containers' memory limits sum to {ram.stack_limit_mib(setup):,} MiB, more than the "
+            f"{ram.usable_mib(opt.ram_mib):,} MiB {opt.size or 'this host'} leaves them after the OS: "
+            f"at most {ram.slots_that_fit(setup, opt.ram_mib)} executions at once fit (docs/deploy.md#memory-limits)"
+        )
     if c.slots_memory_cap is not None and opt.ram_mib is not None:
         warnings.append(
             ram.memory_cap_text(setup, opt.ram_mib, opt.size or "this host", c.slots_asked, c.slots_memory_cap)

@@ -126,9 +126,9 @@ def _mib(value: str | None) -> float | None:
 
 
 def rule_redis_maxmemory(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
-    if not cf.queue_mode:
-        return na("redis-maxmemory", "not in queue mode")
     redis = cf.by_role("redis")
+    if not cf.queue_mode and not (redis and not cf.n8n):  # a cluster's data host holds the queue without n8n
+        return na("redis-maxmemory", "not in queue mode")
     if not redis:
         return na("redis-maxmemory", "Redis is not in this file; give it a maxmemory under its memory limit there")
     problems, fine = [], []
