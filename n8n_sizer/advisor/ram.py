@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from n8n_sizer.advisor import pools
 from n8n_sizer.advisor.measurements import Measurement
@@ -189,13 +190,21 @@ def held_mib(setup: Setup) -> float:
     return setup.held_mb if setup.held_mb is not None else HELD_MIB_PER_EXECUTION
 
 
+def _executor_limit(role: str, slots: int, held: float) -> int:
+    return _up((MAIN_BASE_MIB if role == "main" else WORKER_BASE_MIB) + slots * held)
+
+
+def _ingest_limit(open_requests: int) -> int:
+    return _up(QUEUE_MAIN_BASE_MIB + open_requests * OPEN_REQUEST_MIB)
+
+
 def executor_memory(role: str, slots: int, held: float) -> ContainerMemory:
     """main in regular mode or a worker: its base plus `slots` executions in flight at `held` MiB each."""
     base = MAIN_BASE_MIB if role == "main" else WORKER_BASE_MIB
     return ContainerMemory(
         role=role,
         reservation_mib=_up(base),
-        limit_mib=_up(base + slots * held),
+        limit_mib=_executor_limit(role, slots, held),
         why=f"{base:.0f} MiB base + {slots} executions in flight x {held:g} MiB ({MEASURED})",
     )
 
@@ -205,7 +214,7 @@ def ingest_memory(role: str, open_requests: int) -> ContainerMemory:
     return ContainerMemory(
         role=role,
         reservation_mib=_up(QUEUE_MAIN_BASE_MIB),
-        limit_mib=_up(QUEUE_MAIN_BASE_MIB + open_requests * OPEN_REQUEST_MIB),
+        limit_mib=_ingest_limit(open_requests),
         why=f"{QUEUE_MAIN_BASE_MIB:.0f} MiB base + {open_requests:,} open requests x {OPEN_REQUEST_MIB:g} MiB",
     )
 
@@ -314,17 +323,28 @@ def with_slots(setup: Setup, slots: int) -> Setup:
     return setup.model_copy(update={field: slots})
 
 
+def _slot_limits(setup: Setup, slots: int, held: float) -> int:
+    """The limits that grow with the executions at once: regular main, or the workers and queue-mode main (which
+    holds every worker's executions as open requests); the same figures stack_memory gives."""
+    if setup.mode == "regular":
+        return _executor_limit("main", slots, held)
+    open_requests = setup.workers * slots + QUEUE_MAIN_OPEN_REQUESTS
+    return setup.workers * _executor_limit("worker", slots, held) + _ingest_limit(open_requests)
+
+
 def slots_that_fit(setup: Setup, ram_mib: int, pg: pools.PostgresMemory | None = None) -> int:
     """The most executions each executing process (main in regular mode, each worker in queue mode) may run at once
     with every container's limit on a host of `ram_mib` within `usable_mib`; 0 when not even one fits."""
-    usable = usable_mib(ram_mib)
+    held = held_mib(setup)
+    one = with_slots(setup, 1)
+    room = usable_mib(ram_mib) - (stack_limit_mib(one, pg) - _slot_limits(one, 1, held))  # what the rest leaves
 
     def fits(slots: int) -> bool:
-        return stack_limit_mib(with_slots(setup, slots), pg) <= usable
+        return _slot_limits(setup, slots, held) <= room
 
     if not fits(1):
         return 0
-    lo, hi = 1, 2 + int(usable / held_mib(setup))  # fits(lo); not fits(hi): the limits grow with the slots
+    lo, hi = 1, 2 + int(room / held)  # fits(lo); not fits(hi): the limits grow with the slots
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
@@ -365,6 +385,7 @@ def memory_cap_text(setup: Setup, ram_mib: int, where: str, asked: int | None, c
     )
 
 
+@lru_cache(maxsize=4096)  # the topology search asks the same few shapes thousands of times
 def cluster_host_limits_mib(
     *,
     main: int = 0,

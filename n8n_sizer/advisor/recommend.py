@@ -122,7 +122,16 @@ class Advisor:
         runner = settings.runner_concurrency(model, profile, setup, host, COMFORT_UTILISATION * mid)
         setup = setup.model_copy(update={"runner_concurrency": runner})
         if host.ram_mib is not None and ram.stack_limit_mib(setup) > ram.usable_mib(host.ram_mib):
-            return None  # the runner's limit at its concurrency took the last of the room (not seen: it holds ~0.1 MiB a task)
+            # The runner's limit at its concurrency took some of the room: the executions at once give it back.
+            cap = ram.slots_that_fit(setup, host.ram_mib)
+            if cap == 0:
+                return None
+            field = "production_limit" if setup.mode == "regular" else "concurrency"
+            asked = asked if asked is not None else getattr(setup, field)
+            setup = ram.with_slots(setup, cap)
+            if workers:
+                setup = setup.model_copy(update={"db_pool_size": worker_pool_size(cap, busy)})
+            mid = self._capacity(profile, setup, host)
         mode = "queue" if workers else "regular-limit" if setup.production_limit else "regular"
         capped = asked is not None or (setup.production_limit is not None and setup.production_limit == cap)
         return Candidate(

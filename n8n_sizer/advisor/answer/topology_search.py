@@ -189,6 +189,7 @@ class TopologySearch:
         self._worker_parts: dict[tuple, _Workers] = {}
         self._settings: dict[tuple, tuple[int, int]] = {}
         self._cached: tuple[list[_Front], list[_Workers]] | None = None
+        self._concurrency: dict[HostShape, int] = {}  # worker --concurrency per host shape (layout.worker_settings)
 
     def layout(self, front: tuple[Group, ...], worker: HostOption, n: int, k: int | None = None) -> Layout:
         k = self.kw[worker] if k is None else k
@@ -252,7 +253,9 @@ class TopologySearch:
         return self._cached
 
     def _limits(self, g: Group, postgres_connections: int | None) -> int:
-        concurrency, _ = worker_settings(self.model, self.profile, g.host, 1)
+        if g.host not in self._concurrency:
+            self._concurrency[g.host] = worker_settings(self.model, self.profile, g.host, 1)[0]
+        concurrency = self._concurrency[g.host]
         return ram.cluster_host_limits_mib(
             main=g.main,
             webhook=g.webhook,
