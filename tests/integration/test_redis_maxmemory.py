@@ -48,7 +48,15 @@ def test_at_maxmemory_n8n_refuses_webhooks_visibly_and_loses_none_it_accepted(qu
     finally:
         redis("CONFIG", "SET", "maxmemory", "0")
         stack.start_worker(1)
+    log = stack.log_tail("main", 400)
+    oom = [line for line in log.splitlines() if "OOM command not allowed" in line]
+    print(  # the finding's figures (docs/findings/redis-at-maxmemory.md): run with -s to see them
+        f"\nmaxmemory {used + ROOM_BYTES:,} B (used {used:,}); accepted {len(accepted)}, then refused "
+        f"{[r.status_code for r in refused]} {refused[0].text[:300] if refused else ''!r}; main's log: "
+        f"{oom[0].strip()[:300] if oom else 'no OOM line'}"
+    )
     assert accepted and len(refused) == 5, (len(accepted), len(refused))
+    assert oom, "main's log names Redis' refusal"
     assert {r.status_code for r in refused} == {500}, [(r.status_code, r.text[:200]) for r in refused]
     assert health == 200  # main stays up while Redis refuses
     assert waiting == len(accepted)  # every accepted webhook's job is in Redis, waiting for a worker

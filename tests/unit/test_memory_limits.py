@@ -208,3 +208,27 @@ def test_docs_state_the_measured_figures() -> None:
     ):
         value = getattr(ram, name)
         assert f"`{name}` | {value:,g}" in docs, name
+
+
+def test_a_sweep_of_single_server_answers_keeps_every_host_within_its_ram() -> None:
+    """The done-when of issue 36, over rates, workloads and sizes: no answer reserves more than its host."""
+    ai = WorkflowProfile(name="ai", code_cpu_ms=5, wait_ms=8000, overhead_key="light", measured=False, held_mb=60)
+    sizes = {s.size: s.ram_mib for s in sizes_for(None, "x86")}
+    for profile in (LIGHT, profile_for("code-heavy"), profile_for("light", wait_ms=10000), ai):
+        for rps in (1.0, 5.0, 20.0, 60.0):
+            for vcpu in (None, 2, 4):
+                rec = _advisor().recommend(Request(rps=rps, profile=profile, vcpu=vcpu))
+                ram_mib = sizes[rec.server.size]
+                assert ram_mib > 1024 and ram.stack_limit_mib(rec.setup) <= ram.usable_mib(ram_mib), (rps, vcpu)
+
+
+@pytest.mark.parametrize("rps, wait_ms", [(150.0, 0.0), (60.0, 5000.0)])
+def test_a_topology_answer_renders_hosts_that_hold_their_containers(rps: float, wait_ms: float) -> None:
+    rec = _advisor().recommend(Request(rps=rps, profile=profile_for("light", wait_ms=wait_ms), max_hosts=40))
+    assert rec.hosts > 1
+    t = parse_topology(json.loads(rec.model_dump_json()))
+    bundles = render_topology(t, generate_secrets(), public_url="http://n8n.example.com:5678/").hosts
+    for host in t.hosts():
+        results = {r.rule: r for r in check_compose(bundles[host.name].compose, ram_mib=host.ram_mib)}
+        assert results["host-memory"].status == "pass", (host.name, results["host-memory"].message)
+        assert results["execution-memory"].status != "fail", (host.name, results["execution-memory"].message)
