@@ -378,7 +378,7 @@ def memory_cap_text(setup: Setup, ram_mib: int, where: str, asked: int | None, c
     others = {r: m.limit_mib * (setup.n8n_processes if r == "runner" else 1) for r, m in table.items()}
     others.pop("main" if setup.mode == "regular" else "worker")
     rest = ", ".join(f"{role} {mib:,}" for role, mib in others.items())
-    why = "Little's law asked " + f"{asked}" if asked is not None else "without one main's memory has no bound"
+    why = f"Little's law asked {asked}" if asked is not None else "without one main's memory has no bound"
     return (
         f"memory caps {setting} at {cap} ({why}): {where}'s {ram_mib:,} MiB less {os_share_mib(ram_mib):,} for the OS "
         f"and {rest} MiB leave {proc} {mine.limit_mib:,} MiB, {mine.why.split(' (')[0]}"
@@ -396,13 +396,12 @@ def cluster_host_limits_mib(
     concurrency: int,
     runner_concurrency: int,
     held: float | None,
-    total_slots: int,
 ) -> int:
     """The least a cluster host's containers need in all (the figures bundle/limits.cluster_memory renders): its n8n
-    processes and runners, Redis at the default queue depth, and Postgres at its own defaults with
-    `postgres_connections` (a Postgres given more of the host gets PGTune's share of what is left, never less)."""
-    open_requests = total_slots + QUEUE_MAIN_OPEN_REQUESTS
-    need = (main + webhook) * ingest_memory("main", open_requests).limit_mib
+    processes (main and each webhook processor holding QUEUE_MAIN_OPEN_REQUESTS) and runners, Redis at the default
+    queue depth, and Postgres at its own defaults with `postgres_connections` (a Postgres given more of the host gets
+    PGTune's share of what is left, never less)."""
+    need = (main + webhook) * ingest_memory("main", QUEUE_MAIN_OPEN_REQUESTS).limit_mib
     need += workers * executor_memory("worker", concurrency, HELD_MIB_PER_EXECUTION if held is None else held).limit_mib
     need += (main + workers) * runner_memory(runner_concurrency).limit_mib
     need += redis * redis_memory(DEFAULT_QUEUE_DEPTH_JOBS, QUEUE_KEEP_LAST_JOBS).limit_mib

@@ -43,13 +43,13 @@ def redis_maxmemory_mib(queue_depth_jobs: int | None) -> int:
 
 def cluster_memory(t: Topology, host: ClusterHost, pg: pools.PostgresMemory | None) -> dict[str, Memory]:
     """The figures of one host of a cluster, by role: workers and runners at the topology's concurrency, main and
-    each webhook processor holding the requests every worker may run plus the backlog seed 000 saw (they share it),
-    Postgres from its settings, Redis from the queue depth."""
+    each webhook processor holding the 1,000 open requests seed 000 saw (the load balancer spreads a cluster's
+    requests over them; the same figure the topology search sizes hosts with), Postgres from its settings, Redis from
+    the queue depth."""
     held = t.held_mb if t.held_mb is not None else ram.HELD_MIB_PER_EXECUTION
-    slots = t.total("workers") * t.concurrency + ram.QUEUE_MAIN_OPEN_REQUESTS
     out = {
-        "main": _memory(ram.ingest_memory("main", slots)),
-        "webhook": _memory(ram.ingest_memory("webhook", slots)),
+        "main": _memory(ram.ingest_memory("main", ram.QUEUE_MAIN_OPEN_REQUESTS)),
+        "webhook": _memory(ram.ingest_memory("webhook", ram.QUEUE_MAIN_OPEN_REQUESTS)),
         "worker": _memory(ram.executor_memory("worker", t.concurrency, held)),
         "runner": _memory(ram.runner_memory(t.runner_concurrency)),
     }

@@ -112,7 +112,6 @@ def _most_by_memory(model: CapacityModel, profile: WorkflowProfile, opt: HostOpt
         concurrency=concurrency,
         runner_concurrency=DEFAULT_RUNNER_CONCURRENCY,
         held=profile.held_mb,
-        total_slots=concurrency,
     )
     return ram.usable_mib(_ram_mib(opt)) // need
 
@@ -264,7 +263,6 @@ class TopologySearch:
             concurrency=concurrency,
             runner_concurrency=DEFAULT_RUNNER_CONCURRENCY,
             held=self.profile.held_mb,
-            total_slots=concurrency,
         )
 
     def _usable(self, g: Group) -> int:
