@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from n8n_sizer.advisor import settings
+from n8n_sizer.advisor import ram, settings
 from n8n_sizer.advisor.answer import explain as explain
 from n8n_sizer.advisor.answer.base import Basis, Candidate, Recommendation, Request, SingleChoice, SizeFit
 from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION, TopologyModel
@@ -32,15 +32,12 @@ from n8n_sizer.advisor.catalog import ServerSize, estimate_price, sizes_for
 from n8n_sizer.advisor.fit import FittedModel, is_user_point
 from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, worker_pool_size
 from n8n_sizer.advisor.profiles import WorkflowProfile
-from n8n_sizer.advisor.ram import RamModel
+from n8n_sizer.advisor.ram import UNLIMITED_MAIN_SLOTS, RamModel
 from n8n_sizer.advisor.setup import Setup, most_workers
 from n8n_sizer.advisor.usl import UslModel
 from n8n_sizer.errors import InputError
 
 __all__ = ["Advisor", "Request", "Recommendation", "COMFORT_UTILISATION", "MAX_HOSTS_DEFAULT"]
-
-
-RAM_SHARE = 0.8  # of a host's RAM, what n8n's stack may use (answer/single.py warns above it)
 
 
 class Advisor:
@@ -108,34 +105,74 @@ class Advisor:
     def _capacity(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> float:
         return min(self.model.throughput_at(profile, setup, host), self._usl_cap(profile, setup, host))
 
-    def _candidate(self, profile: WorkflowProfile, host: HostShape, workers: int) -> Candidate:
-        """Regular mode (workers 0) or queue mode, settings sized at the setup's own comfortable rate."""
+    def _candidate(self, profile: WorkflowProfile, host: HostShape, workers: int) -> Candidate | None:
+        """Regular mode (workers 0) or queue mode, settings sized at the setup's own comfortable rate, the executions
+        at once (production limit, --concurrency) capped by what the host's memory holds (ram.slots_that_fit, every
+        container's limit within the host's RAM less the OS's share); None when the host cannot hold the stack."""
         model = self.model
+        asked = cap = None
         if workers:
             probe_cap = self._capacity(profile, Setup(mode="queue", workers=workers, concurrency=1000), host)
             at = COMFORT_UTILISATION * probe_cap
             conc = settings.worker_concurrency(model, profile, host, workers, at)
-            probe = Setup(mode="queue", workers=workers, concurrency=conc)
+            probe = Setup(mode="queue", workers=workers, concurrency=conc, held_mb=profile.held_mb)
             d = model.demands(profile, probe, host)
             busy = (model.residence_s(d, host, at) - d.wait_s) * at / workers
             setup = probe.model_copy(update={"db_pool_size": worker_pool_size(conc, busy)})
+            cap = self._memory_cap(setup, host)
+            if cap == 0:
+                return None
+            if cap is not None and conc > cap:
+                asked = conc
+                setup = setup.model_copy(update={"concurrency": cap, "db_pool_size": worker_pool_size(cap, busy)})
         else:
-            setup = Setup(mode="regular", db_pool_size=settings.db_pool_size())
-            room = None if host.ram_mib is None else (RAM_SHARE * host.ram_mib * 1.048576 - self.ram.idle_mb(setup))
-            ram_cap = None if room is None else max(1, int(room / self.ram.held_mb_per_execution))
-            limit = settings.production_limit_for(model, profile, host, self._capacity(profile, setup, host), ram_cap)
+            setup = Setup(mode="regular", db_pool_size=settings.db_pool_size(), held_mb=profile.held_mb)
+            cap = self._memory_cap(setup, host)
+            if cap == 0:
+                return None
+            limit = settings.production_limit_for(model, profile, host, self._capacity(profile, setup, host))
+            if limit is None and cap is not None and cap < UNLIMITED_MAIN_SLOTS:
+                asked, limit = limit, cap  # no limit would let main take more than the host holds: the memory sets one
+            elif limit is not None and cap is not None and limit > cap:
+                asked, limit = limit, cap
             setup = setup.model_copy(update={"production_limit": limit})
         mid = self._capacity(profile, setup, host)
         runner = settings.runner_concurrency(model, profile, setup, host, COMFORT_UTILISATION * mid)
         setup = setup.model_copy(update={"runner_concurrency": runner})
+        if host.ram_mib is not None and ram.stack_limit_mib(setup) > ram.usable_mib(host.ram_mib):
+            # The runner's limit at its concurrency took some of the room: the executions at once give it back.
+            cap = ram.slots_that_fit(setup, host.ram_mib)
+            if cap == 0:
+                return None
+            field = "production_limit" if setup.mode == "regular" else "concurrency"
+            asked = asked if asked is not None else getattr(setup, field)
+            setup = ram.with_slots(setup, cap)
+            if workers:
+                setup = setup.model_copy(update={"db_pool_size": worker_pool_size(cap, busy)})
+            mid = self._capacity(profile, setup, host)
         mode = "queue" if workers else "regular-limit" if setup.production_limit else "regular"
-        return Candidate(mode, setup, mid, model.binding_bound(profile, setup, host))
+        capped = asked is not None or (setup.production_limit is not None and setup.production_limit == cap)
+        return Candidate(
+            mode,
+            setup,
+            mid,
+            model.binding_bound(profile, setup, host),
+            slots_asked=asked,
+            slots_memory_cap=cap if capped else None,
+        )
+
+    @staticmethod
+    def _memory_cap(setup: Setup, host: HostShape) -> int | None:
+        """The most executions at once the host's memory holds for this setup (0: not even one), None where the
+        host's RAM is unknown (a measured host)."""
+        return None if host.ram_mib is None else ram.slots_that_fit(setup, host.ram_mib)
 
     def host_options(self, profile: WorkflowProfile, host: HostShape) -> list[Candidate]:
         """Regular, then queue with 1 .. max_workers_on_host workers, simplest first."""
         key = (profile, host)
         if key not in self._options:
-            self._options[key] = [self._candidate(profile, host, w) for w in range(0, max_workers_on_host(host) + 1)]
+            found = [self._candidate(profile, host, w) for w in range(0, max_workers_on_host(host) + 1)]
+            self._options[key] = [c for c in found if c is not None]  # a setup the host's memory cannot hold is none
         return self._options[key]
 
     def most_on_host(self, profile: WorkflowProfile, host: HostShape) -> Candidate:
@@ -154,12 +191,15 @@ class Advisor:
 
     def best_on_host(
         self, profile: WorkflowProfile, host: HostShape, rate: float, p95_target: float | None, shared: bool = False
-    ) -> tuple[Candidate, bool, bool, float | None]:
+    ) -> tuple[Candidate, bool, bool, float | None] | None:
         """(setup, comfortable, carries, p95): the verdict's rule on one host, the same for the answer, the size table
         and every alternative: the simplest setup that carries the rate comfortably within the p95 target; else
         (a latency miss) the simplest that carries it comfortably; else the one with the most capacity (ties: the
-        simpler). `carries`: below capacity and within the p95 target."""
+        simpler). `carries`: below capacity and within the p95 target. None when the host's memory holds no setup at
+        all (ram.slots_that_fit)."""
         options = self.host_options(profile, host)
+        if not options:
+            return None
         fallback = None
         for c in options:
             p95 = self._p95(profile, c, host, rate, shared)
@@ -217,8 +257,17 @@ class Advisor:
         search = self._search(req, options)
         singles = []
         for opt, shared in options:
-            c, comfortable, _, p95 = self.best_on_host(req.profile, opt.shape, rate, req.p95_ms, shared)
+            best = self.best_on_host(req.profile, opt.shape, rate, req.p95_ms, shared)
+            if best is None:
+                continue  # the host's RAM cannot hold the stack (ram.slots_that_fit): never chosen
+            c, comfortable, _, p95 = best
             singles.append((SingleChoice(opt, shared, c, p95), comfortable, rate <= COMFORT_UTILISATION * c.mid))
+        if not singles:
+            raise InputError(
+                f"no server of this request has the memory for n8n's stack (at least "
+                f"{ram.stack_limit_mib(Setup(mode='regular', production_limit=1)):,} MiB of containers plus the "
+                "OS's share, docs/deploy.md#memory-limits); ask for a larger one, e.g. --vcpu 2"
+            )
         for level, target in ((1, req.p95_ms), (2, None)):
             found = [(_cost1(s.option), 0, s) for s, ok, loose in singles if (ok if level == 1 else loose)]
             multi = search.carrying(rate, target) if search is not None else None
@@ -302,7 +351,10 @@ class Advisor:
         out = []
         for size in sizes:
             host = self.host_for_size(size)
-            c, comfortable, carries, p95 = self.best_on_host(profile, host, rate, req.p95_ms, size.shared_core)
+            best = self.best_on_host(profile, host, rate, req.p95_ms, size.shared_core)
+            if best is None:
+                continue  # too little memory for the stack: not a size to offer
+            c, comfortable, carries, p95 = best
             if rate != req.rps:
                 p95 = self._p95(profile, c, host, req.rps, size.shared_core)
                 carries = req.rps < c.mid and (req.p95_ms is None or (p95 is not None and p95 <= req.p95_ms))
@@ -375,6 +427,7 @@ def _finish(req: Request, rec: Recommendation) -> Recommendation:
             "concurrency_setting": explain.concurrency_setting(rec),
             "fits": fits,
             "price_estimated": estimated,
+            "held_mb": req.profile.held_mb,
         }
     )
 

@@ -16,6 +16,7 @@ from typing import Literal
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from n8n_sizer import versions
+from n8n_sizer.advisor.pools import default_postgres_memory
 from n8n_sizer.advisor.pools import (
     setup_connections as postgres_connections,
 )
@@ -25,10 +26,11 @@ from n8n_sizer.advisor.pools import (
 from n8n_sizer.advisor.pools import (
     setup_required_max_connections as required_max_connections,
 )
+from n8n_sizer.advisor.ram import held_mib
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, Setup
 from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
 from n8n_sizer.bundle.drain import drain_context
-from n8n_sizer.bundle.limits import memory_table
+from n8n_sizer.bundle.limits import memory_table, redis_maxmemory_mib
 from n8n_sizer.bundle.n8n_env import (
     COMPOSE_WIRING,
     REDIS_N8N_PASSWORD_REF,
@@ -214,6 +216,7 @@ def render_bundle(
     unpinned version, a production profile without a domain.
     """
     max_conn = _validate(setup, profile, domain, public_url, max_connections)
+    pg = default_postgres_memory(max_conn) if setup.db == "postgres" else None
     env = template_env()
     summary = describe(setup, profile)
     stop_grace_s = shutdown_timeouts(setup)[1]
@@ -238,7 +241,10 @@ def render_bundle(
         max_connections=max_conn,
         pool_arithmetic=pool_arithmetic(setup) if setup.db == "postgres" else "",
         env=compose_env(setup, profile, domain),
-        memory_mib=memory_table(),
+        memory_mib=memory_table(setup, pg),
+        pg=pg,
+        redis_maxmemory_mib=redis_maxmemory_mib(setup.queue_depth_jobs),
+        held_mb=f"{held_mib(setup):g}",
         postgres_init=postgres_init(),
         redis_acl=redis_acl_user(REDIS_N8N_PASSWORD_REF),
     )

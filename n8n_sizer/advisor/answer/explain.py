@@ -11,7 +11,6 @@ from n8n_sizer.advisor.answer.base import BindingBound, SizeFit
 from n8n_sizer.advisor.answer.layout import COMFORT_UTILISATION as COMFORT
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.fit import FittedModel, profile_of
-from n8n_sizer.advisor.measurements import describe_setup
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.roles import PINNED_BY, PRIORS
 from n8n_sizer.advisor.setup import Setup
@@ -165,7 +164,10 @@ def what_would_help(
     if bound.name == "redis":
         return redis_ceiling(at_per_s) if at_per_s else redis_ceiling(0.0).replace(" at about 0/s", "")
     if bound.name == "slots":
-        return "the execution slots bind: raise worker --concurrency"
+        return (
+            "the execution slots bind: more slots (production limit or worker --concurrency) as far as memory holds "
+            "them (docs/deploy.md#memory-limits), then a server with more memory"
+        )
     return more_hosts
 
 

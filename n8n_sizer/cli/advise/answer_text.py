@@ -262,6 +262,7 @@ def _render_command(rec) -> str:
         return f"save this answer with --json > advice.json, then {rec.render_command}"
     queue = f" --workers {rec.workers} --concurrency {rec.concurrency}" if rec.mode == "queue" else ""
     limit = f" --production-limit {rec.production_limit}" if rec.production_limit else ""
+    limit += f" --held-mb {rec.held_mb:g}" if rec.held_mb is not None else ""
     return (
         f"n8n-sizer render --mode {rec.setup.mode}{queue} --runner-concurrency {rec.runner_concurrency} "
         f"--pool {rec.setup.db_pool_size}{limit} --out stack/  (or add --compose stack/ to this command)"
