@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from n8n_sizer.advisor.capacity import CapacityModel, HostShape
-from n8n_sizer.advisor.measurements import LAB_ENVIRONMENT, Measurement, environment_of
+from n8n_sizer.advisor.measurements import LAB_ENVIRONMENT, Measurement, environment_of, load_lab_points
 from n8n_sizer.advisor.points import (
     IDLE_SUFFIX,
     CapacityPoint,
@@ -186,8 +186,6 @@ def setup_of(m: Measurement) -> Setup:
 
 def largest_lab_topology() -> int:
     """Hosts of the largest topology the lab measured (answer/lab_points.py), 1 without any."""
-    from n8n_sizer.advisor.answer.lab_points import load_lab_points
-
     return max((len(p.hosts) for p in load_lab_points()), default=1)
 
 
@@ -292,6 +290,7 @@ class _Rows:
     lone: list
     excluded: list[Excluded]
     probes: list[tuple[str, str, float]] = field(default_factory=list)  # (host class, arch, median probe ms)
+    busy: list[tuple[Measurement, float, float]] = field(default_factory=list)  # (row, executions/s, busy cores)
 
     def ids(self) -> list[tuple[str, str]]:
         """(row id, measurement id) of every data row, in residual order."""
@@ -300,6 +299,7 @@ class _Rows:
             + [(r.id, r.measurement.id) for r in self.demand]
             + [(r.id, r.measurement.id) for r in self.lone]
             + [(f"probe:{c}", f"probe:{c}") for c, _, _ in self.probes]
+            + [(m.id, m.id) for m, _, _ in self.busy]
         )
 
 
@@ -308,14 +308,51 @@ def _select(measurements) -> _Rows:
     points, excluded = select_capacity_points(measurements, workflows)
     excluded = excluded + excluded_demand(measurements)
     demand = [r for r in select_demand_rows(measurements) if r.measurement.workflow in workflows]
-    return _Rows(points, demand, list(select_lone_rows(measurements)), excluded, probe_rows(points, demand))
+    return _Rows(
+        points,
+        demand,
+        list(select_lone_rows(measurements)),
+        excluded,
+        probe_rows(points, demand),
+        busy_rows(measurements, workflows),
+    )
+
+
+def busy_rows(measurements, workflows) -> list[tuple[Measurement, float, float]]:
+    """Host CPU at a measured throughput: a row with `cpu_cores_used` (the whole stack's busy cores, as a source
+    published it) beside the throughput the same source, host, setup and offered rate answered. The fit predicts the
+    busy cores as throughput x CPU per execution + the processes' idle CPU: it pins what an execution costs in all,
+    and with the capacity points how many of a host's cores a stack at its ceiling can use (`cpu_usable`)."""
+    answered = {}
+    for m in measurements:
+        x = m.results.throughput_per_s
+        if x is not None and m.load.offered_rps is not None:
+            answered.setdefault(_busy_key(m), x)
+    out = []
+    for m in measurements:
+        used = m.results.cpu_cores_used
+        if used and m.workflow in workflows and (x := answered.get(_busy_key(m))) is not None:
+            out.append((m, x, statistics.fmean(used)))
+    return out
+
+
+def _busy_key(m: Measurement) -> tuple:
+    s = m.setup
+    return (
+        m.source,
+        m.hardware,
+        m.workflow,
+        s.mode,
+        s.workers,
+        s.concurrency,
+        s.runner_concurrency,
+        m.load.offered_rps,
+    )
 
 
 def probe_rows(points, demand) -> list[tuple[str, str, float]]:
     """Every host class whose rows were speed-probed (lab/speed.py), with its median probe: the user's runs
     (bench --local probes its host) and the lab's sittings (data/lab_shape.json)."""
-    from n8n_sizer.advisor.answer.lab_points import load_lab_points
-
     seen: dict[tuple[str, str], list[float]] = {}
     for r in [*points, *demand]:
         hw = r.measurement.hardware
@@ -448,13 +485,26 @@ def _problem(rows: _Rows, specs: list[ParamSpec], reference: str):
         evaluate=lambda model, i: model.params[PROBE_SPEC.name] * model.host_factor(probes[i][0]),
         assemble=lambda vals: np.log(np.array(vals, dtype=float) / probe_ms) / PROBE_SD,
     )
+    busy_shapes = [(profile_of(m), setup_of(m), host_of(m), x) for m, x, _ in rows.busy]
+    busy_cores = np.array([b for _, _, b in rows.busy])
+
+    def predicted_busy(model: CapacityModel, i: int) -> float:
+        profile, setup, host, x = busy_shapes[i]
+        idle = model.idle_of(host, main=1, workers=setup.workers)
+        return x * model.demands(profile, setup, host).total_s + idle
+
+    busy = Block(
+        keys=list(range(len(busy_shapes))),
+        evaluate=predicted_busy,
+        assemble=lambda vals: np.log(np.array(vals, dtype=float) / busy_cores) / NOISE_FLOOR,
+    )
     return LsqProblem(
         names=[s.name for s in specs],
         prior=np.log([s.prior for s in specs]),
         prior_sd=np.array([s.prior_sd_log for s in specs]),
         lo=np.log([s.lo for s in specs]),
         hi=np.log([s.hi for s in specs]),
-        blocks=[points, demand, lone, probe],
+        blocks=[points, demand, lone, probe, busy],
         reference=reference,
     )
 
@@ -489,8 +539,12 @@ def _fitted(rows: _Rows, specs, problem, z, jac, keep) -> FittedModel:
     ):
         if k:
             residuals[r.id] = float(v)
-    for (c, _, _), v in zip(rows.probes, res[n_points + n_demand + n_lone : nd] * PROBE_SD, strict=True):
+    n_probe = n_points + n_demand + n_lone + len(rows.probes)
+    for (c, _, _), v in zip(rows.probes, res[n_points + n_demand + n_lone : n_probe] * PROBE_SD, strict=True):
         residuals[f"probe:{c}"] = float(v)
+    for (m, _, _), v, k in zip(rows.busy, res[n_probe:nd] * NOISE_FLOOR, keep[n_probe:nd], strict=True):
+        if k:
+            residuals[f"{m.id}:busy"] = float(v)
     return FittedModel(
         model=problem.model_for(z),
         specs=list(specs),
@@ -557,6 +611,7 @@ def fit_capacity(
         [r for r in rows.lone if r.id not in drop],
         rows.excluded,
         rows.probes,
+        [b for b in rows.busy if b[0].id not in drop],
     )
     if not rows.points:
         raise TooFewPoints("no capacity point is left to fit once the held-out rows are dropped")

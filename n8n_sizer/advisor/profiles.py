@@ -35,6 +35,8 @@ class WorkflowProfile(Frozen):
     # Memory one execution holds while it is in flight (MB, in the process that runs it), where it is known to differ
     # from the light workflow's measured figure (ram.py's held_mb_per_execution): None means that figure.
     held_mb: float | None = Field(None, gt=0, le=100_000)
+    # The host class `code_cpu_ms` was measured on (seed 000's server for code-heavy), None for the reference host.
+    code_cpu_class: str | None = None
 
     @property
     def code_cpu_s(self) -> float:
@@ -52,6 +54,7 @@ CODE_HEAVY = WorkflowProfile(
     wait_ms=CODE_HEAVY_WAIT_MS,
     overhead_key="code-heavy",
     measured=True,
+    code_cpu_class="seed-000",
 )
 BUILTIN: dict[str, WorkflowProfile] = {p.name: p for p in (LIGHT, CODE_HEAVY)}
 WORKLOADS = ("light", "code-heavy")

@@ -17,8 +17,9 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from n8n_sizer.advisor.answer.lab_points import lab_model, sitting_speed
 from n8n_sizer.advisor.fit import FullFit, host_of, predict_demand, profile_of, setup_of
-from n8n_sizer.advisor.measurements import Measurement
+from n8n_sizer.advisor.measurements import Measurement, describe_setup, load_lab_points
 from n8n_sizer.advisor.points import Excluded
 
 # The targets `advise --validate` is held to (issue 36), printed beside each summary.
@@ -139,21 +140,6 @@ class Validation:
         return _summary(_abs_errors(self.lab)) if self.lab else None
 
 
-def describe_setup(m: Measurement) -> str:
-    s = m.setup
-    if s.mode == "regular":
-        text = "regular" + (f", limit {s.production_limit}" if s.production_limit else "") + f", {s.db}"
-    else:
-        text = f"queue, {s.workers} worker(s)"
-        if s.webhook_processors:
-            text += f", {s.webhook_processors} webhook"
-        if s.concurrency is not None:
-            text += f", --concurrency {s.concurrency}"
-        if s.runner_concurrency is not None:
-            text += f", runner {s.runner_concurrency}"
-    return text
-
-
 def _host_text(m: Measurement) -> str:
     hw = m.hardware
     return f"{hw.provider}{' ' + hw.size if hw.provider == 'hetzner' else ''} {hw.vcpu:g} vCPU {hw.arch}"
@@ -177,8 +163,6 @@ def demand_summary(v: Validation) -> str:
 
 
 def lab_summary(v: Validation) -> str:
-    from n8n_sizer.advisor.answer.lab_points import lab_order_right
-
     med, top = v.lab_summary()
     tmed, ttop = TARGETS["lab"]
     return (
@@ -234,8 +218,6 @@ def validate_model(
     if demand:
         say(demand_summary(v))
     if lab:
-        from n8n_sizer.advisor.answer.lab_points import lab_checks
-
         say("")
         say("lab topologies (each host its own CPU budget): each predicted by a fit without its own run's rows")
         v = Validation(
@@ -332,8 +314,6 @@ def closing_lines(v: Validation) -> list[str]:
 
 def validation_json(v: Validation) -> dict:
     """`advise --validate --json`: every held-out item with its error, and the summaries."""
-    from n8n_sizer.advisor.answer.lab_points import lab_order_right
-
     return {
         "median_abs_pct_error": v.median_abs_pct_error,
         "max_abs_pct_error": v.max_abs_pct_error,
@@ -402,3 +382,63 @@ def validation_json(v: Validation) -> dict:
             ],
         },
     }
+
+
+# --- the lab's topologies, each predicted by a fit without its own run ------------------------------------------
+@dataclass(frozen=True)
+class HeldOutLab:
+    """A lab topology (lab_points.py) predicted by a fit without its own run's per-role rows."""
+
+    id: str
+    label: str
+    measured_per_s: float
+    predicted_per_s: float
+    bound: str
+    lost: int
+    accepted: int
+    campaign: str = ""  # its host class: the campaign it was measured in (advisor/measurements.py sitting_class)
+
+    @property
+    def error_pct(self) -> float:
+        return pct_error(self.predicted_per_s, self.measured_per_s)
+
+
+def lab_order_right(checks: list[HeldOutLab]) -> bool | None:
+    """Whether the predictions rank the lab topologies as the measurements do, within each campaign: topologies are
+    ranked against the others measured in the same sitting (a campaign of another day's machine state measured the
+    same 4 worker hosts at 9.0/s and at 13.6/s), never across campaigns."""
+    pairs = [(a, b) for i, a in enumerate(checks) for b in checks[i + 1 :] if a.campaign == b.campaign]
+    if not pairs:
+        return None
+    return all((a.predicted_per_s - b.predicted_per_s) * (a.measured_per_s - b.measured_per_s) >= 0 for a, b in pairs)
+
+
+def lab_checks(measurements, full=None, on_line=None) -> list[HeldOutLab]:
+    """Each embedded lab topology predicted by a fit without its own run's rows (leave one topology out), from
+    `full` (a FullFit of `measurements`, made here when not given); `on_line` hears one line per topology."""
+    full = full or FullFit(measurements)
+    points = load_lab_points()
+    out = []
+    for point in points:
+        fitted = full.without(lambda _rid, mid, point=point: point.owns(mid))
+        tm = lab_model(fitted.model, point)
+        b = tm.binding()
+        peers = [p.speed_probe_ms for p in points if p.id != point.id and p.host_class == point.host_class]
+        held = HeldOutLab(
+            id=point.id,
+            label=point.label,
+            measured_per_s=point.measured_per_s,
+            predicted_per_s=tm.capacity_per_s() * sitting_speed(point.speed_probe_ms, peers),
+            bound=f"{b.name} {b.host}".strip(),
+            lost=point.lost,
+            accepted=point.accepted,
+            campaign=point.host_class,
+        )
+        out.append(held)
+        if on_line is not None:
+            on_line(
+                f"  {held.label:<40} {held.campaign:<28} measured {held.measured_per_s:6.2f}/s  predicted "
+                f"{held.predicted_per_s:6.2f}/s  bound {held.bound:<18} lost {held.lost} of {held.accepted}"
+                f"  {held.error_pct:+6.1f}%"
+            )
+    return out

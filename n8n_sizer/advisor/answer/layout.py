@@ -149,7 +149,9 @@ class TopologyModel:
         for g in lay.groups:
             cpu = self._host_cpu_s(g)
             if cpu > 0:
-                free = max(g.host.vcpu - self.model.idle_of(g.host, g.main, g.webhook, g.workers), 1e-9)
+                free = max(
+                    self.model.usable_cores(g.host) - self.model.idle_of(g.host, g.main, g.webhook, g.workers), 1e-9
+                )
                 roles = "+".join(r for r, n in g.counts().items() if n)
                 out.append(
                     TopologyBound(

@@ -142,8 +142,7 @@ def build_topology(basis: Basis, req: Request, s: Scored, carries: bool, fits: l
         fits=fits,
         warnings=warnings,
         evidence=explain.evidence(basis.fitted, basis.ram.evidence, profile, setup, worker_g.host),
-        notes=list(basis.notes)
-        + explain.prior_notes(True, basis.fitted.demand_rows)
+        notes=explain.prior_notes(True, basis.fitted.demand_rows)
         + [n for n in [explain.data_ops_note(req.rps, basis.fitted.demand_rows, profile.overhead_key)] if n],
         extrapolated=extrapolated,
         setup=setup,

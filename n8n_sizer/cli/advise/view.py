@@ -63,6 +63,9 @@ def run_advise(o: AdviseOptions) -> int:
 
         require_folder(o.results, "--results", fix="pass the folder bench wrote its runs into, e.g. --results results")
         extra = load_results(o.results)
+        from n8n_sizer.cli.args import check_result_specs
+
+        check_result_specs(o.results)  # every field of run.json, the bench's own spec included (issue 40)
     user_workflows = sorted({m.workflow for m in extra or ()} - {"light", "code-heavy"})
     if not workload_given and o.cpu_ms is None and o.wait_ms is None and len(user_workflows) == 1:
         workload = user_workflows[0]  # the runs measured one workflow of yours: the question is about it
@@ -157,6 +160,10 @@ def run_advise(o: AdviseOptions) -> int:
         q_rec = _answer(advisor, q_req, layout, given_hosts, one_setup, one_option)
         if q_rec.mode == "queue":
             req, rec, mix = q_req, q_rec, q_mix
+    surge, sized = None, None
+    targets = o.p95_ms is not None or o.drain_seconds is not None
+    if o.burst is not None and o.topology is None and targets and not one_first:
+        rec, surge, sized = _sized_for_burst(advisor, o, req)
     if price is not None:
         rec = _with_price(advisor, o, req, rec, price)
     changes = (
@@ -180,53 +187,8 @@ def run_advise(o: AdviseOptions) -> int:
             f"--json > advice.json and run `{rec.render_command}`, or use --max-hosts 1"
         )
     written = _write_compose(rec, compose, o.generate_missing_secrets) if compose is not None else None
-    surge = None
-    targets = o.p95_ms is not None or o.drain_seconds is not None
-    if o.burst is not None and o.topology is None and targets and not one_first:
-        from n8n_sizer.advisor.answer.burst import size_for_burst
-
-        rec, surge, sized = size_for_burst(
-            lambda rate: _answer(advisor, req.model_copy(update={"rps": rate}), None, None, None, None),
-            o.rps,
-            o.burst,
-            o.burst_seconds,
-            o.p95_ms,
-            o.drain_seconds,
-        )
-        if sized > o.rps:
-            note = (
-                f"sized for {sized:.3g}/s, not {o.rps:g}/s: at {o.rps:g}/s the {o.burst:g}x burst for "
-                f"{o.burst_seconds:g} s would not drain within "
-                + " and ".join(
-                    t
-                    for t in (
-                        f"the p95 target ({o.p95_ms:g} ms)" if o.p95_ms is not None else "",
-                        f"--drain-seconds {o.drain_seconds:g}" if o.drain_seconds is not None else "",
-                    )
-                    if t
-                )
-            )
-            rec = rec.model_copy(
-                update={
-                    "request": {**rec.request, "rps": o.rps, "sized_for_rps": sized},
-                    "warnings": [note, *rec.warnings],
-                }
-            )
-    elif o.burst is not None:
-        from n8n_sizer.advisor.answer.burst import absorbs, burst_advice
-
-        surge = burst_advice(o.rps, o.burst, o.burst_seconds, rec.capacity_per_s.mid, rec.p95_ms, rec.mode)
-        if targets and not absorbs(surge, o.p95_ms, o.drain_seconds):
-            rec = rec.model_copy(
-                update={
-                    "warnings": [
-                        f"this setup does not absorb the {o.burst:g}x burst within your targets (drain "
-                        f"{'never' if surge.drain_s is None else f'{surge.drain_s:,.0f} s'}); ask without --vcpu (or with "
-                        "--max-hosts) to be sized for it",
-                        *rec.warnings,
-                    ]
-                }
-            )
+    if o.burst is not None and sized is None:
+        rec, surge = _burst_on(advisor, o, req, rec, targets)
     if o.json_out:
         data = rec.model_dump(mode="json")
         if surge is not None:
@@ -251,6 +213,53 @@ def run_advise(o: AdviseOptions) -> int:
         if surge is not None:
             print_burst(surge)
     return 0
+
+
+def _sized_for_burst(advisor, o: AdviseOptions, req):
+    """(answer, burst advice, rate sized for): the answer sized up until the burst meets the targets, judged at the
+    rate asked; its first warning says what the burst misses at the rate asked, when it had to size up."""
+    from n8n_sizer.advisor.answer.burst import misses, size_for_burst
+
+    rec, surge, sized, first = size_for_burst(
+        lambda rate: _answer(advisor, req, None, None, None, None, sized_for=rate),
+        lambda rate, at: advisor.p95_at(req, at, sized_for=rate),
+        o.rps,
+        o.burst,
+        o.burst_seconds,
+        o.p95_ms,
+        o.drain_seconds,
+    )
+    warnings = []
+    if sized > o.rps:
+        warnings.append(
+            f"sized for {sized:.3g}/s, not {o.rps:g}/s: the answer for {o.rps:g}/s carries about "
+            f"{first.capacity_per_s:.1f}/s, and the {o.burst:g}x burst for {o.burst_seconds:g} s would miss your "
+            f"targets: " + "; ".join(misses(first, o.p95_ms, o.drain_seconds))
+        )
+    still = misses(surge, o.p95_ms, o.drain_seconds)
+    if still:
+        warnings.append(f"even sized for {sized:.3g}/s the {o.burst:g}x burst misses your targets: " + "; ".join(still))
+    request = {**rec.request, "sized_for_rps": sized} if sized > o.rps else rec.request
+    return rec.model_copy(update={"request": request, "warnings": [*warnings, *rec.warnings]}), surge, sized
+
+
+def _burst_on(advisor, o: AdviseOptions, req, rec, targets: bool):
+    """(answer, burst advice) for the answer as it is (one server first, or a topology given): a warning says what
+    the burst misses, in its own figures, when it misses a target."""
+    from n8n_sizer.advisor.answer.burst import burst_advice, misses
+
+    peak = o.rps * o.burst
+    if o.topology is None:  # the search's answer: its p95 at the base rate and at the peak, whatever the target
+        base_p95, peak_p95 = advisor.p95_at(req, o.rps), advisor.p95_at(req, peak)
+    else:
+        base_p95, peak_p95 = rec.p95_ms, None
+    surge = burst_advice(o.rps, o.burst, o.burst_seconds, rec.capacity_per_s.mid, base_p95, rec.mode, peak_p95)
+    missed = misses(surge, o.p95_ms, o.drain_seconds) if targets else []
+    if missed:
+        how = "" if o.topology is not None else "; ask without --vcpu (or with --max-hosts) to be sized for it"
+        note = f"this setup does not absorb the {o.burst:g}x burst within your targets: " + "; ".join(missed) + how
+        rec = rec.model_copy(update={"warnings": [note, *rec.warnings]})
+    return rec, surge
 
 
 def _with_price(advisor, o: AdviseOptions, req, rec, price):
@@ -292,12 +301,12 @@ def _with_price(advisor, o: AdviseOptions, req, rec, price):
     return rec.model_copy(update={"warnings": [*rec.warnings, *notes], "request": request})
 
 
-def _answer(advisor, req, layout, given_hosts, one_setup, one_option):
-    """The advisor's answer: to a topology the user gave (one host or several), else the search's, with the
-    priced ways past it."""
+def _answer(advisor, req, layout, given_hosts, one_setup, one_option, sized_for=None):
+    """The advisor's answer: to a topology the user gave (one host or several), else the search's (sized for
+    `sized_for` when a burst asks more), with the priced ways past it."""
     if one_setup is not None:
         return advisor.evaluate_one_host(req, one_setup, one_option)
-    return advisor.answer(req) if layout is None else advisor.evaluate(req, layout, given_hosts)
+    return advisor.answer(req, sized_for=sized_for) if layout is None else advisor.evaluate(req, layout, given_hosts)
 
 
 def _changes(before, after, req, new, answer) -> dict:
