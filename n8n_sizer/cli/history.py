@@ -120,6 +120,7 @@ def read_instance(
     from n8n_sizer.n8n.api_key import read_api_key
     from n8n_sizer.n8n.public_api import ReadBounds
     from n8n_sizer.safety import numbers as n
+
     base = instance_url(url, flag)
     n.check_numbers(
         {

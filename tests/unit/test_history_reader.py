@@ -187,13 +187,13 @@ def test_the_text_answer_opens_with_the_mix(tmp_path, key):
 @pytest.mark.parametrize(
     ("url", "why"),
     [
-        ("ftp://n8n.example.com", "not http"),
-        ("https://user:pass@n8n.example.com", "user or password"),
+        ("ftp://n8n.example.com", "http:// or https://"),
+        ("https://user:pass@n8n.example.com", "credentials"),
         ("http://", "no host"),
-        ("http://127.0.0.1:70000", "not a URL"),
+        ("http://127.0.0.1:70000", "1-65535"),
         ("http://n8n.example.com/\x1b[2J", "control"),
         ("http://n8n.example.com/?x=1", "query"),
-        ("n8n.example.com", "no scheme"),
+        ("n8n.example.com", "http:// or https://"),
     ],
 )
 def test_a_bad_url_is_one_line_exit_2(tmp_path, key, url, why):

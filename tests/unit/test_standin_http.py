@@ -11,8 +11,8 @@ import time
 import httpx
 import pytest
 
-from n8n_sizer.errors import InputError
 from n8n_sizer.cli.history import instance_url
+from n8n_sizer.errors import InputError
 from n8n_sizer.standins.http import DelayedHttp, DelayedRoute, parse_routes, start_process, stop_process
 
 

@@ -99,7 +99,7 @@ def measured_errors(
         if errors and relevant and same_measured(m, profile, setup, host) and m.setup.workers >= setup.workers:
             if m.setup.mode == "regular" and m.setup.production_limit != setup.production_limit:
                 continue
-            from n8n_sizer.advisor.validate import describe_setup  # only a failed measurement needs its words
+            from n8n_sizer.advisor.measurements import describe_setup  # only a failed measurement needs its words
 
             out.append(
                 f"measured {describe_setup(m)} on {host.vcpu:g} vCPU: {errors} errors at "
