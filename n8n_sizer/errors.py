@@ -10,9 +10,6 @@ Every subcommand's entry point (`n8n_sizer.cli._run`) catches both once; library
 message that is shown as is.
 """
 
-import sys
-from collections.abc import Callable
-
 
 class InputError(ValueError):
     """Bad input from the user: a flag, a file, a stack config. Exit code 2."""
@@ -24,16 +21,3 @@ class RemoteError(RuntimeError):
 
 EXIT_INPUT = 2
 EXIT_REMOTE = 1
-
-
-def exit_code(prog: str, action: Callable[[], int], remote: tuple[type[BaseException], ...] = (RemoteError,)) -> int:
-    """For the module entry points that run without typer (`python -m ...`, over SSH): `action`'s exit code,
-    or one line on stderr and EXIT_INPUT / EXIT_REMOTE for the two kinds above (`remote` widens the second)."""
-    try:
-        return action()
-    except InputError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    except remote as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return EXIT_REMOTE

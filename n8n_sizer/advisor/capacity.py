@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from n8n_sizer.advisor.measurements import LAB_ENVIRONMENT, environment_of
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.setup import Setup
 
@@ -122,7 +123,7 @@ class CapacityModel:
             self.idle_cores
             * self.params.get(f"idle:{host.host_class}", 1.0)
             * self.params.get(f"idle_role:{role}", 1.0)
-            * self.params.get(f"idle_role:{role}@{host.host_class}", 1.0)
+            * self.params.get(f"idle_role:{role}@{environment_of(host.host_class)}", 1.0)
         )
 
     def idle_of(self, host: HostShape, main: int = 0, webhook: int = 0, workers: int = 0) -> float:
@@ -145,6 +146,23 @@ class CapacityModel:
         speed = 1.0 if host.host_class == self.reference_class else self.params.get(f"speed:{host.host_class}", 1.0)
         return speed * (self.params["arm_factor"] if host.arch == "arm" else 1.0)
 
+    def usable_cores(self, host: HostShape) -> float:
+        """Cores a stack at its ceiling keeps busy: vCPU x `cpu_usable`, fitted (the queue-mode test's stack used
+        3.2-3.5 of its 4 cores at its ceiling with 2 workers and 3.6 with 4: the hypervisor, the OS and the load
+        generator keep the rest). A lab host's share of its quota is measured apart (answer/lab_points.py)."""
+        share = 1.0 if environment_of(host.host_class) == LAB_ENVIRONMENT else self.params.get("cpu_usable", 1.0)
+        return host.vcpu * share
+
+    def crowding(self, host: HostShape, processes: int) -> float:
+        """CPU time multiplier of every process on a host shared by `processes` n8n processes (main, workers,
+        webhook processors; each with its task runner): 1 + `crowding` x (processes - 1) / vCPU (a host of less than
+        one vCPU, a lab host's quota, counted as one: switching is per process, not per fraction of a core). More processes on
+        the same cores switch more and share caches: the queue-mode test's 4 workers on 4 vCPU answered 9.3/s
+        against 8.6/s for 2 (3.5 cores busy with 2, 3.6 with 4), and two workers on 2 cores carried less than one
+        (notes/real-n8n.md: 24.5 vs 25.5/s light; 12.9 vs 15.4/s with a Code node). Fitted; a lab host runs one
+        n8n process, so its rows say the factor is 1 there."""
+        return 1.0 + self.params.get("crowding", 0.0) * max(0, processes - 1) / max(host.vcpu, 1.0)
+
     def overhead_s(self, profile: WorkflowProfile) -> float:
         """n8n's CPU per execution outside Code nodes: the fitted figure of the profile's workflow, scaled by its
         per-node price where the workflow was priced from its nodes (1 otherwise)."""
@@ -152,12 +170,21 @@ class CapacityModel:
 
     def runner_s(self, profile: WorkflowProfile) -> float:
         """Task-runner CPU per execution on the reference host: the Code nodes' JavaScript (x runner_factor) plus
-        one round trip per Code node (fitted from the kernel's per-role counts)."""
+        one round trip per Code node (fitted from the kernel's per-role counts). The Code nodes' CPU was measured on
+        a host (the profile's `code_cpu_class`: seed 000's 187 ms on its own server): put at the reference host's
+        speed first, so that the host it is scored on does not count that host's speed twice."""
         trip = self.params.get("runner_round_trip_ms", 0.0) / 1000.0
-        return profile.code_cpu_s * self.params["runner_factor"] + profile.code_nodes * trip
+        code = profile.code_cpu_s * self.params["runner_factor"] / self.class_factor(profile.code_cpu_class)
+        return code + profile.code_nodes * trip
+
+    def class_factor(self, host_class: str | None) -> float:
+        """CPU time on `host_class` relative to the reference host (1 for the reference or an unknown class)."""
+        if host_class is None or host_class == self.reference_class:
+            return 1.0
+        return self.params.get(f"speed:{host_class}", 1.0)
 
     def demands(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> Demands:
-        h = self.host_factor(host)
+        h = self.host_factor(host) * self.crowding(host, setup.n8n_processes)
         runner = self.runner_s(profile) * h
         overhead = self.overhead_s(profile) * h
         if setup.mode == "regular":
@@ -197,7 +224,7 @@ class CapacityModel:
     def bounds(self, profile: WorkflowProfile, setup: Setup, host: HostShape) -> list[Bound]:
         d = self.demands(profile, setup, host)
         pc = self.process_cores_on(host.vcpu)
-        free = max(host.vcpu - self.idle_of(host, main=1, workers=setup.n8n_processes - 1), 1e-9)
+        free = max(self.usable_cores(host) - self.idle_of(host, main=1, workers=setup.n8n_processes - 1), 1e-9)
         out = [Bound("cpu", free / d.total_s, f"{host.vcpu:g} vCPU / {d.total_s * 1000:.0f} ms CPU per execution")]
         out.append(Bound("main", pc / d.main_s, f"main: {pc:.2f} cores / {d.main_s * 1000:.0f} ms per execution"))
         if setup.mode == "queue":
@@ -234,7 +261,7 @@ class CapacityModel:
         if slots / self.residence_s(d, host, ceiling * 0.999999) >= ceiling:
             return math.inf  # the slots never bind before another bound does
         lo, hi = 0.0, ceiling
-        for _ in range(60):
+        for _ in range(40):  # 2^-40 of the ceiling: far below any measurement's resolution
             mid = (lo + hi) / 2.0
             if mid * self.residence_s(d, host, mid) <= slots:
                 lo = mid

@@ -19,10 +19,16 @@ from n8n_sizer.advisor.ram import fit_ram
 from n8n_sizer.advisor.recommend import Advisor
 from n8n_sizer.advisor.usl import TooFewPointsForUsl, UslModel, fit_usl
 
+# What a shipped fit was made from: the measurements, the priors, the lab topologies (their size bounds how far
+# an answer extrapolates). A change to any of them makes the shipped fit stale, and `advise` refits.
+FIT_INPUTS = ("data/measurements.json", "data/priors.json", "data/lab_shape.json")
+
 
 def embedded_sha256() -> str:
-    data = resources.files("n8n_sizer").joinpath("data/measurements.json").read_bytes()
-    return hashlib.sha256(data).hexdigest()
+    digest = hashlib.sha256()
+    for name in FIT_INPUTS:
+        digest.update(resources.files("n8n_sizer").joinpath(name).read_bytes())
+    return digest.hexdigest()
 
 
 def embedded_fit() -> FittedModel:
@@ -36,15 +42,16 @@ def embedded_fit() -> FittedModel:
     return fit_capacity(rows)
 
 
-def fit_contention(fitted: FittedModel) -> tuple[dict[tuple, UslModel], list[str]]:
-    """USL over queue-mode worker counts, per (workflow, vCPU, arch) host shape; notes for the refusals."""
+def fit_contention(fitted: FittedModel) -> tuple[dict[tuple, UslModel], dict[tuple, str]]:
+    """USL over queue-mode worker counts, per (workflow, vCPU, arch) host shape; a note for each refusal, keyed by
+    the same shape (an answer prints only the notes about its own workflow and host)."""
     groups: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
     for p in fitted.points:
         m = p.measurement
         if m.setup.mode == "queue":
             groups[(m.workflow, float(m.hardware.vcpu), m.hardware.arch)].append((m.setup.workers, p.throughput_per_s))
     fits: dict[tuple, UslModel] = {}
-    notes: list[str] = []
+    notes: dict[tuple, str] = {}
     for (workflow, vcpu, arch), pts in sorted(groups.items()):
         have = sorted({int(n) for n, _ in pts})
         missing = next(w for w in range(1, 64) if w not in have)
@@ -55,7 +62,7 @@ def fit_contention(fitted: FittedModel) -> tuple[dict[tuple, UslModel], list[str
         try:
             fits[(workflow, vcpu, arch)] = fit_usl(pts, what=f"{workflow} on {vcpu:g} vCPU {arch}", how_to_get_more=how)
         except TooFewPointsForUsl as exc:
-            notes.append(str(exc))
+            notes[(workflow, vcpu, arch)] = str(exc)
     return fits, notes
 
 

@@ -28,6 +28,18 @@ def sitting_class(base: str, start_s: float) -> str:
     return f"{base}-{time.strftime('%Y%m%dT%H%M', time.gmtime(start_s))}"
 
 
+# The namespace lab's quota-bound hosts (lab/cpu.py), one n8n process each: an environment of its own.
+LAB_ENVIRONMENT = "cgroup-lab"
+
+
+def environment_of(host_class: str) -> str:
+    """The environment of a host class: a sitting class without its campaign's start (`cgroup-lab` of
+    `cgroup-lab-20261202T0343`), any other class itself. What an idle process costs depends on the environment
+    (a quota-bound lab host, the local stack), not on the sitting."""
+    base, _, stamp = host_class.rpartition("-")
+    return base if base and len(stamp) == 13 and stamp[8] == "T" and stamp.replace("T", "").isdigit() else host_class
+
+
 class Hardware(Frozen):
     provider: str
     size: str | None
@@ -35,6 +47,9 @@ class Hardware(Frozen):
     arch: Literal["x86", "arm"]
     ram_mib: int | None
     shared_core: bool = False
+    # The host's speed when it measured (lab/speed.py: CPU ms of a fixed JavaScript workload on n8n's Node.js); the
+    # fit relates host classes by it (advisor/fit.py, probe rows). None where it was not probed.
+    speed_probe_ms: float | None = Field(None, gt=0, le=100_000)
     # Measurements on one class of host share one CPU speed factor in the fit.
     host_class: str
 
@@ -142,6 +157,21 @@ class Measurement(Frozen):
     note: str | None = None
 
 
+def describe_setup(m: Measurement) -> str:
+    s = m.setup
+    if s.mode == "regular":
+        text = "regular" + (f", limit {s.production_limit}" if s.production_limit else "") + f", {s.db}"
+    else:
+        text = f"queue, {s.workers} worker(s)"
+        if s.webhook_processors:
+            text += f", {s.webhook_processors} webhook"
+        if s.concurrency is not None:
+            text += f", --concurrency {s.concurrency}"
+        if s.runner_concurrency is not None:
+            text += f", runner {s.runner_concurrency}"
+    return text
+
+
 class MeasurementSet(Frozen):
     schema_: int = Field(alias="schema")
     about: str
@@ -157,3 +187,44 @@ def load_embedded() -> tuple[Measurement, ...]:
 
 def by_id(measurements: tuple[Measurement, ...] | list[Measurement]) -> dict[str, Measurement]:
     return {m.id: m for m in measurements}
+
+
+# The namespace lab's topologies (benchmarks/lab_shape.py --embed writes data/lab_shape.json): what each carried, on
+# hosts of which budgets and roles. answer/lab_points.py predicts them; the fit reads their speed probes and sizes.
+class LabHost(Frozen):
+    name: str
+    roles: dict[str, int]
+    cores: float = Field(gt=0)  # the host's CPU budget here (vcpu x scale)
+    vcpu: int = Field(gt=0)
+
+
+class LabPoint(Frozen):
+    id: str
+    label: str
+    hosts: list[LabHost]
+    concurrency: int = Field(gt=0)
+    worker_pool: int = Field(gt=0)
+    usable: float = Field(gt=0, le=1)
+    outside_cores: float = Field(ge=0)
+    measured_per_s: float = Field(gt=0)
+    accepted: int = Field(ge=0)
+    lost: int = Field(ge=0)
+    row_tag: str  # the run's tag in the ids of its embedded per-role rows (`-<tag>-`)
+    host_class: str
+    machine_load_avg: list[float]
+    source: str
+    # this machine's speed in the point's sitting (lab/speed.py: CPU ms of a fixed JavaScript workload, before and
+    # after it); None for the campaigns measured before the probe existed
+    speed_probe_ms: float | None = Field(default=None, gt=0)
+
+    def owns(self, measurement_id: str) -> bool:
+        return f"-{self.row_tag}-" in measurement_id
+
+
+@lru_cache(maxsize=1)
+def load_lab_points() -> tuple[LabPoint, ...]:
+    try:
+        text = resources.files("n8n_sizer").joinpath("data/lab_shape.json").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ()
+    return tuple(LabPoint.model_validate(p) for p in json.loads(text)["points"])

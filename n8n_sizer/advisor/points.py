@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from n8n_sizer.advisor.measurements import Measurement
+from n8n_sizer.advisor.measurements import Measurement, environment_of
 
 SATURATION_RATIO = 1.05
 MAX_ERROR_SHARE = 0.10
@@ -123,7 +123,11 @@ class DemandRow:
 def idle_roles(demand_rows) -> list[str]:
     """The roles besides main whose idle CPU a rest window measured (`<role>-idle` rows), and each such role in each
     environment that measured it (`<role>@<host class>`)."""
-    idle = {(r.role.removesuffix(IDLE_SUFFIX), r.measurement.hardware.host_class) for r in demand_rows if r.idle}
+    idle = {
+        (r.role.removesuffix(IDLE_SUFFIX), environment_of(r.measurement.hardware.host_class))
+        for r in demand_rows
+        if r.idle
+    }
     return sorted({role for role, _ in idle if role != "main"} | {f"{role}@{c}" for role, c in idle if role != "main"})
 
 

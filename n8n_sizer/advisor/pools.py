@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, DEFAULT_DB_POOL_SIZE, POSTGRES_DEFAULT_MAX_CONNECTIONS
+from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, DEFAULT_DB_POOL_SIZE, POSTGRES_DEFAULT_MAX_CONNECTIONS  # noqa: F401
 
 # Without a connection pooler (PgBouncer, out of scope here) Postgres runs one backend process per
 # connection, so the data host's RAM bounds them: half of it for backends (the rest for shared_buffers,
@@ -79,9 +79,11 @@ def required_max_connections(conns: int) -> int:
 
 
 def recommended_max_connections(conns: int) -> int:
-    """Postgres' default of 100 unless the pools and CONNECTION_HEADROOM need more, rounded up."""
+    """What the pools and CONNECTION_HEADROOM need, rounded up to MAX_CONNECTIONS_STEP: not Postgres' default of 100.
+    Every connection Postgres allows is memory its container limit must hold (work_mem and a backend's own, ram.py);
+    100 where a regular-mode stack needs 13 would hold ~560 MiB for connections nothing opens."""
     need = required_max_connections(conns)
-    return max(POSTGRES_DEFAULT_MAX_CONNECTIONS, MAX_CONNECTIONS_STEP * math.ceil(need / MAX_CONNECTIONS_STEP))
+    return MAX_CONNECTIONS_STEP * math.ceil(need / MAX_CONNECTIONS_STEP)
 
 
 def connection_budget(data_host_ram_mib: int) -> int:
@@ -102,33 +104,61 @@ SHARED_BUFFERS_FRACTION = 0.25
 MIN_WORK_MEM_MIB = 4
 
 
+# Postgres' own defaults (postgresql.conf, Postgres 15-17): what a Postgres started without these settings uses.
+DEFAULT_SHARED_BUFFERS_MIB = 128
+DEFAULT_WORK_MEM_MIB = 4
+DEFAULT_MAINTENANCE_WORK_MEM_MIB = 64
+WAL_BUFFERS_MAX_MIB = 16  # wal_buffers=-1 (default): 1/32 of shared_buffers, at most 16 MiB
+
+
 @dataclass(frozen=True)
 class PostgresMemory:
     max_connections: int
     shared_buffers_mib: int
     work_mem_mib: int
     effective_cache_size_mib: int
+    maintenance_work_mem_mib: int = DEFAULT_MAINTENANCE_WORK_MEM_MIB
+
+    @property
+    def wal_buffers_mib(self) -> float:
+        """wal_buffers at its default (-1): 1/32 of shared_buffers, at most 16 MiB (Postgres' docs)."""
+        return min(WAL_BUFFERS_MAX_MIB, self.shared_buffers_mib / 32)
+
+
+def default_postgres_memory(max_connections: int) -> PostgresMemory:
+    """One host's Postgres: Postgres' own defaults (shared_buffers 128 MiB, work_mem 4 MiB, maintenance_work_mem
+    64 MiB) with the pools' max_connections. It shares the host with n8n, so PGTune's quarter of the host's RAM is
+    not Postgres' to take; the rendered command states these values so its memory limit can be checked against them."""
+    return PostgresMemory(
+        max_connections=max_connections,
+        shared_buffers_mib=DEFAULT_SHARED_BUFFERS_MIB,
+        work_mem_mib=DEFAULT_WORK_MEM_MIB,
+        effective_cache_size_mib=4 * 1024,  # Postgres' default (4 GB); a planner hint, not memory it takes
+    )
 
 
 class TooManyConnections(ValueError):
     """`max_connections` more than the host's RAM carries: the message names the most it does."""
 
 
-def postgres_memory(max_connections: int, ram_mib: int) -> PostgresMemory:
-    """Memory settings for `max_connections` on a host of `ram_mib` (PGTune's rules), refused (TooManyConnections)
-    above `connection_budget(ram_mib)`, the one rule of how many connections a host's RAM carries (the search
-    keeps its answers under it too); under it each connection gets at least MIN_WORK_MEM_MIB of work_mem."""
+def postgres_memory(max_connections: int, ram_mib: int, budget_mib: int | None = None) -> PostgresMemory:
+    """Memory settings for `max_connections` on a host of `ram_mib` (PGTune's rules over `budget_mib`, the memory
+    Postgres has there: the host's RAM less the OS's share and the other containers' limits, ram.py; default all of
+    it), refused (TooManyConnections) above `connection_budget(ram_mib)`, the one rule of how many connections a
+    host's RAM carries (the search keeps its answers under it too); each connection gets at least MIN_WORK_MEM_MIB
+    of work_mem."""
     most = connection_budget(ram_mib)
     if max_connections > most:
         raise TooManyConnections(
             f"{max_connections} connections need more RAM than {ram_mib} MiB carries (at most "
             f"{most}: {POSTGRES_BACKEND_RAM_SHARE:.0%} of it at {RAM_PER_CONNECTION_MIB:g} MiB each)"
         )
-    shared = int(ram_mib * SHARED_BUFFERS_FRACTION)
-    work_mem = max(MIN_WORK_MEM_MIB, (ram_mib - shared) // (3 * max_connections))
+    mem = ram_mib if budget_mib is None else max(budget_mib, 0)
+    shared = max(DEFAULT_SHARED_BUFFERS_MIB, int(mem * SHARED_BUFFERS_FRACTION))
+    work_mem = max(MIN_WORK_MEM_MIB, (mem - shared) // (3 * max_connections))
     return PostgresMemory(
         max_connections=max_connections,
         shared_buffers_mib=shared,
         work_mem_mib=work_mem,
-        effective_cache_size_mib=int(ram_mib * 0.75),
+        effective_cache_size_mib=max(shared, int(mem * 0.75)),
     )

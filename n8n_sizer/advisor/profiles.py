@@ -38,6 +38,8 @@ class WorkflowProfile(Frozen):
     # The advise options that ask about this profile again where `--workload NAME` cannot (a workflow priced from
     # its export: `--workflow FILE` and its options); empty: `--workload NAME` (or --cpu-ms/--wait-ms for custom).
     advise_args: tuple[str, ...] = ()
+    # The host class `code_cpu_ms` was measured on (seed 000's server for code-heavy), None for the reference host.
+    code_cpu_class: str | None = None
 
     @property
     def code_cpu_s(self) -> float:
@@ -55,6 +57,7 @@ CODE_HEAVY = WorkflowProfile(
     wait_ms=CODE_HEAVY_WAIT_MS,
     overhead_key="code-heavy",
     measured=True,
+    code_cpu_class="seed-000",
 )
 BUILTIN: dict[str, WorkflowProfile] = {p.name: p for p in (LIGHT, CODE_HEAVY)}
 WORKLOADS = ("light", "code-heavy")

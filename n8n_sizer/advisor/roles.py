@@ -144,12 +144,14 @@ def predicted_role_cpu_s(
     host: HostShape,
     role: str,
     db: str = "postgres",
+    processes: int = 1,
 ) -> float | None:
     """The model's CPU seconds per execution for one process of `role` (per-role demand rows are compared
     with this). Per process: a webhook processor's figure is per execution it received. None when the
     role does not exist in that setup. In regular mode an execution's overhead is main's and the database's:
-    Postgres does what main does not (with SQLite main does it all)."""
-    h = model.host_factor(host)
+    Postgres does what main does not (with SQLite main does it all). `processes`: the n8n processes sharing the
+    row's host (CapacityModel.crowding)."""
+    h = model.host_factor(host) * model.crowding(host, processes)
     if mode == "regular":
         d = model.demands(profile, _regular(db), host)
         database = d.total_s - d.runner_s - d.main_s if db == "postgres" else None

@@ -56,22 +56,21 @@ LONG_EXECUTION_S = 0.5
 
 
 def production_limit_for(
-    model: CapacityModel, profile: WorkflowProfile, host: HostShape, capacity_per_s: float, ram_cap: int | None = None
+    model: CapacityModel, profile: WorkflowProfile, host: HostShape, capacity_per_s: float
 ) -> int | None:
     """Regular mode's N8N_CONCURRENCY_PRODUCTION_LIMIT, or None (-1, off) where it would not matter.
 
     Set where an execution lasts LONG_EXECUTION_S or more at the comfortable rate (0.7 of capacity): then a
     burst starts executions faster than they finish and each holds its memory in main until it does. The limit
     is `production_limit` (Little's in-flight x burst factor, at least 10), so it never queues what the host could
-    run, and at most `ram_cap`, the executions whose memory the host's RAM holds (ram.py): where that binds, the
-    limit caps the capacity through Little's law (slots / time in flight), as it would in n8n."""
+    run. What the host's memory holds caps it (recommend.py, ram.slots_that_fit): where that binds, the limit caps
+    the capacity through Little's law (slots / time in flight), as it would in n8n."""
     rate = 0.7 * capacity_per_s
     probe = Setup(mode="regular")
     d = model.demands(profile, probe, host)
     if model.residence_s(d, host, rate) < LONG_EXECUTION_S:
         return None
-    limit = production_limit(model, profile, host, rate)
-    return limit if ram_cap is None else max(1, min(limit, ram_cap))
+    return production_limit(model, profile, host, rate)
 
 
 def runner_concurrency(

@@ -57,6 +57,11 @@ class Setup(Frozen):
     db_pool_size: int = Field(DEFAULT_DB_POOL_SIZE, ge=1, le=500)
     n8n_version: str = N8N_VERSION
     longest_execution_s: int = Field(DEFAULT_GRACEFUL_SHUTDOWN_S, ge=1, le=86400)
+    # Memory one execution in flight holds (MiB; the workload's WorkflowProfile.held_mb), None: the light workflow's
+    # measured figure (ram.py). The executing processes' memory limits are sized from it.
+    held_mb: float | None = Field(None, gt=0, le=100_000)
+    # Jobs Redis must hold waiting without refusing a write (its maxmemory), None: ram.DEFAULT_QUEUE_DEPTH_JOBS.
+    queue_depth_jobs: int | None = Field(None, ge=1, le=100_000_000)
 
     @model_validator(mode="after")
     def _mode_fits(self) -> Setup:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from n8n_sizer.errors import InputError
 from n8n_sizer.runs.records import RequestRecord
@@ -24,11 +24,18 @@ from n8n_sizer.safety.frozen import Frozen
 class StepOutcome(Frozen):
     """What one constant-rate step measured."""
 
-    rate_per_s: float = Field(gt=0)
-    fired: int = Field(ge=0)
-    errors: int = Field(ge=0)  # any failure: non-2xx, timeout, reset, refused
-    p95_ms: float | None  # None when nothing was answered
-    answered_per_s: float | None = None
+    # bounds: bench's own ranges (safety.numbers), so a hand-edited run.json cannot report a negative rate
+    rate_per_s: float = Field(gt=0, le=100_000)
+    fired: int = Field(ge=0, le=10**12)
+    errors: int = Field(ge=0, le=10**12)  # any failure: non-2xx, timeout, reset, refused
+    p95_ms: float | None = Field(ge=0, le=86_400_000)  # None when nothing was answered
+    answered_per_s: float | None = Field(None, ge=0, le=100_000)
+
+    @model_validator(mode="after")
+    def _errors_of_fired(self) -> StepOutcome:
+        if self.errors > self.fired:
+            raise ValueError(f"errors {self.errors} are more than the {self.fired} requests fired")
+        return self
 
 
 class SearchStep(Frozen):
@@ -40,14 +47,14 @@ class SearchStep(Frozen):
 class SearchResult(Frozen):
     """The highest passing rate measured (None if even `low` failed), and every step as evidence."""
 
-    max_rate_per_s: float | None
-    first_failing_rate_per_s: float | None  # the lowest rate measured to fail, None if none failed
-    p95_target_ms: float
-    error_budget: float  # a fraction of fired requests
-    tolerance_per_s: float
+    max_rate_per_s: float | None = Field(gt=0, le=100_000)
+    first_failing_rate_per_s: float | None = Field(gt=0, le=100_000)  # the lowest rate that failed, None if none
+    p95_target_ms: float = Field(gt=0, le=3_600_000)
+    error_budget: float = Field(ge=0, le=1)  # a fraction of fired requests
+    tolerance_per_s: float = Field(ge=0, le=100_000)
     at_upper_bound: bool  # `high` itself passed: the true maximum may be higher
     confirmed: bool | None  # the found rate passed again when re-measured; None when not re-measured
-    steps: list[SearchStep]
+    steps: list[SearchStep] = Field(max_length=1000)
 
 
 def step_outcome(rate_per_s: float, records: Sequence[RequestRecord]) -> StepOutcome:

@@ -11,9 +11,9 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 from n8n_sizer.errors import InputError
+from n8n_sizer.safety.urls import require_url
 
 BODY_SNIPPET_BYTES = 300
 
@@ -65,15 +65,15 @@ class HttpPost:
     _idle: list[_Conn] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        parts = urlsplit(self.url)
-        if parts.scheme != "http" or not parts.hostname:
+        parts = require_url(self.url, "load URL")  # the one grammar: no CR/LF can reach the request line
+        if parts.scheme != "http":
             raise InputError(
                 f"load URL {self.url!r} is not plain http://host[:port]/path; the built-in driver "
                 f"speaks HTTP/1.1 without TLS (use k6 for https)"
             )
-        self.host, self.port = parts.hostname, parts.port or 80
-        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self._netloc = parts.netloc
+        self.host, self.port = parts.host, parts.default_port
+        self._path = parts.path or "/"
+        self._netloc = parts.origin().removeprefix("http://")
         self._head = self.request_bytes(self.body, self.headers)
 
     def request_bytes(self, body: bytes, headers: dict[str, str]) -> bytes:

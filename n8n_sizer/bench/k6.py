@@ -198,6 +198,9 @@ def parse_k6_points(text: str, step: str, target: str, seq_start: int) -> list[R
                 f"k6 output line {number}: unknown payload class {payload_class!r}; expected one "
                 f"of {', '.join(CLASSES)}"
             )
+        # An iteration k6 started before its due time went out when it was sent: its latency runs from then (and
+        # never below 0 on a wall clock stepped back), so the record stays in order: scheduled <= sent <= done.
+        scheduled = min(scheduled, sent)
         records.append(
             RequestRecord(
                 seq=seq_start + seq,
@@ -206,7 +209,7 @@ def parse_k6_points(text: str, step: str, target: str, seq_start: int) -> list[R
                 scheduled_s=scheduled,
                 sent_s=sent,
                 status=status or None,
-                latency_ms=(done - scheduled) * 1000.0 if status else None,
+                latency_ms=max(0.0, done - scheduled) * 1000.0 if status else None,
                 error_class=cls,
                 error=None
                 if cls is None

@@ -24,11 +24,16 @@ DEFAULT_DRAIN_S = 60.0  # after the last step, how long stored executions may ta
 MAX_REST_S = 600.0  # a rest window longer than 10 minutes measures nothing a shorter one does not
 
 
+# Upper bounds: the CLI's own ranges (safety.numbers), so a run.json edited by hand reads back within them.
+MAX_STEP_S = 30 * 86_400.0  # --soak's longest (a soak is one step); --step-seconds stops at a day
+
+
 class RateStep(Frozen):
     kind: Literal["rate"] = "rate"
     rate_per_s: float = Field(gt=0, le=100_000)
-    duration_s: float = Field(gt=0)
-    label: str | None = None  # a name of its own, e.g. "rate-17.5-max3" for the third --find-max measurement
+    duration_s: float = Field(gt=0, le=MAX_STEP_S)
+    # a name of its own, e.g. "rate-17.5-max3" for the third --find-max measurement
+    label: str | None = Field(None, min_length=1, max_length=200)
     # A ramp or a burst (bench.shapes); then `rate_per_s` is the shape's mean rate over the step. None: constant.
     shape: Shape | None = None
 
@@ -42,7 +47,7 @@ class RateStep(Frozen):
 class ConcurrencyStep(Frozen):
     kind: Literal["concurrency"] = "concurrency"
     users: int = Field(ge=1, le=10_000)
-    duration_s: float = Field(gt=0)
+    duration_s: float = Field(gt=0, le=MAX_STEP_S)
 
     @property
     def name(self) -> str:
@@ -55,11 +60,11 @@ Step = Annotated[RateStep | ConcurrencyStep, Field(discriminator="kind")]
 class LoadPlan(Frozen):
     """What to offer each target, in order. Warm-up requests are sent first and never recorded."""
 
-    steps: tuple[Step, ...]
-    timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0)
-    max_in_flight: int = Field(DEFAULT_MAX_IN_FLIGHT, ge=1)
-    warmup_requests: int = Field(DEFAULT_WARMUP_REQUESTS, ge=0)
-    drain_s: float = Field(DEFAULT_DRAIN_S, ge=0)
+    steps: tuple[Step, ...] = Field(max_length=10_000)
+    timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, le=3600)
+    max_in_flight: int = Field(DEFAULT_MAX_IN_FLIGHT, ge=1, le=100_000)
+    warmup_requests: int = Field(DEFAULT_WARMUP_REQUESTS, ge=0, le=1_000_000)
+    drain_s: float = Field(DEFAULT_DRAIN_S, ge=0, le=86_400)
     # `--rest-seconds`: after the warm-up, a window with no load whose per-role CPU (the kernel's counts) is each
     # process's idle CPU, measured rather than inferred from steps at several rates. 0: none.
     rest_s: float = Field(0.0, ge=0, le=MAX_REST_S)
@@ -144,12 +149,12 @@ def build_plan(
 class FindMax(Frozen):
     """`--find-max`: bisect the highest constant rate in [low, high] within the error budget and p95 target."""
 
-    low_per_s: float = Field(gt=0)
-    high_per_s: float = Field(gt=0)
-    p95_ms: float = Field(gt=0)
+    low_per_s: float = Field(gt=0, le=100_000)
+    high_per_s: float = Field(gt=0, le=100_000)
+    p95_ms: float = Field(gt=0, le=3_600_000)
     error_budget: float = Field(0.0, ge=0, lt=1)
-    tolerance_per_s: float = Field(1.0, gt=0)
-    step_s: float = Field(gt=0)
+    tolerance_per_s: float = Field(1.0, gt=0, le=100_000)
+    step_s: float = Field(gt=0, le=86_400)
 
 
 def parse_duration(text: str, flag: str = "--soak") -> float:

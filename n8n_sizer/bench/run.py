@@ -200,7 +200,24 @@ class _TargetRun(StepRunner):
         except StackError as exc:  # the local stack quotes its service's log: one line, not a traceback
             raise HostError(str(exc)) from None
         self.save_info(**self.handle.bookkeeping())
+        if t.kind == "local" and "speed_probe_ms" not in self.info():
+            self._probe_speed()
         return main_url
+
+    def _probe_speed(self) -> None:
+        """This machine's speed as the lab's sittings record it (lab/speed.py): the fit relates the run's host to
+        the embedded hosts by it (advisor/fit.py, probe rows). A probe that fails leaves the figure out."""
+        from n8n_sizer.lab.speed import probe
+        from n8n_sizer.native.install import find_installed
+
+        install = find_installed()
+        if install is None:
+            return
+        self.say("speed probe")
+        try:
+            self.save_info(speed_probe_ms=round(probe(install.node_bin)["ms"], 2))
+        except InputError:
+            return
 
     # --- n8n, load, ledger ------------------------------------------------------------------------------
 

@@ -33,24 +33,41 @@ class BenchRequest(Frozen):
     """What the user asked for, as stored in run.json's `spec`."""
 
     source: Literal["local", "inventory", "stack"]
-    stack: str | None = None
+    stack: str | None = Field(None, max_length=200)
     inventory: dict | None = None  # the inventory JSON (addresses and setups; no secrets)
-    inventory_path: str | None = None  # --inventory FILE, resolved: a lab's is deployed from it (lab.bench)
+    inventory_path: str | None = Field(None, max_length=4096)  # --inventory FILE, resolved: a lab's deploys from it
     local_setup: Setup | None = None
-    pin_cpus: int | None = None
+    pin_cpus: int | None = Field(None, ge=1, le=1024)
     plan: LoadPlan
-    workflow: str
-    ssh_key: str | None = None
-    ssh_port: int = 22
+    workflow: str = Field(max_length=4096)
+    ssh_key: str | None = Field(None, max_length=4096)
+    ssh_port: int = Field(22, ge=1, le=65_535)
     find_max: FindMax | None = None  # --find-max: search instead of the plan's steps
     soak: bool = False  # --soak: the plan is one long step; the summary adds seed 004's 30-minute buckets
     # Payloads (bench.payloads): None/0 = the workflow's fixed body, as before. The secret file's path is kept
     # (for --resume), never the secret.
-    payload_bytes: int | None = None
-    malformed: float = 0.0
-    hmac_secret_file: str | None = None
+    payload_bytes: int | None = Field(None, ge=0, le=1 << 20)  # cli.args.PAYLOAD_BYTES
+    malformed: float = Field(0.0, ge=0, le=1)
+    hmac_secret_file: str | None = Field(None, max_length=4096)
     respond: Literal["last-node", "immediately", "received"] | None = None  # signed-webhook's response mode
     webhook_processors: int = Field(0, ge=0, le=9)  # --local queue mode: `n8n webhook` processes behind Caddy
+
+
+def check_bench_spec(manifest: RunManifest, path: Path) -> None:
+    """A bench run's `spec`, read back, is the `BenchRequest` bench wrote: checked whole and strictly, with the
+    CLI's bounds, so no field of run.json is read back unchecked (runs.run_file types the fields every reader
+    uses; the rest of a bench spec is the bench's to type). `report` and `advise --results` call it."""
+    if manifest.kind not in ("bench", "find-max", "soak") or "plan" not in manifest.spec:
+        return
+    from pydantic import ValidationError
+
+    from n8n_sizer.runs.run_file import FIX, validation_line
+
+    spec = {k: v for k, v in manifest.spec.items() if k not in ("workflow_resolved", "body")}
+    try:
+        BenchRequest.model_validate_json(json.dumps(spec), strict=True)
+    except ValidationError as exc:
+        raise validation_line(exc, f"{path}: spec", FIX) from None
 
 
 class BenchSummary(Frozen):
@@ -264,8 +281,18 @@ def resume_bench(run: str, out_dir: Path, progress: Progress | None = None) -> B
             f"with it), so it cannot be resumed; start a new run"
         )
     spec = dict(store.manifest.spec)
-    flow = BenchWorkflow.model_validate({**spec.pop("workflow_resolved"), "body": spec.pop("body").encode()})
-    req = BenchRequest.model_validate(spec)
+    from pydantic import ValidationError
+
+    from n8n_sizer.runs.run_file import validation_line
+
+    try:  # run.json's spec is typed where it was read (runs.run_file); what resume rebuilds from it, here
+        resolved, body = spec.pop("workflow_resolved", None), spec.pop("body", None)
+        if not isinstance(resolved, dict) or not isinstance(body, str):
+            raise InputError(f"--resume {run}: run.json's spec lacks the workflow or its body; start a new run")
+        flow = BenchWorkflow.model_validate({**resolved, "body": body.encode()})
+        req = BenchRequest.model_validate(spec)
+    except ValidationError as exc:
+        raise validation_line(exc, f"--resume {run}: run.json spec", "start a new run") from None
     return _run(store, req, flow, build_targets(req), progress)
 
 

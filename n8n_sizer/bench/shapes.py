@@ -30,13 +30,13 @@ class Shape(Frozen):
     """One step's rate over time. Rates in req/s, times in seconds from the step's start."""
 
     kind: Literal["constant", "ramp", "burst"]
-    rate_per_s: float | None = Field(None, gt=0)  # constant
-    from_per_s: float | None = Field(None, ge=0)  # ramp
-    to_per_s: float | None = Field(None, ge=0)
-    base_per_s: float | None = Field(None, ge=0)  # burst
-    peak_per_s: float | None = Field(None, gt=0)
-    burst_s: float | None = Field(None, gt=0)
-    period_s: float | None = Field(None, gt=0)
+    rate_per_s: float | None = Field(None, gt=0, le=100_000)  # constant
+    from_per_s: float | None = Field(None, ge=0, le=100_000)  # ramp
+    to_per_s: float | None = Field(None, ge=0, le=100_000)
+    base_per_s: float | None = Field(None, ge=0, le=100_000)  # burst
+    peak_per_s: float | None = Field(None, gt=0, le=100_000)
+    burst_s: float | None = Field(None, gt=0, le=86_400)
+    period_s: float | None = Field(None, gt=0, le=86_400)
 
     @property
     def name(self) -> str:

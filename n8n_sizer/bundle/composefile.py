@@ -51,6 +51,7 @@ class Service(Frozen):
     volumes: list[tuple[str, str]]  # (source, target)
     aliases: list[str]  # service name, container_name, hostname
     mem_limit_mib: float | None = None  # mem_limit, or deploy.resources.limits.memory
+    mem_reservation_mib: float | None = None  # mem_reservation, or deploy.resources.reservations.memory
 
 
 class ComposeFile(Frozen):
@@ -289,34 +290,32 @@ def _service(
         volumes=volumes,
         aliases=aliases,
         mem_limit_mib=_mem_limit(spec),
+        mem_reservation_mib=_mem_limit(spec, "mem_reservation", "reservations"),
     )
 
 
-def _mem_limit(spec: dict) -> float | None:
+def _mem_limit(spec: dict, key: str = "mem_limit", deploy_key: str = "limits") -> float | None:
     from n8n_sizer.bundle.limits import parse_memory_mib
 
     deploy = spec.get("deploy") if isinstance(spec.get("deploy"), dict) else {}
-    limits = ((deploy.get("resources") or {}).get("limits") or {}) if isinstance(deploy.get("resources"), dict) else {}
-    return parse_memory_mib(spec.get("mem_limit")) or parse_memory_mib(
+    limits = (
+        ((deploy.get("resources") or {}).get(deploy_key) or {}) if isinstance(deploy.get("resources"), dict) else {}
+    )
+    return parse_memory_mib(spec.get(key)) or parse_memory_mib(
         limits.get("memory") if isinstance(limits, dict) else None
     )
 
 
-def parse_compose_doc(text: str) -> Any:
-    """The compose document, with its YAML budgets (nesting, alias expansion) and its shape checked."""
-    from n8n_sizer.bundle.composeshape import FIX, check_shape
-    from n8n_sizer.safety.yamldoc import load_yaml
-
-    doc = load_yaml(text, "the compose file", fix=FIX)
-    check_shape(doc)
-    return doc
-
-
 def load_compose(
-    text: str, env: Mapping[str, str] | None = None, env_files: Mapping[str, Mapping[str, str]] | None = None
+    text: str,
+    env: Mapping[str, str] | None = None,
+    env_files: Mapping[str, Mapping[str, str]] | None = None,
+    source: str = "the compose file",
 ) -> ComposeFile:
     """Parse and interpolate a compose file; `InputError` when it is not a compose mapping."""
-    doc = parse_compose_doc(text)
+    from n8n_sizer.bundle.compose_source import parse_compose_doc
+
+    doc = parse_compose_doc(text, source)
     from n8n_sizer.safety.yamldoc import MAX_EXPANDED
 
     env = dict(env or {})

@@ -1,90 +1,83 @@
-"""Memory per container (compose `mem_reservation` / `mem_limit`), from the advisor's RAM model with headroom.
+"""Memory per container (compose `mem_reservation` / `mem_limit`, Redis' `--maxmemory`), from advisor/ram.py.
 
-The advisor's model (`advisor/ram.py`, fitted on seed 000's whole-stack figures) says, in MB:
-
-- queue mode: idle 474 + 225 x workers, peak 700 + 529 x workers;
-- regular mode (main runs every execution, with a production limit): idle 476, peak 900.
-
-Each container gets its share of the modelled peak as its reservation, and `LIMIT_FACTOR` times that as its
-limit, rounded up to 64 MiB, never below `MIN_LIMIT_MIB`. The model's figures come from seed 000's stacks; an
-n8n 2.41.1 process was seen idle at 730-760 MB here (notes/real-n8n.md), above the model's share for a
-worker, so no n8n process is given less than that observed idle size (`N8N_IDLE_MB`) as its base:
-
-- a worker and its task runner are what one more worker adds: the peak slope (529 MB). The runner keeps its idle
-  size (`RUNNER_MB`, 146 MB: a JS runner's idle RSS, notes/real-n8n.md); the worker process the rest (383 MB).
-  A webhook processor is the same n8n process without executions: the worker's share. Both are raised to
-  `N8N_IDLE_MB` (760): reservation 768, limit 1,536 MiB.
-- main serves the editor, the API and (in regular mode) every execution: the regular-mode peak less its runner
-  (754 MB, or `N8N_IDLE_MB` if more), in both modes: reservation 768, limit 1,536 MiB.
-- a runner: reservation 192, limit 512 MiB (the floor).
-- Postgres and Redis get a reservation and no limit. Postgres is bounded by its own settings (shared_buffers
-  plus work_mem per connection, written in its command); Redis holds the queue's backlog, which noeviction must
-  keep: at a limit the kernel would kill it and the waiting jobs with it.
-
-The limit is there for the overload the model does not cover: main was seen growing from about 0.8 to 2.2 GB
-under overload (notes/real-n8n.md), and a main without a limit takes the host, its workers and Postgres with
-it. At the limit the kernel stops that container alone and Docker restarts it (`restart: unless-stopped`).
+Every container's figures come from what it may hold at once (`ram.stack_memory`): an n8n process that runs
+executions (main in regular mode, a worker) gets its measured base plus the executions it may run at once (the
+production limit or `--concurrency`) times what one holds; main in queue mode and a webhook processor their base plus
+the requests they hold open; a runner twice its measured size with its Code tasks; Postgres what its own settings
+allow (shared_buffers, wal_buffers, max_connections x (work_mem + a backend), maintenance_work_mem per autovacuum
+worker); Redis twice its `maxmemory` (a fork's copy-on-write) plus its buffers, `maxmemory` sized for the queue's
+backlog. The reservation is what the container holds at rest. docs/deploy.md#memory-limits has the figures and
+their sources; `check` holds a file to the same arithmetic (bundle/checks/rules_memory.py).
 """
 
 from __future__ import annotations
 
-import math
-from functools import lru_cache
-
+from n8n_sizer.advisor import pools, ram
+from n8n_sizer.advisor.answer.contract import ClusterHost, Topology
+from n8n_sizer.advisor.settings import QUEUE_KEEP_LAST_JOBS
+from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.safety.frozen import Frozen
-
-LIMIT_FACTOR = 2.0  # limit = 2 x the modelled peak share: room for a busy hour, not for a runaway
-RUNNER_MB = 146  # a JS task runner's idle RSS (notes/real-n8n.md, n8n 2.41.1)
-N8N_IDLE_MB = 760  # main's idle RSS, n8n 2.41.1 (notes/real-n8n.md: 730-760 MB): no n8n process gets less
-MIN_LIMIT_MIB = 512  # below this a Node.js process meets the limit before its own heap limit
-POSTGRES_RESERVATION_MB = 256
-REDIS_RESERVATION_MB = 64
-STEP_MIB = 64
 
 
 class Memory(Frozen):
-    """One container's memory, in MiB."""
+    """One container's memory, in MiB, and the arithmetic behind its limit (written above it in the file)."""
 
     reservation_mib: int
-    limit_mib: int | None  # None: no hard limit (Postgres, Redis; see the module's docstring)
+    limit_mib: int
+    why: str
 
 
-@lru_cache(maxsize=1)
-def _ram_model():
-    from n8n_sizer.advisor.measurements import load_embedded
-    from n8n_sizer.advisor.ram import fit_ram
-
-    return fit_ram(load_embedded())
+def _memory(m: ram.ContainerMemory) -> Memory:
+    return Memory(reservation_mib=m.reservation_mib, limit_mib=m.limit_mib, why=m.why)
 
 
-def _round_up(mb: float) -> int:
-    return int(math.ceil(mb / STEP_MIB) * STEP_MIB)
+def memory_table(setup: Setup, pg: pools.PostgresMemory | None = None) -> dict[str, Memory]:
+    """Every role's figures for one host's stack (main, runner, worker, postgres, redis)."""
+    return {role: _memory(m) for role, m in ram.stack_memory(setup, pg).items()}
 
 
-def _share(peak_mb: float) -> Memory:
-    return Memory(reservation_mib=_round_up(peak_mb), limit_mib=max(MIN_LIMIT_MIB, _round_up(peak_mb * LIMIT_FACTOR)))
+def redis_maxmemory_mib(queue_depth_jobs: int | None) -> int:
+    depth = ram.DEFAULT_QUEUE_DEPTH_JOBS if queue_depth_jobs is None else queue_depth_jobs
+    return ram.redis_maxmemory_mib(depth, QUEUE_KEEP_LAST_JOBS)
 
 
-def role_memory(role: str) -> Memory:
-    """Memory for a container of `role`: main, webhook, worker, runner, postgres or redis."""
-    model = _ram_model()
-    per_worker_peak = model.queue_peak_mb[1]
-    if role == "main":
-        return _share(max(N8N_IDLE_MB, model.regular_peak_mb - RUNNER_MB))
-    if role in ("worker", "webhook"):
-        return _share(max(N8N_IDLE_MB, per_worker_peak - RUNNER_MB))
-    if role == "runner":
-        return _share(RUNNER_MB)
-    if role == "postgres":
-        return Memory(reservation_mib=POSTGRES_RESERVATION_MB, limit_mib=None)
-    if role == "redis":
-        return Memory(reservation_mib=REDIS_RESERVATION_MB, limit_mib=None)
-    raise ValueError(f"no memory figure for role {role!r}")
+def cluster_memory(t: Topology, host: ClusterHost, pg: pools.PostgresMemory | None) -> dict[str, Memory]:
+    """The figures of one host of a cluster, by role: workers and runners at the topology's concurrency, main and
+    each webhook processor holding the 1,000 open requests seed 000 saw (the load balancer spreads a cluster's
+    requests over them; the same figure the topology search sizes hosts with), Postgres from its settings, Redis from
+    the queue depth."""
+    held = t.held_mb if t.held_mb is not None else ram.HELD_MIB_PER_EXECUTION
+    out = {
+        "main": _memory(ram.ingest_memory("main", ram.QUEUE_MAIN_OPEN_REQUESTS)),
+        "webhook": _memory(ram.ingest_memory("webhook", ram.QUEUE_MAIN_OPEN_REQUESTS)),
+        "worker": _memory(ram.executor_memory("worker", t.concurrency, held)),
+        "runner": _memory(ram.runner_memory(t.runner_concurrency)),
+    }
+    depth = t.queue_depth_jobs if t.queue_depth_jobs is not None else ram.DEFAULT_QUEUE_DEPTH_JOBS
+    out["redis"] = _memory(ram.redis_memory(depth, QUEUE_KEEP_LAST_JOBS))
+    if pg is not None:
+        out["postgres"] = _memory(ram.postgres_memory(pg))
+    return out
 
 
-def memory_table() -> dict[str, Memory]:
-    """Every role's figures, for the rendered files and docs/cluster.md."""
-    return {role: role_memory(role) for role in ("main", "webhook", "worker", "runner", "postgres", "redis")}
+def host_limit_mib(t: Topology, host: ClusterHost, pg: pools.PostgresMemory | None, without: str = "") -> int:
+    """The sum of the limits of every container on `host` (one runner per main and worker), leaving out `without`."""
+    table = cluster_memory(t, host, pg)
+    r = host.roles
+    counts = {
+        "main": r.main,
+        "webhook": r.webhook,
+        "worker": r.workers,
+        "runner": r.main + r.workers,
+        "postgres": r.postgres,
+        "redis": r.redis,
+    }
+    return sum(table[role].limit_mib * n for role, n in counts.items() if n and role != without and role in table)
+
+
+def postgres_budget_mib(t: Topology, host: ClusterHost) -> int:
+    """What Postgres may take on its host: the host's usable RAM less every other container's limit there."""
+    return ram.usable_mib(host.ram_mib) - host_limit_mib(t, host, None, without="postgres")
 
 
 def parse_memory_mib(value: object) -> float | None:

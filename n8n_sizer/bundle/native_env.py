@@ -74,18 +74,29 @@ def n8n_env(
     home: str,
     log_level: str = "info",
     extra: dict[str, str] | None = None,
+    webhook_processors: int = 0,
+    public_url: str | None = None,
 ) -> dict[str, str]:
-    """Environment for `n8n start` (role "main") or `n8n worker` (role "worker") of the native stack on this
-    machine: `role_env` of the setup, wired to 127.0.0.1."""
+    """Environment for `n8n start` (role "main"), `n8n worker` ("worker") or `n8n webhook` ("webhook") of the
+    native stack on this machine: `role_env` of the setup, wired to 127.0.0.1. With `webhook_processors`, main
+    leaves production webhooks to them and every process gives out `public_url` (the load balancer's), as the
+    cluster's rendered files do."""
     if setup.db == "postgres" and postgres_port is None:
         raise ValueError("db=postgres needs a Postgres port")
     if setup.mode == "queue" and redis_port is None:
         raise ValueError("queue mode needs a Redis port")
     wiring = native_wiring(
-        secrets, http_port=ports.http, broker_port=ports.broker, postgres_port=postgres_port, redis_port=redis_port
+        secrets,
+        http_port=ports.http,
+        broker_port=ports.broker,
+        postgres_port=postgres_port,
+        redis_port=redis_port,
+        public_url=public_url,
     )
     return process_env(
-        shape_of_setup(setup),
+        shape_of_setup(setup).model_copy(
+            update={"webhook_processors": webhook_processors, "behind_proxy": webhook_processors > 0}
+        ),
         role,
         wiring,
         ports=ports,

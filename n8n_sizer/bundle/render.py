@@ -16,6 +16,7 @@ from typing import Literal
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from n8n_sizer import versions
+from n8n_sizer.advisor.pools import default_postgres_memory
 from n8n_sizer.advisor.pools import (
     setup_connections as postgres_connections,
 )
@@ -25,10 +26,11 @@ from n8n_sizer.advisor.pools import (
 from n8n_sizer.advisor.pools import (
     setup_required_max_connections as required_max_connections,
 )
+from n8n_sizer.advisor.ram import held_mib
 from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, Setup
 from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
 from n8n_sizer.bundle.drain import drain_context
-from n8n_sizer.bundle.limits import memory_table
+from n8n_sizer.bundle.limits import memory_table, redis_maxmemory_mib
 from n8n_sizer.bundle.n8n_env import (
     COMPOSE_WIRING,
     REDIS_N8N_PASSWORD_REF,
@@ -48,13 +50,13 @@ from n8n_sizer.bundle.secrets import (
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.safety.urls import require_url
 from n8n_sizer.safety.write import probe_writable, write_atomic
 
 Profile = Literal["bench", "production"]
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 VERSION_RE = re.compile(r"^\d+\.\d+\.\d+$")
 DOMAIN_RE = re.compile(r"^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$")
-URL_RE = re.compile(r"^https?://[^\s$'\"#]+$")
 POSTGRES_MAX_CONNECTIONS_LIMIT = 262143  # Postgres refuses to start above this (MAX_BACKENDS)
 BENCH_PUBLIC_URL = "http://localhost:5678/"
 COMPOSE_FILE, ENV_FILE, CLOUD_INIT_FILE = "docker-compose.yml", ".env", "cloud-init.yaml"
@@ -132,20 +134,14 @@ def validate_access(profile: str, domain: str | None, public_url: str | None) ->
         raise InputError(f"--domain {domain} only applies to --profile production; add --profile production")
     if domain and not DOMAIN_RE.fullmatch(domain):
         raise InputError(f"--domain {domain!r} is not a DNS name; try --domain n8n.example.com")
-    if public_url is not None and not URL_RE.fullmatch(public_url):
-        raise InputError(
-            f"--public-url {public_url!r} must be an http:// or https:// URL without spaces, "
-            "quotes, '#' or '$'; try --public-url https://n8n.example.com/"
-        )
+    if public_url is not None:
+        require_url(public_url, "--public-url")  # the one URL grammar (safety/urls.py)
 
 
 def public_url_for(profile: str, domain: str | None, public_url: str | None, *, cluster: bool = False) -> str:
     """The URL n8n gives out for its webhooks and editor. A cluster and the production profile are reached from
     outside: theirs is --public-url, or https://<domain>/ in production; never a loopback name or address
     (webhooks registered with other services would point nowhere). One bench host keeps localhost."""
-    import ipaddress
-    from urllib.parse import urlsplit
-
     if public_url is None:
         if profile == "production":
             return f"https://{domain}/"
@@ -155,13 +151,9 @@ def public_url_for(profile: str, domain: str | None, public_url: str | None, *, 
                 "balancer's); try --public-url http://n8n.example.com:5678/"
             )
         return BENCH_PUBLIC_URL
+    url = require_url(public_url, "--public-url")
     if profile == "production" or cluster:
-        host = (urlsplit(public_url).hostname or "").lower()
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback or ipaddress.ip_address(host).is_unspecified
-        except ValueError:
-            loopback = host == "localhost" or host.endswith(".localhost")
-        if loopback:
+        if url.is_loopback:
             raise InputError(
                 f"--public-url {public_url} is this machine's own address; a "
                 f"{'cluster' if cluster else 'production stack'} is called from outside: try "
@@ -224,6 +216,7 @@ def render_bundle(
     unpinned version, a production profile without a domain.
     """
     max_conn = _validate(setup, profile, domain, public_url, max_connections)
+    pg = default_postgres_memory(max_conn) if setup.db == "postgres" else None
     env = template_env()
     summary = describe(setup, profile)
     stop_grace_s = shutdown_timeouts(setup)[1]
@@ -248,7 +241,10 @@ def render_bundle(
         max_connections=max_conn,
         pool_arithmetic=pool_arithmetic(setup) if setup.db == "postgres" else "",
         env=compose_env(setup, profile, domain),
-        memory_mib=memory_table(),
+        memory_mib=memory_table(setup, pg),
+        pg=pg,
+        redis_maxmemory_mib=redis_maxmemory_mib(setup.queue_depth_jobs),
+        held_mb=f"{held_mib(setup):g}",
         postgres_init=postgres_init(),
         redis_acl=redis_acl_user(REDIS_N8N_PASSWORD_REF),
     )
@@ -323,7 +319,7 @@ def write_bundle(
     entries = env_copy.entries if env_copy is not None else None
     existing = {k: e.value for k, e in (entries or {}).items()}
     if public_url is None and profile != "production" and existing.get("N8N_PUBLIC_URL"):
-        public_url = existing["N8N_PUBLIC_URL"]
+        public_url = require_url(existing["N8N_PUBLIC_URL"], f"{env_path}: N8N_PUBLIC_URL").text
     # Other variables go back exactly as written (quotes, `$` references and comments included).
     extra = {k: e.written for k, e in (entries or {}).items() if k not in ENV_NAMES.values() and k != "N8N_PUBLIC_URL"}
     # Render first: a refused setup leaves no folder and no file behind.

@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from n8n_sizer import versions
+from n8n_sizer.advisor.ram import HELD_MIB_PER_EXECUTION
 from n8n_sizer.bundle import topology as topo
 from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES, data_port_rules, render_cloud_init
 from n8n_sizer.bundle.drain import drain_context
-from n8n_sizer.bundle.limits import memory_table
+from n8n_sizer.bundle.limits import cluster_memory, postgres_budget_mib, redis_maxmemory_mib
 from n8n_sizer.bundle.n8n_env import (
     COMPOSE_WIRING,
     REDIS_N8N_PASSWORD_REF,
@@ -51,6 +52,7 @@ from n8n_sizer.bundle.secrets import (
 )
 from n8n_sizer.errors import InputError
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.safety.urls import require_url
 from n8n_sizer.safety.write import check_folder, make_folder, write_atomic
 
 SECRETS_FILE = ".secrets.env"
@@ -183,10 +185,19 @@ def _host_context(
         lb_try_s=LB_TRY_S,
         drain=drain_context(grace_seconds),
         env=host_env(t, host, profile, domain),
-        memory_mib=memory_table(),
+        memory_mib=cluster_memory(t, host, pg),
+        pg_budget_mib=postgres_budget_mib(t, t.host_with("postgres")),
+        redis_maxmemory_mib=redis_maxmemory_mib(t.queue_depth_jobs),
+        held_mb=f"{t.held_mb if t.held_mb is not None else HELD_MIB_PER_EXECUTION:g}",
         postgres_init=postgres_init(),
         redis_acl=redis_acl_user(REDIS_N8N_PASSWORD_REF),
     )
+
+
+def pg_settings(t: topo.Topology) -> topo.pools.PostgresMemory:
+    """Postgres' settings on its host: PGTune over what its host leaves it (limits.postgres_budget_mib)."""
+    pg_host = t.host_with("postgres")
+    return topo.postgres_memory(t, pg_host.ram_mib, pg_host.size, postgres_budget_mib(t, pg_host))
 
 
 def data_clients(t: topo.Topology) -> list[str]:
@@ -202,8 +213,7 @@ def ingest_caddyfile(t: topo.Topology, profile: str = "bench", domain: str | Non
     lb_host = t.host_with("load_balancer")
     if lb_host is None:
         raise InputError("the topology has no load balancer; give one host load_balancer: 1")
-    pg_host = t.host_with("postgres")
-    pg = topo.postgres_memory(t, pg_host.ram_mib, pg_host.size)
+    pg = pg_settings(t)
     compose = (
         template_env().get_template("cluster-compose.yml.j2").render(**_host_context(t, lb_host, profile, domain, pg))
     )
@@ -225,13 +235,12 @@ def _env_values(secrets: StackSecrets, n8n: bool, public_url: str, redis: bool =
 
 def manifest_of(t: topo.Topology, profile: str) -> str:
     """`topology.json`: hosts with roles, sizes and private addresses; no secrets."""
-    pg = t.host_with("postgres")
     if t.single_host:  # today's stack: its own pool arithmetic (render.py)
         from n8n_sizer.advisor.pools import setup_recommended_max_connections as recommended_max_connections
 
         conns = t.max_connections or recommended_max_connections(t.setup())
     else:
-        conns = topo.postgres_memory(t, pg.ram_mib, pg.size).max_connections
+        conns = pg_settings(t).max_connections
     doc = {
         "subnet": t.subnet,
         "profile": profile,
@@ -270,8 +279,7 @@ def render_topology(
             extra_env=extra_env.get(host.name),
         )
         return ClusterBundle(hosts={host.name: bundle}, manifest=manifest_of(t, profile))
-    pg_host = t.host_with("postgres")
-    pg = topo.postgres_memory(t, pg_host.ram_mib, pg_host.size)
+    pg = pg_settings(t)
     env = template_env()
     out: dict[str, Bundle] = {}
     for host in hosts:
@@ -363,7 +371,7 @@ def write_topology(
             k: e.written for k, e in copy.entries.items() if k not in ENV_NAMES.values() and k != "N8N_PUBLIC_URL"
         }
         if public_url is None and profile != "production" and values.get("N8N_PUBLIC_URL"):
-            public_url = values["N8N_PUBLIC_URL"]
+            public_url = require_url(values["N8N_PUBLIC_URL"], f"{copy.path}: N8N_PUBLIC_URL").text
     cluster = render_topology(t, secrets, profile=profile, domain=domain, public_url=public_url, extra_env=extra)
     fix = "render into another --out folder"
     for name in cluster.hosts:  # every host folder checked before the first byte is written

@@ -82,11 +82,11 @@ def max_connections(t: Topology) -> int:
     return t.max_connections
 
 
-def postgres_memory(t: Topology, ram_mib: int, size: str | None) -> pools.PostgresMemory:
-    """Memory settings that the topology's `max_connections` implies on its Postgres host (pools.postgres_memory),
-    or a refusal naming the fix."""
+def postgres_memory(t: Topology, ram_mib: int, size: str | None, budget_mib: int | None = None) -> pools.PostgresMemory:
+    """Memory settings that the topology's `max_connections` implies on its Postgres host (pools.postgres_memory, over
+    `budget_mib`, what Postgres has on that host), or a refusal naming the fix."""
     try:
-        return pools.postgres_memory(max_connections(t), ram_mib)
+        return pools.postgres_memory(max_connections(t), ram_mib, budget_mib)
     except pools.TooManyConnections as exc:
         raise InputError(
             f"the Postgres host ({size or 'off the catalog'}): {exc}; use a bigger size for it, or lower db_pool_size"

@@ -20,6 +20,7 @@ from n8n_sizer.cli import bench as _bench
 from n8n_sizer.cli import calibrate as _calibrate
 from n8n_sizer.cli import drill as _drill
 from n8n_sizer.cli import fleet as _fleet
+from n8n_sizer.cli import history as _history
 from n8n_sizer.cli import lab as _lab
 from n8n_sizer.cli import render as _render
 from n8n_sizer.cli import report as _report
@@ -40,6 +41,7 @@ _report.register(app)
 _drill.register(app)
 _lab.register(app)
 _calibrate.register(app)
+_history.register(app)
 
 # Modules that only an optional extra installs (pyproject.toml), and that extra. A command that reaches one
 # without the extra gets one line naming the install, not a traceback; any other missing module is a bug.
@@ -97,6 +99,14 @@ def _last_resort(prog_name: str) -> None:
     sys.exit(EXIT_BUG)
 
 
+def _one_line(message: str) -> str:
+    """An error as one terminal line: it quotes file names and values, so no escape sequence or control character
+    of theirs reaches the terminal (safety.text.printable)."""
+    from n8n_sizer.safety.text import printable
+
+    return printable(message, limit=4000)
+
+
 def _run(command, prog_name: str, args: list[str] | None = None) -> None:
     from pydantic import ValidationError
 
@@ -111,13 +121,13 @@ def _run(command, prog_name: str, args: list[str] | None = None) -> None:
         sys.exit(130)
     except _click_errors.UsageError as exc:
         hint = f" (see `{prog_name} --help`)"
-        print(f"{prog_name}: {exc.format_message()}{hint}".replace("\n", " "), file=sys.stderr)
+        print(_one_line(f"{prog_name}: {exc.format_message()}{hint}"), file=sys.stderr)
         sys.exit(2)
     except InputError as exc:
-        print(f"{prog_name}: {exc}".replace("\n", " "), file=sys.stderr)
+        print(_one_line(f"{prog_name}: {exc}"), file=sys.stderr)
         sys.exit(EXIT_INPUT)
     except RemoteError as exc:
-        print(f"{prog_name}: {exc}".replace("\n", " "), file=sys.stderr)
+        print(_one_line(f"{prog_name}: {exc}"), file=sys.stderr)
         sys.exit(EXIT_REMOTE)
     except ModuleNotFoundError as exc:
         message = missing_extra_message(prog_name, _subcommand(prog_name, args), exc.name or "")
@@ -128,7 +138,7 @@ def _run(command, prog_name: str, args: list[str] | None = None) -> None:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "input"
-        print(f"{prog_name}: invalid {where}: {first.get('msg')}".replace("\n", " "), file=sys.stderr)
+        print(_one_line(f"{prog_name}: invalid {where}: {first.get('msg')}"), file=sys.stderr)
         sys.exit(2)
     except Exception:  # noqa: BLE001 - the last resort: a bug of ours, never a traceback on the user's screen
         _last_resort(prog_name)
@@ -142,6 +152,11 @@ def main() -> None:
 
 def advise_main() -> None:
     """Entry point of `advise`: the same as `n8n-sizer advise`."""
+    import os
+
+    # No pydantic plugin has anything to observe in advise's own models: skip their discovery, a scan of every
+    # installed package's entry points at the first model (advise cold start; a value the user set wins).
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     _advise.register(sub)
     _run(typer.main.get_command(sub), "advise")

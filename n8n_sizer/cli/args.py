@@ -237,3 +237,13 @@ def check_run_folders(runs: list[Path]) -> None:
                 f"run folder {run} is given twice (also as {seen[key]}); its rows would count twice: name each run once"
             )
         seen[key] = run
+
+
+def check_result_specs(results: Path) -> None:
+    """`advise --results`: each run's bench spec, checked whole as `report` checks it (bench.session)."""
+    from n8n_sizer.bench.session import check_bench_spec
+    from n8n_sizer.runs.fit_input import find_runs
+    from n8n_sizer.runs.store import RUN_JSON, RunStore
+
+    for run in find_runs(Path(results)):
+        check_bench_spec(RunStore.open(run).manifest, run / RUN_JSON)

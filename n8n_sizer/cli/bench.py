@@ -21,6 +21,7 @@ Examples:
   n8n-sizer bench --local --find-max --rates 5,60 --step-seconds 60 --p95-ms 2000
   n8n-sizer bench --local --soak 4h --rate 0.2
   n8n-sizer bench --local --mode queue --workers 1 --workflow signed-webhook --shape burst:2:8:10:30 --malformed 0.08
+  n8n-sizer bench --local --history history.json --scales 1,2,4 --step-seconds 60
 """
 
 
@@ -121,6 +122,14 @@ def bench(
         "--webhook-processors",
         help="--local --mode queue: `n8n webhook` processes behind Caddy, which takes the load (main keeps the editor and API).",
     ),
+    history: Path | None = typer.Option(
+        None,
+        "--history",
+        help="--local: replay this history's mix (`n8n-sizer history export`), each workflow at its measured rate, calls answered by a stand-in after the measured waits (docs/history.md).",
+    ),
+    scales: str = typer.Option(
+        "1", "--scales", help="--history: one step per factor of the measured rates, e.g. 1,2,4."
+    ),
 ) -> None:
     from n8n_sizer.bench.plan import MAX_REST_S
     from n8n_sizer.bench.session import resume_bench, start_bench
@@ -130,6 +139,37 @@ def bench(
     from n8n_sizer.safety.files import require_output_folder
     from n8n_sizer.safety.numbers import Range, check_number
 
+    if history is not None:  # a mix of workflows at their own rates (cli/history_replay.py)
+        from n8n_sizer.advisor.setup import Setup
+        from n8n_sizer.cli.history_replay import refuse_others, run_history_replay
+        from n8n_sizer.safety.files import require_output_folder
+
+        refuse_others(
+            local,
+            {
+                "--stack": stack is not None,
+                "--inventory": inventory is not None,
+                "--workflow": workflow != "light",
+                "--body": body is not None,
+                "--find-max": find_max,
+                "--soak": soak is not None,
+                "--resume": resume is not None,
+                "--shape": shape != "constant",
+                "--concurrency-sweep": bool(sweep),
+                "--payload-bytes": payload_bytes is not None,
+                "--malformed": bool(malformed),
+                "--hmac-secret-file": hmac_secret_file is not None,
+                "--webhook-processors": bool(webhook_processors),
+                "--cpus": cpus is not None,
+            },
+        )
+        if mode not in ("regular", "queue"):
+            raise InputError(f"--mode {mode!r}: regular or queue")
+        setup = Setup(mode="queue", workers=workers or 1) if mode == "queue" else Setup(mode="regular")
+        out_dir = require_output_folder(out, "--out", fix="try --out results")
+        return run_history_replay(history, setup, scales, step_seconds, out_dir, json_out, timeout_s, max_in_flight)
+    if scales != "1":
+        raise InputError("--scales multiplies a --history mix's rates; pass --history FILE with it, or use --rates")
     if webhook_processors and (resume is not None or not local or mode != "queue"):
         raise InputError(
             f"--webhook-processors {webhook_processors} applies to a new --local --mode queue run "

@@ -33,10 +33,18 @@ _FLAGS = {
     "db_pool_size": "--pool",
     "n8n_version": "--n8n-version",
     "longest_execution_s": "--longest-execution-s",
+    "held_mb": "--held-mb",
+    "queue_depth_jobs": "--queue-depth",
 }
 
 
 ENV_FILES_LIMIT = 8 * 1024 * 1024
+
+
+def _ranges():
+    from n8n_sizer.safety.numbers import Range
+
+    return Range(0, 100_000, low_open=True, example="10.9"), Range(1, 100_000_000, example="100000")
 
 
 def register(app: typer.Typer) -> None:
@@ -89,7 +97,18 @@ def render(
         None, "--longest-execution-s", help="Longest workflow run; shutdown timeouts go above it (default 30)."
     ),
     max_connections: int | None = typer.Option(
-        None, "--max-connections", help="Postgres max_connections, 1..262143 (default: 100 or what the pools need)."
+        None, "--max-connections", help="Postgres max_connections, 1..262143 (default: what the pools need)."
+    ),
+    held_mb: float | None = typer.Option(
+        None,
+        "--held-mb",
+        help="MiB one execution in flight holds (advise's figure for your workflow); sizes the memory limits "
+        "(default: the light workflow's measured 10.9).",
+    ),
+    queue_depth: int | None = typer.Option(
+        None,
+        "--queue-depth",
+        help="Jobs Redis holds waiting before it refuses new ones (its maxmemory; default 100000).",
     ),
     profile: str = typer.Option(
         "bench", "--profile", help="bench (plain HTTP on 5678) or production (Caddy TLS for --domain)."
@@ -116,6 +135,7 @@ def render(
     from n8n_sizer.safety import numbers as n
     from n8n_sizer.safety.files import require_output_folder
 
+    HELD_MB, QUEUE_DEPTH = _ranges()
     n.check_numbers(
         {
             "--workers": (workers, n.WORKERS),
@@ -125,6 +145,8 @@ def render(
             "--production-limit": (production_limit, n.PRODUCTION_LIMIT),
             "--longest-execution-s": (longest_execution_s, n.LONGEST_EXECUTION_S),
             "--max-connections": (max_connections, n.POSTGRES_MAX_CONNECTIONS),
+            "--held-mb": (held_mb, HELD_MB),
+            "--queue-depth": (queue_depth, QUEUE_DEPTH),
         }
     )
     if topology is not None:
@@ -140,12 +162,15 @@ def render(
             "--n8n-version": n8n_version,
             "--longest-execution-s": longest_execution_s,
             "--max-connections": max_connections,
+            "--held-mb": held_mb,
+            "--queue-depth": queue_depth,
         }
         given = [flag for flag, value in ignored.items() if value is not None]
         if given:
             raise InputError(
                 f"{', '.join(given)} would be ignored: with --topology the file sets them (its "
-                "concurrency, db_pool_size, max_connections, n8n_version, longest_execution_s keys); "
+                "concurrency, db_pool_size, max_connections, n8n_version, longest_execution_s, held_mb, "
+                "queue_depth_jobs keys); "
                 f"drop {' '.join(given)}, or edit the file"
             )
         out_dir = require_output_folder(out, "--out", fix="try --out ./cluster")
@@ -194,6 +219,8 @@ def render(
         db_pool_size=pool,
         n8n_version=n8n_version,
         longest_execution_s=longest_execution_s,
+        held_mb=held_mb,
+        queue_depth_jobs=queue_depth,
     )
     _say(
         out_dir,
@@ -249,12 +276,26 @@ def _read_env(path: Path, flag: str) -> dict[str, str]:
     return parse_env_text(read_user_text(path, flag, fix="pass a readable .env text file", max_bytes=1 << 20))
 
 
-def _env_files(text: str, base: Path) -> dict[str, dict[str, str]]:
-    """Read every `env_file:` the compose file names, relative to its folder, as Compose does."""
-    from n8n_sizer.bundle.composefile import parse_compose_doc
+def _folder_env(file: Path) -> dict[str, str]:
+    """The .env beside the compose file, which Compose reads for COMPOSE_FILE; {} when there is none or it cannot
+    be read (check then reads nothing from it)."""
     from n8n_sizer.errors import InputError
 
-    doc = parse_compose_doc(text)
+    beside = file.parent / ".env"
+    if not beside.is_file():
+        return {}
+    try:
+        return _read_env(beside, ".env beside FILE")
+    except InputError:
+        return {}
+
+
+def _env_files(text: str, base: Path, source: str) -> dict[str, dict[str, str]]:
+    """Read every `env_file:` the compose file names, relative to its folder, as Compose does."""
+    from n8n_sizer.bundle.compose_source import parse_compose_doc
+    from n8n_sizer.errors import InputError
+
+    doc = parse_compose_doc(text, source)
     found: dict[str, dict[str, str]] = {}
     total = 0
     for spec in doc["services"].values():
@@ -285,6 +326,9 @@ def check(
     topology: Path | None = typer.Option(
         None, "--topology", help="A folder written by `render --topology`: check every host and the rules across them."
     ),
+    ram: int | None = typer.Option(
+        None, "--ram", help="The server's RAM in MiB, to hold every container's memory limit to it (e.g. 4096)."
+    ),
 ) -> int:
     from n8n_sizer.bundle.checks.one_host import check_compose
     from n8n_sizer.errors import InputError
@@ -294,19 +338,24 @@ def check(
 
     n.check_numbers({"--vcpu": (vcpu, n.VCPU), "--longest-execution-s": (longest_execution_s, n.LONGEST_EXECUTION_S)})
     if topology is not None:
-        if file is not None or env is not None or vcpu is not None:
+        if file is not None or env is not None or vcpu is not None or ram is not None:
             raise InputError(
-                "--topology reads every host's compose file, .env and vCPUs itself; drop FILE, --env and --vcpu"
+                "--topology reads every host's compose file, .env, vCPUs and RAM itself; drop FILE, --env, --vcpu "
+                "and --ram"
             )
         from n8n_sizer.bundle.checks.all_hosts import check_topology
 
         return _print_results(check_topology(topology, longest_execution_s), json_out)
     if file is None:
         raise InputError("FILE is missing; pass a docker-compose.yml, or --topology DIR for a rendered cluster")
+    from n8n_sizer.bundle.compose_source import refuse_other_compose_files
+
     text = read_user_text(file, "FILE", fix="pass the path of a compose file", max_bytes=MAX_YAML_BYTES)
     values = _read_env(env, "--env") if env is not None else {}
+    refuse_other_compose_files(file, {**_folder_env(file), **values})  # judge the file Compose would run
+    env_files = _env_files(text, file.parent, f"FILE {file}")
     results = check_compose(
-        text, values, vcpu, longest_execution_s=longest_execution_s, env_files=_env_files(text, file.parent)
+        text, values, vcpu, longest_execution_s=longest_execution_s, env_files=env_files, ram_mib=ram
     )
     return _print_results(results, json_out)
 
@@ -318,9 +367,11 @@ def _print_results(results, json_out: bool) -> int:
     if json_out:
         typer.echo(json.dumps([r.model_dump() for r in results], indent=2))
     else:
-        for r in results:
-            line = f"{r.status.upper():4}  {r.rule:18}  {r.message}"
-            typer.echo(line + (f"\n      fix: {r.fix}" if r.fix else ""))
+        from n8n_sizer.safety.text import printable
+
+        for r in results:  # messages quote the compose file: names and values echoed printable (safety.text)
+            line = printable(f"{r.status.upper():4}  {r.rule:18}  {r.message}", limit=2000)
+            typer.echo(line + (f"\n      fix: {printable(r.fix, limit=2000)}" if r.fix else ""))
         passed = sum(r.status == "pass" for r in results)
         typer.echo(f"{passed} passed, {failed} failed, {len(results) - passed - failed} not applicable")
     return 1 if failed else 0

@@ -56,27 +56,16 @@ def check_token(token: str, env_name: str) -> str:
 
 
 def check_base_url(url: str, env_name: str) -> str:
-    """An API base URL: http(s)://host[:port]/path; `InputError` naming the variable that set it."""
-    from urllib.parse import urlsplit
+    """An API base URL: http(s)://host[:port]/path (the one URL grammar, safety/urls.py); `InputError` naming the
+    variable that set it."""
+    from n8n_sizer.safety.urls import url_parts
 
     try:
-        parts = urlsplit(url)
-        port_ok = parts.port is None or 0 < parts.port < 65536
-    except ValueError:
-        parts, port_ok = None, False
-    if (
-        parts is None
-        or parts.scheme not in ("http", "https")
-        or not parts.hostname
-        or not port_ok
-        or not url.isascii()
-        or any(c.isspace() for c in url)
-    ):
+        return url_parts(url, env_name).text
+    except ValueError as exc:
         raise InputError(
-            f"{env_name}={url!r} is not an http(s) URL; unset it to use the provider's API, or "
-            "set it to e.g. http://127.0.0.1:8080/v1"
-        )
-    return url
+            f"{exc}; unset {env_name} to use the provider's API, or set it to e.g. http://127.0.0.1:8080/v1"
+        ) from None
 
 
 def env_token(token: str | None, env_name: str, how: str) -> str:

@@ -1,7 +1,7 @@
 """`bench --inventory lab.json`: a lab's whole cluster as ONE target ("cluster"), loaded from its generators.
 
 - Bring-up: the topology is deployed with `lab.deploy.deploy_lab` unless the lab's record
-  (`hosts/cluster.json`) says it already is; then every recorded process must still be alive, so a second
+  (`<lab folder>/hosts/cluster.json`) says it already is; then every recorded process must still be alive, so a second
   bench reuses the cluster instead of deploying it twice.
 - Load: a step's rate is split evenly over the generator hosts, each running its share (lab/generators.py).
 - Telemetry: one sampler per cluster host over SSH, its processes tagged with their role (runs.stats.role_of).

@@ -5,7 +5,7 @@ the database migrations), then the webhook processors, the load balancer and the
 the whole cluster: the data host's two passwords plus one encryption key, in a 0600 file in the lab's folder
 (every namespace shares this machine's filesystem, so each host reads it there; a fleet would copy it).
 Nothing is deployed twice: a host whose state folder exists is refused. What was started is recorded in
-`hosts/cluster.json` (no secrets) once every role is up, so `bench --inventory` finds and reuses it.
+`<lab folder>/hosts/cluster.json` (no secrets) once every role is up, so `bench --inventory` finds and reuses it.
 """
 
 from __future__ import annotations

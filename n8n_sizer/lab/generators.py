@@ -18,7 +18,7 @@ from n8n_sizer.errors import RemoteError
 from n8n_sizer.hosts.host import SshHost
 from n8n_sizer.remote.protocol import Program, run
 from n8n_sizer.runs.records import RequestRecord, StepTally
-from n8n_sizer.runs.store import MAX_RECORDS_BYTES
+from n8n_sizer.runs.store import MAX_RECORDS_BYTES, parse_jsonl
 from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.write import write_atomic
 
@@ -147,7 +147,7 @@ def run_lab_step(
             text = read_user_text(
                 local, f"generator {gen}'s records", max_bytes=MAX_RECORDS_BYTES, fix="run the step again"
             )
-            records = [RequestRecord.model_validate_json(line) for line in text.splitlines() if line]
+            records = parse_jsonl(text, local, RequestRecord)  # typed and bounded, line by line (runs.store)
             local.unlink()  # merged into the run's requests.jsonl below
             results[gen] = (records, tally)
         except BaseException as exc:  # re-raised below, after every generator finished

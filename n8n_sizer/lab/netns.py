@@ -39,7 +39,7 @@ from n8n_sizer.lab.plan import (
 )
 from n8n_sizer.lab.state import MARKER, LabState, Recorder, lab_inventory, read_lab_state
 from n8n_sizer.safety.files import read_user_text
-from n8n_sizer.safety.write import probe_writable, write_atomic
+from n8n_sizer.safety.write import output_folder, probe_writable, write_atomic
 
 NETNS_DIR = Path("/run/netns")
 IP_TIMEOUT_S = 20
@@ -121,7 +121,9 @@ def preflight(plan: LabPlan, out: Path, sshd_path: str) -> None:
             f"--out {out} exists; a lab never overwrites an inventory: `n8n-sizer lab down "
             f"--inventory {out}` first, or pick another --out"
         )
-    probe_writable(out.parent if str(out.parent) else Path("."), "--out folder", "pick a folder you can write to")
+    folder = out.parent if str(out.parent) else Path(".")
+    output_folder(folder, "--out folder", fix="pick a folder of your own")  # the one gate of every written folder
+    probe_writable(folder, "--out folder", "pick a folder you can write to")
     taken = [ns.netns for ns in plan.namespaces if os.path.lexists(NETNS_DIR / ns.netns)]
     if taken:
         raise InputError(

@@ -77,7 +77,9 @@ class N8nClient:
     """One n8n instance: a cookie session for /rest and an API key for /api/v1."""
 
     def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = 30.0) -> None:
-        self.base_url = base_url.rstrip("/")
+        from n8n_sizer.safety.urls import require_url
+
+        self.base_url = require_url(base_url, "n8n's base URL").text.rstrip("/")  # the one URL grammar
         self._api_key = api_key
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s)
 
@@ -195,6 +197,10 @@ class N8nClient:
     def activate_workflow(self, workflow_id: str) -> dict[str, Any]:
         """Activate (2.x also calls it publish): its production webhooks start answering."""
         return self._json("POST", f"/api/v1/workflows/{workflow_id}/activate", public=True)
+
+    def deactivate_workflow(self, workflow_id: str) -> dict[str, Any]:
+        """Deactivate (unpublish): its triggers stop, e.g. a schedule a test made."""
+        return self._json("POST", f"/api/v1/workflows/{workflow_id}/deactivate", public=True)
 
     def wait_webhook_registered(self, path: str, http_method: str = "POST", timeout_s: float = 30.0) -> float:
         """Wait until main routes `path` (activation registers webhooks shortly after it answers).

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from n8n_sizer.errors import InputError
 from n8n_sizer.hosts.host import HostError
 from n8n_sizer.n8n.client import FINAL_STATUSES, N8nApiError, N8nClient, N8nSession, OwnerLogin, set_up_instance
 from n8n_sizer.n8n.workflows import BenchWorkflow, deploy_workflow
@@ -61,8 +62,13 @@ def _load_session(path: Path, base_url: str) -> N8nSession:
         f"the saved n8n login {path}",
         fix,
     )
-    owner = OwnerLogin(email=data["email"], password=SecretStr(data["password"]))
-    return N8nSession(base_url=base_url, owner=owner, api_key=SecretStr(data["api_key"]))
+    saved = data if isinstance(data, dict) else {}
+    fields = {k: saved.get(k) for k in ("email", "password", "api_key")}
+    bad = next((k for k, v in fields.items() if not isinstance(v, str) or not v or len(v) > 4096), None)
+    if bad is not None:
+        raise InputError(f"the saved n8n login {path}: {bad} is missing or not text; {fix}")
+    owner = OwnerLogin(email=fields["email"], password=SecretStr(fields["password"]))
+    return N8nSession(base_url=base_url, owner=owner, api_key=SecretStr(fields["api_key"]))
 
 
 def _version(session: N8nSession) -> str | None:

@@ -94,7 +94,8 @@ def start_caddy(config: Path, folder: Path, port: int, log_path: Path, cpus: str
 class IngestProcesses:
     """What `LocalStack` adds for `StackOptions.webhook_processors` > 0 (queue mode): processes "webhook-1".."webhook-N"
     (`n8n webhook`, each on its own loopback port) and "caddy" on the stack's public port (`lb_port`). Main then
-    runs with production webhooks off, as n8n's queue-mode docs say, and every process's WEBHOOK_URL is Caddy's."""
+    runs with production webhooks off, as n8n's queue-mode docs say, and every process's WEBHOOK_URL is Caddy's: both
+    from `bundle.n8n_env.role_env` (native_env.n8n_env), as the cluster's rendered files."""
 
     @property
     def webhook_names(self) -> list[str]:
@@ -103,18 +104,6 @@ class IngestProcesses:
     @property
     def uses_load_balancer(self) -> bool:
         return self.options.webhook_processors > 0
-
-    def _ingest_env(self, role: str) -> dict[str, str]:
-        if not self.uses_load_balancer:
-            return {}
-        env = {"WEBHOOK_URL": f"http://127.0.0.1:{self.lb_port}/"}
-        if role == "main":
-            env["N8N_DISABLE_PRODUCTION_MAIN_PROCESS"] = "true"
-        if role == "webhook":  # runs main's settings (stack.py), plus the drain hook the Caddyfile's check needs
-            from n8n_sizer.bundle.drain import HOOK_TEMPLATE, drain_env
-
-            env |= drain_env(str(HOOK_TEMPLATE))
-        return env
 
     def _spawn_caddy(self) -> RunningProcess:
         from n8n_sizer.safety.write import write_atomic

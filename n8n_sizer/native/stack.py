@@ -331,10 +331,9 @@ class LocalStack(DataStores, IngestProcesses, FreePorts, StateFile):
         folder = self.stack_dir / "n8n" / name
         folder.mkdir(parents=True, exist_ok=True)
         ports = self.ports[name]
-        # A webhook processor takes main's settings (it serves what main would serve), its own argv below.
         env = n8n_env(
             self.setup,
-            role="main" if role == "webhook" else role,
+            role=role,
             ports=ports,
             user_folder=folder,
             secrets=self.secrets,
@@ -343,7 +342,9 @@ class LocalStack(DataStores, IngestProcesses, FreePorts, StateFile):
             path=self._install.env_path(),
             home=os.environ.get("HOME", str(folder)),
             log_level=self.options.n8n_log_level,
-            extra={**self._ingest_env(role), **self.options.extra_env, **env_overrides},
+            extra={**self.options.extra_env, **env_overrides},
+            webhook_processors=self.options.webhook_processors,
+            public_url=f"http://127.0.0.1:{self.lb_port}/" if self.uses_load_balancer else None,
         )
         argv = (
             n8n_argv(self._install.node_bin, self._install.n8n_bin, self.setup, role)

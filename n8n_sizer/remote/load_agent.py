@@ -37,9 +37,10 @@ def share(
     deadline_s: float = typer.Option(..., "--deadline-s"),
 ) -> dict:
     from n8n_sizer.bench.agent import run_agent
+    from n8n_sizer.safety.urls import require_url
 
     return run_agent(
-        url=url,
+        url=require_url(url, "--url").text,
         body=body_file.read_bytes(),
         rate_per_s=rate,
         duration_s=duration,

@@ -18,8 +18,14 @@ from pathlib import Path
 from n8n_sizer.errors import InputError
 from n8n_sizer.report.model import RunData, StepRow, load_run, step_rows
 from n8n_sizer.runs.stats import ROLES
+from n8n_sizer.safety.text import printable
 from n8n_sizer.safety.write import write_atomic
 from n8n_sizer.telemetry.alerts import evaluate_alerts
+
+
+def cell(value) -> str:
+    """A value from a run's files in a Markdown table cell: printable (safety.text), one line, pipes escaped."""
+    return printable(value, limit=300).replace("|", "\\|")
 
 
 def _ms(v: float | None) -> str:
@@ -52,8 +58,10 @@ def render_step_table(rows: Sequence[StepRow]) -> str:
         not_sent = f" (+{r.not_sent:,} not sent)" if r.not_sent else ""
         # a rate step that fell behind says so beside its figure: what it carried, not what was offered
         behind = " (did not keep up)" if r.saturated else ""
+        per_min = "n/a" if r.answered_per_min is None else f"{r.answered_per_min:,.0f}"
         lines.append(
-            f"| {r.setup} | {r.host} | {r.step} | {r.fired:,}{not_sent} | {r.answered_per_min:,.0f}{behind} | {_errors(r)} "
+            f"| {cell(r.setup)} | {cell(r.host)} | {cell(r.step)} | {r.fired:,}{not_sent} | {per_min}{behind} "
+            f"| {_errors(r)} "
             f"| {_ms(r.p50_ms)} | {_ms(r.p95_ms)} | {_ms(r.p99_ms)} | {_mib(r.peak_stack_ram_mib)} "
             f"| {_ms(r.editor_p95_ms)}{f' ({r.editor_failed:,} failed)' if r.editor_failed else ''} |"
         )
@@ -72,7 +80,7 @@ def render_demands(rows: Sequence[StepRow]) -> str:
         f"| setup | host | step | {' | '.join(roles)} |\n|---|---|---|{'---:|' * len(roles)}\n"
     )
     lines = [
-        f"| {r.setup} | {r.host} | {r.step} | "
+        f"| {cell(r.setup)} | {cell(r.host)} | {cell(r.step)} | "
         + " | ".join(f"{r.demand_ms[role]:,.1f} ms" if role in r.demand_ms else "-" for role in roles)
         + " |"
         for r in measured
@@ -89,7 +97,7 @@ def render_ledger(run: RunData) -> str:
         return "n/a" if v is None else f"{v:,}"
 
     lines = [
-        f"| {t} | {l.fired:,} | {l.accepted:,} | {l.refused:,} | {n(l.accepted_then_lost)} | {n(l.executions_stored)} "
+        f"| {cell(t)} | {l.fired:,} | {l.accepted:,} | {l.refused:,} | {n(l.accepted_then_lost)} | {n(l.executions_stored)} "
         f"| {l.not_sent:,} |"
         for t, l in run.manifest.ledgers.items()
     ]
@@ -97,12 +105,12 @@ def render_ledger(run: RunData) -> str:
     for t, l in run.manifest.ledgers.items():
         if l.lost_seqs is None:
             notes.append(
-                f"- {t}: accepted requests not matched one by one (the workflow does not return `executionId`)."
+                f"- {cell(t)}: accepted requests not matched one by one (the workflow does not return `executionId`)."
             )
         else:
             shown = ", ".join(str(s) for s in l.lost_seqs[:20]) + (" ..." if len(l.lost_seqs) > 20 else "")
             notes.append(
-                f"- {t}: every accepted request matched to its stored execution by id: "
+                f"- {cell(t)}: every accepted request matched to its stored execution by id: "
                 f"{len(l.lost_seqs)} without one{f' (seq {shown})' if l.lost_seqs else ''}."
             )
     classes = [
@@ -111,7 +119,7 @@ def render_ledger(run: RunData) -> str:
     ]
     for t, l in run.manifest.ledgers.items():
         classes += [
-            f"| {t} | {c} | {k.fired:,} | {k.refused_as_expected:,} | {k.accepted:,} | {k.other:,} |"
+            f"| {cell(t)} | {cell(c)} | {k.fired:,} | {k.refused_as_expected:,} | {k.accepted:,} | {k.other:,} |"
             for c, k in (l.by_class or {}).items()
         ]
     by_class = "\n".join(classes) + "\n" if len(classes) > 1 else ""
@@ -126,7 +134,7 @@ def render_alerts(run: RunData) -> str:
         for a in evaluate_alerts(run.samples_of(target), reqs):
             since = "" if a.first_s is None else f"+{a.first_s - start:.0f} s"
             status = f"**{a.status}**" if a.status == "fired" else a.status
-            lines.append(f"| {target} | {a.rule} | {status} | {since} | {a.summary} |")
+            lines.append(f"| {cell(target)} | {a.rule} | {status} | {since} | {cell(a.summary)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -134,16 +142,13 @@ def render_drill(run: RunData) -> str:
     """A drill: `extra.checks` = [{observation, expected, verdict}], else `extra.outcome` as key/value rows."""
     extra = run.manifest.extra
 
-    def cell(value) -> str:  # observations quote log lines, which may hold a pipe
-        return str(value).replace("|", "\\|").replace("\n", " ")
-
-    verdict = f" Verdict: **{extra['verdict']}**." if extra.get("verdict") else ""
+    verdict = f" Verdict: **{cell(extra['verdict'])}**." if extra.get("verdict") else ""
     target = run.manifest.spec.get("target")
-    where = f" on `{target}`" if target else ""
+    where = f" on `{cell(target)}`" if target else ""
     lines = [
-        f"Drill `{extra.get('drill', run.manifest.run_id)}`{where}.{verdict}",
+        f"Drill `{cell(extra.get('drill', run.manifest.run_id))}`{where}.{verdict}",
         "",
-        f"| observation | {extra.get('expected_heading', 'the queue-mode test saw')} | verdict |",
+        f"| observation | {cell(extra.get('expected_heading', 'the queue-mode test saw'))} | verdict |",
         "|---|---|---|",
     ]
     checks = extra.get("checks")
@@ -158,8 +163,9 @@ def render_drill(run: RunData) -> str:
         expected = extra.get("expected") or {}
         for key, value in outcome.items():
             lines.append(
-                f"| {key}: {value} | {expected.get(key, 'n/a') if isinstance(expected, dict) else expected} "
-                f"| {extra.get('verdict', 'n/a')} |"
+                f"| {cell(key)}: {cell(value)} | "
+                f"{cell(expected.get(key, 'n/a') if isinstance(expected, dict) else expected)} "
+                f"| {cell(extra.get('verdict', 'n/a'))} |"
             )
         if not outcome:
             lines.append("| no outcome recorded | n/a | n/a |")
@@ -175,15 +181,22 @@ def render_search(run: RunData) -> str:
     if not found_by_target:
         return "No search result recorded in run.json (`extra.find_max`).\n"
     return "\n".join(
-        (f"#### {target}\n\n" if target else "") + _render_one_search(result)
+        (f"#### {cell(target)}\n\n" if target else "") + _render_one_search(result, run, target)
         for target, result in found_by_target.items()
     )
 
 
-def _render_one_search(search: dict) -> str:
-    from n8n_sizer.bench.find_max import SearchResult
+def _render_one_search(search: dict, run: RunData, target: str) -> str:
+    from pydantic import ValidationError
 
-    res = SearchResult.model_validate(search)
+    from n8n_sizer.bench.find_max import SearchResult
+    from n8n_sizer.runs.run_file import FIX, validation_line
+
+    try:  # the search's own model, strictly: a hand-edited result is one line naming the field, never a traceback
+        res = SearchResult.model_validate(search, strict=True)
+    except ValidationError as exc:
+        field = f"extra.find_max.{target}" if target else "extra.search"
+        raise validation_line(exc, f"{run.folder / 'run.json'}: {field}", FIX) from None
     found = "none: even the lowest rate failed" if res.max_rate_per_s is None else f"{res.max_rate_per_s:.3g} req/s"
     notes = []
     if res.at_upper_bound:

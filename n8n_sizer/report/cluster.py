@@ -10,6 +10,7 @@ from collections import defaultdict
 
 from n8n_sizer.report.model import RunData
 from n8n_sizer.runs.stats import ROLES, within
+from n8n_sizer.safety.text import printable
 
 
 def cpu_by_host_role(samples, start_s: float, end_s: float) -> dict[str, dict[str, float]]:
@@ -22,6 +23,10 @@ def cpu_by_host_role(samples, start_s: float, end_s: float) -> dict[str, dict[st
     for (host, role, _), values in per_process.items():
         out[host][role] += sum(values) / len(values)
     return {h: dict(r) for h, r in out.items()}
+
+
+def _cell(value: str) -> str:
+    return printable(value, limit=120).replace("|", "\\|")  # host and role names come from the samples
 
 
 def render_cpu_by_host(run: RunData) -> str:
@@ -40,10 +45,10 @@ def render_cpu_by_host(run: RunData) -> str:
         "### CPU per host and role\n\nMean CPU cores over each step, per host, from each process sampled on "
         "its own host over SSH (a lab's hosts share one machine's cores, so a host's figure is the sum of its "
         "processes).\n\n"
-        f"| target | step | host | {' | '.join(roles)} | host total |\n|---|---|---|{'---:|' * (len(roles) + 1)}\n"
+        f"| target | step | host | {' | '.join(_cell(r) for r in roles)} | host total |\n|---|---|---|{'---:|' * (len(roles) + 1)}\n"
     )
     lines = [
-        f"| {t} | {step} | {host} | "
+        f"| {_cell(t)} | {_cell(step)} | {_cell(host)} | "
         + " | ".join(f"{r[role]:.2f}" if role in r else "-" for role in roles)
         + f" | {sum(r.values()):.2f} |"
         for t, step, host, r in rows

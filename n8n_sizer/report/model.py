@@ -29,6 +29,7 @@ from n8n_sizer.runs.stats import (
 )
 from n8n_sizer.runs.store import RunStore
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.safety.text import printable
 
 
 @dataclass(frozen=True)
@@ -43,10 +44,10 @@ class RunData:
         return list(dict.fromkeys(names))
 
     def setup(self, target: str) -> dict:
-        return (self.manifest.hosts.get(target) or {}).get("setup") or self.manifest.setup
+        return self.manifest.setup_of(target) or {}
 
     def facts(self, target: str) -> dict:
-        return (self.manifest.hosts.get(target) or {}).get("facts") or {}
+        return self.manifest.facts_of(target)
 
     def samples_of(self, target: str) -> list[Sample]:
         """Telemetry of one target: samples labelled with it as `target` or `host`; with one target, all."""
@@ -70,6 +71,9 @@ def load_run(run: str | Path) -> RunData:
             f"that `n8n-sizer bench` wrote"
         )
     store = RunStore.open(Path(run))
+    from n8n_sizer.bench.session import check_bench_spec
+
+    check_bench_spec(store.manifest, store.folder / "run.json")
     return RunData(store.folder, store.manifest, store.read_requests(), store.read_samples())
 
 
@@ -86,7 +90,7 @@ class StepRow(Frozen):
     duration_s: float
     fired: int
     answered: int
-    answered_per_min: float
+    answered_per_min: float | None  # None: the step's answers span no measurable time (see MIN_SPAN_S)
     errors: dict[str, int]  # by kind: "500", "503", "timeout", "reset", "refused", "other"
     not_sent: int  # kept back by the in-flight cap ("dropped"), not an error of the server
     p50_ms: float | None
@@ -126,6 +130,25 @@ def host_label(target: str, facts: dict) -> str:
     return f"{target} ({', '.join(parts)})" if parts else target
 
 
+# A step whose answers span less than this has no measurable rate: one request answered "in 0 ms" is not
+# 60,000,000,000 answered per minute.
+MIN_SPAN_S = 0.001
+
+
+def _closed_span(reqs, start: float, end: float) -> float:
+    """A closed (or unnamed) step's span: its bookkeeping window, and at least from its first scheduled request
+    to its last answer, so the rate never runs above what its own requests took."""
+    first = min(r.scheduled_s for r in reqs)
+    done = max(r.scheduled_s + (r.latency_ms or 0.0) / 1000.0 for r in reqs)
+    return max(end - start, done - first, 0.0)
+
+
+def _per_min(answered: int, span_s: float) -> float | None:
+    if answered == 0:
+        return 0.0
+    return answered * 60 / span_s if span_s >= MIN_SPAN_S else None
+
+
 def step_rows(run: RunData) -> list[StepRow]:
     rows = []
     for target in run.targets():
@@ -140,8 +163,8 @@ def step_rows(run: RunData) -> list[StepRow]:
             # a rate step: answered over the span the answers needed (runs.stats.step_throughput), so a step that
             # fell behind reads as what it carried; a closed step: per minute of the step's own span
             carried = step_throughput(reqs, rate) if rate else None
-            duration = carried.span_s if carried is not None else max(end - start, 1e-9)
             lat = answered_latencies(reqs)
+            duration = carried.span_s if carried is not None else _closed_span(reqs, start, end)
             kinds = Counter(k for r in sent if (k := error_kind(r)) is not None)
             window = within(telemetry, start, end)
             editor = [s.value for s in select(window, "editor_get_workflow_ms")]
@@ -149,10 +172,10 @@ def step_rows(run: RunData) -> list[StepRow]:
             rows.append(
                 StepRow(
                     run_id=run.manifest.run_id,
-                    target=target,
-                    setup=setup_label(run.setup(target)),
-                    host=host_label(target, run.facts(target)),
-                    step=step,
+                    target=printable(target),  # names from the run's files: never an escape sequence in a report
+                    setup=printable(setup_label(run.setup(target))),
+                    host=printable(host_label(target, run.facts(target))),
+                    step=printable(step),
                     offered_rate_per_s=rate,
                     concurrency=step_concurrency(step),
                     duration_s=duration,
@@ -161,7 +184,7 @@ def step_rows(run: RunData) -> list[StepRow]:
                     saturation=carried.why if carried is not None else None,
                     fired=len(sent),
                     answered=len(lat),
-                    answered_per_min=len(lat) * 60 / duration,
+                    answered_per_min=_per_min(len(lat), duration),
                     errors=dict(kinds),
                     not_sent=len(reqs) - len(sent),
                     p50_ms=percentile(lat, 50),

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from n8n_sizer.report.model import host_label, setup_label
 from n8n_sizer.runs.stats import select, stack_ram_by_tick
+from n8n_sizer.safety.text import printable
 
 if TYPE_CHECKING:
     from n8n_sizer.report.model import RunData, StepRow
@@ -26,6 +27,9 @@ def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
+    # Names in titles, legends and ticks come from run files: a `$` there must stay a `$`, never start mathtext
+    # (a name like `$\\frac` made matplotlib raise), and control characters never reach a label (see `_clean`).
+    matplotlib.rcParams["text.parse_math"] = False
     import matplotlib.pyplot as plt
 
     return plt
@@ -57,6 +61,10 @@ def _dress(
         ax.legend(fontsize=8, **legend)
 
 
+def _per_min_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.0f}/min"
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60]
 
@@ -70,7 +78,9 @@ def plot_answered_vs_offered(rows: Sequence[StepRow], path: Path) -> Path | None
     fig, ax = plt.subplots(figsize=(7.5, 5))
     series: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
     for r in rate_rows:
-        series[f"{r.setup} on {r.host}"].append((r.offered_rate_per_s, r.answered_per_min / 60, sum(r.errors.values())))
+        series[f"{r.setup} on {r.host}"].append(
+            (r.offered_rate_per_s, (r.answered_per_min or 0.0) / 60, sum(r.errors.values()))
+        )
     top = max(r.offered_rate_per_s for r in rate_rows) * 1.1
     ax.plot([0, top], [0, top], linestyle="--", color="grey", linewidth=1, label="answered = offered")
     for label, points in sorted(series.items()):
@@ -123,7 +133,9 @@ def plot_latency_by_step(rows: Sequence[StepRow], path: Path) -> Path | None:
                 fontsize=7,
             )
     ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels([f"{r.step}\n{r.answered_per_min:,.0f}/min" for r in rows], fontsize=9)
+    ax.set_xticklabels(
+        [f"{printable(r.step, limit=40)}\n{_per_min_text(r.answered_per_min)}" for r in rows], fontsize=9
+    )
     ax.set_yscale("log")
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
@@ -157,7 +169,7 @@ def plot_throughput_vs_concurrency(rows: Sequence[StepRow], path: Path) -> Path 
     for label, group in sorted(series.items()):
         group.sort(key=lambda r: r.concurrency)
         users = [r.concurrency for r in group]
-        ax.plot(users, [r.answered_per_min / 60 for r in group], marker="o", linewidth=2, label=label)
+        ax.plot(users, [(r.answered_per_min or 0.0) / 60 for r in group], marker="o", linewidth=2, label=label)
         ax_lat.plot(users, [r.p50_ms or float("nan") for r in group], marker="o", linewidth=2, label=label)
     ax.set_ylim(bottom=0)
     ax_lat.set_ylim(bottom=0)

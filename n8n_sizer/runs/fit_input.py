@@ -64,7 +64,7 @@ def measurements_from_run(folder: Path) -> list[Measurement]:
             continue
         info = manifest.hosts.get(target, {})
         facts = info.get("facts") or {}
-        setup = info.get("setup") or manifest.setup
+        setup = manifest.setup_of(target)
         if not setup or not facts.get("vcpu"):
             continue
         value = {s.metric: s.value for s in samples if s.metric != "errors"}
@@ -122,6 +122,7 @@ def _hardware(info: dict, target: str) -> Hardware:
         arch="arm" if str(facts.get("arch", "")).lower() in ("aarch64", "arm64") else "x86",
         ram_mib=int(facts["ram_mib"]) if facts.get("ram_mib") else None,
         host_class=f"user:{facts.get('cpu_model') or target}",
+        speed_probe_ms=info.get("speed_probe_ms"),
     )
 
 
@@ -142,7 +143,7 @@ def _rest_row(manifest, target: str, workflow: str) -> Measurement | None:
     """The target's `--rest-seconds` window as a row of its own (load kind `idle`): each n8n role's CPU cores per
     process with no load, from the kernel's counts; None without such a window."""
     info = manifest.hosts.get(target, {})
-    rest, facts, setup = info.get("rest") or {}, info.get("facts") or {}, info.get("setup") or manifest.setup
+    rest, facts, setup = info.get("rest") or {}, info.get("facts") or {}, manifest.setup_of(target)
     if not rest.get("role_cpu_ms") or not rest.get("counted_s") or not setup or not facts.get("vcpu"):
         return None
     wh = int(info.get("webhook_processors") or 0)

@@ -11,11 +11,43 @@ A missing value stays None; it never becomes 0.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from n8n_sizer.safety.frozen import Frozen
+from n8n_sizer.safety.text import is_printable, printable
+
+# Physical bounds of what a run records (issue 40): far above any real run, far below nonsense. A record outside
+# them is refused where it is read, with the file, the line and the field, instead of turning into a report.
+MAX_UNIX_S = 10_000_000_000.0  # unix seconds: the year 2286 (a time is also never negative)
+MAX_LATENCY_MS = 86_400_000.0  # a day: bench's longest --timeout is an hour, and a request is due when scheduled
+MAX_COUNT = 10**12  # requests, executions, commands: a million a second for 11 days
+MAX_VALUE = 1e15  # any sample's value (cores, MiB, ms, counts, rates): every one is a non-negative quantity
+CLOCK_SLACK_S = 1.0  # how much earlier than scheduled a send may be recorded (another host's clock, rounding)
+# The largest value a unit holds (the units telemetry and the load summaries write); other units: MAX_VALUE.
+UNIT_BOUNDS = {
+    "cores": 1024.0,  # safety.numbers.VCPU's top: no host has more
+    "%": 1000.0,  # a share of the interval (disk busy can read a little above 100 on a late sample)
+    "bool": 1.0,
+    "ms": MAX_LATENCY_MS,
+    "s": MAX_UNIX_S,
+    "MiB": 2.0**30,  # a petabyte
+    "MiB/s": 2.0**30,
+}  # rates (req/s, req/min) are bounded against the step's offered rate instead (runs.plausible)
+UnixS = Annotated[float, Field(ge=0, le=MAX_UNIX_S)]
+Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+
+
+def _printable(value: str) -> str:
+    if not is_printable(value):
+        raise ValueError(f"{printable(repr(value), limit=60)} holds control characters or escape sequences")
+    return value
+
+
+# a step, target, host, role or metric name: echoed in reports and on terminals, so plain text (safety.text)
+Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_printable)]
+Text = Annotated[str, Field(max_length=100_000)]  # an error or a body snippet
 
 # "dropped": not sent because the in-flight cap was reached (k6's dropped iterations); its sent_s is the
 # scheduled time and its status None.
@@ -38,11 +70,23 @@ class Sample(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)  # NaN/inf: a broken record
 
-    metric: str
-    value: float
-    unit: str
-    labels: dict[str, str] = Field(default_factory=dict)
-    time_s: float
+    metric: Name
+    value: float  # every metric is a non-negative quantity (counts, cores, MiB, ms): see _within_its_unit
+    unit: Annotated[str, Field(max_length=40)]
+    labels: dict[Name, Annotated[str, Field(max_length=2000)]] = Field(default_factory=dict, max_length=64)
+    time_s: UnixS
+
+    @model_validator(mode="after")
+    def _within_its_unit(self) -> Sample:
+        """A value its unit cannot hold (500 cores, a percentage of 10^9, a "bool" of 7) is not a measurement."""
+        high = UNIT_BOUNDS.get(self.unit, MAX_VALUE)
+        if self.value < 0:
+            raise ValueError(f"{self.metric} {self.value:g} is negative; every metric is a count, a size or a time")
+        if self.value > high:
+            raise ValueError(f"{self.metric} {self.value:g} {self.unit} is above {high:g}, what the unit can hold")
+        if self.unit == "bool" and self.value not in (0.0, 1.0):
+            raise ValueError(f"{self.metric} {self.value:g} is a bool, neither 0 nor 1")
+        return self
 
 
 class RequestRecord(BaseModel):
@@ -50,52 +94,102 @@ class RequestRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)  # NaN/inf: a broken record
 
-    seq: int = Field(ge=0)
-    step: str  # e.g. "rate-20" or "c-10"; warm-up requests are not recorded
-    target: str  # host name from the inventory, or "local"
-    scheduled_s: float  # unix seconds the schedule wanted it sent
-    sent_s: float  # unix seconds it was sent
-    status: int | None  # HTTP status, None when no response arrived
-    latency_ms: float | None  # from scheduled time to response (no coordinated omission); None without response
+    seq: Count
+    step: Name  # e.g. "rate-20" or "c-10"; warm-up requests are not recorded
+    target: Name  # host name from the inventory, or "local"
+    scheduled_s: UnixS  # unix seconds the schedule wanted it sent
+    sent_s: UnixS  # unix seconds it was sent
+    status: int | None = Field(ge=100, le=599)  # HTTP status, None when no response arrived
+    # from scheduled time to response (no coordinated omission); None without response
+    latency_ms: float | None = Field(ge=0, le=MAX_LATENCY_MS)
     error_class: ErrorClass | None = None
-    error: str | None = None  # the full error string for a failure
-    body_snippet: str | None = None  # first bytes of a non-2xx body
+    error: Text | None = None  # the full error string for a failure
+    body_snippet: Text | None = None  # first bytes of a non-2xx body
     # The execution n8n answered for (the bench workflows return `executionId`), to match every accepted
     # request to a stored execution one by one; None when the workflow does not return it.
-    execution_id: str | None = None
+    execution_id: Name | None = None
     payload_class: PayloadClass | None = None  # what was deliberately wrong with it (--malformed); None = valid
     # The load-generator host that sent it when the load was split over several (a lab's gen-1 .. gen-N);
     # None when the bench itself or the target's one load generator sent everything (and in older runs).
-    generator: str | None = None
+    generator: Name | None = None
+
+    @model_validator(mode="after")
+    def _in_order(self) -> RequestRecord:
+        """Scheduled, then sent, then answered: a request is never sent before it was due, nor answered before it
+        was sent (within CLOCK_SLACK_S)."""
+        if self.sent_s < self.scheduled_s - CLOCK_SLACK_S:
+            raise ValueError(f"sent_s {self.sent_s} is before scheduled_s {self.scheduled_s}")
+        if self.latency_ms is not None and self.latency_ms / 1000.0 < self.sent_s - self.scheduled_s - CLOCK_SLACK_S:
+            raise ValueError(f"latency_ms {self.latency_ms:g} ends before the request was sent")
+        return self
 
 
 class ClassTally(Frozen):
     """One payload class in the ledger: what was fired, refused as it should be, accepted, or failed otherwise."""
 
-    fired: int = Field(ge=0)
-    refused_as_expected: int = Field(ge=0)  # answered with the class's refusal status (REFUSAL_STATUS): not lost
-    accepted: int = Field(ge=0)  # 2xx: for a malformed class, the receiver let it through
-    other: int = Field(ge=0)  # another status, a timeout or a reset
+    fired: Count
+    refused_as_expected: Count  # answered with the class's refusal status (REFUSAL_STATUS): not lost
+    accepted: Count  # 2xx: for a malformed class, the receiver let it through
+    other: Count  # another status, a timeout or a reset
+
+    @model_validator(mode="after")
+    def _adds_up(self) -> ClassTally:
+        if self.refused_as_expected + self.accepted + self.other != self.fired:
+            raise ValueError("refused_as_expected + accepted + other must add up to fired")
+        return self
 
 
 class Ledger(Frozen):
     """Seed 004's table: what was fired, accepted, refused, and accepted-then-lost (no stored execution)."""
 
-    fired: int = Field(ge=0)
-    accepted: int = Field(ge=0)
-    refused: int = Field(ge=0)
-    accepted_then_lost: int | None  # None when executions could not be counted; raw (may be negative)
-    executions_stored: int | None
-    executions_succeeded: int | None = None  # stored executions with status success (accepted is matched to these)
-    not_sent: int = Field(0, ge=0)  # kept back by the in-flight cap (error class "dropped"), not in `fired`
+    fired: Count
+    accepted: Count
+    refused: Count
+    # None when executions could not be counted; raw (may be negative: see runs.ledger)
+    accepted_then_lost: int | None = Field(ge=-MAX_COUNT, le=MAX_COUNT)
+    executions_stored: Count | None
+    executions_succeeded: Count | None = None  # stored executions with status success (accepted is matched to these)
+    not_sent: Count = 0  # kept back by the in-flight cap (error class "dropped"), not in `fired`
     # Accepted requests whose execution is not among the stored successful ones, matched by execution id;
     # None when not every accepted answer carried its execution id (then only the counts above are known).
-    lost_seqs: list[int] | None = None
+    lost_seqs: list[Count] | None = None
     # Per payload class ("valid" and bench.payloads' classes) when the run sent malformed requests (--malformed).
-    by_class: dict[str, ClassTally] | None = None
+    by_class: dict[Name, ClassTally] | None = Field(None, max_length=16)
     # Refusals answered from inside the workflow (their answer names an execution): those executions are stored
     # too, so they are expected among the successful ones and do not hide a lost accepted request.
-    refusals_with_execution: int = Field(0, ge=0)
+    refusals_with_execution: Count = 0
+
+    @model_validator(mode="after")
+    def _adds_up(self) -> Ledger:
+        """The ledger's own arithmetic (runs.ledger.build_ledger): a hand-edited ledger that breaks it is refused."""
+        problems = [
+            (self.accepted + self.refused != self.fired, "accepted + refused must equal fired"),
+            (self.refusals_with_execution > self.refused, "refusals_with_execution cannot exceed refused"),
+            (
+                self.executions_succeeded is not None
+                and self.executions_stored is not None
+                and self.executions_succeeded > self.executions_stored,
+                "executions_succeeded cannot exceed executions_stored",
+            ),
+            (
+                self.accepted_then_lost is not None
+                and not -(self.executions_succeeded or 0) <= self.accepted_then_lost <= self.fired,
+                "accepted_then_lost must lie between -executions_succeeded and fired",
+            ),
+            (self.lost_seqs is not None and len(self.lost_seqs) > self.accepted, "more lost_seqs than accepted"),
+            (
+                self.by_class is not None and sum(t.fired for t in self.by_class.values()) != self.fired,
+                "by_class's fired must add up to fired",
+            ),
+            (
+                self.by_class is not None and sum(t.accepted for t in self.by_class.values()) != self.accepted,
+                "by_class's accepted must add up to accepted",
+            ),
+        ]
+        for broken, why in problems:
+            if broken:
+                raise ValueError(why)
+        return self
 
 
 class RunManifest(BaseModel):
@@ -103,17 +197,39 @@ class RunManifest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    run_id: str
+    run_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}$")]  # it names files and folders
     kind: Literal["bench", "drill", "soak", "find-max"] = "bench"
-    created_s: float
-    finished_s: float | None = None
+    created_s: UnixS
+    finished_s: UnixS | None = None
+    # The free-form parts below are typed where they are read: runs.run_file (RunFile) checks every field any
+    # reader uses, at the boundary, before a manifest is built from a file.
     spec: dict[str, Any] = Field(default_factory=dict)
     setup: dict[str, Any] = Field(default_factory=dict)
-    workflow: str | None = None
-    versions: dict[str, str] = Field(default_factory=dict)
-    hosts: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    ledgers: dict[str, Ledger] = Field(default_factory=dict)
+    workflow: Annotated[str, Field(max_length=500), AfterValidator(_printable)] | None = None
+    versions: dict[Name, Annotated[str, Field(max_length=500)]] = Field(default_factory=dict)
+    hosts: dict[Name, dict[str, Any]] = Field(default_factory=dict)
+    ledgers: dict[Name, Ledger] = Field(default_factory=dict)
     extra: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _finished_after_created(self) -> RunManifest:
+        if self.finished_s is not None and self.finished_s < self.created_s:
+            raise ValueError(f"finished_s {self.finished_s} is before created_s {self.created_s}")
+        return self
+
+    def setup_of(self, target: str) -> dict[str, Any] | None:
+        """The setup a target ran: its own (hosts.<t>.setup), else the run's (a setup, or one per target)."""
+        own = (self.hosts.get(target) or {}).get("setup")
+        if own:
+            return own
+        if "mode" in self.setup:
+            return self.setup
+        mine = self.setup.get(target)
+        return mine if isinstance(mine, dict) and "mode" in mine else None
+
+    def facts_of(self, target: str) -> dict[str, Any]:
+        """The target's host facts (hosts.<t>.facts), {} when none were recorded."""
+        return (self.hosts.get(target) or {}).get("facts") or {}
 
 
 @dataclass

@@ -21,7 +21,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from n8n_sizer.errors import InputError
+from n8n_sizer.runs.plausible import check_requests, check_samples
 from n8n_sizer.runs.records import RequestRecord, RunManifest, Sample, StepTally
+from n8n_sizer.runs.run_file import read_manifest, validation_line
 from n8n_sizer.runs.stats import step_throughput
 from n8n_sizer.safety.files import read_user_text
 from n8n_sizer.safety.write import write_atomic
@@ -80,11 +82,7 @@ class RunStore:
                 f"run {run}: no {RUN_JSON} in {folder}; try a folder from `ls {out_dir or 'results'}` (or pass --out)"
             )
         text = read_user_text(path, f"run {run}:", fix="restore it from a copy, or start a new run")
-        try:
-            manifest = RunManifest.model_validate_json(text)
-        except (ValidationError, ValueError) as exc:
-            raise InputError(f"run {run}: {path} is not a run manifest ({str(exc).splitlines()[0]})") from None
-        return cls(folder, manifest)
+        return cls(folder, read_manifest(text, path))  # typed and bounded, field by field (runs.run_file)
 
     def save_manifest(self) -> None:
         with self._lock:  # the one atomic writer: never through a link, never half-written (safety/write.py)
@@ -129,10 +127,17 @@ class RunStore:
             )
 
     def read_requests(self) -> list[RequestRecord]:
-        return _parse_jsonl(self._snapshot(REQUESTS), self.folder / REQUESTS, RequestRecord)
+        """Every request record, each typed and bounded, and together a schedule the run could send."""
+        records = parse_jsonl(self._snapshot(REQUESTS), self.folder / REQUESTS, RequestRecord)
+        check_requests(records, self.folder / REQUESTS)
+        return records
 
     def read_samples(self) -> list[Sample]:
-        return _parse_jsonl(self._snapshot(SAMPLES), self.folder / SAMPLES, Sample)
+        """Every sample, each typed and bounded, and together load summaries that add up (runs.plausible)."""
+        samples = parse_jsonl(self._snapshot(SAMPLES), self.folder / SAMPLES, Sample)
+        vcpu = {t: float(f["vcpu"]) for t in self.manifest.hosts if (f := self.manifest.facts_of(t)).get("vcpu")}
+        check_samples(samples, self.folder / SAMPLES, vcpu)
+        return samples
 
     def close(self) -> None:
         with self._lock:
@@ -184,9 +189,10 @@ def _drop_partial_line(path: Path) -> None:
         os.close(fd)
 
 
-def _parse_jsonl(text: str | None, path: Path, model):
-    """Every record in the file. The last line may be cut short by a crash mid-write (no newline after it): it is
-    skipped. Any other bad line, a cut one in the middle included, is damage: an error naming the line."""
+def parse_jsonl(text: str | None, path: Path, model):
+    """Every record in the file, each validated strictly (no "5" read as 5). The last line may be cut short by a
+    crash mid-write (no newline after it): it is skipped. Any other bad line, a cut one in the middle included, is
+    damage: an error naming the file, the line and the field."""
     if text is None:
         return []
     out = []
@@ -195,15 +201,14 @@ def _parse_jsonl(text: str | None, path: Path, model):
         if not line.strip():
             continue
         try:
-            out.append(model.model_validate_json(line))
+            out.append(model.model_validate_json(line, strict=True))
         except ValidationError as exc:
             if number == len(lines) and not line.rstrip().endswith("}"):  # the run stopped mid-write
                 continue
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ())) or "line"
-            raise InputError(
-                f"{path}:{number} is not a {model.__name__} ({where}: {first.get('msg')}); the file was "
-                "edited or damaged: restore it, or re-run the step with `n8n-sizer bench --resume`"
+            raise validation_line(
+                exc,
+                f"{path}:{number} is not a {model.__name__}",
+                "the file was edited or damaged: restore it, or re-run the step with `n8n-sizer bench --resume`",
             ) from None
     return out
 
@@ -282,7 +287,7 @@ def summarize_step(
         value = _pct(ok, q)
         if value is not None:
             samples.append(Sample(metric=f"latency_p{q}", value=value, unit="ms", labels=labels, time_s=t))
-    lag = _pct([(r.sent_s - r.scheduled_s) * 1000.0 for r in sent], 99)
+    lag = _pct([max(0.0, r.sent_s - r.scheduled_s) * 1000.0 for r in sent], 99)  # a clock's rounding: never < 0
     if lag is not None:
         samples.append(Sample(metric="send_lag_p99", value=lag, unit="ms", labels=labels, time_s=t))
     classes: dict[str, int] = {}

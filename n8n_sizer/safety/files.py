@@ -138,24 +138,9 @@ def require_folder(path: Path | str, what: str, *, fix: str) -> Path:
 
 
 def require_output_folder(path: Path | str, what: str, *, fix: str, writable: bool = False) -> Path:
-    """`path` when it is a usable output folder or can become one: not '', not a file, not under a file;
-    with `writable`, this process can also create files in it (or create it in its nearest parent)."""
-    text = str(path)
-    if not text.strip() or "\0" in text:
-        raise _fail(what, path, "is empty; name a folder", fix)
-    p = Path(path)
-    if p.is_symlink() and not p.exists():
-        raise _fail(what, path, "is a dangling symbolic link", fix)
-    if p.exists() and not p.is_dir():
-        raise _fail(what, path, "is a file, not a folder", fix)
-    nearest = p.absolute() if p.exists() else None
-    for parent in p.absolute().parents:
-        if nearest is not None:
-            break
-        if parent.exists():
-            if not parent.is_dir():
-                raise _fail(what, path, f"is not writable: it lies under {parent}, which is a file", fix)
-            nearest = parent
-    if writable and nearest is not None and not os.access(nearest, os.W_OK | os.X_OK):
-        raise _fail(what, path, f"is not writable ({nearest}: permission denied)", fix)
-    return p
+    """`path` when it is a usable output folder or can become one: the one gate every writer's folder passes
+    (`safety.write.output_folder`: no link on the way, not a file, nobody else's, not open to others); with
+    `writable`, this process can also create files in it (or create it in its nearest parent)."""
+    from n8n_sizer.safety.write import output_folder
+
+    return output_folder(path, what, fix=fix, writable=writable)

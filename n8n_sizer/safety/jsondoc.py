@@ -1,7 +1,7 @@
 """The one JSON loader for user files (topologies, inventories, workflows, bodies, run records).
 
 `json.loads` alone turns 100,000 nested brackets into a RecursionError, a 5,000-digit integer into a
-ValueError, `1e999` into infinity and `NaN` into a float that poisons arithmetic. `load_json` measures the
+ValueError, `1e999` into infinity and `NaN` into a float that poisons arithmetic, and keeps the last of two equal keys. `load_json` measures the
 nesting first (one pass, no recursion), then parses with every number checked, and reports any of these as
 one `InputError` line naming the input and the fix.
 """
@@ -56,13 +56,30 @@ def _constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once: `json` keeps the last of two equal keys, other readers the
+    first, so a key twice is refused as in YAML (safety.yamldoc)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"the key {twice[:60]!r} appears twice in one object")
+    return out
+
+
 def load_json(text: str, what: str, fix: str, *, max_depth: int = MAX_DEPTH) -> Any:
     """Parse `text` as JSON; `InputError` (one line: `what`, the reason, `fix`) for anything unusable."""
     depth = json_depth(text)
     if depth > max_depth:
         raise InputError(f"{what} nests {depth:,} levels deep, above the {max_depth} this tool reads; {fix}")
     try:
-        return json.loads(text, parse_constant=_constant, parse_int=_number(int), parse_float=_number(float))
+        return json.loads(
+            text,
+            parse_constant=_constant,
+            parse_int=_number(int),
+            parse_float=_number(float),
+            object_pairs_hook=_object,
+        )
     except json.JSONDecodeError as exc:
         raise InputError(f"{what} is not JSON (not valid JSON: {exc.msg} at line {exc.lineno}); {fix}") from None
     except (ValueError, RecursionError) as exc:

@@ -77,7 +77,7 @@ def test_the_users_runs_refine_the_price_of_their_workflow(tmp_path):
             },
         }
     )
-    for prev, node in zip([last, *[n["name"] for n in extra]], extra, strict=True):
+    for prev, node in zip([last, *[n["name"] for n in extra]][:-1], extra, strict=True):
         flow["connections"][prev] = {"main": [[{"node": node["name"], "type": "main", "index": 0}]]}
     flow["nodes"] += extra
     path = tmp_path / "my-flow.json"

@@ -119,3 +119,46 @@ def test_one_server_first_is_not_resized_but_says_it_does_not_absorb_the_burst()
 def test_drain_seconds_needs_a_burst():
     code, _, err = _advise("--rps", "10", "--drain-seconds", "10")
     assert code == 2 and "--drain-seconds" in err and len(err.strip().splitlines()) == 1
+
+
+def test_misses_name_the_target_that_misses_in_its_own_figures():
+    from n8n_sizer.advisor.answer.burst import absorbs, misses
+
+    # drains in 30 s, well within 60 s, but the p95 during the burst (19 s) is far above 3 s: the p95 misses
+    b = burst_advice(10.0, 4.0, 60.0, capacity_per_s=30.0, service_p95_ms=50.0, mode="queue")
+    missed = misses(b, 3000, 60)
+    assert len(missed) == 1 and "p95" in missed[0] and "19,050 ms" in missed[0] and "drain" not in missed[0]
+    missed = misses(b, None, 10)
+    assert len(missed) == 1 and "drains in about 30 s, past --drain-seconds 10" in missed[0]
+    assert len(misses(b, 3000, 10)) == 2 and not absorbs(b, 3000, 10) and absorbs(b, 20_000, 60)
+    never = burst_advice(30.0, 2.0, 10.0, capacity_per_s=30.0, service_p95_ms=40.0, mode="queue")
+    assert "never drains" in misses(never, None, None)[0]
+
+
+def test_a_burst_below_capacity_has_the_p95_of_its_peak_rate():
+    b = burst_advice(5.0, 2.0, 60.0, capacity_per_s=30.0, service_p95_ms=80.0, mode="queue", peak_p95_ms=120.0)
+    assert b.backlog_max == 0 and b.p95_ms == 120.0
+    past = burst_advice(10.0, 4.0, 60.0, capacity_per_s=30.0, service_p95_ms=80.0, mode="queue", peak_p95_ms=None)
+    assert past.p95_ms == pytest.approx(80.0 + 19_000.0)  # past capacity: the base rate's p95 plus the queue wait
+
+
+def test_a_sized_answer_is_judged_at_the_rate_asked_and_says_what_missed():
+    code, data, err = _advise("--rps", "10", "--burst", "4", "--burst-seconds", "60", "--p95-ms", "3000", "--json")
+    assert code == 0, err
+    sized, mid = data["request"]["sized_for_rps"], data["capacity_per_s"]["mid"]
+    assert data["request"]["rps"] == 10 and sized > 10
+    assert data["headroom"] == pytest.approx(mid / 10 - 1)  # at 10/s, not at the rate it was sized for
+    assert data["comfortable"] == (10 <= 0.7 * mid) and data["p95_ms"] < 3000
+    first = data["warnings"][0]
+    assert first.startswith(f"sized for {sized:.3g}/s, not 10/s") and "its p95 during the burst" in first
+    assert "drain" not in first.split("targets:")[1]  # the p95 missed, not the drain time
+    assert data["burst"]["p95_ms"] <= 3000
+
+
+def test_one_server_first_names_the_p95_when_it_is_the_p95_that_misses():
+    code, data, err = _advise(
+        "--rps", "10", "--vcpu", "4", "--burst", "4", "--burst-seconds", "60", "--p95-ms", "3000", "--json"
+    )
+    assert code == 0, err
+    note = next(w for w in data["warnings"] if "does not absorb" in w)
+    assert data["burst"]["drains"] and "p95 during the burst" in note and "--drain-seconds" not in note

@@ -134,16 +134,40 @@ def test_validate_per_role_rows_hold_their_median(validation):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="the validate targets, not met by every embedded campaign: per-role rows median 11.3%, max 240% (idle "
-    "rows of a role one rest window of its campaign measured); lab topologies median 12.9%, max 41.1%: the probed "
-    "campaign of 2026-12-02 10:32 reads -7% to -15%, the quiet 06:47 one's 4 worker hosts carried 13.6/s where the "
-    "other topologies' CPU per execution gives 8.0/s "
+    reason="issue 36's targets, not all met yet: per-role rows max (idle rows of a rest window its campaign measured "
+    "alone), lab topologies max (the 06:47 campaign's 4 worker hosts carried 13.6/s where its other topologies' rows "
+    "give 8.0/s; data and main on one host carried 7.0/s where the sum of its roles gives 4.7/s) "
     "(docs/advise-topology.md#validation-advise---validate-embedded-data)",
 )
-def test_validate_meets_the_per_role_and_lab_targets(validation):
-    demand, lab = validation["demand_rows"], validation["lab_shape"]["points"]
-    assert demand["median_abs_pct_error"] <= 10 and demand["max_abs_pct_error"] <= 25
-    assert max(abs(p["error_pct"]) for p in lab) <= 20 and validation["lab_shape"]["order_right"]
+def test_validate_meets_the_targets_it_prints(validation):
+    t = validation["targets"]
+    assert validation["median_abs_pct_error"] <= t["throughput"][0]
+    assert validation["max_abs_pct_error"] <= t["throughput"][1]
+    assert validation["interval_coverage"] >= t["coverage"]
+    demand, lab = validation["demand_rows"], validation["lab_shape"]
+    assert demand["median_abs_pct_error"] <= t["demand"][0] and demand["max_abs_pct_error"] <= t["demand"][1]
+    assert lab["median_abs_pct_error"] <= t["lab"][0] and lab["max_abs_pct_error"] <= t["lab"][1]
+    assert lab["order_right"]
+
+
+def test_validate_streams_a_line_per_held_out_point_and_quick_leaves_the_steps_out(advise_validate):
+    code, out, err = advise_validate["text"]
+    assert code == 0, err
+    lines = out.splitlines()
+    first = lines.index("leave-one-out: each capacity point predicted by a fit without it")
+    assert lines[first + 1].strip().startswith(("notes-", "s00"))  # the first point's line follows the header
+    assert any(line.startswith("throughput rows: median |error|") for line in lines)
+    assert any(line.startswith("per-role demand rows:") for line in lines)
+    code, out, err = _advise_in_process_quick()
+    assert code == 0, err
+    assert "per-role demand rows:" not in out and "--quick: the per-role steps were not held out" in out
+    assert "lab topologies:" in out or "lab topologies (each host" in out
+
+
+def _advise_in_process_quick():
+    from tests.unit.conftest import _advise_in_process
+
+    return _advise_in_process(["--validate", "--quick"])
 
 
 def _write_run(out: Path, answered_per_min: float, workflow: str = "light") -> None:

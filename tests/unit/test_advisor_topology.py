@@ -115,7 +115,7 @@ def test_pools_follow_concurrency_and_seed_000_formula():
     assert pools.worker_pool_size(10, 50.0) == 11  # never more than its slots + 1
     assert pools.worker_pool_size(10, 4.0) == 4  # 4 on CPU x 40% in DB calls x 1.5 burst = 2.4 -> 3, plus one
     assert pools.recommended_max_connections(95) == 120
-    assert pools.recommended_max_connections(3) == 100
+    assert pools.recommended_max_connections(3) == 20  # (3 + 10 headroom) rounded up: no idle 100 (ram.py)
     assert pools.connection_ram_mib(120) == 120 * pools.RAM_PER_CONNECTION_MIB
 
 

@@ -19,6 +19,7 @@ ENV_FILES = {"n8n.env": parse_env_text((DATA / "n8n.env").read_text())}
 def _check(name: str, env: dict | None = None, **kwargs):
     kwargs.setdefault("vcpu", 4)
     kwargs.setdefault("longest_execution_s", 60)
+    kwargs.setdefault("ram_mib", 8192)
     kwargs.setdefault("env_files", ENV_FILES)
     return check_compose((DATA / name).read_text(), ENV if env is None else env, **kwargs)
 

@@ -93,4 +93,4 @@ def test_unwritable_out_is_one_line_and_exit_2(tmp_path: Path) -> None:
     proc = run("render", "--mode", "regular", "--out", str(blocker / "stack"))
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "--out" in proc.stderr
-    assert "not writable" in proc.stderr
+    assert "is a file, not a folder" in proc.stderr

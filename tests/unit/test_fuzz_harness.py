@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -392,3 +394,218 @@ def test_hand_edited_cluster_folders_through_check_topology(path, value, host, l
         compose.write_bytes("\n".join(lines).encode("utf-8", "surrogateescape"))
         assert_clean(*run_cli("check", "--topology", out))
         assert_clean(*run_cli("check", "--topology", out, "--json"))
+
+
+# --- issue 40: run records, ledgers, request and sample lines, compose YAML tricks, URLs, output folders ------------
+# The cases come from tests/unit/hostile_cases.py; benchmarks/hostile_campaign.py runs every one of them and prints
+# counts. Here hypothesis draws a sample, so the suite stays fast.
+
+from tests.unit import hostile_cases as hc  # noqa: E402
+
+RUN_PATHS = hc.run_json_paths()
+RAW_OR_VALUE = st.one_of(st.sampled_from(hc.HOSTILE_VALUES), st.sampled_from(hc.RAW_VALUES).map(lambda r: ("raw", r)))
+
+
+def _damaged_run(tmp: Path, name: str, text: str | bytes, facts: bool) -> Path:
+    run = tmp / "run"
+    shutil.copytree(hc.BASE_RUN, run)
+    if not facts:  # a report that passes would refit the advisor on these facts: seconds each
+        (run / "run.json").write_text(json.dumps(hc._without_facts(json.loads((run / "run.json").read_text()))))
+    (run / name).write_bytes(text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass"))
+    return run
+
+
+def _report_is_clean(run: Path, tmp: Path) -> None:
+    before = tree(tmp, skip=tmp / "report")
+    code, out, err = run_cli("report", run, "--no-plots", "--out", tmp / "report")
+    assert hc.clean(code, out, err) is None, (code, err)
+    if code == 0:
+        assert hc.report_nonsense((tmp / "report" / "report.md").read_text()) is None
+    assert tree(tmp, skip=tmp / "report") == before  # nothing written outside --out
+
+
+def _fit_input_is_clean(run: Path) -> None:
+    """The reading half of `advise --results` (its refit takes seconds): a clean refusal or bounded measurements."""
+    from n8n_sizer.runs.fit_input import load_results
+
+    try:
+        rows = load_results(run)
+    except InputError as exc:
+        assert "\n" not in str(exc)
+        return
+    for m in rows:
+        assert m.results.answered_per_min is None or 0 <= m.results.answered_per_min <= 6e6
+        assert all(q is None or 0 <= q <= 86_400_000 for q in (m.results.p50_ms, m.results.p95_ms, m.results.p99_ms))
+
+
+@pytest.mark.timeout(120)
+@FUZZ
+@given(path=st.sampled_from(RUN_PATHS), value=RAW_OR_VALUE)
+def test_every_field_of_run_json_through_report_and_the_results_reader(path, value):
+    doc = json.loads((hc.BASE_RUN / "run.json").read_text())
+    text = hc._raw(doc, path, value[1]) if isinstance(value, tuple) else json.dumps(hc._set(doc, path, value))
+    with tempfile.TemporaryDirectory() as tmp:
+        _fit_input_is_clean(_damaged_run(Path(tmp), "run.json", text, facts=True))
+    if "facts" in path:
+        return  # a report over facts that pass refits the advisor (seconds): the reader above covers them
+    no_facts = hc._without_facts(doc)
+    text = hc._raw(no_facts, path, value[1]) if isinstance(value, tuple) else json.dumps(hc._set(no_facts, path, value))
+    with tempfile.TemporaryDirectory() as tmp:
+        _report_is_clean(_damaged_run(Path(tmp), "run.json", text, facts=False), Path(tmp))
+
+
+JSONL = [("requests.jsonl", n, t) for n, t in hc.jsonl_cases("requests.jsonl")]
+JSONL += [("samples.jsonl", n, t) for n, t in hc.jsonl_cases("samples.jsonl")]
+JSONL += [("requests.jsonl", n, t) for n, t in hc.schedule_cases()]
+JSONL += [("samples.jsonl", n, t) for n, t in hc.load_summary_cases()]
+
+
+@pytest.mark.timeout(120)
+@settings(FUZZ, max_examples=40)
+@given(case=st.sampled_from(JSONL))
+def test_request_and_sample_lines_through_report_and_the_results_reader(case):
+    name, _label, text = case
+    with tempfile.TemporaryDirectory() as tmp:
+        _report_is_clean(_damaged_run(Path(tmp), name, text, facts=False), Path(tmp))
+    with tempfile.TemporaryDirectory() as tmp:
+        _fit_input_is_clean(_damaged_run(Path(tmp), name, text, facts=True))
+
+
+LEDGERS = list(hc.ledger_cases())
+
+
+@pytest.mark.timeout(120)
+@FUZZ
+@given(case=st.sampled_from(LEDGERS))
+def test_ledgers_through_report(case):
+    _label, value = case
+    doc = hc._without_facts(json.loads((hc.BASE_RUN / "run.json").read_text()))
+    doc["ledgers"]["local"] = value
+    with tempfile.TemporaryDirectory() as tmp:
+        run = _damaged_run(Path(tmp), "run.json", json.dumps(doc), facts=False)
+        code, out, err = run_cli("report", run, "--no-plots", "--out", Path(tmp) / "report")
+        assert hc.clean(code, out, err) is None, err
+        if code == 0:  # a ledger that passed adds up
+            ledger = json.loads((run / "run.json").read_text())["ledgers"]["local"]
+            assert ledger["accepted"] + ledger["refused"] == ledger["fired"]
+
+
+GOLDEN_LINES = hc.GOLDEN_COMPOSE.read_text().splitlines()
+KEY_LINES = [i for i, line in enumerate(GOLDEN_LINES) if re.match(r"^\s*[A-Za-z_][\w.-]*:", line)]
+
+
+@pytest.mark.timeout(120)
+@FUZZ
+@given(line=st.sampled_from(KEY_LINES), value=st.sampled_from(["evil/evil:latest", "x", "1", "{}", "[]", "''"]))
+def test_any_key_of_a_compose_file_written_twice_is_refused(line, value):
+    """Compose refuses a mapping key given twice; check must too, whichever key and depth (PyYAML kept the last)."""
+    key_line = GOLDEN_LINES[line]
+    indent, key = re.match(r"^(\s*)([A-Za-z_][\w.-]*):", key_line).groups()
+    end = line + 1  # after the key's own block: the next line at the same or a lower indent
+    while end < len(GOLDEN_LINES) and (
+        not GOLDEN_LINES[end].strip() or len(GOLDEN_LINES[end]) - len(GOLDEN_LINES[end].lstrip()) > len(indent)
+    ):
+        end += 1
+    if GOLDEN_LINES[line].lstrip().startswith("- "):
+        return  # a list item's first key: the duplicate would start a new item
+    lines = GOLDEN_LINES[:end] + [f"{indent}{key}: {value}"] + GOLDEN_LINES[end:]
+    with tempfile.TemporaryDirectory() as tmp:
+        file = Path(tmp) / "docker-compose.yml"
+        file.write_text("\n".join(lines) + "\n")
+        code, out, err = run_cli("check", file)
+        assert hc.clean(code, out, err) is None and code == 2, (key_line, err)
+        assert "appears twice" in err and f"{key!r}" in err
+
+
+@pytest.mark.timeout(120)
+@FUZZ
+@given(case=st.sampled_from(list(hc.compose_cases()) + [(n, f, "refuse") for n, f in hc.compose_sibling_cases()]))
+def test_compose_yaml_tricks_through_check(case):
+    name, content, _ = case
+    with tempfile.TemporaryDirectory() as tmp:
+        file = Path(tmp) / "docker-compose.yml"
+        if isinstance(content, dict):  # files beside the golden compose file
+            shutil.copy(hc.GOLDEN_COMPOSE, file)
+            for rel, text in content.items():
+                (Path(tmp) / rel).write_text(text)
+        else:
+            file.write_text(content)
+        code, out, err = run_cli("check", file)
+        assert hc.clean(code, out, err) is None and code == 2, (name, out, err)
+
+
+url_part = st.sampled_from(["http", "https", "ftp", "HTTP", "", "javascript"])
+url_auth = st.sampled_from(["", "user@", "user:pass@", ":@", "a@b@"])
+url_host = st.sampled_from(
+    ["n8n.example.com", "10.0.0.1", "[::1]", "999.1.1.1", "", "-x.com", "a..b", "xn--bcher-kva.example"]
+)
+url_port = st.sampled_from(["", ":5678", ":0", ":99999", ":", ":-1", ":1a", ":65535"])
+url_path = st.one_of(
+    st.sampled_from(["", "/", "/webhook/x", "/?q=1", "/#f", "/${X}", "/a b"]), nasty_text.map(lambda t: "/" + t)
+)
+
+
+@settings(FUZZ, max_examples=300)
+@given(scheme=url_part, auth=url_auth, host=url_host, port=url_port, path=url_path)
+def test_what_the_url_grammar_accepts_holds_no_credentials_bad_port_or_control_character(
+    scheme, auth, host, port, path
+):
+    from n8n_sizer.safety.urls import url_parts
+
+    text = f"{scheme}://{auth}{host}{port}{path}"
+    try:
+        url = url_parts(text, "--public-url")
+    except ValueError as exc:
+        assert "\n" not in str(exc) and "\x1b" not in str(exc)
+        return
+    assert url.scheme in ("http", "https") and "@" not in text.split("/")[2]
+    assert url.port is None or 1 <= url.port <= 65535
+    assert text.isascii() and text.isprintable() and not any(c.isspace() for c in text)
+    assert not set("\"'`$\\<>{}|^#?") & set(text)
+
+
+@pytest.mark.timeout(120)
+@FUZZ
+@given(
+    url=st.one_of(
+        st.sampled_from(list(hc.url_cases())),
+        st.tuples(url_part, url_auth, url_host, url_port, url_path).map(lambda p: f"{p[0]}://{''.join(p[1:])}"),
+    )
+)
+def test_public_urls_through_render(url):
+    from n8n_sizer.safety.urls import url_parts
+
+    try:
+        url_parts(url)
+        good = True
+    except ValueError:
+        good = False
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out"
+        code, said, err = run_cli("render", "--mode", "regular", "--out", out, "--public-url", url)
+        assert hc.clean(code, said, err) is None, err
+        if not good:  # refused, and nothing written: no credentials in any .env or cloud-init.yaml
+            assert code == 2 and not out.exists()
+
+
+FOLDERS = list(hc.folder_cases())
+
+
+@pytest.mark.timeout(120)
+@FUZZ
+@given(case=st.sampled_from(FOLDERS), writer=st.sampled_from(["render", "advise", "report"]))
+def test_output_folders_others_could_change_are_refused(case, writer):
+    _name, make = case
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "case"
+        base.mkdir()
+        out, watched = make(base)
+        before = tree(watched) if watched.exists() else {}
+        args = {
+            "render": ("render", "--mode", "regular", "--out", out),
+            "advise": ("advise", "--rps", "5", "--vcpu", "2", "--compose", out),
+            "report": ("report", hc.BASE_RUN, "--no-plots", "--out", out),
+        }[writer]
+        code, said, err = run_cli(*args)
+        assert hc.clean(code, said, err) is None and code == 2, (writer, _name, err)
+        assert (tree(watched) if watched.exists() else {}) == before

@@ -7,6 +7,7 @@ those paths writes an n8n variable of its own: a second source fails `test_no_se
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -71,9 +72,9 @@ WHERE_IT_RUNS = {
     "LANG",
 }
 N8N_NAME = r"(?:N8N_[A-Z0-9_]+|DB_[A-Z0-9_]+|QUEUE_[A-Z0-9_]+|EXECUTIONS_[A-Z0-9_]+|WEBHOOK_URL|OFFLOAD_[A-Z0-9_]+|GENERIC_TIMEZONE)"
-# Overrides that are addresses or folders, not settings: the native ingest's load balancer URL and the drills'
-# fresh user folder.
-ADDRESS_OVERRIDES = {"WEBHOOK_URL", "N8N_USER_FOLDER", "N8N_PUBLIC_URL"}
+# Overrides that are addresses or folders, not settings: a stack's fresh user folder, the cluster's public URL in
+# its .env (render_topology.py).
+ADDRESS_OVERRIDES = {"N8N_USER_FOLDER", "N8N_PUBLIC_URL"}
 # The rooms that render or start n8n. drills/ is left out on purpose: a drill changes one setting to see what
 # happens (a shorter lock, another key), and says so in its record.
 PATHS = ("bundle", "lab", "native", "stack", "fleet", "bench")
@@ -175,9 +176,40 @@ def test_the_native_stack_carries_the_rendered_settings(setup: Setup, tmp_path: 
         assert {k: native.get(k) for k in settings} == settings, service
 
 
+def written_n8n_names(source: str) -> list[tuple[int, str]]:
+    """(line, name) of every n8n variable the Python `source` writes: a dict literal's key, a subscript assigned to
+    (`env["X"] = ...`, `env["X"] += ...`), a keyword of a call (`dict(X=...)`, `env.update(X=...)`) or the first
+    argument of `setdefault`. Reading one (`env.get("X")`, `env["X"]` in an expression) is not writing it."""
+    name = re.compile(rf"{N8N_NAME}$")
+    out = []
+
+    def note(node: ast.AST, text: object) -> None:
+        if isinstance(text, str) and name.match(text):
+            out.append((node.lineno, text))
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Dict):
+            for key in node.keys:
+                if isinstance(key, ast.Constant):
+                    note(key, key.value)
+        elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Subscript) and isinstance(t.slice, ast.Constant):
+                    note(t, t.slice.value)
+        elif isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg:
+                    note(node, kw.arg)
+            attr = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            if attr == "setdefault" and node.args and isinstance(node.args[0], ast.Constant):
+                note(node, node.args[0].value)
+    return out
+
+
 def test_no_second_source_of_n8n_variables() -> None:
-    """No template and no module that renders or starts n8n (but bundle/n8n_env.py) names an n8n variable as a
-    key: a YAML key in a template, a dict key in Python. Reading one (check's rules, `env.get(...)`) is fine."""
+    """No template and no module that renders or starts n8n (but bundle/n8n_env.py) writes an n8n variable: a YAML
+    key in a template; in Python any way `written_n8n_names` sees. Reading one (check's rules) is fine."""
     offenders = []
     for path in sorted((PACKAGE / "templates").glob("*.j2")):
         for n, line in enumerate(path.read_text().splitlines(), 1):
@@ -187,17 +219,30 @@ def test_no_second_source_of_n8n_variables() -> None:
         for path in sorted((PACKAGE / room).rglob("*.py")):
             if path == PACKAGE / "bundle" / "n8n_env.py":
                 continue
-            for n, line in enumerate(path.read_text().splitlines(), 1):
-                for name in re.findall(rf"[\"']({N8N_NAME})[\"']\s*:", line):
-                    if name not in ADDRESS_OVERRIDES:
-                        offenders.append(f"{path.relative_to(ROOT)}:{n}: {name}")
+            for n, name in written_n8n_names(path.read_text()):
+                if name not in ADDRESS_OVERRIDES:
+                    offenders.append(f"{path.relative_to(ROOT)}:{n}: {name}")
     assert offenders == [], "n8n variables written outside bundle/n8n_env.py:\n" + "\n".join(offenders)
 
 
-def test_the_second_source_check_sees_a_literal() -> None:
-    """The pattern above matches what a second source would look like (so the test can fail)."""
-    assert re.findall(rf"[\"']({N8N_NAME})[\"']\s*:", 'env = {"N8N_DISABLED_MODULES": "x"}') == ["N8N_DISABLED_MODULES"]
+@pytest.mark.parametrize(
+    "source",
+    [
+        'env = {"N8N_DISABLED_MODULES": "x"}',
+        'env["N8N_DISABLE_PRODUCTION_MAIN_PROCESS"] = "true"',
+        "env.update(EXECUTIONS_MODE='queue')",
+        "env.setdefault('DB_POSTGRESDB_POOL_SIZE', '2')",
+        "env: dict = {}\nenv['QUEUE_BULL_REDIS_DB'] += '1'",
+    ],
+)
+def test_the_second_source_check_sees_every_way_of_writing(source: str) -> None:
+    """The scan above finds what a second source would look like (so the test can fail)."""
+    assert written_n8n_names(source), source
     assert re.match(rf"\s*-?\s*{N8N_NAME}\s*:", '      DB_POSTGRESDB_POOL_SIZE: "2"')
+
+
+def test_reading_a_variable_is_not_writing_it() -> None:
+    assert written_n8n_names('x = env.get("WEBHOOK_URL") or env["N8N_PORT"]') == []
 
 
 def test_the_graceful_shutdown_and_the_lock_outlast_the_longest_execution() -> None:

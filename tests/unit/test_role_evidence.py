@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from n8n_sizer.advisor.answer.explain import data_ops_note, what_would_help
-from n8n_sizer.advisor.answer.lab_points import lab_checks, lab_model, load_lab_points
+from n8n_sizer.advisor.answer.lab_points import lab_model, load_lab_points
 from n8n_sizer.advisor.capacity import HostShape
 from n8n_sizer.advisor.catalog import SKYLAKE_CLASS, find_size
 from n8n_sizer.advisor.engine import build_advisor, embedded_fit
@@ -18,6 +18,7 @@ from n8n_sizer.advisor.points import select_demand_rows, select_lone_rows, share
 from n8n_sizer.advisor.profiles import LIGHT
 from n8n_sizer.advisor.roles import PRIORS
 from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.advisor.validate import lab_checks
 
 
 def _row(measurement_id: str):
@@ -173,7 +174,7 @@ def test_sitting_class_names_the_environment_and_the_campaign_minute():
 
 
 def test_lab_order_is_judged_within_a_campaign_never_across():
-    from n8n_sizer.advisor.answer.lab_points import HeldOutLab, lab_order_right
+    from n8n_sizer.advisor.validate import HeldOutLab, lab_order_right
 
     def point(campaign: str, measured: float, predicted: float) -> HeldOutLab:
         return HeldOutLab("x", "t", measured, predicted, "host", 0, 10, campaign)

@@ -6,7 +6,9 @@ host and what it carries. Then, each priced and answered the same way, with the 
 - the cheapest cluster of N-vCPU hosts;
 - the cheapest cluster of any size, when it is cheaper than that.
 Without `--vcpu` the answer is the cheapest comfortable one, and the alternatives name the cheapest single host
-when the answer is a cluster. An alternative the primary already is, or another alternative repeats, is left out.
+when the answer is a cluster. An alternative the primary already is, or another alternative repeats, is left out,
+and so is one that neither carries the rate with headroom nor has more capacity than the answer: a smaller server
+than yours is no way past it (`advise --rps 200 --vcpu 16` once offered a CX43 at 75/s beside your 150/s).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ def one_host_of(rec: Recommendation) -> OneHost:
         carries=rec.feasible,
         comfortable=rec.comfortable,
         bound=rec.bound,
+        price_estimated=rec.price_estimated,
     )
 
 
@@ -80,6 +83,7 @@ def _alternative(what: str, rec: Recommendation, command: str) -> Alternative:
         topology=rec.topology,
         advise_command=command + " --json > advice.json",
         render_command=rec.render_command,
+        price_estimated=rec.price_estimated,
     )
 
 
@@ -100,21 +104,30 @@ def _same(a: Recommendation, b: Recommendation) -> bool:
 def with_alternatives(recommend, req: Request, primary: Recommendation, cluster_hosts: int) -> Recommendation:
     """`primary` with `one_host` (when the question named a host size) and its priced alternatives;
     `recommend(request)` is the advisor's answer to another request, `cluster_hosts` the search's default."""
+    asked = {req: primary}  # an alternative that asks the primary's own question is the primary (not asked twice)
+
+    def answer(r: Request) -> Recommendation:
+        if r not in asked:
+            asked[r] = recommend(r)
+        return asked[r]
+
     options: list[tuple[str, Recommendation, str]] = []
-    single = recommend(req.model_copy(update={"vcpu": None, "max_hosts": 1}))
+    single = answer(req.model_copy(update={"vcpu": None, "max_hosts": 1}))
     options.append((_what("single server", single, req.rps), single, advise_command(req, None, 1)))
     if req.vcpu is not None:
-        own = recommend(req.model_copy(update={"max_hosts": cluster_hosts}))
+        own = answer(req.model_copy(update={"max_hosts": cluster_hosts}))
         options.append(
             (_what(f"setup of {req.vcpu}-vCPU hosts", own, req.rps), own, advise_command(req, req.vcpu, cluster_hosts))
         )
-    anywhere = recommend(req.model_copy(update={"vcpu": None, "max_hosts": cluster_hosts}))
+    anywhere = answer(req.model_copy(update={"vcpu": None, "max_hosts": cluster_hosts}))
     options.append((_what("setup of any size", anywhere, req.rps), anywhere, advise_command(req, None, None)))
     kept: list[Recommendation] = [primary]
     out: list[Alternative] = []
     for what, rec, command in options:
         if any(_same(rec, k) for k in kept):
             continue
+        if not rec.comfortable and rec.capacity_per_s.mid <= primary.capacity_per_s.mid:
+            continue  # neither carries the rate with headroom nor carries more than the answer: no way past it
         cheaper = [k for k in kept[1:] if k.comfortable and (k.monthly_eur or 0) <= (rec.monthly_eur or 0)]
         if rec.hosts > 1 and cheaper and rec.comfortable:
             continue  # a cluster dearer than a comfortable option already listed is no way past it

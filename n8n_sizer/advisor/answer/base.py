@@ -12,7 +12,7 @@ from n8n_sizer.advisor.capacity import Bound, CapacityModel
 from n8n_sizer.advisor.fit import FittedModel
 from n8n_sizer.advisor.measurements import Measurement
 from n8n_sizer.advisor.profiles import WorkflowProfile
-from n8n_sizer.advisor.ram import RamModel
+from n8n_sizer.advisor.ram import MemoryPlan, RamModel
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.safety.frozen import Frozen
 
@@ -56,12 +56,18 @@ def request_echo(req: Request) -> dict:
 @dataclass(frozen=True)
 class Basis:
     """What every answer rests on, handed to the builders (single.py, multi.py, given.py) as typed input: the fit,
-    the RAM model, the model's notes and the longest shared-core soak (the latency floor of burstable sizes)."""
+    the RAM model, the model's notes per (workflow, vCPU, arch) and the longest shared-core soak (the latency floor
+    of burstable sizes)."""
 
     fitted: FittedModel
     ram: RamModel
-    notes: tuple[str, ...]
+    notes: dict[tuple, str]
     soak: Measurement | None
+
+    def notes_about(self, workflow: str, vcpu: float, arch: str) -> list[str]:
+        """The model's notes about this workflow on this host shape only: an answer says nothing of others."""
+        note = self.notes.get((workflow, float(vcpu), arch))
+        return [note] if note else []
 
     @property
     def model(self) -> CapacityModel:
@@ -76,6 +82,10 @@ class Candidate:
     setup: Setup
     mid: float
     bound: Bound
+    # Where the host's memory capped the executions at once (production limit or --concurrency): what Little's law
+    # asked for, and the most the host's memory holds (ram.slots_that_fit); None where it did not cap.
+    slots_asked: int | None = None
+    slots_memory_cap: int | None = None
 
 
 @dataclass(frozen=True)
@@ -159,8 +169,12 @@ class Recommendation(Frozen):
     setup: Setup  # the n8n setup of one host (single-host answers; a topology's worker hosts otherwise)
     comfortable: bool = False  # carries it at or below COMFORT_UTILISATION of capacity (and within the p95 target)
     concurrency_setting: str = ""  # the concurrency setting in words, per vCPU, every mode
+    memory: MemoryPlan | None = None  # one host's containers: their memory limits and the host's room (ram.py)
+    held_mb: float | None = None  # what one execution in flight holds (the workload's; None: the light figure)
     one_host: OneHost | None = None  # with --vcpu N: the best setup on one N-vCPU host, what it carries
     alternatives: list[Alternative] = []  # the ways past it, each priced, with the command that answers it first
+    # monthly_eur rests on a server the catalog does not hold, priced from its provider's rates (catalog.price_rate)
+    price_estimated: bool = False
 
 
 class OneHost(Frozen):
@@ -182,6 +196,7 @@ class OneHost(Frozen):
     carries: bool
     comfortable: bool
     bound: BindingBound
+    price_estimated: bool = False  # monthly_eur from the provider's rates: no catalog size has this many vCPU
 
 
 class Alternative(Frozen):
@@ -204,6 +219,7 @@ class Alternative(Frozen):
     topology: list[HostGroup]
     advise_command: str  # ask this, with --json > advice.json, then render_command
     render_command: str
+    price_estimated: bool = False  # monthly_eur from the provider's rates (Recommendation.price_estimated)
 
 
 Recommendation.model_rebuild()

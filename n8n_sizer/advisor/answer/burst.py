@@ -9,7 +9,10 @@ capacity); a burst at R x PEAK for S seconds arrives faster than C, so work pile
   wait in queue during it      W(t) = backlog(t) / C           (Little's law: L = lambda W, drained at C)
 
 The backlog grows linearly through the burst and arrivals are even, so the waits of the burst's requests are
-spread evenly between 0 and B / C: their 95th percentile is 0.95 x B / C, added to the setup's own p95.
+spread evenly between 0 and B / C: their 95th percentile is 0.95 x B / C, added to the setup's own p95 (at the base
+rate). A burst that stays below capacity builds no backlog: its p95 is the setup's own at the peak rate.
+`misses` says which target a burst misses, in the figures that miss it, so a warning never blames the drain time
+for a p95 (or the reverse).
 The advice follows what was measured (docs/bursts.md): past capacity, answer at ingest with the Webhook node's own
 "Respond: Immediately" (p95 37 ms through bursts), not with a Respond to Webhook node placed first (p95 1,303 ms: it
 runs only once the execution starts, behind the backlog); above about 3x the baseline put a buffer in front (a queue
@@ -40,7 +43,9 @@ class BurstAdvice(Frozen):
     drain_s: float | None  # seconds to work the backlog off after the burst; None: it never drains (C <= R)
     drains: bool
     queue_wait_p95_ms: float = Field(ge=0)  # the burst's requests' p95 wait in queue (Little's law)
-    p95_ms: float | None  # the setup's own p95 plus that wait; None when the setup's p95 is unknown
+    # during the burst: the setup's own p95 at the peak when no backlog builds, else its p95 at the base rate plus
+    # that wait; None when the setup's p95 is unknown
+    p95_ms: float | None
     where: str  # where the backlog waits
     advice: str
 
@@ -52,8 +57,10 @@ def burst_advice(
     capacity_per_s: float,
     service_p95_ms: float | None,
     mode: str,
+    peak_p95_ms: float | None = None,
 ) -> BurstAdvice:
-    """The burst's effect on a setup of capacity `capacity_per_s` (see the module's docstring)."""
+    """The burst's effect on a setup of capacity `capacity_per_s` (see the module's docstring): `service_p95_ms` is
+    the setup's p95 at the base rate, `peak_p95_ms` at the peak (None: past capacity, or not known)."""
     peak = base_per_s * peak_multiple
     excess = max(0.0, peak - capacity_per_s)
     backlog = excess * burst_s
@@ -61,7 +68,8 @@ def burst_advice(
     drains = spare > 0
     drain_s = (backlog / spare if backlog > 0 else 0.0) if drains else None
     wait_ms = WAIT_QUANTILE * backlog / capacity_per_s * 1000.0
-    p95 = None if service_p95_ms is None else service_p95_ms + wait_ms
+    own = peak_p95_ms if backlog == 0 and peak_p95_ms is not None else service_p95_ms
+    p95 = None if own is None else own + wait_ms
     where = (
         "in Redis (Bull's wait list), run by the workers at capacity"
         if mode == "queue"
@@ -120,18 +128,35 @@ def _advice(
     return text
 
 
-def absorbs(b: BurstAdvice, p95_target_ms: float | None, drain_target_s: float | None) -> bool:
-    """Whether a burst stays within the targets: it drains, within `drain_target_s`, and its p95 within
-    `p95_target_ms` (each only when given)."""
+def misses(b: BurstAdvice, p95_target_ms: float | None, drain_target_s: float | None) -> list[str]:
+    """What the burst misses, each in its own figures: it never drains; it drains later than `drain_target_s`; its
+    p95 is above `p95_target_ms` (each target only when given). Empty: it stays within the targets."""
+    out = []
     if not b.drains:
-        return False
-    if drain_target_s is not None and (b.drain_s or 0.0) > drain_target_s:
-        return False
-    return p95_target_ms is None or (b.p95_ms is not None and b.p95_ms <= p95_target_ms)
+        out.append(
+            f"its backlog never drains (the base rate {b.base_per_s:g}/s is at or above the capacity "
+            f"{b.capacity_per_s:.1f}/s)"
+        )
+    elif drain_target_s is not None and (b.drain_s or 0.0) > drain_target_s:
+        out.append(
+            f"its backlog of {b.backlog_max:,.0f} drains in about {b.drain_s:,.0f} s, past --drain-seconds "
+            f"{drain_target_s:g}"
+        )
+    if p95_target_ms is not None and (b.p95_ms is None or b.p95_ms > p95_target_ms):
+        got = "is unknown (past capacity)" if b.p95_ms is None else f"is about {b.p95_ms:,.0f} ms"
+        wait = f" ({b.queue_wait_p95_ms:,.0f} ms of it waiting in the backlog)" if b.queue_wait_p95_ms >= 1 else ""
+        out.append(f"its p95 during the burst {got}{wait}, above --p95-ms {p95_target_ms:g}")
+    return out
+
+
+def absorbs(b: BurstAdvice, p95_target_ms: float | None, drain_target_s: float | None) -> bool:
+    """Whether a burst stays within the targets (`misses` finds nothing)."""
+    return not misses(b, p95_target_ms, drain_target_s)
 
 
 def size_for_burst(
     answer,
+    p95_at,
     base_per_s: float,
     multiple: float,
     burst_s: float,
@@ -139,13 +164,26 @@ def size_for_burst(
     drain_target_s: float | None,
     step: float = 1.15,
 ):
-    """(answer, its burst advice, the rate it was sized for): `answer(rate)` at the base rate, or at the lowest
-    rate (in steps of `step`, up to the burst's peak) whose answer absorbs the burst within the targets. At the peak
-    nothing queues, so the search ends there whatever the targets say."""
-    rate = base_per_s
+    """(answer, its burst advice, the rate it was sized for, the burst advice of the answer at the base rate).
+    `answer(rate)` is the answer sized for `rate` and judged at the base rate; `p95_at(rate, at)` its p95 at `at`
+    (None past capacity). The rate climbs from the base rate in steps of `step` until the answer absorbs the burst
+    within the targets, up to the burst's peak (where nothing queues) or until nothing carries the rate, whatever the
+    targets say."""
+    rate, first = base_per_s, None
+    peak = base_per_s * multiple
     while True:
         rec = answer(rate)
-        b = burst_advice(base_per_s, multiple, burst_s, rec.capacity_per_s.mid, rec.p95_ms, rec.mode)
-        if absorbs(b, p95_target_ms, drain_target_s) or rate >= base_per_s * multiple or not rec.feasible:
-            return rec, b, rate
-        rate = min(rate * step, base_per_s * multiple)
+        b = burst_advice(
+            base_per_s,
+            multiple,
+            burst_s,
+            rec.capacity_per_s.mid,
+            p95_at(rate, base_per_s),
+            rec.mode,
+            p95_at(rate, peak),
+        )
+        first = first or b
+        # nothing carries `rate` (the answer is the most capacity there is): a higher rate cannot get more
+        if absorbs(b, p95_target_ms, drain_target_s) or rate >= peak or rec.capacity_per_s.mid <= rate:
+            return rec, b, rate, first
+        rate = min(rate * step, peak)

@@ -131,6 +131,8 @@ class Topology(Frozen):
     max_connections: int | None = Field(None, ge=1, le=100000)
     n8n_version: str = Field(N8N_VERSION, max_length=40, pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")
     longest_execution_s: int = Field(DEFAULT_GRACEFUL_SHUTDOWN_S, ge=1, le=86400)
+    held_mb: float | None = Field(None, gt=0, le=100_000)  # Setup.held_mb: what one execution in flight holds
+    queue_depth_jobs: int | None = Field(None, ge=1, le=100_000_000)  # Setup.queue_depth_jobs: Redis' maxmemory
     # the one subnet rule (safety/network.py, issue 24): private IPv4, no host bits, not loopback/link-local/0/8
     subnet: Annotated[str, AfterValidator(check_private_subnet)] = Field(DEFAULT_SUBNET, max_length=43)
 
@@ -172,7 +174,13 @@ class Topology(Frozen):
         workers (lab runs are recorded so)."""
         if len(self.groups) > 1 or self.groups[0].count > 1:
             workers = sum(h.roles.workers for h in self.hosts())
-            return Setup(mode="queue", workers=max(workers, 1), concurrency=self.concurrency)
+            return Setup(
+                mode="queue",
+                workers=max(workers, 1),
+                concurrency=self.concurrency,
+                held_mb=self.held_mb,
+                queue_depth_jobs=self.queue_depth_jobs,
+            )
         workers = self.groups[0].roles.workers
         return Setup(
             mode="queue" if workers else "regular",
@@ -184,6 +192,8 @@ class Topology(Frozen):
             db_pool_size=self.db_pool_size.of("worker") if workers else self.db_pool_size.main,
             n8n_version=self.n8n_version,
             longest_execution_s=self.longest_execution_s,
+            held_mb=self.held_mb,
+            queue_depth_jobs=self.queue_depth_jobs,
         )
 
 
@@ -196,4 +206,6 @@ TOPOLOGY_KEYS = (
     "n8n_version",
     "longest_execution_s",
     "subnet",
+    "held_mb",
+    "queue_depth_jobs",
 )

@@ -14,7 +14,6 @@ from n8n_sizer.advisor.fit import FittedModel, profile_of
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.roles import PINNED_BY, PRIORS
 from n8n_sizer.advisor.setup import Setup
-from n8n_sizer.advisor.validate import describe_setup
 
 
 def same_measured(m, profile: WorkflowProfile, setup: Setup, host: HostShape) -> bool:
@@ -100,6 +99,8 @@ def measured_errors(
         if errors and relevant and same_measured(m, profile, setup, host) and m.setup.workers >= setup.workers:
             if m.setup.mode == "regular" and m.setup.production_limit != setup.production_limit:
                 continue
+            from n8n_sizer.advisor.measurements import describe_setup  # only a failed measurement needs its words
+
             out.append(
                 f"measured {describe_setup(m)} on {host.vcpu:g} vCPU: {errors} errors at "
                 f"{m.load.offered_rps:g} req/s ({m.id})"
@@ -163,7 +164,10 @@ def what_would_help(
     if bound.name == "redis":
         return redis_ceiling(at_per_s) if at_per_s else redis_ceiling(0.0).replace(" at about 0/s", "")
     if bound.name == "slots":
-        return "the execution slots bind: raise worker --concurrency"
+        return (
+            "the execution slots bind: more slots (production limit or worker --concurrency) as far as memory holds "
+            "them (docs/deploy.md#memory-limits), then a server with more memory"
+        )
     return more_hosts
 
 
@@ -250,10 +254,19 @@ def data_ops_note(rate: float, demand_rows, workflow: str) -> str | None:
     return f"data host at {rate:g}/s: " + " and ".join(parts) if parts else None
 
 
+def price_estimate_warning(vcpu: int, arch: str, ram_mib: int, eur: float, rate) -> str:
+    """The words for a price the catalog does not hold (`rate`: catalog.PriceRate)."""
+    return (
+        f"no catalog size has {vcpu} vCPU {arch}: {eur:,.2f} EUR/month a host is an estimate at {rate.provider}'s rates, "
+        f"{rate.per_vcpu_eur:.2f} EUR per vCPU and {rate.per_gib_eur:.2f} per GiB a month for {vcpu} vCPU and "
+        f"{ram_mib / 1024:g} GiB ({rate.how}); check your provider's price"
+    )
+
+
 def concurrency_setting(rec) -> str:
     """How many executions run at once, per vCPU, in words: every mode states one."""
     if rec.mode == "queue":
-        vcpu = rec.workers * rec.concurrency / rec.concurrency_per_vcpu if rec.concurrency_per_vcpu else None
+        vcpu = sum(g.count * g.vcpu for g in rec.topology if g.roles.workers) or None
         return (
             f"worker --concurrency {rec.concurrency}: {rec.workers} x {rec.concurrency} = "
             f"{rec.workers * rec.concurrency} execution slots"

@@ -120,12 +120,13 @@ class TopologyModel:
     def __init__(self, model: CapacityModel, profile: WorkflowProfile, layout: Layout):
         self.model, self.profile, self.layout = model, profile, layout
         self.d: RoleDemands = role_demands(model, profile, layout.webhooks > 0)
-        self._factors = {g.host: model.host_factor(g.host) for g in layout.groups}
+        # each host its speed, and its crowding by the n8n processes on it (capacity.py)
+        self._factors = {g.name: model.host_factor(g.host) * model.crowding(g.host, g.processes) for g in layout.groups}
         self._bounds = self._resource_bounds()
         self._ceiling = min(b.per_s for b in self._bounds)
 
     def _h(self, g: Group) -> float:
-        return self._factors[g.host]
+        return self._factors[g.name]
 
     def _host_cpu_s(self, g: Group) -> float:
         """CPU seconds one host of the group spends per execution of the whole topology."""
@@ -148,7 +149,9 @@ class TopologyModel:
         for g in lay.groups:
             cpu = self._host_cpu_s(g)
             if cpu > 0:
-                free = max(g.host.vcpu - self.model.idle_of(g.host, g.main, g.webhook, g.workers), 1e-9)
+                free = max(
+                    self.model.usable_cores(g.host) - self.model.idle_of(g.host, g.main, g.webhook, g.workers), 1e-9
+                )
                 roles = "+".join(r for r, n in g.counts().items() if n)
                 out.append(
                     TopologyBound(

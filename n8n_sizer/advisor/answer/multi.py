@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from n8n_sizer.advisor import settings
 from n8n_sizer.advisor.answer import explain as explain
 from n8n_sizer.advisor.answer.base import (
@@ -31,8 +33,15 @@ from n8n_sizer.advisor.setup import Setup
 def build_topology(basis: Basis, req: Request, s: Scored, carries: bool, fits: list[SizeFit]) -> Recommendation:
     profile, lay = req.profile, s.layout
     tm = TopologyModel(basis.model, profile, lay)
+    # how far from what was measured: its largest host, the most workers sharing one host, its host count
+    far = basis.fitted.extrapolation_sd(
+        max(g.host.vcpu for g in lay.groups),
+        lay.groups[0].host.arch,
+        max(g.workers for g in lay.groups),
+        hosts=lay.hosts,
+    )
     low, mid, high = basis.fitted.interval_of(
-        lambda model: TopologyModel(model, profile, lay).capacity_per_s(), profile.ratio_sd_log
+        lambda model: TopologyModel(model, profile, lay).capacity_per_s(), math.hypot(profile.ratio_sd_log, far)
     )
     b = tm.binding()
     bound = BindingBound(name=b.name, role=b.role, host=b.host, why=b.why)
@@ -133,8 +142,7 @@ def build_topology(basis: Basis, req: Request, s: Scored, carries: bool, fits: l
         fits=fits,
         warnings=warnings,
         evidence=explain.evidence(basis.fitted, basis.ram.evidence, profile, setup, worker_g.host),
-        notes=list(basis.notes)
-        + explain.prior_notes(True, basis.fitted.demand_rows)
+        notes=explain.prior_notes(True, basis.fitted.demand_rows)
         + [n for n in [explain.data_ops_note(req.rps, basis.fitted.demand_rows, profile.overhead_key)] if n],
         extrapolated=extrapolated,
         setup=setup,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from n8n_sizer.advisor import settings
+from n8n_sizer.advisor import ram, settings
 from n8n_sizer.advisor.answer import explain as explain
 from n8n_sizer.advisor.answer.base import (
     RENDER_TOPOLOGY,
@@ -26,7 +26,6 @@ from n8n_sizer.advisor.pools import (
     setup_recommended_max_connections as recommended_max_connections,
 )
 
-RAM_WARN_SHARE = 0.8
 _ROLE = {"main": "main", "workers": "worker", "runners": "worker", "slots": "worker"}
 
 
@@ -86,21 +85,20 @@ def build_single(
         )
     warnings.extend(explain.measured_errors(basis.fitted, profile, setup, host, req.rps, carries))
     ram_idle, ram_peak = basis.ram.idle_mb(setup), basis.ram.peak_mb(setup)
-    if opt.ram_mib is not None and ram_peak > RAM_WARN_SHARE * opt.ram_mib * 1.048576:
-        warnings.append(
-            f"predicted peak stack RAM {ram_peak:.0f} MB is above {RAM_WARN_SHARE:.0%} of "
-            f"{opt.size}'s {opt.ram_mib} MiB"
+    if opt.ram_mib is not None and ram.stack_limit_mib(setup) > ram.usable_mib(opt.ram_mib):
+        warnings.append(  # a setup the user gave (the search never picks one that does not fit)
+            f"the containers' memory limits sum to {ram.stack_limit_mib(setup):,} MiB, more than the "
+            f"{ram.usable_mib(opt.ram_mib):,} MiB {opt.size or 'this host'} leaves them after the OS: "
+            f"at most {ram.slots_that_fit(setup, opt.ram_mib)} executions at once fit (docs/deploy.md#memory-limits)"
         )
-    if setup.production_limit is not None and opt.ram_mib is not None:
-        # Each execution main has started holds ~6.5 MB until it finishes (ram.py): the limit bounds that memory.
-        held = basis.ram.held_mb_per_execution * setup.production_limit
-        room = RAM_WARN_SHARE * opt.ram_mib * 1.048576 - ram_idle
-        if held > room:
-            most = max(1, int(room / basis.ram.held_mb_per_execution))
+    if c.slots_memory_cap is not None and opt.ram_mib is not None:
+        warnings.append(
+            ram.memory_cap_text(setup, opt.ram_mib, opt.size or "this host", c.slots_asked, c.slots_memory_cap)
+        )
+        if c.bound.name == "slots":
             warnings.append(
-                f"N8N_CONCURRENCY_PRODUCTION_LIMIT={setup.production_limit} lets main hold ~{held:,.0f} MB of "
-                f"running executions, more than {opt.size or 'this host'} has to spare (~{room:,.0f} MB): "
-                f"lower it to {most}, or use queue mode (the backlog then waits in Redis)"
+                f"those {c.slots_memory_cap} executions at once bind the capacity: {c.bound.why} gives {mid:.1f}/s; "
+                "a server with more memory, or queue mode (the backlog waits in Redis, not in memory), carries more"
             )
     if setup.mode == "queue" and setup.production_limit is None:
         warnings.append(
@@ -165,7 +163,9 @@ def build_single(
         fits=fits,
         warnings=warnings,
         evidence=explain.evidence(basis.fitted, basis.ram.evidence, profile, setup, host),
-        notes=list(basis.notes),
+        # the contention fit (USL) bounds queue-mode answers only: its note is about them alone
+        notes=basis.notes_about(profile.name, host.vcpu, host.arch) if setup.mode == "queue" else [],
         extrapolated=extrapolated,
         setup=setup,
+        memory=ram.memory_plan(setup, opt.ram_mib),
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from n8n_sizer.advisor import ram
 from n8n_sizer.advisor.answer.layout import (
     COMFORT_UTILISATION,
     Group,
@@ -28,10 +29,15 @@ from n8n_sizer.advisor.answer.layout import (
     worker_settings,
 )
 from n8n_sizer.advisor.capacity import RUNNER_CORES, SOFTMIN_K, CapacityModel, HostShape, softmin
-from n8n_sizer.advisor.pools import RAM_MIB_PER_VCPU_ASSUMED, connection_budget, required_max_connections
+from n8n_sizer.advisor.pools import (
+    MAX_CONNECTIONS_STEP,
+    RAM_MIB_PER_VCPU_ASSUMED,
+    connection_budget,
+    required_max_connections,
+)
 from n8n_sizer.advisor.profiles import WorkflowProfile
 from n8n_sizer.advisor.roles import role_demands
-from n8n_sizer.advisor.setup import most_workers
+from n8n_sizer.advisor.setup import DEFAULT_RUNNER_CONCURRENCY, most_workers
 
 MAX_HOSTS_DEFAULT = 40
 MAX_WEBHOOK_HOSTS = 12
@@ -83,31 +89,51 @@ def _best_count(values: list[float]) -> int:
 
 
 def workers_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostOption) -> int:
-    """Workers that give one worker host the most capacity: more than its cores' worth adds idle CPU only."""
+    """Workers that give one worker host the most capacity: more than its cores' worth adds idle CPU only, and no
+    more than its memory holds (ram.py: each worker at its --concurrency with its runner); 0 when not one fits."""
     d = role_demands(model, profile, True)
-    h, v = model.host_factor(opt.shape), opt.shape.vcpu
-    pc = model.process_cores_on(v)
-    per_exec = h * (d.worker_s + d.rest_worker_s + d.runner_s)
+    v = model.usable_cores(opt.shape)
+    pc = model.process_cores_on(opt.shape.vcpu)
     caps = []
     for k in range(1, most_workers(opt.vcpu, shared=False) + 1):
+        h = model.host_factor(opt.shape) * model.crowding(opt.shape, k)
+        per_exec = h * (d.worker_s + d.rest_worker_s + d.runner_s)
         bounds = [max(v - model.idle_of(opt.shape, workers=k), 1e-9) / per_exec, k * pc / (h * d.worker_s)]
         if d.runner_s > 0:
             bounds.append(k * RUNNER_CORES / (h * d.runner_s))
         caps.append(softmin(bounds))
-    return _best_count(caps)
+    return min(_best_count(caps), _most_by_memory(model, profile, opt, workers=1))
+
+
+def _most_by_memory(model: CapacityModel, profile: WorkflowProfile, opt: HostOption, **one: int) -> int:
+    """How many of one role (`workers=1` or `webhook=1`) the host's usable memory holds (ram.py), alone on it."""
+    concurrency, _ = worker_settings(model, profile, opt.shape, 1)
+    need = ram.cluster_host_limits_mib(
+        **one,
+        concurrency=concurrency,
+        runner_concurrency=DEFAULT_RUNNER_CONCURRENCY,
+        held=profile.held_mb,
+    )
+    return ram.usable_mib(_ram_mib(opt)) // need
+
+
+def _ram_mib(opt: HostOption) -> int:
+    return opt.ram_mib or RAM_MIB_PER_VCPU_ASSUMED * opt.vcpu
 
 
 def webhooks_per_host(model: CapacityModel, profile: WorkflowProfile, opt: HostOption) -> int:
     """Webhook processors that give one ingest host the most capacity."""
     d = role_demands(model, profile, True)
-    h, v = model.host_factor(opt.shape), opt.shape.vcpu
-    pc = model.process_cores_on(v)
-    per_exec = h * (d.ingest_s + d.rest_ingest_s + d.load_balancer_s)
-    caps = [
-        softmin([max(v - model.idle_of(opt.shape, main=1, webhook=k), 1e-9) / per_exec, k * pc / (h * d.ingest_s)])
-        for k in range(1, 2 * opt.vcpu + 2)
-    ]
-    return _best_count(caps)
+    v = model.usable_cores(opt.shape)
+    pc = model.process_cores_on(opt.shape.vcpu)
+    caps = []
+    for k in range(1, 2 * opt.vcpu + 2):
+        h = model.host_factor(opt.shape) * model.crowding(opt.shape, k)
+        per_exec = h * (d.ingest_s + d.rest_ingest_s + d.load_balancer_s)
+        caps.append(
+            softmin([max(v - model.idle_of(opt.shape, main=1, webhook=k), 1e-9) / per_exec, k * pc / (h * d.ingest_s)])
+        )
+    return max(1, min(_best_count(caps), _most_by_memory(model, profile, opt, webhook=1) - 1))
 
 
 def _group(name: str, opt: HostOption, count: int = 1, **roles: int) -> Group:
@@ -165,6 +191,7 @@ class TopologySearch:
         self._worker_parts: dict[tuple, _Workers] = {}
         self._settings: dict[tuple, tuple[int, int]] = {}
         self._cached: tuple[list[_Front], list[_Workers]] | None = None
+        self._concurrency: dict[HostShape, int] = {}  # worker --concurrency per host shape (layout.worker_settings)
 
     def layout(self, front: tuple[Group, ...], worker: HostOption, n: int, k: int | None = None) -> Layout:
         k = self.kw[worker] if k is None else k
@@ -197,10 +224,16 @@ class TopologySearch:
         (same arch, so the same host speed on the execution's path) and a front's bounds not on the workers."""
         if self._cached is None:
             fronts_groups = self.front_ends()
-            ram = {(o.shape, o.size): o.ram_mib or RAM_MIB_PER_VCPU_ASSUMED * o.vcpu for o in self.options}
-            ref_w = self.options[0]
+            host_ram = {(o.shape, o.size): _ram_mib(o) for o in self.options}
+            able = [o for o in self.options if self.kw[o] >= 1]  # worker hosts whose memory holds a worker
+            if not able:
+                self._cached = ([], [])
+                return self._cached
+            ref_w = able[0]
             fronts = []
             for groups in fronts_groups:
+                if not all(self._front_fits(g) for g in groups):
+                    continue  # a host of this front cannot hold its containers (ram.py): never chosen
                 data = next(g for g in groups if g.postgres)
                 tm = TopologyModel(self.model, self.profile, self.layout(groups, ref_w, 1))
                 bounds = tm.bounds()
@@ -214,12 +247,37 @@ class TopologySearch:
                         None if None in eur else sum(g.count * g.monthly_eur for g in groups),
                         sum(g.count for g in groups),
                         pools.postgres_connections - self.kw[ref_w] * tm.layout.worker_pool,
-                        connection_budget(ram[(data.host, data.size)]),
+                        min(connection_budget(host_ram[(data.host, data.size)]), self._postgres_room(data)),
                         data.provider,
                     )
                 )
-            self._cached = (fronts, [self._workers(o, self.kw[o]) for o in self.options])
+            self._cached = (fronts, [self._workers(o, self.kw[o]) for o in self.options if self.kw[o] >= 1])
         return self._cached
+
+    def _limits(self, g: Group, postgres_connections: int | None) -> int:
+        if g.host not in self._concurrency:
+            self._concurrency[g.host] = worker_settings(self.model, self.profile, g.host, 1)[0]
+        concurrency = self._concurrency[g.host]
+        return ram.cluster_host_limits_mib(
+            main=g.main,
+            webhook=g.webhook,
+            redis=g.redis,
+            postgres_connections=postgres_connections,
+            concurrency=concurrency,
+            runner_concurrency=DEFAULT_RUNNER_CONCURRENCY,
+            held=self.profile.held_mb,
+        )
+
+    def _usable(self, g: Group) -> int:
+        return ram.usable_mib(next(_ram_mib(o) for o in self.options if (o.shape, o.size) == (g.host, g.size)))
+
+    def _front_fits(self, g: Group) -> bool:
+        """Its n8n processes, runners and Redis (and Postgres at its smallest) within the host's usable memory."""
+        return self._limits(g, MAX_CONNECTIONS_STEP if g.postgres else None) <= self._usable(g)
+
+    def _postgres_room(self, g: Group) -> int:
+        """The most max_connections Postgres' memory holds on its host, beside that host's other containers."""
+        return ram.postgres_most_connections(self._usable(g) - self._limits(g, None))
 
     def _workers(self, o: HostOption, k: int) -> _Workers:
         key = (o, k)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from n8n_sizer.bundle.checks import rules_access as access
 from n8n_sizer.bundle.checks import rules_cluster as across
-from n8n_sizer.bundle.checks.one_host import check_compose
+from n8n_sizer.bundle.checks.one_host import MAX_RAM_MIB, MIN_RAM_MIB, check_compose
 from n8n_sizer.bundle.checks.rule import RuleResult, fail, na, ok
 from n8n_sizer.bundle.checks.rules_cluster import Cluster, HostFiles
 from n8n_sizer.bundle.checks.rules_n8n import _concurrency
@@ -176,13 +176,16 @@ def check_topology(folder: Path, longest_execution_s: int | None = None) -> list
         env = parse_env_text(_read(env_path, 1 << 20)) if os.path.lexists(env_path) else {}
         meta = known.get(host_dir.name, {})
         vcpu = meta.get("vcpu") if isinstance(meta.get("vcpu"), int) and 1 <= meta["vcpu"] <= 1024 else None
-        for r in check_compose(text, env, vcpu, longest_execution_s=longest_execution_s):
+        compose = load_compose(text, env, source=str(host_dir / COMPOSE_FILE))  # a refusal names the file
+        ram_mib = meta.get("ram_mib")
+        ram_mib = ram_mib if isinstance(ram_mib, int) and MIN_RAM_MIB <= ram_mib <= MAX_RAM_MIB else None
+        for r in check_compose(text, env, vcpu, longest_execution_s=longest_execution_s, ram_mib=ram_mib):
             results.append(r.model_copy(update={"rule": f"{host_dir.name}:{r.rule}"}))
         ip = meta.get("private_ip")
         hosts.append(
             HostFiles(
                 name=host_dir.name,
-                compose=load_compose(text, env),
+                compose=compose,
                 private_ip=ip if isinstance(ip, str) and len(ip) <= 45 else None,
             )
         )

@@ -18,6 +18,7 @@ from n8n_sizer.advisor.pools import (
 )
 from n8n_sizer.advisor.setup import DEFAULT_DB_POOL_SIZE
 from n8n_sizer.bundle.checks import rules_access as access
+from n8n_sizer.bundle.checks import rules_memory as memory
 from n8n_sizer.bundle.checks import rules_n8n as n8n
 from n8n_sizer.bundle.checks.rule import CheckContext, RuleResult, Status, as_int, fail, na, names, ok
 from n8n_sizer.bundle.checks.service_settings import (
@@ -29,9 +30,11 @@ from n8n_sizer.bundle.checks.service_settings import (
     unreadable_pool_settings,
 )
 from n8n_sizer.bundle.composefile import ComposeFile, Service, image_base, load_compose
+from n8n_sizer.versions import N8N_VERSION
 
 __all__ = ["RULES", "RuleResult", "Status", "check_compose"]
 FIREWALL_LABEL = "n8n-sizer.firewalled"
+MIN_RAM_MIB, MAX_RAM_MIB = 256, 16 * 1024 * 1024  # `check --ram`: a server's RAM in MiB, up to 16 TiB
 
 
 def rule_variables(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
@@ -67,7 +70,7 @@ def rule_images_pinned(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         return fail(
             "images-pinned",
             f"not pinned: {'; '.join(loose)}",
-            "pin exact versions, e.g. n8nio/n8n:2.41.1 with n8nio/runners of the same version",
+            f"pin exact versions, e.g. n8nio/n8n:{N8N_VERSION} with n8nio/runners of the same version",
         )
     return ok("images-pinned", f"{sum(1 for s in cf.services if s.image)} images pinned to exact versions")
 
@@ -248,6 +251,10 @@ RULES: dict[str, Callable[[ComposeFile, CheckContext], RuleResult]] = {
     "metrics-public": rule_metrics_public,
     "production-limit": n8n.rule_production_limit,
     "main-memory-limit": n8n.rule_main_memory_limit,
+    "execution-memory": memory.rule_execution_memory,
+    "host-memory": memory.rule_host_memory,
+    "redis-maxmemory": memory.rule_redis_maxmemory,
+    "postgres-memory": memory.rule_postgres_memory,
     "postgres-role": access.rule_postgres_role,
     "redis-acl": access.rule_redis_acl,
 }
@@ -260,6 +267,7 @@ def check_compose(
     *,
     longest_execution_s: int | None = None,
     env_files: Mapping[str, Mapping[str, str]] | None = None,
+    ram_mib: int | None = None,
 ) -> list[RuleResult]:
     """Run every rule over a compose file. `env` resolves `${VAR}`; `env_files` maps each service's
     `env_file:` path, as written, to its variables. Raises `InputError` when the text is not Compose."""
@@ -267,6 +275,8 @@ def check_compose(
 
     if vcpu is not None and vcpu < 1:
         raise InputError(f"--vcpu {vcpu} must be >= 1; try --vcpu 4")
+    if ram_mib is not None and not MIN_RAM_MIB <= ram_mib <= MAX_RAM_MIB:
+        raise InputError(f"--ram {ram_mib} is not a server's RAM in MiB ({MIN_RAM_MIB}..{MAX_RAM_MIB}); try --ram 4096")
     compose = load_compose(compose_text, env, env_files)
-    ctx = CheckContext(vcpu=vcpu, longest_execution_s=longest_execution_s)
+    ctx = CheckContext(vcpu=vcpu, longest_execution_s=longest_execution_s, ram_mib=ram_mib)
     return [rule(compose, ctx) for rule in RULES.values()]

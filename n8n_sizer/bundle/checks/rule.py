@@ -25,6 +25,7 @@ class CheckContext(Frozen):
 
     vcpu: int | None
     longest_execution_s: int | None
+    ram_mib: int | None = None  # the server's RAM (`check --ram`, or a topology host's size)
 
 
 def ok(rule: str, message: str) -> RuleResult:

@@ -331,13 +331,28 @@ def rule_public_url(c: Cluster) -> RuleResult:
         return na("cluster-public-url", "no n8n process")
     if len(c.hosts) == 1:  # one bench host keeps localhost; production's own rule checks its domain
         return na("cluster-public-url", "one host: its single-host rules apply")
-    loopback = re.compile(r"^https?://(localhost|127\.[0-9.]+|\[::1\]|0\.0\.0\.0)(:|/|$)", re.IGNORECASE)
-    bad = [(h, s) for h, s in procs if not s.env.get("WEBHOOK_URL") or loopback.match(s.env["WEBHOOK_URL"])]
+    from n8n_sizer.safety.text import printable
+    from n8n_sizer.safety.urls import url_parts
+
+    for h, s in procs:  # the one URL grammar (safety/urls.py): no credentials, a real host and port
+        if s.env.get("WEBHOOK_URL"):
+            try:
+                url_parts(s.env["WEBHOOK_URL"], "WEBHOOK_URL")
+            except ValueError as exc:
+                return fail("cluster-public-url", f"{printable(exc, limit=300)} ({_where([(h, s)])})", _PUBLIC_FIX)
+
+    def loopback(value: str) -> bool:
+        return url_parts(value).is_loopback
+
+    bad = [(h, s) for h, s in procs if not s.env.get("WEBHOOK_URL") or loopback(s.env["WEBHOOK_URL"])]
     if bad:
         return fail(
             "cluster-public-url",
             f"WEBHOOK_URL is unset or this host's own address on {_where(bad)}: "
             "webhooks registered with other services would point nowhere",
-            "render with --public-url <the load balancer's public URL> (N8N_PUBLIC_URL in each .env)",
+            _PUBLIC_FIX,
         )
-    return ok("cluster-public-url", f"webhooks are given out at {procs[0][1].env['WEBHOOK_URL']}")
+    return ok("cluster-public-url", f"webhooks are given out at {printable(procs[0][1].env['WEBHOOK_URL'])}")
+
+
+_PUBLIC_FIX = "render with --public-url <the load balancer's public URL> (N8N_PUBLIC_URL in each .env)"

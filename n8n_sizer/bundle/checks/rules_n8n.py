@@ -307,7 +307,8 @@ def rule_production_limit(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
 def rule_main_memory_limit(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
     """A main without a memory limit on a host it shares: under overload main grew from 0.8 to 2.2 GB
     (notes/real-n8n.md) and takes its neighbours (workers, Postgres) down with the host."""
-    from n8n_sizer.bundle.limits import role_memory
+    from n8n_sizer.advisor.setup import Setup
+    from n8n_sizer.bundle.limits import memory_table
 
     mains = cf.by_role("main")
     if not mains:
@@ -317,12 +318,12 @@ def rule_main_memory_limit(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
         return na("main-memory-limit", "main has the host to itself (and its runner)")
     unlimited = [m for m in mains if m.mem_limit_mib is None]
     if unlimited:
-        want = role_memory("main")
+        want = memory_table(Setup(mode="queue" if cf.queue_mode else "regular", workers=int(cf.queue_mode)))["main"]
         return fail(
             "main-memory-limit",
             f"{names(unlimited)} has no memory limit on a host it shares with "
             f"{names(others)}: a main that grows under overload takes them with it",
             f"set mem_limit: {want.limit_mib}m (and mem_reservation: {want.reservation_mib}m) on main: "
-            "2 x its modelled peak (docs/cluster.md#memory-limits)",
+            f"{want.why} (docs/deploy.md#memory-limits)",
         )
     return ok("main-memory-limit", f"main limited to {mains[0].mem_limit_mib:,.0f} MiB beside {names(others)}")

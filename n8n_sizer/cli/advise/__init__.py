@@ -18,7 +18,8 @@ Works on the measurements embedded in the package; --results refits on your own 
 Examples: advise --rps 40 --vcpu 4 | advise --rps 200 --json > advice.json | advise --rps 20 --max-hosts 1 |
 advise --rps 5 --vcpu 4 --workload code-heavy --json | advise --rps 20 --provider hetzner | advise --validate |
 advise --rps 10 --vcpu 4 --burst 4 --burst-seconds 60 | advise --rps 200 --topology advice.json |
-advise --rps 10 --workflow my-flow.json --wait-ms 300 | advise --workflow chat.json --rps 2 --wait "OpenAI Chat Model=2000"
+advise --rps 10 --workflow my-flow.json --wait-ms 300 | advise --workflow chat.json --rps 2 --wait "OpenAI Chat Model=2000" |
+advise --history history.json --vcpu 4 --scale 2
 """
 
 
@@ -46,7 +47,12 @@ def advise(
     p95_ms: float | None = typer.Option(None, "--p95-ms", help="p95 latency target in ms at the requested rate."),
     results: Path | None = typer.Option(None, "--results", help="Folder of your bench results to refit the model on."),
     validate: bool = typer.Option(
-        False, "--validate", help="Leave-one-out accuracy over the embedded measurements, then exit."
+        False,
+        "--validate",
+        help="Leave-one-out accuracy over the embedded measurements (a line per held-out point as it goes), then exit.",
+    ),
+    quick: bool = typer.Option(
+        False, "--quick", help="With --validate: capacity points, lab topologies and prices only (no per-role steps)."
     ),
     burst: float | None = typer.Option(
         None,
@@ -102,6 +108,24 @@ def advise(
         "--branch",
         help="With --workflow: NODE=SHARE, the share (0 to 1) of executions that take the branch starting at NODE (after an IF, Switch, Filter...); repeatable. Default: the dearest branch.",
     ),
+    history: Path | None = typer.Option(
+        None,
+        "--history",
+        help="Size the mix of workflows in this history (`n8n-sizer history export`), each at its own rate: docs/history.md.",
+    ),
+    from_n8n: str | None = typer.Option(
+        None, "--from-n8n", help="Read the history from this n8n instance now (API key: N8N_API_KEY or --api-key-file)."
+    ),
+    scale: list[str] | None = typer.Option(
+        None,
+        "--scale",
+        help="With a history: what if the load were 3 times (--scale 3) or one workflow's 5 times (--scale NAME=5); repeatable.",
+    ),
+    since: str | None = typer.Option(None, "--since", help="With --from-n8n: start of the window (default 7d)."),
+    until: str | None = typer.Option(None, "--until", help="With --from-n8n: end of the window (default now)."),
+    api_key_file: Path | None = typer.Option(
+        None, "--api-key-file", help="With --from-n8n: the API key on one line in a chmod 600 file (else N8N_API_KEY)."
+    ),
 ) -> None:
     from n8n_sizer.cli.advise.inputs import AdviseOptions
     from n8n_sizer.cli.advise.view import run_advise
@@ -133,5 +157,12 @@ def advise(
             expression_engine=expression_engine,
             wait=tuple(wait or ()),
             branch=tuple(branch or ()),
+            quick=quick,
+            history=history,
+            from_n8n=from_n8n,
+            scale=scale or None,
+            since=since,
+            until=until,
+            api_key_file=api_key_file,
         )
     )

@@ -61,6 +61,11 @@ def _pool_text(rec) -> str:
 COMFORT = 0.7  # advisor.answer.layout.COMFORT_UTILISATION, kept here so that printing imports no advisor
 
 
+def _eur(eur: float | None, estimated: bool) -> str:
+    """A monthly price; `~` marks an estimate from the provider's rates (no catalog size)."""
+    return "-" if eur is None else f"{'~' if estimated else ''}{eur:.2f}"
+
+
 def _carries(carries: bool, comfortable: bool) -> str:
     return "yes" if comfortable else "little headroom" if carries else "no"
 
@@ -94,7 +99,8 @@ def print_recommendation(rec, changes, written, compose, refitted) -> None:
     )
     cap = rec.capacity_per_s
     server = rec.server
-    eur = f", {rec.monthly_eur:.2f} EUR/month" if rec.monthly_eur is not None else ""
+    eur = f", {_eur(rec.monthly_eur, rec.price_estimated)} EUR/month" if rec.monthly_eur is not None else ""
+    eur += " estimated: no catalog size, see the warnings" if rec.price_estimated else ""
     if rec.hosts > 1:
         where = f"{rec.hosts} hosts{eur} (see the topology below)"
     else:
@@ -164,7 +170,7 @@ def print_recommendation(rec, changes, written, compose, refitted) -> None:
                 str(g.count),
                 f"{g.provider or '-'} {g.size or '-'}",
                 str(g.vcpu),
-                f"{g.monthly_eur:.2f}" if g.monthly_eur is not None else "-",
+                _eur(g.monthly_eur, g.size is None),
                 roles,
             ]
         )
@@ -177,7 +183,7 @@ def print_recommendation(rec, changes, written, compose, refitted) -> None:
             [
                 a.what,
                 str(a.hosts),
-                f"{a.monthly_eur:.2f}" if a.monthly_eur is not None else "-",
+                _eur(a.monthly_eur, a.price_estimated),
                 f"{a.capacity_per_s.mid:.1f}",
                 _carries(a.carries, a.comfortable),
                 a.advise_command,
@@ -199,14 +205,23 @@ def print_recommendation(rec, changes, written, compose, refitted) -> None:
         for f in rec.fits
     ]
     vcpu = f"{r['vcpu']}-vCPU " if r.get("vcpu") else ""
-    out += [
-        "",
-        f"single {vcpu}catalog sizes for this rate (carries: the verdict's rule, at most {COMFORT:.0%} of capacity):",
-    ]
-    out += [
-        "  " + x
-        for x in _table(rows, ["provider", "size", "vCPU", "arch", "EUR/month", "setup", "capacity/s", "carries"])
-    ]
+    sized = r.get("sized_for_rps")
+    head = (
+        f"catalog sizes, each with its setup for {sized:.3g}/s (the burst) (carries: at {r['rps']:g}/s, "
+        if sized
+        else "catalog sizes for this rate (carries: "
+    )
+    out += ["", f"single {vcpu}{head}the verdict's rule, at most {COMFORT:.0%} of capacity):"]
+    if rows:
+        out += [
+            "  " + x
+            for x in _table(rows, ["provider", "size", "vCPU", "arch", "EUR/month", "setup", "capacity/s", "carries"])
+        ]
+    else:
+        out.append(
+            f"  none: no catalog size has {r.get('vcpu') or 'this many'} vCPU ({r['arch']}"
+            f"{', ' + r['provider'] if r['provider'] else ''}); the server above is yours"
+        )
     if changes:
         out.append(
             f"\nyour results: {len(changes['user_points'])} capacity point(s) used "
@@ -235,14 +250,45 @@ def print_recommendation(rec, changes, written, compose, refitted) -> None:
     if written is not None:
         out.append(f"\nstack written to {compose}:")
         out += [f"  {m}" for m in written]
-    elif _spread(rec):
-        out.append(f"\nnext: save this answer with --json > advice.json, then {rec.render_command}")
+        out += [f"  {line}" for line in _carrying_instead(rec)]
     else:
-        queue = f" --workers {rec.workers} --concurrency {rec.concurrency}" if rec.mode == "queue" else ""
-        limit = f" --production-limit {rec.production_limit}" if rec.production_limit else ""
-        render = (
-            f"n8n-sizer render --mode {rec.setup.mode}{queue} --runner-concurrency {rec.runner_concurrency} "
-            f"--pool {rec.setup.db_pool_size}{limit} --out stack/  (or add --compose stack/ to this command)"
-        )
-        out.append(f"\nnext: {render}")
+        out.append("\n" + "\n".join(next_lines(rec)))
     print("\n".join(out))
+
+
+def _render_command(rec) -> str:
+    """The command that renders this answer's own setup."""
+    if _spread(rec):
+        return f"save this answer with --json > advice.json, then {rec.render_command}"
+    queue = f" --workers {rec.workers} --concurrency {rec.concurrency}" if rec.mode == "queue" else ""
+    limit = f" --production-limit {rec.production_limit}" if rec.production_limit else ""
+    limit += f" --held-mb {rec.held_mb:g}" if rec.held_mb is not None else ""
+    return (
+        f"n8n-sizer render --mode {rec.setup.mode}{queue} --runner-concurrency {rec.runner_concurrency} "
+        f"--pool {rec.setup.db_pool_size}{limit} --out stack/  (or add --compose stack/ to this command)"
+    )
+
+
+def _carrying_instead(rec) -> list[str]:
+    """When the answer does not carry the rate: that it does not, and the first way past it that does."""
+    if rec.feasible:
+        return []
+    rps, target = rec.request["rps"], rec.request.get("p95_ms")
+    what = (
+        f"within --p95-ms {target:g}"
+        if target and rec.capacity_per_s.mid > rps
+        else f"(about {rec.capacity_per_s.mid:.1f}/s at most)"
+    )
+    lines = [f"this setup does NOT carry {rps:g}/s {what}"]
+    carrying = next((a for a in rec.alternatives if a.carries), None)
+    if carrying is not None:
+        lines.append(f"the one that does ({carrying.what}): {carrying.advise_command}, then {carrying.render_command}")
+    else:
+        lines.append("nothing asked here carries it: see the warnings for what would")
+    return lines
+
+
+def next_lines(rec) -> list[str]:
+    """`next:`: render the setup asked for; when it does not carry the rate, it says so and names the one that does."""
+    lines = [f"next: {_render_command(rec)}"]
+    return lines + [f"      {line}" for line in _carrying_instead(rec)]

@@ -89,7 +89,7 @@ def _lab_record(text: str, path: Path) -> dict | None:
 def _lab_layout(lab: dict, advisor):
     """Each lab host as a host of its own with the cores its budget gives its roles here (`vcpu x scale` x the
     share of a quota the embedded lab runs reached, less what a host spends outside its roles:
-    advisor/lab_points.py), at this machine's measured speed."""
+    advisor/answer/lab_points.py), at this machine's measured speed."""
     from n8n_sizer.advisor.answer.contract import Roles
     from n8n_sizer.advisor.answer.given import GivenGroup, given_layout
     from n8n_sizer.advisor.answer.lab_points import lab_host, quota_reach

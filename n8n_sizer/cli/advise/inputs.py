@@ -182,6 +182,13 @@ class AdviseOptions:
     expression_engine: str = "default"
     wait: tuple[str, ...] = ()  # --wait NODE=MS (with --workflow)
     branch: tuple[str, ...] = ()  # --branch NODE=SHARE (with --workflow)
+    quick: bool = False
+    history: Path | None = None  # --history FILE: the mix of an instance's workflows (cli/advise/mix.py)
+    from_n8n: str | None = None  # --from-n8n URL: the same, read now
+    scale: list[str] | None = None
+    since: str | None = None
+    until: str | None = None
+    api_key_file: Path | None = None
 
 
 def parse_branches(pairs: tuple[str, ...]) -> dict[str, float]:

@@ -26,11 +26,33 @@ def run_advise(o: AdviseOptions) -> int:
         from n8n_sizer.cli.advise.workflow import workflow_rate
 
         o = replace(o, rps=workflow_rate(o.workflow))
-    check_inputs(o.rps, o.vcpu, arch, o.provider, o.p95_ms, o.validate, o.cpu_ms, o.wait_ms, workload, o.max_hosts)
+    mix_in = history = mix = None
+    if o.history is not None or o.from_n8n is not None:  # the instance's mix (cli/advise/mix.py) gives --rps
+        from n8n_sizer.cli.advise.mix import mix_options
+
+        o, mix_in, history = mix_options(o)
+    elif o.scale or o.since or o.until or o.api_key_file is not None:
+        from n8n_sizer.cli.advise.mix import check_history_options
+
+        check_history_options(o)
+    check_inputs(
+        o.rps,
+        o.vcpu,
+        arch,
+        o.provider,
+        o.p95_ms,
+        o.validate,
+        None if o.workflow else o.cpu_ms,
+        None if o.workflow else o.wait_ms,
+        workload,
+        o.max_hosts,
+    )
     check_burst(o.burst, o.burst_seconds, o.validate, o.drain_seconds)
     check_given(o.topology, o.on_this_machine, o.validate, o.vcpu, o.max_hosts, o.provider, compose)
     workload_given = workload is not None
     workload = workload or "light"
+    if o.quick and not o.validate:
+        raise InputError("--quick shortens --validate (no per-role steps); add --validate, or drop --quick")
     if o.validate and compose is not None:
         raise InputError("--validate renders no stack, so --compose would be ignored; drop one of them")
     if compose is not None:
@@ -48,6 +70,9 @@ def run_advise(o: AdviseOptions) -> int:
 
         require_folder(o.results, "--results", fix="pass the folder bench wrote its runs into, e.g. --results results")
         extra = load_results(o.results)
+        from n8n_sizer.cli.args import check_result_specs
+
+        check_result_specs(o.results)  # every field of run.json, the bench's own spec included (issue 40)
     user_workflows = sorted({m.workflow for m in extra or ()} - {"light", "code-heavy"})
     if not workload_given and o.cpu_ms is None and o.wait_ms is None and len(user_workflows) == 1:
         workload = user_workflows[0]  # the runs measured one workflow of yours: the question is about it
@@ -74,7 +99,7 @@ def run_advise(o: AdviseOptions) -> int:
     if o.validate:
         from n8n_sizer.cli.advise.validate import print_validation
 
-        return print_validation(extra, o.json_out)
+        return print_validation(extra, o.json_out, o.quick)
     advisor = build_advisor(extra)
     if profile is None:
         from n8n_sizer.advisor.profiles import user_profile
@@ -86,6 +111,11 @@ def run_advise(o: AdviseOptions) -> int:
                 f"for it; run `n8n-sizer bench --local --workflow {workload}.json --rates 4,8,16,32` "
                 "(a step that saturates, with telemetry) and pass its folder to --results"
             )
+    if mix_in is not None:  # the blend of the mix's profiles, at its total rate (advisor/mix.py)
+        from n8n_sizer.cli.advise.mix import size_history_mix
+
+        mix = size_history_mix(mix_in, advisor)
+        profile = mix.profile
     layout, given_hosts, one_setup, one_option = None, None, None, None
     if o.topology is not None:
         from n8n_sizer.cli.advise.given import given_layout_from
@@ -135,6 +165,18 @@ def run_advise(o: AdviseOptions) -> int:
         q_rec = _answer(advisor, q_req, layout, given_hosts, one_setup, one_option)
         if q_rec.mode == "queue":
             req, rec, price = q_req, q_rec, q_price
+    if mix is not None and rec.mode == "queue":  # as for --workflow: a queue answer priced from the queue figures
+        from n8n_sizer.cli.advise.mix import requeued
+
+        q_mix = requeued(history, o, advisor)
+        q_req = req.model_copy(update={"profile": q_mix.profile})
+        q_rec = _answer(advisor, q_req, layout, given_hosts, one_setup, one_option)
+        if q_rec.mode == "queue":
+            req, rec, mix = q_req, q_rec, q_mix
+    surge, sized = None, None
+    targets = o.p95_ms is not None or o.drain_seconds is not None
+    if o.burst is not None and o.topology is None and targets and not one_first:
+        rec, surge, sized = _sized_for_burst(advisor, o, req)
     if price is not None:
         rec = _with_price(advisor, o, req, rec, price)
     changes = (
@@ -158,53 +200,8 @@ def run_advise(o: AdviseOptions) -> int:
             f"--json > advice.json and run `{rec.render_command}`, or use --max-hosts 1"
         )
     written = _write_compose(rec, compose, o.generate_missing_secrets) if compose is not None else None
-    surge = None
-    targets = o.p95_ms is not None or o.drain_seconds is not None
-    if o.burst is not None and o.topology is None and targets and not one_first:
-        from n8n_sizer.advisor.answer.burst import size_for_burst
-
-        rec, surge, sized = size_for_burst(
-            lambda rate: _answer(advisor, req.model_copy(update={"rps": rate}), None, None, None, None),
-            o.rps,
-            o.burst,
-            o.burst_seconds,
-            o.p95_ms,
-            o.drain_seconds,
-        )
-        if sized > o.rps:
-            note = (
-                f"sized for {sized:.3g}/s, not {o.rps:g}/s: at {o.rps:g}/s the {o.burst:g}x burst for "
-                f"{o.burst_seconds:g} s would not drain within "
-                + " and ".join(
-                    t
-                    for t in (
-                        f"the p95 target ({o.p95_ms:g} ms)" if o.p95_ms is not None else "",
-                        f"--drain-seconds {o.drain_seconds:g}" if o.drain_seconds is not None else "",
-                    )
-                    if t
-                )
-            )
-            rec = rec.model_copy(
-                update={
-                    "request": {**rec.request, "rps": o.rps, "sized_for_rps": sized},
-                    "warnings": [note, *rec.warnings],
-                }
-            )
-    elif o.burst is not None:
-        from n8n_sizer.advisor.answer.burst import absorbs, burst_advice
-
-        surge = burst_advice(o.rps, o.burst, o.burst_seconds, rec.capacity_per_s.mid, rec.p95_ms, rec.mode)
-        if targets and not absorbs(surge, o.p95_ms, o.drain_seconds):
-            rec = rec.model_copy(
-                update={
-                    "warnings": [
-                        f"this setup does not absorb the {o.burst:g}x burst within your targets (drain "
-                        f"{'never' if surge.drain_s is None else f'{surge.drain_s:,.0f} s'}); ask without --vcpu (or with "
-                        "--max-hosts) to be sized for it",
-                        *rec.warnings,
-                    ]
-                }
-            )
+    if o.burst is not None and sized is None:
+        rec, surge = _burst_on(advisor, o, req, rec, targets)
     if o.json_out:
         data = rec.model_dump(mode="json")
         if surge is not None:
@@ -215,12 +212,67 @@ def run_advise(o: AdviseOptions) -> int:
             data["workflow_price"] = price.model_dump(mode="json")
         if written is not None:
             data["compose"] = {"dir": str(compose), "messages": written}
+        if mix is not None:
+            from n8n_sizer.cli.advise.mix import mix_json
+
+            data["mix"] = mix_json(mix, mix_in, history, str(o.history or o.from_n8n))
         print(json.dumps(data, indent=2))
     else:
+        if mix is not None:
+            from n8n_sizer.cli.advise.mix import print_mix
+
+            print_mix(mix, mix_in, history, str(o.history or o.from_n8n))
         print_recommendation(rec, changes, written, compose, bool(extra))
         if surge is not None:
             print_burst(surge)
     return 0
+
+
+def _sized_for_burst(advisor, o: AdviseOptions, req):
+    """(answer, burst advice, rate sized for): the answer sized up until the burst meets the targets, judged at the
+    rate asked; its first warning says what the burst misses at the rate asked, when it had to size up."""
+    from n8n_sizer.advisor.answer.burst import misses, size_for_burst
+
+    rec, surge, sized, first = size_for_burst(
+        lambda rate: _answer(advisor, req, None, None, None, None, sized_for=rate),
+        lambda rate, at: advisor.p95_at(req, at, sized_for=rate),
+        o.rps,
+        o.burst,
+        o.burst_seconds,
+        o.p95_ms,
+        o.drain_seconds,
+    )
+    warnings = []
+    if sized > o.rps:
+        warnings.append(
+            f"sized for {sized:.3g}/s, not {o.rps:g}/s: the answer for {o.rps:g}/s carries about "
+            f"{first.capacity_per_s:.1f}/s, and the {o.burst:g}x burst for {o.burst_seconds:g} s would miss your "
+            f"targets: " + "; ".join(misses(first, o.p95_ms, o.drain_seconds))
+        )
+    still = misses(surge, o.p95_ms, o.drain_seconds)
+    if still:
+        warnings.append(f"even sized for {sized:.3g}/s the {o.burst:g}x burst misses your targets: " + "; ".join(still))
+    request = {**rec.request, "sized_for_rps": sized} if sized > o.rps else rec.request
+    return rec.model_copy(update={"request": request, "warnings": [*warnings, *rec.warnings]}), surge, sized
+
+
+def _burst_on(advisor, o: AdviseOptions, req, rec, targets: bool):
+    """(answer, burst advice) for the answer as it is (one server first, or a topology given): a warning says what
+    the burst misses, in its own figures, when it misses a target."""
+    from n8n_sizer.advisor.answer.burst import burst_advice, misses
+
+    peak = o.rps * o.burst
+    if o.topology is None:  # the search's answer: its p95 at the base rate and at the peak, whatever the target
+        base_p95, peak_p95 = advisor.p95_at(req, o.rps), advisor.p95_at(req, peak)
+    else:
+        base_p95, peak_p95 = rec.p95_ms, None
+    surge = burst_advice(o.rps, o.burst, o.burst_seconds, rec.capacity_per_s.mid, base_p95, rec.mode, peak_p95)
+    missed = misses(surge, o.p95_ms, o.drain_seconds) if targets else []
+    if missed:
+        how = "" if o.topology is not None else "; ask without --vcpu (or with --max-hosts) to be sized for it"
+        note = f"this setup does not absorb the {o.burst:g}x burst within your targets: " + "; ".join(missed) + how
+        rec = rec.model_copy(update={"warnings": [note, *rec.warnings]})
+    return rec, surge
 
 
 def _with_price(advisor, o: AdviseOptions, req, rec, price):
@@ -267,12 +319,12 @@ def _with_price(advisor, o: AdviseOptions, req, rec, price):
     return rec.model_copy(update={"warnings": [*rec.warnings, *notes], "request": request})
 
 
-def _answer(advisor, req, layout, given_hosts, one_setup, one_option):
-    """The advisor's answer: to a topology the user gave (one host or several), else the search's, with the
-    priced ways past it."""
+def _answer(advisor, req, layout, given_hosts, one_setup, one_option, sized_for=None):
+    """The advisor's answer: to a topology the user gave (one host or several), else the search's (sized for
+    `sized_for` when a burst asks more), with the priced ways past it."""
     if one_setup is not None:
         return advisor.evaluate_one_host(req, one_setup, one_option)
-    return advisor.answer(req) if layout is None else advisor.evaluate(req, layout, given_hosts)
+    return advisor.answer(req, sized_for=sized_for) if layout is None else advisor.evaluate(req, layout, given_hosts)
 
 
 def _changes(before, after, req, new, answer) -> dict:
