@@ -51,7 +51,7 @@ from n8n_sizer.history.arrivals import summarise
 from n8n_sizer.history.file import history_json
 from n8n_sizer.history.mix_input import mix_entries
 from n8n_sizer.history.read import ReadRequest, read_history
-from n8n_sizer.history.record import History, NodeInfo, NodeTime, ReadInfo, Trigger, WorkflowHistory
+from n8n_sizer.history.record import History, NodeInfo, NodeTime, ReadInfo, SeenTrigger, WorkflowHistory
 from n8n_sizer.history.replay import replay_plan
 from n8n_sizer.history.timings import durations
 from n8n_sizer.lab.speed import probe
@@ -184,7 +184,7 @@ def light_history(table_code_ms: float) -> History:
     w = WorkflowHistory(
         id="light",
         name="light",
-        trigger=Trigger(kind="webhook"),
+        trigger=SeenTrigger(kind="webhook"),
         nodes=(
             NodeInfo(name="Webhook", type="n8n-nodes-base.webhook"),
             NodeInfo(name="Code", type="n8n-nodes-base.code"),

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import statistics
 import sys
 import time
@@ -251,6 +252,13 @@ def main() -> int:
         action="store_true",
         help="derive the families rows of --out again from the raw runs it keeps (no measuring)",
     )
+    ap.add_argument(
+        "--from-log",
+        type=Path,
+        default=None,
+        help="with --rederive-families: the families rows from a campaign's log (its per-step lines), for a sitting "
+        "stopped before it wrote --out; its rounds replace the part's",
+    )
     ap.add_argument("--parked", action="store_true", help="families: a 66 s Wait (parked) against a 0.05 s one")
     ap.add_argument("--parked-requests", type=int, default=200)
     ap.add_argument("--parked-rounds", type=int, default=2)
@@ -265,6 +273,8 @@ def main() -> int:
         return queue_campaign(args)
     if args.rederive_families:
         doc = json.loads(args.out.read_text())
+        if args.from_log is not None:
+            doc["families"] = families_from_log(args.from_log, args.k_high)
         doc["families"] = derive_families(doc, doc["families"], args.k_high)
         write_atomic(args.out, json.dumps(doc, indent=1) + "\n", private=False)
         print(f"derived {len(doc['families'].get('nodes', []))} families rows of {args.out} again")
@@ -552,6 +562,61 @@ def families_campaign(args) -> int:
             client.close()
         if stack is not None:
             stack.stop()
+
+
+_STEP_LINE = re.compile(
+    r"^(\d\d:\d\d:\d\d) round (\d+)/\d+ \[(\d+)/\d+\] (\S+)\s+([\d.]+)/s cpu\s+([\d.]+) ms "
+    r"\(main\s+([\d.]+), pg\s+([\d.]+)\)$"
+)
+
+
+def families_from_log(log: Path, k_high: int) -> dict:
+    """A families part from a campaign's log: one raw run per step line (`round R/N [i/M] KEY  rate/s cpu X ms (main
+    Y, pg Z)`, figures as printed, to 0.1 ms), the stored executions' check line, and what the first line says of
+    the stack. The campaign's name is the log's (families-<date>T<hhmm>Z.log)."""
+    text = log.read_text()
+    campaign = "nodecostf-" + log.stem.split("-", 1)[1]
+    raw, checks = [], {}
+    for line in text.splitlines():
+        m = _STEP_LINE.match(line)
+        if m:
+            at, rnd, seq, key, rate, cpu, main, pg = m.groups()
+            raw.append(
+                {
+                    "id": f"{campaign}/r{rnd}/{seq}/{key}",
+                    "round": int(rnd),
+                    "seq": int(seq) - 1,
+                    "key": key,
+                    "throughput_per_s": float(rate),
+                    "cpu_ms": float(cpu),
+                    "main_ms": float(main),
+                    "postgres_ms": float(pg),
+                    "stack": "default",
+                    "at": at,
+                }
+            )
+        elif " stored executions by status: " in line:
+            checks = json.loads(line.split(" stored executions by status: ", 1)[1])
+    if not raw:
+        raise SystemExit(f"{log}: no step lines")
+    first = text.splitlines()[0]
+    return {
+        "rounds": raw,
+        "executions_by_status": {campaign: checks},
+        "parked": [],
+        "held": [],
+        "about": {
+            "what": "further node kinds (AI roots with their sub-nodes against a local OpenAI-compatible stand-in, "
+            "app nodes against a stand-in, legacy and core nodes), measured by benchmarks/node_costs.py --families",
+            "date": campaign.split("-", 1)[1],
+            "stack": first.split(" ", 1)[1],
+            "k_high": k_high,
+            "source": f"benchmarks/node_costs_runs/{log.name}: the sitting's log (it was stopped in its parked "
+            "phase, before it wrote its file); every step line of its rounds",
+            "method": "as the first campaign: slope of chains of K = 1 and k_high copies within a round; a round "
+            "is campaign/round",
+        },
+    }
 
 
 def derive_families(doc: dict, part: dict, k_high: int) -> dict:

@@ -32,6 +32,7 @@ class Anonymiser:
                 "id": self.hash("id", w.id),
                 "name": self.hash("wf", f"{w.id}\0{w.name}"),
                 "nodes": tuple(NodeInfo(**{**n.model_dump(), "name": node(n.name)}) for n in w.nodes),
+                "edges": tuple((node(a), kind, o, node(b), i) for a, kind, o, b, i in w.edges),
                 "node_timings": tuple(
                     NodeTime(
                         **{

@@ -15,6 +15,7 @@ the instance's busiest minute is found again in the scaled minutes, not scaled a
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 from n8n_sizer.advisor.mix import MixEntry, scale_mix
 from n8n_sizer.advisor.profiles import WorkflowProfile
@@ -50,7 +51,26 @@ def _export(w: WorkflowHistory) -> dict:
         }
         for n in w.nodes
     ]
-    return {"name": w.name, "nodes": nodes, "connections": {}}
+    return {"name": w.name, "nodes": nodes, "connections": _connections(w)}
+
+
+def _connections(w: WorkflowHistory) -> dict:
+    """n8n's connections object from the history's edges; without them (a history written before they were kept),
+    the nodes one after another in their listed order, the trigger first, so that every node is priced once."""
+    out: dict[str, dict[str, list[list[dict]]]] = {}
+    edges = list(w.edges)
+    if not edges and len(w.nodes) > 1:
+        order = sorted(w.nodes, key=lambda n: n.type not in _TRIGGER_TYPES and not n.type.lower().endswith("trigger"))
+        edges = [(a.name, "main", 0, b.name, 0) for a, b in pairwise(order)]
+    for source, kind, output, target, index in edges:
+        outputs = out.setdefault(source, {}).setdefault(kind, [])
+        while len(outputs) <= output:
+            outputs.append([])
+        outputs[output].append({"node": target, "type": kind, "index": index})
+    return out
+
+
+_TRIGGER_TYPES = frozenset({"n8n-nodes-base.webhook", "n8n-nodes-base.formTrigger", "n8n-nodes-base.start"})
 
 
 def workflow_profile(w: WorkflowHistory, table: NodeCostTable, mode: str = "regular") -> tuple[WorkflowProfile, str]:

@@ -22,12 +22,13 @@ from collections.abc import Callable
 from pydantic import Field, SecretStr
 
 from n8n_sizer.advisor.workflow_price import load_node_costs
-from n8n_sizer.advisor.workflow_price.export import count_expressions
+from n8n_sizer.advisor.workflow_price.export import count_expressions, parse_connections, printable
+from n8n_sizer.errors import InputError
 from n8n_sizer.history.anonymise import Anonymiser
 from n8n_sizer.history.arrivals import summarise
-from n8n_sizer.history.record import History, NodeInfo, ReadInfo, Trigger, WorkflowHistory
+from n8n_sizer.history.record import History, NodeInfo, ReadInfo, SeenTrigger, WorkflowHistory
 from n8n_sizer.history.timings import FINISHED, PARK_GAP_MS, SampleTimings, durations
-from n8n_sizer.history.triggers import trigger_of
+from n8n_sizer.history.trigger_seen import trigger_of
 from n8n_sizer.n8n.history_api import (
     ExecutionItem,
     WorkflowItem,
@@ -167,6 +168,18 @@ def _nodes(w: WorkflowItem | None) -> tuple[NodeInfo, ...]:
     return tuple(out)
 
 
+def _edges(w: WorkflowItem | None, notes: list[str]) -> tuple[tuple[str, str, int, str, int], ...]:
+    """The workflow's connections as edges between its nodes; none (with a note) when n8n's shape is not there."""
+    if w is None or not w.connections:
+        return ()
+    try:
+        edges, _ = parse_connections(w.connections, {printable(n.name) for n in w.nodes})
+    except InputError as exc:
+        notes.append(f"its connections could not be read ({str(exc)[:160]}): every node priced once")
+        return ()
+    return tuple((e.source, e.kind, e.output, e.target, e.input) for e in edges)
+
+
 def build_history(info, workflows, tallies, samples, sample_notes, table) -> History:
     """The history from what was read (pure: no I/O). Workflows in order of executions, most first."""
     window_s = max(info.window_end_s - info.window_start_s, 1.0)
@@ -185,7 +198,9 @@ def build_history(info, workflows, tallies, samples, sample_notes, table) -> His
         all_starts.extend(tally.starts)
         nodes = _nodes(w)
         trigger = (
-            trigger_of((n.type, n.disabled, n.parameters) for n in w.nodes) if w is not None else Trigger(kind="other")
+            trigger_of((n.type, n.disabled, n.parameters) for n in w.nodes)
+            if w is not None
+            else SeenTrigger(kind="other")
         )
         if w is None:
             notes.append("not in the workflow list (deleted, archived or not readable with this key)")
@@ -217,6 +232,7 @@ def build_history(info, workflows, tallies, samples, sample_notes, table) -> His
                 active=w.active if w is not None else None,
                 trigger=trigger,
                 nodes=nodes,
+                edges=_edges(w, notes),
                 rates=rates,
                 by_status=dict(sorted(tally.by_status.items())),
                 by_mode=dict(sorted(tally.by_mode.items())),

@@ -55,7 +55,7 @@ class DurationSummary(Frozen):
     max_ms: float | None = None
 
 
-class Trigger(Frozen):
+class SeenTrigger(Frozen):
     kind: TriggerKind
     node_type: str | None = None
     rule: str | None = None  # a schedule's rule in words ("every 5 seconds", "cron 0 * * * *")
@@ -90,8 +90,11 @@ class WorkflowHistory(Frozen):
     id: str
     name: str
     active: bool | None = None
-    trigger: Trigger
+    trigger: SeenTrigger
     nodes: tuple[NodeInfo, ...] = ()
+    # main and AI connections as (source, kind, output, target, input) between `nodes` names: what runs after what
+    # (the price walks them from the trigger); empty in a history written before they were kept
+    edges: tuple[tuple[str, str, int, str, int], ...] = ()
     rates: RateSummary
     by_status: dict[str, int] = {}
     by_mode: dict[str, int] = {}

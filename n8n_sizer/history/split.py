@@ -24,7 +24,7 @@ import statistics
 
 from n8n_sizer.advisor.workflow_price import NodeCostTable
 from n8n_sizer.history.record import Family
-from n8n_sizer.history.triggers import is_trigger
+from n8n_sizer.history.trigger_seen import is_trigger
 
 CODE_TYPES = {"n8n-nodes-base.code", "n8n-nodes-base.function", "n8n-nodes-base.functionItem"}
 WAIT_TYPES = {"n8n-nodes-base.wait"}

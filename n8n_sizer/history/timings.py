@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from n8n_sizer.advisor.workflow_price import NodeCostTable
 from n8n_sizer.history.record import DurationSummary, NodeTime
 from n8n_sizer.history.split import WAIT_TYPES, split_node_time
-from n8n_sizer.history.triggers import is_trigger
+from n8n_sizer.history.trigger_seen import is_trigger
 from n8n_sizer.n8n.history_api import ExecutionItem
 
 PARK_GAP_MS = 60_000.0  # n8n parks a Wait over 65 s; time no run covers beyond a minute is parked time

@@ -85,6 +85,7 @@ class WorkflowItem(_Wire):
     created_s: float | None = None
     archived: bool | None = None
     nodes: tuple[NodeDef, ...] = ()
+    connections: dict[str, Any] = {}  # n8n's {source: {kind: [[{node, type, index}]]}}, checked by the pricer's parser
     settings: dict[str, Any] = {}
 
     @field_validator("id", mode="before")
@@ -96,7 +97,9 @@ class WorkflowItem(_Wire):
     def from_wire(cls, raw: dict, where: str) -> WorkflowItem:
         try:
             running = raw.get("activeVersion")
-            nodes = running.get("nodes") if isinstance(running, dict) and running.get("nodes") else raw.get("nodes")
+            source = running if isinstance(running, dict) and running.get("nodes") else raw
+            nodes = source.get("nodes")
+            connections = source.get("connections") if isinstance(source.get("connections"), dict) else {}
             if not isinstance(nodes, list):
                 nodes = []
             if len(nodes) > MAX_NODES:
@@ -109,6 +112,7 @@ class WorkflowItem(_Wire):
                 created_s=unix_s(raw.get("createdAt")),
                 archived=raw.get("isArchived") if isinstance(raw.get("isArchived"), bool) else None,
                 nodes=tuple(NodeDef.model_validate(n) for n in nodes),
+                connections=connections,
                 settings=settings,
             )
         except (ValidationError, ValueError, TypeError) as exc:

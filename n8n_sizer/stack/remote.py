@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from n8n_sizer.advisor.setup import Setup
+from n8n_sizer.bundle.limits import redis_maxmemory_mib
 from n8n_sizer.bundle.n8n_env import REDIS_N8N_PASSWORD_REF, redis_acl_user
 from n8n_sizer.hosts.host import Host, HostError, SshHost
 from n8n_sizer.remote.protocol import Program, run
@@ -167,6 +168,8 @@ def compose_service(name: str) -> str:
 
 
 _REDIS_USERS = ["--requirepass", "${REDIS_PASSWORD}", "--user", *redis_acl_user(REDIS_N8N_PASSWORD_REF)]
+# the stack's Redis limit at the default queue depth (the drills' stacks are rendered with it)
+_REDIS_LIMIT = ["--maxmemory", f"{redis_maxmemory_mib(None)}mb", "--maxmemory-policy", "noeviction"]
 REDIS_COMMAND = {  # templates/compose.yml.j2's n8n-redis command, and the drill's no-persistence variant
     "aof": [
         "redis-server",
@@ -175,8 +178,7 @@ REDIS_COMMAND = {  # templates/compose.yml.j2's n8n-redis command, and the drill
         "yes",
         "--appendfsync",
         "everysec",
-        "--maxmemory-policy",
-        "noeviction",
+        *_REDIS_LIMIT,
     ],
     # its own (never written) RDB file: an older dump.rdb in the volume must not come back as if persisted
     "none": [
@@ -188,8 +190,7 @@ REDIS_COMMAND = {  # templates/compose.yml.j2's n8n-redis command, and the drill
         "",
         "--dbfilename",
         "drill-no-persistence.rdb",
-        "--maxmemory-policy",
-        "noeviction",
+        *_REDIS_LIMIT,
     ],
 }
 # What each service's healthcheck asks (templates/compose.yml.j2), run with `docker compose exec`.

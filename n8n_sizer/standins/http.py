@@ -78,7 +78,7 @@ class DelayedHttp:
     @property
     def url(self) -> str:
         if self._server is None:
-            raise RuntimeError("the stand-in is not started")
+            raise InputError("the HTTP stand-in is not started; start it (start() or `with DelayedHttp(...)`) first")
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 

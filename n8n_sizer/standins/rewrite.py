@@ -23,9 +23,9 @@ Pure: the standard library only (the room's rule); the latency per node comes fr
 from __future__ import annotations
 
 import copy
+import re
 import uuid
 from typing import Any
-from urllib.parse import urlsplit
 
 from n8n_sizer.safety.frozen import Frozen
 
@@ -159,7 +159,7 @@ def apply_rewrite(
         ms = change.latency_ms
         if change.how == "url":
             params = node.setdefault("parameters", {})
-            path = urlsplit(str(params.get("url") or params.get("endpoint") or "/")).path or "/"
+            path = _path_of(str(params.get("url") or params.get("endpoint") or "/"))
             if str(params.get("url", "")).startswith("="):
                 path = "/expression"
             url = f"{base_url}/lat/{_lat(ms)}{path if path.startswith('/') else '/' + path}"
@@ -222,3 +222,15 @@ def _swap(node: dict[str, Any], change: Change, base_url: str) -> dict[str, Any]
     return _http_node(node, f"{base_url}/lat/{_lat(change.latency_ms)}/{short}") | {
         "id": node.get("id", str(uuid.uuid4()))
     }
+
+
+_NOT_PATH = re.compile(r"[^A-Za-z0-9\-._~/]")
+
+
+def _path_of(url: str) -> str:
+    """The path of a workflow's URL, for the stand-in's route: what follows the host, without query or fragment, and
+    only the characters a plain URL path keeps (anything else becomes `_`), so it is never parsed as a URL again."""
+    rest = url.split("://", 1)[1] if "://" in url else url
+    path = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+    path = path.split("?", 1)[0].split("#", 1)[0]
+    return _NOT_PATH.sub("_", path)[:200] or "/"

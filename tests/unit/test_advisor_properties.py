@@ -134,10 +134,14 @@ def test_shared_core_sizes_rest_on_the_e2_micro_soak(advisor, size):
 
     rate = 0.2
     rec = advisor.recommend(Request(rps=rate, profile=LIGHT, provider="gcp"))
-    assert rec.server.size == "e2-micro" and rec.p95_ms >= 1673  # seed 004: p95 1,673 ms at 0.2/s
+    # seed 004: p95 1,673 ms at 0.2/s on an e2-micro; e2-micro's 1 GiB no longer holds the stack (ram.py)
+    assert rec.server.size == "e2-small" and rec.p95_ms >= 1673
     s = find_size(size)
-    _, _, _, p95 = advisor.best_on_host(LIGHT, advisor.host_for_size(s), rate, None, s.shared_core)
-    assert p95 >= 1673
+    best = advisor.best_on_host(LIGHT, advisor.host_for_size(s), rate, None, s.shared_core)
+    if size == "e2-micro":
+        assert best is None
+    else:
+        assert best is not None and best[3] >= 1673
     text = " ".join(rec.warnings)
     assert "s004-soak" in text and "no GCP measurement is embedded" not in text
 

@@ -15,10 +15,10 @@ from n8n_sizer.history.anonymise import Anonymiser
 from n8n_sizer.history.arrivals import busiest_minute, combine, minutes_of, p99_second, runs_of, summarise
 from n8n_sizer.history.file import history_json, load_history
 from n8n_sizer.history.mix_input import mix_entries, parse_scales, workflow_profile
-from n8n_sizer.history.record import History, NodeInfo, ReadInfo, Trigger, WorkflowHistory
+from n8n_sizer.history.record import History, NodeInfo, ReadInfo, SeenTrigger, WorkflowHistory
 from n8n_sizer.history.split import family_of, split_node_time
 from n8n_sizer.history.timings import SampleTimings, durations
-from n8n_sizer.history.triggers import trigger_of
+from n8n_sizer.history.trigger_seen import trigger_of
 from n8n_sizer.history.window import parse_time, window_from
 from n8n_sizer.n8n.history_api import ExecutionItem, NodeRun
 
@@ -263,7 +263,7 @@ def _workflow(wid, name, rate, wait_ms=0.0, code_ms=0.0, nodes=None, window=600.
     return WorkflowHistory(
         id=wid,
         name=name,
-        trigger=Trigger(kind="webhook"),
+        trigger=SeenTrigger(kind="webhook"),
         nodes=nodes
         or (
             NodeInfo(name="Webhook", type="n8n-nodes-base.webhook"),
@@ -301,8 +301,14 @@ def test_a_workflow_profile_prices_its_nodes_and_takes_its_measured_waits():
     assert profile.wait_ms == pytest.approx(300.0)
     assert profile.code_cpu_ms == pytest.approx(22.47 - code_row)
     assert profile.code_nodes == 1
-    assert profile.overhead_ratio > 1.0  # Webhook -> HTTP Request -> Code with 2 expressions costs more than light
     assert note == ""
+    # the nodes' own price: one more Set with expressions costs more n8n overhead than without it
+    more = _workflow("1", "orders", 2.0, wait_ms=300.0, code_ms=22.47)
+    more = more.model_copy(
+        update={"nodes": (*more.nodes, NodeInfo(name="Tag", type="n8n-nodes-base.set", expressions=4))}
+    )
+    bigger, _ = workflow_profile(more, TABLE)
+    assert 0.3 < profile.overhead_ratio < bigger.overhead_ratio < 5.0
 
 
 def test_mix_entries_and_what_if_scaling():

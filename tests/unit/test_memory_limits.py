@@ -157,17 +157,17 @@ def test_no_answer_reserves_more_than_its_host_or_a_limit_its_container_cannot_h
 
 
 def test_a_capped_limit_says_why_and_little_s_law_gives_the_capacity() -> None:
-    """--wait-ms 10000 on 2 vCPU: Little's law asks more executions at once than a CX23's memory holds; the answer
+    """--wait-ms 20000 on 2 vCPU: Little's law asks more executions at once than a CX23's memory holds; the answer
     caps the production limit there, says so with the figures, and its capacity is what those slots carry."""
-    rec = _advisor().recommend(Request(rps=30, profile=profile_for("light", wait_ms=10000), vcpu=2))
+    rec = _advisor().recommend(Request(rps=30, profile=profile_for("light", wait_ms=20000), vcpu=2))
     cap = ram.slots_that_fit(rec.setup, 4096)
     assert rec.production_limit == cap
     said = [w for w in rec.warnings if w.startswith("memory caps N8N_CONCURRENCY_PRODUCTION_LIMIT")]
     assert said and f"at {cap} " in said[0] and "4,096 MiB" in said[0]
     assert rec.bound.name == "slots"
     assert any("more memory, or queue mode" in w for w in rec.warnings)
-    # Little's law on the capped slots: capacity x time in flight (at least the 10 s wait) stays within the slots
-    assert rec.capacity_per_s.mid * 10.0 <= cap
+    # Little's law on the capped slots: capacity x time in flight (at least the 20 s wait) stays within the slots
+    assert rec.capacity_per_s.mid * 20.0 <= cap
 
 
 def test_the_os_share_and_the_usable_ram_are_stated_figures() -> None:

@@ -324,3 +324,24 @@ def test_names_with_control_characters_are_echoed_clean_and_cycles_are_answered(
     text = json.dumps(price.model_dump(), ensure_ascii=False)
     assert "\x1b" not in text and "\u202e" not in text and "\x07" not in text
     assert _line(price, "Set[2J").runs == 1.0 and any("close a loop" in n for n in price.notes)
+
+
+def test_a_type_without_its_package_is_read_as_n8n_s_own():
+    """Some public collections write `httpRequest` for `n8n-nodes-base.httpRequest`: priced as that node, not as an
+    unknown one."""
+    flow = {
+        "nodes": [
+            {"name": "Hook", "type": "webhook", "parameters": {}},
+            {"name": "Call", "type": "httpRequest", "parameters": {"url": "https://api.example.com/x"}},
+            {"name": "Old", "type": "function", "parameters": {"functionCode": "return items;"}},
+        ],
+        "connections": {
+            "Hook": {"main": [[{"node": "Call", "type": "main", "index": 0}]]},
+            "Call": {"main": [[{"node": "Old", "type": "main", "index": 0}]]},
+        },
+    }
+    price = price_workflow(flow, TABLE)
+    assert price.trigger is not None and price.trigger.kind == "webhook"
+    call, old = _line(price, "Call"), _line(price, "Old")
+    assert call.type == "n8n-nodes-base.httpRequest" and call.priced_by != "unknown" and call.wait_ms > 0
+    assert old.type == "n8n-nodes-base.function" and old.priced_by != "unknown"

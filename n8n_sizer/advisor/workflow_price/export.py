@@ -15,6 +15,7 @@ refused.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 
@@ -94,6 +95,9 @@ def count_expressions(parameters: Any) -> int:
     return found
 
 
+_BARE_TYPE = re.compile(r"[a-z][A-Za-z0-9]{0,99}")
+
+
 def parse_export(export: Any) -> ParsedExport:
     """The export's nodes, or `InputError` (one line) for anything that is not an n8n workflow export. n8n's CLI
     (`export:workflow`) writes a list: one workflow in a list is that workflow."""
@@ -126,6 +130,8 @@ def parse_export(export: Any) -> ParsedExport:
             raise _refuse(
                 f"node {shown!r}: its `type` holds control or space characters; a node type is a name like n8n-nodes-base.set"
             )
+        if _BARE_TYPE.fullmatch(type_):  # `httpRequest`: some collections strip n8n's own package from its types
+            type_ = "n8n-nodes-base." + type_
         params = item.get("parameters", {})
         if params is None:
             params = {}

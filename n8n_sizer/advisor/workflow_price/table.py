@@ -41,7 +41,7 @@ class NodeRow(Frozen):
 
 
 class Held(Frozen):
-    """Memory one in-flight execution holds in main (MB), measured on real n8n (benchmarks/node_costs_ai.py)."""
+    """Memory one in-flight execution holds in main (MB), measured on real n8n (benchmarks/node_costs.py --families --held)."""
 
     mb: float
     low_mb: float

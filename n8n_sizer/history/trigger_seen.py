@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from n8n_sizer.history.record import Trigger
+from n8n_sizer.history.record import SeenTrigger
 
 KINDS = {
     "n8n-nodes-base.webhook": "webhook",
@@ -39,17 +39,17 @@ def kind_of(node_type: str) -> str:
     return KINDS.get(node_type) or ("manual" if node_type == "n8n-nodes-base.start" else "app")
 
 
-def trigger_of(nodes: Iterable[tuple[str, bool, dict[str, Any]]]) -> Trigger:
+def trigger_of(nodes: Iterable[tuple[str, bool, dict[str, Any]]]) -> SeenTrigger:
     """The workflow's trigger from its nodes, given as (type, disabled, parameters)."""
     found: list[tuple[str, str, dict[str, Any]]] = []
     for node_type, disabled, params in nodes:
         if not disabled and is_trigger(node_type):
             found.append((kind_of(node_type), node_type, params))
     if not found:
-        return Trigger(kind="none")
+        return SeenTrigger(kind="none")
     kind, node_type, params = min(found, key=lambda f: PRIORITY.index(f[0]) if f[0] in PRIORITY else len(PRIORITY))
     rule = schedule_rule(node_type, params) if kind == "schedule" else None
-    return Trigger(kind=kind, node_type=node_type, rule=rule)
+    return SeenTrigger(kind=kind, node_type=node_type, rule=rule)
 
 
 def _unit(n: Any, unit: str) -> str:
