@@ -67,8 +67,25 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def load_json(text: str, what: str, fix: str, *, max_depth: int = MAX_DEPTH) -> Any:
-    """Parse `text` as JSON; `InputError` (one line: `what`, the reason, `fix`) for anything unusable."""
+def _object_last(seen_twice: list[str]):
+    """JavaScript's `JSON.parse`: of two equal keys the last wins; each such key noted in `seen_twice`."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) != len(pairs):
+            seen: set[str] = set()
+            seen_twice.extend(k for k, _ in pairs if k in seen or seen.add(k))
+        return out
+
+    return hook
+
+
+def load_json(
+    text: str, what: str, fix: str, *, max_depth: int = MAX_DEPTH, seen_twice: list[str] | None = None
+) -> Any:
+    """Parse `text` as JSON; `InputError` (one line: `what`, the reason, `fix`) for anything unusable. A key twice in
+    one object is refused, unless `seen_twice` is given: then the file is read as n8n (JavaScript's `JSON.parse`)
+    reads it, the last of the two winning, and each such key is appended to `seen_twice` for the caller to say."""
     depth = json_depth(text)
     if depth > max_depth:
         raise InputError(f"{what} nests {depth:,} levels deep, above the {max_depth} this tool reads; {fix}")
@@ -78,7 +95,7 @@ def load_json(text: str, what: str, fix: str, *, max_depth: int = MAX_DEPTH) -> 
             parse_constant=_constant,
             parse_int=_number(int),
             parse_float=_number(float),
-            object_pairs_hook=_object,
+            object_pairs_hook=_object if seen_twice is None else _object_last(seen_twice),
         )
     except json.JSONDecodeError as exc:
         raise InputError(f"{what} is not JSON (not valid JSON: {exc.msg} at line {exc.lineno}); {fix}") from None

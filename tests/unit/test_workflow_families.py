@@ -345,3 +345,22 @@ def test_a_type_without_its_package_is_read_as_n8n_s_own():
     call, old = _line(price, "Call"), _line(price, "Old")
     assert call.type == "n8n-nodes-base.httpRequest" and call.priced_by != "unknown" and call.wait_ms > 0
     assert old.type == "n8n-nodes-base.function" and old.priced_by != "unknown"
+
+
+def test_a_key_given_twice_is_read_as_n8n_reads_it_and_said(tmp_path):
+    """JavaScript's JSON.parse (n8n's reader) keeps the last of two equal keys; some public exports have them (two
+    connections from one node written as two keys): answered, the last one taken, and the answer says so."""
+    from n8n_sizer.cli.advise.workflow import priced_profile
+
+    text = (
+        '{"nodes": [{"name": "Hook", "type": "n8n-nodes-base.webhook", "parameters": {}},'
+        ' {"name": "A", "type": "n8n-nodes-base.set", "parameters": {}},'
+        ' {"name": "B", "type": "n8n-nodes-base.httpRequest", "parameters": {}}],'
+        ' "connections": {"Hook": {"main": [[{"node": "A", "type": "main", "index": 0}]]},'
+        ' "Hook": {"main": [[{"node": "B", "type": "main", "index": 0}]]}}}'
+    )
+    path = tmp_path / "twice.json"
+    path.write_text(text)
+    _, price = priced_profile(path, items=None, cpu_ms=None, wait_ms=None, calibration=None, engine="default")
+    assert price.notes[0].startswith("the file gives a key twice in one object ('Hook'")
+    assert _line(price, "B").runs == 1 and _line(price, "A").runs == 0  # the last connection from Hook, as n8n

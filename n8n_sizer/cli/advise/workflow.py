@@ -28,6 +28,24 @@ def _read_json(path: Path, what: str, fix: str):
     return load_json(read_user_text(path, what, fix=fix, max_bytes=MAX_EXPORT_BYTES), what, fix)
 
 
+def _read_export(path: Path, fix: str) -> tuple[object, str]:
+    """The export as n8n reads it (of a key given twice in one object, the last), and a note naming such keys."""
+    from n8n_sizer.advisor.workflow_price.export import printable
+    from n8n_sizer.safety.files import read_user_text
+    from n8n_sizer.safety.jsondoc import load_json
+
+    twice: list[str] = []
+    text = read_user_text(path, "--workflow", fix=fix, max_bytes=MAX_EXPORT_BYTES)
+    export = load_json(text, "--workflow", fix, seen_twice=twice)
+    if not twice:
+        return export, ""
+    keys = ", ".join(repr(printable(k, 40)) for k in dict.fromkeys(twice))
+    return export, (
+        f"the file gives a key twice in one object ({keys}; n8n's editor never writes that): read as n8n reads "
+        "it, the last one"
+    )
+
+
 def workflow_rate(path: Path) -> float:
     """The rate the export's own trigger implies (a schedule, a poll), for `advise --workflow FILE` without --rps;
     one InputError line when it implies none (a webhook: its rate is the user's to give)."""
@@ -36,7 +54,7 @@ def workflow_rate(path: Path) -> float:
 
     fix = "export the workflow from n8n's editor (Download) and pass that file"
     try:
-        parsed = parse_export(_read_json(path, "--workflow", fix))
+        parsed = parse_export(_read_export(path, fix)[0])
     except InputError as exc:
         raise InputError(f"--workflow {path}: {str(exc).removeprefix('workflow export: ')}") from None
     trigger = sized_trigger(triggers_in(parsed.nodes))
@@ -94,7 +112,7 @@ def priced_profile(
     from n8n_sizer.cli.advise.inputs import parse_branches
 
     fix = "export the workflow from n8n's editor (Download) and pass that file"
-    export = _read_json(path, "--workflow", fix)
+    export, twice_note = _read_export(path, fix)
     code_cpu = cpu_ms
     if calibration is not None:
         calib = calibration_from_json(
@@ -140,6 +158,8 @@ def priced_profile(
         held_mb=price.held_mb,
         advise_args=advise_args(path, items, cpu_ms, wait_ms, calibration, engine, waits, branches),
     )
+    if twice_note:
+        price = price.model_copy(update={"notes": (twice_note, *price.notes)})
     return profile, price
 
 
