@@ -173,7 +173,7 @@ def _edges(w: WorkflowItem | None, notes: list[str]) -> tuple[tuple[str, str, in
     if w is None or not w.connections:
         return ()
     try:
-        edges, _ = parse_connections(w.connections, {printable(n.name) for n in w.nodes})
+        edges, _, _ = parse_connections(w.connections, {printable(n.name) for n in w.nodes})
     except InputError as exc:
         notes.append(f"its connections could not be read ({str(exc)[:160]}): every node priced once")
         return ()

@@ -364,3 +364,20 @@ def test_a_key_given_twice_is_read_as_n8n_reads_it_and_said(tmp_path):
     _, price = priced_profile(path, items=None, cpu_ms=None, wait_ms=None, calibration=None, engine="default")
     assert price.notes[0].startswith("the file gives a key twice in one object ('Hook'")
     assert _line(price, "B").runs == 1 and _line(price, "A").runs == 0  # the last connection from Hook, as n8n
+
+
+def test_a_nameless_node_and_an_empty_connection_kind_are_answered_and_said():
+    """Seen in public collections: a node with no `name` (nothing can connect to it: n8n never runs it) and a
+    connection kind holding `{}` instead of a list of outputs. Priced without them, each said in the notes."""
+    flow = {
+        "nodes": [
+            {"name": "Hook", "type": "n8n-nodes-base.webhook", "parameters": {}},
+            {"name": "Set", "type": "n8n-nodes-base.set", "parameters": {}},
+            {"parameters": {"prompt": "a node with neither name nor type"}},
+        ],
+        "connections": {"Hook": {"main": [[{"node": "Set", "type": "main", "index": 0}]], "typeOptions": {}}},
+    }
+    price = price_workflow(flow, TABLE)
+    assert _line(price, "Set").runs == 1 and len(price.lines) == 2
+    assert any("1 node(s) without a name" in n for n in price.notes)
+    assert any("1 connection kind(s) hold {} instead of a list" in n for n in price.notes)

@@ -58,6 +58,8 @@ class ParsedExport(Frozen):
     nodes: tuple[ExportNode, ...]
     edges: tuple[Edge, ...] = ()
     dropped_edges: int = 0  # connections to or from a node the export does not have (n8n ignores them too)
+    unnamed: int = 0  # nodes without a name: nothing can connect to them, so they never run (left out)
+    skipped_outputs: int = 0  # a connection kind that is not a list of outputs (not n8n's shape): left out
 
 
 def printable(text: str, limit: int = MAX_NAME) -> str:
@@ -117,12 +119,16 @@ def parse_export(export: Any) -> ParsedExport:
     if not isinstance(export.get("connections"), dict):
         raise _refuse("no `connections` object")
     parsed = []
+    unnamed = 0
     for i, item in enumerate(nodes):
         if not isinstance(item, dict):
             raise _refuse(f"nodes[{i}] is {type(item).__name__}, not an object")
         name, type_ = item.get("name"), item.get("type")
-        if not isinstance(name, str) or not name:
-            raise _refuse(f"nodes[{i}] has no string `name`")
+        if name is None or name == "":  # no connection can name it: it never runs (counted, said by the price)
+            unnamed += 1
+            continue
+        if not isinstance(name, str):
+            raise _refuse(f"nodes[{i}] has a `name` that is not a string")
         shown = printable(name, 80)
         if not isinstance(type_, str) or not type_ or len(type_) > 200:
             raise _refuse(f"node {shown!r} has no string `type` (like n8n-nodes-base.set)")
@@ -160,13 +166,17 @@ def parse_export(export: Any) -> ParsedExport:
                 execute_once=settings["executeOnce"] is True,
             )
         )
-    edges, dropped = parse_connections(export["connections"], {n.name for n in parsed})
+    if not parsed:
+        raise _refuse("no node has a `name`")
+    edges, dropped, skipped = parse_connections(export["connections"], {n.name for n in parsed})
     title = export.get("name")
     return ParsedExport(
         name=printable(title, 80) if isinstance(title, str) and printable(title, 80) else "workflow",
         nodes=tuple(parsed),
         edges=edges,
         dropped_edges=dropped,
+        unnamed=unnamed,
+        skipped_outputs=skipped,
     )
 
 
@@ -178,11 +188,12 @@ def _index(value: Any, what: str) -> int:
     return value
 
 
-def parse_connections(connections: dict, names: set[str]) -> tuple[tuple[Edge, ...], int]:
-    """(edges, how many name a node the export does not have). The shape is n8n's: {source: {kind: [[{node, type,
-    index}, ...] per output]}}; an output may be null or empty. Anything else is one InputError line."""
+def parse_connections(connections: dict, names: set[str]) -> tuple[tuple[Edge, ...], int, int]:
+    """(edges, how many name a node the export does not have, how many kinds were not a list of outputs and were
+    left out). The shape is n8n's: {source: {kind: [[{node, type, index}, ...] per output]}}; an output may be null
+    or empty. Anything else is one InputError line."""
     edges: list[Edge] = []
-    dropped = 0
+    dropped = skipped = 0
     for source, kinds in connections.items():
         src = printable(str(source))
         if kinds is None:
@@ -191,6 +202,9 @@ def parse_connections(connections: dict, names: set[str]) -> tuple[tuple[Edge, .
             raise _refuse(f"`connections` of {src!r} is {type(kinds).__name__}, not an object")
         for kind, outputs in kinds.items():
             if outputs is None:
+                continue
+            if isinstance(outputs, dict) and not outputs:  # `{}` where a list belongs: nothing it connects
+                skipped += 1
                 continue
             if not isinstance(outputs, list) or len(outputs) > MAX_OUTPUTS:
                 raise _refuse(f"`connections` of {src!r}: {printable(str(kind), 40)!r} is not a list of outputs")
@@ -219,4 +233,4 @@ def parse_connections(connections: dict, names: set[str]) -> tuple[tuple[Edge, .
                             input=_index(target.get("index"), f"the input index of a connection of {src!r}"),
                         )
                     )
-    return tuple(edges), dropped
+    return tuple(edges), dropped, skipped

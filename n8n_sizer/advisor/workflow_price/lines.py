@@ -267,6 +267,10 @@ def price_notes(parsed, lines, walk, trigger, triggers, plan, rps, model_calls, 
     notes += list(walk.notes)
     if parsed.dropped_edges:
         notes.append(f"{parsed.dropped_edges} connection(s) name a node the export does not have: ignored")
+    if parsed.unnamed:
+        notes.append(f"{parsed.unnamed} node(s) without a name: no connection reaches them, so they never run")
+    if parsed.skipped_outputs:
+        notes.append(f"{parsed.skipped_outputs} connection kind(s) hold {{}} instead of a list of outputs: ignored")
     return notes
 
 
