@@ -51,16 +51,56 @@ def ingest_pool_size(rate_per_process_per_s: float) -> int:
     return max(DEFAULT_DB_POOL_SIZE, math.ceil(BURST_FACTOR * rate_per_process_per_s * INGEST_DB_HOLD_S))
 
 
+MAIN_EXTRA_CONNECTIONS = 1  # seed 000: main held its pool and one more (3/5/7/11 at pool 2 with 0/1/2/4 workers)
+
+
+def process_connections(pool: int, role: str) -> int:
+    """The connections one n8n process holds (seed 000): main its pool and one more, any other process its pool."""
+    return pool + MAIN_EXTRA_CONNECTIONS if role == "main" else pool
+
+
 def connections(main_pool: int, webhook_pool: int, webhooks: int, worker_pool: int, workers: int) -> int:
     """(main pool + 1) + webhook processors x pool + workers x pool (seed 000's formula, per process)."""
-    return (main_pool + 1) + webhooks * webhook_pool + workers * worker_pool
+    return (
+        process_connections(main_pool, "main")
+        + webhooks * process_connections(webhook_pool, "webhook")
+        + workers * process_connections(worker_pool, "worker")
+    )
+
+
+def pool_terms(processes: list[tuple[str, int]]) -> tuple[int, str]:
+    """(connections, seed 000's formula written out) for n8n processes given as (role, pool): `(main pool P + 1)`
+    per main, `N <role> x pool P` per role and pool, in the order given. The one place the formula's text is
+    built: render, check and the answer all say it this way."""
+    groups: dict[tuple[str, int], int] = {}
+    for role, pool in processes:
+        groups[(role, pool)] = groups.get((role, pool), 0) + 1
+    terms: list[str] = []
+    for (role, pool), n in groups.items():
+        if role == "main":
+            terms += [f"(main pool {pool} + {MAIN_EXTRA_CONNECTIONS})"] * n
+        else:
+            terms.append(f"{n} {role} x pool {pool}")
+    return sum(n * process_connections(pool, role) for (role, pool), n in groups.items()), " + ".join(terms)
+
+
+def pool_arithmetic(processes: list[tuple[str, int]]) -> str:
+    """`pool_terms` with the headroom and the max_connections they need, e.g. `(main pool 2 + 1) + 2 worker x
+    pool 2 + 10 headroom = 17`."""
+    need, terms = pool_terms(processes)
+    return f"{terms} + {CONNECTION_HEADROOM} headroom = {required_max_connections(need)}"
+
+
+def setup_processes(setup) -> list[tuple[str, int]]:
+    """One host's `Setup` as (role, pool) per n8n process on Postgres: main and its workers; none on SQLite."""
+    if setup.db != "postgres":
+        return []
+    return [("main", setup.db_pool_size)] + [("worker", setup.db_pool_size)] * setup.workers
 
 
 def setup_connections(setup) -> int:
     """One host's `Setup`: (main pool + 1) + workers x pool; SQLite opens none."""
-    if setup.db != "postgres":
-        return 0
-    return connections(setup.db_pool_size, 0, 0, setup.db_pool_size, setup.workers)
+    return pool_terms(setup_processes(setup))[0]
 
 
 def setup_required_max_connections(setup) -> int:

@@ -16,10 +16,8 @@ from typing import Literal
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from n8n_sizer import versions
+from n8n_sizer.advisor import pools
 from n8n_sizer.advisor.pools import default_postgres_memory
-from n8n_sizer.advisor.pools import (
-    setup_connections as postgres_connections,
-)
 from n8n_sizer.advisor.pools import (
     setup_recommended_max_connections as recommended_max_connections,
 )
@@ -27,7 +25,7 @@ from n8n_sizer.advisor.pools import (
     setup_required_max_connections as required_max_connections,
 )
 from n8n_sizer.advisor.ram import held_mib
-from n8n_sizer.advisor.setup import CONNECTION_HEADROOM, Setup
+from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
 from n8n_sizer.bundle.drain import drain_context
 from n8n_sizer.bundle.limits import memory_table, redis_maxmemory_mib
@@ -97,15 +95,6 @@ def compose_env(setup: Setup, profile: str, domain: str | None) -> dict[str, dic
         out[f"n8n-worker-{n}"] = role_env(shape, "worker", COMPOSE_WIRING)
         out[f"runner-worker-{n}"] = role_env(shape, "runner", COMPOSE_WIRING, broker_host=f"n8n-worker-{n}")
     return out
-
-
-def pool_arithmetic(setup: Setup) -> str:
-    """Seed 000's formula written out with this setup's numbers, e.g. `(pool 2 + 1) + 2 workers x 2 + 10 headroom = 17`."""
-    pool = setup.db_pool_size
-    parts = f"(pool {pool} + 1)"
-    if setup.workers:
-        parts += f" + {setup.workers} workers x {pool}"
-    return f"{parts} + {CONNECTION_HEADROOM} headroom = {required_max_connections(setup)}"
 
 
 def describe(setup: Setup, profile: str) -> str:
@@ -192,7 +181,7 @@ def _validate(
     if max_connections < required_max_connections(setup):
         raise InputError(
             f"--max-connections {max_connections} is below what n8n's pools need: "
-            f"{pool_arithmetic(setup)}; try --max-connections {required_max_connections(setup)} "
+            f"{pools.pool_arithmetic(pools.setup_processes(setup))}; try --max-connections {required_max_connections(setup)} "
             f"or a smaller --pool"
         )
     return max_connections
@@ -239,7 +228,7 @@ def render_bundle(
         stop_grace_s=stop_grace_s,
         drain=drain_context(stop_grace_s),
         max_connections=max_conn,
-        pool_arithmetic=pool_arithmetic(setup) if setup.db == "postgres" else "",
+        pool_arithmetic=pools.pool_arithmetic(pools.setup_processes(setup)) if setup.db == "postgres" else "",
         env=compose_env(setup, profile, domain),
         memory_mib=memory_table(setup, pg),
         pg=pg,
@@ -359,7 +348,6 @@ def write_bundle(
     if setup.db == "postgres":
         chosen = max_connections if max_connections is not None else recommended_max_connections(setup)
         messages.append(
-            f"Postgres max_connections {chosen}; n8n's pools need {postgres_connections(setup)} "
-            f"+ {CONNECTION_HEADROOM} headroom"
+            f"Postgres max_connections {chosen}; n8n's pools need {pools.pool_arithmetic(pools.setup_processes(setup))}"
         )
     return messages

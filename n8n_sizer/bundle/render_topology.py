@@ -173,7 +173,7 @@ def _host_context(
         lb=_lb_context(t, lb_host, profile, domain) if roles.load_balancer else None,
         main_publish=main_publish,
         pg=pg,
-        pool_arithmetic=topo.pool_arithmetic(t),
+        pool_arithmetic=topo.pools_needed(t),
         images={
             "n8n": f"{repo}:{t.n8n_version}",
             "runners": f"{runners_repo}:{t.n8n_version}",
@@ -395,6 +395,6 @@ def write_topology(
     messages += said + secret_messages(kept, origin, out_dir / SECRETS_FILE)[0]
     if not t.single_host:
         messages.append(
-            f"Postgres pools: {topo.pool_arithmetic(t)}; check it all with `n8n-sizer check --topology {out_dir}`"
+            f"Postgres pools: {topo.pools_needed(t)}; check it all with `n8n-sizer check --topology {out_dir}`"
         )
     return messages

@@ -42,7 +42,7 @@ __all__ = [
     "parse_topology",
     "load_topology_text",
     "postgres_connections",
-    "pool_arithmetic",
+    "pools_needed",
     "max_connections",
     "postgres_memory",
 ]
@@ -55,17 +55,13 @@ def postgres_connections(t: Topology) -> int:
     return pools.connections(p.main, p.of("webhook"), t.total("webhook"), p.of("worker"), t.total("workers"))
 
 
-def pool_arithmetic(t: Topology) -> str:
+def pools_needed(t: Topology) -> str:
+    """Seed 000's formula over the whole topology, written out by advisor/pools.py (`pools.pool_arithmetic`)."""
     p = t.db_pool_size
-    parts = [f"main (pool {p.main} + 1)"]
-    if t.total("webhook"):
-        parts.append(f"{t.total('webhook')} webhook x {p.of('webhook')}")
-    if t.total("workers"):
-        parts.append(f"{t.total('workers')} workers x {p.of('worker')}")
-    return (
-        f"{' + '.join(parts)} + {pools.CONNECTION_HEADROOM} headroom = "
-        f"{pools.required_max_connections(postgres_connections(t))}"
-    )
+    processes = [("main", p.main)]
+    processes += [("webhook", p.of("webhook"))] * t.total("webhook")
+    processes += [("worker", p.of("worker"))] * t.total("workers")
+    return pools.pool_arithmetic(processes)
 
 
 def max_connections(t: Topology) -> int:
@@ -77,7 +73,7 @@ def max_connections(t: Topology) -> int:
     if t.max_connections < need:
         raise InputError(
             f"max_connections {t.max_connections} is below what every process's pool needs: "
-            f"{pool_arithmetic(t)}; set max_connections to {need} or lower db_pool_size"
+            f"{pools_needed(t)}; set max_connections to {need} or lower db_pool_size"
         )
     return t.max_connections
 

@@ -92,12 +92,12 @@ class TargetSpec(HostSpec):
             raise _KeyError("max_connections", "applies to Postgres only; remove it or set setup.db: postgres")
         need = required_max_connections(self.setup)
         if self.max_connections < need:
-            from n8n_sizer.bundle.render import pool_arithmetic
+            from n8n_sizer.advisor.pools import pool_arithmetic, setup_processes
 
             raise _KeyError(
                 "max_connections",
                 f"{self.max_connections} is below what n8n's pools need: "
-                f"{pool_arithmetic(self.setup)}; set it to {need} or lower setup.db_pool_size",
+                f"{pool_arithmetic(setup_processes(self.setup))}; set it to {need} or lower setup.db_pool_size",
             )
         return self
 

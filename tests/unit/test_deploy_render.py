@@ -221,7 +221,7 @@ def test_pool_refusal_shows_the_arithmetic() -> None:
     with pytest.raises(InputError) as err:
         render_bundle(setup, FAKE, max_connections=50)
     message = str(err.value)
-    assert "(pool 10 + 1) + 4 workers x 10 + 10 headroom = 61" in message
+    assert "(main pool 10 + 1) + 4 worker x pool 10 + 10 headroom = 61" in message
     assert "--max-connections 61" in message and "\n" not in message
     assert "max_connections=61" in render_bundle(setup, FAKE, max_connections=61).compose
 

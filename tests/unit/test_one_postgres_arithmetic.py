@@ -2,6 +2,7 @@
 advisor/pools.py only; advisor, render and check call it (a second formula fails this test)."""
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "n8n_sizer"
@@ -39,6 +40,41 @@ def test_no_module_but_pools_computes_with_the_postgres_constants():
                 if _name(op) in NAMES:
                     found.append(f"{rel}:{node.lineno} {_name(op)}")
     assert not found, f"Postgres arithmetic outside advisor/pools.py: {found}"
+
+
+def test_no_module_but_pools_adds_main_s_extra_connection_or_writes_the_formula():
+    """Main's one connection over its pool (seed 000) is `pools.MAIN_EXTRA_CONNECTIONS`, and the formula's text is
+    `pools.pool_terms`: a `pool ... + 1` or a `(pool ... + 1)` string anywhere else is a second source."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        rel = str(path.relative_to(PACKAGE))
+        if rel in HOME or "__pycache__" in rel:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+                sides = (node.left, node.right)
+                if any(isinstance(x, ast.Constant) and x.value == 1 for x in sides) and any(
+                    "pool" in ast.unparse(x).lower() for x in sides
+                ):
+                    found.append(f"{rel}:{node.lineno} {ast.unparse(node)[:60]}")
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and re.search(r"pool \S+ \+ 1\)", node.value)
+            ):
+                found.append(f"{rel}:{node.lineno} {node.value[:60]!r}")
+    assert not found, f"main's pool + 1 outside advisor/pools.py: {found}"
+
+
+def test_the_formula_s_text_adds_up_to_its_connections():
+    from n8n_sizer.advisor import pools
+
+    need, text = pools.pool_terms([("main", 3), ("webhook", 2), ("webhook", 2), ("worker", 5)])
+    assert need == (3 + 1) + 2 * 2 + 5 and text == "(main pool 3 + 1) + 2 webhook x pool 2 + 1 worker x pool 5"
+    assert pools.pool_arithmetic([("main", 2), ("worker", 2)]).endswith(
+        f"+ {pools.CONNECTION_HEADROOM} headroom = {pools.required_max_connections(2 + 1 + 2)}"
+    )
 
 
 def test_advisor_render_and_check_agree_on_max_connections():

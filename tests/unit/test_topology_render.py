@@ -224,7 +224,7 @@ def _groups(**changes) -> dict:
     [
         (
             {"max_connections": 100},
-            "below what every process's pool needs: main (pool 2 + 1) + 2 webhook x 2 + 8 workers x 11",
+            "below what every process's pool needs: (main pool 2 + 1) + 2 webhook x pool 2 + 8 worker x pool 11",
         ),
         ({"db_pool_size": {"main": 2, "webhook": 2, "worker": 200}, "max_connections": None}, "need more RAM than"),
         (

@@ -8,11 +8,11 @@ exposure) and the registry; rules_n8n.py holds those about the n8n processes.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable, Mapping
 
 from n8n_sizer.advisor.pools import (
     CONNECTION_HEADROOM,
+    pool_terms,
     recommended_max_connections,
     required_max_connections,
 )
@@ -166,14 +166,8 @@ def rule_postgres_pool(cf: ComposeFile, ctx: CheckContext) -> RuleResult:
             f"set DB_POSTGRESDB_POOL_SIZE to a whole number, e.g. {DEFAULT_DB_POOL_SIZE}, and max_connections "
             "to what the pools need",
         )
-    mains = [s for s in users if s.role == "main"]
-    others = [s for s in users if s.role != "main"]
-    need = sum(pool_size(s) + 1 for s in mains) + sum(pool_size(s) for s in others)
-    # Seed 000's formula, written as (main pool + 1) + N processes x pool, grouped by pool size.
-    grouped = Counter(pool_size(s) for s in others)
-    arithmetic = " + ".join(
-        [f"(pool {pool_size(s)} + 1)" for s in mains] + [f"{n} x pool {pool}" for pool, n in sorted(grouped.items())]
-    )
+    # Seed 000's formula over the file's processes, main first (advisor/pools.py)
+    need, arithmetic = pool_terms(sorted(((s.role, pool_size(s)) for s in users), key=lambda p: p[0] != "main"))
     total = required_max_connections(need)
     postgres = cf.by_role("postgres")
     if not postgres:

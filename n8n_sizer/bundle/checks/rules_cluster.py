@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from n8n_sizer.advisor.pools import CONNECTION_HEADROOM, required_max_connections
+from n8n_sizer.advisor.pools import CONNECTION_HEADROOM, pool_terms, required_max_connections
 from n8n_sizer.bundle.caddyfile import parse_routes, route_for
 from n8n_sizer.bundle.checks.rule import RuleResult, fail, na, ok
 from n8n_sizer.bundle.checks.service_settings import max_connections_of, pool_size, redis_arg, unreadable_pool_settings
@@ -176,13 +176,8 @@ def rule_cluster_pool(c: Cluster) -> RuleResult:
             f"{', '.join(unreadable)}: not a whole number in range; the pool sum cannot trust it",
             "set every DB_POSTGRESDB_POOL_SIZE and max_connections to a whole number",
         )
-    need = sum(pool_size(s) + (1 if s.role == "main" else 0) for _, s in users)
-    per_role: dict[str, list[int]] = {}
-    for _, s in users:
-        per_role.setdefault(s.role, []).append(pool_size(s))
-    arithmetic = " + ".join(
-        f"{len(p)} {role} x pool {max(p)}" + (" + 1" if role == "main" else "") for role, p in sorted(per_role.items())
-    )
+    # Seed 000's formula over every host's processes, main first (advisor/pools.py)
+    need, arithmetic = pool_terms(sorted(((s.role, pool_size(s)) for _, s in users), key=lambda p: (p[0] != "main", p)))
     limit = min(max_connections_of(s) for _, s in servers)
     total = required_max_connections(need)
     if total > limit:

@@ -45,17 +45,18 @@ def _hosts_text(r: dict, one_host: bool = False) -> str:
 
 
 def _pool_text(rec) -> str:
+    from n8n_sizer.advisor.pools import pool_terms
+
     p = rec.db_pool_size
+    processes = [("main", p.main), *[("webhook", p.webhook)] * rec.webhook_processors]
+    processes += [("worker", p.worker)] * rec.workers
+    _, formula = pool_terms(processes)  # the answer's own count is rec.postgres_connections
     if _spread(rec):
         return (
             f"main {p.main}, webhook {p.webhook}, worker {p.worker}  -> {rec.postgres_connections} Postgres connections "
-            f"((main + 1) + {rec.webhook_processors} x webhook + {rec.workers} x worker); max_connections "
-            f"{rec.max_connections} (~{rec.max_connections_ram_mib:,.0f} MiB of backends)"
+            f"({formula}); max_connections {rec.max_connections} (~{rec.max_connections_ram_mib:,.0f} MiB of backends)"
         )
-    return (
-        f"{p.main}  -> {rec.postgres_connections} Postgres connections ((pool + 1) + {rec.workers} x pool); "
-        f"max_connections {rec.max_connections}"
-    )
+    return f"{p.main}  -> {rec.postgres_connections} Postgres connections ({formula}); max_connections {rec.max_connections}"
 
 
 COMFORT = 0.7  # advisor.answer.layout.COMFORT_UTILISATION, kept here so that printing imports no advisor
