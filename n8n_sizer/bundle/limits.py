@@ -27,6 +27,27 @@ class Memory(Frozen):
     why: str
 
 
+# V8's old space as a share of an n8n container's memory limit. Node sizes its heap from the container's limit when
+# none is given: under a 704 MiB limit main's heap stopped at ~254 MB and n8n 2.41.1 died at start ("JavaScript heap
+# out of memory", tests/docker), though the process needs ~460 MiB in all. n8n's docs name NODE_OPTIONS
+# --max-old-space-size as the setting; three quarters leave the rest of the limit to buffers and native memory.
+NODE_HEAP_SHARE = 0.75
+_N8N_ROLES = {"n8n-main": "main", "n8n-worker": "worker", "n8n-webhook": "webhook"}
+
+
+def with_node_heap(env: dict[str, dict[str, str]], memory: dict[str, Memory]) -> dict[str, dict[str, str]]:
+    """Each n8n process's environment with NODE_OPTIONS --max-old-space-size at NODE_HEAP_SHARE of its container's
+    limit (services named n8n-main, n8n-worker-N, n8n-webhook-N; runners and the rest unchanged)."""
+    out = {}
+    for name, values in env.items():
+        role = next((r for prefix, r in _N8N_ROLES.items() if name == prefix or name.startswith(prefix + "-")), None)
+        if role is not None and role in memory:
+            heap = int(memory[role].limit_mib * NODE_HEAP_SHARE)
+            values = {**values, "NODE_OPTIONS": f"--max-old-space-size={heap}"}
+        out[name] = values
+    return out
+
+
 def _memory(m: ram.ContainerMemory) -> Memory:
     return Memory(reservation_mib=m.reservation_mib, limit_mib=m.limit_mib, why=m.why)
 

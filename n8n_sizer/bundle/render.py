@@ -28,7 +28,7 @@ from n8n_sizer.advisor.ram import held_mib
 from n8n_sizer.advisor.setup import Setup
 from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES, render_cloud_init
 from n8n_sizer.bundle.drain import drain_context
-from n8n_sizer.bundle.limits import memory_table, redis_maxmemory_mib
+from n8n_sizer.bundle.limits import memory_table, redis_maxmemory_mib, with_node_heap
 from n8n_sizer.bundle.n8n_env import (
     COMPOSE_WIRING,
     REDIS_N8N_PASSWORD_REF,
@@ -229,7 +229,7 @@ def render_bundle(
         drain=drain_context(stop_grace_s),
         max_connections=max_conn,
         pool_arithmetic=pools.pool_arithmetic(pools.setup_processes(setup)) if setup.db == "postgres" else "",
-        env=compose_env(setup, profile, domain),
+        env=with_node_heap(compose_env(setup, profile, domain), memory_table(setup, pg)),
         memory_mib=memory_table(setup, pg),
         pg=pg,
         redis_maxmemory_mib=redis_maxmemory_mib(setup.queue_depth_jobs),

@@ -17,7 +17,7 @@ from n8n_sizer.advisor.ram import HELD_MIB_PER_EXECUTION
 from n8n_sizer.bundle import topology as topo
 from n8n_sizer.bundle.cloudinit import USER_DATA_LIMIT_BYTES, data_port_rules, render_cloud_init
 from n8n_sizer.bundle.drain import drain_context
-from n8n_sizer.bundle.limits import cluster_memory, postgres_budget_mib, redis_maxmemory_mib
+from n8n_sizer.bundle.limits import cluster_memory, postgres_budget_mib, redis_maxmemory_mib, with_node_heap
 from n8n_sizer.bundle.n8n_env import (
     COMPOSE_WIRING,
     REDIS_N8N_PASSWORD_REF,
@@ -184,7 +184,7 @@ def _host_context(
         stop_grace_s=grace_seconds,
         lb_try_s=LB_TRY_S,
         drain=drain_context(grace_seconds),
-        env=host_env(t, host, profile, domain),
+        env=with_node_heap(host_env(t, host, profile, domain), cluster_memory(t, host, pg)),
         memory_mib=cluster_memory(t, host, pg),
         pg_budget_mib=postgres_budget_mib(t, t.host_with("postgres")),
         redis_maxmemory_mib=redis_maxmemory_mib(t.queue_depth_jobs),

@@ -50,12 +50,17 @@ def test_real_postgres_accepts_the_data_hosts_settings(pg_dir: Path) -> None:
     command = services["n8n-postgres"].command
     assert command[0] == "postgres"
     settings = dict(command[i + 1].split("=", 1) for i in range(1, len(command), 2) if command[i] == "-c")
-    assert settings == {
-        "max_connections": "120",
-        "shared_buffers": "2048MB",
-        "work_mem": "17MB",
-        "effective_cache_size": "6144MB",
+    # max_connections from every process's pool (pools.py); the memory settings fit Postgres' container limit
+    # (ram.py: shared_buffers, work_mem x connections, maintenance_work_mem and the cache estimate)
+    assert settings["max_connections"] == "120"
+    assert set(settings) == {
+        "max_connections",
+        "shared_buffers",
+        "work_mem",
+        "maintenance_work_mem",
+        "effective_cache_size",
     }
+    assert all(settings[k].endswith("MB") for k in settings if k != "max_connections")
     data = pg_dir / "pg"
     init_postgres(data, "n8n", env["POSTGRES_PASSWORD"])
     user = "postgres" if os.geteuid() == 0 else None
@@ -72,12 +77,14 @@ def test_real_postgres_accepts_the_data_hosts_settings(pg_dir: Path) -> None:
         )
         assert proc.returncode == 0, proc.stderr
         shown[name] = proc.stdout.strip()
-    # `-C` prints each in its base unit: shared_buffers and effective_cache_size in 8 kB pages, work_mem in kB.
+    # `-C` prints each in its base unit: shared_buffers and effective_cache_size in 8 kB pages, the work_mems in kB.
+    mb = {k: int(v.removesuffix("MB")) for k, v in settings.items() if k != "max_connections"}
     assert shown == {
         "max_connections": "120",
-        "shared_buffers": str(2048 * 1024 // 8),
-        "work_mem": str(17 * 1024),
-        "effective_cache_size": str(6144 * 1024 // 8),
+        "shared_buffers": str(mb["shared_buffers"] * 1024 // 8),
+        "work_mem": str(mb["work_mem"] * 1024),
+        "maintenance_work_mem": str(mb["maintenance_work_mem"] * 1024),
+        "effective_cache_size": str(mb["effective_cache_size"] * 1024 // 8),
     }
 
 

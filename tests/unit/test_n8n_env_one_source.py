@@ -70,6 +70,7 @@ WHERE_IT_RUNS = {
     "PATH",
     "HOME",
     "LANG",
+    "NODE_OPTIONS",  # the V8 heap under a container's memory limit (bundle/limits.py); natively there is no limit
 }
 N8N_NAME = r"(?:N8N_[A-Z0-9_]+|DB_[A-Z0-9_]+|QUEUE_[A-Z0-9_]+|EXECUTIONS_[A-Z0-9_]+|WEBHOOK_URL|OFFLOAD_[A-Z0-9_]+|GENERIC_TIMEZONE)"
 # Overrides that are addresses or folders, not settings: a stack's fresh user folder, the cluster's public URL in
@@ -101,6 +102,17 @@ def _broker(service: str) -> str:
     return "n8n-main" if service == "runner-main" else service.replace("runner-", "n8n-")
 
 
+def _heap_apart(service: str, env: dict[str, str]) -> dict[str, str]:
+    """The environment without NODE_OPTIONS, which every n8n process (not a runner) gets from its container's memory
+    limit (bundle/limits.with_node_heap), not from role_env."""
+    rest = {k: v for k, v in env.items() if k != "NODE_OPTIONS"}
+    if service.startswith("runner-"):
+        assert "NODE_OPTIONS" not in env, service
+    else:
+        assert re.fullmatch(r"--max-old-space-size=\d+", env["NODE_OPTIONS"]), service
+    return rest
+
+
 @pytest.mark.parametrize("setup", SETUPS, ids=lambda s: f"{s.mode}-{s.db}-{s.workers}w")
 @pytest.mark.parametrize("profile", ["bench", "production"])
 def test_every_single_host_service_gets_exactly_role_env(setup: Setup, profile: str) -> None:
@@ -110,7 +122,7 @@ def test_every_single_host_service_gets_exactly_role_env(setup: Setup, profile: 
     assert "n8n-main" in envs and len(envs) == 2 * (1 + setup.workers)
     for service, env in envs.items():
         want = role_env(shape, _role_of(service), COMPOSE_WIRING, broker_host=_broker(service))
-        assert env == want, service
+        assert _heap_apart(service, env) == want, service
 
 
 @pytest.mark.parametrize("case", ["advise-rps-400", "gcp-three-hosts", "lb-apart"])
@@ -124,6 +136,7 @@ def test_every_cluster_service_gets_exactly_role_env_and_the_lab_the_same_settin
     for host, bundle in render_topology(t, generate_secrets(), public_url="http://n8n.example.com:5678/").hosts.items():
         for service, env in _rendered_envs(bundle.compose).items():
             role = _role_of(service)
+            env = _heap_apart(service, env)
             assert env == role_env(shape, role, wiring, broker_host=_broker(service)), (host, service)
             if role == "runner":
                 continue
