@@ -20,8 +20,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from n8n_api_standin import KEY, FakeN8n, execution, json_answer  # noqa: E402
 
-NOW = time.time()
+NOW = time.time()  # the fake instance's "now": fixed when the module is collected, long before a late test runs
 START = NOW - 600
+SINCE = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW - 900))  # its last 15 minutes, whenever a test runs
+UNTIL = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW))
 
 NODES_A = [
     {"name": "Webhook", "type": "n8n-nodes-base.webhook", "typeVersion": 2, "parameters": {"path": "orders"}},
@@ -116,7 +118,8 @@ def key(monkeypatch):
 
 
 def export(url: str, out: Path, *extra: str) -> tuple[int, str, str]:
-    return cli(["history", "export", url, "--out", str(out), "--since", "15m", *extra])
+    window = ["--since", SINCE] + ([] if "--until" in extra else ["--until", UNTIL])
+    return cli(["history", "export", url, "--out", str(out), *window, *extra])
 
 
 # --- what it reads ---------------------------------------------------------------------------------------------
@@ -150,7 +153,7 @@ def test_export_reads_rates_and_node_times_and_keeps_no_payload(tmp_path, key):
 
 def test_advise_from_the_file_equals_advise_from_the_url_and_anonymised_too(tmp_path, key):
     until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(NOW))
-    window = ["--since", "15m", "--until", until]
+    window = ["--since", SINCE, "--until", until]
     with FakeN8n(WORKFLOWS, EXECUTIONS) as api:
         assert export(api.url, tmp_path / "h.json", "--until", until, "--anonymise")[0] == 0
         code, from_url, err = cli(["--from-n8n", api.url, *window, "--vcpu", "2", "--json"], prog="advise")
@@ -362,7 +365,7 @@ def test_a_million_executions_are_read_up_to_the_page_cap(tmp_path, key):
     with FakeN8n(WORKFLOWS, hook=hook) as api:
         started = time.monotonic()
         code, stdout, err = cli(
-            ["history", "export", api.url, "--out", str(out), "--since", "30d", "--max-pages", "21"]
+            ["history", "export", api.url, "--out", str(out), "--since", "30d", "--until", UNTIL, "--max-pages", "21"]
         )
     assert code == 0, err
     assert time.monotonic() - started < 60
