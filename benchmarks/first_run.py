@@ -105,7 +105,7 @@ def main() -> int:
         if install is None:
             raise SystemExit("n8n is not installed: run `bash scripts/test.sh --collect-only -q` once")
         node = install.node_bin
-        console.print(f"speed probe before: {probe(node):.1f} ms")
+        console.print(f"speed probe before: {probe(node)['ms']:.1f} ms")
         wf = ["--workflow", str(a.workflow), "--body", str(a.body)]
         bench(["--mode", "regular", *wf, "--rates", a.rates, "--step-seconds", str(a.step_seconds)], first_dir, console)
         for name, opts in SETUPS.items():
@@ -125,7 +125,7 @@ def main() -> int:
                 d,
                 console,
             )
-        console.print(f"speed probe after: {probe(node):.1f} ms")
+        console.print(f"speed probe after: {probe(node)['ms']:.1f} ms")
     first_run = sorted(d for d in first_dir.iterdir() if (d / "run.json").is_file())[-1]
     measured = {name: closed_capacity(sorted((sat_dir / name.replace(" ", "-")).iterdir())[-1]) for name in SETUPS}
     p = subprocess.run(
