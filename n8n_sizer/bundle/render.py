@@ -206,6 +206,7 @@ def render_bundle(
     """
     max_conn = _validate(setup, profile, domain, public_url, max_connections)
     pg = default_postgres_memory(max_conn) if setup.db == "postgres" else None
+    memory = memory_table(setup, pg)
     env = template_env()
     summary = describe(setup, profile)
     stop_grace_s = shutdown_timeouts(setup)[1]
@@ -229,8 +230,8 @@ def render_bundle(
         drain=drain_context(stop_grace_s),
         max_connections=max_conn,
         pool_arithmetic=pools.pool_arithmetic(pools.setup_processes(setup)) if setup.db == "postgres" else "",
-        env=with_node_heap(compose_env(setup, profile, domain), memory_table(setup, pg)),
-        memory_mib=memory_table(setup, pg),
+        env=with_node_heap(compose_env(setup, profile, domain), memory),
+        memory_mib=memory,
         pg=pg,
         redis_maxmemory_mib=redis_maxmemory_mib(setup.queue_depth_jobs),
         held_mb=f"{held_mib(setup):g}",

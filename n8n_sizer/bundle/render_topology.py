@@ -158,6 +158,7 @@ def _host_context(
     ]
     grace_seconds = shutdown_seconds(t.longest_execution_s)[1]
     repo, runners_repo = versions.N8N_IMAGE.rsplit(":", 1)[0], versions.RUNNERS_IMAGE.rsplit(":", 1)[0]
+    memory = cluster_memory(t, host, pg)
     return dict(
         t=t,
         host=host,
@@ -184,8 +185,8 @@ def _host_context(
         stop_grace_s=grace_seconds,
         lb_try_s=LB_TRY_S,
         drain=drain_context(grace_seconds),
-        env=with_node_heap(host_env(t, host, profile, domain), cluster_memory(t, host, pg)),
-        memory_mib=cluster_memory(t, host, pg),
+        env=with_node_heap(host_env(t, host, profile, domain), memory),
+        memory_mib=memory,
         pg_budget_mib=postgres_budget_mib(t, t.host_with("postgres")),
         redis_maxmemory_mib=redis_maxmemory_mib(t.queue_depth_jobs),
         held_mb=f"{t.held_mb if t.held_mb is not None else HELD_MIB_PER_EXECUTION:g}",

@@ -24,6 +24,7 @@ from n8n_sizer.errors import InputError
 from n8n_sizer.history.arrivals import busiest_minute, combine
 from n8n_sizer.history.record import History, WorkflowHistory
 from n8n_sizer.history.split import CODE_TYPES
+from n8n_sizer.history.trigger_seen import is_trigger
 from n8n_sizer.safety.frozen import Frozen
 
 Z90 = 1.6449
@@ -60,7 +61,7 @@ def _connections(w: WorkflowHistory) -> dict:
     out: dict[str, dict[str, list[list[dict]]]] = {}
     edges = list(w.edges)
     if not edges and len(w.nodes) > 1:
-        order = sorted(w.nodes, key=lambda n: n.type not in _TRIGGER_TYPES and not n.type.lower().endswith("trigger"))
+        order = sorted(w.nodes, key=lambda n: not is_trigger(n.type))
         edges = [(a.name, "main", 0, b.name, 0) for a, b in pairwise(order)]
     for source, kind, output, target, index in edges:
         outputs = out.setdefault(source, {}).setdefault(kind, [])
@@ -68,9 +69,6 @@ def _connections(w: WorkflowHistory) -> dict:
             outputs.append([])
         outputs[output].append({"node": target, "type": kind, "index": index})
     return out
-
-
-_TRIGGER_TYPES = frozenset({"n8n-nodes-base.webhook", "n8n-nodes-base.formTrigger", "n8n-nodes-base.start"})
 
 
 def workflow_profile(w: WorkflowHistory, table: NodeCostTable, mode: str = "regular") -> tuple[WorkflowProfile, str]:

@@ -21,22 +21,20 @@ Z90 = 1.6449
 MAX_EXPORT_BYTES = 8 << 20
 
 
-def _read_json(path: Path, what: str, fix: str):
+def _read_json(path: Path, what: str, fix: str, seen_twice: list[str] | None = None):
     from n8n_sizer.safety.files import read_user_text
     from n8n_sizer.safety.jsondoc import load_json
 
-    return load_json(read_user_text(path, what, fix=fix, max_bytes=MAX_EXPORT_BYTES), what, fix)
+    text = read_user_text(path, what, fix=fix, max_bytes=MAX_EXPORT_BYTES)
+    return load_json(text, what, fix, seen_twice=seen_twice)
 
 
 def _read_export(path: Path, fix: str) -> tuple[object, str]:
     """The export as n8n reads it (of a key given twice in one object, the last), and a note naming such keys."""
     from n8n_sizer.advisor.workflow_price.export import printable
-    from n8n_sizer.safety.files import read_user_text
-    from n8n_sizer.safety.jsondoc import load_json
 
     twice: list[str] = []
-    text = read_user_text(path, "--workflow", fix=fix, max_bytes=MAX_EXPORT_BYTES)
-    export = load_json(text, "--workflow", fix, seen_twice=twice)
+    export = _read_json(path, "--workflow", fix, seen_twice=twice)
     if not twice:
         return export, ""
     keys = ", ".join(repr(printable(k, 40)) for k in dict.fromkeys(twice))
